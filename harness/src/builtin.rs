@@ -1,0 +1,1 @@
+//! Built-in checks over the workspace's files.

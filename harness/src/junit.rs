@@ -1,0 +1,1 @@
+//! The per-task unit-test report precondition.

@@ -1,0 +1,205 @@
+//! Plain-code cross-checks, run before any model is asked anything.
+//!
+//! # Layout
+//! - [`process`]: one subprocess in its own process group, with a timeout,
+//!   concurrent capped capture of stdout and stderr, and a group kill.
+//! - [`probe`]: readiness probes for service checks (TCP, HTTP, a log line).
+//! - [`schedule`]: runs a set of [`Item`]s in `after` order with bounded
+//!   concurrency, keeps services up while their dependents run.
+//! - [`junit`]: the per-task unit-test report precondition.
+//! - [`builtin`]: built-in checks (conflict markers, secrets, parse checks).
+//! - [`secrets`]: the secret shapes the secrets check looks for and that
+//!   captured output is redacted of.
+//!
+//! Workers report [`Event`]s over a channel and never print.
+
+pub mod builtin;
+pub mod errors;
+pub mod junit;
+pub mod probe;
+pub mod process;
+pub mod schedule;
+pub mod secrets;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gate_specs::Starts;
+use serde::{Deserialize, Serialize};
+
+pub use errors::HarnessError;
+pub use schedule::run;
+
+/// What kind of spec entry an item stands for (for grouping in reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    /// A `[[check]]`.
+    Check,
+    /// A task's `tests` precondition (`<task>.tests`).
+    TaskTests,
+    /// A plain-code `[[task.criterion]]`.
+    Criterion,
+    /// A built-in check.
+    Builtin,
+}
+
+/// One unit of work for the harness.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// Unique id (the spec's id; `<task>.tests`; `builtin.<name>`).
+    pub id: String,
+    /// What it stands for.
+    pub kind: ItemKind,
+    /// What to do.
+    pub action: Action,
+    /// Items that must pass first; a service named here stays up while this runs.
+    pub after: Vec<String>,
+    /// Time limit for a command (a service's readiness window is in `starts`).
+    pub timeout: Duration,
+}
+
+/// What an item does.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// A shell command (`sh -c`); with `starts`, a service that must become ready.
+    Command {
+        /// The command line.
+        run: String,
+        /// Readiness rules when this starts a service.
+        starts: Option<Starts>,
+    },
+    /// A task's JUnit report: must exist, parse, hold at least one test, no
+    /// failure or error, and be newer than every file matched by `paths`.
+    JunitReport {
+        /// Workspace-relative path of the report.
+        report: String,
+        /// The task's `paths` globs.
+        paths: Vec<String>,
+    },
+    /// A check built into the gate.
+    Builtin(Builtin),
+}
+
+/// The built-in checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Builtin {
+    /// Unresolved merge-conflict markers.
+    Conflicts,
+    /// Committed private keys and common API-token shapes.
+    Secrets,
+    /// JSON, TOML and YAML files that do not parse.
+    Parse,
+}
+
+impl Builtin {
+    /// The item id the gate gives this check.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Conflicts => "builtin.conflicts",
+            Self::Secrets => "builtin.secrets",
+            Self::Parse => "builtin.parse",
+        }
+    }
+}
+
+/// How a run of items is carried out.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The workspace: every command's working directory, every path's root.
+    pub workspace: PathBuf,
+    /// At most this many items run at once (at least 1).
+    pub concurrency: usize,
+    /// Bytes of output kept per item; the rest is counted.
+    pub output_cap: usize,
+    /// Workspace-relative files (from the snapshot) the built-in checks and
+    /// report freshness look at; symlinks are never in it.
+    pub files: Arc<Vec<String>>,
+    /// Ids verified earlier and not re-run: they count as passed for `after`.
+    pub satisfied: HashSet<String>,
+    /// Exact strings (secret environment values) to redact from captured output.
+    pub redact: Arc<Vec<String>>,
+}
+
+/// Final state of one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Exit 0, ready in time, or no problem found.
+    Passed,
+    /// Anything else.
+    Failed,
+    /// Not run because something it depends on failed (or the run was cancelled).
+    Skipped,
+}
+
+/// Captured output of an item: a bounded tail, and a digest of all of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    /// The last bytes kept (at most the cap), lossily decoded, secrets redacted.
+    pub tail: String,
+    /// Bytes the process wrote in all.
+    pub total_bytes: u64,
+    /// Bytes dropped because of the cap.
+    pub dropped_bytes: u64,
+    /// blake3 (hex) over every byte written, in arrival order, before redaction.
+    pub digest: String,
+}
+
+/// A problem a built-in or report check found at a place in the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    /// Workspace-relative file.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// What is wrong there.
+    pub message: String,
+}
+
+/// The result of one item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemResult {
+    /// The item's id.
+    pub id: String,
+    /// What it stands for.
+    pub kind: ItemKind,
+    /// Final state.
+    pub status: Status,
+    /// The command's exit code, when it exited on its own.
+    pub exit_code: Option<i32>,
+    /// Wall time from start to final state.
+    pub duration: Duration,
+    /// Why it failed or was skipped, in one line ("exited with status 2",
+    /// "timed out after 5 s", "dependency `build` failed", …).
+    pub reason: Option<String>,
+    /// Captured output.
+    pub output: Output,
+    /// Places a built-in or report check pointed at.
+    pub locations: Vec<Location>,
+}
+
+/// Progress, reported as it happens.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// An item started.
+    Started {
+        /// Its id.
+        id: String,
+    },
+    /// A service check became ready (it keeps running).
+    Ready {
+        /// Its id.
+        id: String,
+    },
+    /// An item reached its final state.
+    Finished(ItemResult),
+    /// A service's process group was stopped.
+    Stopped {
+        /// Its id.
+        id: String,
+    },
+}

@@ -1,0 +1,1 @@
+//! Readiness probes for service checks.

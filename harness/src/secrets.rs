@@ -1,0 +1,1 @@
+//! Secret shapes: what the secrets check finds and what captured output is redacted of.

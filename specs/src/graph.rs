@@ -1,0 +1,1 @@
+//! The task graph and the check graph.

@@ -1,0 +1,61 @@
+//! The gate's spec file: tasks, acceptance criteria, cross-checks and policy.
+//!
+//! # Layout
+//! - [`model`]: the typed spec, one struct per table of `gate.toml`.
+//! - [`errors`]: every way a spec can be wrong, each with file, line and column.
+//! - [`globs`]: input and path globs, compiled once, matched on workspace-relative paths.
+//! - [`graph`]: the task graph and the check graph (petgraph), cycle reports.
+//!
+//! This crate does no I/O beyond reading the spec file and depends on no other
+//! crate of the workspace.
+
+pub mod errors;
+pub mod globs;
+pub mod graph;
+pub mod model;
+mod locate;
+mod parse;
+mod validate;
+
+use std::path::Path;
+
+pub use errors::{SpecError, SpecErrorKind, SpecErrors};
+pub use globs::InputGlobs;
+pub use model::{
+    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta,
+    Starts, Task, TaskTests,
+};
+
+/// The two spellings of a spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `gate.toml`.
+    Toml,
+    /// The same schema as JSON.
+    Json,
+}
+
+impl Format {
+    /// JSON for a `.json` file, TOML otherwise.
+    pub fn from_path(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("json") => Self::Json,
+            _ => Self::Toml,
+        }
+    }
+}
+
+/// Reads, parses and validates the spec at `path`.
+pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        SpecErrors::from(SpecError::new(path, 0, 0, SpecErrorKind::Read(e.to_string())))
+    })?;
+    parse_str(&text, path, Format::from_path(path))
+}
+
+/// Parses and validates spec text; `file` is only used to name it in errors.
+pub fn parse_str(text: &str, file: &Path, format: Format) -> Result<Spec, SpecErrors> {
+    let spec = parse::parse(text, file, format)?;
+    validate::validate(&spec, text, file, format)?;
+    Ok(spec)
+}

@@ -1,0 +1,1 @@
+//! Maps a key path in the spec to its line and column.

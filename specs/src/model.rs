@@ -1,0 +1,330 @@
+//! The typed spec: what `gate.toml` (or its JSON twin) holds once parsed.
+//!
+//! Every struct rejects unknown keys. Field names are the file's key names, so
+//! `serde` gives both the parser and the canonical serialisation that input
+//! fingerprints and bundles are computed from.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A whole spec file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// `[spec]`: identity and summary of the change.
+    pub spec: SpecMeta,
+    /// `[[check]]`: harness cross-checks, run before any model.
+    #[serde(default, rename = "check", skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// `[[task]]`: the tasks of the feature and their acceptance criteria.
+    #[serde(default, rename = "task", skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<Task>,
+    /// `[policy]`: thresholds and switches, all defaulted.
+    #[serde(default)]
+    pub policy: Policy,
+    /// `[ledger]`: where the ledger lives when shared.
+    #[serde(default, skip_serializing_if = "LedgerSection::is_empty")]
+    pub ledger: LedgerSection,
+}
+
+/// `[spec]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecMeta {
+    /// Stable across attempts: the retry history keys on it.
+    pub id: String,
+    /// One line on what the change does.
+    #[serde(default)]
+    pub summary: String,
+    /// Git revision the change is measured from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The coding agent that made the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// `[[check]]`: a plain-code cross-check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Unique id.
+    pub id: String,
+    /// Shell command, run with the workspace as working directory.
+    pub run: String,
+    /// Seconds before the whole process group is killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Checks that must pass first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+    /// Globs of the files the check depends on; none means the whole workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    /// Makes this a service check: it passes when it becomes ready, and stays up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts: Option<Starts>,
+}
+
+/// `starts = { … }`: how a service check proves it started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Starts {
+    /// Seconds the service has to become ready (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_s: Option<u64>,
+    /// `host:port` that must accept a TCP connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_tcp: Option<String>,
+    /// URL that must answer 2xx.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_http: Option<String>,
+    /// Text that must appear on the service's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_log: Option<String>,
+}
+
+impl Starts {
+    /// Default seconds a service has to become ready.
+    pub const DEFAULT_WITHIN_S: u64 = 30;
+
+    /// The readiness window in seconds.
+    pub fn within_s(&self) -> u64 {
+        self.within_s.unwrap_or(Self::DEFAULT_WITHIN_S)
+    }
+}
+
+/// `[[task]]`: one task of the feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    /// Unique id.
+    pub id: String,
+    /// Human title.
+    #[serde(default)]
+    pub title: String,
+    /// Globs of the files this task owns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// Tasks this one builds on (the task graph; review context only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+    /// The task's own unit tests: the precondition the gate runs after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TaskTests>,
+    /// `[[task.criterion]]`: acceptance criteria.
+    #[serde(default, rename = "criterion", skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<Criterion>,
+}
+
+/// `tests = { report = … }` or `tests = { run = … }`: exactly one of the two.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskTests {
+    /// A JUnit XML report the task's test run wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+    /// A command that runs the task's tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// Timeout for `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+}
+
+/// `[[task.criterion]]`: an acceptance criterion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Criterion {
+    /// Unique id.
+    pub id: String,
+    /// What must hold, in words.
+    pub text: String,
+    /// Decided by code: the command's exit 0 means met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// Decided by a model; the only accepted value is `"model"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// Globs of the files the criterion depends on; none means its task's `paths`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    /// Checks that must pass first (and services that must be up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+    /// Timeout for `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Probability a model must give for a judged criterion to pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+}
+
+impl Criterion {
+    /// How this criterion is decided; validation guarantees exactly one applies.
+    pub fn decider(&self) -> Decider<'_> {
+        match &self.run {
+            Some(run) => Decider::Code(run),
+            None => Decider::Model,
+        }
+    }
+}
+
+/// Who decides a criterion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decider<'a> {
+    /// A command; exit 0 means met.
+    Code(&'a str),
+    /// A model, asked as a yes/no question.
+    Model,
+}
+
+/// What one specialist that could not run means for the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnReviewUnavailable {
+    /// Ignore it: a flaky reviewer must not block merges.
+    #[default]
+    Pass,
+    /// Fail the run.
+    Fail,
+}
+
+/// `[policy]`: every key has DESIGN.md's default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Trivial tier: at most this many tasks.
+    pub trivial_max_tasks: u32,
+    /// Trivial tier: at most this many criteria.
+    pub trivial_max_criteria: u32,
+    /// Light tier: at most this many tasks (above in both: full).
+    pub light_max_tasks: u32,
+    /// Light tier: at most this many criteria (above in both: full).
+    pub light_max_criteria: u32,
+    /// Globs whose change lifts a run to the full tier.
+    pub sensitive_paths: Vec<String>,
+    /// Built-in check: committed private keys and API-token shapes.
+    pub builtin_secrets: bool,
+    /// Built-in check: unresolved merge-conflict markers.
+    pub builtin_conflicts: bool,
+    /// Built-in check: JSON, TOML and YAML files that do not parse.
+    pub builtin_parse: bool,
+    /// Default timeout for a check or plain-code criterion.
+    pub check_timeout_s: u64,
+    /// Bytes of output kept per item; the rest is counted.
+    pub output_cap_bytes: u64,
+    /// Timeout for one specialist.
+    pub specialist_timeout_s: u64,
+    /// Timeout for the whole review.
+    pub review_timeout_s: u64,
+    /// Seconds a streamed reply may stay silent.
+    pub inactivity_timeout_s: u64,
+    /// Seconds to connect to a provider.
+    pub connect_timeout_s: u64,
+    /// No new attempt starts with less than this left.
+    pub min_attempt_time_s: u64,
+    /// Per-role timeout overrides.
+    pub role_timeout_s: BTreeMap<String, u64>,
+    /// Seconds an open circuit breaker waits before its probe.
+    pub breaker_cooldown_s: u64,
+    /// What a specialist that did not run means.
+    pub on_review_unavailable: OnReviewUnavailable,
+    /// Probability a judged criterion needs to pass.
+    pub judge_threshold: f64,
+    /// Compliance a house rule needs.
+    pub rule_threshold: f64,
+    /// Findings below this confidence are dropped.
+    pub confidence_floor: f64,
+    /// Estimated input tokens a run may send.
+    pub max_input_tokens: u64,
+    /// Share of its remit a review must have seen.
+    pub min_coverage: f64,
+    /// Attempt budget per series.
+    pub max_attempts: u32,
+    /// Doom loop: identical failure sets in a row.
+    pub repeat_attempts: u32,
+    /// Doom loop: attempts without fewer failures.
+    pub no_progress_attempts: u32,
+}
+
+impl Policy {
+    /// Default sensitive-path globs.
+    pub const DEFAULT_SENSITIVE_PATHS: [&'static str; 4] = [
+        "**/auth/**",
+        "**/crypto/**",
+        "**/migrations/**",
+        ".github/workflows/**",
+    ];
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            trivial_max_tasks: 1,
+            trivial_max_criteria: 5,
+            light_max_tasks: 4,
+            light_max_criteria: 20,
+            sensitive_paths: Self::DEFAULT_SENSITIVE_PATHS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            builtin_secrets: true,
+            builtin_conflicts: true,
+            builtin_parse: true,
+            check_timeout_s: 300,
+            output_cap_bytes: 1024 * 1024,
+            specialist_timeout_s: 300,
+            review_timeout_s: 1500,
+            inactivity_timeout_s: 60,
+            connect_timeout_s: 10,
+            min_attempt_time_s: 120,
+            role_timeout_s: BTreeMap::new(),
+            breaker_cooldown_s: 120,
+            on_review_unavailable: OnReviewUnavailable::Pass,
+            judge_threshold: 0.8,
+            rule_threshold: 0.8,
+            confidence_floor: 0.5,
+            max_input_tokens: 5_000_000,
+            min_coverage: 0.0,
+            max_attempts: 6,
+            repeat_attempts: 3,
+            no_progress_attempts: 4,
+        }
+    }
+}
+
+/// `[ledger]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerSection {
+    /// A shared ledger's URL (`postgres://…`); `GATE_LEDGER` wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl LedgerSection {
+    fn is_empty(&self) -> bool {
+        self.url.is_none()
+    }
+}
+
+impl Spec {
+    /// Every criterion with the task that holds it, in file order.
+    pub fn criteria(&self) -> impl Iterator<Item = (&Task, &Criterion)> {
+        self.tasks
+            .iter()
+            .flat_map(|t| t.criteria.iter().map(move |c| (t, c)))
+    }
+
+    /// Number of acceptance criteria across all tasks.
+    pub fn criteria_count(&self) -> usize {
+        self.tasks.iter().map(|t| t.criteria.len()).sum()
+    }
+
+    /// The id of a task's unit-test cross-check.
+    pub fn tests_check_id(task: &Task) -> String {
+        format!("{}.tests", task.id)
+    }
+}

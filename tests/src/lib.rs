@@ -1,0 +1,1 @@
+//! Test support: a builder around the real `gate` binary and fixture workspaces.
