@@ -1,10 +1,156 @@
-//! The integration-verify gate.
+//! The integration-verify gate: the `gate` command and the pipeline behind it.
+//!
+//! # Layout
+//! - [`cli`] parses the command line; [`config`] resolves it (and is the only
+//!   module reading the environment).
+//! - [`verify`] runs one gate run stage by stage, using [`plan`] (what to
+//!   run), [`change`] (what changed), [`tier`] (risk tier) and [`verdict`].
+//! - [`record`] is the run as one value; [`output`] renders it.
+//! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
+
+pub mod change;
+pub mod cli;
+pub mod config;
+pub mod errors;
+pub mod exit;
+pub mod init;
+pub mod output;
+pub mod plan;
+pub mod record;
+pub mod tier;
+pub mod verdict;
+pub mod verify;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use clap::Parser;
+
+use crate::cli::{Cli, Command, Format, VerifyArgs};
+use crate::config::{Context, Verbosity};
+use crate::errors::GateError;
+use crate::record::{RunRecord, Verdict};
+
 /// Runs the command line `args` and returns the process exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
-    let _ = args.into_iter().count();
-    ExitCode::SUCCESS
+    install_panic_hook();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are successes that clap reports as errors.
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::PASS
+            };
+            let _ = e.print();
+            return exit::code(code);
+        }
+    };
+    let ctx = match Context::resolve(&cli.global) {
+        Ok(ctx) => ctx,
+        Err(e) => return fail(&e),
+    };
+    init_tracing(ctx.verbosity);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            output::stderr(&format!("gate: cannot start the runtime: {e}"));
+            return exit::code(exit::INCOMPLETE);
+        }
+    };
+    match runtime.block_on(dispatch(&ctx, cli.command)) {
+        Ok(code) => exit::code(code),
+        Err(e) => fail(&e),
+    }
+}
+
+async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
+    match command {
+        Command::Init => {
+            for path in init::write_starter(&ctx.workspace)? {
+                output::stdout(&format!("wrote {path}\n")).ok();
+            }
+            Ok(exit::PASS)
+        }
+        Command::Verify(args) => verify_command(ctx, &args).await,
+    }
+}
+
+async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError> {
+    let req = verify::VerifyRequest {
+        spec_path: ctx.spec_path(args.spec.as_deref())?,
+        base: args.base.clone(),
+        full: args.full,
+        offline: args.offline,
+    };
+    let record = verify::run(ctx, &req).await?;
+    let text = match args.format {
+        Format::Human => output::human::render(&record),
+        Format::Json => {
+            let mut s =
+                serde_json::to_string_pretty(&output::json::render(&record)).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    };
+    output::stdout(&text).map_err(|e| GateError::Write {
+        path: "stdout".into(),
+        source: e,
+    })?;
+    Ok(verify_exit_code(&record))
+}
+
+/// `gate verify`'s exit code. A pass without its record in the ledger is not
+/// a pass: it exits 4.
+pub fn verify_exit_code(record: &RunRecord) -> u8 {
+    match record.verdict {
+        Verdict::Pass if record.recorded => exit::PASS,
+        Verdict::Pass | Verdict::Incomplete => exit::INCOMPLETE,
+        Verdict::Fail => exit::FAIL,
+        Verdict::Escalate => exit::ESCALATE,
+    }
+}
+
+fn fail(e: &GateError) -> ExitCode {
+    output::stderr(&format!("gate: {e}"));
+    exit::code(e.exit_code())
+}
+
+fn init_tracing(verbosity: Verbosity) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbosity {
+        Verbosity::Quiet | Verbosity::Normal => "warn",
+        Verbosity::Verbose => "info",
+        Verbosity::Debug => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".to_owned());
+        output::stderr(&format!(
+            "gate: internal error: {message}{location}\n\
+             This is a bug in gate. Run again with RUST_LOG=debug for the log, \
+             and report it with that output."
+        ));
+    }));
 }

@@ -12,8 +12,8 @@
 pub mod errors;
 pub mod globs;
 pub mod graph;
-pub mod model;
 mod locate;
+pub mod model;
 mod parse;
 mod validate;
 
@@ -22,8 +22,8 @@ use std::path::Path;
 pub use errors::{SpecError, SpecErrorKind, SpecErrors};
 pub use globs::InputGlobs;
 pub use model::{
-    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta,
-    Starts, Task, TaskTests,
+    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta, Starts,
+    Task, TaskTests,
 };
 
 /// The two spellings of a spec.
@@ -48,7 +48,12 @@ impl Format {
 /// Reads, parses and validates the spec at `path`.
 pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        SpecErrors::from(SpecError::new(path, 0, 0, SpecErrorKind::Read(e.to_string())))
+        SpecErrors::from(SpecError::new(
+            path,
+            0,
+            0,
+            SpecErrorKind::Read(e.to_string()),
+        ))
     })?;
     parse_str(&text, path, Format::from_path(path))
 }

@@ -1,0 +1,108 @@
+//! The change: the files a review looks at and sensitive paths lift on.
+//!
+//! With a base it is every file that differs between the merge-base of the
+//! base and the working tree (committed, uncommitted and untracked); without
+//! one, every file under the tasks' `paths`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use gate_evidence::Snapshot;
+use gate_harness::process;
+use gate_specs::InputGlobs;
+
+use crate::errors::GateError;
+
+const GIT_TIMEOUT: Duration = Duration::from_secs(60);
+const GIT_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+
+/// The changed files, workspace-relative, sorted and unique.
+pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, GateError> {
+    let merge_base = git(workspace, &["merge-base", base, "HEAD"])
+        .await
+        .map_err(|e| GateError::Base {
+            base: base.to_owned(),
+            reason: e,
+        })?;
+    let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
+    // `--relative` keeps the diff to the workspace and its paths relative to it,
+    // which matters when the workspace is a folder inside a larger repository.
+    let diffed = git(
+        workspace,
+        &[
+            "diff",
+            "--name-only",
+            "--no-renames",
+            "--relative",
+            "-z",
+            &merge_base,
+            "--",
+        ],
+    )
+    .await;
+    let untracked = git(
+        workspace,
+        &[
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "-z",
+            "--",
+            ".",
+        ],
+    )
+    .await;
+    let mut files: Vec<String> = [diffed, untracked]
+        .into_iter()
+        .map(|r| {
+            r.map_err(|e| GateError::Base {
+                base: base.to_owned(),
+                reason: e,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?
+        .iter()
+        .flat_map(|out| out.split(|b| *b == 0))
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| {
+            let path = std::str::from_utf8(s).ok().map(str::to_owned);
+            if path.is_none() {
+                // Such a file cannot be named in a spec or a finding.
+                tracing::warn!(path = %String::from_utf8_lossy(s), "skipping a non-UTF-8 path");
+            }
+            path
+        })
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Without a base: every file of the snapshot under the tasks' paths.
+pub fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    snapshot
+        .entries()
+        .filter(|(p, _)| paths.is_match(p))
+        .map(|(p, _)| p.to_owned())
+        .collect()
+}
+
+async fn git(workspace: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let mut argv = vec!["git"];
+    argv.extend_from_slice(args);
+    let out = process::run_argv(&argv, workspace, GIT_TIMEOUT, GIT_OUTPUT_CAP)
+        .await
+        .map_err(|e| e.to_string())?;
+    if out.timed_out {
+        return Err(format!("`git {}` timed out", args.join(" ")));
+    }
+    if out.exit_code != Some(0) {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr.lines().next().unwrap_or("").trim();
+        return Err(format!("`git {}` failed: {line}", args.join(" ")));
+    }
+    Ok(out.stdout)
+}

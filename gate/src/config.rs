@@ -1,0 +1,137 @@
+//! Configuration in stages: the raw command line and environment, resolved
+//! into the values a command works with. Only this module and the CLI read
+//! the process environment.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::GlobalArgs;
+use crate::errors::GateError;
+
+/// How much progress goes to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Results and errors only.
+    Quiet,
+    /// Progress lines.
+    Normal,
+    /// Progress and info logs.
+    Verbose,
+    /// Debug logs.
+    Debug,
+}
+
+/// Where a command works.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The workspace, absolute and canonical.
+    pub workspace: PathBuf,
+    /// The state directory (ledger, bundles, keys), absolute.
+    pub state_dir: PathBuf,
+    /// Progress level.
+    pub verbosity: Verbosity,
+}
+
+impl Context {
+    /// Resolves the global options against the current directory.
+    pub fn resolve(global: &GlobalArgs) -> Result<Self, GateError> {
+        let cwd = std::env::current_dir().map_err(|e| GateError::Workspace {
+            path: PathBuf::from("."),
+            reason: format!("cannot read the current directory: {e}"),
+        })?;
+        let raw = global.workspace.clone().unwrap_or_else(|| cwd.clone());
+        let raw = absolute(&cwd, &raw);
+        let workspace = raw.canonicalize().map_err(|e| GateError::Workspace {
+            path: raw.clone(),
+            reason: e.to_string(),
+        })?;
+        if !workspace.is_dir() {
+            return Err(GateError::Workspace {
+                path: raw,
+                reason: "not a directory".to_owned(),
+            });
+        }
+        let state_dir = global
+            .state
+            .as_ref()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| workspace.join(".gate"), |p| absolute(&cwd, p));
+        let verbosity = match (global.quiet, global.verbose) {
+            (true, _) => Verbosity::Quiet,
+            (false, 0) => Verbosity::Normal,
+            (false, 1) => Verbosity::Verbose,
+            (false, _) => Verbosity::Debug,
+        };
+        Ok(Self {
+            workspace,
+            state_dir,
+            verbosity,
+        })
+    }
+
+    /// The spec path: `--spec` relative to the current directory, else
+    /// `gate.toml` in the workspace. Never inside the state directory.
+    pub fn spec_path(&self, flag: Option<&Path>) -> Result<PathBuf, GateError> {
+        let path = match flag {
+            Some(p) => {
+                let cwd = std::env::current_dir().unwrap_or_else(|_| self.workspace.clone());
+                absolute(&cwd, p)
+            }
+            None => self.workspace.join("gate.toml"),
+        };
+        if path.starts_with(&self.state_dir) {
+            return Err(GateError::Usage(format!(
+                "the spec {} is inside the state directory {}; the gate never reads a spec from there",
+                path.display(),
+                self.state_dir.display()
+            )));
+        }
+        if !path.is_file() {
+            return Err(GateError::NoSpec { path });
+        }
+        Ok(path)
+    }
+
+    /// The state directory when it lies inside the workspace (the walk skips it).
+    pub fn state_inside_workspace(&self) -> Option<PathBuf> {
+        let state = self
+            .state_dir
+            .canonicalize()
+            .unwrap_or_else(|_| self.state_dir.clone());
+        state.starts_with(&self.workspace).then_some(state)
+    }
+}
+
+/// Values of environment variables that look like secrets (names holding
+/// KEY, TOKEN, SECRET or PASSWORD), plus those `extra_names` names: they are
+/// redacted from everything captured.
+pub fn secret_env_values(extra_names: &[String]) -> Vec<String> {
+    let mut values: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| {
+            let k = k.to_ascii_uppercase();
+            ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+                .iter()
+                .any(|w| k.contains(w))
+                || extra_names.iter().any(|n| n.eq_ignore_ascii_case(&k))
+        })
+        .map(|(_, v)| v)
+        // Short values would redact ordinary words.
+        .filter(|v| v.len() >= 8)
+        .collect();
+    values.sort();
+    values.dedup();
+    values
+}
+
+/// Whether the gate runs in CI (`CI` set to anything but empty or "false").
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
+}

@@ -1,0 +1,76 @@
+//! The gate's errors, and the one map from error to exit code.
+
+use std::path::PathBuf;
+
+use crate::exit;
+
+/// Something stopped a command before it could decide.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GateError {
+    /// The command line is wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// The spec does not parse or validate.
+    #[error("{0}")]
+    Spec(#[from] gate_specs::SpecErrors),
+    /// The spec file is missing.
+    #[error("no spec at {}: write one with `gate init` or pass --spec", path.display())]
+    NoSpec {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// The workspace cannot be used.
+    #[error("workspace {}: {reason}", path.display())]
+    Workspace {
+        /// The workspace.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The base revision cannot be resolved.
+    #[error("base `{base}`: {reason}")]
+    Base {
+        /// The revision.
+        base: String,
+        /// Why.
+        reason: String,
+    },
+    /// Fingerprinting the workspace failed.
+    #[error(transparent)]
+    Snapshot(#[from] gate_evidence::SnapshotError),
+    /// The harness could not run the plan.
+    #[error(transparent)]
+    Harness(#[from] gate_harness::HarnessError),
+    /// A file the command writes could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file to be created already exists.
+    #[error("{} already exists; not overwriting it", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl GateError {
+    /// The documented exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_)
+            | Self::Spec(_)
+            | Self::NoSpec { .. }
+            | Self::Workspace { .. }
+            | Self::Base { .. }
+            | Self::Harness(_)
+            | Self::Exists { .. } => exit::USAGE,
+            Self::Snapshot(_) | Self::Write { .. } => exit::INCOMPLETE,
+        }
+    }
+}

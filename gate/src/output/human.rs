@@ -1,0 +1,155 @@
+//! The short readable summary of a run.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use super::progress::duration;
+use crate::record::{ItemStatus, ReviewStatus, RunRecord, Verdict};
+
+/// Lines of a failing item's output shown.
+const TAIL_LINES: usize = 12;
+
+/// Renders `record` for a terminal or a log.
+pub fn render(record: &RunRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "gate · {} · attempt {} · run {}",
+        record.spec_id, record.attempt, record.run_id
+    );
+    let _ = writeln!(out, "tier: {} ({})", record.tier, record.tier_reason);
+
+    if !record.checks.is_empty() {
+        let _ = writeln!(out, "\nchecks");
+        let width = id_width(record.checks.iter().map(|c| c.id.as_str()));
+        for c in &record.checks {
+            item_line(
+                &mut out,
+                width,
+                &c.id,
+                "",
+                c.status,
+                c.duration_ms,
+                c.reason.as_deref(),
+            );
+            if c.status == ItemStatus::Failed {
+                for loc in c.locations.iter().take(TAIL_LINES) {
+                    let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    let _ = writeln!(out, "      │ {}{at}: {}", loc.file, loc.message);
+                }
+                if c.locations.len() > TAIL_LINES {
+                    let _ = writeln!(out, "      │ … {} more", c.locations.len() - TAIL_LINES);
+                }
+                tail(&mut out, &c.output.tail);
+            }
+        }
+    }
+
+    if !record.criteria.is_empty() {
+        let _ = writeln!(out, "\ncriteria");
+        let width = id_width(record.criteria.iter().map(|c| c.id.as_str()));
+        for c in &record.criteria {
+            let by = match c.decided_by {
+                crate::record::DecidedBy::Code => "code ",
+                crate::record::DecidedBy::Model => "model",
+            };
+            let reason = match (c.met, c.threshold) {
+                (Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
+                _ => c.reason.clone(),
+            };
+            item_line(
+                &mut out,
+                width,
+                &c.id,
+                by,
+                c.status,
+                c.duration_ms,
+                reason.as_deref(),
+            );
+            if c.status == ItemStatus::Failed {
+                tail(&mut out, &c.output.tail);
+            }
+        }
+    }
+
+    let _ = writeln!(out);
+    match record.review.status {
+        ReviewStatus::DidNotRun => {
+            let _ = writeln!(
+                out,
+                "review: did not run — {}",
+                record.review.reason.as_deref().unwrap_or("no reason given")
+            );
+        }
+        ReviewStatus::Ran => {
+            let _ = writeln!(
+                out,
+                "review: {} specialists",
+                record.review.specialists.len()
+            );
+        }
+    }
+
+    let verdict = match record.verdict {
+        Verdict::Pass if record.overridden => "PASS (overridden)",
+        Verdict::Pass => "PASS",
+        Verdict::Fail => "FAIL",
+        Verdict::Incomplete => "INCOMPLETE",
+        Verdict::Escalate => "ESCALATE",
+    };
+    let _ = writeln!(out, "\nverdict: {verdict}");
+    for r in &record.verdict_reasons {
+        let _ = writeln!(out, "  · {r}");
+    }
+    if let Some(bundle) = &record.bundle {
+        let _ = writeln!(out, "evidence: {bundle}");
+    }
+    if !record.recorded {
+        let _ = writeln!(out, "not recorded in the ledger");
+    }
+    out
+}
+
+fn id_width<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
+    ids.map(|s| s.chars().count()).max().unwrap_or(0).min(40)
+}
+
+fn item_line(
+    out: &mut String,
+    width: usize,
+    id: &str,
+    by: &str,
+    status: ItemStatus,
+    ms: u64,
+    reason: Option<&str>,
+) {
+    let mark = match status {
+        ItemStatus::Passed => "✓",
+        ItemStatus::Failed => "✗",
+        ItemStatus::Carried => "↷",
+        ItemStatus::Skipped => "–",
+        ItemStatus::Unverified => "?",
+    };
+    let time = match status {
+        ItemStatus::Passed | ItemStatus::Failed => duration(Duration::from_millis(ms)),
+        _ => String::new(),
+    };
+    let by = if by.is_empty() {
+        String::new()
+    } else {
+        format!("{by}  ")
+    };
+    let what = match (status, reason) {
+        (ItemStatus::Passed, _) | (_, None) => status.as_str().to_owned(),
+        (_, Some(r)) => format!("{}: {r}", status.as_str()),
+    };
+    let _ = writeln!(out, "  {mark} {id:<width$}  {by}{time:>9}  {what}");
+}
+
+fn tail(out: &mut String, text: &str) {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    for line in &lines[start..] {
+        let _ = writeln!(out, "      │ {line}");
+    }
+}

@@ -1,0 +1,57 @@
+//! `--format json`: one object, DESIGN.md's shape, `format_version` first.
+
+use serde_json::{Value, json};
+
+use crate::record::RunRecord;
+
+/// The JSON document of a run.
+pub fn render(record: &RunRecord) -> Value {
+    let checks: Vec<Value> = record
+        .checks
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "kind": c.kind,
+                "status": c.status.as_str(),
+                "exit_code": c.exit_code,
+                "duration_ms": c.duration_ms,
+                "inputs_digest": c.inputs_digest,
+                "carried_from": c.carried_from,
+                "reason": c.reason,
+            })
+        })
+        .collect();
+    let criteria: Vec<Value> = record
+        .criteria
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "decided_by": c.decided_by,
+                "status": c.status.as_str(),
+                "met": c.met,
+                "inputs_digest": c.inputs_digest,
+                "carried_from": c.carried_from,
+                "reason": c.reason,
+            })
+        })
+        .collect();
+    json!({
+        "format_version": record.format_version,
+        "run_id": record.run_id,
+        "spec_id": record.spec_id,
+        "attempt": record.attempt,
+        "verdict": record.verdict,
+        "overridden": record.overridden,
+        "recorded": record.recorded,
+        "tier": record.tier,
+        "tier_reason": record.tier_reason,
+        "checks": checks,
+        "criteria": criteria,
+        "review": record.review,
+        "findings": record.findings,
+        "doom_loop": record.doom_loop,
+        "bundle": record.bundle,
+    })
+}

@@ -1,0 +1,378 @@
+//! The plan: every check and criterion of the spec, its input fingerprint,
+//! and whether this attempt runs it.
+
+use std::time::Duration;
+
+use gate_evidence::snapshot::item_digest;
+use gate_evidence::{Digest, Snapshot};
+use gate_harness::{Action, Builtin, Item, ItemKind};
+use gate_specs::{Decider, InputGlobs, Spec};
+use serde::{Deserialize, Serialize};
+
+/// What this attempt does with an item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it; `why` says what made it due.
+    Run {
+        /// "first attempt", "failed last time", "inputs changed", …
+        why: String,
+    },
+}
+
+/// One check or criterion, planned.
+#[derive(Debug, Clone)]
+pub struct PlannedItem {
+    /// Its id.
+    pub id: String,
+    /// What it stands for; criteria are [`ItemKind::Criterion`].
+    pub kind: ItemKind,
+    /// The command, or what a built-in or report check looks at.
+    pub command: String,
+    /// The task a criterion or a task-tests check belongs to.
+    pub task: Option<String>,
+    /// Fingerprint of the definition and the input files.
+    pub inputs_digest: Digest,
+    /// What this attempt does with it.
+    pub decision: Decision,
+    /// What the harness runs; `None` for a model-judged criterion.
+    pub work: Option<Item>,
+}
+
+/// Every item of a spec, in record order: checks, task tests, built-ins,
+/// then criteria.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The items.
+    pub items: Vec<PlannedItem>,
+}
+
+/// Globs of every item's `inputs` and every task's `paths` (hashed even when
+/// `.gitignore` ignores them) — `None` when there are none.
+pub fn forced_inputs(spec: &Spec) -> Option<InputGlobs> {
+    let globs: Vec<&str> = spec
+        .checks
+        .iter()
+        .flat_map(|c| c.inputs.iter())
+        .chain(spec.criteria().flat_map(|(_, c)| c.inputs.iter()))
+        .map(String::as_str)
+        .collect();
+    if globs.is_empty() {
+        return None;
+    }
+    InputGlobs::new(&globs).ok()
+}
+
+/// Builds the first-attempt plan: everything runs.
+pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
+    let policy = &spec.policy;
+    let default_timeout = Duration::from_secs(policy.check_timeout_s);
+    let timeout = |t: Option<u64>| t.map_or(default_timeout, Duration::from_secs);
+    let run = || Decision::Run {
+        why: "first attempt".to_owned(),
+    };
+    let mut items = Vec::new();
+
+    for check in &spec.checks {
+        let inputs = globs(&check.inputs);
+        items.push(PlannedItem {
+            id: check.id.clone(),
+            kind: ItemKind::Check,
+            command: check.run.clone(),
+            task: None,
+            inputs_digest: item_digest(&canonical(check), inputs.as_ref(), snapshot),
+            decision: run(),
+            work: Some(Item {
+                id: check.id.clone(),
+                kind: ItemKind::Check,
+                action: Action::Command {
+                    run: check.run.clone(),
+                    starts: check.starts.clone(),
+                },
+                after: check.after.clone(),
+                timeout: timeout(check.timeout_s),
+            }),
+        });
+    }
+
+    for task in &spec.tasks {
+        let Some(tests) = &task.tests else { continue };
+        let id = Spec::tests_check_id(task);
+        let (action, command, mut input_globs) = match (&tests.report, &tests.run) {
+            (Some(report), _) => (
+                Action::JunitReport {
+                    report: report.clone(),
+                    paths: task.paths.clone(),
+                },
+                format!("JUnit report {report}"),
+                vec![report.clone()],
+            ),
+            (None, Some(run)) => (
+                Action::Command {
+                    run: run.clone(),
+                    starts: None,
+                },
+                run.clone(),
+                Vec::new(),
+            ),
+            // Validation guarantees exactly one of the two.
+            (None, None) => continue,
+        };
+        input_globs.extend(task.paths.iter().cloned());
+        let inputs = if task.paths.is_empty() {
+            None
+        } else {
+            globs(&input_globs)
+        };
+        let definition = canonical(&(task.id.as_str(), &task.paths, tests));
+        items.push(PlannedItem {
+            id: id.clone(),
+            kind: ItemKind::TaskTests,
+            command,
+            task: Some(task.id.clone()),
+            inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
+            decision: run(),
+            work: Some(Item {
+                id,
+                kind: ItemKind::TaskTests,
+                action,
+                after: Vec::new(),
+                timeout: timeout(tests.timeout_s),
+            }),
+        });
+    }
+
+    for (enabled, builtin, what) in [
+        (
+            policy.builtin_conflicts,
+            Builtin::Conflicts,
+            "unresolved merge-conflict markers",
+        ),
+        (
+            policy.builtin_secrets,
+            Builtin::Secrets,
+            "committed private keys and API tokens",
+        ),
+        (
+            policy.builtin_parse,
+            Builtin::Parse,
+            "JSON, TOML and YAML files that do not parse",
+        ),
+    ] {
+        if !enabled {
+            continue;
+        }
+        items.push(PlannedItem {
+            id: builtin.id().to_owned(),
+            kind: ItemKind::Builtin,
+            command: format!("built-in: {what}"),
+            task: None,
+            inputs_digest: item_digest(builtin.id().as_bytes(), None, snapshot),
+            decision: run(),
+            work: Some(Item {
+                id: builtin.id().to_owned(),
+                kind: ItemKind::Builtin,
+                action: Action::Builtin(builtin),
+                after: Vec::new(),
+                timeout: default_timeout,
+            }),
+        });
+    }
+
+    for (task, criterion) in spec.criteria() {
+        // A criterion without inputs depends on its task's files.
+        let inputs = if criterion.inputs.is_empty() {
+            globs(&task.paths)
+        } else {
+            globs(&criterion.inputs)
+        };
+        let definition = canonical(&(task.id.as_str(), criterion));
+        let (command, work) = match criterion.decider() {
+            Decider::Code(run) => (
+                run.to_owned(),
+                Some(Item {
+                    id: criterion.id.clone(),
+                    kind: ItemKind::Criterion,
+                    action: Action::Command {
+                        run: run.to_owned(),
+                        starts: None,
+                    },
+                    after: criterion.after.clone(),
+                    timeout: timeout(criterion.timeout_s),
+                }),
+            ),
+            Decider::Model => (String::new(), None),
+        };
+        items.push(PlannedItem {
+            id: criterion.id.clone(),
+            kind: ItemKind::Criterion,
+            command,
+            task: Some(task.id.clone()),
+            inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
+            decision: run(),
+            work,
+        });
+    }
+    Plan { items }
+}
+
+/// `None` for an empty list (the whole workspace), else the compiled globs.
+/// Validation has compiled every glob already, so this cannot fail there.
+fn globs(patterns: &[String]) -> Option<InputGlobs> {
+    if patterns.is_empty() {
+        None
+    } else {
+        InputGlobs::new(patterns).ok()
+    }
+}
+
+/// The canonical bytes of a definition: its JSON in field order.
+fn canonical<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use gate_evidence::snapshot::{EntryKind, FileEntry};
+
+    use super::*;
+
+    fn snapshot(files: &[(&str, &str)]) -> Snapshot {
+        let map: BTreeMap<String, FileEntry> = files
+            .iter()
+            .map(|(p, body)| {
+                (
+                    (*p).to_owned(),
+                    FileEntry {
+                        digest: Digest::of(body.as_bytes()),
+                        size: body.len() as u64,
+                        kind: EntryKind::File,
+                    },
+                )
+            })
+            .collect();
+        Snapshot::from_entries(map)
+    }
+
+    const SPEC: &str = r#"
+[spec]
+id = "s"
+[[check]]
+id = "build"
+run = "make"
+[[check]]
+id = "lint"
+run = "make lint"
+inputs = ["src/**"]
+[[task]]
+id = "orders"
+paths = ["src/orders/**"]
+tests = { run = "make test-orders" }
+[[task.criterion]]
+id = "c1"
+text = "t"
+run = "./check.sh"
+[[task.criterion]]
+id = "c2"
+text = "t"
+judge = "model"
+inputs = ["docs/**"]
+[policy]
+builtin_parse = false
+"#;
+
+    fn digests(files: &[(&str, &str)]) -> BTreeMap<String, Digest> {
+        let spec =
+            gate_specs::parse_str(SPEC, Path::new("gate.toml"), gate_specs::Format::Toml).unwrap();
+        first_attempt(&spec, &snapshot(files))
+            .items
+            .into_iter()
+            .map(|i| (i.id, i.inputs_digest))
+            .collect()
+    }
+
+    #[test]
+    fn items_in_record_order() {
+        let spec =
+            gate_specs::parse_str(SPEC, Path::new("gate.toml"), gate_specs::Format::Toml).unwrap();
+        let plan = first_attempt(&spec, &snapshot(&[]));
+        let ids: Vec<&str> = plan.items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "build",
+                "lint",
+                "orders.tests",
+                "builtin.conflicts",
+                "builtin.secrets",
+                "c1",
+                "c2"
+            ]
+        );
+        assert!(
+            plan.items[6].work.is_none(),
+            "a judged criterion runs no command"
+        );
+    }
+
+    #[test]
+    fn digests_follow_inputs() {
+        let base = [
+            ("src/orders/a.rs", "1"),
+            ("src/cart.rs", "2"),
+            ("docs/x.md", "3"),
+            ("README.md", "4"),
+        ];
+        let before = digests(&base);
+        // (file changed, items whose digest must change)
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "src/orders/a.rs",
+                &[
+                    "build",
+                    "lint",
+                    "orders.tests",
+                    "builtin.conflicts",
+                    "builtin.secrets",
+                    "c1",
+                ],
+            ),
+            (
+                "src/cart.rs",
+                &["build", "lint", "builtin.conflicts", "builtin.secrets"],
+            ),
+            (
+                "docs/x.md",
+                &["build", "builtin.conflicts", "builtin.secrets", "c2"],
+            ),
+            (
+                "README.md",
+                &["build", "builtin.conflicts", "builtin.secrets"],
+            ),
+        ];
+        for (changed, want) in cases {
+            let files: Vec<(&str, &str)> = base
+                .iter()
+                .map(|(p, b)| {
+                    if p == changed {
+                        (*p, "changed")
+                    } else {
+                        (*p, *b)
+                    }
+                })
+                .collect();
+            let after = digests(&files);
+            let moved: Vec<&str> = before
+                .iter()
+                .filter(|(id, d)| after[*id] != **d)
+                .map(|(id, _)| id.as_str())
+                .collect();
+            let mut want = want.to_vec();
+            want.sort_unstable();
+            assert_eq!(moved, want, "changing {changed}");
+        }
+    }
+}

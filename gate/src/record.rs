@@ -1,0 +1,306 @@
+//! The run record: one gate run as one versioned value.
+//!
+//! Every renderer and the evidence bundle are views of a [`RunRecord`]; none
+//! of them recomputes a verdict or a status.
+
+use std::fmt;
+
+use gate_harness::{Location, Output};
+use serde::{Deserialize, Serialize};
+
+/// Version of the run record and of `--format json`.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Everything code and review could decide holds.
+    Pass,
+    /// The gate could not decide.
+    Incomplete,
+    /// Something definite failed.
+    Fail,
+    /// Hand to a human: a doom loop or the attempt budget.
+    Escalate,
+}
+
+impl Verdict {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Escalate => "escalate",
+            Self::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The risk tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// One generalist reviewer, cheap model.
+    Trivial,
+    /// Three specialists, standard model.
+    Light,
+    /// All specialists on the strong model, an integration reviewer, a model coordinator.
+    Full,
+}
+
+impl Tier {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Trivial => "trivial",
+            Self::Light => "light",
+            Self::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// State of a check (or a code-decided criterion) at the end of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    /// Ran (or was judged) and holds.
+    Passed,
+    /// Ran (or was judged) and does not hold.
+    Failed,
+    /// Verified in an earlier attempt; none of its inputs changed.
+    Carried,
+    /// Not run: something it depends on failed.
+    Skipped,
+    /// Could not be decided (a model-judged criterion with no review).
+    Unverified,
+}
+
+impl ItemStatus {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Carried => "carried",
+            Self::Skipped => "skipped",
+            Self::Unverified => "unverified",
+        }
+    }
+}
+
+/// What a check stands for.
+pub use gate_harness::ItemKind as CheckKind;
+
+/// One cross-check's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckRecord {
+    /// Its id.
+    pub id: String,
+    /// A `[[check]]`, a task's tests, or a built-in.
+    pub kind: CheckKind,
+    /// The command line, or what a built-in or report check looked at.
+    pub command: String,
+    /// Final state.
+    pub status: ItemStatus,
+    /// Exit code, when a command exited on its own.
+    pub exit_code: Option<i32>,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// blake3 of the check's definition and input files.
+    pub inputs_digest: String,
+    /// The bundle that verified it, when carried.
+    pub carried_from: Option<String>,
+    /// Why it failed or was skipped.
+    pub reason: Option<String>,
+    /// Captured output (bounded, redacted tail).
+    pub output: Output,
+    /// Places a built-in or report check pointed at.
+    pub locations: Vec<Location>,
+}
+
+/// Who decided a criterion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// A command.
+    Code,
+    /// A model, as a yes/no question.
+    Model,
+}
+
+/// One acceptance criterion's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CriterionRecord {
+    /// Its id.
+    pub id: String,
+    /// The task it belongs to.
+    pub task: String,
+    /// What must hold.
+    pub text: String,
+    /// Code or model.
+    pub decided_by: DecidedBy,
+    /// The command, for a code-decided criterion.
+    pub command: Option<String>,
+    /// Final state.
+    pub status: ItemStatus,
+    /// For a model-judged criterion: the probability it holds.
+    pub met: Option<f64>,
+    /// For a model-judged criterion: the probability it needs.
+    pub threshold: Option<f64>,
+    /// Exit code of the command.
+    pub exit_code: Option<i32>,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// blake3 of the criterion's definition and input files.
+    pub inputs_digest: String,
+    /// The bundle that verified it, when carried.
+    pub carried_from: Option<String>,
+    /// Why it failed, was skipped or is unverified.
+    pub reason: Option<String>,
+    /// Captured output of the command.
+    pub output: Output,
+}
+
+/// Whether the model review ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewStatus {
+    /// Reviewers were asked.
+    Ran,
+    /// No reviewer was asked.
+    DidNotRun,
+}
+
+/// The model review of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewRecord {
+    /// Ran or not.
+    pub status: ReviewStatus,
+    /// Why it did not run.
+    pub reason: Option<String>,
+    /// One entry per specialist asked.
+    pub specialists: Vec<SpecialistRecord>,
+}
+
+impl ReviewRecord {
+    /// A review that did not run, with the reason.
+    pub fn did_not_run(reason: impl Into<String>) -> Self {
+        Self {
+            status: ReviewStatus::DidNotRun,
+            reason: Some(reason.into()),
+            specialists: Vec::new(),
+        }
+    }
+}
+
+/// One specialist's part in a review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecialistRecord {
+    /// quality, security, …
+    pub role: String,
+    /// The model that answered (or was last tried).
+    pub model: String,
+    /// `ok` or `did_not_run`.
+    pub status: String,
+    /// Why it did not run.
+    pub reason: Option<String>,
+    /// Input tokens as reported.
+    pub input_tokens: u64,
+    /// Cached input tokens as reported.
+    pub cached_input_tokens: u64,
+    /// Output tokens as reported.
+    pub output_tokens: u64,
+    /// Cost in US dollars.
+    pub cost_usd: f64,
+    /// Wall time.
+    pub latency_ms: u64,
+}
+
+/// A finding of the review, after the coordinator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// First 12 hex digits of blake3 over role, file and normalised title.
+    pub id: String,
+    /// critical, warning or suggestion.
+    pub severity: String,
+    /// The role that raised it.
+    pub role: String,
+    /// Workspace-relative file.
+    pub file: String,
+    /// 1-based line.
+    pub line: Option<u32>,
+    /// One line.
+    pub title: String,
+    /// Why it matters.
+    pub detail: String,
+    /// 0–1.
+    pub confidence: f64,
+}
+
+/// One gate run, whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Unique id of this run.
+    pub run_id: String,
+    /// The spec's stable id.
+    pub spec_id: String,
+    /// The spec's summary.
+    pub summary: String,
+    /// The coding agent that made the change, when the spec names it.
+    pub agent: Option<String>,
+    /// Attempt number in the spec's series (1 for the first).
+    pub attempt: u32,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Wall time of the whole run.
+    pub duration_ms: u64,
+    /// The gate's version.
+    pub tool_version: String,
+    /// blake3 of the spec file's bytes.
+    pub spec_digest: String,
+    /// The base revision the change was measured from, if any.
+    pub base: Option<String>,
+    /// The decision.
+    pub verdict: Verdict,
+    /// Why, one line each, strongest first.
+    pub verdict_reasons: Vec<String>,
+    /// Whether a human override made this pass.
+    pub overridden: bool,
+    /// Whether the run's row reached the ledger.
+    pub recorded: bool,
+    /// Risk tier.
+    pub tier: Tier,
+    /// Why that tier ("5 tasks × 25 criteria").
+    pub tier_reason: String,
+    /// Files in the change (what review looks at and sensitive paths lift on).
+    pub changed_files: Vec<String>,
+    /// Number of files fingerprinted.
+    pub files_fingerprinted: usize,
+    /// Cross-checks, in spec order, then task tests, then built-ins.
+    pub checks: Vec<CheckRecord>,
+    /// Acceptance criteria, in spec order.
+    pub criteria: Vec<CriterionRecord>,
+    /// The model review.
+    pub review: ReviewRecord,
+    /// Findings kept by the coordinator.
+    pub findings: Vec<Finding>,
+    /// The doom-loop detector's conclusion, when it escalated.
+    pub doom_loop: Option<serde_json::Value>,
+    /// Path of the evidence bundle, when one was written.
+    pub bundle: Option<String>,
+}

@@ -1,0 +1,327 @@
+//! `gate verify`: one gate run, stage by stage.
+//!
+//! load & validate → fingerprint → plan → cross-checks and plain-code
+//! criteria → tier → review → verdict → record.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use gate_evidence::{Digest, Snapshot, WalkOptions};
+use gate_harness::{ItemKind, ItemResult, RunOptions, Status};
+use gate_specs::{InputGlobs, Spec};
+
+use crate::config::{self, Context, Verbosity};
+use crate::errors::GateError;
+use crate::output;
+use crate::plan::{self, Plan};
+use crate::record::{
+    CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, ItemStatus, ReviewRecord, RunRecord,
+};
+use crate::{change, tier, verdict};
+
+/// What `gate verify` was asked to do, resolved.
+#[derive(Debug, Clone)]
+pub struct VerifyRequest {
+    /// The spec file.
+    pub spec_path: PathBuf,
+    /// `--base`, which wins over the spec's `base`.
+    pub base: Option<String>,
+    /// `--full`.
+    pub full: bool,
+    /// `--offline`.
+    pub offline: bool,
+}
+
+/// A spec, loaded: its parsed form and the bytes it was parsed from.
+#[derive(Debug, Clone)]
+pub struct LoadedSpec {
+    /// The parsed, validated spec.
+    pub spec: Spec,
+    /// blake3 of the file's bytes.
+    pub digest: Digest,
+}
+
+/// Reads and validates the spec.
+pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
+    let bytes = std::fs::read(path).map_err(|e| GateError::Workspace {
+        path: path.to_path_buf(),
+        reason: format!("cannot read the spec: {e}"),
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let spec = gate_specs::parse_str(&text, path, gate_specs::Format::from_path(path))?;
+    Ok(LoadedSpec {
+        spec,
+        digest: Digest::of(&bytes),
+    })
+}
+
+/// Runs the gate once and returns the whole record of the run.
+pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateError> {
+    let clock = Instant::now();
+    let started_at = chrono::Utc::now();
+    let run_id = uuid::Uuid::now_v7().to_string();
+
+    let LoadedSpec { spec, digest } = load_spec(&req.spec_path)?;
+    let policy = &spec.policy;
+    progress(
+        ctx,
+        &format!("gate: verifying `{}` (run {run_id})", spec.spec.id),
+    );
+
+    let snapshot = fingerprint(ctx, &spec).await?;
+    let base = req.base.clone().or_else(|| spec.spec.base.clone());
+    let task_paths = InputGlobs::new(
+        &spec
+            .tasks
+            .iter()
+            .flat_map(|t| t.paths.iter())
+            .collect::<Vec<_>>(),
+    )
+    .map_err(|e| GateError::Usage(e.to_string()))?;
+    let changed = match &base {
+        Some(base) => change::with_base(&ctx.workspace, base).await?,
+        None => change::by_paths(&snapshot, &task_paths),
+    };
+
+    let plan = plan::first_attempt(&spec, &snapshot);
+    let Harnessed {
+        results,
+        interrupted,
+    } = run_harness(ctx, &spec, &plan, &snapshot, base.is_some(), &changed).await?;
+
+    let sensitive =
+        InputGlobs::new(&policy.sensitive_paths).map_err(|e| GateError::Usage(e.to_string()))?;
+    let tier = tier::decide(
+        spec.tasks.len(),
+        spec.criteria_count(),
+        policy,
+        &sensitive,
+        &changed,
+    );
+
+    let cross_checks_failed = results.values().any(|r| r.status == Status::Failed);
+    let review = if cross_checks_failed {
+        ReviewRecord::did_not_run("a cross-check failed; no model is asked until they pass")
+    } else if req.offline {
+        ReviewRecord::did_not_run("offline (--offline)")
+    } else {
+        ReviewRecord::did_not_run("no provider configured")
+    };
+
+    let (checks, criteria) = records(&spec, &plan, &results, &review, interrupted);
+    let findings = Vec::new();
+    let (verdict, verdict_reasons) = verdict::decide(&verdict::Inputs {
+        checks: &checks,
+        criteria: &criteria,
+        review: &review,
+        findings: &findings,
+        on_review_unavailable: policy.on_review_unavailable,
+    });
+
+    Ok(RunRecord {
+        format_version: FORMAT_VERSION,
+        run_id,
+        spec_id: spec.spec.id.clone(),
+        summary: spec.spec.summary.clone(),
+        agent: spec.spec.agent.clone(),
+        attempt: 1,
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        duration_ms: millis(clock.elapsed()),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        spec_digest: digest.to_hex(),
+        base,
+        verdict,
+        verdict_reasons,
+        overridden: false,
+        recorded: false,
+        tier: tier.tier,
+        tier_reason: tier.reason,
+        changed_files: changed,
+        files_fingerprinted: snapshot.len(),
+        checks,
+        criteria,
+        review,
+        findings,
+        doom_loop: None,
+        bundle: None,
+    })
+}
+
+async fn fingerprint(ctx: &Context, spec: &Spec) -> Result<Snapshot, GateError> {
+    let opts = WalkOptions {
+        state_dir: ctx.state_inside_workspace(),
+        force_include: plan::forced_inputs(spec),
+    };
+    let root = ctx.workspace.clone();
+    let started = Instant::now();
+    let snapshot = tokio::task::spawn_blocking(move || Snapshot::take(&root, &opts))
+        .await
+        .map_err(|e| GateError::Workspace {
+            path: ctx.workspace.clone(),
+            reason: format!("fingerprinting stopped: {e}"),
+        })??;
+    tracing::info!(
+        files = snapshot.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "fingerprinted the workspace"
+    );
+    Ok(snapshot)
+}
+
+async fn run_harness(
+    ctx: &Context,
+    spec: &Spec,
+    plan: &Plan,
+    snapshot: &Snapshot,
+    has_base: bool,
+    changed: &[String],
+) -> Result<Harnessed, GateError> {
+    let items: Vec<_> = plan.items.iter().filter_map(|i| i.work.clone()).collect();
+    // With a base the built-in checks look at what the change touched (old
+    // problems are not this change's); without one, at the whole workspace.
+    let files: Vec<String> = if has_base {
+        changed
+            .iter()
+            .filter(|f| {
+                snapshot
+                    .get(f)
+                    .is_some_and(|e| e.kind == gate_evidence::snapshot::EntryKind::File)
+            })
+            .cloned()
+            .collect()
+    } else {
+        snapshot.regular_files().map(str::to_owned).collect()
+    };
+    let opts = RunOptions {
+        workspace: ctx.workspace.clone(),
+        concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+        output_cap: usize::try_from(spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
+        files: Arc::new(files),
+        satisfied: std::collections::HashSet::new(),
+        redact: Arc::new(config::secret_env_values(&[])),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let printer = tokio::spawn(output::progress::render(rx, ctx.verbosity));
+    let interrupted = AtomicBool::new(false);
+    let cancel = async {
+        // Ctrl-C stops every process group instead of leaving them behind.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        interrupted.store(true, Ordering::SeqCst);
+    };
+    let results = gate_harness::run(items, opts, Some(tx), cancel).await;
+    let _ = printer.await;
+    let mut results: HashMap<String, ItemResult> =
+        results?.into_iter().map(|r| (r.id.clone(), r)).collect();
+    if interrupted.load(Ordering::SeqCst) {
+        // What an interruption left unfinished was not decided, not skipped.
+        for r in results.values_mut().filter(|r| r.status == Status::Skipped) {
+            r.reason = Some("the run was interrupted".to_owned());
+        }
+        return Ok(Harnessed {
+            results,
+            interrupted: true,
+        });
+    }
+    Ok(Harnessed {
+        results,
+        interrupted: false,
+    })
+}
+
+/// The harness's results, and whether an interruption cut them short.
+struct Harnessed {
+    results: HashMap<String, ItemResult>,
+    interrupted: bool,
+}
+
+/// Turns the plan and the harness results into check and criterion records.
+fn records(
+    spec: &Spec,
+    plan: &Plan,
+    results: &HashMap<String, ItemResult>,
+    review: &ReviewRecord,
+    interrupted: bool,
+) -> (Vec<CheckRecord>, Vec<CriterionRecord>) {
+    let criteria_of: HashMap<&str, (&gate_specs::Task, &gate_specs::Criterion)> = spec
+        .criteria()
+        .map(|(t, c)| (c.id.as_str(), (t, c)))
+        .collect();
+    let mut checks = Vec::new();
+    let mut criteria = Vec::new();
+    for item in &plan.items {
+        let result = results.get(&item.id);
+        let status = result.map_or(ItemStatus::Unverified, |r| match r.status {
+            Status::Passed => ItemStatus::Passed,
+            Status::Failed => ItemStatus::Failed,
+            Status::Skipped if interrupted => ItemStatus::Unverified,
+            Status::Skipped => ItemStatus::Skipped,
+        });
+        let exit_code = result.and_then(|r| r.exit_code);
+        let duration_ms = result.map_or(0, |r| millis(r.duration));
+        let output = result.map(|r| r.output.clone()).unwrap_or_default();
+        if item.kind == ItemKind::Criterion {
+            let Some((task, c)) = criteria_of.get(item.id.as_str()) else {
+                continue;
+            };
+            let model = item.work.is_none();
+            let reason = if model {
+                Some(match &review.reason {
+                    Some(r) => format!("review did not run ({r})"),
+                    None => "the judge gave no answer".to_owned(),
+                })
+            } else {
+                result.and_then(|r| r.reason.clone())
+            };
+            criteria.push(CriterionRecord {
+                id: item.id.clone(),
+                task: task.id.clone(),
+                text: c.text.clone(),
+                decided_by: if model {
+                    DecidedBy::Model
+                } else {
+                    DecidedBy::Code
+                },
+                command: (!model).then(|| item.command.clone()),
+                status,
+                met: None,
+                threshold: model.then(|| c.threshold.unwrap_or(spec.policy.judge_threshold)),
+                exit_code,
+                duration_ms,
+                inputs_digest: item.inputs_digest.to_hex(),
+                carried_from: None,
+                reason,
+                output,
+            });
+        } else {
+            checks.push(CheckRecord {
+                id: item.id.clone(),
+                kind: item.kind,
+                command: item.command.clone(),
+                status,
+                exit_code,
+                duration_ms,
+                inputs_digest: item.inputs_digest.to_hex(),
+                carried_from: None,
+                reason: result.and_then(|r| r.reason.clone()),
+                output,
+                locations: result.map(|r| r.locations.clone()).unwrap_or_default(),
+            });
+        }
+    }
+    (checks, criteria)
+}
+
+fn progress(ctx: &Context, line: &str) {
+    if ctx.verbosity > Verbosity::Quiet {
+        output::stderr(line);
+    }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
