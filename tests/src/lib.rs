@@ -1,1 +1,291 @@
-//! Test support: a builder around the real `gate` binary and fixture workspaces.
+//! Test support for the end-to-end tests: a fixture workspace in a temporary
+//! directory and a builder around the real `gate` binary.
+//!
+//! ```no_run
+//! let env = gate_tests::TestEnv::new();
+//! env.write("gate.toml", "[spec]\nid = \"x\"\n");
+//! let out = env.gate(&["verify", "--format", "json"]).run();
+//! out.assert_exit(4);
+//! ```
+#![allow(clippy::missing_panics_doc, clippy::print_stderr)]
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The `gate` binary under test: `GATE_BIN` if set, else the one Cargo built
+/// next to this test binary.
+pub fn gate_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("GATE_BIN") {
+        return PathBuf::from(p);
+    }
+    // <target>/<profile>/deps/<test binary> → <target>/<profile>/gate
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test binary lives in <target>/<profile>/deps");
+    let bin = profile_dir.join("gate");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first (`cargo build -p gate`; the README's test command does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A fixture workspace in a temporary directory.
+pub struct TestEnv {
+    dir: tempfile::TempDir,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("gate-e2e-")
+                .tempdir()
+                .expect("a temporary directory"),
+        }
+    }
+
+    /// A copy of a directory of the repository (e.g. `examples/shop`).
+    pub fn copy_of(repo_relative: &str) -> Self {
+        let env = Self::new();
+        let src = repo_root().join(repo_relative);
+        copy_dir(&src, env.path());
+        env
+    }
+
+    /// The workspace.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a file (creating folders), returning its path.
+    pub fn write(&self, rel: &str, contents: &str) -> PathBuf {
+        let path = self.path().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create folders");
+        }
+        std::fs::write(&path, contents).expect("write fixture file");
+        path
+    }
+
+    /// Writes an executable script.
+    pub fn script(&self, rel: &str, contents: &str) -> PathBuf {
+        let path = self.write(rel, contents);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod +x");
+        path
+    }
+
+    /// Reads a file of the workspace.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).expect("read workspace file")
+    }
+
+    /// A `gate` command with `args`, run in the workspace.
+    pub fn gate(&self, args: &[&str]) -> GateCommand {
+        GateCommand::new(self.path(), args)
+    }
+}
+
+/// A `gate` invocation being built.
+pub struct GateCommand {
+    cmd: Command,
+    timeout: Duration,
+    display: String,
+}
+
+impl GateCommand {
+    fn new(cwd: &Path, args: &[&str]) -> Self {
+        #[allow(clippy::disallowed_methods)] // tests drive the real binary
+        let mut cmd = Command::new(gate_bin());
+        cmd.args(args).current_dir(cwd).stdin(Stdio::null());
+        // A hermetic run: nothing from the developer's or CI's environment
+        // that changes what the gate does.
+        for (key, _) in std::env::vars_os() {
+            let Some(key) = key.to_str() else { continue };
+            if key.starts_with("GATE_")
+                || key.ends_with("_API_KEY")
+                || key == "CI"
+                || key == "GITHUB_STEP_SUMMARY"
+                || key == "RUST_LOG"
+            {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("NO_COLOR", "1");
+        Self {
+            cmd,
+            timeout: Duration::from_secs(120),
+            display: format!("gate {}", args.join(" ")),
+        }
+    }
+
+    /// Sets an environment variable for the run.
+    #[must_use]
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// Fails the test if the run takes longer than `t` (default 120 s).
+    #[must_use]
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = t;
+        self
+    }
+
+    /// Runs to completion.
+    pub fn run(mut self) -> RunOutput {
+        let child = self
+            .cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn gate");
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let output = match rx.recv_timeout(self.timeout) {
+            Ok(out) => out.expect("wait for gate"),
+            Err(_) => {
+                #[allow(clippy::disallowed_methods)] // a hung run must not hang the suite
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!(
+                    "`{}` did not finish within {:?}",
+                    self.display, self.timeout
+                );
+            }
+        };
+        RunOutput {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            display: self.display,
+        }
+    }
+}
+
+/// What a finished run printed and returned.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// Exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Everything on stdout.
+    pub stdout: String,
+    /// Everything on stderr.
+    pub stderr: String,
+    display: String,
+}
+
+impl RunOutput {
+    /// Asserts the exit code, showing both streams when it differs.
+    pub fn assert_exit(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "`{}` exited {:?}, expected {code}\n--- stdout\n{}\n--- stderr\n{}",
+            self.display,
+            self.code,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// stdout parsed as one JSON document.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "`{}` did not print one JSON document: {e}\n--- stdout\n{}\n--- stderr\n{}",
+                self.display, self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts stdout holds `needle`.
+    pub fn stdout_has(&self, needle: &str) -> &Self {
+        assert!(
+            self.stdout.contains(needle),
+            "stdout of `{}` lacks {needle:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.display,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Asserts stderr holds `needle`.
+    pub fn stderr_has(&self, needle: &str) -> &Self {
+        assert!(
+            self.stderr.contains(needle),
+            "stderr of `{}` lacks {needle:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.display,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// The repository's root folder.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the repository root")
+        .to_path_buf()
+}
+
+/// Whether a process is still alive (zombies count as gone).
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    for entry in std::fs::read_dir(src).expect("read fixture folder") {
+        let entry = entry.expect("fixture entry");
+        let name = entry.file_name();
+        if name == ".gate" || name == "__pycache__" {
+            continue;
+        }
+        let from = entry.path();
+        let to = dst.join(&name);
+        let kind = entry.file_type().expect("fixture file type");
+        if kind.is_dir() {
+            std::fs::create_dir_all(&to).expect("create folder");
+            copy_dir(&from, &to);
+        } else if kind.is_file() {
+            std::fs::copy(&from, &to).expect("copy fixture file");
+        }
+    }
+}

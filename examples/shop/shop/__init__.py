@@ -1,0 +1,1 @@
+"""A tiny shop: a catalog, a cart and orders, served over HTTP."""

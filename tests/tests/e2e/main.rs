@@ -1,0 +1,4 @@
+//! End-to-end tests: the real `gate` binary over fixture workspaces.
+
+mod example;
+mod verify;

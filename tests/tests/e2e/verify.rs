@@ -1,0 +1,331 @@
+//! `gate verify` over small fixture workspaces: exit codes, the item named
+//! in the output, and the JSON document field by field.
+
+use gate_tests::{TestEnv, free_port, pid_alive};
+
+/// One fixture: files to write, then the expected exit code and texts.
+struct Case {
+    name: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    exit: i32,
+    stdout: &'static [&'static str],
+    stderr: &'static [&'static str],
+}
+
+const PASSING: &str = r#"
+[spec]
+id = "pass"
+[[check]]
+id = "build"
+run = "true"
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "c"
+text = "holds"
+run = "test -f src/main.txt"
+after = ["build"]
+"#;
+
+#[test]
+fn verify_cases() {
+    let cases = [
+        Case {
+            name: "pass",
+            files: &[("gate.toml", PASSING), ("src/main.txt", "hello\n")],
+            exit: 0,
+            stdout: &[
+                "✓ build",
+                "✓ c",
+                "verdict: PASS",
+                "tier: trivial (1 task × 1 criterion)",
+            ],
+            stderr: &[],
+        },
+        Case {
+            name: "a failing check is named with its output",
+            files: &[(
+                "gate.toml",
+                "[spec]\nid = \"f\"\n[[check]]\nid = \"build\"\nrun = \"echo compiler says boom; exit 3\"\n[[check]]\nid = \"after-build\"\nrun = \"true\"\nafter = [\"build\"]\n",
+            )],
+            exit: 1,
+            stdout: &[
+                "✗ build",
+                "exited with status 3",
+                "compiler says boom",
+                "after-build",
+                "skipped: dependency `build` failed",
+                "verdict: FAIL",
+            ],
+            stderr: &[],
+        },
+        Case {
+            name: "a service that dies at once",
+            files: &[(
+                "gate.toml",
+                "[spec]\nid = \"s\"\n[[check]]\nid = \"server\"\nrun = \"echo cannot bind; exit 1\"\nstarts = { within_s = 5, ready_tcp = \"127.0.0.1:9\" }\n",
+            )],
+            exit: 1,
+            stdout: &["✗ server", "cannot bind", "verdict: FAIL"],
+            stderr: &[],
+        },
+        Case {
+            name: "malformed TOML",
+            files: &[("gate.toml", "[spec]\nid = \"x\"\n[[check]\nid = \"b\"\n")],
+            exit: 2,
+            stdout: &[],
+            stderr: &["gate.toml:3:"],
+        },
+        Case {
+            name: "unknown key",
+            files: &[(
+                "gate.toml",
+                "[spec]\nid = \"x\"\n[[check]]\nid = \"b\"\nrun = \"true\"\ncolour = \"red\"\n",
+            )],
+            exit: 2,
+            stdout: &[],
+            stderr: &["gate.toml:6:1: unknown key `colour`"],
+        },
+        Case {
+            name: "a cycle in the task graph",
+            files: &[(
+                "gate.toml",
+                "[spec]\nid = \"x\"\n[[task]]\nid = \"cart\"\nafter = [\"prices\"]\n[[task]]\nid = \"prices\"\nafter = [\"cart\"]\n",
+            )],
+            exit: 2,
+            stdout: &[],
+            stderr: &["cart -> prices -> cart"],
+        },
+        Case {
+            name: "a path escaping the workspace",
+            files: &[(
+                "gate.toml",
+                "[spec]\nid = \"x\"\n[[task]]\nid = \"t\"\npaths = [\"../secrets/**\"]\n",
+            )],
+            exit: 2,
+            stdout: &[],
+            stderr: &["gate.toml:5:", "reaches outside the workspace"],
+        },
+        Case {
+            name: "a model-judged criterion with no provider",
+            files: &[(
+                "gate.toml",
+                "[spec]\nid = \"j\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"no-pii\"\ntext = \"No handler logs an email\"\njudge = \"model\"\n",
+            )],
+            exit: 4,
+            stdout: &[
+                "? no-pii",
+                "unverified: review did not run (no provider configured)",
+                "review: did not run — no provider configured",
+                "verdict: INCOMPLETE",
+            ],
+            stderr: &[],
+        },
+    ];
+    for case in cases {
+        let env = TestEnv::new();
+        for (path, body) in case.files {
+            env.write(path, body);
+        }
+        let out = env.gate(&["verify"]).run();
+        assert_eq!(
+            out.code,
+            Some(case.exit),
+            "case {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            case.name,
+            out.stdout,
+            out.stderr
+        );
+        for needle in case.stdout {
+            assert!(
+                out.stdout.contains(needle),
+                "case {:?}: stdout lacks {needle:?}\n{}",
+                case.name,
+                out.stdout
+            );
+        }
+        for needle in case.stderr {
+            assert!(
+                out.stderr.contains(needle),
+                "case {:?}: stderr lacks {needle:?}\n{}",
+                case.name,
+                out.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn missing_spec_is_a_usage_error() {
+    let env = TestEnv::new();
+    env.gate(&["verify"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("no spec at")
+        .stderr_has("gate init");
+}
+
+#[test]
+fn json_is_the_documented_object() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        r#"
+[spec]
+id = "shop-checkout"
+[[check]]
+id = "build"
+run = "true"
+[[task]]
+id = "orders"
+paths = ["src/**"]
+[[task.criterion]]
+id = "orders-201"
+text = "POST /orders returns 201"
+run = "exit 1"
+[[task.criterion]]
+id = "orders-no-pii"
+text = "no PII in logs"
+judge = "model"
+"#,
+    );
+    env.write("src/a.rs", "fn main() {}\n");
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    let keys: Vec<&str> = doc
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "format_version",
+            "run_id",
+            "spec_id",
+            "attempt",
+            "verdict",
+            "overridden",
+            "recorded",
+            "tier",
+            "tier_reason",
+            "checks",
+            "criteria",
+            "review",
+            "findings",
+            "doom_loop",
+            "bundle"
+        ]
+    );
+    assert_eq!(doc["format_version"], 1);
+    assert_eq!(doc["spec_id"], "shop-checkout");
+    assert_eq!(doc["attempt"], 1);
+    assert_eq!(doc["verdict"], "fail");
+    assert_eq!(doc["overridden"], false);
+    assert_eq!(doc["tier"], "trivial");
+    assert_eq!(doc["tier_reason"], "1 task × 2 criteria");
+    assert!(doc["run_id"].as_str().is_some_and(|s| s.len() >= 16));
+
+    let checks = doc["checks"].as_array().unwrap();
+    let build = &checks[0];
+    assert_eq!(build["id"], "build");
+    assert_eq!(build["status"], "passed");
+    assert_eq!(build["exit_code"], 0);
+    assert!(build["duration_ms"].is_u64());
+    assert_eq!(build["inputs_digest"].as_str().unwrap().len(), 64);
+    assert_eq!(build["carried_from"], serde_json::Value::Null);
+    let builtin_ids: Vec<&str> = checks[1..]
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        builtin_ids,
+        ["builtin.conflicts", "builtin.secrets", "builtin.parse"]
+    );
+
+    let criteria = doc["criteria"].as_array().unwrap();
+    assert_eq!(criteria[0]["id"], "orders-201");
+    assert_eq!(criteria[0]["decided_by"], "code");
+    assert_eq!(criteria[0]["status"], "failed");
+    assert_eq!(criteria[0]["met"], serde_json::Value::Null);
+    assert_eq!(criteria[1]["id"], "orders-no-pii");
+    assert_eq!(criteria[1]["decided_by"], "model");
+    assert_eq!(criteria[1]["status"], "unverified");
+    // Two digests of different definitions differ.
+    assert_ne!(criteria[0]["inputs_digest"], criteria[1]["inputs_digest"]);
+
+    assert_eq!(doc["review"]["status"], "did_not_run");
+    assert!(doc["review"]["specialists"].as_array().unwrap().is_empty());
+    assert_eq!(doc["findings"], serde_json::json!([]));
+    assert_eq!(doc["doom_loop"], serde_json::Value::Null);
+    // Progress goes to stderr: stdout is the JSON document alone.
+    assert!(out.stdout.trim_start().starts_with('{'));
+}
+
+#[test]
+fn a_symlink_out_of_the_workspace_is_never_read() {
+    let outside = tempfile::tempdir().unwrap();
+    // Opening a FIFO for reading blocks until a writer comes: a gate that
+    // followed the link would hang here and hit the timeout.
+    let fifo = outside.path().join("secret");
+    #[allow(clippy::disallowed_methods)]
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let env = TestEnv::new();
+    std::os::unix::fs::symlink(&fifo, env.path().join("src-link")).unwrap();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"l\"\n[[check]]\nid = \"c\"\nrun = \"true\"\ninputs = [\"src-link\", \"**\"]\n",
+    );
+    env.gate(&["verify"])
+        .timeout(std::time::Duration::from_secs(30))
+        .run()
+        .assert_exit(0)
+        .stdout_has("✓ c");
+}
+
+#[test]
+fn a_service_is_stopped_after_its_dependents() {
+    let env = TestEnv::new();
+    let port = free_port();
+    env.script(
+        "serve.sh",
+        "#!/bin/sh\necho $$ > server.pid\nexec python3 -m http.server --bind 127.0.0.1 \"$1\"\n",
+    );
+    env.write(
+        "gate.toml",
+        &format!(
+            r#"
+[spec]
+id = "svc"
+[[check]]
+id = "server"
+run = "./serve.sh {port}"
+starts = {{ within_s = 15, ready_http = "http://127.0.0.1:{port}/" }}
+[[task]]
+id = "t"
+[[task.criterion]]
+id = "answers"
+text = "the server answers"
+run = "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:{port}/\", timeout=5)'"
+after = ["server"]
+"#
+        ),
+    );
+    env.gate(&["verify"])
+        .run()
+        .assert_exit(0)
+        .stdout_has("✓ answers");
+    let pid: u32 = env.read("server.pid").trim().parse().unwrap();
+    assert!(!pid_alive(pid), "the service (pid {pid}) outlived the run");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port {port} still answers after the run"
+    );
+}
