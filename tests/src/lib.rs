@@ -169,17 +169,15 @@ impl GateCommand {
         std::thread::spawn(move || {
             let _ = tx.send(child.wait_with_output());
         });
-        let output = match rx.recv_timeout(self.timeout) {
-            Ok(out) => out.expect("wait for gate"),
-            Err(_) => {
-                #[allow(clippy::disallowed_methods)] // a hung run must not hang the suite
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-                panic!(
-                    "`{}` did not finish within {:?}",
-                    self.display, self.timeout
-                );
-            }
+        let Ok(output) = rx.recv_timeout(self.timeout) else {
+            #[allow(clippy::disallowed_methods)] // a hung run must not hang the suite
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!(
+                "`{}` did not finish within {:?}",
+                self.display, self.timeout
+            );
         };
+        let output = output.expect("wait for gate");
         RunOutput {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
