@@ -88,7 +88,7 @@ pub fn literal_base(pattern: &str) -> String {
     for (i, part) in parts.iter().enumerate() {
         let wild = part.contains(['*', '?', '[', '{']);
         // The last literal component may be a file, not a folder.
-        if wild || i + 1 == parts.len() && !wild && pattern.contains(['*', '?', '[', '{']) {
+        if wild || i + 1 == parts.len() && pattern.contains(['*', '?', '[', '{']) {
             break;
         }
         if i + 1 == parts.len() {

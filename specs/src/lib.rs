@@ -5,6 +5,7 @@
 //! - [`errors`]: every way a spec can be wrong, each with file, line and column.
 //! - [`globs`]: input and path globs, compiled once, matched on workspace-relative paths.
 //! - [`graph`]: the task graph and the check graph (petgraph), cycle reports.
+//! - [`locate`]: key paths to line and column, for TOML and JSON alike.
 //!
 //! This crate does no I/O beyond reading the spec file and depends on no other
 //! crate of the workspace.
@@ -12,8 +13,8 @@
 pub mod errors;
 pub mod globs;
 pub mod graph;
+pub mod locate;
 pub mod model;
-mod locate;
 mod parse;
 mod validate;
 
@@ -21,9 +22,11 @@ use std::path::Path;
 
 pub use errors::{SpecError, SpecErrorKind, SpecErrors};
 pub use globs::InputGlobs;
+pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
+pub use locate::{Locator, Position, Seg};
 pub use model::{
-    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta,
-    Starts, Task, TaskTests,
+    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta, Starts,
+    Task, TaskTests,
 };
 
 /// The two spellings of a spec.
@@ -48,7 +51,12 @@ impl Format {
 /// Reads, parses and validates the spec at `path`.
 pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        SpecErrors::from(SpecError::new(path, 0, 0, SpecErrorKind::Read(e.to_string())))
+        SpecErrors::from(SpecError::new(
+            path,
+            0,
+            0,
+            SpecErrorKind::Read(e.to_string()),
+        ))
     })?;
     parse_str(&text, path, Format::from_path(path))
 }
