@@ -6,6 +6,7 @@
 //! keeps what it read before a syntax error so that even a broken file can
 //! be pointed into.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
@@ -104,6 +105,8 @@ pub struct Locator {
     line_starts: Vec<usize>,
     text: String,
     entries: Vec<Entry>,
+    /// Path to its first entry (JSON may repeat a key; `serde_json` rejects it).
+    by_path: HashMap<Vec<Seg>, usize>,
 }
 
 impl Locator {
@@ -116,10 +119,15 @@ impl Locator {
         };
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let mut by_path = HashMap::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            by_path.entry(e.path.clone()).or_insert(i);
+        }
         Self {
             line_starts,
             text: text.to_owned(),
             entries,
+            by_path,
         }
     }
 
@@ -181,6 +189,19 @@ impl Locator {
         (start + column.saturating_sub(1)).min(self.text.len())
     }
 
+    /// The first offset at or after `offset` that is not a blank, `:` or `,`.
+    pub(crate) fn next_token(&self, offset: usize) -> usize {
+        let bytes = self.text.as_bytes();
+        let mut o = offset;
+        while bytes
+            .get(o)
+            .is_some_and(|b| b.is_ascii_whitespace() || matches!(b, b':' | b','))
+        {
+            o += 1;
+        }
+        if o < bytes.len() { o } else { offset }
+    }
+
     /// The innermost entry whose key or value holds `offset`: its path and
     /// where it starts.
     pub(crate) fn innermost_at(&self, offset: usize) -> Option<(&[Seg], usize)> {
@@ -216,7 +237,7 @@ impl Locator {
     }
 
     fn entry(&self, path: &[Seg]) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.path == path)
+        self.by_path.get(path).map(|&i| &self.entries[i])
     }
 }
 

@@ -65,6 +65,18 @@ fn classify(
     anchor: Anchor,
 ) -> (SpecErrorKind, Position) {
     let at = |o: usize| locator.position(o);
+    // `serde_json` may point at the blank or colon before a value.
+    let offset = match anchor {
+        Anchor::Json => offset.map(|o| locator.next_token(o)),
+        Anchor::Toml => offset,
+    };
+    if let Some(key) = quoted_after(message, "duplicate field `") {
+        // JSON only: TOML's parser rejects a repeated key itself.
+        let pos = offset.map_or(Position::START, |o| {
+            at(locator.innermost_at(o).map_or(o, |(_, start)| start))
+        });
+        return (SpecErrorKind::Syntax(format!("duplicate key `{key}`")), pos);
+    }
     if let Some(key) = quoted_after(message, "unknown field `") {
         let pos = match (anchor, offset) {
             (_, None) => Position::START,
