@@ -1,6 +1,6 @@
 //! Maps a key path in the spec to its line and column.
 //!
-//! Both spellings are indexed the same way: one [`Entry`] per key, array
+//! Both spellings are indexed the same way: one entry per key, array
 //! element and table, with the byte spans of the key and of the value. TOML
 //! spans come from `toml_edit`; JSON spans from a small scanner here, which
 //! keeps what it read before a syntax error so that even a broken file can
