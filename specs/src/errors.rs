@@ -107,6 +107,25 @@ pub enum SpecErrorKind {
     /// A command that is empty.
     #[error("`run` of `{0}` is empty")]
     EmptyCommand(String),
+    /// An id in the namespace the gate keeps for itself (`builtin.*`).
+    #[error("id `{0}` is reserved: `builtin.*` names the gate's built-in checks")]
+    ReservedId(String),
+    /// A readiness probe that cannot work as written.
+    #[error("`{key}` {reason}")]
+    BadProbe {
+        /// `ready_tcp`, `ready_http` or `ready_log`.
+        key: String,
+        /// e.g. "must be `host:port` with a port from 1 to 65535, not `localhost`".
+        reason: String,
+    },
+    /// A key of `[policy.role_timeout_s]` that names no role.
+    #[error(
+        "`role_timeout_s` names `{0}`, which is not a role (quality, security, performance, docs, integration, judge, coordinator, rules)"
+    )]
+    UnknownRole(String),
+    /// A value that must not be empty, such as a `tests.report` path.
+    #[error("`{0}` is empty")]
+    EmptyValue(String),
 }
 
 /// All problems found in one spec, in file order.

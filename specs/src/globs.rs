@@ -81,20 +81,24 @@ fn compile(pattern: &str) -> Result<Glob, GlobError> {
         })
 }
 
-/// The leading components of `pattern` that hold no wildcard; a pattern
-/// without any wildcard is its own base.
+/// The leading components of `pattern` that hold no wildcard.
 pub fn literal_base(pattern: &str) -> String {
-    const WILD: [char; 4] = ['*', '?', '[', '{'];
-    if !pattern.contains(WILD) {
-        return pattern.to_owned();
-    }
+    let mut base = Vec::new();
     let parts: Vec<&str> = pattern.split('/').collect();
-    parts[..parts.len() - 1]
-        .iter()
-        .take_while(|part| !part.contains(WILD))
-        .copied()
-        .collect::<Vec<_>>()
-        .join("/")
+    for (i, part) in parts.iter().enumerate() {
+        let wild = part.contains(['*', '?', '[', '{']);
+        // The last literal component may be a file, not a folder.
+        if wild || i + 1 == parts.len() && pattern.contains(['*', '?', '[', '{']) {
+            break;
+        }
+        if i + 1 == parts.len() {
+            // A fully literal pattern: its base is the path itself.
+            base.push(*part);
+            break;
+        }
+        base.push(*part);
+    }
+    base.join("/")
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! - [`errors`]: every way a spec can be wrong, each with file, line and column.
 //! - [`globs`]: input and path globs, compiled once, matched on workspace-relative paths.
 //! - [`graph`]: the task graph and the check graph (petgraph), cycle reports.
+//! - [`locate`]: key paths to line and column, for TOML and JSON alike.
 //!
 //! This crate does no I/O beyond reading the spec file and depends on no other
 //! crate of the workspace.
@@ -12,7 +13,7 @@
 pub mod errors;
 pub mod globs;
 pub mod graph;
-mod locate;
+pub mod locate;
 pub mod model;
 mod parse;
 mod validate;
@@ -21,6 +22,8 @@ use std::path::Path;
 
 pub use errors::{SpecError, SpecErrorKind, SpecErrors};
 pub use globs::InputGlobs;
+pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
+pub use locate::{Locator, Position, Seg};
 pub use model::{
     Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta, Starts,
     Task, TaskTests,

@@ -250,6 +250,18 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The roles `role_timeout_s` may name.
+    pub const ROLES: [&'static str; 8] = [
+        "quality",
+        "security",
+        "performance",
+        "docs",
+        "integration",
+        "judge",
+        "coordinator",
+        "rules",
+    ];
+
     /// Default sensitive-path globs.
     pub const DEFAULT_SENSITIVE_PATHS: [&'static str; 4] = [
         "**/auth/**",

@@ -1,0 +1,624 @@
+//! Malformed and invalid specs: every error's kind and exact place.
+
+use std::path::Path;
+
+use gate_specs::{Format, SpecErrorKind, parse_str};
+
+/// What one error must be.
+#[derive(Debug)]
+enum Want {
+    /// Exactly this kind.
+    Is(SpecErrorKind),
+    /// A `Syntax` error whose message holds this text.
+    Syntax(&'static str),
+}
+
+struct Case {
+    name: &'static str,
+    format: Format,
+    text: &'static str,
+    /// Every error, in order: line, column, what.
+    want: Vec<(usize, usize, Want)>,
+}
+
+fn toml(name: &'static str, text: &'static str, want: Vec<(usize, usize, Want)>) -> Case {
+    Case {
+        name,
+        format: Format::Toml,
+        text,
+        want,
+    }
+}
+
+fn json(name: &'static str, text: &'static str, want: Vec<(usize, usize, Want)>) -> Case {
+    Case {
+        name,
+        format: Format::Json,
+        text,
+        want,
+    }
+}
+
+fn unknown(key: &str) -> Want {
+    Want::Is(SpecErrorKind::UnknownKey { key: key.into() })
+}
+
+fn missing(key: &str) -> Want {
+    Want::Is(SpecErrorKind::MissingKey(key.into()))
+}
+
+fn dup(id: &str) -> Want {
+    Want::Is(SpecErrorKind::DuplicateId(id.into()))
+}
+
+fn no_check(name: &str) -> Want {
+    Want::Is(SpecErrorKind::UnknownAfter {
+        name: name.into(),
+        expected: "a check",
+    })
+}
+
+fn no_task(name: &str) -> Want {
+    Want::Is(SpecErrorKind::UnknownAfter {
+        name: name.into(),
+        expected: "a task",
+    })
+}
+
+fn cycle(graph: &'static str, path: &[&str]) -> Want {
+    Want::Is(SpecErrorKind::Cycle {
+        graph,
+        path: path.iter().map(|s| (*s).to_owned()).collect(),
+    })
+}
+
+fn escape(path: &str) -> Want {
+    Want::Is(SpecErrorKind::PathEscape(path.into()))
+}
+
+fn range(key: &str, reason: &str) -> Want {
+    Want::Is(SpecErrorKind::OutOfRange {
+        key: key.into(),
+        reason: reason.into(),
+    })
+}
+
+fn is(kind: SpecErrorKind) -> Want {
+    Want::Is(kind)
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        // --- TOML syntax -------------------------------------------------
+        toml(
+            "unclosed table header",
+            "[spec\nid = \"s\"\n",
+            vec![(1, 6, Want::Syntax("unclosed table"))],
+        ),
+        toml(
+            "value missing",
+            "[spec]\nid =\n",
+            vec![(2, 5, Want::Syntax("expected"))],
+        ),
+        toml(
+            "duplicate key",
+            "[spec]\nid = \"a\"\nid = \"b\"\n",
+            vec![(3, 1, Want::Syntax("duplicate key"))],
+        ),
+        toml(
+            // The column counts characters: `é` is two bytes.
+            "unterminated string after a wide character",
+            "[spec]\nid = \"é\nsummary = \"x\"\n",
+            vec![(2, 8, Want::Syntax("string"))],
+        ),
+        // --- unknown keys ------------------------------------------------
+        toml(
+            "unknown top-level key",
+            "[spec]\nid = \"s\"\n\n[checks]\nid = \"x\"\n",
+            vec![(4, 2, unknown("checks"))],
+        ),
+        toml(
+            "unknown key in [spec]",
+            "[spec]\nid = \"s\"\n  owner = \"me\"\n",
+            vec![(3, 3, unknown("owner"))],
+        ),
+        toml(
+            "unknown key in [[check]]",
+            "[spec]\nid = \"s\"\n\n[[check]]\nid = \"a\"\nrun = \"b\"\ncommand = \"c\"\n",
+            vec![(7, 1, unknown("command"))],
+        ),
+        toml(
+            "unknown key in a starts inline table",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"b\"\nstarts = { within_s = 5, ready_tpc = \"h:1\" }\n",
+            vec![(6, 26, unknown("ready_tpc"))],
+        ),
+        toml(
+            "unknown key in [[task.criterion]]",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\njudge = \"model\"\nweight = 2\n",
+            vec![(9, 1, unknown("weight"))],
+        ),
+        toml(
+            "unknown key in [policy]",
+            "[spec]\nid = \"s\"\n\n[policy]\njudge_threshold = 0.9\nmax_tokens = 10\n",
+            vec![(6, 1, unknown("max_tokens"))],
+        ),
+        toml(
+            "unknown key in tests",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\ntests = { report = \"r.xml\", junit = true }\n",
+            vec![(5, 29, unknown("junit"))],
+        ),
+        toml(
+            "unknown key as a dotted key",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"b\"\nstarts.ready = \"x\"\n",
+            vec![(6, 8, unknown("ready"))],
+        ),
+        toml(
+            "unknown key in a [task.tests] table",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[task.tests]\nrun = \"x\"\n  bogus = 1\n",
+            vec![(7, 3, unknown("bogus"))],
+        ),
+        toml(
+            "unknown key with CRLF line ends",
+            "[spec]\r\nid = \"s\"\r\n\tbad = 1\r\n",
+            vec![(3, 2, unknown("bad"))],
+        ),
+        // --- missing keys and types --------------------------------------
+        toml(
+            "no [spec] at all",
+            "\n[[check]]\nid = \"a\"\nrun = \"b\"\n",
+            vec![(1, 1, missing("spec"))],
+        ),
+        toml(
+            "missing spec.id",
+            "[spec]\nsummary = \"x\"\n",
+            vec![(1, 1, missing("id"))],
+        ),
+        toml(
+            "missing check run",
+            "[spec]\nid = \"s\"\n\n[[check]]\nid = \"a\"\n",
+            vec![(4, 1, missing("run"))],
+        ),
+        toml(
+            "missing criterion text",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\nrun = \"x\"\n",
+            vec![(5, 1, missing("text"))],
+        ),
+        toml(
+            "timeout as a string",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"b\"\ntimeout_s = \"ten\"\n",
+            vec![(
+                6,
+                13,
+                Want::Syntax(
+                    "`check[0].timeout_s`: invalid type: string \"ten\", expected a whole number",
+                ),
+            )],
+        ),
+        toml(
+            "after as a string",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"b\"\nafter = \"build\"\n",
+            vec![(
+                6,
+                9,
+                Want::Syntax("`check[0].after`: invalid type: string \"build\", expected an array"),
+            )],
+        ),
+        toml(
+            "negative timeout",
+            "[spec]\nid = \"s\"\n[policy]\ncheck_timeout_s = -5\n",
+            vec![(4, 19, Want::Syntax("`policy.check_timeout_s`"))],
+        ),
+        toml(
+            "unknown on_review_unavailable",
+            "[spec]\nid = \"s\"\n[policy]\non_review_unavailable = \"maybe\"\n",
+            vec![(
+                4,
+                25,
+                Want::Syntax("`policy.on_review_unavailable`: unknown variant `maybe`"),
+            )],
+        ),
+        // --- ids ---------------------------------------------------------
+        toml(
+            "two checks with one id",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"build\"\nrun = \"a\"\n[[check]]\nid = \"build\"\nrun = \"b\"\n",
+            vec![(7, 6, dup("build"))],
+        ),
+        toml(
+            "a check and a criterion with one id",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"x\"\nrun = \"a\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"x\"\ntext = \"t\"\nrun = \"b\"\n",
+            vec![(9, 6, dup("x"))],
+        ),
+        toml(
+            "a task named like another task's tests",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"x\"\ntests = { run = \"make test\" }\n[[task]]\nid = \"x.tests\"\n",
+            vec![(7, 6, dup("x.tests"))],
+        ),
+        toml(
+            "a check named like a later task's tests",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"x.tests\"\nrun = \"a\"\n[[task]]\nid = \"x\"\ntests = { run = \"make test\" }\n",
+            vec![(8, 1, dup("x.tests"))],
+        ),
+        toml(
+            "ids with bad characters, a reserved id",
+            "[spec]\nid = \"my spec\"\n[[check]]\nid = \"\"\nrun = \"a\"\n[[check]]\nid = \"builtin.secrets\"\nrun = \"b\"\n",
+            vec![
+                (2, 6, is(SpecErrorKind::InvalidId("my spec".into()))),
+                (4, 6, is(SpecErrorKind::InvalidId(String::new()))),
+                (
+                    7,
+                    6,
+                    is(SpecErrorKind::ReservedId("builtin.secrets".into())),
+                ),
+            ],
+        ),
+        // --- after -------------------------------------------------------
+        toml(
+            "check after an unknown check",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"x\"\n[[check]]\nid = \"b\"\nrun = \"y\"\nafter = [\"a\", \"nope\"]\n",
+            vec![(9, 15, no_check("nope"))],
+        ),
+        toml(
+            "criterion after a task, task after a check",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"build\"\nrun = \"x\"\n[[task]]\nid = \"t\"\nafter = [\"build\"]\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"y\"\nafter = [\"build\", \"t\"]\n[[task]]\nid = \"u\"\nafter = [\"t\"]\n",
+            vec![(8, 10, no_task("build")), (13, 19, no_check("t"))],
+        ),
+        toml(
+            "after a task without tests is not after its tests",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[check]]\nid = \"c\"\nrun = \"x\"\nafter = [\"t.tests\"]\n",
+            vec![(8, 10, no_check("t.tests"))],
+        ),
+        // --- cycles ------------------------------------------------------
+        toml(
+            "two checks in a cycle",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"cart\"\nrun = \"x\"\nafter = [\"prices\"]\n[[check]]\nid = \"prices\"\nrun = \"y\"\nafter = [\"cart\"]\n",
+            vec![(4, 6, cycle("check", &["cart", "prices", "cart"]))],
+        ),
+        toml(
+            "three checks in a cycle",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"x\"\nafter = [\"c\"]\n[[check]]\nid = \"b\"\nrun = \"y\"\nafter = [\"a\"]\n[[check]]\nid = \"c\"\nrun = \"z\"\nafter = [\"b\"]\n",
+            vec![(4, 6, cycle("check", &["a", "c", "b", "a"]))],
+        ),
+        toml(
+            "a check after itself",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"ok\"\nrun = \"w\"\n[[check]]\nid = \"loop\"\nrun = \"x\"\nafter = [\"ok\", \"loop\"]\n",
+            vec![(7, 6, cycle("check", &["loop", "loop"]))],
+        ),
+        toml(
+            "two tasks in a cycle",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"cart\"\nafter = [\"prices\"]\n[[task]]\nid = \"prices\"\nafter = [\"cart\"]\n",
+            vec![(4, 6, cycle("task", &["cart", "prices", "cart"]))],
+        ),
+        toml(
+            "three tasks in a cycle, and one after itself",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"a\"\nafter = [\"b\"]\n[[task]]\nid = \"b\"\nafter = [\"c\"]\n[[task]]\nid = \"c\"\nafter = [\"a\"]\n[[task]]\nid = \"d\"\nafter = [\"d\"]\n",
+            vec![
+                (4, 6, cycle("task", &["a", "b", "c", "a"])),
+                (13, 6, cycle("task", &["d", "d"])),
+            ],
+        ),
+        // --- globs and paths ---------------------------------------------
+        toml(
+            "a glob that does not compile",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"x\"\ninputs = [\"src/**\", \"src/[a\"]\n",
+            vec![(
+                6,
+                21,
+                is(SpecErrorKind::BadGlob {
+                    glob: "src/[a".into(),
+                    reason: "unclosed character class; missing ']'".into(),
+                }),
+            )],
+        ),
+        toml(
+            "`..` in inputs",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\njudge = \"model\"\ninputs = [\"src/../../etc/*\"]\n",
+            vec![(9, 11, escape("src/../../etc/*"))],
+        ),
+        toml(
+            "absolute paths",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\npaths = [\"/etc/**\", 'C:\\src\\**', '\\\\server\\x', \"~/x\"]\n",
+            vec![
+                (5, 10, escape("/etc/**")),
+                (5, 21, escape("C:\\src\\**")),
+                (5, 34, escape("\\\\server\\x")),
+                (5, 48, escape("~/x")),
+            ],
+        ),
+        toml(
+            "tests report outside the workspace",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[task.tests]\nreport = \"../reports/t.xml\"\n",
+            vec![(6, 10, escape("../reports/t.xml"))],
+        ),
+        toml(
+            "sensitive paths",
+            "[spec]\nid = \"s\"\n[policy]\nsensitive_paths = [\n  \"**/auth/**\",\n  \"{src,/etc}/**\",\n  \"a/[\",\n]\n",
+            vec![
+                (6, 3, escape("{src,/etc}/**")),
+                (
+                    7,
+                    3,
+                    is(SpecErrorKind::BadGlob {
+                        glob: "a/[".into(),
+                        reason: "unclosed character class; missing ']'".into(),
+                    }),
+                ),
+            ],
+        ),
+        // --- deciders, tests, probes -------------------------------------
+        toml(
+            "both run and judge",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"y\"\njudge = \"model\"\n",
+            vec![(9, 1, is(SpecErrorKind::RunAndJudge("c".into())))],
+        ),
+        toml(
+            "neither run nor judge",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\n",
+            vec![(6, 1, is(SpecErrorKind::NoDecider("c".into())))],
+        ),
+        toml(
+            "a human judge",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\njudge = \"human\"\n",
+            vec![(8, 9, is(SpecErrorKind::BadJudge("human".into())))],
+        ),
+        toml(
+            "tests with report and run, and with neither",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\ntests = { report = \"r.xml\", run = \"make test\" }\n[[task]]\nid = \"u\"\ntests = { timeout_s = 5 }\n",
+            vec![
+                (5, 9, is(SpecErrorKind::BadTests("t".into()))),
+                (8, 9, is(SpecErrorKind::BadTests("u".into()))),
+            ],
+        ),
+        toml(
+            "two probes",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"web\"\nrun = \"x\"\nstarts = { ready_tcp = \"127.0.0.1:80\", ready_log = \"up\" }\n",
+            vec![(6, 10, is(SpecErrorKind::ManyProbes("web".into())))],
+        ),
+        toml(
+            "bad probes and a zero window",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"x\"\nstarts = { ready_tcp = \"localhost\", within_s = 0 }\n[[check]]\nid = \"b\"\nrun = \"y\"\nstarts = { ready_http = \"ftp://x\" }\n",
+            vec![
+                (
+                    6,
+                    24,
+                    is(SpecErrorKind::BadProbe {
+                        key: "ready_tcp".into(),
+                        reason: "must be `host:port` with a port from 1 to 65535, not `localhost`"
+                            .into(),
+                    }),
+                ),
+                (6, 48, range("within_s", "must be at least 1")),
+                (
+                    10,
+                    25,
+                    is(SpecErrorKind::BadProbe {
+                        key: "ready_http".into(),
+                        reason: "must be an `http://` or `https://` URL with a host, not `ftp://x`"
+                            .into(),
+                    }),
+                ),
+            ],
+        ),
+        toml(
+            "threshold above 1",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\njudge = \"model\"\nthreshold = 1.5\n",
+            vec![(
+                9,
+                13,
+                range("threshold", "must be between 0 and 1, not 1.5"),
+            )],
+        ),
+        toml(
+            "empty commands and zero timeouts",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"  \"\ntimeout_s = 0\n[[task]]\nid = \"t\"\ntests = { run = \"\" }\n",
+            vec![
+                (5, 7, is(SpecErrorKind::EmptyCommand("a".into()))),
+                (6, 13, range("timeout_s", "must be at least 1")),
+                (9, 17, is(SpecErrorKind::EmptyCommand("t.tests".into()))),
+            ],
+        ),
+        // --- policy ------------------------------------------------------
+        toml(
+            "policy shares out of range",
+            "[spec]\nid = \"s\"\n[policy]\njudge_threshold = 1.2\nconfidence_floor = -0.1\nmin_coverage = 0.5\n",
+            vec![
+                (
+                    4,
+                    19,
+                    range("judge_threshold", "must be between 0 and 1, not 1.2"),
+                ),
+                (
+                    5,
+                    20,
+                    range("confidence_floor", "must be between 0 and 1, not -0.1"),
+                ),
+            ],
+        ),
+        toml(
+            "policy bounds inverted",
+            "[spec]\nid = \"s\"\n[policy]\ntrivial_max_tasks = 5\nlight_max_criteria = 3\n",
+            vec![
+                (
+                    4,
+                    21,
+                    range(
+                        "trivial_max_tasks",
+                        "(5) must not exceed `light_max_tasks` (4)",
+                    ),
+                ),
+                (
+                    5,
+                    22,
+                    range(
+                        "trivial_max_criteria",
+                        "(5) must not exceed `light_max_criteria` (3)",
+                    ),
+                ),
+            ],
+        ),
+        toml(
+            "policy floors",
+            "[spec]\nid = \"s\"\n[policy]\nmax_attempts = 0\noutput_cap_bytes = 1023\nreview_timeout_s = 0\n",
+            vec![
+                (4, 16, range("max_attempts", "must be at least 1")),
+                (5, 20, range("output_cap_bytes", "must be at least 1024")),
+                (6, 20, range("review_timeout_s", "must be at least 1")),
+            ],
+        ),
+        toml(
+            "unknown role in role_timeout_s",
+            "[spec]\nid = \"s\"\n[policy.role_timeout_s]\nquality = 600\nqualty = 600\njudge = 0\n",
+            vec![
+                (5, 1, is(SpecErrorKind::UnknownRole("qualty".into()))),
+                (6, 9, range("role_timeout_s.judge", "must be at least 1")),
+            ],
+        ),
+        // --- every problem, in file order --------------------------------
+        toml(
+            "all problems are kept and sorted",
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\nafter = [\"ghost\"]\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\n[[check]]\nid = \"c\"\nrun = \"y\"\nafter = [\"c\"]\n[policy]\nmin_coverage = 2.0\n",
+            vec![
+                (5, 10, no_task("ghost")),
+                (6, 1, is(SpecErrorKind::NoDecider("c".into()))),
+                (10, 6, dup("c")),
+                (10, 6, cycle("check", &["c", "c"])),
+                (
+                    14,
+                    16,
+                    range("min_coverage", "must be between 0 and 1, not 2"),
+                ),
+            ],
+        ),
+        // --- JSON --------------------------------------------------------
+        json(
+            "json trailing comma",
+            "{\"spec\": {\"id\": \"s\",}}",
+            vec![(1, 21, Want::Syntax("trailing comma"))],
+        ),
+        json(
+            "json cut short",
+            "{\"spec\": {\"id\": \"s\"}",
+            vec![(1, 20, Want::Syntax("EOF"))],
+        ),
+        json("json empty", "", vec![(1, 1, Want::Syntax("EOF"))]),
+        json(
+            "json repeated key",
+            "{\"spec\": {\"id\": \"s\",\n  \"id\": \"t\"}}",
+            vec![(2, 3, Want::Syntax("duplicate key `id`"))],
+        ),
+        json(
+            "json check as an object",
+            "{\"spec\": {\"id\": \"s\"},\n \"check\":   {\"id\": \"a\"}}",
+            vec![(
+                2,
+                13,
+                Want::Syntax("`check`: invalid type: map, expected an array"),
+            )],
+        ),
+        json(
+            "json negative timeout",
+            "{\"spec\": {\"id\": \"s\"}, \"policy\": {\"role_timeout_s\": {\"docs\": -1}}}",
+            vec![(
+                1,
+                61,
+                Want::Syntax("`policy.role_timeout_s.docs`: invalid value: integer `-1`"),
+            )],
+        ),
+        json(
+            "json unknown key in spec",
+            "{\n  \"spec\": {\"id\": \"s\", \"owner\": \"me\"}\n}",
+            vec![(2, 23, unknown("owner"))],
+        ),
+        json(
+            "json unknown key in starts",
+            "{\"spec\": {\"id\": \"s\"},\n \"check\": [{\"id\": \"a\", \"run\": \"b\",\n   \"starts\": {\"wïthin\": 1}}]}",
+            vec![(3, 15, unknown("wïthin"))],
+        ),
+        json(
+            "json missing spec.id",
+            "{\n  \"spec\": {\n    \"summary\": \"x\"\n  }\n}",
+            vec![(2, 11, missing("id"))],
+        ),
+        json(
+            "json timeout as a string",
+            "{\"spec\": {\"id\": \"s\"},\n \"check\": [{\"id\": \"a\", \"run\": \"b\", \"timeout_s\": \"ten\"}]}",
+            vec![(
+                2,
+                49,
+                Want::Syntax("`check[0].timeout_s`: invalid type: string \"ten\""),
+            )],
+        ),
+        json(
+            "json duplicate ids and a cycle",
+            "{\"spec\": {\"id\": \"s\"},\n \"check\": [\n  {\"id\": \"a\", \"run\": \"x\", \"after\": [\"b\"]},\n  {\"id\": \"b\", \"run\": \"y\", \"after\": [\"a\"]},\n  {\"id\": \"a\", \"run\": \"z\"}\n ]}",
+            vec![(3, 10, cycle("check", &["a", "b", "a"])), (5, 10, dup("a"))],
+        ),
+        json(
+            "json path escape and unknown after",
+            "{\"spec\": {\"id\": \"s\"},\n \"task\": [{\"id\": \"t\", \"paths\": [\"src/**\", \"../x\"],\n  \"criterion\": [{\"id\": \"c\", \"text\": \"x\", \"judge\": \"model\", \"after\": [\"nope\"]}]}]}",
+            vec![(2, 43, escape("../x")), (3, 70, no_check("nope"))],
+        ),
+    ]
+}
+
+#[test]
+fn invalid_specs() {
+    let cases = cases();
+    assert!(cases.len() >= 30);
+    assert!(cases.iter().filter(|c| c.format == Format::Json).count() >= 5);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let file = match case.format {
+            Format::Toml => Path::new("gate.toml"),
+            Format::Json => Path::new("gate.json"),
+        };
+        let Err(errors) = parse_str(case.text, file, case.format) else {
+            failures.push(format!("{}: parsed, but should not", case.name));
+            continue;
+        };
+        let got: Vec<_> = errors.iter().collect();
+        let fits = got.len() == case.want.len()
+            && got.iter().zip(&case.want).all(|(e, (line, column, want))| {
+                e.file == file
+                    && e.line == *line
+                    && e.column == *column
+                    && match want {
+                        Want::Is(kind) => e.kind == *kind,
+                        Want::Syntax(part) => {
+                            matches!(&e.kind, SpecErrorKind::Syntax(m) if m.contains(part))
+                        }
+                    }
+            });
+        if !fits {
+            failures.push(format!(
+                "{}:\n  got:  {:?}\n  want: {:?}",
+                case.name,
+                got.iter()
+                    .map(|e| (e.line, e.column, &e.kind))
+                    .collect::<Vec<_>>(),
+                case.want
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn messages_name_file_line_and_column() {
+    let text = "[spec]\nid = \"s\"\n[[check]]\nid = \"a\"\nrun = \"x\"\nafter = [\"a\"]\n";
+    let errors = parse_str(text, Path::new("specs/gate.toml"), Format::Toml).unwrap_err();
+    assert_eq!(
+        errors.to_string(),
+        "specs/gate.toml:4:6: check graph has a cycle: a -> a"
+    );
+}
+
+#[test]
+fn unreadable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("missing.toml");
+    let errors = gate_specs::load(&path).unwrap_err();
+    let e = errors.iter().next().unwrap();
+    assert_eq!((e.line, e.column), (0, 0));
+    assert!(matches!(e.kind, SpecErrorKind::Read(_)));
+    assert_eq!(e.file, path);
+}
