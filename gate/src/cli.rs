@@ -40,6 +40,29 @@ pub enum Command {
     Init,
     /// Verify the change against the spec and print the verdict.
     Verify(VerifyArgs),
+    /// Show or check the model routing table.
+    #[command(subcommand)]
+    Routing(RoutingCommand),
+}
+
+/// `gate routing …`.
+#[derive(Debug, Subcommand)]
+pub enum RoutingCommand {
+    /// Print the table in effect and where each row came from.
+    Show(RoutingArgs),
+    /// Validate the table without calling any model.
+    Check(RoutingArgs),
+}
+
+/// Which routing table.
+#[derive(Debug, Args)]
+pub struct RoutingArgs {
+    /// The table (default: routing.toml beside the spec, else the built-in one).
+    #[arg(long, value_name = "FILE")]
+    pub routing: Option<PathBuf>,
+    /// The spec whose folder holds routing.toml (default: gate.toml in the workspace).
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
 }
 
 /// `gate verify`.
@@ -57,6 +80,9 @@ pub struct VerifyArgs {
     /// Call no model provider: decide what code can decide.
     #[arg(long)]
     pub offline: bool,
+    /// The model routing table (default: routing.toml beside the spec, else the built-in one).
+    #[arg(long, value_name = "FILE")]
+    pub routing: Option<PathBuf>,
     /// How to print the result on stdout.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,

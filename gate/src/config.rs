@@ -128,6 +128,17 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
+/// Whether an environment variable is set to something.
+pub fn env_is_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+/// A path given on the command line, made absolute against the current directory.
+pub fn from_cwd(p: &Path) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    absolute(&cwd, p)
+}
+
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()

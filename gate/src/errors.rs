@@ -51,6 +51,9 @@ pub enum GateError {
         #[source]
         source: std::io::Error,
     },
+    /// The routing table cannot be read.
+    #[error(transparent)]
+    Routing(#[from] crate::routing::RoutingError),
     /// A file to be created already exists.
     #[error("{} already exists; not overwriting it", path.display())]
     Exists {
@@ -60,6 +63,14 @@ pub enum GateError {
 }
 
 impl GateError {
+    /// Writing a result to stdout failed.
+    pub fn stdout(source: std::io::Error) -> Self {
+        Self::Write {
+            path: "stdout".into(),
+            source,
+        }
+    }
+
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
@@ -69,6 +80,7 @@ impl GateError {
             | Self::Workspace { .. }
             | Self::Base { .. }
             | Self::Harness(_)
+            | Self::Routing(_)
             | Self::Exists { .. } => exit::USAGE,
             Self::Snapshot(_) | Self::Write { .. } => exit::INCOMPLETE,
         }

@@ -10,6 +10,7 @@
 
 pub mod change;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod errors;
 pub mod exit;
@@ -17,6 +18,8 @@ pub mod init;
 pub mod output;
 pub mod plan;
 pub mod record;
+pub mod role;
+pub mod routing;
 pub mod tier;
 pub mod verdict;
 pub mod verify;
@@ -26,7 +29,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, Format, VerifyArgs};
+use crate::cli::{Cli, Command, Format, RoutingCommand, VerifyArgs};
 use crate::config::{Context, Verbosity};
 use crate::errors::GateError;
 use crate::record::{RunRecord, Verdict};
@@ -77,6 +80,8 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Ok(exit::PASS)
         }
         Command::Verify(args) => verify_command(ctx, &args).await,
+        Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args),
+        Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args),
     }
 }
 

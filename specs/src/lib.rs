@@ -28,6 +28,7 @@ pub use model::{
     Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta, Starts,
     Task, TaskTests,
 };
+pub use parse::from_toml_str;
 
 /// The two spellings of a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,11 +18,21 @@ pub(crate) fn parse(text: &str, file: &Path, format: Format) -> Result<Spec, Spe
 }
 
 fn parse_toml(text: &str, file: &Path) -> Result<Spec, SpecErrors> {
+    from_toml_str(text, file).map_err(SpecErrors::from)
+}
+
+/// Deserialises any TOML file of the gate's (a routing table, a rules file)
+/// with the spec's located errors: an unknown key at the key, a missing key
+/// at its table, a wrong type at the value.
+pub fn from_toml_str<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &Path,
+) -> Result<T, SpecError> {
     toml::from_str(text).map_err(|e| {
         let locator = Locator::new(text, Format::Toml);
         let offset = e.span().map(|r| r.start);
         let (kind, at) = classify(e.message(), offset, &locator, Anchor::Toml);
-        SpecError::new(file, at.line, at.column, kind).into()
+        SpecError::new(file, at.line, at.column, kind)
     })
 }
 

@@ -1,0 +1,3 @@
+//! The commands other than `verify`, one module each.
+
+pub mod routing;

@@ -1,0 +1,125 @@
+//! `gate routing show | check`.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::cli::RoutingArgs;
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::exit;
+use crate::output;
+use crate::routing::Routing;
+
+/// Loads the table the way `gate verify` would.
+pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
+    let spec_dir = match &args.spec {
+        Some(spec) => ctx
+            .spec_path(Some(spec))?
+            .parent()
+            .map_or_else(|| ctx.workspace.clone(), Path::to_path_buf),
+        None => ctx.workspace.clone(),
+    };
+    let routing = args.routing.as_deref().map(config::from_cwd);
+    Routing::resolve(routing.as_deref(), &spec_dir).map_err(GateError::from)
+}
+
+/// `gate routing show`.
+pub fn show(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
+    let routing = resolve(ctx, args)?;
+    output::stdout(&render(&routing, &config::env_is_set)).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// `gate routing check`: exit 1 when the table is unusable.
+pub fn check(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
+    let routing = resolve(ctx, args)?;
+    let problems = routing.check(&config::env_is_set);
+    let mut out = String::new();
+    let _ = writeln!(out, "routing table: {}", routing.origin);
+    for p in &problems {
+        let level = if p.fatal { "error" } else { "note" };
+        let _ = writeln!(out, "  {level}: {}: {}", p.row, p.message);
+    }
+    let fatal = problems.iter().filter(|p| p.fatal).count();
+    if fatal == 0 {
+        let _ = writeln!(out, "ok");
+    } else {
+        let _ = writeln!(out, "{fatal} error(s)");
+    }
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(if fatal == 0 { exit::PASS } else { exit::FAIL })
+}
+
+/// The table as rows, each with where it came from.
+pub fn render(routing: &Routing, env: &dyn Fn(&str) -> bool) -> String {
+    let t = &routing.table;
+    let origin = routing.origin.to_string();
+    let from = |row: &str| {
+        routing
+            .overridden
+            .iter()
+            .find(|(r, _)| r == row)
+            .map_or_else(
+                || origin.clone(),
+                |(_, what)| format!("{origin}; override: {what}"),
+            )
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "routing table: {origin} (blake3 {})",
+        &routing.digest().to_hex()[..16]
+    );
+    let _ = writeln!(out, "\nproviders");
+    for (name, p) in &t.providers {
+        let key = match &p.api_key_env {
+            Some(var) if env(var) => format!("key {var}"),
+            Some(var) => format!("key {var} (not set)"),
+            None => "no key".to_owned(),
+        };
+        let off = if p.disabled { " disabled" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {name:<16} {:<9} {:<36} {key}{off}  [{}]",
+            format!("{:?}", p.api).to_lowercase(),
+            p.base_url,
+            from(&format!("provider.{name}"))
+        );
+    }
+    let _ = writeln!(out, "\nmodels");
+    for (class, m) in &t.models {
+        let chain = if m.fallback.is_empty() {
+            String::new()
+        } else {
+            format!(" → {}", m.fallback.join(", "))
+        };
+        let price = m.price.map_or_else(
+            || "no price".to_owned(),
+            |p| {
+                format!(
+                    "${} in / ${} cached / ${} out per Mtok",
+                    p.input,
+                    p.cached_input.unwrap_or(p.input),
+                    p.output
+                )
+            },
+        );
+        let off = if m.disabled { " disabled" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {class:<16} {}/{}{chain}  {price}{off}  [{}]",
+            m.provider,
+            m.name,
+            from(&format!("model.{class}"))
+        );
+    }
+    let _ = writeln!(out, "\nroutes");
+    for (key, class) in &t.routes {
+        let _ = writeln!(
+            out,
+            "  {key:<24} {class}  [{}]",
+            from(&format!("route.{key}"))
+        );
+    }
+    out
+}

@@ -1,0 +1,526 @@
+//! The model routing table: providers, model classes with failback chains
+//! and prices, and which class each role uses on each tier.
+//!
+//! A commented default ships in the binary (`default.toml`); a user's file
+//! replaces it as a whole. This table is the only place a model name appears.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use gate_evidence::Digest;
+use gate_specs::SpecError;
+use serde::{Deserialize, Serialize};
+
+use crate::record::Tier;
+use crate::role::Role;
+
+/// The built-in table's text.
+pub const DEFAULT_TABLE: &str = include_str!("default.toml");
+
+/// Which API a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// OpenAI-compatible chat completions (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp, Workers AI).
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+/// `[provider.<name>]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderDef {
+    /// The API it speaks.
+    pub api: Api,
+    /// Where it listens.
+    pub base_url: String,
+    /// The environment variable holding the API key; none for a local server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Set by a routing override: never call it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+}
+
+/// `price = { … }`: USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceDef {
+    /// Uncached input.
+    pub input: f64,
+    /// Cached input (defaults to `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
+    /// Cache writes (defaults to `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// Output.
+    pub output: f64,
+}
+
+/// `[model.<class>]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelClass {
+    /// A key of `[provider]`.
+    pub provider: String,
+    /// The provider's name for the model.
+    pub name: String,
+    /// The failback chain: other classes, tried only on retryable errors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
+    /// What it costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<PriceDef>,
+    /// Output limit per reply (default 8192).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// A longer silence allowance for reasoning models that stream nothing while they think.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inactivity_timeout_s: Option<u64>,
+    /// Whether to stream replies (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// Set by a routing override: never call it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+}
+
+/// A routing table as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingTable {
+    /// `[provider.<name>]`.
+    #[serde(default, rename = "provider")]
+    pub providers: BTreeMap<String, ProviderDef>,
+    /// `[model.<class>]`.
+    #[serde(default, rename = "model")]
+    pub models: BTreeMap<String, ModelClass>,
+    /// `[route]`: `"role.tier" = "class"`.
+    #[serde(default, rename = "route")]
+    pub routes: BTreeMap<String, String>,
+    /// `[prompts]`: `role = "path"` replacing a built-in prompt (relative to this file).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prompts: BTreeMap<String, String>,
+}
+
+/// Where the table in effect came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The default compiled into the binary.
+    Builtin,
+    /// A user's file.
+    File(PathBuf),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Builtin => f.write_str("built-in"),
+            Self::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The table in effect, with where it came from.
+#[derive(Debug, Clone)]
+pub struct Routing {
+    /// The table.
+    pub table: RoutingTable,
+    /// Its origin.
+    pub origin: Origin,
+    /// Rows an override changed: (row, what it did).
+    pub overridden: Vec<(String, String)>,
+}
+
+/// One step of a failback chain, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainModel {
+    /// The class name.
+    pub class: String,
+    /// The class.
+    pub model: ModelClass,
+    /// Its provider's name.
+    pub provider_name: String,
+    /// Its provider.
+    pub provider: ProviderDef,
+}
+
+/// A problem `gate routing check` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The row it is about (`route.quality.full`, `model.cheap`, …).
+    pub row: String,
+    /// What is wrong.
+    pub message: String,
+    /// Whether it makes the table unusable (not merely unconfigured here).
+    pub fatal: bool,
+}
+
+/// A routing file that cannot be read or parsed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RoutingError {
+    /// The file cannot be read.
+    #[error("cannot read routing table {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not parse.
+    #[error(transparent)]
+    Parse(#[from] SpecError),
+}
+
+impl Routing {
+    /// The built-in default.
+    pub fn builtin() -> Self {
+        let table = gate_specs::from_toml_str(DEFAULT_TABLE, Path::new("routing.toml (built-in)"))
+            // The default is compiled in and covered by a test.
+            .unwrap_or_default();
+        Self {
+            table,
+            origin: Origin::Builtin,
+            overridden: Vec::new(),
+        }
+    }
+
+    /// Reads a user's table.
+    pub fn load(path: &Path) -> Result<Self, RoutingError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RoutingError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self {
+            table: gate_specs::from_toml_str(&text, path)?,
+            origin: Origin::File(path.to_path_buf()),
+            overridden: Vec::new(),
+        })
+    }
+
+    /// `--routing FILE`, else `routing.toml` beside the spec, else the built-in table.
+    pub fn resolve(flag: Option<&Path>, spec_dir: &Path) -> Result<Self, RoutingError> {
+        if let Some(path) = flag {
+            return Self::load(path);
+        }
+        let beside = spec_dir.join("routing.toml");
+        if beside.is_file() {
+            return Self::load(&beside);
+        }
+        Ok(Self::builtin())
+    }
+
+    /// blake3 over the effective table's canonical JSON.
+    pub fn digest(&self) -> Digest {
+        Digest::of(&serde_json::to_vec(&self.table).unwrap_or_default())
+    }
+
+    /// The class routed for `role` on `tier`.
+    pub fn route(&self, role: Role, tier: Tier) -> Option<&str> {
+        self.table
+            .routes
+            .get(&format!("{role}.{tier}"))
+            .map(String::as_str)
+    }
+
+    /// The failback chain for `role` on `tier`: the routed class, then its
+    /// fallbacks depth-first (each class once), skipping classes or
+    /// providers that do not exist or are disabled.
+    pub fn chain(&self, role: Role, tier: Tier) -> Vec<ChainModel> {
+        let Some(first) = self.route(role, tier) else {
+            return Vec::new();
+        };
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        self.walk(first, &mut seen, &mut out);
+        out
+    }
+
+    fn walk(&self, class: &str, seen: &mut BTreeSet<String>, out: &mut Vec<ChainModel>) {
+        if !seen.insert(class.to_owned()) {
+            return;
+        }
+        let Some(model) = self.table.models.get(class) else {
+            return;
+        };
+        if let Some(provider) = self.table.providers.get(&model.provider)
+            && !model.disabled
+            && !provider.disabled
+        {
+            out.push(ChainModel {
+                class: class.to_owned(),
+                model: model.clone(),
+                provider_name: model.provider.clone(),
+                provider: provider.clone(),
+            });
+        }
+        for next in &model.fallback {
+            self.walk(next, seen, out);
+        }
+    }
+
+    /// Providers that can be called here: not disabled, and their key
+    /// variable set (or none needed). `env` says whether a variable is set.
+    pub fn configured_providers(&self, env: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
+        self.table
+            .providers
+            .iter()
+            .filter(|(_, p)| !p.disabled && p.api_key_env.as_deref().is_none_or(env))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Everything wrong with the table, without calling any model. `env`
+    /// says whether an environment variable is set.
+    pub fn check(&self, env: &dyn Fn(&str) -> bool) -> Vec<Problem> {
+        let t = &self.table;
+        let mut problems = Vec::new();
+        let mut fatal = |row: String, message: String| {
+            problems.push(Problem {
+                row,
+                message,
+                fatal: true,
+            });
+        };
+        for (key, class) in &t.routes {
+            let row = format!("route.{key}");
+            match key.split_once('.') {
+                Some((role, tier)) => {
+                    if role.parse::<Role>().is_err() {
+                        fatal(row.clone(), format!("unknown role `{role}`"));
+                    }
+                    if tier.parse::<Tier>().is_err() {
+                        fatal(row.clone(), format!("unknown tier `{tier}`"));
+                    }
+                }
+                None => fatal(row.clone(), "a route key is `role.tier`".to_owned()),
+            }
+            if !t.models.contains_key(class) {
+                fatal(row, format!("unknown model class `{class}`"));
+            }
+        }
+        for (name, model) in &t.models {
+            let row = format!("model.{name}");
+            if !t.providers.contains_key(&model.provider) {
+                fatal(
+                    row.clone(),
+                    format!("unknown provider `{}`", model.provider),
+                );
+            }
+            for next in &model.fallback {
+                if !t.models.contains_key(next) {
+                    fatal(
+                        row.clone(),
+                        format!("fallback names unknown class `{next}`"),
+                    );
+                }
+            }
+            if let Some(cycle) = self.fallback_cycle(name) {
+                fatal(row, format!("fallback cycle: {}", cycle.join(" -> ")));
+            }
+        }
+        for role in t.prompts.keys() {
+            if role.parse::<Role>().is_err() {
+                fatal(format!("prompts.{role}"), format!("unknown role `{role}`"));
+            }
+        }
+        for tier in [Tier::Trivial, Tier::Light, Tier::Full] {
+            for role in Role::for_tier(tier) {
+                // The coordinator is deterministic below the full tier.
+                if self.route(*role, tier).is_none() {
+                    fatal(
+                        format!("route.{role}.{tier}"),
+                        format!("missing: the {tier} tier can use the {role} role"),
+                    );
+                }
+            }
+        }
+        for (name, p) in &t.providers {
+            if let Some(var) = &p.api_key_env
+                && !env(var)
+            {
+                problems.push(Problem {
+                    row: format!("provider.{name}"),
+                    message: format!("{var} is not set: this provider will not be called here"),
+                    fatal: false,
+                });
+            }
+        }
+        problems.dedup();
+        problems
+    }
+
+    /// A fallback cycle starting at `class`, as the path closing on itself.
+    fn fallback_cycle(&self, class: &str) -> Option<Vec<String>> {
+        fn dfs(
+            t: &RoutingTable,
+            at: &str,
+            start: &str,
+            path: &mut Vec<String>,
+            seen: &mut BTreeSet<String>,
+        ) -> bool {
+            let Some(model) = t.models.get(at) else {
+                return false;
+            };
+            for next in &model.fallback {
+                if next == start {
+                    path.push(next.clone());
+                    return true;
+                }
+                if seen.insert(next.clone()) {
+                    path.push(next.clone());
+                    if dfs(t, next, start, path, seen) {
+                        return true;
+                    }
+                    path.pop();
+                }
+            }
+            false
+        }
+        let mut path = vec![class.to_owned()];
+        let mut seen = BTreeSet::new();
+        dfs(&self.table, class, class, &mut path, &mut seen).then_some(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Routing {
+        Routing {
+            table: gate_specs::from_toml_str(text, Path::new("routing.toml")).unwrap(),
+            origin: Origin::File("routing.toml".into()),
+            overridden: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn builtin_table_is_complete() {
+        let r = Routing::builtin();
+        assert!(!r.table.models.is_empty());
+        let fatal: Vec<_> = r.check(&|_| true).into_iter().filter(|p| p.fatal).collect();
+        assert!(fatal.is_empty(), "{fatal:?}");
+        // With no keys set, nothing is configured: review cannot run.
+        assert!(r.configured_providers(&|_| false).is_empty());
+    }
+
+    #[test]
+    fn tier_panel_model_table_over_the_default() {
+        let r = Routing::builtin();
+        // role, tier → routed class and its chain of classes.
+        let cases: &[(Role, Tier, &[&str])] = &[
+            (Role::Quality, Tier::Trivial, &["cheap", "cheap-openai"]),
+            (Role::Quality, Tier::Light, &["standard", "standard-openai"]),
+            (
+                Role::Quality,
+                Tier::Full,
+                &["strong", "standard", "standard-openai"],
+            ),
+            (
+                Role::Security,
+                Tier::Light,
+                &["standard", "standard-openai"],
+            ),
+            (
+                Role::Integration,
+                Tier::Full,
+                &["strongest", "standard-openai"],
+            ),
+            (
+                Role::Coordinator,
+                Tier::Full,
+                &["strongest", "standard-openai"],
+            ),
+            (Role::Judge, Tier::Trivial, &["cheap", "cheap-openai"]),
+            (Role::Coordinator, Tier::Light, &[]),
+            (Role::Integration, Tier::Trivial, &[]),
+        ];
+        for (role, tier, want) in cases {
+            let chain: Vec<String> = r.chain(*role, *tier).into_iter().map(|m| m.class).collect();
+            assert_eq!(chain, *want, "{role}.{tier}");
+        }
+    }
+
+    #[test]
+    fn check_reports_each_problem() {
+        let r = table(
+            r#"
+[provider.local]
+api = "openai"
+base_url = "http://127.0.0.1:1/v1"
+[provider.keyed]
+api = "anthropic"
+base_url = "https://example.invalid"
+api_key_env = "NO_SUCH_KEY_VAR"
+[model.a]
+provider = "local"
+name = "m-a"
+fallback = ["b"]
+[model.b]
+provider = "local"
+name = "m-b"
+fallback = ["a", "ghost"]
+[model.c]
+provider = "nowhere"
+name = "m-c"
+[route]
+"quality.trivial" = "a"
+"judge.trivial" = "zzz"
+"wizard.full" = "a"
+"quality.huge" = "a"
+"#,
+        );
+        let problems = r.check(&|_| false);
+        let text: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.row, p.message))
+            .collect();
+        for want in [
+            "route.judge.trivial: unknown model class `zzz`",
+            "route.wizard.full: unknown role `wizard`",
+            "route.quality.huge: unknown tier `huge`",
+            "model.b: fallback names unknown class `ghost`",
+            "model.a: fallback cycle: a -> b -> a",
+            "model.c: unknown provider `nowhere`",
+            "route.rules.trivial: missing: the trivial tier can use the rules role",
+            "route.coordinator.full: missing: the full tier can use the coordinator role",
+            "provider.keyed: NO_SUCH_KEY_VAR is not set: this provider will not be called here",
+        ] {
+            assert!(
+                text.iter().any(|t| t == want),
+                "missing {want:?} in {text:#?}"
+            );
+        }
+        assert!(!problems.iter().any(|p| p.row == "provider.local"));
+    }
+
+    #[test]
+    fn unknown_keys_are_located() {
+        let err = gate_specs::from_toml_str::<RoutingTable>(
+            "[model.a]\nprovider = \"p\"\nname = \"n\"\ncolour = 1\n",
+            Path::new("routing.toml"),
+        )
+        .unwrap_err();
+        assert_eq!((err.line, err.column), (4, 1), "{err}");
+    }
+
+    #[test]
+    fn disabled_models_leave_the_chain() {
+        let mut r = Routing::builtin();
+        r.table.models.get_mut("standard").unwrap().disabled = true;
+        let chain: Vec<String> = r
+            .chain(Role::Quality, Tier::Light)
+            .into_iter()
+            .map(|m| m.class)
+            .collect();
+        assert_eq!(chain, ["standard-openai"]);
+        r.table.providers.get_mut("openai").unwrap().disabled = true;
+        assert!(r.chain(Role::Quality, Tier::Light).is_empty());
+    }
+}
