@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod errors;
+pub mod findings;
 pub mod exit;
 pub mod init;
 pub mod output;

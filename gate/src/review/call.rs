@@ -1,0 +1,279 @@
+//! One reviewer's call: down its failback chain, with the one repair attempt
+//! for a reply that fails the schema and the one retry with a doubled output
+//! limit for a reply cut off at it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::provider::{
+    Block, Class, Finish, ModelReply, ModelRequest, Price, Provider, ProviderError, Timeouts,
+    Turn, Usage, cost,
+};
+use crate::review::answer::{self, Answer};
+use crate::routing::ChainModel;
+
+/// Output limit when the table sets none.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
+
+/// How one attempt on one model ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// A valid answer.
+    Ok,
+    /// A transient failure: the chain moved on.
+    Retryable,
+    /// A failure another model would not fix: the chain stopped.
+    Fatal,
+    /// The model's circuit breaker was open: skipped without a call.
+    BreakerOpen,
+}
+
+/// One attempt, for the record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The model class.
+    pub model: String,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Wall time of the attempt.
+    pub latency_ms: u64,
+    /// What went wrong, when something did.
+    pub error: Option<String>,
+}
+
+/// The clients of the configured providers, by provider name.
+pub type Clients = BTreeMap<String, Arc<dyn Provider>>;
+
+/// Everything one call needs besides its content.
+#[derive(Clone)]
+pub struct CallPlan {
+    /// The role, sent as `X-Gate-Role`.
+    pub role: String,
+    /// The run, sent as `X-Gate-Run`.
+    pub run_id: String,
+    /// The failback chain, in order.
+    pub chain: Vec<ChainModel>,
+    /// Connect bound.
+    pub connect: Duration,
+    /// Stream-silence bound (a model class may lengthen it).
+    pub inactivity: Duration,
+    /// The call never runs past this.
+    pub deadline: Instant,
+    /// No attempt starts with less than this left.
+    pub min_attempt: Duration,
+}
+
+/// What a call produced.
+#[derive(Debug, Clone)]
+pub struct CallResult {
+    /// The valid answer, or why there is none.
+    pub answer: Result<Answer, String>,
+    /// The class that answered (or was tried last).
+    pub model: String,
+    /// Every attempt, in order.
+    pub attempts: Vec<Attempt>,
+    /// Usage summed over every request sent (failed ones are billed too).
+    pub usage: Usage,
+    /// Cost summed over every request; `None` when some could not be priced.
+    pub cost_usd: Option<f64>,
+    /// Wall time of the whole call.
+    pub latency: Duration,
+}
+
+/// Asks `blocks` of the chain until a model gives a valid answer, a fatal
+/// error stops the chain, or the chain or the time runs out.
+pub async fn ask(plan: &CallPlan, clients: &Clients, blocks: &[Block]) -> CallResult {
+    let started = Instant::now();
+    let mut result = CallResult {
+        answer: Err("no model of its chain is configured here".to_owned()),
+        model: plan.chain.first().map(|m| m.class.clone()).unwrap_or_default(),
+        attempts: Vec::new(),
+        usage: Usage::default(),
+        cost_usd: Some(0.0),
+        latency: Duration::ZERO,
+    };
+    for step in &plan.chain {
+        let Some(client) = clients.get(&step.provider_name) else {
+            continue;
+        };
+        let left = plan.deadline.saturating_duration_since(Instant::now());
+        if left < plan.min_attempt.min(plan.deadline - started) {
+            result.answer = Err(format!(
+                "out of time: {}s left is less than an attempt needs",
+                left.as_secs()
+            ));
+            break;
+        }
+        result.model.clone_from(&step.class);
+        let attempt_started = Instant::now();
+        let outcome = attempt(plan, step, client.as_ref(), blocks, &mut result).await;
+        let latency_ms = u64::try_from(attempt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match outcome {
+            Ok(answer) => {
+                result.attempts.push(Attempt {
+                    model: step.class.clone(),
+                    outcome: AttemptOutcome::Ok,
+                    latency_ms,
+                    error: None,
+                });
+                result.answer = Ok(answer);
+                break;
+            }
+            Err(Failure { class, message }) => {
+                let outcome = if class == Class::Retryable {
+                    AttemptOutcome::Retryable
+                } else {
+                    AttemptOutcome::Fatal
+                };
+                result.attempts.push(Attempt {
+                    model: step.class.clone(),
+                    outcome,
+                    latency_ms,
+                    error: Some(message.clone()),
+                });
+                result.answer = Err(message);
+                // A different model does not fix a bad key or a bad request.
+                if class != Class::Retryable {
+                    break;
+                }
+            }
+        }
+    }
+    result.latency = started.elapsed();
+    result
+}
+
+/// Why an attempt on one model failed.
+struct Failure {
+    class: Class,
+    message: String,
+}
+
+async fn attempt(
+    plan: &CallPlan,
+    step: &ChainModel,
+    client: &dyn Provider,
+    blocks: &[Block],
+    result: &mut CallResult,
+) -> Result<Answer, Failure> {
+    let price = step.model.price.map(|p| Price {
+        input: p.input,
+        cached_input: p.cached_input.unwrap_or(p.input),
+        cache_write: p.cache_write.unwrap_or(p.input),
+        output: p.output,
+    });
+    let mut req = ModelRequest {
+        role: plan.role.clone(),
+        run_id: plan.run_id.clone(),
+        model: step.model.name.clone(),
+        blocks: blocks.to_vec(),
+        schema_name: answer::SCHEMA_NAME.to_owned(),
+        schema: answer::schema(),
+        max_output_tokens: step.model.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
+        stream: step.model.stream.unwrap_or(true),
+        followups: Vec::new(),
+        timeouts: Timeouts {
+            connect: plan.connect,
+            inactivity: step
+                .model
+                .inactivity_timeout_s
+                .map_or(plan.inactivity, Duration::from_secs),
+            deadline: plan.deadline,
+        },
+    };
+    let mut repaired = false;
+    let mut doubled = false;
+    loop {
+        let reply = client.complete(&req).await;
+        let reply = match reply {
+            Ok(reply) => {
+                account(result, &reply.usage, price.as_ref());
+                reply
+            }
+            Err(e) => {
+                if let Some(bad) = e.bad_reply() {
+                    account(result, &bad.usage, price.as_ref());
+                }
+                match &e {
+                    // Cut off at the output limit: once more with double the room.
+                    ProviderError::Truncated(_) if !doubled => {
+                        doubled = true;
+                        req.max_output_tokens = req.max_output_tokens.saturating_mul(2);
+                        continue;
+                    }
+                    // Not JSON at all: one repair, with the error fed back.
+                    ProviderError::Malformed(bad) if !repaired => {
+                        repaired = true;
+                        req.followups.push(repair_turn(&bad.raw, &bad.detail));
+                        continue;
+                    }
+                    ProviderError::Malformed(_) => {
+                        return Err(Failure {
+                            class: Class::Fatal,
+                            message: "malformed output: still not valid after one repair".into(),
+                        });
+                    }
+                    _ => {}
+                }
+                return Err(Failure {
+                    class: e.classify(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        if reply.finish == Finish::Length && !doubled {
+            doubled = true;
+            req.max_output_tokens = req.max_output_tokens.saturating_mul(2);
+            continue;
+        }
+        match answer::validate(&reply.answer) {
+            Ok(answer) => return Ok(answer),
+            Err(why) if !repaired => {
+                repaired = true;
+                req.followups.push(repair_turn(&reply.raw, &why));
+            }
+            Err(why) => {
+                return Err(Failure {
+                    class: Class::Fatal,
+                    message: format!("malformed output: {why}"),
+                });
+            }
+        }
+        let _: &ModelReply = &reply;
+    }
+}
+
+fn repair_turn(raw: &str, why: &str) -> Turn {
+    Turn {
+        assistant: raw.to_owned(),
+        user: format!(
+            "That reply cannot be used: {why}. Answer again with exactly one JSON object \
+             that follows the schema, and nothing else."
+        ),
+    }
+}
+
+fn account(result: &mut CallResult, usage: &Usage, price: Option<&Price>) {
+    fn add(a: &mut Option<u64>, b: Option<u64>) {
+        if let Some(b) = b {
+            *a = Some(a.unwrap_or(0) + b);
+        }
+    }
+    add(&mut result.usage.input_tokens, usage.input_tokens);
+    add(&mut result.usage.cached_input_tokens, usage.cached_input_tokens);
+    add(&mut result.usage.cache_write_tokens, usage.cache_write_tokens);
+    add(&mut result.usage.output_tokens, usage.output_tokens);
+    let this = match price {
+        Some(p) => cost(usage, p),
+        None => usage.cost_usd,
+    };
+    result.cost_usd = match (result.cost_usd, this) {
+        (Some(a), Some(b)) => Some(a + b),
+        _ => None,
+    };
+}
