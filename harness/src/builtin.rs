@@ -1,1 +1,444 @@
 //! Built-in checks over the workspace's files.
+//!
+//! Each check reads the snapshot's regular files (skipping those over
+//! [`MAX_FILE_BYTES`] and binary ones, with a NUL in the first
+//! [`BINARY_SNIFF_BYTES`]) and returns a [`Location`] per problem found; the
+//! item fails if there is any.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::{Builtin, Location, secrets};
+
+/// Files larger than this are not read.
+pub const MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;
+
+/// A NUL within this many leading bytes marks a file as binary.
+pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+
+/// Runs `builtin` over the workspace-relative `files` under `workspace`.
+pub fn check(builtin: Builtin, workspace: &Path, files: &[String]) -> Vec<Location> {
+    let mut found = Vec::new();
+    for file in files {
+        if builtin == Builtin::Parse && parse_kind(file).is_none() {
+            continue;
+        }
+        let (text, utf8) = match read_text(&workspace.join(file)) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                found.push(Location {
+                    file: file.clone(),
+                    line: None,
+                    message: format!("cannot read: {e}"),
+                });
+                continue;
+            }
+        };
+        match builtin {
+            Builtin::Conflicts => conflicts(file, &text, &mut found),
+            Builtin::Secrets => secret_shapes(file, &text, &mut found),
+            Builtin::Parse if !utf8 => found.push(Location {
+                file: file.clone(),
+                line: None,
+                message: "not valid UTF-8".to_owned(),
+            }),
+            Builtin::Parse => {
+                if let Some(kind) = parse_kind(file) {
+                    found.extend(parse(file, &text, kind));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The file as text and whether it was valid UTF-8 (else it is decoded
+/// lossily), or `None` when it is too large, binary or not a regular file.
+fn read_text(path: &Path) -> std::io::Result<Option<(String, bool)>> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES || bytes.iter().take(BINARY_SNIFF_BYTES).any(|&b| b == 0)
+    {
+        return Ok(None);
+    }
+    Ok(Some(match String::from_utf8(bytes) {
+        Ok(text) => (text, true),
+        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), false),
+    }))
+}
+
+/// Merge-conflict markers: `<<<<<<< ` and `>>>>>>> ` anywhere at a line
+/// start; `=======` alone on a line only inside an open `<<<<<<<` block (so
+/// a setext heading or a ruler is not one).
+fn conflicts(file: &str, text: &str, found: &mut Vec<Location>) {
+    let mut open = false;
+    for (n, line) in text.lines().enumerate() {
+        let line_no = u32::try_from(n + 1).unwrap_or(u32::MAX);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let marker = if line.starts_with("<<<<<<< ") || line == "<<<<<<<" {
+            open = true;
+            Some("<<<<<<<")
+        } else if line.starts_with(">>>>>>> ") || line == ">>>>>>>" {
+            open = false;
+            Some(">>>>>>>")
+        } else if open && line == "=======" {
+            Some("=======")
+        } else {
+            None
+        };
+        if let Some(marker) = marker {
+            found.push(Location {
+                file: file.to_owned(),
+                line: Some(line_no),
+                message: format!("merge conflict marker `{marker}`"),
+            });
+        }
+    }
+}
+
+/// Secret-shaped strings, by line; the secret itself is never repeated.
+fn secret_shapes(file: &str, text: &str, found: &mut Vec<Location>) {
+    let matches = secrets::find(text);
+    if matches.is_empty() {
+        return;
+    }
+    let lines = LineStarts::new(text);
+    for m in matches {
+        found.push(Location {
+            file: file.to_owned(),
+            line: Some(lines.line_of(m.start)),
+            message: format!("looks like {}", m.what),
+        });
+    }
+}
+
+/// The structured formats the parse check knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParseKind {
+    Json,
+    /// JSON with comments and trailing commas, as editors and TypeScript read it.
+    Jsonc,
+    Toml,
+    Yaml,
+}
+
+fn parse_kind(file: &str) -> Option<ParseKind> {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
+    match ext.as_str() {
+        "json" if is_jsonc(file, name) => Some(ParseKind::Jsonc),
+        "json" => Some(ParseKind::Json),
+        "toml" => Some(ParseKind::Toml),
+        "yaml" | "yml" => Some(ParseKind::Yaml),
+        _ => None,
+    }
+}
+
+/// `.json` files that their tools read as JSON with comments.
+fn is_jsonc(path: &str, name: &str) -> bool {
+    path.starts_with(".vscode/")
+        || path.contains("/.vscode/")
+        || path.starts_with(".devcontainer/")
+        || path.contains("/.devcontainer/")
+        || name.starts_with("tsconfig")
+        || name.starts_with("jsconfig")
+        || matches!(
+            name,
+            ".devcontainer.json" | ".eslintrc.json" | "devcontainer.json"
+        )
+}
+
+/// The parse error of `text` as `kind`, if any.
+fn parse(file: &str, text: &str, kind: ParseKind) -> Option<Location> {
+    let at = |line: usize, message: String| Location {
+        file: file.to_owned(),
+        line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
+        message,
+    };
+    match kind {
+        ParseKind::Json => serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .err()
+            .map(|e| at(e.line(), format!("invalid JSON: {}", json_message(&e)))),
+        ParseKind::Jsonc => serde_json::from_str::<serde::de::IgnoredAny>(&strip_jsonc(text))
+            .err()
+            .map(|e| at(e.line(), format!("invalid JSON: {}", json_message(&e)))),
+        ParseKind::Toml => text.parse::<toml::Table>().err().map(|e| {
+            let line = e
+                .span()
+                .map_or(1, |span| LineStarts::new(text).line_of(span.start) as usize);
+            at(line, format!("invalid TOML: {}", e.message().trim()))
+        }),
+        ParseKind::Yaml => match yaml_rust2::YamlLoader::load_from_str(text) {
+            Ok(_) => None,
+            // Templated YAML (Helm, Jinja) is only YAML after rendering.
+            Err(_) if text.contains("{{") || text.contains("{%") => None,
+            Err(e) => Some(at(e.marker().line(), format!("invalid YAML: {}", e.info()))),
+        },
+    }
+}
+
+/// serde_json's message without its " at line L column C" suffix.
+fn json_message(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    match full.rfind(" at line ") {
+        Some(i) => full[..i].to_owned(),
+        None => full,
+    }
+}
+
+/// JSON-with-comments to JSON: comments become spaces (newlines kept, so
+/// lines still match) and trailing commas are dropped.
+fn strip_jsonc(text: &str) -> String {
+    #[derive(PartialEq)]
+    enum State {
+        Code,
+        Str,
+        StrEscape,
+        LineComment,
+        BlockComment,
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut state = State::Code;
+    let mut chars = text.chars().peekable();
+    // Index in `out` of a comma that may turn out to be trailing.
+    let mut pending_comma: Option<usize> = None;
+    while let Some(c) = chars.next() {
+        match state {
+            State::Code => match c {
+                '"' => {
+                    pending_comma = None;
+                    state = State::Str;
+                    out.push(c);
+                }
+                '/' if chars.peek() == Some(&'/') => {
+                    chars.next();
+                    state = State::LineComment;
+                    out.push_str("  ");
+                }
+                '/' if chars.peek() == Some(&'*') => {
+                    chars.next();
+                    state = State::BlockComment;
+                    out.push_str("  ");
+                }
+                ',' => {
+                    pending_comma = Some(out.len());
+                    out.push(c);
+                }
+                '}' | ']' => {
+                    if let Some(i) = pending_comma.take() {
+                        out.replace_range(i..=i, " ");
+                    }
+                    out.push(c);
+                }
+                c if c.is_whitespace() => out.push(c),
+                c => {
+                    pending_comma = None;
+                    out.push(c);
+                }
+            },
+            State::Str => {
+                out.push(c);
+                match c {
+                    '\\' => state = State::StrEscape,
+                    '"' => state = State::Code,
+                    _ => {}
+                }
+            }
+            State::StrEscape => {
+                out.push(c);
+                state = State::Str;
+            }
+            State::LineComment => {
+                if c == '\n' {
+                    out.push('\n');
+                    state = State::Code;
+                } else {
+                    out.push(' ');
+                }
+            }
+            State::BlockComment => {
+                if c == '*' && chars.peek() == Some(&'/') {
+                    chars.next();
+                    out.push_str("  ");
+                    state = State::Code;
+                } else {
+                    out.push(if c == '\n' { '\n' } else { ' ' });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Byte offset → 1-based line.
+struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    fn new(text: &str) -> Self {
+        Self(
+            std::iter::once(0)
+                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect(),
+        )
+    }
+
+    fn line_of(&self, offset: usize) -> u32 {
+        let line = match self.0.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        };
+        u32::try_from(line).unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{ago, fake, write_file};
+
+    /// Writes `files` into a fresh workspace and runs `builtin` over them.
+    fn run(builtin: Builtin, files: &[(&str, Vec<u8>)]) -> Vec<(String, Option<u32>, String)> {
+        let ws = tempfile::tempdir().unwrap();
+        for (name, body) in files {
+            write_file(ws.path(), name, body, ago(0));
+        }
+        let names: Vec<String> = files.iter().map(|(n, _)| (*n).to_owned()).collect();
+        check(builtin, ws.path(), &names)
+            .into_iter()
+            .map(|l| (l.file, l.line, l.message))
+            .collect()
+    }
+
+    fn loc(file: &str, line: u32, message: &str) -> (String, Option<u32>, String) {
+        (file.to_owned(), Some(line), message.to_owned())
+    }
+
+    #[test]
+    fn conflict_markers() {
+        let conflicted = b"a\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\nb\n".to_vec();
+        let crlf = b"<<<<<<< HEAD\r\nx\r\n=======\r\ny\r\n>>>>>>> b\r\n".to_vec();
+        let heading = b"Title\n=======\n\ntext\n".to_vec();
+        let quoted = b"see `<<<<<<< HEAD` in the docs\n  =======\n".to_vec();
+        let found = run(
+            Builtin::Conflicts,
+            &[
+                ("src/a.rs", conflicted),
+                ("src/b.txt", crlf),
+                ("README.md", heading),
+                ("docs/git.md", quoted),
+            ],
+        );
+        assert_eq!(
+            found,
+            vec![
+                loc("src/a.rs", 2, "merge conflict marker `<<<<<<<`"),
+                loc("src/a.rs", 4, "merge conflict marker `=======`"),
+                loc("src/a.rs", 6, "merge conflict marker `>>>>>>>`"),
+                loc("src/b.txt", 1, "merge conflict marker `<<<<<<<`"),
+                loc("src/b.txt", 3, "merge conflict marker `=======`"),
+                loc("src/b.txt", 5, "merge conflict marker `>>>>>>>`"),
+            ]
+        );
+    }
+
+    #[test]
+    fn secret_shapes_by_line_without_the_secret() {
+        let aws = fake("AKIA", "IOSFODNN7EXAMPLE");
+        let pem = format!(
+            "{}\nMIIEow\n{}\n",
+            fake("-----BEGIN RSA ", "PRIVATE KEY-----"),
+            fake("-----END RSA ", "PRIVATE KEY-----")
+        );
+        let mut binary = aws.clone().into_bytes();
+        binary.push(0);
+        let mut big = vec![b'x'; usize::try_from(MAX_FILE_BYTES).unwrap()];
+        big.extend_from_slice(aws.as_bytes());
+        let found = run(
+            Builtin::Secrets,
+            &[
+                ("config/prod.env", format!("A=1\nKEY={aws}\n").into_bytes()),
+                ("keys/id_rsa", pem.into_bytes()),
+                ("clean.rs", b"let risk_level = \"sk-low\";\n".to_vec()),
+                ("blob.bin", binary),
+                ("huge.txt", big),
+            ],
+        );
+        assert_eq!(
+            found,
+            vec![
+                loc("config/prod.env", 2, "looks like an AWS access key id"),
+                loc("keys/id_rsa", 1, "looks like a private key block"),
+            ]
+        );
+        assert!(found.iter().all(|(_, _, m)| !m.contains(&aws)));
+    }
+
+    #[test]
+    fn structured_files_that_do_not_parse() {
+        let found = run(
+            Builtin::Parse,
+            &[
+                ("ok.json", b"{\"a\": [1, 2]}\n".to_vec()),
+                ("bad.json", b"{\n  \"a\": 1,\n  \"b\": \n}\n".to_vec()),
+                ("ok.toml", b"[package]\nname = \"x\"\n".to_vec()),
+                (
+                    "bad.toml",
+                    b"[package]\nname = \"x\"\nname = \"y\"\n".to_vec(),
+                ),
+                ("ok.yaml", b"a:\n  - 1\n  - 2\n".to_vec()),
+                ("bad.yml", b"a: 1\nb: [1, 2\nc: 3\n".to_vec()),
+                (
+                    "tsconfig.json",
+                    b"{\n  // comment\n  \"compilerOptions\": {\"strict\": true,},\n}\n".to_vec(),
+                ),
+                (".vscode/settings.json", b"{ /* x */ \"a\": 1 \n".to_vec()),
+                (
+                    "chart/templates/svc.yaml",
+                    b"{{- if .Values.x }}\na: [\n{{- end }}\n".to_vec(),
+                ),
+                ("notes.txt", b"{ not json".to_vec()),
+                ("latin1.json", b"{\"a\": \"caf\xe9\"}".to_vec()),
+            ],
+        );
+        let files: Vec<(&str, Option<u32>)> =
+            found.iter().map(|(f, l, _)| (f.as_str(), *l)).collect();
+        assert_eq!(
+            files,
+            [
+                ("bad.json", Some(4)),
+                ("bad.toml", Some(3)),
+                ("bad.yml", Some(3)),
+                (".vscode/settings.json", Some(2)),
+                ("latin1.json", None),
+            ],
+            "{found:#?}"
+        );
+        assert!(found[0].2.starts_with("invalid JSON: "), "{}", found[0].2);
+        assert!(!found[0].2.contains(" at line "), "{}", found[0].2);
+        assert!(found[1].2.starts_with("invalid TOML: "), "{}", found[1].2);
+        assert!(found[2].2.starts_with("invalid YAML: "), "{}", found[2].2);
+    }
+
+    #[test]
+    fn jsonc_is_stripped_keeping_lines() {
+        let cases = [
+            ("{\"a\": 1, // c\n}", "{\"a\": 1      \n}"),
+            ("[1, /* x\n y */ 2,]", "[1,     \n      2 ]"),
+            (
+                "{\"u\": \"http://x\", \"q\": \"a\\\"//b\"}",
+                "{\"u\": \"http://x\", \"q\": \"a\\\"//b\"}",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(strip_jsonc(input), want, "{input}");
+        }
+    }
+}

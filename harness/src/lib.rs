@@ -20,6 +20,8 @@ pub mod probe;
 pub mod process;
 pub mod schedule;
 pub mod secrets;
+#[cfg(test)]
+mod testutil;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -169,9 +171,10 @@ pub struct ItemResult {
     pub kind: ItemKind,
     /// Final state.
     pub status: Status,
-    /// The command's exit code, when it exited on its own.
+    /// The command's exit code, when it exited on its own (a service that
+    /// exited while its dependents ran has one too, though it passed).
     pub exit_code: Option<i32>,
-    /// Wall time from start to final state.
+    /// Wall time from start to final state (for a service: until it was ready).
     pub duration: Duration,
     /// Why it failed or was skipped, in one line ("exited with status 2",
     /// "timed out after 5 s", "dependency `build` failed", …).
@@ -195,7 +198,8 @@ pub enum Event {
         /// Its id.
         id: String,
     },
-    /// An item reached its final state.
+    /// An item reached its final state (a service: once its group is
+    /// stopped, after [`Event::Stopped`], so its output is complete).
     Finished(ItemResult),
     /// A service's process group was stopped.
     Stopped {
