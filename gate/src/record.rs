@@ -211,22 +211,28 @@ impl ReviewRecord {
 pub struct SpecialistRecord {
     /// quality, security, …
     pub role: String,
-    /// The model that answered (or was last tried).
+    /// The model that answered (or was tried last), as the routing table names it.
     pub model: String,
     /// `ok` or `did_not_run`.
     pub status: String,
     /// Why it did not run.
     pub reason: Option<String>,
-    /// Input tokens as reported.
-    pub input_tokens: u64,
+    /// Input tokens as reported (cached included); `None` when not reported.
+    pub input_tokens: Option<u64>,
     /// Cached input tokens as reported.
-    pub cached_input_tokens: u64,
+    pub cached_input_tokens: Option<u64>,
+    /// Input tokens written to a provider cache, as reported.
+    pub cache_write_tokens: Option<u64>,
     /// Output tokens as reported.
-    pub output_tokens: u64,
-    /// Cost in US dollars.
-    pub cost_usd: f64,
+    pub output_tokens: Option<u64>,
+    /// Cost in US dollars; `None` when it could not be priced.
+    pub cost_usd: Option<f64>,
     /// Wall time.
     pub latency_ms: u64,
+    /// Every attempt down the failback chain.
+    pub attempts: Vec<crate::review::call::Attempt>,
+    /// What it was shown.
+    pub coverage: crate::review::Coverage,
 }
 
 /// A finding of the review, after the coordinator.

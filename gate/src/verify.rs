@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use gate_evidence::{Digest, Snapshot, WalkOptions};
 use gate_harness::{ItemKind, ItemResult, RunOptions, Status};
-use gate_specs::{InputGlobs, Spec};
+use gate_specs::{Decider, InputGlobs, Spec};
 
 use crate::config::{self, Context, Verbosity};
 use crate::errors::GateError;
@@ -20,7 +20,11 @@ use crate::plan::{self, Plan};
 use crate::record::{
     CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, ItemStatus, ReviewRecord, RunRecord,
 };
-use crate::{change, tier, verdict};
+use crate::review::context::{self, Fence};
+use crate::review::prompts::Prompts;
+use crate::review::{self, JudgedCriterion, ReviewInput, ReviewOutput};
+use crate::routing::Routing;
+use crate::{change, provider, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -33,6 +37,8 @@ pub struct VerifyRequest {
     pub full: bool,
     /// `--offline`.
     pub offline: bool,
+    /// `--routing`.
+    pub routing: Option<PathBuf>,
 }
 
 /// A spec, loaded: its parsed form and the bytes it was parsed from.
@@ -102,24 +108,33 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         &changed,
     );
 
+    let routing = Routing::resolve(
+        req.routing.as_deref(),
+        req.spec_path.parent().unwrap_or(&ctx.workspace),
+    )?;
     let cross_checks_failed = results.values().any(|r| r.status == Status::Failed);
-    let review = if cross_checks_failed {
-        ReviewRecord::did_not_run("a cross-check failed; no model is asked until they pass")
+    let review = if interrupted {
+        ReviewOutput::skipped("the run was interrupted")
+    } else if cross_checks_failed {
+        ReviewOutput::skipped("a cross-check failed; no model is asked until they pass")
     } else if req.offline {
-        ReviewRecord::did_not_run("offline (--offline)")
+        ReviewOutput::skipped("offline (--offline)")
     } else {
-        ReviewRecord::did_not_run("no provider configured")
+        review_stage(ctx, &spec, &snapshot, &changed, &tier, &routing, &results, &run_id).await?
     };
 
-    let (checks, criteria) = records(&spec, &plan, &results, &review, interrupted);
-    let findings = Vec::new();
+    let (checks, mut criteria) = records(&spec, &plan, &results, &review.record, interrupted);
+    apply_judgements(&mut criteria, &review.judgements);
+    let findings = review.findings;
     let (verdict, verdict_reasons) = verdict::decide(&verdict::Inputs {
         checks: &checks,
         criteria: &criteria,
-        review: &review,
+        review: &review.record,
         findings: &findings,
         on_review_unavailable: policy.on_review_unavailable,
+        review_incomplete: &review.incomplete,
     });
+    let review = review.record;
 
     Ok(RunRecord {
         format_version: FORMAT_VERSION,
@@ -148,6 +163,130 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         doom_loop: None,
         bundle: None,
     })
+}
+
+/// The model review, when a provider is configured.
+#[allow(clippy::too_many_arguments)]
+async fn review_stage(
+    ctx: &Context,
+    spec: &Spec,
+    snapshot: &Snapshot,
+    changed: &[String],
+    tier: &tier::TierDecision,
+    routing: &Routing,
+    results: &HashMap<String, ItemResult>,
+    run_id: &str,
+) -> Result<ReviewOutput, GateError> {
+    let keys = config::provider_keys(routing);
+    if keys.is_empty() {
+        return Ok(ReviewOutput::skipped("no provider configured"));
+    }
+    let clients = provider::clients(routing, &keys, Duration::from_secs(spec.policy.connect_timeout_s))
+        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
+    let base = match &routing.origin {
+        crate::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
+        crate::routing::Origin::Builtin => None,
+    };
+    let prompts = Prompts::load(&routing.table.prompts, base.as_deref().unwrap_or(&ctx.workspace))
+        .map_err(|e| GateError::Usage(e.to_string()))?;
+
+    let workspace = ctx.workspace.clone();
+    let changed_owned = changed.to_vec();
+    let judged: Vec<JudgedCriterion> = spec
+        .criteria()
+        .filter(|(_, c)| c.decider() == Decider::Model)
+        .map(|(t, c)| JudgedCriterion {
+            id: c.id.clone(),
+            task: t.id.clone(),
+            text: c.text.clone(),
+        })
+        .collect();
+    let judge_paths = judge_inputs(spec, snapshot);
+    let (change, judge_files) = tokio::task::spawn_blocking(move || {
+        (
+            context::read_change(&workspace, &changed_owned),
+            context::read_change(&workspace, &judge_paths),
+        )
+    })
+    .await
+    .map_err(|e| GateError::Workspace {
+        path: ctx.workspace.clone(),
+        reason: format!("reading the change stopped: {e}"),
+    })?;
+    let code_criteria: Vec<(String, String)> = spec
+        .criteria()
+        .filter_map(|(_, c)| {
+            let r = results.get(&c.id)?;
+            Some((c.id.clone(), format!("{:?}", r.status).to_lowercase()))
+        })
+        .collect();
+    let fence = Fence::new();
+    progress(ctx, &format!("gate: review ({} tier)", tier.tier));
+    let out = review::run(&ReviewInput {
+        run_id,
+        spec,
+        tier,
+        change: &change,
+        judged: &judged,
+        judge_files: &judge_files,
+        code_criteria: &code_criteria,
+        routing,
+        prompts: &prompts,
+        clients: &clients,
+        policy: &spec.policy,
+        fence: &fence,
+    })
+    .await;
+    Ok(out)
+}
+
+/// The files model-judged criteria name as inputs (their task's paths when
+/// they name none), sorted and unique.
+fn judge_inputs(spec: &Spec, snapshot: &Snapshot) -> Vec<String> {
+    let mut globs = Vec::new();
+    for (task, c) in spec.criteria() {
+        if c.decider() != Decider::Model {
+            continue;
+        }
+        if c.inputs.is_empty() {
+            globs.extend(task.paths.iter().cloned());
+        } else {
+            globs.extend(c.inputs.iter().cloned());
+        }
+    }
+    let Ok(globs) = InputGlobs::new(&globs) else {
+        return Vec::new();
+    };
+    if globs.is_empty() {
+        return Vec::new();
+    }
+    snapshot.regular_files().filter(|p| globs.is_match(p)).map(str::to_owned).collect()
+}
+
+/// Decides model-judged criteria from the judge's answers.
+fn apply_judgements(
+    criteria: &mut [CriterionRecord],
+    judgements: &std::collections::BTreeMap<String, review::Judgement>,
+) {
+    for c in criteria.iter_mut().filter(|c| c.decided_by == DecidedBy::Model) {
+        let Some(j) = judgements.get(&c.id) else { continue };
+        let threshold = c.threshold.unwrap_or(0.8);
+        match j.met {
+            Some(met) => {
+                c.met = Some(met);
+                c.status = if met >= threshold {
+                    ItemStatus::Passed
+                } else {
+                    ItemStatus::Failed
+                };
+                c.reason = Some(j.why.clone());
+            }
+            None => {
+                c.status = ItemStatus::Unverified;
+                c.reason = Some(j.why.clone());
+            }
+        }
+    }
 }
 
 async fn fingerprint(ctx: &Context, spec: &Spec) -> Result<Snapshot, GateError> {

@@ -36,7 +36,7 @@ pub enum AttemptOutcome {
 /// One attempt, for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
-    /// The model class.
+    /// The model, as the provider names it.
     pub model: String,
     /// How it ended.
     pub outcome: AttemptOutcome,
@@ -73,7 +73,7 @@ pub struct CallPlan {
 pub struct CallResult {
     /// The valid answer, or why there is none.
     pub answer: Result<Answer, String>,
-    /// The class that answered (or was tried last).
+    /// The model that answered (or was tried last).
     pub model: String,
     /// Every attempt, in order.
     pub attempts: Vec<Attempt>,
@@ -91,7 +91,11 @@ pub async fn ask(plan: &CallPlan, clients: &Clients, blocks: &[Block]) -> CallRe
     let started = Instant::now();
     let mut result = CallResult {
         answer: Err("no model of its chain is configured here".to_owned()),
-        model: plan.chain.first().map(|m| m.class.clone()).unwrap_or_default(),
+        model: plan
+            .chain
+            .first()
+            .map(|m| m.model.name.clone())
+            .unwrap_or_default(),
         attempts: Vec::new(),
         usage: Usage::default(),
         cost_usd: Some(0.0),
@@ -109,14 +113,14 @@ pub async fn ask(plan: &CallPlan, clients: &Clients, blocks: &[Block]) -> CallRe
             ));
             break;
         }
-        result.model.clone_from(&step.class);
+        result.model.clone_from(&step.model.name);
         let attempt_started = Instant::now();
         let outcome = attempt(plan, step, client.as_ref(), blocks, &mut result).await;
         let latency_ms = u64::try_from(attempt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match outcome {
             Ok(answer) => {
                 result.attempts.push(Attempt {
-                    model: step.class.clone(),
+                    model: step.model.name.clone(),
                     outcome: AttemptOutcome::Ok,
                     latency_ms,
                     error: None,
@@ -131,7 +135,7 @@ pub async fn ask(plan: &CallPlan, clients: &Clients, blocks: &[Block]) -> CallRe
                     AttemptOutcome::Fatal
                 };
                 result.attempts.push(Attempt {
-                    model: step.class.clone(),
+                    model: step.model.name.clone(),
                     outcome,
                     latency_ms,
                     error: Some(message.clone()),
