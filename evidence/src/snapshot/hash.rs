@@ -4,9 +4,9 @@
 //! memory-mapped. Measured on a 2-core machine with the files in the page
 //! cache: one file read into a 256 KiB buffer hashed at about 3.5 GiB/s
 //! against 2.9 GiB/s for `Hasher::update_mmap`, whose page faults cost more
-//! than the copy; over `bench/fingerprint.sh`'s 1 GiB tree, reads took
-//! 0.69-0.84 s with a 15 MiB peak RSS and mappings 0.82-0.96 s with 180 MiB
-//! (a mapping counts the whole file as resident). A mapped file truncated
+//! than the copy; over `bench/fingerprint.sh`'s 1 GiB tree (other builds
+//! running), reads took 0.69-0.84 s with a 15 MiB peak RSS and mappings
+//! 0.82-0.96 s with 180 MiB (a mapping counts the whole file as resident). A mapped file truncated
 //! while it is hashed would also kill the process with SIGBUS. Files of
 //! [`LARGE_FILE`] bytes or more are split across threads (`update_rayon`
 //! over 4 MiB chunks), so a huge file found last does not leave a core idle.
