@@ -6,8 +6,9 @@
 //! numbers run from 1 without gaps. A row is appended only after its bundle
 //! is durable, so every row points at a complete file.
 //!
-//! [`Ledger`] is the SQLite store (all SQL lives in its module); [`verify`]
-//! checks rows against their bundles and needs no database at all.
+//! [`Ledger`] is the SQLite store (all SQL lives in its module); a shared
+//! PostgreSQL store is meant to offer the same methods over the same schema.
+//! [`verify`] checks rows against their bundles and needs no database at all.
 
 mod sqlite;
 pub mod verify;
