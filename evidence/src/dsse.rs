@@ -276,7 +276,9 @@ pub fn verify(
         });
     }
     let message = pae(&env.payload_type, &env.payload);
-    let mut failed: Option<KeyId> = None;
+    // The first failure of a signature that names a trusted key; reported
+    // only if no signature verifies.
+    let mut failure: Option<DsseError> = None;
     for s in &env.signatures {
         let candidates: Vec<&PublicKey> = if s.keyid.is_empty() {
             trusted.iter().collect()
@@ -290,10 +292,11 @@ pub fn verify(
             continue;
         }
         let Ok(sig) = <[u8; 64]>::try_from(s.sig.as_slice()) else {
-            return Err(DsseError::SignatureLength {
+            failure.get_or_insert_with(|| DsseError::SignatureLength {
                 keyid: s.keyid.clone(),
                 len: s.sig.len(),
             });
+            continue;
         };
         if let Some(key) = candidates.iter().find(|k| k.verify(&message, &sig)) {
             return Ok(Verified {
@@ -303,15 +306,14 @@ pub fn verify(
             });
         }
         if !s.keyid.is_empty() {
-            failed.get_or_insert_with(|| candidates[0].keyid().clone());
+            failure.get_or_insert_with(|| DsseError::BadSignature {
+                keyid: candidates[0].keyid().clone(),
+            });
         }
     }
-    match failed {
-        Some(keyid) => Err(DsseError::BadSignature { keyid }),
-        None => Err(DsseError::UntrustedSigner {
-            keyids: env.signatures.into_iter().map(|s| s.keyid).collect(),
-        }),
-    }
+    Err(failure.unwrap_or_else(|| DsseError::UntrustedSigner {
+        keyids: env.signatures.into_iter().map(|s| s.keyid).collect(),
+    }))
 }
 
 #[cfg(test)]
