@@ -4,11 +4,32 @@
 //! - [`digest`]: the blake3 digest type and its hex form.
 //! - [`snapshot`]: the workspace walk and a blake3 digest of every file;
 //!   per-item input digests over it.
+//! - [`keys`]: ed25519 signing keys, their PEM files and securesystemslib key ids.
+//! - [`dsse`]: DSSE v1 envelopes: PAE, signing, strict verification.
+//! - [`statement`]: in-toto Statement v1, subjects with sha256 and blake3,
+//!   the subject check against a workspace.
+//! - [`bundle`]: one envelope per run on disk, written atomically; its digest.
+//! - [`merkle`]: RFC 6962 tree hashes, inclusion and consistency proofs.
+//! - [`checkpoint`]: C2SP signed-note checkpoints of the ledger's tree.
+//! - [`ledger`]: the SQLite ledger of runs (hash chain + Merkle leaves) and
+//!   its verification.
 //!
 //! Verifying evidence touches no network and no database.
 
+pub mod bundle;
+pub mod checkpoint;
 pub mod digest;
+pub mod dsse;
+mod durable;
+pub mod keys;
+pub mod ledger;
+pub mod merkle;
 pub mod snapshot;
+pub mod statement;
 
 pub use digest::Digest;
 pub use snapshot::{Snapshot, SnapshotError, WalkOptions};
+
+pub use keys::{KeyId, PublicKey, SigningKey};
+pub use ledger::{Ledger, LedgerRow, RunEntry};
+pub use statement::{Statement, Subject};

@@ -1,0 +1,180 @@
+//! The ledger: one hash-chained row per run, in append order.
+//!
+//! Each row records where the run's bundle is, the sha256 of the bundle's
+//! exact bytes, the previous row's sha256 (the chain) and the RFC 6962 leaf
+//! hash of the bytes (the Merkle tree a checkpoint commits to). Sequence
+//! numbers run from 1 without gaps. A row is appended only after its bundle
+//! is durable, so every row points at a complete file.
+//!
+//! [`Ledger`] is the SQLite store (all SQL lives in its module); a shared
+//! PostgreSQL store is meant to offer the same methods over the same schema.
+//! [`verify`] checks rows against their bundles and needs no database at all.
+
+mod sqlite;
+pub mod verify;
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use sqlite::{Ledger, SCHEMA_VERSION};
+pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify};
+
+/// What the gate records about a run (the ledger adds the chain fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    /// The run's unique id (also the bundle's file stem).
+    pub run_id: String,
+    /// The spec's stable id.
+    pub spec_id: String,
+    /// Attempt number within the spec's series, from 1.
+    pub attempt: u32,
+    /// `pass`, `fail`, `escalate` or `incomplete`.
+    pub verdict: String,
+    /// `trivial`, `light` or `full`.
+    pub tier: String,
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
+    /// When the run finished.
+    pub finished_at: DateTime<Utc>,
+    /// Model input tokens over all specialists.
+    pub input_tokens: u64,
+    /// Of those, tokens served from a prompt cache.
+    pub cached_input_tokens: u64,
+    /// Model output tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, when every model used has a known price.
+    pub cost_usd: Option<f64>,
+    /// Where the bundle is, as the gate will look for it again.
+    pub bundle_path: String,
+    /// Further facts reports group by (agent, models, roles…), a JSON object.
+    pub extra: serde_json::Value,
+}
+
+/// A run as stored: the entry and its place in the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerRow {
+    /// Position in the ledger, from 1, without gaps.
+    pub seq: u64,
+    /// What the gate recorded.
+    #[serde(flatten)]
+    pub entry: RunEntry,
+    /// Lowercase hex sha256 of the stored envelope bytes.
+    pub envelope_sha256: String,
+    /// The previous row's `envelope_sha256`; `None` for row 1.
+    pub prev_sha256: Option<String>,
+    /// Lowercase hex RFC 6962 leaf hash of the envelope bytes.
+    pub leaf_hash: String,
+    /// When the row was appended (later than `finished_at` for an import).
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// Which runs [`Ledger::list`] returns, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// Only this spec.
+    pub spec_id: Option<String>,
+    /// Only this verdict.
+    pub verdict: Option<String>,
+    /// Only runs started at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// At most this many rows.
+    pub limit: Option<u32>,
+}
+
+/// A ledger operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The database could not be opened or created.
+    #[error("cannot open ledger {}: {source}", path.display())]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The directory for the database could not be created.
+    #[error("cannot create ledger directory {}: {source}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A query or statement failed (locked too long, disk full, I/O error…).
+    #[error("ledger {} failed while {action}: {source}", path.display())]
+    Sql {
+        /// The database file.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// Why.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// Written by a newer gate: this one does not know its schema.
+    #[error(
+        "ledger {} has schema version {found}, newer than this gate supports ({supported}); upgrade gate",
+        path.display()
+    )]
+    SchemaTooNew {
+        /// The database file.
+        path: PathBuf,
+        /// The version found.
+        found: u32,
+        /// The newest version this build knows.
+        supported: u32,
+    },
+    /// The run is already in the ledger.
+    #[error("run {run_id} is already recorded (row {seq})")]
+    AlreadyRecorded {
+        /// The run id.
+        run_id: String,
+        /// Its row.
+        seq: u64,
+    },
+    /// These exact envelope bytes are already in the ledger under another run.
+    #[error("this bundle (sha256 {sha256}) is already recorded as run {run_id} (row {seq})")]
+    EnvelopeRecorded {
+        /// The envelope digest.
+        sha256: String,
+        /// The run it is recorded under.
+        run_id: String,
+        /// Its row.
+        seq: u64,
+    },
+    /// No run has this id or prefix.
+    #[error("no run {0} in the ledger")]
+    NotFound(String),
+    /// A prefix matches several runs.
+    #[error("run id prefix {prefix} is ambiguous: {}", matches.join(", "))]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// Some of the runs it matches.
+        matches: Vec<String>,
+    },
+    /// A stored value does not parse.
+    #[error("ledger row {seq} is corrupt: {reason}")]
+    Corrupt {
+        /// The row.
+        seq: u64,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl LedgerError {
+    /// True when the ledger could not be reached or used (the gate's exit 4),
+    /// as opposed to a request about a run that is not there or is a duplicate.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Self::Open { .. } | Self::CreateDir { .. } | Self::Sql { .. }
+        )
+    }
+}
