@@ -43,6 +43,108 @@ pub enum Command {
     /// Show or check the model routing table.
     #[command(subcommand)]
     Routing(RoutingCommand),
+    /// Generate or show the signing key.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Verify, show or fetch a run's evidence bundle.
+    #[command(subcommand)]
+    Evidence(EvidenceCommand),
+    /// List the runs in the ledger.
+    Runs(RunsArgs),
+    /// Verify, checkpoint or import into the ledger.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+}
+
+/// `gate keys …`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Write a new ed25519 key pair into the state directory's keys/.
+    Generate,
+    /// Print the key id and the raw public key in hex.
+    Show,
+}
+
+/// `gate evidence …`.
+#[derive(Debug, Subcommand)]
+pub enum EvidenceCommand {
+    /// Check a bundle's signature and shape (and, with --workspace, its subjects against the files now).
+    Verify {
+        /// A bundle file, or a run id (or unique prefix) from the ledger.
+        target: String,
+        /// A public key (SPKI PEM) to trust; repeatable. Default: the state directory's.
+        #[arg(long = "key", value_name = "PUB")]
+        keys: Vec<PathBuf>,
+    },
+    /// Print what the gate decided in a run, and why.
+    Show {
+        /// A bundle file, or a run id (or unique prefix) from the ledger.
+        target: String,
+        /// Human summary or the decoded predicate as JSON.
+        #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+        format: ShowFormat,
+        /// A public key to verify the signature with; repeatable.
+        #[arg(long = "key", value_name = "PUB")]
+        keys: Vec<PathBuf>,
+    },
+    /// Copy a run's bundle to a file.
+    Fetch {
+        /// A run id (or unique prefix) from the ledger.
+        run: String,
+        /// Where to write it.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+}
+
+/// Output formats of the audit commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// Readable text.
+    Human,
+    /// One JSON document.
+    Json,
+}
+
+/// `gate runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only this spec id.
+    #[arg(long, value_name = "ID")]
+    pub spec: Option<String>,
+    /// Only this verdict (pass, fail, escalate, incomplete).
+    #[arg(long, value_name = "V")]
+    pub verdict: Option<String>,
+    /// Only runs started on or after this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// At most this many runs, newest first.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+    /// Human table or JSON.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// `gate ledger …`.
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Check every row: signatures, chain links, sequence, and growth since a checkpoint.
+    Verify {
+        /// A checkpoint printed earlier by `gate ledger checkpoint`.
+        #[arg(long, value_name = "CHECKPOINT")]
+        since: Option<PathBuf>,
+        /// A public key to trust; repeatable. Default: the state directory's.
+        #[arg(long = "key", value_name = "PUB")]
+        keys: Vec<PathBuf>,
+    },
+    /// Print a signed checkpoint of the ledger (C2SP signed note) to keep elsewhere.
+    Checkpoint,
+    /// Append bundles that have no ledger row yet (all of them in the state directory, or one file).
+    Import {
+        /// A bundle file.
+        bundle: Option<PathBuf>,
+    },
 }
 
 /// `gate routing …`.

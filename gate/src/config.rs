@@ -29,6 +29,8 @@ pub struct Context {
     pub state_dir: PathBuf,
     /// Progress level.
     pub verbosity: Verbosity,
+    /// Whether `--workspace` was given (audit commands then check files against it).
+    pub workspace_given: bool,
 }
 
 impl Context {
@@ -65,6 +67,7 @@ impl Context {
             workspace,
             state_dir,
             verbosity,
+            workspace_given: global.workspace.is_some(),
         })
     }
 
@@ -126,6 +129,29 @@ pub fn secret_env_values(extra_names: &[String]) -> Vec<String> {
 /// Whether the gate runs in CI (`CI` set to anything but empty or "false").
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// `GATE_SIGNING_KEY`: PEM text or a path.
+pub fn signing_key_env() -> Option<String> {
+    std::env::var("GATE_SIGNING_KEY").ok().filter(|v| !v.trim().is_empty())
+}
+
+/// API keys of the routing table's configured providers, by provider name
+/// (`None` for a provider that needs no key). Empty when none is configured.
+pub fn provider_keys(
+    routing: &crate::routing::Routing,
+) -> std::collections::BTreeMap<String, Option<String>> {
+    routing
+        .configured_providers(&env_is_set)
+        .into_iter()
+        .map(|name| {
+            let key = routing.table.providers[&name]
+                .api_key_env
+                .as_deref()
+                .and_then(|var| std::env::var(var).ok());
+            (name, key)
+        })
+        .collect()
 }
 
 /// Whether an environment variable is set to something.

@@ -54,6 +54,21 @@ pub enum GateError {
     /// The routing table cannot be read.
     #[error(transparent)]
     Routing(#[from] crate::routing::RoutingError),
+    /// A signing or public key cannot be used.
+    #[error(transparent)]
+    Key(#[from] gate_evidence::keys::KeyError),
+    /// A bundle cannot be written, read or opened.
+    #[error(transparent)]
+    Bundle(#[from] gate_evidence::bundle::BundleError),
+    /// The ledger cannot be used.
+    #[error(transparent)]
+    Ledger(#[from] gate_evidence::ledger::LedgerError),
+    /// What was checked is bad: a bundle that does not verify, a cut ledger.
+    #[error("{0}")]
+    BadEvidence(String),
+    /// What was to be checked could not be reached.
+    #[error("{0}")]
+    Unavailable(String),
     /// A file to be created already exists.
     #[error("{} already exists; not overwriting it", path.display())]
     Exists {
@@ -82,7 +97,20 @@ impl GateError {
             | Self::Harness(_)
             | Self::Routing(_)
             | Self::Exists { .. } => exit::USAGE,
-            Self::Snapshot(_) | Self::Write { .. } => exit::INCOMPLETE,
+            Self::Key(e) => match e {
+                gate_evidence::keys::KeyError::Write { .. }
+                | gate_evidence::keys::KeyError::Random(_) => exit::INCOMPLETE,
+                _ => exit::USAGE,
+            },
+            Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
+            Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,
+            Self::Ledger(gate_evidence::ledger::LedgerError::Corrupt { .. }) | Self::BadEvidence(_) => {
+                exit::FAIL
+            }
+            Self::Ledger(_) => exit::USAGE,
+            Self::Bundle(_) | Self::Snapshot(_) | Self::Write { .. } | Self::Unavailable(_) => {
+                exit::INCOMPLETE
+            }
         }
     }
 }

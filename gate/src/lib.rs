@@ -8,6 +8,7 @@
 //! - [`record`] is the run as one value; [`output`] renders it.
 //! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
 
+pub mod attest;
 pub mod change;
 pub mod cli;
 pub mod commands;
@@ -18,7 +19,9 @@ pub mod exit;
 pub mod init;
 pub mod output;
 pub mod plan;
+pub mod provider;
 pub mod record;
+pub mod review;
 pub mod role;
 pub mod routing;
 pub mod tier;
@@ -30,7 +33,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, Format, RoutingCommand, VerifyArgs};
+use crate::cli::{
+    Cli, Command, EvidenceCommand, Format, KeysCommand, LedgerCommand, RoutingCommand, VerifyArgs,
+};
 use crate::config::{Context, Verbosity};
 use crate::errors::GateError;
 use crate::record::{RunRecord, Verdict};
@@ -83,6 +88,27 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args),
         Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args),
+        Command::Keys(KeysCommand::Generate) => commands::keys::generate(ctx),
+        Command::Keys(KeysCommand::Show) => commands::keys::show(ctx),
+        Command::Evidence(EvidenceCommand::Verify { target, keys }) => {
+            commands::evidence::verify(ctx, &target, &keys, ctx.workspace_given)
+        }
+        Command::Evidence(EvidenceCommand::Show {
+            target,
+            format,
+            keys,
+        }) => commands::evidence::show(ctx, &target, format, &keys),
+        Command::Evidence(EvidenceCommand::Fetch { run, output }) => {
+            commands::evidence::fetch(ctx, &run, &output)
+        }
+        Command::Runs(args) => commands::runs::list(ctx, &args),
+        Command::Ledger(LedgerCommand::Verify { since, keys }) => {
+            commands::ledger::verify(ctx, since.as_deref(), &keys)
+        }
+        Command::Ledger(LedgerCommand::Checkpoint) => commands::ledger::checkpoint(ctx),
+        Command::Ledger(LedgerCommand::Import { bundle }) => {
+            commands::ledger::import(ctx, bundle.as_deref())
+        }
     }
 }
 
@@ -92,6 +118,7 @@ async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateErro
         base: args.base.clone(),
         full: args.full,
         offline: args.offline,
+        routing: args.routing.as_deref().map(config::from_cwd),
     };
     let record = verify::run(ctx, &req).await?;
     let text = match args.format {

@@ -287,7 +287,8 @@ pub struct RunRecord {
     pub verdict_reasons: Vec<String>,
     /// Whether a human override made this pass.
     pub overridden: bool,
-    /// Whether the run's row reached the ledger.
+    /// Whether the run's row reached the ledger (not in the bundle: known only after it).
+    #[serde(default)]
     pub recorded: bool,
     /// Risk tier.
     pub tier: Tier,
@@ -307,6 +308,7 @@ pub struct RunRecord {
     pub findings: Vec<Finding>,
     /// The doom-loop detector's conclusion, when it escalated.
     pub doom_loop: Option<serde_json::Value>,
-    /// Path of the evidence bundle, when one was written.
+    /// Path of the evidence bundle, when one was written (not in the bundle itself).
+    #[serde(default)]
     pub bundle: Option<String>,
 }

@@ -16,6 +16,8 @@ pub struct Inputs<'a> {
     pub findings: &'a [Finding],
     /// What a specialist that did not run means.
     pub on_review_unavailable: OnReviewUnavailable,
+    /// Why the review leaves the run undecided (over budget, too little coverage).
+    pub review_incomplete: &'a [String],
 }
 
 /// The verdict and its reasons, strongest first. When several apply the
@@ -78,6 +80,9 @@ pub fn decide(inputs: &Inputs<'_>) -> (Verdict, Vec<String>) {
                 ));
             }
         }
+    }
+    for why in inputs.review_incomplete {
+        reasons.push((Verdict::Incomplete, why.clone()));
     }
     // Stable sort: strongest first, file order within a strength.
     reasons.sort_by_key(|r| std::cmp::Reverse(r.0));
@@ -154,6 +159,7 @@ mod tests {
                 review: &review,
                 findings: &[],
                 on_review_unavailable: OnReviewUnavailable::Pass,
+                review_incomplete: &[],
             });
             assert_eq!(v, want, "{checks:?} {criteria:?}");
             assert_eq!(reasons.is_empty(), want == Verdict::Pass);
@@ -169,6 +175,7 @@ mod tests {
             review: &review,
             findings: &[],
             on_review_unavailable: OnReviewUnavailable::Pass,
+            review_incomplete: &[],
         });
         assert_eq!(
             reasons,

@@ -24,7 +24,7 @@ use crate::review::context::{self, Fence};
 use crate::review::prompts::Prompts;
 use crate::review::{self, JudgedCriterion, ReviewInput, ReviewOutput};
 use crate::routing::Routing;
-use crate::{change, provider, tier, verdict};
+use crate::{attest, change, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -70,8 +70,19 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     let started_at = chrono::Utc::now();
     let run_id = uuid::Uuid::now_v7().to_string();
 
+    // Everything that can make this a usage or configuration error comes
+    // first: nothing runs when the spec, the table or the key is wrong.
     let LoadedSpec { spec, digest } = load_spec(&req.spec_path)?;
     let policy = &spec.policy;
+    let routing = Routing::resolve(
+        req.routing.as_deref(),
+        req.spec_path.parent().unwrap_or(&ctx.workspace),
+    )?;
+    let prompts = load_prompts(ctx, &routing)?;
+    let (key, created_key) = attest::signing_key(ctx)?;
+    if let Some(path) = created_key {
+        progress(ctx, &format!("gate: created a signing key at {}", path.display()));
+    }
     progress(
         ctx,
         &format!("gate: verifying `{}` (run {run_id})", spec.spec.id),
@@ -93,10 +104,11 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     };
 
     let plan = plan::first_attempt(&spec, &snapshot);
+    let redact = config::secret_env_values(&routing.key_variables());
     let Harnessed {
         results,
         interrupted,
-    } = run_harness(ctx, &spec, &plan, &snapshot, base.is_some(), &changed).await?;
+    } = run_harness(ctx, &spec, &plan, &snapshot, base.is_some(), &changed, redact).await?;
 
     let sensitive =
         InputGlobs::new(&policy.sensitive_paths).map_err(|e| GateError::Usage(e.to_string()))?;
@@ -108,10 +120,6 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         &changed,
     );
 
-    let routing = Routing::resolve(
-        req.routing.as_deref(),
-        req.spec_path.parent().unwrap_or(&ctx.workspace),
-    )?;
     let cross_checks_failed = results.values().any(|r| r.status == Status::Failed);
     let review = if interrupted {
         ReviewOutput::skipped("the run was interrupted")
@@ -120,7 +128,18 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     } else if req.offline {
         ReviewOutput::skipped("offline (--offline)")
     } else {
-        review_stage(ctx, &spec, &snapshot, &changed, &tier, &routing, &results, &run_id).await?
+        let stage = ReviewStage {
+            ctx,
+            spec: &spec,
+            snapshot: &snapshot,
+            changed: &changed,
+            tier: &tier,
+            routing: &routing,
+            prompts: &prompts,
+            results: &results,
+            run_id: &run_id,
+        };
+        stage.run().await?
     };
 
     let (checks, mut criteria) = records(&spec, &plan, &results, &review.record, interrupted);
@@ -136,7 +155,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     });
     let review = review.record;
 
-    Ok(RunRecord {
+    let mut record = RunRecord {
         format_version: FORMAT_VERSION,
         run_id,
         spec_id: spec.spec.id.clone(),
@@ -162,34 +181,141 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         findings,
         doom_loop: None,
         bundle: None,
-    })
+    };
+
+    let names = subject_names(ctx, req, &spec, &snapshot, &routing, &prompts, &record);
+    let extra = attest::PredicateExtra {
+        policy: serde_json::to_value(policy).unwrap_or_default(),
+        routing_origin: routing.origin.to_string(),
+        routing_digest: routing.digest().to_hex(),
+        prompts: serde_json::Value::Array(
+            prompts
+                .digests()
+                .into_iter()
+                .map(|(key, d, path)| {
+                    serde_json::json!({"prompt": key, "blake3": d.to_hex(),
+                        "file": path.map(|p| p.display().to_string())})
+                })
+                .collect(),
+        ),
+        plan: plan_json(&plan),
+        previous_bundle: None,
+    };
+    let entry_extra = attest::ledger_extra(&record);
+    let workspace = ctx.workspace.clone();
+    let subjects = tokio::task::spawn_blocking(move || attest::subjects(&workspace, &names))
+        .await
+        .unwrap_or_default();
+    if let Some(why) = attest::record_run(ctx, &mut record, &key, subjects, &extra, entry_extra)? {
+        output::stderr(&format!(
+            "gate: the ledger did not take this run ({why}); the bundle is kept for `gate ledger import`"
+        ));
+    }
+    Ok(record)
 }
 
-/// The model review, when a provider is configured.
-#[allow(clippy::too_many_arguments)]
-async fn review_stage(
-    ctx: &Context,
-    spec: &Spec,
-    snapshot: &Snapshot,
-    changed: &[String],
-    tier: &tier::TierDecision,
-    routing: &Routing,
-    results: &HashMap<String, ItemResult>,
-    run_id: &str,
-) -> Result<ReviewOutput, GateError> {
-    let keys = config::provider_keys(routing);
-    if keys.is_empty() {
-        return Ok(ReviewOutput::skipped("no provider configured"));
-    }
-    let clients = provider::clients(routing, &keys, Duration::from_secs(spec.policy.connect_timeout_s))
-        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
+/// The prompts in effect: built in, or as the routing table's `[prompts]` names them.
+fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, GateError> {
     let base = match &routing.origin {
         crate::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
         crate::routing::Origin::Builtin => None,
     };
-    let prompts = Prompts::load(&routing.table.prompts, base.as_deref().unwrap_or(&ctx.workspace))
-        .map_err(|e| GateError::Usage(e.to_string()))?;
+    Prompts::load(
+        &routing.table.prompts,
+        base.as_deref().unwrap_or(&ctx.workspace),
+    )
+    .map_err(|e| GateError::Usage(e.to_string()))
+}
 
+/// Files a bundle names as subjects: the spec, the routing table and prompt
+/// files, every file an item's inputs or a task's paths match, and every
+/// file shown to a model — those inside the workspace.
+fn subject_names(
+    ctx: &Context,
+    req: &VerifyRequest,
+    spec: &Spec,
+    snapshot: &Snapshot,
+    routing: &Routing,
+    prompts: &Prompts,
+    record: &RunRecord,
+) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut add_path = |p: &Path| {
+        if let Ok(rel) = p.strip_prefix(&ctx.workspace) {
+            names.insert(rel.to_string_lossy().replace('\\', "/"));
+        }
+    };
+    add_path(&req.spec_path);
+    if let crate::routing::Origin::File(p) = &routing.origin {
+        add_path(p);
+    }
+    for (_, _, path) in prompts.digests() {
+        if let Some(p) = path {
+            add_path(&p);
+        }
+    }
+    let globs: Vec<&String> = spec
+        .checks
+        .iter()
+        .flat_map(|c| c.inputs.iter())
+        .chain(spec.tasks.iter().flat_map(|t| t.paths.iter()))
+        .chain(spec.criteria().flat_map(|(_, c)| c.inputs.iter()))
+        .collect();
+    if let Ok(globs) = InputGlobs::new(&globs)
+        && !globs.is_empty()
+    {
+        names.extend(snapshot.regular_files().filter(|p| globs.is_match(p)).map(str::to_owned));
+    }
+    for s in &record.review.specialists {
+        names.extend(s.coverage.files.iter().cloned());
+    }
+    names.into_iter().collect()
+}
+
+/// The plan as the bundle records it.
+fn plan_json(plan: &Plan) -> serde_json::Value {
+    serde_json::Value::Array(
+        plan.items
+            .iter()
+            .map(|i| {
+                let mut v = serde_json::to_value(&i.decision).unwrap_or_default();
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert("id".into(), i.id.clone().into());
+                    obj.insert("inputs_digest".into(), i.inputs_digest.to_hex().into());
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
+/// The model review's inputs.
+struct ReviewStage<'a> {
+    ctx: &'a Context,
+    spec: &'a Spec,
+    snapshot: &'a Snapshot,
+    changed: &'a [String],
+    tier: &'a tier::TierDecision,
+    routing: &'a Routing,
+    prompts: &'a Prompts,
+    results: &'a HashMap<String, ItemResult>,
+    run_id: &'a str,
+}
+
+impl ReviewStage<'_> {
+/// The model review, when a provider is configured.
+async fn run(&self) -> Result<ReviewOutput, GateError> {
+    let Self { ctx, spec, snapshot, changed, tier, routing, prompts, results, run_id } = *self;
+    let keys = config::provider_keys(routing);
+    if keys.is_empty() {
+        return Ok(ReviewOutput::skipped("no provider configured"));
+    }
+    let clients = review::call::clients(
+        routing,
+        &keys,
+        Duration::from_secs(spec.policy.connect_timeout_s),
+    )
+        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
     let workspace = ctx.workspace.clone();
     let changed_owned = changed.to_vec();
     let judged: Vec<JudgedCriterion> = spec
@@ -231,13 +357,14 @@ async fn review_stage(
         judge_files: &judge_files,
         code_criteria: &code_criteria,
         routing,
-        prompts: &prompts,
+        prompts,
         clients: &clients,
         policy: &spec.policy,
         fence: &fence,
     })
     .await;
     Ok(out)
+}
 }
 
 /// The files model-judged criteria name as inputs (their task's paths when
@@ -317,6 +444,7 @@ async fn run_harness(
     snapshot: &Snapshot,
     has_base: bool,
     changed: &[String],
+    redact: Vec<String>,
 ) -> Result<Harnessed, GateError> {
     let items: Vec<_> = plan.items.iter().filter_map(|i| i.work.clone()).collect();
     // With a base the built-in checks look at what the change touched (old
@@ -340,7 +468,7 @@ async fn run_harness(
         output_cap: usize::try_from(spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
         files: Arc::new(files),
         satisfied: std::collections::HashSet::new(),
-        redact: Arc::new(config::secret_env_values(&[])),
+        redact: Arc::new(redact),
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let printer = tokio::spawn(output::progress::render(rx, ctx.verbosity));

@@ -1,3 +1,7 @@
 //! The commands other than `verify`, one module each.
 
+pub mod evidence;
+pub mod keys;
+pub mod ledger;
 pub mod routing;
+pub mod runs;

@@ -9,12 +9,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::provider::anthropic::AnthropicProvider;
+use crate::provider::openai::OpenAiProvider;
 use crate::provider::{
     Block, Class, Finish, ModelReply, ModelRequest, Price, Provider, ProviderError, Timeouts,
-    Turn, Usage, cost,
+    Turn, Usage, cost, http_client,
 };
 use crate::review::answer::{self, Answer};
-use crate::routing::ChainModel;
+use crate::routing::{Api, ChainModel, Routing};
 
 /// Output limit when the table sets none.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
@@ -48,6 +50,32 @@ pub struct Attempt {
 
 /// The clients of the configured providers, by provider name.
 pub type Clients = BTreeMap<String, Arc<dyn Provider>>;
+
+/// Clients for the configured providers (`keys`: provider name → API key,
+/// `None` for a provider that needs none), sharing one HTTP client.
+pub fn clients(
+    routing: &Routing,
+    keys: &BTreeMap<String, Option<String>>,
+    connect: Duration,
+) -> Result<Clients, ProviderError> {
+    let http = http_client(connect)?;
+    let mut out = Clients::new();
+    for (name, key) in keys {
+        let Some(def) = routing.table.providers.get(name) else {
+            continue;
+        };
+        let client: Arc<dyn Provider> = match def.api {
+            Api::Openai => Arc::new(OpenAiProvider::new(http.clone(), &def.base_url, key.clone())),
+            Api::Anthropic => Arc::new(AnthropicProvider::new(
+                http.clone(),
+                &def.base_url,
+                key.clone(),
+            )),
+        };
+        out.insert(name.clone(), client);
+    }
+    Ok(out)
+}
 
 /// Everything one call needs besides its content.
 #[derive(Clone)]

@@ -98,6 +98,18 @@ pub struct ReviewOutput {
     pub incomplete: Vec<String>,
 }
 
+impl ReviewOutput {
+    /// A review that did not run, with the reason; judged criteria stay unverified.
+    pub fn skipped(reason: &str) -> Self {
+        Self {
+            record: ReviewRecord::did_not_run(reason),
+            findings: Vec::new(),
+            judgements: BTreeMap::new(),
+            incomplete: Vec::new(),
+        }
+    }
+}
+
 /// What one specialist was shown.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {

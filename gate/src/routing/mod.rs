@@ -264,6 +264,16 @@ impl Routing {
         }
     }
 
+    /// The environment variables the table names for API keys (their values
+    /// are redacted from everything captured).
+    pub fn key_variables(&self) -> Vec<String> {
+        self.table
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .collect()
+    }
+
     /// Providers that can be called here: not disabled, and their key
     /// variable set (or none needed). `env` says whether a variable is set.
     pub fn configured_providers(&self, env: &dyn Fn(&str) -> bool) -> BTreeSet<String> {

@@ -1,0 +1,341 @@
+//! The run's evidence: the signed bundle (a DSSE envelope around an in-toto
+//! statement whose predicate is the run) and its row in the ledger.
+//!
+//! The bundle is written durably first; the ledger row only after it. A run
+//! killed in between leaves a bundle without a row, which `gate ledger
+//! import` appends later — never a row without its bundle.
+
+use std::path::{Path, PathBuf};
+
+use gate_evidence::keys::{KeyPairPaths, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
+use gate_evidence::ledger::RunEntry;
+use gate_evidence::{Ledger, PublicKey, SigningKey, Statement, Subject, bundle};
+use serde_json::{Value, json};
+
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::record::RunRecord;
+
+/// The predicate type of a gate run, versioned.
+pub const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
+
+/// The ledger's file in the state directory.
+pub const LEDGER_FILE: &str = "ledger.db";
+
+/// Where the state directory keeps things.
+pub fn keys_dir(ctx: &Context) -> PathBuf {
+    ctx.state_dir.join("keys")
+}
+
+/// Bundles folder.
+pub fn bundles_dir(ctx: &Context) -> PathBuf {
+    ctx.state_dir.join("bundles")
+}
+
+/// The ledger's path.
+pub fn ledger_path(ctx: &Context) -> PathBuf {
+    ctx.state_dir.join(LEDGER_FILE)
+}
+
+/// Marks of runs whose bundle may lack its ledger row.
+pub fn spool_dir(ctx: &Context) -> PathBuf {
+    ctx.state_dir.join("spool")
+}
+
+/// Imports what earlier runs on this machine left in the spool (best effort:
+/// a bundle that cannot be imported now stays for `gate ledger import`).
+fn import_spooled(ctx: &Context, ledger: &mut Ledger, public: &PublicKey, current: &str) {
+    let Ok(entries) = std::fs::read_dir(spool_dir(ctx)) else {
+        return;
+    };
+    for mark in entries.filter_map(Result::ok) {
+        let run = mark.file_name().to_string_lossy().into_owned();
+        if run == current {
+            continue;
+        }
+        let Ok(path) = bundle::path_for(&bundles_dir(ctx), &run) else {
+            continue;
+        };
+        let done = if path.exists() {
+            match import_files(ctx, ledger, std::slice::from_ref(public), &[path]) {
+                Ok(imported) => {
+                    for (run, seq) in imported {
+                        tracing::info!(%run, seq, "imported a spooled bundle");
+                    }
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!(%run, error = %e, "a spooled bundle could not be imported");
+                    false
+                }
+            }
+        } else {
+            // Killed before its bundle was written: nothing to import.
+            true
+        };
+        if done {
+            let _ = std::fs::remove_file(mark.path());
+        }
+    }
+}
+
+/// Opens the ledger, creating it when missing.
+pub fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
+    Ledger::open(&ledger_path(ctx)).map_err(GateError::from)
+}
+
+/// The signing key: `GATE_SIGNING_KEY` (PEM text or a path), else the state
+/// directory's key. Outside CI a missing key is created and its path
+/// returned; in CI it is an error rather than a throwaway key nobody trusts.
+pub fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>), GateError> {
+    if let Some(value) = config::signing_key_env() {
+        return Ok((SigningKey::from_pem_or_path(&value)?, None));
+    }
+    let dir = keys_dir(ctx);
+    let private = dir.join(PRIVATE_KEY_FILE);
+    if private.exists() {
+        return Ok((SigningKey::load(&private)?, None));
+    }
+    if config::in_ci() {
+        return Err(GateError::Usage(format!(
+            "CI is set and no signing key is configured: set GATE_SIGNING_KEY (PEM text or a \
+             path) or run `gate keys generate` (it would be at {}); the gate does not sign \
+             with a throwaway key",
+            private.display()
+        )));
+    }
+    let (key, created) = SigningKey::load_or_generate(&dir)?;
+    Ok((key, created.then_some(private)))
+}
+
+/// Keys a bundle is verified against: `--key` files, else the state
+/// directory's public key.
+pub fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<PublicKey>, GateError> {
+    if !flags.is_empty() {
+        return flags
+            .iter()
+            .map(|p| PublicKey::load(&config::from_cwd(p)).map_err(GateError::from))
+            .collect();
+    }
+    let public = keys_dir(ctx).join(PUBLIC_KEY_FILE);
+    if public.exists() {
+        return Ok(vec![PublicKey::load(&public)?]);
+    }
+    if let Some(value) = config::signing_key_env() {
+        return Ok(vec![SigningKey::from_pem_or_path(&value)?.public_key().clone()]);
+    }
+    Err(GateError::Usage(format!(
+        "no public key to verify with: pass --key PUB (the signer's signing.pub), or keep {}",
+        public.display()
+    )))
+}
+
+/// `gate keys generate`: a new pair in the state directory, never replacing one.
+pub fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths), GateError> {
+    let key = SigningKey::generate()?;
+    let paths = key.write_pair(&keys_dir(ctx))?;
+    Ok((key, paths))
+}
+
+/// The predicate: the run record without what is only known after the
+/// bundle exists (its path, whether the ledger took its row), plus the
+/// inputs of the decision.
+pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
+    let mut run = serde_json::to_value(record).unwrap_or(Value::Null);
+    if let Some(obj) = run.as_object_mut() {
+        obj.remove("bundle");
+        obj.remove("recorded");
+    }
+    json!({
+        "format_version": crate::record::FORMAT_VERSION,
+        "run": run,
+        "policy": extra.policy,
+        "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest},
+        "prompts": extra.prompts,
+        "plan": extra.plan,
+        "previous_bundle_sha256": extra.previous_bundle,
+    })
+}
+
+/// The parts of the predicate that are not in the run record.
+#[derive(Debug, Clone, Default)]
+pub struct PredicateExtra {
+    /// The spec's policy in effect.
+    pub policy: Value,
+    /// Where the routing table came from.
+    pub routing_origin: String,
+    /// Its blake3.
+    pub routing_digest: String,
+    /// Each prompt's key and blake3.
+    pub prompts: Value,
+    /// What was run or carried, and why.
+    pub plan: Value,
+    /// The previous attempt's bundle sha256.
+    pub previous_bundle: Option<String>,
+}
+
+/// Seals the run into a bundle, writes it durably, then appends its ledger
+/// row. Sets `record.bundle` and `record.recorded`. A ledger that cannot
+/// take the row leaves `recorded` false and the bundle in place for
+/// `gate ledger import`; that is reported, not an error.
+pub fn record_run(
+    ctx: &Context,
+    record: &mut RunRecord,
+    key: &SigningKey,
+    subjects: Vec<Subject>,
+    extra: &PredicateExtra,
+    entry_extra: Value,
+) -> Result<Option<String>, GateError> {
+    let statement = Statement::new(subjects, PREDICATE_TYPE, predicate(record, extra));
+    let envelope = bundle::seal(&statement, key);
+    // The spool mark says "bundle maybe written, row not yet": a run killed
+    // before its row is found and imported by the next run.
+    let mark = spool_dir(ctx).join(&record.run_id);
+    std::fs::create_dir_all(spool_dir(ctx))
+        .and_then(|()| std::fs::write(&mark, b""))
+        .map_err(|source| GateError::Write {
+            path: mark.clone(),
+            source,
+        })?;
+    let stored = bundle::write(&bundles_dir(ctx), &record.run_id, &envelope)?;
+    record.bundle = Some(display_path(ctx, &stored.path));
+    let entry = entry_for(record, &stored.path.display().to_string(), entry_extra);
+    let appended = open_ledger(ctx).and_then(|mut ledger| {
+        import_spooled(ctx, &mut ledger, key.public_key(), &record.run_id);
+        ledger.append(&entry, &envelope).map_err(GateError::from)
+    });
+    match appended {
+        Ok(_) => {
+            record.recorded = true;
+            let _ = std::fs::remove_file(&mark);
+            Ok(None)
+        }
+        Err(e) => {
+            record.recorded = false;
+            Ok(Some(e.to_string()))
+        }
+    }
+}
+
+/// The ledger row's content for a run whose bundle is at `bundle_path`.
+pub fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntry {
+    let specialists = &record.review.specialists;
+    let started_at = parse_time(&record.started_at);
+    RunEntry {
+        run_id: record.run_id.clone(),
+        spec_id: record.spec_id.clone(),
+        attempt: record.attempt,
+        verdict: record.verdict.as_str().to_owned(),
+        tier: record.tier.as_str().to_owned(),
+        started_at,
+        finished_at: started_at
+            + chrono::Duration::milliseconds(i64::try_from(record.duration_ms).unwrap_or(i64::MAX)),
+        input_tokens: specialists.iter().filter_map(|s| s.input_tokens).sum(),
+        cached_input_tokens: specialists.iter().filter_map(|s| s.cached_input_tokens).sum(),
+        output_tokens: specialists.iter().filter_map(|s| s.output_tokens).sum(),
+        cost_usd: specialists.iter().map(|s| s.cost_usd).sum::<Option<f64>>(),
+        bundle_path: bundle_path.to_owned(),
+        extra,
+    }
+}
+
+/// What reports group runs by, kept with the ledger row.
+pub fn ledger_extra(record: &RunRecord) -> Value {
+    let models: std::collections::BTreeSet<&str> = record
+        .review
+        .specialists
+        .iter()
+        .flat_map(|s| s.attempts.iter().map(|a| a.model.as_str()))
+        .collect();
+    json!({
+        "agent": record.agent,
+        "review": record.review.status,
+        "models": models,
+        "roles": record.review.specialists.iter().map(|s| json!({
+            "role": s.role, "model": s.model, "status": s.status,
+            "input_tokens": s.input_tokens, "cached_input_tokens": s.cached_input_tokens,
+            "output_tokens": s.output_tokens, "cost_usd": s.cost_usd,
+        })).collect::<Vec<_>>(),
+        "findings": record.findings.iter().map(|f| json!({
+            "id": f.id, "severity": f.severity, "role": f.role, "file": f.file, "line": f.line,
+        })).collect::<Vec<_>>(),
+        "overridden": record.overridden,
+    })
+}
+
+/// Subjects for workspace files, digested in parallel; files that vanished
+/// or cannot be named are left out.
+pub fn subjects(workspace: &Path, names: &[String]) -> Vec<Subject> {
+    Subject::from_files(workspace, names).unwrap_or_else(|_| {
+        names
+            .iter()
+            .filter_map(|n| Subject::from_file(workspace, n).ok())
+            .collect()
+    })
+}
+
+/// A path as shown to users: relative to the workspace when inside it.
+pub fn display_path(ctx: &Context, path: &Path) -> String {
+    path.strip_prefix(&ctx.workspace)
+        .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
+}
+
+fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(s).map_or_else(|_| chrono::Utc::now(), |t| t.with_timezone(&chrono::Utc))
+}
+
+/// Every `*.dsse.json` in `dir`.
+pub fn list_bundles(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(bundle::SUFFIX))
+        .collect()
+}
+
+/// Appends each bundle among `files` whose run has no row, oldest first.
+/// A bundle from outside the state directory is copied into it first, so
+/// its row points at a file the gate keeps.
+pub fn import_files(
+    ctx: &Context,
+    ledger: &mut Ledger,
+    trusted: &[PublicKey],
+    files: &[PathBuf],
+) -> Result<Vec<(String, u64)>, GateError> {
+    let mut pending = Vec::new();
+    for path in files {
+        let bytes = bundle::read(path)?;
+        let opened = bundle::open(&bytes, trusted).map_err(|e| {
+            GateError::BadEvidence(format!("{} does not verify: {e}", path.display()))
+        })?;
+        let record: RunRecord =
+            serde_json::from_value(opened.statement.predicate["run"].clone()).map_err(|e| {
+                GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))
+            })?;
+        if ledger.get(&record.run_id)?.is_some() {
+            continue;
+        }
+        pending.push((record, path.clone(), bytes));
+    }
+    pending.sort_by(|a, b| a.0.started_at.cmp(&b.0.started_at));
+    let dir = bundles_dir(ctx);
+    let mut imported = Vec::new();
+    for (record, path, bytes) in pending {
+        let stored = if path.parent() == Some(dir.as_path()) {
+            path
+        } else {
+            bundle::write(&dir, &record.run_id, &bytes)?.path
+        };
+        let entry = entry_for(
+            &record,
+            &stored.display().to_string(),
+            ledger_extra(&record),
+        );
+        let row = ledger.append(&entry, &bytes)?;
+        imported.push((record.run_id.clone(), row.seq));
+    }
+    Ok(imported)
+}

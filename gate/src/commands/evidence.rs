@@ -1,0 +1,220 @@
+//! `gate evidence verify | show | fetch`: a run's bundle, by file or run id.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use gate_evidence::bundle::{self, OpenedBundle};
+use gate_evidence::{LedgerRow, PublicKey};
+
+use crate::attest::{self, PREDICATE_TYPE};
+use crate::cli::ShowFormat;
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::exit;
+use crate::output;
+use crate::record::RunRecord;
+
+/// A bundle found by file or by run id.
+pub struct Located {
+    /// Its bytes as stored.
+    pub bytes: Vec<u8>,
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its ledger row, when found through the ledger.
+    pub row: Option<LedgerRow>,
+}
+
+/// A bundle file, else a run id (or unique prefix) looked up in the ledger.
+pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
+    let as_path = config::from_cwd(Path::new(target));
+    if as_path.is_file() {
+        return Ok(Located {
+            bytes: bundle::read(&as_path)?,
+            path: as_path,
+            row: None,
+        });
+    }
+    if !attest::ledger_path(ctx).exists() {
+        return Err(GateError::Usage(format!(
+            "{target} is neither a bundle file nor a run in a ledger (no ledger at {})",
+            attest::ledger_path(ctx).display()
+        )));
+    }
+    let row = attest::open_ledger(ctx)?.resolve(target)?;
+    let path = PathBuf::from(&row.entry.bundle_path);
+    let bytes = bundle::read(&path).map_err(|e| match e {
+        gate_evidence::bundle::BundleError::Read { .. } if !path.exists() => {
+            GateError::BadEvidence(format!(
+                "run {} is in the ledger but its bundle {} is missing",
+                row.entry.run_id,
+                path.display()
+            ))
+        }
+        other => GateError::from(other),
+    })?;
+    Ok(Located {
+        bytes,
+        path,
+        row: Some(row),
+    })
+}
+
+/// Verifies a located bundle: its signature under a trusted key, its
+/// statement's shape, and (through the ledger) that its bytes are the ones
+/// recorded.
+pub fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateError> {
+    let opened = bundle::open(&found.bytes, keys).map_err(|e| {
+        GateError::BadEvidence(format!("{} does not verify: {e}", found.path.display()))
+    })?;
+    if opened.statement.predicate_type != PREDICATE_TYPE {
+        return Err(GateError::BadEvidence(format!(
+            "{} is signed, but it is not a gate run (predicateType {})",
+            found.path.display(),
+            opened.statement.predicate_type
+        )));
+    }
+    if let Some(row) = &found.row
+        && row.envelope_sha256 != opened.sha256
+    {
+        return Err(GateError::BadEvidence(format!(
+            "{} is not the bundle the ledger recorded for run {}: sha256 {} ≠ {}",
+            found.path.display(),
+            row.entry.run_id,
+            opened.sha256,
+            row.envelope_sha256
+        )));
+    }
+    Ok(opened)
+}
+
+/// `gate evidence verify`.
+pub fn verify(
+    ctx: &Context,
+    target: &str,
+    keys: &[PathBuf],
+    check_workspace: bool,
+) -> Result<u8, GateError> {
+    let found = locate(ctx, target)?;
+    let trusted = attest::trusted_keys(ctx, keys)?;
+    let opened = open(&found, &trusted)?;
+    let run = &opened.statement.predicate["run"];
+    let mut out = String::new();
+    let _ = writeln!(out, "bundle {}", found.path.display());
+    let _ = writeln!(
+        out,
+        "  signature: ok (key {})",
+        opened.keyid
+    );
+    let _ = writeln!(
+        out,
+        "  run {} of `{}`, attempt {}: {}",
+        run["run_id"].as_str().unwrap_or("?"),
+        run["spec_id"].as_str().unwrap_or("?"),
+        run["attempt"],
+        run["verdict"].as_str().unwrap_or("?")
+    );
+    let _ = writeln!(out, "  sha256 {}", opened.sha256);
+    let subjects = opened.statement.subject.len();
+    let mut code = exit::PASS;
+    if check_workspace {
+        let problems = opened.statement.check_workspace(&ctx.workspace);
+        if problems.is_empty() {
+            let _ = writeln!(
+                out,
+                "  subjects: all {subjects} match {}",
+                ctx.workspace.display()
+            );
+        } else {
+            for p in &problems {
+                let _ = writeln!(out, "  subject {p}");
+            }
+            code = if problems.iter().any(gate_evidence::statement::SubjectProblem::is_mismatch) {
+                exit::FAIL
+            } else {
+                exit::INCOMPLETE
+            };
+        }
+    } else {
+        let _ = writeln!(out, "  subjects: {subjects} (pass --workspace to check them against the files)");
+    }
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(code)
+}
+
+/// `gate evidence show`.
+pub fn show(
+    ctx: &Context,
+    target: &str,
+    format: ShowFormat,
+    keys: &[PathBuf],
+) -> Result<u8, GateError> {
+    let found = locate(ctx, target)?;
+    let trusted = attest::trusted_keys(ctx, keys)?;
+    let opened = open(&found, &trusted)?;
+    let predicate = &opened.statement.predicate;
+    let text = match format {
+        ShowFormat::Json => {
+            let mut s = serde_json::to_string_pretty(predicate).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        ShowFormat::Human => {
+            let record: RunRecord = serde_json::from_value(predicate["run"].clone())
+                .map_err(|e| {
+                    GateError::BadEvidence(format!(
+                        "{} verifies, but its run does not parse: {e}",
+                        found.path.display()
+                    ))
+                })?;
+            let mut out = format!(
+                "bundle {} (signed by {}, sha256 {})\nstarted {} · took {} ms · gate {}\n",
+                found.path.display(),
+                opened.keyid,
+                opened.sha256,
+                record.started_at,
+                record.duration_ms,
+                record.tool_version
+            );
+            if let Some(plan) = predicate["plan"].as_array() {
+                let _ = writeln!(out, "plan:");
+                for p in plan {
+                    let what = match p["decision"].as_str() {
+                        Some("carry") => format!(
+                            "carried from {}",
+                            p["from"].as_str().unwrap_or("an earlier bundle")
+                        ),
+                        Some(d) => format!("{d}: {}", p["why"].as_str().unwrap_or("")),
+                        None => String::new(),
+                    };
+                    let _ = writeln!(out, "  {} — {what}", p["id"].as_str().unwrap_or("?"));
+                }
+            }
+            out.push('\n');
+            out.push_str(&output::human::render(&record));
+            out
+        }
+    };
+    output::stdout(&text).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// `gate evidence fetch`.
+pub fn fetch(ctx: &Context, run: &str, to: &Path) -> Result<u8, GateError> {
+    let found = locate(ctx, run)?;
+    if let Some(row) = &found.row {
+        let sha = bundle::digest(&found.bytes);
+        if sha != row.envelope_sha256 {
+            return Err(GateError::BadEvidence(format!(
+                "the stored bundle of run {} was altered: sha256 {sha} ≠ recorded {}",
+                row.entry.run_id, row.envelope_sha256
+            )));
+        }
+    }
+    let to = config::from_cwd(to);
+    std::fs::write(&to, &found.bytes).map_err(|source| GateError::Write {
+        path: to.clone(),
+        source,
+    })?;
+    output::stdout(&format!("wrote {}\n", to.display())).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}

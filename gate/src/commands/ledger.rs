@@ -1,0 +1,133 @@
+//! `gate ledger verify | checkpoint | import`.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use gate_evidence::checkpoint::Checkpoint;
+use gate_evidence::ledger::{self, LoadError};
+use gate_evidence::PublicKey;
+
+use crate::attest;
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::exit;
+use crate::output;
+
+/// The ledger's name in checkpoints (C2SP's origin line).
+pub const ORIGIN: &str = "gate.local/ledger";
+
+/// The signer's name in checkpoint signature lines: derived from its key id,
+/// so a verifier with several keys finds the right one.
+pub fn key_name(public: &PublicKey) -> String {
+    format!("gate-{}", &public.keyid().as_str()[..16])
+}
+
+/// `gate ledger checkpoint`.
+pub fn checkpoint(ctx: &Context) -> Result<u8, GateError> {
+    let ledger = attest::open_ledger(ctx)?;
+    let (key, _) = attest::signing_key(ctx)?;
+    let cp = ledger.checkpoint(ORIGIN)?;
+    let note = cp
+        .sign(&key_name(key.public_key()), &key)
+        .map_err(|e| GateError::Unavailable(format!("cannot sign the checkpoint: {e}")))?;
+    output::stdout(&note).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// Opens a checkpoint file against the trusted keys.
+fn read_checkpoint(path: &Path, keys: &[PublicKey]) -> Result<Checkpoint, GateError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        GateError::Usage(format!("cannot read checkpoint {}: {e}", path.display()))
+    })?;
+    let mut last = None;
+    for key in keys {
+        match Checkpoint::open(&text, &key_name(key), key) {
+            Ok(cp) => {
+                cp.expect_origin(ORIGIN).map_err(|e| {
+                    GateError::BadEvidence(format!("checkpoint {}: {e}", path.display()))
+                })?;
+                return Ok(cp);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(GateError::BadEvidence(format!(
+        "checkpoint {} is not signed by a trusted key: {}",
+        path.display(),
+        last.map_or_else(|| "no key given".to_owned(), |e| e.to_string())
+    )))
+}
+
+/// `gate ledger verify`: exit 1 when anything was removed, reordered or
+/// rewritten; 4 when a bundle could not be read.
+pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u8, GateError> {
+    if !attest::ledger_path(ctx).exists() {
+        return Err(GateError::Usage(format!(
+            "no ledger at {}",
+            attest::ledger_path(ctx).display()
+        )));
+    }
+    let trusted = attest::trusted_keys(ctx, keys)?;
+    let checkpoint = since
+        .map(|p| read_checkpoint(&config::from_cwd(p), &trusted))
+        .transpose()?;
+    let rows = attest::open_ledger(ctx)?.rows()?;
+    let report = ledger::verify(
+        &rows,
+        |row| {
+            let path = Path::new(&row.entry.bundle_path);
+            std::fs::read(path).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    LoadError::Missing
+                } else {
+                    LoadError::Unavailable(e.to_string())
+                }
+            })
+        },
+        &trusted,
+        checkpoint.as_ref(),
+    );
+    let mut out = String::new();
+    for p in &report.problems {
+        let _ = writeln!(out, "{p}");
+    }
+    let code = if report.is_ok() {
+        let since = checkpoint.map_or_else(String::new, |c| {
+            format!(", an append-only extension of the checkpoint at size {}", c.size)
+        });
+        let _ = writeln!(
+            out,
+            "ok: {} runs, chain and signatures intact{since}",
+            report.rows
+        );
+        exit::PASS
+    } else if report.is_tampered() {
+        let _ = writeln!(out, "the ledger does not verify: {} problem(s)", report.problems.len());
+        exit::FAIL
+    } else {
+        let _ = writeln!(out, "could not check every bundle: {} problem(s)", report.problems.len());
+        exit::INCOMPLETE
+    };
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(code)
+}
+
+/// `gate ledger import [BUNDLE]`: appends bundles that have no row yet —
+/// one file, or every bundle in the state directory — oldest run first.
+pub fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError> {
+    let mut ledger = attest::open_ledger(ctx)?;
+    let trusted = attest::trusted_keys(ctx, &[])?;
+    let candidates: Vec<PathBuf> = match bundle_file {
+        Some(p) => vec![config::from_cwd(p)],
+        None => attest::list_bundles(&attest::bundles_dir(ctx)),
+    };
+    let imported = attest::import_files(ctx, &mut ledger, &trusted, &candidates)?;
+    let mut out = String::new();
+    for (run, seq) in &imported {
+        let _ = writeln!(out, "imported run {run} as row {seq}");
+    }
+    let _ = writeln!(out, "{} bundle(s) imported", imported.len());
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+

@@ -1,0 +1,97 @@
+//! `gate runs`: the ledger, listed and filtered.
+
+use std::fmt::Write;
+
+use gate_evidence::ledger::RunFilter;
+use serde_json::json;
+
+use crate::attest;
+use crate::cli::{RunsArgs, ShowFormat};
+use crate::config::Context;
+use crate::errors::GateError;
+use crate::exit;
+use crate::output;
+
+/// Parses `--since`: a date (`2026-11-30`, midnight UTC) or an RFC 3339 time.
+pub fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GateError> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| {
+            GateError::Usage(format!(
+                "--since {text:?}: give a date (2026-11-30) or an RFC 3339 time"
+            ))
+        })
+}
+
+/// `gate runs`.
+pub fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
+    if let Some(v) = &args.verdict
+        && !matches!(v.as_str(), "pass" | "fail" | "escalate" | "incomplete")
+    {
+        return Err(GateError::Usage(format!(
+            "--verdict {v:?}: one of pass, fail, escalate, incomplete"
+        )));
+    }
+    let filter = RunFilter {
+        spec_id: args.spec.clone(),
+        verdict: args.verdict.clone(),
+        since: args.since.as_deref().map(parse_since).transpose()?,
+        limit: args.limit,
+    };
+    let rows = attest::open_ledger(ctx)?.list(&filter)?;
+    let text = match args.format {
+        ShowFormat::Json => {
+            let doc = json!({"format_version": 1, "runs": rows});
+            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        ShowFormat::Human => {
+            let mut out = String::new();
+            if rows.is_empty() {
+                let _ = writeln!(out, "no runs");
+            }
+            for r in &rows {
+                let e = &r.entry;
+                let cost = e.cost_usd.map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"));
+                let _ = writeln!(
+                    out,
+                    "{:>5}  {}  {}  {:<20} #{:<2} {:<10} {:<7} {cost}",
+                    r.seq,
+                    e.started_at.format("%Y-%m-%d %H:%M"),
+                    e.run_id,
+                    e.spec_id,
+                    e.attempt,
+                    e.verdict,
+                    e.tier,
+                );
+            }
+            out
+        }
+    };
+    output::stdout(&text).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_forms() {
+        assert_eq!(
+            parse_since("2026-11-30").unwrap().to_rfc3339(),
+            "2026-11-30T00:00:00+00:00"
+        );
+        assert_eq!(
+            parse_since("2026-11-30T10:00:00+02:00").unwrap().to_rfc3339(),
+            "2026-11-30T08:00:00+00:00"
+        );
+        assert!(parse_since("last tuesday").is_err());
+    }
+}
