@@ -16,6 +16,7 @@ pub mod exit;
 pub mod init;
 pub mod output;
 pub mod plan;
+pub mod provider;
 pub mod record;
 pub mod tier;
 pub mod verdict;
