@@ -9,6 +9,8 @@
 //! ```
 #![allow(clippy::missing_panics_doc, clippy::print_stderr)]
 
+pub mod model_server;
+
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

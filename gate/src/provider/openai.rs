@@ -1,0 +1,348 @@
+//! OpenAI Chat Completions, and every server that speaks it: OpenAI,
+//! OpenRouter, vLLM, Ollama, llama.cpp, Workers AI.
+//!
+//! `POST {base_url}/chat/completions`, where `base_url` ends in the API
+//! version as in the OpenAI SDKs: `https://api.openai.com/v1`,
+//! `https://openrouter.ai/api/v1`, `http://localhost:11434/v1`.
+//!
+//! Usage: `prompt_tokens` already includes the cached
+//! `prompt_tokens_details.cached_tokens` (and OpenRouter's
+//! `cache_write_tokens`), so it is the total input as is. OpenRouter's
+//! `usage.cost` is kept as the provider-reported cost.
+
+use std::fmt;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::provider::sse::EventReader;
+use crate::provider::{
+    ApiError, Collected, Finish, ModelReply, ModelRequest, Provider, ProviderError, SYSTEM_PROMPT,
+    Usage, content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
+};
+
+/// Which field carries the output-token limit.
+///
+/// OpenAI deprecated `max_tokens` for `max_completion_tokens`, and its
+/// reasoning models (o-series, gpt-5) reject `max_tokens` outright with a 400
+/// — also when both are sent. vLLM and current llama.cpp accept
+/// `max_completion_tokens`; Ollama and older llama.cpp ignore it (the answer
+/// still ends on its own, the schema closes it, but the cap is lost). So the
+/// default is `max_completion_tokens`, and a server that needs the old name
+/// can be given it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TokenLimitField {
+    /// `max_completion_tokens` (OpenAI, OpenRouter, vLLM, llama.cpp).
+    #[default]
+    MaxCompletionTokens,
+    /// `max_tokens` (Ollama, older llama.cpp and gateways).
+    MaxTokens,
+}
+
+impl TokenLimitField {
+    fn name(self) -> &'static str {
+        match self {
+            Self::MaxCompletionTokens => "max_completion_tokens",
+            Self::MaxTokens => "max_tokens",
+        }
+    }
+}
+
+/// A client of one OpenAI-compatible endpoint.
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    token_limit: TokenLimitField,
+}
+
+impl fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("token_limit", &self.token_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiProvider {
+    /// A provider at `base_url` (ending in the version, e.g. `…/v1`); the key,
+    /// when given, is sent as `Authorization: Bearer <key>` (local servers
+    /// need none).
+    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        Self {
+            client,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.filter(|k| !k.is_empty()),
+            token_limit: TokenLimitField::default(),
+        }
+    }
+
+    /// Uses `field` for the output-token limit.
+    #[must_use]
+    pub fn with_token_limit_field(mut self, field: TokenLimitField) -> Self {
+        self.token_limit = field;
+        self
+    }
+
+    /// The URL requests go to.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+
+    /// The JSON body for `req`.
+    pub fn request_body(&self, req: &ModelRequest) -> Value {
+        let parts: Vec<Value> = content_blocks(&req.blocks)
+            .into_iter()
+            .map(|(text, _)| json!({"type": "text", "text": text}))
+            .collect();
+        let mut messages = vec![
+            json!({"role": "system", "content": SYSTEM_PROMPT}),
+            json!({"role": "user", "content": parts}),
+        ];
+        for turn in &req.followups {
+            messages.push(json!({"role": "assistant", "content": turn.assistant}));
+            messages.push(json!({"role": "user", "content": turn.user}));
+        }
+        let mut body = json!({
+            "model": req.model,
+            "messages": messages,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": req.schema_name, "strict": true, "schema": req.schema},
+            },
+        });
+        body[self.token_limit.name()] = json!(req.max_output_tokens);
+        body["stream"] = json!(req.stream);
+        if req.stream {
+            // Without it OpenAI sends no usage on a stream.
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body
+    }
+
+    async fn call(&self, req: &ModelRequest) -> Result<ModelReply, ProviderError> {
+        let started = Instant::now();
+        let mut builder = self
+            .client
+            .post(self.endpoint())
+            .json(&self.request_body(req));
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        tracing::debug!(role = %req.role, model = %req.model, url = %self.endpoint(), "model request");
+        let response = send(builder, req).await?;
+        let collected = if req.stream && is_event_stream(&response) {
+            read_stream(response, req).await?
+        } else {
+            read_whole(&read_body(response).await?)?
+        };
+        let latency = started.elapsed();
+        tracing::debug!(role = %req.role, model = %collected.model, ?latency, "model reply");
+        collected.conclude(latency)
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn complete<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<ModelReply, ProviderError>> {
+        within_deadline(req, self.call(req)).boxed()
+    }
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+    /// OpenRouter: the cost in credits (USD).
+    cost: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+    /// OpenRouter, for providers that bill cache writes.
+    cache_write_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn normalise(self) -> Usage {
+        let details = self.prompt_tokens_details;
+        Usage {
+            input_tokens: self.prompt_tokens,
+            cached_input_tokens: details.as_ref().and_then(|d| d.cached_tokens),
+            cache_write_tokens: details.as_ref().and_then(|d| d.cache_write_tokens),
+            output_tokens: self.completion_tokens,
+            cost_usd: self.cost,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    model: Option<String>,
+    choices: Option<Vec<StreamChoice>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct StreamChoice {
+    #[serde(default)]
+    index: u32,
+    delta: Option<Message>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    model: Option<String>,
+    choices: Option<Vec<Choice>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    message: Option<Message>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    content: Option<String>,
+    refusal: Option<String>,
+}
+
+fn finish(reason: &str) -> Finish {
+    match reason {
+        "stop" => Finish::Stop,
+        "length" => Finish::Length,
+        "content_filter" => Finish::Refusal,
+        other => Finish::Other(other.to_owned()),
+    }
+}
+
+/// An error reported inside a 200: a top-level `error` (OpenAI's mid-stream
+/// shape, OpenRouter's error chunk), or `finish_reason: "error"`.
+fn error_in(value: &Value, raw: &str) -> Option<ProviderError> {
+    let named = value.get("error").is_some_and(|e| !e.is_null());
+    let finished_in_error = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.get("finish_reason").and_then(Value::as_str) == Some("error"))
+        });
+    if !named && !finished_in_error {
+        return None;
+    }
+    let error = ApiError::from_value(value).unwrap_or_else(|| ApiError {
+        message: "the reply finished with finish_reason \"error\"".to_owned(),
+        ..ApiError::default()
+    });
+    Some(ProviderError::StreamError {
+        error: Box::new(error),
+        raw: crate::provider::capped(raw),
+    })
+}
+
+fn add(into: &mut Option<String>, piece: Option<String>) {
+    if let Some(piece) = piece {
+        into.get_or_insert_with(String::new).push_str(&piece);
+    }
+}
+
+async fn read_stream(
+    response: reqwest::Response,
+    req: &ModelRequest,
+) -> Result<Collected, ProviderError> {
+    let mut reader = EventReader::new(response, req.timeouts.inactivity, req.timeouts.deadline);
+    let mut out = Collected::default();
+    let mut text: Option<String> = None;
+    let mut done = false;
+    while let Some(event) = reader.next().await? {
+        reader.activity();
+        if event.data == "[DONE]" {
+            done = true;
+            break;
+        }
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| protocol(format!("a stream event is not JSON: {e}"), &event.data))?;
+        if let Some(error) = error_in(&value, &event.data) {
+            return Err(error);
+        }
+        let chunk: Chunk = serde_json::from_value(value).map_err(|e| {
+            protocol(
+                format!("a stream event is not a completion chunk: {e}"),
+                &event.data,
+            )
+        })?;
+        if let Some(model) = chunk.model {
+            out.model = model;
+        }
+        if let Some(usage) = chunk.usage {
+            out.usage = usage.normalise();
+        }
+        // One completion was asked for (n = 1): choice 0 is the answer.
+        for choice in chunk
+            .choices
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.index == 0)
+        {
+            if let Some(delta) = choice.delta {
+                add(&mut text, delta.content);
+                add(&mut out.refusal, delta.refusal);
+            }
+            if let Some(reason) = choice.finish_reason {
+                out.finish = Some(finish(&reason));
+            }
+        }
+    }
+    if out.finish.is_none() && !done {
+        return Err(ProviderError::StreamEnded);
+    }
+    out.text = text.unwrap_or_default();
+    Ok(out)
+}
+
+fn read_whole(body: &str) -> Result<Collected, ProviderError> {
+    let value: Value = serde_json::from_str(body)
+        .map_err(|e| protocol(format!("the reply is not JSON: {e}"), body))?;
+    if let Some(error) = error_in(&value, body) {
+        return Err(error);
+    }
+    let completion: Completion = serde_json::from_value(value)
+        .map_err(|e| protocol(format!("the reply is not a chat completion: {e}"), body))?;
+    let choice = completion
+        .choices
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.index == 0)
+        .ok_or_else(|| protocol("the reply has no choices", body))?;
+    let message = choice
+        .message
+        .ok_or_else(|| protocol("the reply's choice has no message", body))?;
+    Ok(Collected {
+        text: message.content.unwrap_or_default(),
+        refusal: message.refusal,
+        finish: choice.finish_reason.as_deref().map(finish),
+        usage: completion
+            .usage
+            .map(WireUsage::normalise)
+            .unwrap_or_default(),
+        model: completion.model.unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,947 @@
+//! A scripted model server: a real HTTP/1.1 server on a loopback port that
+//! answers like OpenAI Chat Completions or Anthropic Messages, or fails the
+//! ways real providers fail.
+//!
+//! It runs on plain threads, so synchronous tests (driving the `gate` binary)
+//! and async tests can both use it. Every reply closes its connection.
+//!
+//! ```no_run
+//! use gate_tests::model_server::{Matcher, ModelServer, Reply};
+//! use serde_json::json;
+//!
+//! let server = ModelServer::start();
+//! server.script(
+//!     Matcher::any().role("quality"),
+//!     vec![
+//!         Reply::openai_error(429, "requests", "rate_limit_exceeded", "Rate limit reached").retry_after("1"),
+//!         Reply::openai(&json!({"findings": [], "criteria": [], "rules": []})),
+//!     ],
+//! );
+//! // … point the gate at format!("{}/v1", server.url()) …
+//! assert_eq!(server.requests().len(), 2);
+//! ```
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long a connection may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often waiting threads look whether the server is stopping.
+const TICK: Duration = Duration::from_millis(20);
+
+/// The running server; dropping it stops it.
+pub struct ModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    stopping: AtomicBool,
+}
+
+struct State {
+    scripts: Vec<Script>,
+    default: Reply,
+    requests: Vec<Request>,
+}
+
+struct Script {
+    matcher: Matcher,
+    replies: Vec<Reply>,
+    served: usize,
+}
+
+impl ModelServer {
+    /// Starts a server on an ephemeral loopback port.
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let addr = listener.local_addr().expect("the listener's address");
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                scripts: Vec::new(),
+                default: Reply::json(
+                    404,
+                    json!({"error": {"message": "no scripted reply for this request", "type": "not_found_error"}}),
+                ),
+                requests: Vec::new(),
+            }),
+            stopping: AtomicBool::new(false),
+        });
+        let acceptor = {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || accept_loop(&listener, &shared))
+        };
+        Self {
+            addr,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`, without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Answers requests that `matcher` selects with `replies`, in order, the
+    /// last one repeating. Scripts are tried in the order they were added.
+    pub fn script(&self, matcher: Matcher, replies: Vec<Reply>) -> &Self {
+        assert!(!replies.is_empty(), "a script needs at least one reply");
+        self.state().scripts.push(Script {
+            matcher,
+            replies,
+            served: 0,
+        });
+        self
+    }
+
+    /// The reply to requests no script selects (by default a 404).
+    pub fn default_reply(&self, reply: Reply) -> &Self {
+        self.state().default = reply;
+        self
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.state().requests.clone()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared)
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Wake the blocking accept so the loop sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+fn lock(shared: &Shared) -> MutexGuard<'_, State> {
+    // A panicking handler thread must not take every later test down with it.
+    shared
+        .state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let shared = Arc::clone(shared);
+        std::thread::spawn(move || handle(stream, &shared));
+    }
+}
+
+fn handle(mut stream: TcpStream, shared: &Shared) {
+    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let Some(request) = read_request(&stream) else {
+        return;
+    };
+    let reply = {
+        let mut state = lock(shared);
+        state.requests.push(request.clone());
+        choose(&mut state, &request)
+    };
+    if !pause(shared, reply.delay) {
+        return;
+    }
+    let _ = serve(&mut stream, shared, &reply, &request);
+    let _ = stream.flush();
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+fn choose(state: &mut State, request: &Request) -> Reply {
+    for script in &mut state.scripts {
+        if script.matcher.matches(request) {
+            let i = script.served.min(script.replies.len() - 1);
+            script.served += 1;
+            return script.replies[i].clone();
+        }
+    }
+    state.default.clone()
+}
+
+/// Sleeps `d` unless the server stops first; false when it did.
+fn pause(shared: &Shared, d: Duration) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(TICK.min(until.saturating_duration_since(Instant::now())));
+    }
+    !shared.stopping.load(Ordering::SeqCst)
+}
+
+/// Selects requests by path, `X-Gate-Role` header and `model` field; an
+/// unset criterion matches anything.
+#[derive(Debug, Clone, Default)]
+pub struct Matcher {
+    path: Option<String>,
+    role: Option<String>,
+    model: Option<String>,
+}
+
+impl Matcher {
+    /// Matches every request.
+    pub fn any() -> Self {
+        Self::default()
+    }
+
+    /// Only requests to `path` (e.g. `/v1/chat/completions`).
+    #[must_use]
+    pub fn path(mut self, path: &str) -> Self {
+        self.path = Some(path.to_owned());
+        self
+    }
+
+    /// Only requests whose `X-Gate-Role` is `role`.
+    #[must_use]
+    pub fn role(mut self, role: &str) -> Self {
+        self.role = Some(role.to_owned());
+        self
+    }
+
+    /// Only requests whose body's `model` is `model`.
+    #[must_use]
+    pub fn model(mut self, model: &str) -> Self {
+        self.model = Some(model.to_owned());
+        self
+    }
+
+    fn matches(&self, request: &Request) -> bool {
+        self.path.as_ref().is_none_or(|p| *p == request.path)
+            && self
+                .role
+                .as_ref()
+                .is_none_or(|r| request.header("x-gate-role") == Some(r.as_str()))
+            && self.model.as_ref().is_none_or(|m| {
+                request.body.get("model").and_then(Value::as_str) == Some(m.as_str())
+            })
+    }
+}
+
+/// One recorded request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `POST`, `GET`, …
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The headers, names lower-cased, in the order sent.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` when it is not JSON).
+    pub body: Value,
+    /// The body as text.
+    pub raw_body: String,
+}
+
+impl Request {
+    /// A header's value (the first one, name matched case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the request asked for a streamed reply.
+    pub fn wants_stream(&self) -> bool {
+        self.body.get("stream").and_then(Value::as_bool) == Some(true)
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let target = parts.next()?;
+    let path = target.split('?').next().unwrap_or(target).to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let raw_body = String::from_utf8_lossy(&body).into_owned();
+    Some(Request {
+        method,
+        path,
+        headers,
+        body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+        raw_body,
+    })
+}
+
+/// A scripted reply.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    kind: Kind,
+    delay: Duration,
+    headers: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Json { status: u16, body: Value },
+    OpenAi(Completion),
+    Anthropic(Completion),
+    Events(Vec<SseStep>),
+    Hang,
+    Close,
+}
+
+/// A model's answer, rendered in a provider's shape when served.
+#[derive(Debug, Clone)]
+struct Completion {
+    content: Content,
+    refusal: Option<String>,
+    finish: String,
+    model: String,
+    usage: Option<Value>,
+}
+
+#[derive(Debug, Clone)]
+enum Content {
+    /// The answer's JSON text (Anthropic: the `answer` tool's input).
+    Answer(String),
+    /// Plain text (Anthropic: a text block instead of the tool call).
+    Text(String),
+}
+
+impl Content {
+    fn text(&self) -> &str {
+        match self {
+            Self::Answer(t) | Self::Text(t) => t,
+        }
+    }
+}
+
+/// One step of a raw event stream.
+#[derive(Debug, Clone)]
+pub enum SseStep {
+    /// `data: <text>` and a blank line.
+    Data(String),
+    /// `event: <name>`, `data: <text>` and a blank line.
+    Event(String, String),
+    /// `: <text>` (a comment, as OpenRouter's keep-alive).
+    Comment(String),
+    /// Bytes as given, nothing added.
+    Raw(String),
+    /// Wait before the next step.
+    Pause(Duration),
+}
+
+impl SseStep {
+    /// A `data:` event holding `value` as JSON.
+    pub fn data(value: &Value) -> Self {
+        Self::Data(value.to_string())
+    }
+
+    /// A named event holding `value` as JSON.
+    pub fn event(name: &str, value: &Value) -> Self {
+        Self::Event(name.to_owned(), value.to_string())
+    }
+}
+
+impl Reply {
+    fn of(kind: Kind) -> Self {
+        Self {
+            kind,
+            delay: Duration::ZERO,
+            headers: Vec::new(),
+        }
+    }
+
+    /// A JSON body with a status.
+    pub fn json(status: u16, body: Value) -> Self {
+        Self::of(Kind::Json { status, body })
+    }
+
+    /// An OpenAI error: `{"error":{"message","type","param","code"}}`.
+    pub fn openai_error(status: u16, kind: &str, code: &str, message: &str) -> Self {
+        Self::json(
+            status,
+            json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+        )
+    }
+
+    /// An Anthropic error: `{"type":"error","error":{"type","message"},"request_id"}`.
+    pub fn anthropic_error(status: u16, kind: &str, message: &str) -> Self {
+        Self::json(
+            status,
+            json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_test"}),
+        )
+    }
+
+    /// An OpenRouter error: `{"error":{"code":<status>,"message"}}`.
+    pub fn openrouter_error(status: u16, message: &str) -> Self {
+        Self::json(
+            status,
+            json!({"error": {"code": status, "message": message}}),
+        )
+    }
+
+    /// A successful OpenAI chat completion whose content is `answer`, streamed
+    /// when the request asked for it (usage then only with `include_usage`).
+    pub fn openai(answer: &Value) -> Self {
+        Self::of(Kind::OpenAi(Completion {
+            content: Content::Answer(answer.to_string()),
+            refusal: None,
+            finish: "stop".to_owned(),
+            model: "gpt-test".to_owned(),
+            usage: Some(
+                json!({"prompt_tokens": 1200, "completion_tokens": 80, "total_tokens": 1280}),
+            ),
+        }))
+    }
+
+    /// As [`Reply::openai`], with `text` as the content, verbatim.
+    pub fn openai_text(text: &str) -> Self {
+        let mut reply = Self::openai(&Value::Null);
+        reply.completion().content = Content::Text(text.to_owned());
+        reply
+    }
+
+    /// A successful Anthropic message: an `answer` tool call with `answer` as
+    /// its input (streamed as `input_json_delta` pieces when asked).
+    pub fn anthropic(answer: &Value) -> Self {
+        Self::anthropic_tool_input(&answer.to_string())
+    }
+
+    /// As [`Reply::anthropic`], with the tool input's JSON text given verbatim
+    /// (it may be cut off).
+    pub fn anthropic_tool_input(json_text: &str) -> Self {
+        Self::of(Kind::Anthropic(Completion {
+            content: Content::Answer(json_text.to_owned()),
+            refusal: None,
+            finish: "tool_use".to_owned(),
+            model: "claude-test".to_owned(),
+            usage: Some(json!({
+                "input_tokens": 300,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 80
+            })),
+        }))
+    }
+
+    /// An Anthropic message with one text block instead of the tool call.
+    pub fn anthropic_text(text: &str) -> Self {
+        let mut reply = Self::anthropic_tool_input("");
+        let completion = reply.completion();
+        completion.content = Content::Text(text.to_owned());
+        "end_turn".clone_into(&mut completion.finish);
+        reply
+    }
+
+    /// A raw event stream (`text/event-stream`, status 200).
+    pub fn sse(steps: Vec<SseStep>) -> Self {
+        Self::of(Kind::Events(steps))
+    }
+
+    /// Reads the request and never answers (until the server stops or the
+    /// client hangs up).
+    pub fn hang() -> Self {
+        Self::of(Kind::Hang)
+    }
+
+    /// Reads the request and closes the connection without a byte.
+    pub fn close() -> Self {
+        Self::of(Kind::Close)
+    }
+
+    /// Waits `delay` before answering.
+    #[must_use]
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// Adds a response header.
+    #[must_use]
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Adds `Retry-After: <value>`.
+    #[must_use]
+    pub fn retry_after(self, value: &str) -> Self {
+        self.header("Retry-After", value)
+    }
+
+    /// Replaces the completion's usage object (provider-shaped JSON).
+    #[must_use]
+    pub fn usage(mut self, usage: Value) -> Self {
+        self.completion().usage = Some(usage);
+        self
+    }
+
+    /// Sends no usage at all.
+    #[must_use]
+    pub fn no_usage(mut self) -> Self {
+        self.completion().usage = None;
+        self
+    }
+
+    /// Sets `finish_reason` (OpenAI) or `stop_reason` (Anthropic).
+    #[must_use]
+    pub fn finish(mut self, reason: &str) -> Self {
+        reason.clone_into(&mut self.completion().finish);
+        self
+    }
+
+    /// Sets the model the reply names.
+    #[must_use]
+    pub fn model(mut self, model: &str) -> Self {
+        model.clone_into(&mut self.completion().model);
+        self
+    }
+
+    /// An OpenAI refusal: `refusal` set, no content.
+    #[must_use]
+    pub fn refusal(mut self, message: &str) -> Self {
+        let completion = self.completion();
+        completion.refusal = Some(message.to_owned());
+        completion.content = Content::Text(String::new());
+        self
+    }
+
+    fn completion(&mut self) -> &mut Completion {
+        match &mut self.kind {
+            Kind::OpenAi(c) | Kind::Anthropic(c) => c,
+            other => panic!("only a completion reply takes this setting, not {other:?}"),
+        }
+    }
+}
+
+fn serve(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    reply: &Reply,
+    request: &Request,
+) -> std::io::Result<()> {
+    match &reply.kind {
+        Kind::Close => Ok(()),
+        Kind::Hang => {
+            hang(stream, shared);
+            Ok(())
+        }
+        Kind::Json { status, body } => write_json(stream, *status, &reply.headers, body),
+        Kind::OpenAi(c) if request.wants_stream() => {
+            let steps = openai_stream(c, include_usage(request));
+            write_events(stream, shared, &reply.headers, &steps)
+        }
+        Kind::OpenAi(c) => write_json(stream, 200, &reply.headers, &openai_body(c)),
+        Kind::Anthropic(c) if request.wants_stream() => {
+            write_events(stream, shared, &reply.headers, &anthropic_stream(c))
+        }
+        Kind::Anthropic(c) => write_json(stream, 200, &reply.headers, &anthropic_body(c)),
+        Kind::Events(steps) => write_events(stream, shared, &reply.headers, steps),
+    }
+}
+
+/// Holds the connection open until the server stops or the peer hangs up.
+fn hang(stream: &mut TcpStream, shared: &Shared) {
+    let _ = stream.set_read_timeout(Some(TICK));
+    let mut buf = [0u8; 256];
+    while !shared.stopping.load(Ordering::SeqCst) {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+fn include_usage(request: &Request) -> bool {
+    request
+        .body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+fn head(
+    status: u16,
+    content_type: &str,
+    length: Option<usize>,
+    extra: &[(String, String)],
+) -> String {
+    let mut lines = vec![
+        format!("HTTP/1.1 {status} {}", reason(status)),
+        format!("Content-Type: {content_type}"),
+    ];
+    if let Some(length) = length {
+        lines.push(format!("Content-Length: {length}"));
+    }
+    lines.push("Connection: close".to_owned());
+    lines.extend(extra.iter().map(|(name, value)| format!("{name}: {value}")));
+    lines.join("\r\n") + "\r\n\r\n"
+}
+
+fn write_json(
+    stream: &mut TcpStream,
+    status: u16,
+    extra: &[(String, String)],
+    body: &Value,
+) -> std::io::Result<()> {
+    let body = body.to_string();
+    stream.write_all(head(status, "application/json", Some(body.len()), extra).as_bytes())?;
+    stream.write_all(body.as_bytes())
+}
+
+fn write_events(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    extra: &[(String, String)],
+    steps: &[SseStep],
+) -> std::io::Result<()> {
+    stream.write_all(head(200, "text/event-stream", None, extra).as_bytes())?;
+    stream.flush()?;
+    for step in steps {
+        let text = match step {
+            SseStep::Data(data) => format!("data: {data}\n\n"),
+            SseStep::Event(name, data) => format!("event: {name}\ndata: {data}\n\n"),
+            SseStep::Comment(text) => format!(": {text}\n\n"),
+            SseStep::Raw(text) => text.clone(),
+            SseStep::Pause(d) => {
+                if !pause(shared, *d) {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        stream.write_all(text.as_bytes())?;
+        stream.flush()?;
+    }
+    Ok(())
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}
+
+/// `text` in pieces of a few characters, as a model streams it.
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(7).map(|c| c.iter().collect()).collect()
+}
+
+fn openai_chunk(model: &str, choices: &Value) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": choices,
+    })
+}
+
+fn openai_stream(c: &Completion, include_usage: bool) -> Vec<SseStep> {
+    let delta = |delta: Value, finish: Value| {
+        SseStep::data(&openai_chunk(
+            &c.model,
+            &json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]),
+        ))
+    };
+    let mut steps = vec![delta(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    for piece in pieces(c.content.text()) {
+        steps.push(delta(json!({"content": piece}), Value::Null));
+    }
+    if let Some(refusal) = &c.refusal {
+        for piece in pieces(refusal) {
+            steps.push(delta(json!({"refusal": piece}), Value::Null));
+        }
+    }
+    steps.push(delta(json!({}), json!(c.finish)));
+    if let (true, Some(usage)) = (include_usage, &c.usage) {
+        let mut chunk = openai_chunk(&c.model, &json!([]));
+        chunk["usage"] = usage.clone();
+        steps.push(SseStep::data(&chunk));
+    }
+    steps.push(SseStep::Data("[DONE]".to_owned()));
+    steps
+}
+
+fn openai_body(c: &Completion) -> Value {
+    let content = match (&c.refusal, c.content.text()) {
+        (Some(_), "") => Value::Null,
+        (_, text) => json!(text),
+    };
+    let mut body = json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": c.model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content, "refusal": c.refusal},
+            "logprobs": null,
+            "finish_reason": c.finish,
+        }],
+    });
+    if let Some(usage) = &c.usage {
+        body["usage"] = usage.clone();
+    }
+    body
+}
+
+fn anthropic_block(c: &Completion, empty: bool) -> Value {
+    match &c.content {
+        Content::Answer(text) => {
+            let input = if empty {
+                json!({})
+            } else {
+                serde_json::from_str(text).unwrap_or_else(|_| json!({}))
+            };
+            json!({"type": "tool_use", "id": "toolu_test", "name": "answer", "input": input})
+        }
+        Content::Text(text) => json!({"type": "text", "text": if empty { "" } else { text }}),
+    }
+}
+
+fn anthropic_stream(c: &Completion) -> Vec<SseStep> {
+    // message_start carries the input side of usage; message_delta the
+    // cumulative output count.
+    let mut start_usage = c.usage.clone().unwrap_or_else(|| json!({}));
+    let output = start_usage.get("output_tokens").cloned();
+    if let (Some(obj), Some(_)) = (start_usage.as_object_mut(), &output) {
+        obj.insert("output_tokens".to_owned(), json!(1));
+    }
+    let mut steps = vec![
+        SseStep::event(
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": "msg_test", "type": "message", "role": "assistant", "content": [],
+                "model": c.model, "stop_reason": null, "stop_sequence": null, "usage": start_usage,
+            }}),
+        ),
+        SseStep::event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": 0, "content_block": anthropic_block(c, true)}),
+        ),
+        SseStep::event("ping", &json!({"type": "ping"})),
+    ];
+    for piece in pieces(c.content.text()) {
+        let delta = match c.content {
+            Content::Answer(_) => json!({"type": "input_json_delta", "partial_json": piece}),
+            Content::Text(_) => json!({"type": "text_delta", "text": piece}),
+        };
+        steps.push(SseStep::event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ));
+    }
+    let mut delta_usage = json!({});
+    if let Some(output) = output {
+        delta_usage["output_tokens"] = output;
+    }
+    steps.extend([
+        SseStep::event("content_block_stop", &json!({"type": "content_block_stop", "index": 0})),
+        SseStep::event(
+            "message_delta",
+            &json!({"type": "message_delta", "delta": {"stop_reason": c.finish, "stop_sequence": null}, "usage": delta_usage}),
+        ),
+        SseStep::event("message_stop", &json!({"type": "message_stop"})),
+    ]);
+    steps
+}
+
+fn anthropic_body(c: &Completion) -> Value {
+    json!({
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": c.model,
+        "content": [anthropic_block(c, false)],
+        "stop_reason": c.finish,
+        "stop_sequence": null,
+        "usage": c.usage.clone().unwrap_or_else(|| json!({})),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal HTTP/1.1 client: sends `body` to `path`, returns the whole
+    /// response as text.
+    fn post(server: &ModelServer, path: &str, headers: &[(&str, &str)], body: &Value) -> String {
+        let mut stream = TcpStream::connect(server.addr()).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let body = body.to_string();
+        let mut lines = vec![
+            format!("POST {path} HTTP/1.1"),
+            "Host: x".to_owned(),
+            format!("Content-Length: {}", body.len()),
+        ];
+        lines.extend(headers.iter().map(|(n, v)| format!("{n}: {v}")));
+        let request = format!("{}\r\n\r\n{body}", lines.join("\r\n"));
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn scripts_match_by_path_role_and_model_and_repeat_their_last_reply() {
+        let server = ModelServer::start();
+        server
+            .script(
+                Matcher::any().role("quality"),
+                vec![
+                    Reply::json(429, json!({"n": 1})),
+                    Reply::json(200, json!({"n": 2})),
+                ],
+            )
+            .script(
+                Matcher::any().model("m2").path("/v1/messages"),
+                vec![Reply::json(200, json!({"n": 3}))],
+            );
+        let quality = [("X-Gate-Role", "quality")];
+        assert!(post(&server, "/x", &quality, &json!({})).starts_with("HTTP/1.1 429"));
+        for _ in 0..2 {
+            let r = post(&server, "/x", &quality, &json!({}));
+            assert!(
+                r.starts_with("HTTP/1.1 200") && r.ends_with(r#"{"n":2}"#),
+                "{r}"
+            );
+        }
+        assert!(
+            post(&server, "/v1/messages", &[], &json!({"model": "m2"})).ends_with(r#"{"n":3}"#)
+        );
+        assert!(
+            post(&server, "/v1/other", &[], &json!({"model": "m2"})).starts_with("HTTP/1.1 404")
+        );
+        let requests = server.requests();
+        assert_eq!(requests.len(), 5);
+        assert_eq!(requests[0].header("x-gate-role"), Some("quality"));
+        assert_eq!(requests[3].body, json!({"model": "m2"}));
+        assert_eq!(requests[4].path, "/v1/other");
+        assert!(requests.iter().all(|r| r.method == "POST"));
+    }
+
+    #[test]
+    fn completions_stream_only_when_asked_and_usage_only_with_include_usage() {
+        let server = ModelServer::start();
+        server.default_reply(Reply::openai(&json!({"findings": []})));
+        let plain = post(
+            &server,
+            "/v1/chat/completions",
+            &[],
+            &json!({"stream": false}),
+        );
+        assert!(
+            plain.contains("Content-Type: application/json")
+                && plain.contains("\"prompt_tokens\":1200")
+        );
+        let streamed = post(
+            &server,
+            "/v1/chat/completions",
+            &[],
+            &json!({"stream": true}),
+        );
+        assert!(streamed.contains("text/event-stream") && streamed.ends_with("data: [DONE]\n\n"));
+        assert!(
+            !streamed.contains("prompt_tokens"),
+            "usage without include_usage: {streamed}"
+        );
+        let with_usage = post(
+            &server,
+            "/v1/chat/completions",
+            &[],
+            &json!({"stream": true, "stream_options": {"include_usage": true}}),
+        );
+        assert!(with_usage.contains("\"prompt_tokens\":1200"));
+    }
+
+    #[test]
+    fn close_and_hang_end_when_the_server_is_dropped() {
+        let server = ModelServer::start();
+        server.script(Matcher::any().path("/close"), vec![Reply::close()]);
+        server.script(Matcher::any().path("/hang"), vec![Reply::hang()]);
+        assert_eq!(post(&server, "/close", &[], &json!({})), "");
+        let addr = server.addr();
+        let waiter = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(addr).expect("connect");
+            stream
+                .write_all(b"POST /hang HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+                .expect("send");
+            let mut out = String::new();
+            let _ = stream.read_to_string(&mut out);
+            out
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        drop(server);
+        assert_eq!(waiter.join().expect("join"), "");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}
