@@ -923,6 +923,25 @@ mod tests {
     }
 
     #[test]
+    fn a_delayed_reply_waits_and_carries_its_headers() {
+        let server = ModelServer::start();
+        server.default_reply(
+            Reply::anthropic_error(529, "overloaded_error", "Overloaded")
+                .retry_after("3")
+                .after(Duration::from_millis(200)),
+        );
+        let started = Instant::now();
+        let r = post(&server, "/v1/messages", &[], &json!({}));
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert!(r.starts_with("HTTP/1.1 529 Overloaded\r\n"), "{r}");
+        assert!(r.contains("\r\nRetry-After: 3\r\n") && r.contains("\r\nConnection: close\r\n"));
+        assert!(
+            r.contains(r#"{"type":"error","error":{"type":"overloaded_error""#),
+            "{r}"
+        );
+    }
+
+    #[test]
     fn close_and_hang_end_when_the_server_is_dropped() {
         let server = ModelServer::start();
         server.script(Matcher::any().path("/close"), vec![Reply::close()]);
