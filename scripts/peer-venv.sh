@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepares the Python virtual environment the evidence peer tests use to check
-# our bundles with independent tooling (securesystemslib's DSSE verifier and
-# the reference blake3). Idempotent: an existing venv that already has both
-# packages is left alone.
+# Prepares the Python virtual environment whose independent tools the test
+# suite checks the gate's output with (scripts/peer-requirements.txt:
+# securesystemslib's DSSE verifier, the reference blake3, …). Idempotent: a
+# venv that already has every requirement is left alone.
 #
 # Usage: scripts/peer-venv.sh DIR
 # Then:  export GATE_TEST_PYTHON=DIR/bin/python
@@ -14,13 +14,17 @@ if [ "$#" -ne 1 ]; then
 fi
 dir=$1
 python=${PYTHON:-python3}
+requirements="$(cd "$(dirname "$0")" && pwd)/peer-requirements.txt"
+stamp="$dir/.requirements"
 
 if [ ! -x "$dir/bin/python" ]; then
-    "$python" -m venv "$dir"
+    "$python" -m venv "$dir" || {
+        echo "python3 -m venv failed: install Debian's python3-venv" >&2
+        exit 1
+    }
 fi
 
-if ! "$dir/bin/python" -c 'import securesystemslib.dsse, securesystemslib.signer, cryptography, blake3' 2>/dev/null; then
-    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check 'securesystemslib[crypto]' blake3
+if ! cmp -s "$requirements" "$stamp"; then
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$stamp"
 fi
-
-"$dir/bin/python" -c 'import securesystemslib.dsse, securesystemslib.signer, cryptography, blake3'

@@ -122,7 +122,9 @@ pub fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<PublicKey>, 
         return Ok(vec![PublicKey::load(&public)?]);
     }
     if let Some(value) = config::signing_key_env() {
-        return Ok(vec![SigningKey::from_pem_or_path(&value)?.public_key().clone()]);
+        return Ok(vec![
+            SigningKey::from_pem_or_path(&value)?.public_key().clone(),
+        ]);
     }
     Err(GateError::Usage(format!(
         "no public key to verify with: pass --key PUB (the signer's signing.pub), or keep {}",
@@ -231,7 +233,10 @@ pub fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntr
         finished_at: started_at
             + chrono::Duration::milliseconds(i64::try_from(record.duration_ms).unwrap_or(i64::MAX)),
         input_tokens: specialists.iter().filter_map(|s| s.input_tokens).sum(),
-        cached_input_tokens: specialists.iter().filter_map(|s| s.cached_input_tokens).sum(),
+        cached_input_tokens: specialists
+            .iter()
+            .filter_map(|s| s.cached_input_tokens)
+            .sum(),
         output_tokens: specialists.iter().filter_map(|s| s.output_tokens).sum(),
         cost_usd: specialists.iter().map(|s| s.cost_usd).sum::<Option<f64>>(),
         bundle_path: bundle_path.to_owned(),
@@ -281,7 +286,8 @@ pub fn display_path(ctx: &Context, path: &Path) -> String {
 }
 
 fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
-    chrono::DateTime::parse_from_rfc3339(s).map_or_else(|_| chrono::Utc::now(), |t| t.with_timezone(&chrono::Utc))
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map_or_else(|_| chrono::Utc::now(), |t| t.with_timezone(&chrono::Utc))
 }
 
 /// Every `*.dsse.json` in `dir`.
@@ -311,10 +317,10 @@ pub fn import_files(
         let opened = bundle::open(&bytes, trusted).map_err(|e| {
             GateError::BadEvidence(format!("{} does not verify: {e}", path.display()))
         })?;
-        let record: RunRecord =
-            serde_json::from_value(opened.statement.predicate["run"].clone()).map_err(|e| {
-                GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))
-            })?;
+        let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
+            .map_err(|e| {
+            GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))
+        })?;
         if ledger.get(&record.run_id)?.is_some() {
             continue;
         }

@@ -133,7 +133,9 @@ pub fn in_ci() -> bool {
 
 /// `GATE_SIGNING_KEY`: PEM text or a path.
 pub fn signing_key_env() -> Option<String> {
-    std::env::var("GATE_SIGNING_KEY").ok().filter(|v| !v.trim().is_empty())
+    std::env::var("GATE_SIGNING_KEY")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// API keys of the routing table's configured providers, by provider name

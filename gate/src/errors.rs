@@ -88,7 +88,13 @@ impl GateError {
 
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> u8 {
+        use gate_evidence::keys::KeyError;
+        use gate_evidence::ledger::LedgerError;
         match self {
+            Self::Key(KeyError::Write { .. } | KeyError::Random(_)) => exit::INCOMPLETE,
+            Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
+            Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,
+            Self::Ledger(LedgerError::Corrupt { .. }) | Self::BadEvidence(_) => exit::FAIL,
             Self::Usage(_)
             | Self::Spec(_)
             | Self::NoSpec { .. }
@@ -96,18 +102,9 @@ impl GateError {
             | Self::Base { .. }
             | Self::Harness(_)
             | Self::Routing(_)
-            | Self::Exists { .. } => exit::USAGE,
-            Self::Key(e) => match e {
-                gate_evidence::keys::KeyError::Write { .. }
-                | gate_evidence::keys::KeyError::Random(_) => exit::INCOMPLETE,
-                _ => exit::USAGE,
-            },
-            Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
-            Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,
-            Self::Ledger(gate_evidence::ledger::LedgerError::Corrupt { .. }) | Self::BadEvidence(_) => {
-                exit::FAIL
-            }
-            Self::Ledger(_) => exit::USAGE,
+            | Self::Exists { .. }
+            | Self::Key(_)
+            | Self::Ledger(_) => exit::USAGE,
             Self::Bundle(_) | Self::Snapshot(_) | Self::Write { .. } | Self::Unavailable(_) => {
                 exit::INCOMPLETE
             }

@@ -83,8 +83,14 @@ mod tests {
     fn normalisation() {
         let cases = [
             ("The error is swallowed in parse()", "error parse swallowed"),
-            ("Error swallowed; PARSE returns None", "error none parse returns swallowed"),
-            ("SQL injection via `name` — 2 places", "injection name places sql"),
+            (
+                "Error swallowed; PARSE returns None",
+                "error none parse returns swallowed",
+            ),
+            (
+                "SQL injection via `name` — 2 places",
+                "injection name places sql",
+            ),
             ("", ""),
             (
                 "one two three four five six seven eight nine ten",
@@ -103,14 +109,26 @@ mod tests {
         let b = finding_id("quality", "src/a.rs", "error swallowed in PARSE");
         assert_eq!(a, b);
         assert_eq!(a.len(), 12);
-        assert_ne!(a, finding_id("security", "src/a.rs", "error swallowed in parse"));
-        assert_ne!(a, finding_id("quality", "src/b.rs", "error swallowed in parse"));
+        assert_ne!(
+            a,
+            finding_id("security", "src/a.rs", "error swallowed in parse")
+        );
+        assert_ne!(
+            a,
+            finding_id("quality", "src/b.rs", "error swallowed in parse")
+        );
     }
 
     #[test]
     fn matching() {
-        assert!(titles_match("Order total ignores quantity", "total ignores the quantity of lines"));
-        assert!(!titles_match("Order total ignores quantity", "SQL injection in search"));
+        assert!(titles_match(
+            "Order total ignores quantity",
+            "total ignores the quantity of lines"
+        ));
+        assert!(!titles_match(
+            "Order total ignores quantity",
+            "SQL injection in search"
+        ));
         assert!(lines_overlap(Some(10), Some(13)));
         assert!(!lines_overlap(Some(10), Some(14)));
         assert!(lines_overlap(None, Some(14)));

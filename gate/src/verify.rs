@@ -81,7 +81,10 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     let prompts = load_prompts(ctx, &routing)?;
     let (key, created_key) = attest::signing_key(ctx)?;
     if let Some(path) = created_key {
-        progress(ctx, &format!("gate: created a signing key at {}", path.display()));
+        progress(
+            ctx,
+            &format!("gate: created a signing key at {}", path.display()),
+        );
     }
     progress(
         ctx,
@@ -108,7 +111,16 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     let Harnessed {
         results,
         interrupted,
-    } = run_harness(ctx, &spec, &plan, &snapshot, base.is_some(), &changed, redact).await?;
+    } = run_harness(
+        ctx,
+        &spec,
+        &plan,
+        &snapshot,
+        base.is_some(),
+        &changed,
+        redact,
+    )
+    .await?;
 
     let sensitive =
         InputGlobs::new(&policy.sensitive_paths).map_err(|e| GateError::Usage(e.to_string()))?;
@@ -264,7 +276,12 @@ fn subject_names(
     if let Ok(globs) = InputGlobs::new(&globs)
         && !globs.is_empty()
     {
-        names.extend(snapshot.regular_files().filter(|p| globs.is_match(p)).map(str::to_owned));
+        names.extend(
+            snapshot
+                .regular_files()
+                .filter(|p| globs.is_match(p))
+                .map(str::to_owned),
+        );
     }
     for s in &record.review.specialists {
         names.extend(s.coverage.files.iter().cloned());
@@ -303,68 +320,78 @@ struct ReviewStage<'a> {
 }
 
 impl ReviewStage<'_> {
-/// The model review, when a provider is configured.
-async fn run(&self) -> Result<ReviewOutput, GateError> {
-    let Self { ctx, spec, snapshot, changed, tier, routing, prompts, results, run_id } = *self;
-    let keys = config::provider_keys(routing);
-    if keys.is_empty() {
-        return Ok(ReviewOutput::skipped("no provider configured"));
-    }
-    let clients = review::call::clients(
-        routing,
-        &keys,
-        Duration::from_secs(spec.policy.connect_timeout_s),
-    )
-        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
-    let workspace = ctx.workspace.clone();
-    let changed_owned = changed.to_vec();
-    let judged: Vec<JudgedCriterion> = spec
-        .criteria()
-        .filter(|(_, c)| c.decider() == Decider::Model)
-        .map(|(t, c)| JudgedCriterion {
-            id: c.id.clone(),
-            task: t.id.clone(),
-            text: c.text.clone(),
-        })
-        .collect();
-    let judge_paths = judge_inputs(spec, snapshot);
-    let (change, judge_files) = tokio::task::spawn_blocking(move || {
-        (
-            context::read_change(&workspace, &changed_owned),
-            context::read_change(&workspace, &judge_paths),
+    /// The model review, when a provider is configured.
+    async fn run(&self) -> Result<ReviewOutput, GateError> {
+        let Self {
+            ctx,
+            spec,
+            snapshot,
+            changed,
+            tier,
+            routing,
+            prompts,
+            results,
+            run_id,
+        } = *self;
+        let keys = config::provider_keys(routing);
+        if keys.is_empty() {
+            return Ok(ReviewOutput::skipped("no provider configured"));
+        }
+        let clients = review::call::clients(
+            routing,
+            &keys,
+            Duration::from_secs(spec.policy.connect_timeout_s),
         )
-    })
-    .await
-    .map_err(|e| GateError::Workspace {
-        path: ctx.workspace.clone(),
-        reason: format!("reading the change stopped: {e}"),
-    })?;
-    let code_criteria: Vec<(String, String)> = spec
-        .criteria()
-        .filter_map(|(_, c)| {
-            let r = results.get(&c.id)?;
-            Some((c.id.clone(), format!("{:?}", r.status).to_lowercase()))
+        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
+        let workspace = ctx.workspace.clone();
+        let changed_owned = changed.to_vec();
+        let judged: Vec<JudgedCriterion> = spec
+            .criteria()
+            .filter(|(_, c)| c.decider() == Decider::Model)
+            .map(|(t, c)| JudgedCriterion {
+                id: c.id.clone(),
+                task: t.id.clone(),
+                text: c.text.clone(),
+            })
+            .collect();
+        let judge_paths = judge_inputs(spec, snapshot);
+        let (change, judge_files) = tokio::task::spawn_blocking(move || {
+            (
+                context::read_change(&workspace, &changed_owned),
+                context::read_change(&workspace, &judge_paths),
+            )
         })
-        .collect();
-    let fence = Fence::new();
-    progress(ctx, &format!("gate: review ({} tier)", tier.tier));
-    let out = review::run(&ReviewInput {
-        run_id,
-        spec,
-        tier,
-        change: &change,
-        judged: &judged,
-        judge_files: &judge_files,
-        code_criteria: &code_criteria,
-        routing,
-        prompts,
-        clients: &clients,
-        policy: &spec.policy,
-        fence: &fence,
-    })
-    .await;
-    Ok(out)
-}
+        .await
+        .map_err(|e| GateError::Workspace {
+            path: ctx.workspace.clone(),
+            reason: format!("reading the change stopped: {e}"),
+        })?;
+        let code_criteria: Vec<(String, String)> = spec
+            .criteria()
+            .filter_map(|(_, c)| {
+                let r = results.get(&c.id)?;
+                Some((c.id.clone(), format!("{:?}", r.status).to_lowercase()))
+            })
+            .collect();
+        let fence = Fence::new();
+        progress(ctx, &format!("gate: review ({} tier)", tier.tier));
+        let out = review::run(&ReviewInput {
+            run_id,
+            spec,
+            tier,
+            change: &change,
+            judged: &judged,
+            judge_files: &judge_files,
+            code_criteria: &code_criteria,
+            routing,
+            prompts,
+            clients: &clients,
+            policy: &spec.policy,
+            fence: &fence,
+        })
+        .await;
+        Ok(out)
+    }
 }
 
 /// The files model-judged criteria name as inputs (their task's paths when
@@ -387,7 +414,11 @@ fn judge_inputs(spec: &Spec, snapshot: &Snapshot) -> Vec<String> {
     if globs.is_empty() {
         return Vec::new();
     }
-    snapshot.regular_files().filter(|p| globs.is_match(p)).map(str::to_owned).collect()
+    snapshot
+        .regular_files()
+        .filter(|p| globs.is_match(p))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Decides model-judged criteria from the judge's answers.
@@ -395,24 +426,25 @@ fn apply_judgements(
     criteria: &mut [CriterionRecord],
     judgements: &std::collections::BTreeMap<String, review::Judgement>,
 ) {
-    for c in criteria.iter_mut().filter(|c| c.decided_by == DecidedBy::Model) {
-        let Some(j) = judgements.get(&c.id) else { continue };
+    for c in criteria
+        .iter_mut()
+        .filter(|c| c.decided_by == DecidedBy::Model)
+    {
+        let Some(j) = judgements.get(&c.id) else {
+            continue;
+        };
         let threshold = c.threshold.unwrap_or(0.8);
-        match j.met {
-            Some(met) => {
-                c.met = Some(met);
-                c.status = if met >= threshold {
-                    ItemStatus::Passed
-                } else {
-                    ItemStatus::Failed
-                };
-                c.reason = Some(j.why.clone());
-            }
-            None => {
-                c.status = ItemStatus::Unverified;
-                c.reason = Some(j.why.clone());
-            }
+        if let Some(met) = j.met {
+            c.met = Some(met);
+            c.status = if met >= threshold {
+                ItemStatus::Passed
+            } else {
+                ItemStatus::Failed
+            };
+        } else {
+            c.status = ItemStatus::Unverified;
         }
+        c.reason = Some(j.why.clone());
     }
 }
 

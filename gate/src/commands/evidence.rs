@@ -100,11 +100,7 @@ pub fn verify(
     let run = &opened.statement.predicate["run"];
     let mut out = String::new();
     let _ = writeln!(out, "bundle {}", found.path.display());
-    let _ = writeln!(
-        out,
-        "  signature: ok (key {})",
-        opened.keyid
-    );
+    let _ = writeln!(out, "  signature: ok (key {})", opened.keyid);
     let _ = writeln!(
         out,
         "  run {} of `{}`, attempt {}: {}",
@@ -128,14 +124,20 @@ pub fn verify(
             for p in &problems {
                 let _ = writeln!(out, "  subject {p}");
             }
-            code = if problems.iter().any(gate_evidence::statement::SubjectProblem::is_mismatch) {
+            code = if problems
+                .iter()
+                .any(gate_evidence::statement::SubjectProblem::is_mismatch)
+            {
                 exit::FAIL
             } else {
                 exit::INCOMPLETE
             };
         }
     } else {
-        let _ = writeln!(out, "  subjects: {subjects} (pass --workspace to check them against the files)");
+        let _ = writeln!(
+            out,
+            "  subjects: {subjects} (pass --workspace to check them against the files)"
+        );
     }
     output::stdout(&out).map_err(GateError::stdout)?;
     Ok(code)
@@ -159,8 +161,8 @@ pub fn show(
             s
         }
         ShowFormat::Human => {
-            let record: RunRecord = serde_json::from_value(predicate["run"].clone())
-                .map_err(|e| {
+            let record: RunRecord =
+                serde_json::from_value(predicate["run"].clone()).map_err(|e| {
                     GateError::BadEvidence(format!(
                         "{} verifies, but its run does not parse: {e}",
                         found.path.display()

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use gate_evidence::keys::PUBLIC_KEY_FILE;
 use gate_evidence::PublicKey;
+use gate_evidence::keys::PUBLIC_KEY_FILE;
 
 use crate::attest;
 use crate::config::{self, Context};

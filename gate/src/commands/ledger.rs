@@ -3,9 +3,9 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use gate_evidence::PublicKey;
 use gate_evidence::checkpoint::Checkpoint;
 use gate_evidence::ledger::{self, LoadError};
-use gate_evidence::PublicKey;
 
 use crate::attest;
 use crate::config::{self, Context};
@@ -36,9 +36,8 @@ pub fn checkpoint(ctx: &Context) -> Result<u8, GateError> {
 
 /// Opens a checkpoint file against the trusted keys.
 fn read_checkpoint(path: &Path, keys: &[PublicKey]) -> Result<Checkpoint, GateError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        GateError::Usage(format!("cannot read checkpoint {}: {e}", path.display()))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| GateError::Usage(format!("cannot read checkpoint {}: {e}", path.display())))?;
     let mut last = None;
     for key in keys {
         match Checkpoint::open(&text, &key_name(key), key) {
@@ -78,7 +77,7 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
             let path = Path::new(&row.entry.bundle_path);
             std::fs::read(path).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
-                    LoadError::Missing
+                    LoadError::Missing(format!("{} is missing", path.display()))
                 } else {
                     LoadError::Unavailable(e.to_string())
                 }
@@ -93,7 +92,10 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
     }
     let code = if report.is_ok() {
         let since = checkpoint.map_or_else(String::new, |c| {
-            format!(", an append-only extension of the checkpoint at size {}", c.size)
+            format!(
+                ", an append-only extension of the checkpoint at size {}",
+                c.size
+            )
         });
         let _ = writeln!(
             out,
@@ -102,10 +104,18 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
         );
         exit::PASS
     } else if report.is_tampered() {
-        let _ = writeln!(out, "the ledger does not verify: {} problem(s)", report.problems.len());
+        let _ = writeln!(
+            out,
+            "the ledger does not verify: {} problem(s)",
+            report.problems.len()
+        );
         exit::FAIL
     } else {
-        let _ = writeln!(out, "could not check every bundle: {} problem(s)", report.problems.len());
+        let _ = writeln!(
+            out,
+            "could not check every bundle: {} problem(s)",
+            report.problems.len()
+        );
         exit::INCOMPLETE
     };
     output::stdout(&out).map_err(GateError::stdout)?;
@@ -130,4 +140,3 @@ pub fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError
     output::stdout(&out).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }
-

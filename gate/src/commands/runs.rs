@@ -58,7 +58,9 @@ pub fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
             }
             for r in &rows {
                 let e = &r.entry;
-                let cost = e.cost_usd.map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"));
+                let cost = e
+                    .cost_usd
+                    .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"));
                 let _ = writeln!(
                     out,
                     "{:>5}  {}  {}  {:<20} #{:<2} {:<10} {:<7} {cost}",
@@ -89,7 +91,9 @@ mod tests {
             "2026-11-30T00:00:00+00:00"
         );
         assert_eq!(
-            parse_since("2026-11-30T10:00:00+02:00").unwrap().to_rfc3339(),
+            parse_since("2026-11-30T10:00:00+02:00")
+                .unwrap()
+                .to_rfc3339(),
             "2026-11-30T08:00:00+00:00"
         );
         assert!(parse_since("last tuesday").is_err());

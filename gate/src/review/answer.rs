@@ -119,8 +119,8 @@ pub fn schema() -> Value {
 /// Validates a reply's JSON against the schema; the error lists what is
 /// wrong, in words fit to feed back to the model for its one repair.
 pub fn validate(value: &Value) -> Result<Answer, String> {
-    let answer: Answer =
-        serde_json::from_value(value.clone()).map_err(|e| format!("does not match the schema: {e}"))?;
+    let answer: Answer = serde_json::from_value(value.clone())
+        .map_err(|e| format!("does not match the schema: {e}"))?;
     let mut problems = Vec::new();
     for (i, f) in answer.findings.iter().enumerate() {
         if !matches!(f.severity.as_str(), "critical" | "warning" | "suggestion") {
@@ -136,7 +136,10 @@ pub fn validate(value: &Value) -> Result<Answer, String> {
             problems.push(format!("findings[{i}].file is empty"));
         }
         if !(0.0..=1.0).contains(&f.confidence) {
-            problems.push(format!("findings[{i}].confidence {} is not within 0..1", f.confidence));
+            problems.push(format!(
+                "findings[{i}].confidence {} is not within 0..1",
+                f.confidence
+            ));
         }
     }
     for (i, c) in answer.criteria.iter().enumerate() {
@@ -193,8 +196,12 @@ mod tests {
         fn walk(v: &Value) {
             if v.get("type") == Some(&json!("object")) {
                 let props: Vec<&String> = v["properties"].as_object().unwrap().keys().collect();
-                let required: Vec<&str> =
-                    v["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+                let required: Vec<&str> = v["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_str().unwrap())
+                    .collect();
                 assert_eq!(props.len(), required.len());
                 assert_eq!(v["additionalProperties"], json!(false));
                 for p in v["properties"].as_object().unwrap().values() {

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use crate::provider::anthropic::AnthropicProvider;
 use crate::provider::openai::OpenAiProvider;
 use crate::provider::{
-    Block, Class, Finish, ModelReply, ModelRequest, Price, Provider, ProviderError, Timeouts,
-    Turn, Usage, cost, http_client,
+    Block, Class, Finish, ModelReply, ModelRequest, Price, Provider, ProviderError, Timeouts, Turn,
+    Usage, cost, http_client,
 };
 use crate::review::answer::{self, Answer};
 use crate::routing::{Api, ChainModel, Routing};
@@ -65,7 +65,11 @@ pub fn clients(
             continue;
         };
         let client: Arc<dyn Provider> = match def.api {
-            Api::Openai => Arc::new(OpenAiProvider::new(http.clone(), &def.base_url, key.clone())),
+            Api::Openai => Arc::new(OpenAiProvider::new(
+                http.clone(),
+                &def.base_url,
+                key.clone(),
+            )),
             Api::Anthropic => Arc::new(AnthropicProvider::new(
                 http.clone(),
                 &def.base_url,
@@ -206,7 +210,10 @@ async fn attempt(
         blocks: blocks.to_vec(),
         schema_name: answer::SCHEMA_NAME.to_owned(),
         schema: answer::schema(),
-        max_output_tokens: step.model.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
+        max_output_tokens: step
+            .model
+            .max_output_tokens
+            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
         stream: step.model.stream.unwrap_or(true),
         followups: Vec::new(),
         timeouts: Timeouts {
@@ -297,8 +304,14 @@ fn account(result: &mut CallResult, usage: &Usage, price: Option<&Price>) {
         }
     }
     add(&mut result.usage.input_tokens, usage.input_tokens);
-    add(&mut result.usage.cached_input_tokens, usage.cached_input_tokens);
-    add(&mut result.usage.cache_write_tokens, usage.cache_write_tokens);
+    add(
+        &mut result.usage.cached_input_tokens,
+        usage.cached_input_tokens,
+    );
+    add(
+        &mut result.usage.cache_write_tokens,
+        usage.cache_write_tokens,
+    );
     add(&mut result.usage.output_tokens, usage.output_tokens);
     let this = match price {
         Some(p) => cost(usage, p),

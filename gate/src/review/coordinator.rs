@@ -75,9 +75,14 @@ pub fn fuse(raised: &[Raised], changed: &BTreeSet<String>, confidence_floor: f64
     for r in raised {
         let f = to_finding(r.role, &r.finding);
         if !changed.contains(&f.file) {
-            fusion.dropped.push((f, "cites a file outside the change".to_owned()));
+            fusion
+                .dropped
+                .push((f, "cites a file outside the change".to_owned()));
         } else if f.confidence < confidence_floor {
-            let why = format!("confidence {:.2} below the floor {confidence_floor:.2}", f.confidence);
+            let why = format!(
+                "confidence {:.2} below the floor {confidence_floor:.2}",
+                f.confidence
+            );
             fusion.dropped.push((f, why));
         } else {
             candidates.push(f);
@@ -101,8 +106,12 @@ pub fn fuse(raised: &[Raised], changed: &BTreeSet<String>, confidence_floor: f64
 /// Worst first, then by file and line.
 pub fn sort_worst_first(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        (severity_rank(&a.severity), &a.file, a.line, &a.id)
-            .cmp(&(severity_rank(&b.severity), &b.file, b.line, &b.id))
+        (severity_rank(&a.severity), &a.file, a.line, &a.id).cmp(&(
+            severity_rank(&b.severity),
+            &b.file,
+            b.line,
+            &b.id,
+        ))
     });
 }
 
@@ -163,17 +172,59 @@ mod tests {
 
     #[test]
     fn fusion_drops_dedupes_and_orders() {
-        let changed: BTreeSet<String> = ["src/a.rs", "src/b.rs"].iter().map(|s| (*s).to_owned()).collect();
+        let changed: BTreeSet<String> = ["src/a.rs", "src/b.rs"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
         let raised = vec![
-            Raised { role: Role::Quality, finding: raw("warning", "src/a.rs", 10, "Error swallowed in parse", 0.9) },
+            Raised {
+                role: Role::Quality,
+                finding: raw("warning", "src/a.rs", 10, "Error swallowed in parse", 0.9),
+            },
             // Same defect, stronger severity, from another role: it wins.
-            Raised { role: Role::Security, finding: raw("critical", "./src/a.rs", 12, "parse swallows the error", 0.8) },
+            Raised {
+                role: Role::Security,
+                finding: raw(
+                    "critical",
+                    "./src/a.rs",
+                    12,
+                    "parse swallows the error",
+                    0.8,
+                ),
+            },
             // Same severity tie: security beats performance.
-            Raised { role: Role::Performance, finding: raw("warning", "src/b.rs", 5, "Quadratic loop over orders", 0.9) },
-            Raised { role: Role::Security, finding: raw("warning", "src/b.rs", 6, "quadratic loop over the orders", 0.9) },
-            Raised { role: Role::Quality, finding: raw("critical", "src/elsewhere.rs", 1, "bad", 0.99) },
-            Raised { role: Role::Quality, finding: raw("critical", "src/a.rs", 40, "Unsure thing", 0.3) },
-            Raised { role: Role::Docs, finding: raw("suggestion", "src/a.rs", 90, "Different problem entirely", 0.7) },
+            Raised {
+                role: Role::Performance,
+                finding: raw("warning", "src/b.rs", 5, "Quadratic loop over orders", 0.9),
+            },
+            Raised {
+                role: Role::Security,
+                finding: raw(
+                    "warning",
+                    "src/b.rs",
+                    6,
+                    "quadratic loop over the orders",
+                    0.9,
+                ),
+            },
+            Raised {
+                role: Role::Quality,
+                finding: raw("critical", "src/elsewhere.rs", 1, "bad", 0.99),
+            },
+            Raised {
+                role: Role::Quality,
+                finding: raw("critical", "src/a.rs", 40, "Unsure thing", 0.3),
+            },
+            Raised {
+                role: Role::Docs,
+                finding: raw(
+                    "suggestion",
+                    "src/a.rs",
+                    90,
+                    "Different problem entirely",
+                    0.7,
+                ),
+            },
         ];
         let fusion = fuse(&raised, &changed, 0.5);
         let kept: Vec<(&str, &str, &str)> = fusion
@@ -191,8 +242,18 @@ mod tests {
         );
         let reasons: Vec<&str> = fusion.dropped.iter().map(|(_, w)| w.as_str()).collect();
         assert!(reasons.contains(&"cites a file outside the change"));
-        assert!(reasons.iter().any(|r| r.starts_with("confidence 0.30 below")));
-        assert_eq!(reasons.iter().filter(|r| r.starts_with("duplicate of")).count(), 2);
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.starts_with("confidence 0.30 below"))
+        );
+        assert_eq!(
+            reasons
+                .iter()
+                .filter(|r| r.starts_with("duplicate of"))
+                .count(),
+            2
+        );
     }
 
     #[test]
@@ -200,8 +261,20 @@ mod tests {
         let changed: BTreeSet<String> = ["src/a.rs".to_owned()].into();
         let fused = fuse(
             &[
-                Raised { role: Role::Quality, finding: raw("critical", "src/a.rs", 10, "Order total ignores quantity", 0.9) },
-                Raised { role: Role::Docs, finding: raw("warning", "src/a.rs", 50, "Readme wording", 0.9) },
+                Raised {
+                    role: Role::Quality,
+                    finding: raw(
+                        "critical",
+                        "src/a.rs",
+                        10,
+                        "Order total ignores quantity",
+                        0.9,
+                    ),
+                },
+                Raised {
+                    role: Role::Docs,
+                    finding: raw("warning", "src/a.rs", 50, "Readme wording", 0.9),
+                },
             ],
             &changed,
             0.5,
@@ -211,7 +284,13 @@ mod tests {
             &fused,
             &[
                 raw("warning", "src/a.rs", 11, "total ignores the quantity", 0.9),
-                raw("critical", "src/a.rs", 200, "A brand new invented problem", 1.0),
+                raw(
+                    "critical",
+                    "src/a.rs",
+                    200,
+                    "A brand new invented problem",
+                    1.0,
+                ),
             ],
         );
         assert_eq!(kept.len(), 1);

@@ -29,7 +29,7 @@ use tokio::time::Instant;
 use crate::provider::Block;
 use crate::record::{Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier};
 use crate::review::call::{CallPlan, CallResult, Clients};
-use crate::review::context::{ChangedFile, FileClass, Fence, RemitBlock};
+use crate::review::context::{ChangedFile, Fence, FileClass, RemitBlock};
 use crate::review::coordinator::Raised;
 use crate::review::panel::Seat;
 use crate::review::prompts::{Prompt, Prompts};
@@ -156,22 +156,25 @@ struct Remits {
 
 impl Remits {
     fn build(change: &[ChangedFile], judge_files: &[ChangedFile], fence: &Fence) -> Self {
-        let of = |classes: &[FileClass]| {
+        fn of<'a>(
+            change: &'a [ChangedFile],
+            classes: &'a [FileClass],
+        ) -> impl Iterator<Item = &'a ChangedFile> + 'a {
             change
                 .iter()
                 .filter(move |f| f.noise.is_none() && classes.contains(&f.class))
-        };
+        }
         Self {
-            code: RemitBlock::build("Code", fence, of(&[FileClass::Code])),
+            code: RemitBlock::build("Code", fence, of(change, &[FileClass::Code])),
             config: RemitBlock::build(
                 "Configuration",
                 fence,
-                of(&[FileClass::Config, FileClass::Manifest]),
+                of(change, &[FileClass::Config, FileClass::Manifest]),
             ),
             docs: RemitBlock::build(
                 "Documentation and build manifests",
                 fence,
-                of(&[FileClass::Docs, FileClass::Manifest]),
+                of(change, &[FileClass::Docs, FileClass::Manifest]),
             ),
             judge: RemitBlock::build("Criterion inputs", fence, judge_files.iter()),
         }
@@ -421,7 +424,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         );
         let blocks = vec![
             Block::cached(shared.clone()),
-            Block::new(instructions(input, seat, &format!("## Findings\n{section}"))),
+            Block::new(instructions(
+                input,
+                seat,
+                &format!("## Findings\n{section}"),
+            )),
         ];
         let plan = call_plan(input, seat, tier, review_deadline);
         let result = call::ask(&plan, input.clients, &blocks).await;
@@ -430,7 +437,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         }
         // When the model coordinator cannot answer, the deterministic
         // fusion stands.
-        specialists.push(specialist_record(Role::Coordinator, &result, &Coverage::default()));
+        specialists.push(specialist_record(
+            Role::Coordinator,
+            &result,
+            &Coverage::default(),
+        ));
     }
 
     ReviewOutput {
@@ -460,7 +471,12 @@ fn unjudged(judged: &[JudgedCriterion], why: &str) -> BTreeMap<String, Judgement
         .collect()
 }
 
-fn call_plan(input: &ReviewInput<'_>, seat: Seat, tier: Tier, review_deadline: Instant) -> CallPlan {
+fn call_plan(
+    input: &ReviewInput<'_>,
+    seat: Seat,
+    tier: Tier,
+    review_deadline: Instant,
+) -> CallPlan {
     let policy = input.policy;
     let own = policy
         .role_timeout_s

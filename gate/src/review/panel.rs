@@ -33,7 +33,11 @@ pub fn reviewers(tier: Tier, changed_classes: &[FileClass]) -> Vec<Seat> {
         Tier::Light => vec![
             seat(Role::Quality),
             seat(Role::Security),
-            seat(if docs_changed { Role::Docs } else { Role::Performance }),
+            seat(if docs_changed {
+                Role::Docs
+            } else {
+                Role::Performance
+            }),
         ],
         Tier::Full => {
             let mut seats = vec![
@@ -58,14 +62,29 @@ mod tests {
     fn panels_by_tier() {
         use FileClass::{Code, Docs, Manifest};
         let roles = |tier, classes: &[FileClass]| -> Vec<&str> {
-            reviewers(tier, classes).iter().map(|s| s.role.as_str()).collect()
+            reviewers(tier, classes)
+                .iter()
+                .map(|s| s.role.as_str())
+                .collect()
         };
         let cases: &[(Tier, &[FileClass], &[&str])] = &[
             (Tier::Trivial, &[Code, Docs], &["quality"]),
-            (Tier::Light, &[Code], &["quality", "security", "performance"]),
+            (
+                Tier::Light,
+                &[Code],
+                &["quality", "security", "performance"],
+            ),
             (Tier::Light, &[Code, Docs], &["quality", "security", "docs"]),
-            (Tier::Light, &[Manifest], &["quality", "security", "performance"]),
-            (Tier::Full, &[Code], &["quality", "security", "performance", "integration"]),
+            (
+                Tier::Light,
+                &[Manifest],
+                &["quality", "security", "performance"],
+            ),
+            (
+                Tier::Full,
+                &[Code],
+                &["quality", "security", "performance", "integration"],
+            ),
             (
                 Tier::Full,
                 &[Code, Docs],

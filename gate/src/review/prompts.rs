@@ -131,13 +131,18 @@ mod tests {
         ] {
             let text = prompts.text(role);
             let section = |heading: &str| -> usize {
-                let start = text.find(heading).unwrap_or_else(|| panic!("{heading} in {role:?}"));
+                let start = text
+                    .find(heading)
+                    .unwrap_or_else(|| panic!("{heading} in {role:?}"));
                 let rest = &text[start + heading.len()..];
                 let end = rest.find("\n## ").unwrap_or(rest.len());
                 rest[..end].lines().filter(|l| l.starts_with("- ")).count()
             };
             let (flag, dont) = (section("## Flag\n"), section("## Do not flag\n"));
-            assert!(dont > flag, "{role:?}: {dont} do-not-flag items vs {flag} flag items");
+            assert!(
+                dont > flag,
+                "{role:?}: {dont} do-not-flag items vs {flag} flag items"
+            );
         }
     }
 
