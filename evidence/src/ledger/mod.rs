@@ -70,6 +70,81 @@ pub struct LedgerRow {
     pub recorded_at: DateTime<Utc>,
 }
 
+/// What happened after a decision: the run later broke, or it was fine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeEntry {
+    /// The run it is about.
+    pub run_id: String,
+    /// True when what the run decided on later broke.
+    pub broken: bool,
+    /// Why (a CI failure, a revert, an incident, a human's check).
+    pub reason: Option<String>,
+    /// Where the news came from.
+    pub source: Option<String>,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// A human's dismissal of a finding: not raised again unless its code changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dismissal {
+    /// The run that raised it.
+    pub run_id: String,
+    /// That run's spec.
+    pub spec_id: String,
+    /// The finding's id.
+    pub finding_id: String,
+    /// Why it is not worth acting on.
+    pub reason: String,
+    /// blake3 of the code under the finding when dismissed (its file's digest).
+    pub code_digest: Option<String>,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// A break-glass override of a run's verdict, signed into its own bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverrideEntry {
+    /// The run overridden.
+    pub run_id: String,
+    /// Its spec.
+    pub spec_id: String,
+    /// Why.
+    pub reason: String,
+    /// Who.
+    pub by: String,
+    /// The digest of the content the run decided on: the next run of the
+    /// spec passes only on the same content.
+    pub content_digest: String,
+    /// The override's own signed bundle.
+    pub bundle_path: String,
+    /// Lowercase hex sha256 of that bundle's bytes.
+    pub bundle_sha256: String,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// A model's circuit breaker, shared by every run that uses the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerRecord {
+    /// The model (`provider/name`).
+    pub model: String,
+    /// `closed`, `open` or `half_open`.
+    pub state: String,
+    /// Retryable failures in a row.
+    pub consecutive_failures: u32,
+    /// The last calls' outcomes, oldest first: `s` success, `f` retryable failure.
+    pub recent: String,
+    /// When it last opened.
+    pub opened_at: Option<DateTime<Utc>>,
+    /// Seconds it stays open before one probe.
+    pub cooldown_s: u64,
+    /// While a half-open probe is out: who holds it, and until when.
+    pub probe: Option<(String, DateTime<Utc>)>,
+    /// When it was last written.
+    pub updated_at: DateTime<Utc>,
+}
+
 /// Which runs [`Ledger::list`] returns, newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFilter {

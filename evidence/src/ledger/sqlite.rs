@@ -14,6 +14,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params, params_from_iter};
 
+mod events;
+
 use super::{LedgerError, LedgerRow, RunEntry, RunFilter};
 use crate::checkpoint::Checkpoint;
 use crate::merkle::{self, Hash};
@@ -23,7 +25,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Schema migrations, in order; entry `i` takes the schema to version `i + 1`.
 /// Adding one is adding a line; a migration already applied never changes.
-const MIGRATIONS: &[&str] = &[MIGRATION_1_RUNS];
+const MIGRATIONS: &[&str] = &[MIGRATION_1_RUNS, events::MIGRATION_2_EVENTS];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -1,0 +1,439 @@
+//! The ledger's side tables: outcomes, dismissals, overrides and circuit
+//! breakers. Outcomes, dismissals and overrides are append-only events about
+//! runs; breakers are shared mutable state, updated in one transaction.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+
+use super::{Ledger, ts};
+use crate::ledger::{BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry};
+
+pub(super) const MIGRATION_2_EVENTS: &str = "
+CREATE TABLE outcomes (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT    NOT NULL REFERENCES runs (run_id),
+    broken      INTEGER NOT NULL CHECK (broken IN (0, 1)),
+    reason      TEXT,
+    source      TEXT,
+    recorded_at TEXT    NOT NULL
+);
+CREATE INDEX outcomes_by_run ON outcomes (run_id, id);
+CREATE TABLE dismissals (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT    NOT NULL REFERENCES runs (run_id),
+    spec_id     TEXT    NOT NULL,
+    finding_id  TEXT    NOT NULL,
+    reason      TEXT    NOT NULL,
+    code_digest TEXT,
+    recorded_at TEXT    NOT NULL
+);
+CREATE INDEX dismissals_by_spec ON dismissals (spec_id, finding_id);
+CREATE TABLE overrides (
+    id             INTEGER PRIMARY KEY,
+    run_id         TEXT    NOT NULL REFERENCES runs (run_id),
+    spec_id        TEXT    NOT NULL,
+    reason         TEXT    NOT NULL,
+    by_name        TEXT    NOT NULL,
+    content_digest TEXT    NOT NULL,
+    bundle_path    TEXT    NOT NULL,
+    bundle_sha256  TEXT    NOT NULL UNIQUE,
+    recorded_at    TEXT    NOT NULL
+);
+CREATE INDEX overrides_by_spec ON overrides (spec_id, id);
+CREATE TABLE breakers (
+    model                TEXT    PRIMARY KEY,
+    state                TEXT    NOT NULL,
+    consecutive_failures INTEGER NOT NULL,
+    recent               TEXT    NOT NULL,
+    opened_at            TEXT,
+    cooldown_s           INTEGER NOT NULL,
+    probe_owner          TEXT,
+    probe_until          TEXT,
+    updated_at           TEXT    NOT NULL
+);
+";
+
+fn time(text: &str) -> Result<DateTime<Utc>, rusqlite::Error> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        })
+}
+
+fn opt_time(text: Option<String>) -> Result<Option<DateTime<Utc>>, rusqlite::Error> {
+    text.as_deref().map(time).transpose()
+}
+
+fn outcome(r: &Row<'_>) -> Result<OutcomeEntry, rusqlite::Error> {
+    Ok(OutcomeEntry {
+        run_id: r.get(0)?,
+        broken: r.get::<_, i64>(1)? != 0,
+        reason: r.get(2)?,
+        source: r.get(3)?,
+        recorded_at: time(&r.get::<_, String>(4)?)?,
+    })
+}
+
+fn dismissal(r: &Row<'_>) -> Result<Dismissal, rusqlite::Error> {
+    Ok(Dismissal {
+        run_id: r.get(0)?,
+        spec_id: r.get(1)?,
+        finding_id: r.get(2)?,
+        reason: r.get(3)?,
+        code_digest: r.get(4)?,
+        recorded_at: time(&r.get::<_, String>(5)?)?,
+    })
+}
+
+fn override_entry(r: &Row<'_>) -> Result<OverrideEntry, rusqlite::Error> {
+    Ok(OverrideEntry {
+        run_id: r.get(0)?,
+        spec_id: r.get(1)?,
+        reason: r.get(2)?,
+        by: r.get(3)?,
+        content_digest: r.get(4)?,
+        bundle_path: r.get(5)?,
+        bundle_sha256: r.get(6)?,
+        recorded_at: time(&r.get::<_, String>(7)?)?,
+    })
+}
+
+fn breaker(r: &Row<'_>) -> Result<BreakerRecord, rusqlite::Error> {
+    let owner: Option<String> = r.get(6)?;
+    let until = opt_time(r.get(7)?)?;
+    Ok(BreakerRecord {
+        model: r.get(0)?,
+        state: r.get(1)?,
+        consecutive_failures: r.get(2)?,
+        recent: r.get(3)?,
+        opened_at: opt_time(r.get(4)?)?,
+        cooldown_s: r.get(5)?,
+        probe: owner.zip(until),
+        updated_at: time(&r.get::<_, String>(8)?)?,
+    })
+}
+
+const OVERRIDE_COLUMNS: &str =
+    "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
+const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
+     probe_owner, probe_until, updated_at";
+
+impl Ledger {
+    fn require_run(&self, run_id: &str) -> Result<(), LedgerError> {
+        if self.get(run_id)?.is_none() {
+            return Err(LedgerError::NotFound(run_id.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Records what happened after a run's decision; earlier outcomes stay
+    /// as history, the latest counts.
+    pub fn add_outcome(&mut self, o: &OutcomeEntry) -> Result<(), LedgerError> {
+        self.require_run(&o.run_id)?;
+        self.conn
+            .execute(
+                "INSERT INTO outcomes (run_id, broken, reason, source, recorded_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    o.run_id,
+                    i64::from(o.broken),
+                    o.reason,
+                    o.source,
+                    ts(&o.recorded_at)
+                ],
+            )
+            .map_err(self.sql_err("recording an outcome"))?;
+        Ok(())
+    }
+
+    /// Every outcome of a run, oldest first.
+    pub fn outcomes(&self, run_id: &str) -> Result<Vec<OutcomeEntry>, LedgerError> {
+        let err = self.sql_err("reading outcomes");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, broken, reason, source, recorded_at FROM outcomes \
+                 WHERE run_id = ?1 ORDER BY id",
+            )
+            .map_err(&err)?;
+        stmt.query_map([run_id], outcome)
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
+    /// The latest outcome of every run that has one.
+    pub fn latest_outcomes(&self) -> Result<Vec<OutcomeEntry>, LedgerError> {
+        let err = self.sql_err("reading outcomes");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, broken, reason, source, recorded_at FROM outcomes o \
+                 WHERE id = (SELECT MAX(id) FROM outcomes WHERE run_id = o.run_id) ORDER BY id",
+            )
+            .map_err(&err)?;
+        stmt.query_map([], outcome)
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
+    /// Records a dismissal.
+    pub fn add_dismissal(&mut self, d: &Dismissal) -> Result<(), LedgerError> {
+        self.require_run(&d.run_id)?;
+        self.conn
+            .execute(
+                "INSERT INTO dismissals (run_id, spec_id, finding_id, reason, code_digest, recorded_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![d.run_id, d.spec_id, d.finding_id, d.reason, d.code_digest, ts(&d.recorded_at)],
+            )
+            .map_err(self.sql_err("recording a dismissal"))?;
+        Ok(())
+    }
+
+    /// Dismissals of a spec's findings, oldest first (all specs with `None`).
+    pub fn dismissals(&self, spec_id: Option<&str>) -> Result<Vec<Dismissal>, LedgerError> {
+        let err = self.sql_err("reading dismissals");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, spec_id, finding_id, reason, code_digest, recorded_at \
+                 FROM dismissals WHERE ?1 IS NULL OR spec_id = ?1 ORDER BY id",
+            )
+            .map_err(&err)?;
+        stmt.query_map([spec_id], dismissal)
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
+    /// Records an override whose signed bundle is already durable.
+    pub fn add_override(&mut self, o: &OverrideEntry) -> Result<(), LedgerError> {
+        self.require_run(&o.run_id)?;
+        self.conn
+            .execute(
+                &format!("INSERT INTO overrides ({OVERRIDE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+                params![
+                    o.run_id,
+                    o.spec_id,
+                    o.reason,
+                    o.by,
+                    o.content_digest,
+                    o.bundle_path,
+                    o.bundle_sha256,
+                    ts(&o.recorded_at)
+                ],
+            )
+            .map_err(self.sql_err("recording an override"))?;
+        Ok(())
+    }
+
+    /// Overrides of a spec's runs, oldest first (all specs with `None`).
+    pub fn overrides(&self, spec_id: Option<&str>) -> Result<Vec<OverrideEntry>, LedgerError> {
+        let err = self.sql_err("reading overrides");
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {OVERRIDE_COLUMNS} FROM overrides WHERE ?1 IS NULL OR spec_id = ?1 ORDER BY id"
+            ))
+            .map_err(&err)?;
+        stmt.query_map([spec_id], override_entry)
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
+    /// A model's breaker, if it was ever written.
+    pub fn breaker(&self, model: &str) -> Result<Option<BreakerRecord>, LedgerError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {BREAKER_COLUMNS} FROM breakers WHERE model = ?1"),
+                [model],
+                breaker,
+            )
+            .optional()
+            .map_err(self.sql_err("reading a circuit breaker"))
+    }
+
+    /// Every breaker.
+    pub fn breakers(&self) -> Result<Vec<BreakerRecord>, LedgerError> {
+        let err = self.sql_err("reading circuit breakers");
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {BREAKER_COLUMNS} FROM breakers ORDER BY model"
+            ))
+            .map_err(&err)?;
+        stmt.query_map([], breaker)
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
+    /// Reads a model's breaker, lets `update` decide its next state, and
+    /// writes it, all in one `BEGIN IMMEDIATE` transaction, so concurrent
+    /// runs never both win a half-open probe. Returns what `update` returned.
+    pub fn update_breaker<T>(
+        &mut self,
+        model: &str,
+        update: impl FnOnce(Option<BreakerRecord>) -> (Option<BreakerRecord>, T),
+    ) -> Result<T, LedgerError> {
+        let path = self.path.clone();
+        let err = |source| LedgerError::Sql {
+            path: path.clone(),
+            action: "updating a circuit breaker",
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let current = tx
+            .query_row(
+                &format!("SELECT {BREAKER_COLUMNS} FROM breakers WHERE model = ?1"),
+                [model],
+                breaker,
+            )
+            .optional()
+            .map_err(err)?;
+        let (next, out) = update(current);
+        if let Some(b) = next {
+            let (owner, until) = match &b.probe {
+                Some((o, u)) => (Some(o.clone()), Some(ts(u))),
+                None => (None, None),
+            };
+            tx.execute(
+                &format!(
+                    "INSERT OR REPLACE INTO breakers ({BREAKER_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                ),
+                params![
+                    model,
+                    b.state,
+                    b.consecutive_failures,
+                    b.recent,
+                    b.opened_at.as_ref().map(ts),
+                    b.cooldown_s,
+                    owner,
+                    until,
+                    ts(&b.updated_at)
+                ],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::ledger::RunEntry;
+
+    fn ledger_with_run(dir: &std::path::Path) -> Ledger {
+        let mut l = Ledger::open(&dir.join("ledger.db")).unwrap();
+        let entry = RunEntry {
+            run_id: "r1".into(),
+            spec_id: "s".into(),
+            attempt: 1,
+            verdict: "pass".into(),
+            tier: "light".into(),
+            started_at: Utc::now(),
+            finished_at: Utc::now(),
+            input_tokens: 0,
+            cached_input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: None,
+            bundle_path: "b".into(),
+            extra: serde_json::json!({}),
+        };
+        l.append(&entry, b"envelope").unwrap();
+        l
+    }
+
+    #[test]
+    fn outcomes_keep_history_latest_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut l = ledger_with_run(dir.path());
+        for broken in [false, true] {
+            l.add_outcome(&OutcomeEntry {
+                run_id: "r1".into(),
+                broken,
+                reason: Some("ci".into()),
+                source: None,
+                recorded_at: Utc::now(),
+            })
+            .unwrap();
+        }
+        assert_eq!(l.outcomes("r1").unwrap().len(), 2);
+        let latest = l.latest_outcomes().unwrap();
+        assert_eq!(latest.len(), 1);
+        assert!(latest[0].broken);
+        let missing = l.add_outcome(&OutcomeEntry {
+            run_id: "nope".into(),
+            broken: true,
+            reason: None,
+            source: None,
+            recorded_at: Utc::now(),
+        });
+        assert!(matches!(missing, Err(LedgerError::NotFound(_))));
+    }
+
+    #[test]
+    fn breaker_updates_are_read_modify_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut l = ledger_with_run(dir.path());
+        let bump = |b: Option<BreakerRecord>| {
+            let mut b = b.unwrap_or(BreakerRecord {
+                model: "m".into(),
+                state: "closed".into(),
+                consecutive_failures: 0,
+                recent: String::new(),
+                opened_at: None,
+                cooldown_s: 120,
+                probe: None,
+                updated_at: Utc::now(),
+            });
+            b.consecutive_failures += 1;
+            let n = b.consecutive_failures;
+            (Some(b), n)
+        };
+        assert_eq!(l.update_breaker("m", bump).unwrap(), 1);
+        assert_eq!(l.update_breaker("m", bump).unwrap(), 2);
+        assert_eq!(l.breaker("m").unwrap().unwrap().consecutive_failures, 2);
+        assert!(l.breaker("other").unwrap().is_none());
+    }
+
+    #[test]
+    fn dismissals_and_overrides_by_spec() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut l = ledger_with_run(dir.path());
+        l.add_dismissal(&Dismissal {
+            run_id: "r1".into(),
+            spec_id: "s".into(),
+            finding_id: "abc".into(),
+            reason: "noise".into(),
+            code_digest: None,
+            recorded_at: Utc::now(),
+        })
+        .unwrap();
+        assert_eq!(l.dismissals(Some("s")).unwrap().len(), 1);
+        assert!(l.dismissals(Some("t")).unwrap().is_empty());
+        l.add_override(&OverrideEntry {
+            run_id: "r1".into(),
+            spec_id: "s".into(),
+            reason: "hotfix".into(),
+            by: "ana".into(),
+            content_digest: "d".into(),
+            bundle_path: "p".into(),
+            bundle_sha256: "sha".into(),
+            recorded_at: Utc::now(),
+        })
+        .unwrap();
+        assert_eq!(l.overrides(None).unwrap().len(), 1);
+    }
+}
