@@ -61,8 +61,8 @@ fn time(text: &str) -> Result<DateTime<Utc>, rusqlite::Error> {
         })
 }
 
-fn opt_time(text: Option<String>) -> Result<Option<DateTime<Utc>>, rusqlite::Error> {
-    text.as_deref().map(time).transpose()
+fn opt_time(text: Option<&str>) -> Result<Option<DateTime<Utc>>, rusqlite::Error> {
+    text.map(time).transpose()
 }
 
 fn outcome(r: &Row<'_>) -> Result<OutcomeEntry, rusqlite::Error> {
@@ -101,13 +101,13 @@ fn override_entry(r: &Row<'_>) -> Result<OverrideEntry, rusqlite::Error> {
 
 fn breaker(r: &Row<'_>) -> Result<BreakerRecord, rusqlite::Error> {
     let owner: Option<String> = r.get(6)?;
-    let until = opt_time(r.get(7)?)?;
+    let until = opt_time(r.get::<_, Option<String>>(7)?.as_deref())?;
     Ok(BreakerRecord {
         model: r.get(0)?,
         state: r.get(1)?,
         consecutive_failures: r.get(2)?,
         recent: r.get(3)?,
-        opened_at: opt_time(r.get(4)?)?,
+        opened_at: opt_time(r.get::<_, Option<String>>(4)?.as_deref())?,
         cooldown_s: r.get(5)?,
         probe: owner.zip(until),
         updated_at: time(&r.get::<_, String>(8)?)?,
