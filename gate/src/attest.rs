@@ -152,7 +152,8 @@ pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
         "format_version": crate::record::FORMAT_VERSION,
         "run": run,
         "policy": extra.policy,
-        "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest},
+        "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest,
+                    "override": extra.routing_override},
         "prompts": extra.prompts,
         "plan": extra.plan,
         "previous_bundle_sha256": extra.previous_bundle,
@@ -168,6 +169,8 @@ pub struct PredicateExtra {
     pub routing_origin: String,
     /// Its blake3.
     pub routing_digest: String,
+    /// What became of `GATE_ROUTING_URL`'s patch, when one was named.
+    pub routing_override: Option<crate::routing::patch::OverrideStatus>,
     /// Each prompt's key and blake3.
     pub prompts: Value,
     /// What was run or carried, and why.

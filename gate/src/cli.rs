@@ -165,6 +165,9 @@ pub struct RoutingArgs {
     /// The spec whose folder holds routing.toml (default: gate.toml in the workspace).
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
+    /// Do not fetch the routing override (GATE_ROUTING_URL).
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// `gate verify`.

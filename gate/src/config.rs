@@ -156,6 +156,32 @@ pub fn provider_keys(
         .collect()
 }
 
+/// `GATE_ROUTING_URL`: where a routing override is fetched from at start.
+pub fn routing_url() -> Option<String> {
+    std::env::var("GATE_ROUTING_URL")
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// How often the heartbeat line is printed while the review waits: 30 s,
+/// or `GATE_HEARTBEAT_MS` (a test hook, not part of the documented surface).
+pub fn heartbeat_interval() -> std::time::Duration {
+    std::env::var("GATE_HEARTBEAT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(
+            std::time::Duration::from_secs(30),
+            std::time::Duration::from_millis,
+        )
+}
+
+/// Whether `TERM` says the terminal cannot redraw a line.
+pub fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+}
+
 /// Whether an environment variable is set to something.
 pub fn env_is_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())

@@ -86,7 +86,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Ok(exit::PASS)
         }
         Command::Verify(args) => verify_command(ctx, &args).await,
-        Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args),
+        Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,
         Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args),
         Command::Keys(KeysCommand::Generate) => commands::keys::generate(ctx),
         Command::Keys(KeysCommand::Show) => commands::keys::show(ctx),

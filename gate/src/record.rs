@@ -311,4 +311,7 @@ pub struct RunRecord {
     /// Path of the evidence bundle, when one was written (not in the bundle itself).
     #[serde(default)]
     pub bundle: Option<String>,
+    /// What became of the routing override (`GATE_ROUTING_URL`), when one was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_override: Option<crate::routing::patch::OverrideStatus>,
 }

@@ -20,10 +20,13 @@ use crate::plan::{self, Plan};
 use crate::record::{
     CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, ItemStatus, ReviewRecord, RunRecord,
 };
+use crate::review::breaker::{BreakerPolicy, Breakers};
 use crate::review::context::{self, Fence};
 use crate::review::prompts::Prompts;
+use crate::review::watch::Watch;
 use crate::review::{self, JudgedCriterion, ReviewInput, ReviewOutput};
 use crate::routing::Routing;
+use crate::routing::patch::{self, OverrideStatus};
 use crate::{attest, change, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
@@ -74,10 +77,11 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     // first: nothing runs when the spec, the table or the key is wrong.
     let LoadedSpec { spec, digest } = load_spec(&req.spec_path)?;
     let policy = &spec.policy;
-    let routing = Routing::resolve(
+    let mut routing = Routing::resolve(
         req.routing.as_deref(),
         req.spec_path.parent().unwrap_or(&ctx.workspace),
     )?;
+    let routing_override = routing_override(ctx, &mut routing, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
     let (key, created_key) = attest::signing_key(ctx)?;
     if let Some(path) = created_key {
@@ -193,6 +197,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         findings,
         doom_loop: None,
         bundle: None,
+        routing_override: routing_override.clone(),
     };
 
     let names = subject_names(ctx, req, &spec, &snapshot, &routing, &prompts, &record);
@@ -200,6 +205,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         policy: serde_json::to_value(policy).unwrap_or_default(),
         routing_origin: routing.origin.to_string(),
         routing_digest: routing.digest().to_hex(),
+        routing_override,
         prompts: serde_json::Value::Array(
             prompts
                 .digests()
@@ -224,6 +230,37 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         ));
     }
     Ok(record)
+}
+
+/// Applies `GATE_ROUTING_URL`'s patch over the local table, and says what
+/// became of it (on stderr when it failed, and in the record).
+async fn routing_override(
+    ctx: &Context,
+    routing: &mut Routing,
+    offline: bool,
+) -> Option<OverrideStatus> {
+    let url = config::routing_url()?;
+    let status = patch::apply_override(routing, &url, offline).await;
+    match (status.status.as_str(), &status.error) {
+        ("failed", Some(why)) => output::stderr(&format!(
+            "gate: routing override from {} not applied ({why}); using the local table",
+            status.url
+        )),
+        ("applied", _) => progress(
+            ctx,
+            &format!(
+                "gate: routing override from {} applied ({})",
+                status.url,
+                if status.changed.is_empty() {
+                    "no change".to_owned()
+                } else {
+                    status.changed.join(", ")
+                }
+            ),
+        ),
+        _ => {}
+    }
+    Some(status)
 }
 
 /// The prompts in effect: built in, or as the routing table's `[prompts]` names them.
@@ -375,6 +412,20 @@ impl ReviewStage<'_> {
             .collect();
         let fence = Fence::new();
         progress(ctx, &format!("gate: review ({} tier)", tier.tier));
+        let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
+        let breakers = match attest::open_ledger(ctx) {
+            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy),
+            Err(e) => {
+                tracing::warn!(error = %e, "circuit breakers kept for this run only");
+                Breakers::in_memory(breaker_policy)
+            }
+        };
+        let watch = Watch::default();
+        let heartbeat = output::heartbeat::start(
+            watch.clone(),
+            config::heartbeat_interval(),
+            output::heartbeat::Style::for_stderr(ctx.verbosity),
+        );
         let out = review::run(&ReviewInput {
             run_id,
             spec,
@@ -388,8 +439,11 @@ impl ReviewStage<'_> {
             clients: &clients,
             policy: &spec.policy,
             fence: &fence,
+            breakers: &breakers,
+            watch: &watch,
         })
         .await;
+        heartbeat.stop().await;
         Ok(out)
     }
 }

@@ -9,6 +9,7 @@ use crate::errors::GateError;
 use crate::exit;
 use crate::output;
 use crate::routing::Routing;
+use crate::routing::patch;
 
 /// Loads the table the way `gate verify` would.
 pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
@@ -23,10 +24,24 @@ pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> 
     Routing::resolve(routing.as_deref(), &spec_dir).map_err(GateError::from)
 }
 
-/// `gate routing show`.
-pub fn show(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
-    let routing = resolve(ctx, args)?;
-    output::stdout(&render(&routing, &config::env_is_set)).map_err(GateError::stdout)?;
+/// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
+/// applied (unless `--offline`), overridden rows marked.
+pub async fn show(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
+    let mut routing = resolve(ctx, args)?;
+    let mut text = String::new();
+    if let Some(url) = config::routing_url() {
+        let status = patch::apply_override(&mut routing, &url, args.offline).await;
+        let _ = match &status.error {
+            Some(why) => writeln!(
+                text,
+                "routing override: {} {} ({why}); the local table is in effect\n",
+                status.url, status.status
+            ),
+            None => writeln!(text, "routing override: {} applied\n", status.url),
+        };
+    }
+    text.push_str(&render(&routing, &config::env_is_set));
+    output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }
 

@@ -4,7 +4,8 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::progress::duration;
-use crate::record::{ItemStatus, ReviewStatus, RunRecord, Verdict};
+use crate::record::{ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, Verdict};
+use crate::review::call::{Attempt, AttemptOutcome};
 
 /// Lines of a failing item's output shown.
 const TAIL_LINES: usize = 12;
@@ -81,13 +82,26 @@ pub fn render(record: &RunRecord) -> String {
                 record.review.reason.as_deref().unwrap_or("no reason given")
             );
         }
-        ReviewStatus::Ran => {
-            let _ = writeln!(
+        ReviewStatus::Ran => review_lines(&mut out, &record.review.specialists),
+    }
+    if let Some(o) = &record.routing_override {
+        let _ = match (o.status.as_str(), &o.error) {
+            ("applied", _) if o.changed.is_empty() => {
+                writeln!(out, "routing override: {} applied, no change", o.url)
+            }
+            ("applied", _) => writeln!(
                 out,
-                "review: {} specialists",
-                record.review.specialists.len()
-            );
-        }
+                "routing override: {} applied ({})",
+                o.url,
+                o.changed.join(", ")
+            ),
+            (status, why) => writeln!(
+                out,
+                "routing override: {} {status} — {}; the local table was used",
+                o.url,
+                why.as_deref().unwrap_or("no reason given")
+            ),
+        };
     }
 
     let verdict = match record.verdict {
@@ -108,6 +122,99 @@ pub fn render(record: &RunRecord) -> String {
         let _ = writeln!(out, "not recorded in the ledger");
     }
     out
+}
+
+/// One line per specialist: model, status, tokens, cost, time, and what did
+/// not run or fell back, and why.
+fn review_lines(out: &mut String, specialists: &[SpecialistRecord]) {
+    let missing = specialists
+        .iter()
+        .filter(|s| s.status == "did_not_run")
+        .count();
+    let _ = if missing == 0 {
+        writeln!(out, "review: {} specialists", specialists.len())
+    } else {
+        writeln!(
+            out,
+            "review: {} specialists, {missing} did not run",
+            specialists.len()
+        )
+    };
+    let role_w = id_width(specialists.iter().map(|s| s.role.as_str()));
+    let model_w = id_width(specialists.iter().map(|s| s.model.as_str()));
+    for s in specialists {
+        let ok = s.status == "ok";
+        let mark = if ok { "✓" } else { "✗" };
+        let tokens = match (s.input_tokens, s.output_tokens) {
+            (None, None) => "no tokens reported".to_owned(),
+            (i, o) => {
+                let n = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
+                let cached = s
+                    .cached_input_tokens
+                    .filter(|c| *c > 0)
+                    .map(|c| format!(" ({c} cached)"))
+                    .unwrap_or_default();
+                format!("{} in{cached} / {} out", n(i), n(o))
+            }
+        };
+        let cost = s
+            .cost_usd
+            .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
+        let time = duration(Duration::from_millis(s.latency_ms));
+        let status = if ok { "ok" } else { "did not run" };
+        let why = if ok {
+            fell_back(&s.attempts)
+                .map(|f| format!("  fell back: {f}"))
+                .unwrap_or_default()
+        } else {
+            format!(
+                "  {}",
+                short(s.reason.as_deref().unwrap_or("no reason given"))
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {:<role_w$}  {:<model_w$}  {status}  {tokens}  {cost}  {time}{why}",
+            s.role, s.model
+        );
+    }
+}
+
+/// The attempts before the one that answered, when there were any.
+fn fell_back(attempts: &[Attempt]) -> Option<String> {
+    let (_, before) = attempts.split_last()?;
+    if before.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = before
+        .iter()
+        .map(|a| {
+            let outcome = match a.outcome {
+                AttemptOutcome::Ok => "ok",
+                AttemptOutcome::Retryable => "retryable",
+                AttemptOutcome::Fatal => "fatal",
+                AttemptOutcome::BreakerOpen => "breaker open",
+            };
+            match &a.error {
+                Some(e) if a.outcome != AttemptOutcome::BreakerOpen => {
+                    format!("{} {outcome} ({})", a.model, short(e))
+                }
+                _ => format!("{} {outcome}", a.model),
+            }
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
+/// A reason cut to one readable line.
+fn short(text: &str) -> String {
+    const MAX: usize = 120;
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() <= MAX && !text.contains('\n') {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX).collect();
+    format!("{cut}…")
 }
 
 fn id_width<'a>(ids: impl Iterator<Item = &'a str>) -> usize {

@@ -5,6 +5,7 @@
 //! verdict or a status.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod heartbeat;
 pub mod human;
 pub mod json;
 pub mod progress;

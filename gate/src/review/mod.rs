@@ -9,14 +9,24 @@
 //! - [`prompts`]: each role's instructions.
 //! - [`answer`]: the answer schema and its validation.
 //! - [`call`]: one reviewer's call down its failback chain.
+//! - [`breaker`]: the circuit breaker per model, shared through the ledger.
+//! - [`watch`]: the calls as they run (for the heartbeat and the deadline).
 //! - [`coordinator`]: deterministic fusion, then the model coordinator.
+//!
+//! # Time
+//! Every call runs under a hard deadline: its role's timeout, capped by the
+//! review's overall timeout. A call cut at its deadline keeps the attempts it
+//! made (see [`watch::Live::cut`]), so the review never outlives its overall
+//! timeout whatever a provider (or a busy ledger) does.
 
 pub mod answer;
+pub mod breaker;
 pub mod call;
 pub mod context;
 pub mod coordinator;
 pub mod panel;
 pub mod prompts;
+pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -28,11 +38,13 @@ use tokio::time::Instant;
 
 use crate::provider::Block;
 use crate::record::{Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier};
+use crate::review::breaker::Breakers;
 use crate::review::call::{CallPlan, CallResult, Clients};
 use crate::review::context::{ChangedFile, Fence, FileClass, RemitBlock};
 use crate::review::coordinator::Raised;
 use crate::review::panel::Seat;
 use crate::review::prompts::{Prompt, Prompts};
+use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::Routing;
 use crate::tier::TierDecision;
@@ -83,6 +95,10 @@ pub struct ReviewInput<'a> {
     pub policy: &'a Policy,
     /// This run's fence.
     pub fence: &'a Fence,
+    /// The models' circuit breakers.
+    pub breakers: &'a Breakers,
+    /// Where the calls report their progress.
+    pub watch: &'a Watch,
 }
 
 /// What a review produced.
@@ -350,8 +366,8 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     }
 
     let calls = requests.iter().map(|(seat, blocks, _)| {
-        let plan = call_plan(input, *seat, tier, review_deadline);
-        async move { call::ask(&plan, input.clients, blocks).await }
+        let (plan, why) = call_plan(input, *seat, tier, review_deadline);
+        async move { bounded_ask(input, &plan, blocks, &why).await }
     });
     let results: Vec<CallResult> = futures::future::join_all(calls).await;
 
@@ -430,8 +446,8 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 &format!("## Findings\n{section}"),
             )),
         ];
-        let plan = call_plan(input, seat, tier, review_deadline);
-        let result = call::ask(&plan, input.clients, &blocks).await;
+        let (plan, why) = call_plan(input, seat, tier, review_deadline);
+        let result = bounded_ask(input, &plan, &blocks, &why).await;
         if let Ok(answer) = &result.answer {
             findings = coordinator::reconcile(&findings, &answer.findings);
         }
@@ -471,20 +487,51 @@ fn unjudged(judged: &[JudgedCriterion], why: &str) -> BTreeMap<String, Judgement
         .collect()
 }
 
+/// One call under its hard deadline: whatever the provider or the ledger
+/// does, it returns by `plan.deadline`, keeping the attempts made so far.
+async fn bounded_ask(
+    input: &ReviewInput<'_>,
+    plan: &CallPlan,
+    blocks: &[Block],
+    deadline_why: &str,
+) -> CallResult {
+    let live = input.watch.start(&plan.role);
+    let call = call::ask(plan, input.clients, blocks, input.breakers, &live);
+    match tokio::time::timeout_at(plan.deadline, call).await {
+        Ok(result) => result,
+        Err(_) => live.cut(deadline_why),
+    }
+}
+
+/// A seat's call plan, and what its deadline is, for a call cut by it.
 fn call_plan(
     input: &ReviewInput<'_>,
     seat: Seat,
     tier: Tier,
     review_deadline: Instant,
-) -> CallPlan {
+) -> (CallPlan, String) {
     let policy = input.policy;
     let own = policy
         .role_timeout_s
         .get(seat.role.as_str())
         .copied()
         .unwrap_or(policy.specialist_timeout_s);
-    let deadline = (Instant::now() + Duration::from_secs(own)).min(review_deadline);
-    CallPlan {
+    let own_deadline = Instant::now() + Duration::from_secs(own);
+    let (deadline, why) = if own_deadline <= review_deadline {
+        (
+            own_deadline,
+            format!("cut at the {} timeout ({own} s)", seat.role),
+        )
+    } else {
+        (
+            review_deadline,
+            format!(
+                "cut at the review's overall timeout (review_timeout_s = {})",
+                policy.review_timeout_s
+            ),
+        )
+    };
+    let plan = CallPlan {
         role: seat.role.as_str().to_owned(),
         run_id: input.run_id.to_owned(),
         chain: input.routing.chain(seat.role, tier),
@@ -492,7 +539,8 @@ fn call_plan(
         inactivity: Duration::from_secs(policy.inactivity_timeout_s),
         deadline,
         min_attempt: Duration::from_secs(policy.min_attempt_time_s),
-    }
+    };
+    (plan, why)
 }
 
 fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> SpecialistRecord {
