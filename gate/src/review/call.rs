@@ -301,6 +301,12 @@ pub async fn ask(
             }
         }
     }
+    if next >= plan.chain.len()
+        && !result.attempts.is_empty()
+        && let Err(last) = &result.answer
+    {
+        result.answer = Err(format!("every model of its chain failed; last: {last}"));
+    }
     result.latency = started.elapsed();
     live.publish(&result);
     live.finish();

@@ -498,6 +498,12 @@ async fn bounded_ask(
     let live = input.watch.start(&plan.role);
     let call = call::ask(plan, input.clients, blocks, input.breakers, &live);
     match tokio::time::timeout_at(plan.deadline, call).await {
+        // Ended by its deadline on its own: say which deadline (the attempts
+        // keep the details).
+        Ok(mut result) if result.answer.is_err() && Instant::now() >= plan.deadline => {
+            result.answer = Err(deadline_why.to_owned());
+            result
+        }
         Ok(result) => result,
         Err(_) => live.cut(deadline_why),
     }
