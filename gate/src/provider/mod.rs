@@ -21,10 +21,12 @@
 //!
 //! # Time bounds
 //! A request never outlives [`Timeouts::deadline`]. A streamed request must
-//! get its response head within `connect + inactivity`, and then a real event
+//! get its response head within `inactivity` of being sent (connecting
+//! included, and never less than the connect bound), and then a real event
 //! at least every `inactivity` (SSE comments and Anthropic `ping`s do not
-//! count). The TCP/TLS connect itself is bounded by the shared client
-//! ([`http_client`]).
+//! count). So a server that accepts and never answers costs the inactivity
+//! bound, not inactivity plus connect. The TCP/TLS connect itself is bounded
+//! by the shared client ([`http_client`]).
 
 pub mod anthropic;
 pub mod errors;
@@ -107,8 +109,8 @@ pub struct Turn {
 /// The time bounds of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
-    /// Connecting; a streamed request also gets `inactivity` on top of it for
-    /// its response head.
+    /// Connecting; a streamed request's response head may take the longer
+    /// of this and `inactivity`.
     pub connect: Duration,
     /// The longest a streamed reply may go without a real event.
     pub inactivity: Duration,
@@ -306,7 +308,7 @@ pub(crate) async fn send(
         // A streaming server sends its head as soon as it starts: a silent
         // wait that long is a dead server, not a slow model.
         // (The deadline, when sooner, is enforced around the whole call.)
-        let wait = req.timeouts.connect + req.timeouts.inactivity;
+        let wait = req.timeouts.inactivity.max(req.timeouts.connect);
         match tokio::time::timeout(wait, builder.send()).await {
             Ok(sent) => sent.map_err(|source| ProviderError::Transport { source })?,
             Err(_) => return Err(ProviderError::NoResponse { after: wait }),

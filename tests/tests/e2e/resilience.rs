@@ -246,8 +246,8 @@ fn faults() -> Vec<Fault> {
             "retryable",
             1,
             1,
-            // connect allowance + inactivity before a response head
-            ms(2000),
+            // the inactivity bound, before a response head
+            ms(1000),
         ),
         fault(
             "one chunk, then silence",
@@ -634,9 +634,10 @@ fn the_overall_timeout_cuts_a_slow_review() {
 fn the_heartbeat_names_who_is_still_waiting() {
     let server = ModelServer::start();
     server.default_reply(Reply::openai(&answer()).after(Duration::from_millis(1500)));
+    // The model takes 1.5 s to answer, within its 5 s inactivity bound.
     let env = workspace(
         &trivial_spec(""),
-        &routing_toml(&server.url(), &server.url(), ""),
+        &routing_toml(&server.url(), &server.url(), "inactivity_timeout_s = 5"),
     );
     let out = env
         .gate(&["verify"])

@@ -85,9 +85,13 @@ impl Rig {
     }
 
     async fn ask(&self, budget: Duration) -> CallResult {
+        self.ask_with(&self.plan(budget)).await
+    }
+
+    async fn ask_with(&self, plan: &CallPlan) -> CallResult {
         let live = self.watch.start("quality");
         ask(
-            &self.plan(budget),
+            plan,
             &self.clients,
             &[Block::new("review this")],
             &self.breakers,
@@ -366,13 +370,17 @@ async fn no_attempt_starts_without_its_minimum_time() {
             Matcher::any().model(FALLBACK),
             vec![Reply::openai(&empty_answer())],
         );
-    // A 3 s budget: the primary hangs until its head bound (2 s connect
-    // allowance + 2 s inactivity) meets the deadline; nothing is left for
-    // the fallback's minimum attempt.
+    // A 3 s budget: the primary hangs for its 2.5 s inactivity bound, which
+    // leaves less than the fallback's minimum attempt (1 s).
+    let mut plan = rig.plan(Duration::from_secs(3));
+    plan.inactivity = Duration::from_millis(2500);
     let started = Instant::now();
-    let result = rig.ask(Duration::from_secs(3)).await;
+    let result = rig.ask_with(&plan).await;
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(3500), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
     assert_eq!(outcomes(&result), [o(PRIMARY, AttemptOutcome::Retryable)]);
     assert!(
         result
