@@ -253,7 +253,10 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         .review
         .specialists
         .iter()
-        .flat_map(|s| s.attempts.iter().map(|a| a.model.as_str()))
+        .flat_map(|s| s.attempts.iter())
+        // A model skipped by its open breaker was never asked.
+        .filter(|a| a.outcome != crate::review::call::AttemptOutcome::BreakerOpen)
+        .map(|a| a.model.as_str())
         .collect();
     json!({
         "agent": record.agent,

@@ -631,6 +631,33 @@ fn the_overall_timeout_cuts_a_slow_review() {
 }
 
 #[test]
+fn a_role_timeout_cuts_its_specialist_only() {
+    let server = ModelServer::start();
+    server
+        .script(Matcher::any().role("quality"), vec![Reply::hang()])
+        .default_reply(Reply::openai(&json!({
+            "findings": [], "criteria": [{"id": "no-pii", "met": 0.95, "why": "no logging"}], "rules": []
+        })));
+    // quality gets 2 s; the judge keeps the 60 s default, and answers.
+    let env = workspace(
+        "[spec]\nid = \"roles\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         [[task.criterion]]\nid = \"no-pii\"\ntext = \"No handler logs an email\"\njudge = \"model\"\n\
+         [policy]\nspecialist_timeout_s = 60\nmin_attempt_time_s = 1\n\
+         [policy.role_timeout_s]\nquality = 2\n",
+        &routing_toml(&server.url(), &server.url(), "inactivity_timeout_s = 60"),
+    );
+    let (out, took) = verify(&env, Duration::from_secs(10));
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    out.assert_exit(0);
+    let doc = out.json();
+    let quality = specialist(&doc, "quality");
+    assert_eq!(quality["status"], "did_not_run");
+    assert_eq!(quality["reason"], "cut at the quality timeout (2 s)");
+    assert_eq!(specialist(&doc, "judge")["status"], "ok");
+    assert_eq!(doc["criteria"][0]["status"], "passed");
+}
+
+#[test]
 fn the_heartbeat_names_who_is_still_waiting() {
     let server = ModelServer::start();
     server.default_reply(Reply::openai(&answer()).after(Duration::from_millis(1500)));
