@@ -315,7 +315,8 @@ impl Breakers {
                     && rec.state == OPEN
                     && rec.opened_at == Some(rec.updated_at)
                 {
-                    tracing::warn!(
+                    // The run's record shows every skip; the log says why.
+                    tracing::info!(
                         model = %key_,
                         cooldown_s = rec.cooldown_s,
                         "circuit breaker opened: {}",
