@@ -265,6 +265,11 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
             "id": f.id, "severity": f.severity, "role": f.role, "file": f.file, "line": f.line,
         })).collect::<Vec<_>>(),
         "overridden": record.overridden,
+        "published": record.findings.len(),
+        "duplicates": record.duplicates,
+        "dispositions": crate::verify::dispositions(record),
+        crate::retry::FAILURES_KEY: record.failures,
+        "doom_loop": record.doom_loop,
     })
 }
 

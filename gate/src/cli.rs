@@ -179,6 +179,9 @@ pub struct VerifyArgs {
     /// Re-run everything, carrying nothing forward from earlier attempts.
     #[arg(long)]
     pub full: bool,
+    /// Start a new attempt series (after an escalation, once a human looked).
+    #[arg(long)]
+    pub new_series: bool,
     /// Call no model provider: decide what code can decide.
     #[arg(long)]
     pub offline: bool,

@@ -16,11 +16,13 @@ pub mod config;
 pub mod errors;
 pub mod exit;
 pub mod findings;
+pub mod guard;
 pub mod init;
 pub mod output;
 pub mod plan;
 pub mod provider;
 pub mod record;
+pub mod retry;
 pub mod review;
 pub mod role;
 pub mod routing;
@@ -117,6 +119,7 @@ async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateErro
         spec_path: ctx.spec_path(args.spec.as_deref())?,
         base: args.base.clone(),
         full: args.full,
+        new_series: args.new_series,
         offline: args.offline,
         routing: args.routing.as_deref().map(config::from_cwd),
     };

@@ -83,6 +83,23 @@ pub struct ReviewInput<'a> {
     pub policy: &'a Policy,
     /// This run's fence.
     pub fence: &'a Fence,
+    /// Each role's review from the previous attempt, carried when its remit
+    /// is unchanged.
+    pub carried: &'a BTreeMap<Role, CarriedReview>,
+    /// Findings still open from earlier attempts: a role that reviews again
+    /// is asked to confirm or drop its own.
+    pub earlier: &'a [Finding],
+}
+
+/// A role's review from an earlier attempt.
+#[derive(Debug, Clone)]
+pub struct CarriedReview {
+    /// Its record (model, tokens, the remit digest).
+    pub record: SpecialistRecord,
+    /// The findings it raised that were kept.
+    pub findings: Vec<Finding>,
+    /// The run it ran in.
+    pub from_run: String,
 }
 
 /// What a review produced.
@@ -96,6 +113,8 @@ pub struct ReviewOutput {
     pub judgements: BTreeMap<String, Judgement>,
     /// Why this review leaves the run undecided (budget, coverage).
     pub incomplete: Vec<String>,
+    /// Findings the coordinator dropped as duplicates.
+    pub duplicates: usize,
 }
 
 impl ReviewOutput {
@@ -106,6 +125,7 @@ impl ReviewOutput {
             findings: Vec::new(),
             judgements: BTreeMap::new(),
             incomplete: Vec::new(),
+            duplicates: 0,
         }
     }
 }
@@ -152,6 +172,35 @@ struct Remits {
     config: RemitBlock,
     docs: RemitBlock,
     judge: RemitBlock,
+}
+
+/// blake3 over a prompt and its remit's files and contents: what a retry
+/// compares to carry a review forward (the fence nonce is left out).
+fn remit_digest(
+    prompt: Prompt,
+    blocks: &[&RemitBlock],
+    files: &[&[ChangedFile]],
+    extra: &str,
+) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(prompt.key().as_bytes());
+    h.update(&[0]);
+    h.update(extra.as_bytes());
+    for b in blocks {
+        for path in &b.files {
+            h.update(path.as_bytes());
+            h.update(&[0]);
+            let text = files
+                .iter()
+                .flat_map(|list| list.iter())
+                .find(|f| &f.path == path)
+                .and_then(|f| f.text.as_ref());
+            if let Some(text) = text {
+                h.update(blake3::hash(text.as_bytes()).as_bytes());
+            }
+        }
+    }
+    h.finalize().to_hex().to_string()
 }
 
 impl Remits {
@@ -305,34 +354,57 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     }
 
     // Every request, built before anything is sent, so the budget can refuse
-    // the run whole.
-    let requests: Vec<(Seat, Vec<Block>, Coverage)> = seats
-        .iter()
-        .map(|seat| {
-            let blocks = remits.for_prompt(seat.prompt);
-            let coverage = Coverage::of(&blocks);
-            let extra = if seat.role == Role::Judge {
-                judge_material(input)
+    // the run whole. A role whose remit did not change since the previous
+    // attempt is carried instead of asked.
+    let mut carried_seats: Vec<(Seat, &CarriedReview, String)> = Vec::new();
+    let mut requests: Vec<(Seat, Vec<Block>, Coverage, String)> = Vec::new();
+    for seat in &seats {
+        let blocks = remits.for_prompt(seat.prompt);
+        let coverage = Coverage::of(&blocks);
+        let extra = if seat.role == Role::Judge {
+            judge_material(input)
+        } else {
+            earlier_material(input, seat.role)
+        };
+        let judge_ids: String = if seat.role == Role::Judge {
+            input
+                .judged
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        };
+        let digest = remit_digest(
+            seat.prompt,
+            &blocks,
+            &[input.change, input.judge_files],
+            &judge_ids,
+        );
+        if let Some(c) = input.carried.get(&seat.role)
+            && c.record.remit_digest == digest
+            && seat.role != Role::Judge
+        {
+            carried_seats.push((*seat, c, digest));
+            continue;
+        }
+        let mut request = vec![Block::cached(shared.clone())];
+        for (i, b) in blocks.iter().enumerate() {
+            // Anthropic caches only where marked: after the shared context
+            // and after the first (widest-shared) remit block.
+            request.push(if i == 0 {
+                Block::cached(b.text.clone())
             } else {
-                String::new()
-            };
-            let mut request = vec![Block::cached(shared.clone())];
-            for (i, b) in blocks.iter().enumerate() {
-                // Anthropic caches only where marked: after the shared context
-                // and after the first (widest-shared) remit block.
-                request.push(if i == 0 {
-                    Block::cached(b.text.clone())
-                } else {
-                    Block::new(b.text.clone())
-                });
-            }
-            request.push(Block::new(instructions(input, *seat, &extra)));
-            (*seat, request, coverage)
-        })
-        .collect();
+                Block::new(b.text.clone())
+            });
+        }
+        request.push(Block::new(instructions(input, *seat, &extra)));
+        requests.push((*seat, request, coverage, digest));
+    }
     let estimate: u64 = requests
         .iter()
-        .map(|(_, blocks, _)| blocks.iter().map(|b| b.text.len() as u64).sum::<u64>() / 4)
+        .map(|(_, blocks, _, _)| blocks.iter().map(|b| b.text.len() as u64).sum::<u64>() / 4)
         .sum();
     if estimate > policy.max_input_tokens {
         let why = format!(
@@ -346,10 +418,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             findings: Vec::new(),
             judgements: unjudged(input.judged, "the review was over budget"),
             incomplete: vec![why],
+            duplicates: 0,
         };
     }
 
-    let calls = requests.iter().map(|(seat, blocks, _)| {
+    let calls = requests.iter().map(|(seat, blocks, _, _)| {
         let plan = call_plan(input, *seat, tier, review_deadline);
         async move { call::ask(&plan, input.clients, blocks).await }
     });
@@ -359,8 +432,35 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let mut raised = Vec::new();
     let mut judgements = unjudged(input.judged, "the judge did not run");
     let mut incomplete = Vec::new();
-    for ((seat, _, coverage), result) in requests.iter().zip(&results) {
-        specialists.push(specialist_record(seat.role, result, coverage));
+    for (seat, c, digest) in &carried_seats {
+        specialists.push(SpecialistRecord {
+            input_tokens: Some(0),
+            cached_input_tokens: Some(0),
+            cache_write_tokens: Some(0),
+            output_tokens: Some(0),
+            cost_usd: Some(0.0),
+            latency_ms: 0,
+            attempts: Vec::new(),
+            remit_digest: digest.clone(),
+            carried_from: Some(c.from_run.clone()),
+            ..c.record.clone()
+        });
+        raised.extend(c.findings.iter().map(|f| Raised {
+            role: seat.role,
+            finding: answer::RawFinding {
+                severity: f.severity.clone(),
+                file: f.file.clone(),
+                line: f.line,
+                title: f.title.clone(),
+                detail: f.detail.clone(),
+                confidence: f.confidence,
+            },
+        }));
+    }
+    for ((seat, _, coverage, digest), result) in requests.iter().zip(&results) {
+        let mut record = specialist_record(seat.role, result, coverage);
+        record.remit_digest.clone_from(digest);
+        specialists.push(record);
         let Ok(answer) = &result.answer else {
             if seat.role == Role::Judge {
                 let why = result.answer.as_ref().err().cloned().unwrap_or_default();
@@ -410,6 +510,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         .map(|f| f.path.clone())
         .collect();
     let fusion = coordinator::fuse(&raised, &changed, policy.confidence_floor);
+    let duplicates = fusion
+        .dropped
+        .iter()
+        .filter(|(_, why)| why.starts_with("duplicate of"))
+        .count();
     let mut findings = fusion.kept;
 
     if tier == Tier::Full && !findings.is_empty() {
@@ -453,7 +558,30 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         findings,
         judgements,
         incomplete,
+        duplicates,
     }
+}
+
+/// A role's findings from earlier attempts, for it to confirm or drop.
+fn earlier_material(input: &ReviewInput<'_>, role: Role) -> String {
+    let own: Vec<Finding> = input
+        .earlier
+        .iter()
+        .filter(|f| f.role == role.as_str())
+        .cloned()
+        .collect();
+    if own.is_empty() {
+        return String::new();
+    }
+    let (section, _) = input.fence.wrap(
+        "kind=\"earlier-findings\"",
+        &coordinator::coordinator_payload(&own),
+        context::BLOCK_CAP,
+    );
+    format!(
+        "## Findings you raised in an earlier attempt\nRaise again, in your answer, each of \
+         these that still holds in the change as it is now; leave out any the change has fixed.\n{section}"
+    )
 }
 
 fn unjudged(judged: &[JudgedCriterion], why: &str) -> BTreeMap<String, Judgement> {
@@ -513,5 +641,7 @@ fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> Sp
         latency_ms: u64::try_from(result.latency.as_millis()).unwrap_or(u64::MAX),
         attempts: result.attempts.clone(),
         coverage: coverage.clone(),
+        remit_digest: String::new(),
+        carried_from: None,
     }
 }

@@ -1,0 +1,174 @@
+//! The review stage of a run: reads what reviewers see, decides what a
+//! retry can carry, and hands the rest to [`crate::review::run`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use gate_evidence::Snapshot;
+use gate_harness::ItemResult;
+use gate_specs::{Decider, InputGlobs, Spec};
+
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::plan::Plan;
+use crate::record::Finding;
+use crate::retry::delta::Previous;
+use crate::review::context::{self, Fence};
+use crate::review::prompts::Prompts;
+use crate::review::{self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput};
+use crate::role::Role;
+use crate::routing::Routing;
+use crate::tier::TierDecision;
+
+/// The model review's inputs.
+pub(super) struct ReviewStage<'a> {
+    pub ctx: &'a Context,
+    pub spec: &'a Spec,
+    pub snapshot: &'a Snapshot,
+    pub changed: &'a [String],
+    pub tier: &'a TierDecision,
+    pub routing: &'a Routing,
+    pub prompts: &'a Prompts,
+    pub results: &'a HashMap<String, ItemResult>,
+    pub plan: &'a Plan,
+    pub run_id: &'a str,
+    pub previous: Option<&'a Previous>,
+    pub full: bool,
+}
+
+impl ReviewStage<'_> {
+    /// The model review, when a provider is configured.
+    pub(super) async fn run(&self) -> Result<ReviewOutput, GateError> {
+        let keys = config::provider_keys(self.routing);
+        if keys.is_empty() {
+            return Ok(ReviewOutput::skipped("no provider configured"));
+        }
+        let spec = self.spec;
+        let clients = review::call::clients(
+            self.routing,
+            &keys,
+            Duration::from_secs(spec.policy.connect_timeout_s),
+        )
+        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
+        let workspace = self.ctx.workspace.clone();
+        let changed_owned = self.changed.to_vec();
+        // Only criteria this attempt runs are asked; carried ones keep their answer.
+        let judged: Vec<JudgedCriterion> = spec
+            .criteria()
+            .filter(|(_, c)| c.decider() == Decider::Model)
+            .filter(|(_, c)| {
+                self.plan
+                    .items
+                    .iter()
+                    .any(|i| i.id == c.id && i.decision.runs())
+            })
+            .map(|(t, c)| JudgedCriterion {
+                id: c.id.clone(),
+                task: t.id.clone(),
+                text: c.text.clone(),
+            })
+            .collect();
+        let judge_paths = judge_inputs(spec, self.snapshot);
+        let (change, judge_files) = tokio::task::spawn_blocking(move || {
+            (
+                context::read_change(&workspace, &changed_owned),
+                context::read_change(&workspace, &judge_paths),
+            )
+        })
+        .await
+        .map_err(|e| GateError::Workspace {
+            path: self.ctx.workspace.clone(),
+            reason: format!("reading the change stopped: {e}"),
+        })?;
+        let code_criteria: Vec<(String, String)> = spec
+            .criteria()
+            .filter_map(|(_, c)| {
+                let r = self.results.get(&c.id)?;
+                Some((c.id.clone(), format!("{:?}", r.status).to_lowercase()))
+            })
+            .collect();
+        let (carried, earlier) = self.carry();
+        let fence = Fence::new();
+        super::progress(self.ctx, &format!("gate: review ({} tier)", self.tier.tier));
+        Ok(review::run(&ReviewInput {
+            run_id: self.run_id,
+            spec,
+            tier: self.tier,
+            change: &change,
+            judged: &judged,
+            judge_files: &judge_files,
+            code_criteria: &code_criteria,
+            routing: self.routing,
+            prompts: self.prompts,
+            clients: &clients,
+            policy: &spec.policy,
+            fence: &fence,
+            carried: &carried,
+            earlier: &earlier,
+        })
+        .await)
+    }
+
+    /// What the previous attempt's review offers this one: each role's
+    /// answer (carried when its remit did not change), and the findings
+    /// still open, which re-reviewing roles are asked to confirm or drop.
+    fn carry(&self) -> (BTreeMap<Role, CarriedReview>, Vec<Finding>) {
+        let Some(prev) = self.previous.filter(|_| !self.full) else {
+            return (BTreeMap::new(), Vec::new());
+        };
+        let mut carried = BTreeMap::new();
+        for s in &prev.record.review.specialists {
+            let Ok(role) = s.role.parse::<Role>() else {
+                continue;
+            };
+            if s.status != "ok" || s.remit_digest.is_empty() || role == Role::Coordinator {
+                continue;
+            }
+            carried.insert(
+                role,
+                CarriedReview {
+                    record: s.clone(),
+                    findings: prev
+                        .record
+                        .findings
+                        .iter()
+                        .filter(|f| f.role == s.role)
+                        .cloned()
+                        .collect(),
+                    from_run: s
+                        .carried_from
+                        .clone()
+                        .unwrap_or_else(|| prev.record.run_id.clone()),
+                },
+            );
+        }
+        (carried, prev.record.findings.clone())
+    }
+}
+
+/// The files model-judged criteria name as inputs (their task's paths when
+/// they name none), sorted and unique.
+fn judge_inputs(spec: &Spec, snapshot: &Snapshot) -> Vec<String> {
+    let mut globs = Vec::new();
+    for (task, c) in spec.criteria() {
+        if c.decider() != Decider::Model {
+            continue;
+        }
+        if c.inputs.is_empty() {
+            globs.extend(task.paths.iter().cloned());
+        } else {
+            globs.extend(c.inputs.iter().cloned());
+        }
+    }
+    let Ok(globs) = InputGlobs::new(&globs) else {
+        return Vec::new();
+    };
+    if globs.is_empty() {
+        return Vec::new();
+    }
+    snapshot
+        .regular_files()
+        .filter(|p| globs.is_match(p))
+        .map(str::to_owned)
+        .collect()
+}
