@@ -54,6 +54,27 @@ pub enum Command {
     /// Verify, checkpoint or import into the ledger.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// Dismiss a finding: not raised again in the spec's later attempts unless its code changes.
+    Dismiss {
+        /// The run that raised it (id or unique prefix).
+        run: String,
+        /// The finding's id (or unique prefix).
+        finding: String,
+        /// Why it is not worth acting on.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Break glass: let a run's spec pass on the same content, signed and counted.
+    Override {
+        /// The run to override (id or unique prefix).
+        run: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+        /// Who decided.
+        #[arg(long)]
+        by: String,
+    },
 }
 
 /// `gate keys …`.

@@ -111,6 +111,14 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Ledger(LedgerCommand::Import { bundle }) => {
             commands::ledger::import(ctx, bundle.as_deref())
         }
+        Command::Dismiss {
+            run,
+            finding,
+            reason,
+        } => commands::review_memory::dismiss(ctx, &run, &finding, &reason),
+        Command::Override { run, reason, by } => {
+            commands::review_memory::override_run(ctx, &run, &reason, &by)
+        }
     }
 }
 

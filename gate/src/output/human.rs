@@ -17,12 +17,16 @@ pub fn render(record: &RunRecord) -> String {
         "gate · {} · attempt {} · run {}",
         record.spec_id, record.attempt, record.run_id
     );
+    if let Some(note) = &record.override_note {
+        let _ = writeln!(out, "overridden: {note}");
+    }
     let _ = writeln!(out, "tier: {} ({})", record.tier, record.tier_reason);
 
     if !record.checks.is_empty() {
         let _ = writeln!(out, "\nchecks");
         let width = id_width(record.checks.iter().map(|c| c.id.as_str()));
         for c in &record.checks {
+            let carried = c.carried_from.as_ref().map(|r| format!("from run {r}"));
             item_line(
                 &mut out,
                 width,
@@ -30,7 +34,7 @@ pub fn render(record: &RunRecord) -> String {
                 "",
                 c.status,
                 c.duration_ms,
-                c.reason.as_deref(),
+                carried.as_deref().or(c.reason.as_deref()),
             );
             if c.status == ItemStatus::Failed {
                 for loc in c.locations.iter().take(TAIL_LINES) {
@@ -53,8 +57,9 @@ pub fn render(record: &RunRecord) -> String {
                 crate::record::DecidedBy::Code => "code ",
                 crate::record::DecidedBy::Model => "model",
             };
-            let reason = match (c.met, c.threshold) {
-                (Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
+            let reason = match (&c.carried_from, c.met, c.threshold) {
+                (Some(r), _, _) => Some(format!("from run {r}")),
+                (None, Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
                 _ => c.reason.clone(),
             };
             item_line(
@@ -82,12 +87,52 @@ pub fn render(record: &RunRecord) -> String {
             );
         }
         ReviewStatus::Ran => {
+            let _ = writeln!(out, "review");
+            for s in &record.review.specialists {
+                let what = match (&s.carried_from, s.status.as_str()) {
+                    (Some(run), _) => format!("carried from run {run}"),
+                    (None, "ok") => format!(
+                        "ok · {} in / {} out tokens · {} · {}",
+                        count(s.input_tokens),
+                        count(s.output_tokens),
+                        s.cost_usd
+                            .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}")),
+                        duration(Duration::from_millis(s.latency_ms))
+                    ),
+                    (None, _) => format!(
+                        "did not run — {}",
+                        s.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                };
+                let _ = writeln!(out, "  {:<12} {:<24} {what}", s.role, s.model);
+            }
+        }
+    }
+    if !record.findings.is_empty() {
+        let _ = writeln!(out, "\nfindings");
+        for f in &record.findings {
+            let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "review: {} specialists",
-                record.review.specialists.len()
+                "  {:<10} {}{at}  {}  ({}, {})",
+                f.severity, f.file, f.title, f.role, f.id
             );
         }
+    }
+    let resolved = record
+        .finding_fates
+        .iter()
+        .filter(|f| f.disposition == crate::retry::memory::Disposition::Resolved)
+        .count();
+    if resolved > 0 || !record.suppressed_findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "earlier findings: {resolved} resolved; {} kept quiet by a dismissal",
+            record.suppressed_findings.len()
+        );
+    }
+    if let Some(d) = &record.doom_loop {
+        let _ = writeln!(out, "\n{}", d.message);
     }
 
     let verdict = match record.verdict {
@@ -140,10 +185,15 @@ fn item_line(
         format!("{by}  ")
     };
     let what = match (status, reason) {
+        (ItemStatus::Carried, Some(r)) => format!("carried {r}"),
         (ItemStatus::Passed, _) | (_, None) => status.as_str().to_owned(),
         (_, Some(r)) => format!("{}: {r}", status.as_str()),
     };
     let _ = writeln!(out, "  {mark} {id:<width$}  {by}{time:>9}  {what}");
+}
+
+fn count(n: Option<u64>) -> String {
+    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
 }
 
 fn tail(out: &mut String, text: &str) {
