@@ -22,8 +22,10 @@ fn status_of(doc: &Value, id: &str) -> String {
         .iter()
         .chain(doc["criteria"].as_array().unwrap())
         .find(|i| i["id"] == id)
-        .map(|i| i["status"].as_str().unwrap().to_owned())
-        .unwrap_or_else(|| panic!("no item {id} in {doc}"))
+        .map_or_else(
+            || panic!("no item {id} in {doc}"),
+            |i| i["status"].as_str().unwrap().to_owned(),
+        )
 }
 
 #[test]
