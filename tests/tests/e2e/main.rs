@@ -5,4 +5,5 @@
 
 mod example;
 mod retry;
+mod review;
 mod verify;

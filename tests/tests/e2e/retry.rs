@@ -98,7 +98,12 @@ after = ["build"]
     for id in ["build", "c2", "c3"] {
         assert_eq!(status_of(&doc, id), "carried", "{id}");
     }
-    let build = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "build").unwrap();
+    let build = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "build")
+        .unwrap();
     assert!(build["carried_from"].is_string(), "{build}");
 
     // Attempt 3 fixes c1 but breaks c2 through a file its inputs name: caught.
@@ -202,10 +207,17 @@ fn an_override_lets_the_same_content_pass_and_is_recorded() {
     out.assert_exit(1);
     let run = out.json()["run_id"].as_str().unwrap().to_owned();
 
-    env.gate(&["override", &run[..13], "--reason", "hotfix, checked by hand", "--by", "ana"])
-        .run()
-        .assert_exit(0)
-        .stdout_has("override of run");
+    env.gate(&[
+        "override",
+        &run[..13],
+        "--reason",
+        "hotfix, checked by hand",
+        "--by",
+        "ana",
+    ])
+    .run()
+    .assert_exit(0)
+    .stdout_has("override of run");
 
     let out = env.gate(&["verify", "--format", "json"]).run();
     out.assert_exit(0);
@@ -257,7 +269,9 @@ fn deleting_the_failing_criterion_at_base_is_caught() {
     );
     env.write("gate.toml", &without);
     env.write("src/x.txt", "todo, still\n");
-    let out = env.gate(&["verify", "--base", "main", "--format", "json"]).run();
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
     out.assert_exit(1);
     let doc = out.json();
     let titles: Vec<&str> = doc["findings"]
