@@ -2,6 +2,8 @@
 //! on loopback: request bodies, remits, the shared prefix, usage and cost,
 //! the judge, repairs, fences, and finding memory across attempts.
 
+use std::fmt::Write as _;
+
 use gate_tests::TestEnv;
 use gate_tests::model_server::{Matcher, ModelServer, Reply, Request};
 use serde_json::{Value, json};
@@ -29,12 +31,13 @@ fn routing(server: &ModelServer, api: &str) -> String {
         "rules",
     ] {
         for tier in ["trivial", "light", "full"] {
-            t.push_str(&format!("\"{role}.{tier}\" = \"m\"\n"));
+            let _ = writeln!(t, "\"{role}.{tier}\" = \"m\"");
         }
     }
     t
 }
 
+#[allow(clippy::needless_pass_by_value)] // called with json! literals
 fn answer(findings: Value, criteria: Value) -> Value {
     json!({"findings": findings, "criteria": criteria, "rules": []})
 }
