@@ -345,6 +345,9 @@ impl ProcessGroup {
         stdout_sink: Arc<Mutex<Capture>>,
         stderr_sink: Arc<Mutex<Capture>>,
     ) -> Result<Self, HarnessError> {
+        // The description is logged and may end up in an error message: a
+        // key pasted into a command line must not.
+        let description = crate::secrets::redact(&description, &[] as &[&str]);
         let spawn_error = |source| HarnessError::Spawn {
             command: description.clone(),
             source,

@@ -240,6 +240,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         );
     }
     let redact = config::secret_env_values(&routing.key_variables());
+    let redactor = gate_harness::secrets::Redactor::new(&redact);
     let harness::Harnessed {
         results,
         interrupted,
@@ -295,7 +296,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         None => Vec::new(),
     };
 
-    let (checks, mut criteria) = records::records(
+    let (mut checks, mut criteria) = records::records(
         &spec,
         &plan,
         &results,
@@ -303,6 +304,15 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         interrupted,
         history.previous.as_ref(),
     );
+    // Commands and texts come from the spec: a key pasted into one must not
+    // reach the bundle either (captured output is redacted by the harness).
+    for c in &mut checks {
+        c.command = redactor.redact(&c.command);
+    }
+    for c in &mut criteria {
+        c.command = c.command.as_deref().map(|t| redactor.redact(t));
+        c.text = redactor.redact(&c.text);
+    }
     records::apply_judgements(&mut criteria, &review.judgements);
 
     // Finding memory: ids kept across attempts, dismissals, resolutions.
