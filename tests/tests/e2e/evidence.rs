@@ -238,7 +238,7 @@ fn the_tamper_matrix_on_bundles() {
         .arg(dir.path().join("pae.bin")));
     assert!(out.status.success());
     let forged = edited(&bundle, |v| {
-        v["signatures"][0]["sig"] = json!(enc(&out.stdout))
+        v["signatures"][0]["sig"] = json!(enc(&out.stdout));
     });
     let path = dir.path().join("forged.dsse.json");
     std::fs::write(&path, forged).unwrap();
