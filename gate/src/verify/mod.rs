@@ -396,6 +396,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     record.verdict_reasons = verdict_reasons;
     record.duration_ms = millis(start.clock.elapsed());
 
+    let evidence_started = Instant::now();
     let names = records::subject_names(
         ctx,
         &config_files(req, &routing, &prompts),
@@ -413,6 +414,13 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         policy,
         records::plan_json(&plan),
     )?;
+    // What the evidence step adds to a run (bench/evidence.sh reads this).
+    tracing::info!(
+        target: "gate::timings",
+        run_ms = millis(start.clock.elapsed()),
+        evidence_ms = millis(evidence_started.elapsed()),
+        "run timings"
+    );
     Ok(record)
 }
 
