@@ -24,7 +24,8 @@ use crate::review::context::{self, Fence};
 use crate::review::prompts::Prompts;
 use crate::review::{self, JudgedCriterion, ReviewInput, ReviewOutput};
 use crate::routing::Routing;
-use crate::{attest, change, tier, verdict};
+use crate::rules::RuleSet;
+use crate::{attest, change, rules, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -106,6 +107,15 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         None => change::by_paths(&snapshot, &task_paths),
     };
 
+    // House rules are configuration: a broken rules file stops the run
+    // before anything runs.
+    let rule_files: Vec<String> = snapshot
+        .regular_files()
+        .filter(|p| rules::discover::is_rules_file(p))
+        .map(str::to_owned)
+        .collect();
+    let rule_set = RuleSet::load(&ctx.workspace, &rule_files)?;
+
     let plan = plan::first_attempt(&spec, &snapshot);
     let redact = config::secret_env_values(&routing.key_variables());
     let Harnessed {
@@ -150,6 +160,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             prompts: &prompts,
             results: &results,
             run_id: &run_id,
+            rule_set: &rule_set,
         };
         stage.run().await?
     };
@@ -195,7 +206,10 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         bundle: None,
     };
 
-    let names = subject_names(ctx, req, &spec, &snapshot, &routing, &prompts, &record);
+    let mut names = subject_names(ctx, req, &spec, &snapshot, &routing, &prompts, &record);
+    names.extend(rule_set.files.iter().map(|(path, _)| path.clone()));
+    names.sort();
+    names.dedup();
     let extra = attest::PredicateExtra {
         policy: serde_json::to_value(policy).unwrap_or_default(),
         routing_origin: routing.origin.to_string(),
@@ -207,6 +221,15 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
                 .map(|(key, d, path)| {
                     serde_json::json!({"prompt": key, "blake3": d.to_hex(),
                         "file": path.map(|p| p.display().to_string())})
+                })
+                .collect(),
+        ),
+        rules: serde_json::Value::Array(
+            rule_set
+                .files
+                .iter()
+                .map(|(path, bytes)| {
+                    serde_json::json!({"file": path, "blake3": Digest::of(bytes).to_hex()})
                 })
                 .collect(),
         ),
@@ -227,7 +250,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
 }
 
 /// The prompts in effect: built in, or as the routing table's `[prompts]` names them.
-fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, GateError> {
+pub(crate) fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, GateError> {
     let base = match &routing.origin {
         crate::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
         crate::routing::Origin::Builtin => None,
@@ -317,6 +340,7 @@ struct ReviewStage<'a> {
     prompts: &'a Prompts,
     results: &'a HashMap<String, ItemResult>,
     run_id: &'a str,
+    rule_set: &'a RuleSet,
 }
 
 impl ReviewStage<'_> {
@@ -332,6 +356,7 @@ impl ReviewStage<'_> {
             prompts,
             results,
             run_id,
+            rule_set,
         } = *self;
         let keys = config::provider_keys(routing);
         if keys.is_empty() {
@@ -373,6 +398,13 @@ impl ReviewStage<'_> {
                 Some((c.id.clone(), format!("{:?}", r.status).to_lowercase()))
             })
             .collect();
+        let shown: Vec<String> = change
+            .iter()
+            .filter(|f| f.noise.is_none() && f.text.is_some())
+            .map(|f| f.path.clone())
+            .collect();
+        let asked = rules::ask::asked(rule_set, &shown);
+        let rule_references = context::read_change(&ctx.workspace, &rules::ask::references(&asked));
         let fence = Fence::new();
         progress(ctx, &format!("gate: review ({} tier)", tier.tier));
         let out = review::run(&ReviewInput {
@@ -382,6 +414,8 @@ impl ReviewStage<'_> {
             change: &change,
             judged: &judged,
             judge_files: &judge_files,
+            rules: &asked,
+            rule_references: &rule_references,
             code_criteria: &code_criteria,
             routing,
             prompts,

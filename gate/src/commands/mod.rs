@@ -4,4 +4,5 @@ pub mod evidence;
 pub mod keys;
 pub mod ledger;
 pub mod routing;
+pub mod rules;
 pub mod runs;
