@@ -25,3 +25,6 @@ pub mod tested;
 pub use errors::{RuleProblem, RulesError};
 pub use model::{Claim, Rule, Severity};
 pub use scope::RuleSet;
+
+#[cfg(test)]
+mod tests;

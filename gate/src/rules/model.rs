@@ -580,7 +580,7 @@ diff = "+    Err(e) => return Err(e.into()),"
                 .err()
                 .unwrap_or_else(|| panic!("{name}: parsed"));
             let p = &problems[0];
-            assert_eq!((p.line, p.column), (*line, *column), "{name}: {}", p);
+            assert_eq!((p.line, p.column), (*line, *column), "{name}: {p}");
             assert!(p.message.contains(want), "{name}: {p}");
             assert!(
                 p.to_string()

@@ -116,3 +116,141 @@ fn duplicates_in_scope(rules: &[Rule]) -> Vec<RuleProblem> {
     }
     problems
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::discover;
+
+    fn rule(id: &str, extra: &str) -> String {
+        format!(
+            "[[rule]]\nid = \"{id}\"\nstatement = \"{id} holds\"\nfix = \"f\"\njudge = false\n{extra}\n"
+        )
+    }
+
+    /// A tree of real files: the root's rules, a service's, its sibling's,
+    /// and a nested folder's.
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("docs/review/rules.toml", rule("root-all", "")),
+            (
+                "services/api/docs/review/rules.toml",
+                rule("api-all", "") + &rule("api-rust", "applies = [\"src/**/*.rs\"]"),
+            ),
+            (
+                "services/web/docs/review/rules.toml",
+                rule("web-all", "") + &rule("shared-id", ""),
+            ),
+            (
+                "services/api/src/db/docs/review/rules.toml",
+                rule("db-only", "") + &rule("shared-id", ""),
+            ),
+            ("services/api/src/db/pool.rs", String::new()),
+        ];
+        for (rel, text) in files {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn rules_apply_at_home_and_below_narrowed_by_applies() {
+        let dir = tree();
+        let cases: &[(&str, &[&str])] = &[
+            ("README.md", &["root-all"]),
+            ("services/api/README.md", &["root-all", "api-all"]),
+            (
+                "services/api/src/handler.rs",
+                &["root-all", "api-all", "api-rust"],
+            ),
+            ("services/api/src/handler.ts", &["root-all", "api-all"]),
+            (
+                "services/api/src/db/pool.rs",
+                &["root-all", "api-all", "api-rust", "db-only", "shared-id"],
+            ),
+            (
+                "services/web/src/app.rs",
+                &["root-all", "web-all", "shared-id"],
+            ),
+            ("services/apiary/x.rs", &["root-all"]),
+        ];
+        let all = RuleSet::load(dir.path(), &discover::all(dir.path(), None)).unwrap();
+        for (file, want) in cases {
+            // Walking up from the file finds exactly the rules that apply.
+            let near = RuleSet::load(
+                dir.path(),
+                &discover::for_files(dir.path(), &[(*file).to_owned()]),
+            )
+            .unwrap();
+            for set in [&all, &near] {
+                let ids: Vec<&str> = set
+                    .applying_to(file)
+                    .iter()
+                    .map(|r| r.id.as_str())
+                    .collect();
+                assert_eq!(ids, *want, "{file}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_cap_counts_rules_per_file() {
+        let dir = tree();
+        let set = RuleSet::load(dir.path(), &discover::all(dir.path(), None)).unwrap();
+        let files = vec![
+            "services/api/src/db/pool.rs".to_owned(),
+            "services/web/a.rs".to_owned(),
+            "README.md".to_owned(),
+        ];
+        assert_eq!(
+            set.over_cap(&files, 3),
+            [("services/api/src/db/pool.rs".to_owned(), 5)]
+        );
+        assert!(set.over_cap(&files, 5).is_empty());
+        assert_eq!(set.over_cap(&files, 0).len(), 3);
+    }
+
+    #[test]
+    fn an_id_repeated_where_scopes_meet_is_an_error() {
+        let ok = |files: &[(&str, String)]| {
+            RuleSet::from_files(
+                files
+                    .iter()
+                    .map(|(p, t)| ((*p).to_owned(), t.clone().into_bytes()))
+                    .collect(),
+            )
+        };
+        // Siblings may share an id.
+        assert!(
+            ok(&[
+                ("a/docs/review/rules.toml", rule("x", "")),
+                ("b/docs/review/rules.toml", rule("x", "")),
+            ])
+            .is_ok()
+        );
+        // A parent's id repeated below is reported in the inner file, at its id,
+        // whatever order the files come in.
+        let err = ok(&[
+            ("a/b/docs/review/rules.toml", rule("x", "")),
+            ("docs/review/rules.toml", format!("\n{}", rule("x", ""))),
+        ])
+        .unwrap_err();
+        assert_eq!(err.len(), 1);
+        assert_eq!(
+            err[0].to_string(),
+            "a/b/docs/review/rules.toml:2:1: duplicate id `x`: docs/review/rules.toml:3:1 \
+             has a rule with that id that applies here too"
+        );
+        // `a` does not enclose `ab`.
+        assert!(
+            ok(&[
+                ("a/docs/review/rules.toml", rule("x", "")),
+                ("ab/docs/review/rules.toml", rule("x", "")),
+            ])
+            .is_ok()
+        );
+    }
+}

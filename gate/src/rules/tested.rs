@@ -96,3 +96,124 @@ fn replace_keeping_decor(slot: &mut Value, mut value: Value) {
     *value.decor_mut() = slot.decor().clone();
     *slot = value;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"# Conventions of the api service.
+# Keep them short.
+
+[[rule]]
+id   = "errors-bubble-up"      # the one we repeat most
+applies = [ "**/*.rs" ]
+mistake = """
+The change catches an error and returns None
+"""
+fix = "Let the error propagate"
+
+  [[rule.cases.violating]]   # indented on purpose
+  file = "src/lookup.rs"
+  diff = "+    Err(_) => return None,"
+
+  [[rule.cases.compliant]]
+  file = "src/lookup.rs"
+  diff = "+    Err(e) => return Err(e.into()),"
+
+[[rule]]
+id = "second"
+statement = "s"
+fix = "f"   # trailing
+tested = { margin = 0.1, model = "old", hash = "0", when = "2020-01-01T00:00:00Z" } # kept comment
+[[rule.cases.violating]]
+file = "a"
+diff = "b"
+[[rule.cases.compliant]]
+file = "a"
+diff = "c"
+
+[[rule]]
+id = "third"
+statement = "t"
+fix = "f"
+cases.violating = [{ file = "a", diff = "b" }]
+cases.compliant = [{ file = "a", diff = "c" }]
+
+[rule.tested]
+margin = 0.2    # aligned
+model  = "old"
+hash   = "0"
+when   = "2020-01-01T00:00:00Z"
+"#;
+
+    fn result(margin: f64) -> Tested {
+        Tested {
+            margin,
+            model: "gpt-test".into(),
+            hash: "ab".repeat(32),
+            when: "2025-06-01T12:00:00Z".into(),
+        }
+    }
+
+    /// The file with the lines holding `tested` data taken out.
+    fn without_tested(text: &str) -> Vec<&str> {
+        let mut in_table = false;
+        text.lines()
+            .filter(|l| {
+                if l.starts_with('[') {
+                    in_table = l.trim() == "[rule.tested]";
+                }
+                !in_table && !l.starts_with("tested = ")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn layout_outside_the_tested_table_is_kept_byte_for_byte() {
+        // A rule without `tested` gets an inline table after its last key.
+        let first = update(FILE, 0, "errors-bubble-up", &result(0.85)).unwrap();
+        assert!(first.contains(&format!(
+            "fix = \"Let the error propagate\"\ntested = {{ margin = 0.85, model = \"gpt-test\", hash = \"{}\", when = \"2025-06-01T12:00:00Z\" }}\n\n  [[rule.cases.violating]]   # indented on purpose",
+            "ab".repeat(32)
+        )), "{first}");
+        assert_eq!(without_tested(&first), without_tested(FILE));
+        // An inline `tested` is updated in place, its comment kept.
+        let second = update(&first, 1, "second", &result(0.7)).unwrap();
+        assert!(second.contains("tested = { margin = 0.7, model = \"gpt-test\", hash = \""));
+        assert!(second.contains("\" } # kept comment\n"));
+        assert_eq!(without_tested(&second), without_tested(FILE));
+        // A `[rule.tested]` table is updated key by key, alignment and comments kept.
+        let third = update(&second, 2, "third", &result(0.6)).unwrap();
+        assert!(
+            third.contains("margin = 0.6    # aligned\nmodel  = \"gpt-test\"\n"),
+            "{third}"
+        );
+        assert_eq!(without_tested(&third), without_tested(FILE));
+        // The result reads back as what was written.
+        let rules = crate::rules::model::parse(&third, "docs/review/rules.toml").unwrap();
+        assert_eq!(rules[0].tested, Some(result(0.85)));
+        assert_eq!(rules[2].tested, Some(result(0.6)));
+    }
+
+    #[test]
+    fn a_rule_that_moved_is_found_by_id_and_a_gone_one_is_an_error() {
+        let moved = update(FILE, 0, "third", &result(0.9)).unwrap();
+        let rules = crate::rules::model::parse(&moved, "docs/review/rules.toml").unwrap();
+        assert_eq!(rules[2].tested, Some(result(0.9)));
+        assert!(update(FILE, 0, "gone", &result(0.9)).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.toml");
+        std::fs::write(&path, FILE).unwrap();
+        write_back(&path, 1, "second", &result(0.75)).unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("margin = 0.75")
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+}
