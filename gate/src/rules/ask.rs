@@ -189,7 +189,7 @@ fn finding(a: &Asked, s: &Scored, threshold: f64) -> Finding {
         line: None,
         title,
         detail,
-        confidence: (1.0 - s.compliance).clamp(0.0, 1.0),
+        confidence: ((1.0 - s.compliance).clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
     }
 }
 
