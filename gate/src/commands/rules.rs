@@ -237,7 +237,8 @@ pub fn check(ctx: &Context, args: &RulesCheckArgs) -> Result<u8, GateError> {
     })
 }
 
-/// What `gate rules check` fails on, one line each.
+/// What `gate rules check` fails on, one line each; `files` is every file
+/// of the workspace, sorted.
 pub fn problems(set: &RuleSet, files: &[String], cap: usize) -> Vec<String> {
     let mut out = Vec::new();
     for (file, n) in set.over_cap(files, cap) {
@@ -246,6 +247,14 @@ pub fn problems(set: &RuleSet, files: &[String], cap: usize) -> Vec<String> {
         ));
     }
     for r in &set.rules {
+        if let Some(reference) = &r.reference
+            && files.binary_search(reference).is_err()
+        {
+            out.push(format!(
+                "{}:{}:{}: rule `{}` names reference `{reference}`, which is not a file of the workspace",
+                r.source, r.at.0, r.at.1, r.id
+            ));
+        }
         if let Some(why) = r.staleness() {
             out.push(format!(
                 "{}:{}:{}: rule `{}` {why}",

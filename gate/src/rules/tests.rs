@@ -492,6 +492,14 @@ async fn rule_tests_compute_margins_and_write_them_back() {
         )),
         "{problems:?}"
     );
+
+    // A reference that is not there is reported too.
+    std::fs::remove_file(ws.join("src/retry.rs")).unwrap();
+    let files = discover::workspace_files(ws, None);
+    let problems = crate::commands::rules::problems(&set, &files, 15);
+    assert!(problems.iter().any(|p| p.contains(
+        "rule `errors-bubble-up` names reference `src/retry.rs`, which is not a file of the workspace"
+    )));
 }
 
 #[tokio::test]
