@@ -295,6 +295,14 @@ fn clients_for(routing: &Routing, policy: &Policy) -> Result<Clients, GateError>
 /// `gate rules test [--rule ID] [--tier T]`: exit 1 when a tested rule is
 /// below the margin, 4 when a rule could not be tested.
 pub async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> {
+    let (text, code) = test_report(ctx, args).await?;
+    output::stdout(&text).map_err(GateError::stdout)?;
+    Ok(code)
+}
+
+/// Runs the rule tests, writes the results back, and returns the report
+/// and the exit code.
+pub async fn test_report(ctx: &Context, args: &RulesTestArgs) -> Result<(String, u8), GateError> {
     let set = load_all(ctx)?;
     let selected: Vec<&Rule> = match &args.rule {
         Some(id) => {
@@ -312,8 +320,7 @@ pub async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> 
         None => set.rules.iter().filter(|r| r.judge).collect(),
     };
     if selected.is_empty() {
-        output::stdout("no judged house rules to test\n").map_err(GateError::stdout)?;
-        return Ok(exit::PASS);
+        return Ok(("no judged house rules to test\n".to_owned(), exit::PASS));
     }
     let routing = super::routing::resolve(ctx, &args.routing)?;
     let policy = policy(ctx, &args.routing)?;
@@ -326,15 +333,17 @@ pub async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> 
             args.tier
         )));
     }
-    crate::output::stderr(&format!(
-        "gate: testing {} rule(s) against {}",
-        selected.len(),
-        chain
-            .iter()
-            .map(|m| m.model.name.as_str())
-            .collect::<Vec<_>>()
-            .join(" → ")
-    ));
+    if ctx.verbosity > crate::config::Verbosity::Quiet {
+        output::stderr(&format!(
+            "gate: testing {} rule(s) against {}",
+            selected.len(),
+            chain
+                .iter()
+                .map(|m| m.model.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" → ")
+        ));
+    }
     let tester = Tester {
         workspace: &ctx.workspace,
         clients: &clients,
@@ -375,14 +384,14 @@ pub async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> 
         "\n{} passed, {failed} below the margin of {PASS_MARGIN}, {untested} could not be tested",
         results.len() - failed - untested
     );
-    output::stdout(&out).map_err(GateError::stdout)?;
-    Ok(if failed > 0 {
+    let code = if failed > 0 {
         exit::FAIL
     } else if untested > 0 {
         exit::INCOMPLETE
     } else {
         exit::PASS
-    })
+    };
+    Ok((out, code))
 }
 
 fn render_result(out: &mut String, result: &RuleResult) {

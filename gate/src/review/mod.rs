@@ -177,8 +177,23 @@ impl Remits {
                 .iter()
                 .filter(move |f| f.noise.is_none() && classes.contains(&f.class))
         }
+        let code = RemitBlock::build("Code", fence, of(change, &[FileClass::Code]));
+        let rules = RemitBlock::build(
+            "Files the house rules apply to",
+            fence,
+            change.iter().filter(|f| {
+                f.noise.is_none() && input.rules.iter().any(|a| a.files.contains(&f.path))
+            }),
+        );
+        // The same files as the code remit: send the code block's bytes, so
+        // a provider's prefix cache serves the rules seat too.
+        let rules = if rules.files == code.files {
+            code.clone()
+        } else {
+            rules
+        };
         Self {
-            code: RemitBlock::build("Code", fence, of(change, &[FileClass::Code])),
+            code,
             config: RemitBlock::build(
                 "Configuration",
                 fence,
@@ -190,13 +205,7 @@ impl Remits {
                 of(change, &[FileClass::Docs, FileClass::Manifest]),
             ),
             judge: RemitBlock::build("Criterion inputs", fence, judge_files.iter()),
-            rules: RemitBlock::build(
-                "Files the house rules apply to",
-                fence,
-                change.iter().filter(|f| {
-                    f.noise.is_none() && input.rules.iter().any(|a| a.files.contains(&f.path))
-                }),
-            ),
+            rules,
             references: RemitBlock::build(
                 crate::rules::test::REFERENCES_HEADING,
                 fence,

@@ -276,7 +276,16 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         "<<<gate-data-n0nce file=\"src/retry.rs\">>>\nfn retry() -> Result<(), E> { op()? }\n<<<end-gate-data-n0nce>>>"
     ));
     assert!(text.contains("file=\"services/api/src/good.rs\""));
-    assert!(text.contains("<<<gate-data-n0nce file=\"services/api/src/handler.rs\">>>"));
+    // The files the rules apply to are the code remit: the same bytes as
+    // the code reviewer's, for the providers' prefix caches.
+    let code_block = "## Code\n<<<gate-data-n0nce file=\"services/api/src/handler.rs\">>>";
+    assert!(text.contains(code_block));
+    let quality = server
+        .requests()
+        .into_iter()
+        .find(|r| r.header("x-gate-role") == Some("quality"))
+        .unwrap();
+    assert!(quality.text().contains(code_block));
 
     let rules_seat: Vec<_> = out
         .record
@@ -424,9 +433,10 @@ async fn rule_tests_compute_margins_and_write_them_back() {
         },
     };
     let before = std::fs::read_to_string(ws.join("docs/review/rules.toml")).unwrap();
-    let code = crate::commands::rules::test(&ctx, &args("errors-bubble-up"))
+    let (report, code) = crate::commands::rules::test_report(&ctx, &args("errors-bubble-up"))
         .await
         .unwrap();
+    assert!(report.contains("errors-bubble-up (docs/review/rules.toml): pass  margin 0.85"));
     assert_eq!(code, crate::exit::PASS);
     // Every case on its own: two requests, one question each.
     let requests = rules_request(&server);
@@ -464,7 +474,7 @@ async fn rule_tests_compute_margins_and_write_them_back() {
     );
 
     // A rule whose cases are not separated fails and is recorded as such.
-    let code = crate::commands::rules::test(&ctx, &args("no-product-branch"))
+    let (_, code) = crate::commands::rules::test_report(&ctx, &args("no-product-branch"))
         .await
         .unwrap();
     assert_eq!(code, crate::exit::FAIL);
