@@ -28,7 +28,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..n {
         let run_id = format!("run-{i:08}");
         let statement = Statement::new(
-            vec![Subject::from_bytes("gate.toml", format!("spec {}", i % 17).as_bytes())],
+            vec![Subject::from_bytes(
+                "gate.toml",
+                format!("spec {}", i % 17).as_bytes(),
+            )],
             "https://gate.dev/attestation/run/v1",
             json!({"format_version": 1, "run": {"run_id": run_id, "verdict": "pass", "attempt": 1}}),
         );
@@ -53,7 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             envelope,
         ));
         if batch.len() == 5000 || i + 1 == n {
-            let refs: Vec<(&RunEntry, &[u8])> = batch.iter().map(|(e, b)| (e, b.as_slice())).collect();
+            let refs: Vec<(&RunEntry, &[u8])> =
+                batch.iter().map(|(e, b)| (e, b.as_slice())).collect();
             ledger.append_batch(&refs)?;
             batch.clear();
         }

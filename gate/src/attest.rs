@@ -154,6 +154,7 @@ pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
         "policy": extra.policy,
         "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest},
         "prompts": extra.prompts,
+        "rules": extra.rules,
         "plan": extra.plan,
         "previous_bundle_sha256": extra.previous_bundle,
     })
@@ -170,6 +171,8 @@ pub struct PredicateExtra {
     pub routing_digest: String,
     /// Each prompt's key and blake3.
     pub prompts: Value,
+    /// Each house-rules file's path and blake3.
+    pub rules: Value,
     /// What was run or carried, and why.
     pub plan: Value,
     /// The previous attempt's bundle sha256.

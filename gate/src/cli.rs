@@ -75,6 +75,56 @@ pub enum Command {
         #[arg(long)]
         by: String,
     },
+    /// List the house rules that apply to files; check or test them.
+    Rules(RulesArgs),
+}
+
+/// `gate rules [--files PATH…] | check | test`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RulesArgs {
+    /// Check or test instead of listing.
+    #[command(subcommand)]
+    pub command: Option<RulesCommand>,
+    /// Only the rules that apply to these files (they need not exist yet).
+    #[arg(long, num_args = 1.., value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+    /// Human text (avoid / do / see) or JSON for agents.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// `gate rules check | test`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Fail on a file more rules apply to than the cap, and on a judged rule
+    /// never tested, changed since its test, or below the margin.
+    Check(RulesCheckArgs),
+    /// Score every rule's labelled cases against the model and record the
+    /// margin in the rule's `tested` table.
+    Test(RulesTestArgs),
+}
+
+/// `gate rules check`.
+#[derive(Debug, Args)]
+pub struct RulesCheckArgs {
+    /// Rules that may apply to one file at most.
+    #[arg(long, value_name = "N", default_value_t = crate::rules::scope::DEFAULT_CAP)]
+    pub cap: usize,
+}
+
+/// `gate rules test`.
+#[derive(Debug, Args)]
+pub struct RulesTestArgs {
+    /// Only this rule (every rule with this id).
+    #[arg(long, value_name = "ID")]
+    pub rule: Option<String>,
+    /// Ask the model the routing table gives the rules reviewer on this tier.
+    #[arg(long, value_name = "TIER", default_value = "full")]
+    pub tier: crate::record::Tier,
+    /// Which routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
 }
 
 /// `gate keys …`.
@@ -173,8 +223,21 @@ pub enum LedgerCommand {
 pub enum RoutingCommand {
     /// Print the table in effect and where each row came from.
     Show(RoutingArgs),
-    /// Validate the table without calling any model.
-    Check(RoutingArgs),
+    /// Validate the table without calling any model (with --qualify, also
+    /// test the house rules against every model the rules reviewer can use).
+    Check(RoutingCheckArgs),
+}
+
+/// `gate routing check`.
+#[derive(Debug, Args)]
+pub struct RoutingCheckArgs {
+    /// Which routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+    /// Run every rule test against each model the rules reviewer could be
+    /// routed to (every tier, failbacks included) and flag those below the margin.
+    #[arg(long)]
+    pub qualify: bool,
 }
 
 /// Which routing table.

@@ -26,6 +26,7 @@ pub mod retry;
 pub mod review;
 pub mod role;
 pub mod routing;
+pub mod rules;
 pub mod tier;
 pub mod verdict;
 pub mod verify;
@@ -36,7 +37,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{
-    Cli, Command, EvidenceCommand, Format, KeysCommand, LedgerCommand, RoutingCommand, VerifyArgs,
+    Cli, Command, EvidenceCommand, Format, KeysCommand, LedgerCommand, RoutingCommand,
+    RulesCommand, VerifyArgs,
 };
 use crate::config::{Context, Verbosity};
 use crate::errors::GateError;
@@ -89,7 +91,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         }
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args),
-        Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args),
+        Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args).await,
         Command::Keys(KeysCommand::Generate) => commands::keys::generate(ctx),
         Command::Keys(KeysCommand::Show) => commands::keys::show(ctx),
         Command::Evidence(EvidenceCommand::Verify { target, keys }) => {
@@ -119,6 +121,11 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Override { run, reason, by } => {
             commands::review_memory::override_run(ctx, &run, &reason, &by)
         }
+        Command::Rules(args) => match &args.command {
+            None => commands::rules::list(ctx, &args),
+            Some(RulesCommand::Check(check)) => commands::rules::check(ctx, check),
+            Some(RulesCommand::Test(test)) => commands::rules::test(ctx, test).await,
+        },
     }
 }
 

@@ -5,4 +5,5 @@ pub mod keys;
 pub mod ledger;
 pub mod review_memory;
 pub mod routing;
+pub mod rules;
 pub mod runs;

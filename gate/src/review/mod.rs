@@ -10,6 +10,11 @@
 //! - [`answer`]: the answer schema and its validation.
 //! - [`call`]: one reviewer's call down its failback chain.
 //! - [`coordinator`]: deterministic fusion, then the model coordinator.
+//!
+//! House rules (`crate::rules`) are asked by the `rules` seat, added in every
+//! tier when judged rules apply to a changed file; their findings come from
+//! the rules' own thresholds and skip the confidence floor and the model
+//! coordinator (a team's rule is not the coordinator's to drop).
 
 pub mod answer;
 pub mod call;
@@ -35,6 +40,7 @@ use crate::review::panel::Seat;
 use crate::review::prompts::{Prompt, Prompts};
 use crate::role::Role;
 use crate::routing::Routing;
+use crate::rules::ask::{self, Asked};
 use crate::tier::TierDecision;
 
 /// A model-judged criterion the judge is asked about.
@@ -71,6 +77,10 @@ pub struct ReviewInput<'a> {
     pub judged: &'a [JudgedCriterion],
     /// The files those criteria name as inputs.
     pub judge_files: &'a [ChangedFile],
+    /// House rules that apply to the change (judged ones only).
+    pub rules: &'a [Asked],
+    /// The files those rules name as references.
+    pub rule_references: &'a [ChangedFile],
     /// Code-decided criteria and their results, for the shared context.
     pub code_criteria: &'a [(String, String)],
     /// The routing table.
@@ -172,6 +182,8 @@ struct Remits {
     config: RemitBlock,
     docs: RemitBlock,
     judge: RemitBlock,
+    rules: RemitBlock,
+    references: RemitBlock,
 }
 
 /// blake3 over a prompt and its remit's files and contents: what a retry
@@ -204,7 +216,8 @@ fn remit_digest(
 }
 
 impl Remits {
-    fn build(change: &[ChangedFile], judge_files: &[ChangedFile], fence: &Fence) -> Self {
+    fn build(input: &ReviewInput<'_>) -> Self {
+        let (change, judge_files, fence) = (input.change, input.judge_files, input.fence);
         fn of<'a>(
             change: &'a [ChangedFile],
             classes: &'a [FileClass],
@@ -213,8 +226,23 @@ impl Remits {
                 .iter()
                 .filter(move |f| f.noise.is_none() && classes.contains(&f.class))
         }
+        let code = RemitBlock::build("Code", fence, of(change, &[FileClass::Code]));
+        let rules = RemitBlock::build(
+            "Files the house rules apply to",
+            fence,
+            change.iter().filter(|f| {
+                f.noise.is_none() && input.rules.iter().any(|a| a.files.contains(&f.path))
+            }),
+        );
+        // The same files as the code remit: send the code block's bytes, so
+        // a provider's prefix cache serves the rules seat too.
+        let rules = if rules.files == code.files {
+            code.clone()
+        } else {
+            rules
+        };
         Self {
-            code: RemitBlock::build("Code", fence, of(change, &[FileClass::Code])),
+            code,
             config: RemitBlock::build(
                 "Configuration",
                 fence,
@@ -226,6 +254,12 @@ impl Remits {
                 of(change, &[FileClass::Docs, FileClass::Manifest]),
             ),
             judge: RemitBlock::build("Criterion inputs", fence, judge_files.iter()),
+            rules,
+            references: RemitBlock::build(
+                crate::rules::test::REFERENCES_HEADING,
+                fence,
+                input.rule_references.iter(),
+            ),
         }
     }
 
@@ -236,7 +270,14 @@ impl Remits {
             Prompt::Role(Role::Security) => vec![&self.code, &self.config],
             Prompt::Role(Role::Docs) => vec![&self.docs],
             Prompt::Role(Role::Judge) => vec![&self.judge],
-            Prompt::Role(Role::Coordinator | Role::Rules) => Vec::new(),
+            Prompt::Role(Role::Rules) => {
+                if self.references.files.is_empty() {
+                    vec![&self.rules]
+                } else {
+                    vec![&self.rules, &self.references]
+                }
+            }
+            Prompt::Role(Role::Coordinator) => Vec::new(),
             Prompt::Role(Role::Quality | Role::Performance | Role::Integration) => {
                 vec![&self.code]
             }
@@ -304,9 +345,9 @@ pub fn shared_context(input: &ReviewInput<'_>) -> String {
 }
 
 /// The instructions block: the role's prompt, its own material, the answer.
-fn instructions(input: &ReviewInput<'_>, seat: Seat, extra: &str) -> String {
+pub(crate) fn instructions(prompts: &Prompts, prompt: Prompt, extra: &str) -> String {
     let mut out = String::new();
-    out.push_str(input.prompts.text(seat.prompt));
+    out.push_str(prompts.text(prompt));
     if !extra.is_empty() {
         out.push('\n');
         out.push_str(extra);
@@ -336,7 +377,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let policy = input.policy;
     let tier = input.tier.tier;
     let review_deadline = Instant::now() + Duration::from_secs(policy.review_timeout_s);
-    let remits = Remits::build(input.change, input.judge_files, input.fence);
+    let remits = Remits::build(input);
     let shared = shared_context(input);
 
     let classes: Vec<FileClass> = input
@@ -345,12 +386,26 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         .filter(|f| f.noise.is_none())
         .map(|f| f.class)
         .collect();
-    let mut seats = panel::reviewers(tier, &classes);
+    // Each seat with its own material (the judge's criteria, a share of the
+    // house rules' questions).
+    let mut seats: Vec<(Seat, String)> = panel::reviewers(tier, &classes)
+        .into_iter()
+        .map(|s| (s, String::new()))
+        .collect();
     if !input.judged.is_empty() {
-        seats.push(Seat {
+        let seat = Seat {
             role: Role::Judge,
             prompt: Prompt::Role(Role::Judge),
-        });
+        };
+        seats.push((seat, judge_material(input)));
+    }
+    // One request for every rule that applies, split only to fit limits.
+    for chunk in ask::chunks(input.rules) {
+        let seat = Seat {
+            role: Role::Rules,
+            prompt: Prompt::Role(Role::Rules),
+        };
+        seats.push((seat, ask::questions(input.fence, chunk)));
     }
 
     // Every request, built before anything is sent, so the budget can refuse
@@ -358,33 +413,25 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     // attempt is carried instead of asked.
     let mut carried_seats: Vec<(Seat, &CarriedReview, String)> = Vec::new();
     let mut requests: Vec<(Seat, Vec<Block>, Coverage, String)> = Vec::new();
-    for seat in &seats {
+    for (seat, material) in &seats {
         let blocks = remits.for_prompt(seat.prompt);
         let coverage = Coverage::of(&blocks);
-        let extra = if seat.role == Role::Judge {
-            judge_material(input)
+        let asks_own_questions = matches!(seat.role, Role::Judge | Role::Rules);
+        let extra = if asks_own_questions {
+            material.clone()
         } else {
             earlier_material(input, seat.role)
-        };
-        let judge_ids: String = if seat.role == Role::Judge {
-            input
-                .judged
-                .iter()
-                .map(|c| c.id.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        } else {
-            String::new()
         };
         let digest = remit_digest(
             seat.prompt,
             &blocks,
             &[input.change, input.judge_files],
-            &judge_ids,
+            material,
         );
+        // The judge and the rules reviewer are asked only what needs deciding.
         if let Some(c) = input.carried.get(&seat.role)
             && c.record.remit_digest == digest
-            && seat.role != Role::Judge
+            && !asks_own_questions
         {
             carried_seats.push((*seat, c, digest));
             continue;
@@ -399,7 +446,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 Block::new(b.text.clone())
             });
         }
-        request.push(Block::new(instructions(input, *seat, &extra)));
+        request.push(Block::new(instructions(input.prompts, seat.prompt, &extra)));
         requests.push((*seat, request, coverage, digest));
     }
     let estimate: u64 = requests
@@ -432,6 +479,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let mut raised = Vec::new();
     let mut judgements = unjudged(input.judged, "the judge did not run");
     let mut incomplete = Vec::new();
+    let mut rule_answers = Vec::new();
     for (seat, c, digest) in &carried_seats {
         specialists.push(SpecialistRecord {
             input_tokens: Some(0),
@@ -497,6 +545,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 }
             }
         }
+        if seat.role == Role::Rules {
+            // The rules seat answers through `rules` only.
+            rule_answers.extend(answer.rules.iter().cloned());
+            continue;
+        }
         raised.extend(answer.findings.iter().map(|f| Raised {
             role: seat.role,
             finding: f.clone(),
@@ -530,8 +583,8 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         let blocks = vec![
             Block::cached(shared.clone()),
             Block::new(instructions(
-                input,
-                seat,
+                input.prompts,
+                seat.prompt,
                 &format!("## Findings\n{section}"),
             )),
         ];
@@ -548,6 +601,15 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             &Coverage::default(),
         ));
     }
+
+    let scored = ask::score(input.rules, &rule_answers);
+    for a in input.rules {
+        if !scored.iter().any(|s| s.key == a.key) {
+            tracing::warn!(rule = %a.key, "the rules reviewer gave no answer for a rule");
+        }
+    }
+    let rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    let findings = coordinator::merge_rule_findings(findings, rule_findings);
 
     ReviewOutput {
         record: ReviewRecord {

@@ -31,7 +31,8 @@ use crate::review::ReviewOutput;
 use crate::review::coordinator::sort_worst_first;
 use crate::review::prompts::Prompts;
 use crate::routing::Routing;
-use crate::{attest, change, guard, tier, verdict};
+use crate::rules::RuleSet;
+use crate::{attest, change, guard, rules, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -187,6 +188,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             &prompts,
             policy,
             serde_json::json!([]),
+            serde_json::json!([]),
         )?;
         return Ok(record);
     }
@@ -225,6 +227,15 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         Some(base) => change::with_base(&ctx.workspace, base).await?,
         None => change::by_paths(&snapshot, &task_paths),
     };
+
+    // House rules are configuration: a broken rules file stops the run
+    // before anything runs.
+    let rule_files: Vec<String> = snapshot
+        .regular_files()
+        .filter(|p| rules::discover::is_rules_file(p))
+        .map(str::to_owned)
+        .collect();
+    let rule_set = RuleSet::load(&ctx.workspace, &rule_files)?;
 
     let mut plan = plan::first_attempt(&spec, &snapshot);
     retry::delta::apply(&mut plan, &spec, history.previous.as_ref(), req.full);
@@ -286,6 +297,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             run_id: &start.run_id,
             previous: history.previous.as_ref(),
             full: req.full,
+            rule_set: &rule_set,
         }
         .run()
         .await?
@@ -397,12 +409,22 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     record.duration_ms = millis(start.clock.elapsed());
 
     let evidence_started = Instant::now();
-    let names = records::subject_names(
+    let mut names = records::subject_names(
         ctx,
         &config_files(req, &routing, &prompts),
         &spec,
         &snapshot,
         &record,
+    );
+    names.extend(rule_set.files.iter().map(|(path, _)| path.clone()));
+    names.sort();
+    names.dedup();
+    let rules_digests = serde_json::Value::Array(
+        rule_set
+            .files
+            .iter()
+            .map(|(path, bytes)| serde_json::json!({"file": path, "blake3": Digest::of(bytes).to_hex()}))
+            .collect(),
     );
     finish(
         ctx,
@@ -413,6 +435,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         &prompts,
         policy,
         records::plan_json(&plan),
+        rules_digests,
     )?;
     // What the evidence step adds to a run (bench/evidence.sh reads this).
     tracing::info!(
@@ -481,6 +504,7 @@ fn finish(
     prompts: &Prompts,
     policy: &gate_specs::Policy,
     plan: serde_json::Value,
+    rules: serde_json::Value,
 ) -> Result<(), GateError> {
     let extra = attest::PredicateExtra {
         policy: serde_json::to_value(policy).unwrap_or_default(),
@@ -496,6 +520,7 @@ fn finish(
                 })
                 .collect(),
         ),
+        rules,
         plan,
         previous_bundle: record.previous_bundle.clone(),
     };
@@ -510,7 +535,7 @@ fn finish(
 }
 
 /// The prompts in effect: built in, or as the routing table's `[prompts]` names them.
-fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, GateError> {
+pub(crate) fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, GateError> {
     let base = match &routing.origin {
         crate::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
         crate::routing::Origin::Builtin => None,

@@ -18,6 +18,7 @@ use crate::review::prompts::Prompts;
 use crate::review::{self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput};
 use crate::role::Role;
 use crate::routing::Routing;
+use crate::rules::{self, RuleSet};
 use crate::tier::TierDecision;
 
 /// The model review's inputs.
@@ -34,6 +35,7 @@ pub(super) struct ReviewStage<'a> {
     pub run_id: &'a str,
     pub previous: Option<&'a Previous>,
     pub full: bool,
+    pub rule_set: &'a RuleSet,
 }
 
 impl ReviewStage<'_> {
@@ -88,6 +90,14 @@ impl ReviewStage<'_> {
             })
             .collect();
         let (carried, earlier) = self.carry();
+        let shown: Vec<String> = change
+            .iter()
+            .filter(|f| f.noise.is_none() && f.text.is_some())
+            .map(|f| f.path.clone())
+            .collect();
+        let asked = rules::ask::asked(self.rule_set, &shown);
+        let rule_references =
+            context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
         let fence = Fence::new();
         super::progress(self.ctx, &format!("gate: review ({} tier)", self.tier.tier));
         Ok(review::run(&ReviewInput {
@@ -97,6 +107,8 @@ impl ReviewStage<'_> {
             change: &change,
             judged: &judged,
             judge_files: &judge_files,
+            rules: &asked,
+            rule_references: &rule_references,
             code_criteria: &code_criteria,
             routing: self.routing,
             prompts: self.prompts,

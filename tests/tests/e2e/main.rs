@@ -7,4 +7,5 @@ mod evidence;
 mod example;
 mod retry;
 mod review;
+mod rules;
 mod verify;
