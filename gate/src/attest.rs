@@ -155,6 +155,7 @@ pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
         "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest,
                     "override": extra.routing_override},
         "prompts": extra.prompts,
+        "rules": extra.rules,
         "plan": extra.plan,
         "previous_bundle_sha256": extra.previous_bundle,
     })
@@ -173,6 +174,8 @@ pub struct PredicateExtra {
     pub routing_override: Option<crate::routing::patch::OverrideStatus>,
     /// Each prompt's key and blake3.
     pub prompts: Value,
+    /// Each house-rules file's path and blake3.
+    pub rules: Value,
     /// What was run or carried, and why.
     pub plan: Value,
     /// The previous attempt's bundle sha256.
@@ -271,6 +274,11 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
             "id": f.id, "severity": f.severity, "role": f.role, "file": f.file, "line": f.line,
         })).collect::<Vec<_>>(),
         "overridden": record.overridden,
+        "published": record.findings.len(),
+        "duplicates": record.duplicates,
+        "dispositions": crate::verify::dispositions(record),
+        crate::retry::FAILURES_KEY: record.failures,
+        "doom_loop": record.doom_loop,
     })
 }
 
@@ -323,6 +331,10 @@ pub fn import_files(
         let opened = bundle::open(&bytes, trusted).map_err(|e| {
             GateError::BadEvidence(format!("{} does not verify: {e}", path.display()))
         })?;
+        if opened.statement.predicate_type != PREDICATE_TYPE {
+            // An override's bundle, say: recorded in its own table.
+            continue;
+        }
         let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
             .map_err(|e| {
             GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))

@@ -54,6 +54,77 @@ pub enum Command {
     /// Verify, checkpoint or import into the ledger.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// Dismiss a finding: not raised again in the spec's later attempts unless its code changes.
+    Dismiss {
+        /// The run that raised it (id or unique prefix).
+        run: String,
+        /// The finding's id (or unique prefix).
+        finding: String,
+        /// Why it is not worth acting on.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Break glass: let a run's spec pass on the same content, signed and counted.
+    Override {
+        /// The run to override (id or unique prefix).
+        run: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+        /// Who decided.
+        #[arg(long)]
+        by: String,
+    },
+    /// List the house rules that apply to files; check or test them.
+    Rules(RulesArgs),
+}
+
+/// `gate rules [--files PATH…] | check | test`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RulesArgs {
+    /// Check or test instead of listing.
+    #[command(subcommand)]
+    pub command: Option<RulesCommand>,
+    /// Only the rules that apply to these files (they need not exist yet).
+    #[arg(long, num_args = 1.., value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+    /// Human text (avoid / do / see) or JSON for agents.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// `gate rules check | test`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Fail on a file more rules apply to than the cap, and on a judged rule
+    /// never tested, changed since its test, or below the margin.
+    Check(RulesCheckArgs),
+    /// Score every rule's labelled cases against the model and record the
+    /// margin in the rule's `tested` table.
+    Test(RulesTestArgs),
+}
+
+/// `gate rules check`.
+#[derive(Debug, Args)]
+pub struct RulesCheckArgs {
+    /// Rules that may apply to one file at most.
+    #[arg(long, value_name = "N", default_value_t = crate::rules::scope::DEFAULT_CAP)]
+    pub cap: usize,
+}
+
+/// `gate rules test`.
+#[derive(Debug, Args)]
+pub struct RulesTestArgs {
+    /// Only this rule (every rule with this id).
+    #[arg(long, value_name = "ID")]
+    pub rule: Option<String>,
+    /// Ask the model the routing table gives the rules reviewer on this tier.
+    #[arg(long, value_name = "TIER", default_value = "full")]
+    pub tier: crate::record::Tier,
+    /// Which routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
 }
 
 /// `gate keys …`.
@@ -151,9 +222,22 @@ pub enum LedgerCommand {
 #[derive(Debug, Subcommand)]
 pub enum RoutingCommand {
     /// Print the table in effect and where each row came from.
-    Show(RoutingArgs),
-    /// Validate the table without calling any model.
-    Check(RoutingArgs),
+    Show(RoutingShowArgs),
+    /// Validate the table without calling any model (with --qualify, also
+    /// test the house rules against every model the rules reviewer can use).
+    Check(RoutingCheckArgs),
+}
+
+/// `gate routing check`.
+#[derive(Debug, Args)]
+pub struct RoutingCheckArgs {
+    /// Which routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+    /// Run every rule test against each model the rules reviewer could be
+    /// routed to (every tier, failbacks included) and flag those below the margin.
+    #[arg(long)]
+    pub qualify: bool,
 }
 
 /// Which routing table.
@@ -165,6 +249,14 @@ pub struct RoutingArgs {
     /// The spec whose folder holds routing.toml (default: gate.toml in the workspace).
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
+}
+
+/// `gate routing show`.
+#[derive(Debug, Args)]
+pub struct RoutingShowArgs {
+    /// Which routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
     /// Do not fetch the routing override (GATE_ROUTING_URL).
     #[arg(long)]
     pub offline: bool,
@@ -182,6 +274,9 @@ pub struct VerifyArgs {
     /// Re-run everything, carrying nothing forward from earlier attempts.
     #[arg(long)]
     pub full: bool,
+    /// Start a new attempt series (after an escalation, once a human looked).
+    #[arg(long)]
+    pub new_series: bool,
     /// Call no model provider: decide what code can decide.
     #[arg(long)]
     pub offline: bool,

@@ -54,6 +54,9 @@ pub enum GateError {
     /// The routing table cannot be read.
     #[error(transparent)]
     Routing(#[from] crate::routing::RoutingError),
+    /// House rules cannot be read, are invalid, or cannot be written back.
+    #[error(transparent)]
+    Rules(#[from] crate::rules::RulesError),
     /// A signing or public key cannot be used.
     #[error(transparent)]
     Key(#[from] gate_evidence::keys::KeyError),
@@ -91,7 +94,8 @@ impl GateError {
         use gate_evidence::keys::KeyError;
         use gate_evidence::ledger::LedgerError;
         match self {
-            Self::Key(KeyError::Write { .. } | KeyError::Random(_)) => exit::INCOMPLETE,
+            Self::Key(KeyError::Write { .. } | KeyError::Random(_))
+            | Self::Rules(crate::rules::RulesError::Write { .. }) => exit::INCOMPLETE,
             Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,
             Self::Ledger(LedgerError::Corrupt { .. }) | Self::BadEvidence(_) => exit::FAIL,
@@ -102,6 +106,7 @@ impl GateError {
             | Self::Base { .. }
             | Self::Harness(_)
             | Self::Routing(_)
+            | Self::Rules(_)
             | Self::Exists { .. }
             | Self::Key(_)
             | Self::Ledger(_) => exit::USAGE,

@@ -16,14 +16,17 @@ pub mod config;
 pub mod errors;
 pub mod exit;
 pub mod findings;
+pub mod guard;
 pub mod init;
 pub mod output;
 pub mod plan;
 pub mod provider;
 pub mod record;
+pub mod retry;
 pub mod review;
 pub mod role;
 pub mod routing;
+pub mod rules;
 pub mod tier;
 pub mod verdict;
 pub mod verify;
@@ -34,7 +37,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{
-    Cli, Command, EvidenceCommand, Format, KeysCommand, LedgerCommand, RoutingCommand, VerifyArgs,
+    Cli, Command, EvidenceCommand, Format, KeysCommand, LedgerCommand, RoutingCommand,
+    RulesCommand, VerifyArgs,
 };
 use crate::config::{Context, Verbosity};
 use crate::errors::GateError;
@@ -87,7 +91,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         }
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,
-        Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args),
+        Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args).await,
         Command::Keys(KeysCommand::Generate) => commands::keys::generate(ctx),
         Command::Keys(KeysCommand::Show) => commands::keys::show(ctx),
         Command::Evidence(EvidenceCommand::Verify { target, keys }) => {
@@ -109,6 +113,19 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Ledger(LedgerCommand::Import { bundle }) => {
             commands::ledger::import(ctx, bundle.as_deref())
         }
+        Command::Dismiss {
+            run,
+            finding,
+            reason,
+        } => commands::review_memory::dismiss(ctx, &run, &finding, &reason),
+        Command::Override { run, reason, by } => {
+            commands::review_memory::override_run(ctx, &run, &reason, &by)
+        }
+        Command::Rules(args) => match &args.command {
+            None => commands::rules::list(ctx, &args),
+            Some(RulesCommand::Check(check)) => commands::rules::check(ctx, check),
+            Some(RulesCommand::Test(test)) => commands::rules::test(ctx, test).await,
+        },
     }
 }
 
@@ -117,6 +134,7 @@ async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateErro
         spec_path: ctx.spec_path(args.spec.as_deref())?,
         base: args.base.clone(),
         full: args.full,
+        new_series: args.new_series,
         offline: args.offline,
         routing: args.routing.as_deref().map(config::from_cwd),
     };
@@ -161,8 +179,11 @@ fn init_tracing(verbosity: Verbosity) {
         Verbosity::Debug => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();

@@ -18,6 +18,20 @@ pub enum Decision {
         /// "first attempt", "failed last time", "inputs changed", …
         why: String,
     },
+    /// Carry its earlier result forward: verified before, inputs unchanged.
+    Carry {
+        /// The run that verified it.
+        from_run: String,
+        /// That run's bundle (sha256 of its bytes).
+        from_bundle: String,
+    },
+}
+
+impl Decision {
+    /// Whether the item runs in this attempt.
+    pub fn runs(&self) -> bool {
+        matches!(self, Self::Run { .. })
+    }
 }
 
 /// One check or criterion, planned.

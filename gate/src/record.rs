@@ -121,8 +121,11 @@ pub struct CheckRecord {
     pub duration_ms: u64,
     /// blake3 of the check's definition and input files.
     pub inputs_digest: String,
-    /// The bundle that verified it, when carried.
+    /// The run that verified it, when carried.
     pub carried_from: Option<String>,
+    /// That run's bundle (sha256 of its bytes), when carried.
+    #[serde(default)]
+    pub carried_bundle: Option<String>,
     /// Why it failed or was skipped.
     pub reason: Option<String>,
     /// Captured output (bounded, redacted tail).
@@ -166,8 +169,11 @@ pub struct CriterionRecord {
     pub duration_ms: u64,
     /// blake3 of the criterion's definition and input files.
     pub inputs_digest: String,
-    /// The bundle that verified it, when carried.
+    /// The run that verified it, when carried.
     pub carried_from: Option<String>,
+    /// That run's bundle (sha256 of its bytes), when carried.
+    #[serde(default)]
+    pub carried_bundle: Option<String>,
     /// Why it failed, was skipped or is unverified.
     pub reason: Option<String>,
     /// Captured output of the command.
@@ -233,6 +239,13 @@ pub struct SpecialistRecord {
     pub attempts: Vec<crate::review::call::Attempt>,
     /// What it was shown.
     pub coverage: crate::review::Coverage,
+    /// blake3 over its remit's files and their digests: an unchanged remit
+    /// lets a retry carry this review forward.
+    #[serde(default)]
+    pub remit_digest: String,
+    /// The run whose review of the same remit was carried forward, if any.
+    #[serde(default)]
+    pub carried_from: Option<String>,
 }
 
 /// A finding of the review, after the coordinator.
@@ -307,7 +320,29 @@ pub struct RunRecord {
     /// Findings kept by the coordinator.
     pub findings: Vec<Finding>,
     /// The doom-loop detector's conclusion, when it escalated.
-    pub doom_loop: Option<serde_json::Value>,
+    pub doom_loop: Option<crate::retry::doom::DoomLoop>,
+    /// blake3 over every fingerprinted file and its digest: the content an
+    /// override of this run applies to.
+    #[serde(default)]
+    pub content_digest: String,
+    /// sha256 of the previous attempt's bundle, on a retry.
+    #[serde(default)]
+    pub previous_bundle: Option<String>,
+    /// What became of the previous attempt's open findings.
+    #[serde(default)]
+    pub finding_fates: Vec<crate::retry::memory::Fate>,
+    /// Findings raised again but suppressed by a dismissal.
+    #[serde(default)]
+    pub suppressed_findings: Vec<Finding>,
+    /// Findings the coordinator dropped as duplicates of others.
+    #[serde(default)]
+    pub duplicates: usize,
+    /// The failure fingerprints the doom-loop detector reads.
+    #[serde(default)]
+    pub failures: Vec<crate::retry::doom::Failure>,
+    /// Who overrode the verdict and why, when `overridden`.
+    #[serde(default)]
+    pub override_note: Option<String>,
     /// Path of the evidence bundle, when one was written (not in the bundle itself).
     #[serde(default)]
     pub bundle: Option<String>,

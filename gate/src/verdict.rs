@@ -112,6 +112,7 @@ mod tests {
             duration_ms: 0,
             inputs_digest: String::new(),
             carried_from: None,
+            carried_bundle: None,
             reason: Some("exited with status 2".into()),
             output: gate_harness::Output::default(),
             locations: Vec::new(),
@@ -132,6 +133,7 @@ mod tests {
             duration_ms: 0,
             inputs_digest: String::new(),
             carried_from: None,
+            carried_bundle: None,
             reason: Some("review did not run".into()),
             output: gate_harness::Output::default(),
         }

@@ -70,7 +70,7 @@ pub async fn run_argv(
     let stderr = Capture::shared(Keep::Tail, cap);
     let mut group = ProcessGroup::spawn(
         new_command(program).args(args),
-        argv.join(" "),
+        &argv.join(" "),
         cwd,
         Arc::clone(&stdout),
         Arc::clone(&stderr),
@@ -329,22 +329,19 @@ impl ProcessGroup {
         }
         let mut command = new_command("sh");
         command.arg("-c").arg(run);
-        Self::spawn(
-            &mut command,
-            run.to_owned(),
-            cwd,
-            Arc::clone(&combined),
-            combined,
-        )
+        Self::spawn(&mut command, run, cwd, Arc::clone(&combined), combined)
     }
 
     fn spawn(
         command: &mut Command,
-        description: String,
+        description: &str,
         cwd: &Path,
         stdout_sink: Arc<Mutex<Capture>>,
         stderr_sink: Arc<Mutex<Capture>>,
     ) -> Result<Self, HarnessError> {
+        // The description is logged and may end up in an error message: a
+        // key pasted into a command line must not.
+        let description = crate::secrets::redact(description, &[] as &[&str]);
         let spawn_error = |source| HarnessError::Spawn {
             command: description.clone(),
             source,

@@ -195,13 +195,14 @@ fn pause(shared: &Shared, d: Duration) -> bool {
     !shared.stopping.load(Ordering::SeqCst)
 }
 
-/// Selects requests by path, `X-Gate-Role` header and `model` field; an
-/// unset criterion matches anything.
+/// Selects requests by path, `X-Gate-Role` header, `model` field and text
+/// in the body; an unset criterion matches anything.
 #[derive(Debug, Clone, Default)]
 pub struct Matcher {
     path: Option<String>,
     role: Option<String>,
     model: Option<String>,
+    body: Vec<String>,
 }
 
 impl Matcher {
@@ -231,6 +232,14 @@ impl Matcher {
         self
     }
 
+    /// Only requests whose body holds `text` (in any of its strings, as
+    /// sent: JSON escapes undone).
+    #[must_use]
+    pub fn body_contains(mut self, text: &str) -> Self {
+        self.body.push(text.to_owned());
+        self
+    }
+
     fn matches(&self, request: &Request) -> bool {
         self.path.as_ref().is_none_or(|p| *p == request.path)
             && self
@@ -239,6 +248,10 @@ impl Matcher {
                 .is_none_or(|r| request.header("x-gate-role") == Some(r.as_str()))
             && self.model.as_ref().is_none_or(|m| {
                 request.body.get("model").and_then(Value::as_str) == Some(m.as_str())
+            })
+            && (self.body.is_empty() || {
+                let text = request.text();
+                self.body.iter().all(|b| text.contains(b.as_str()))
             })
     }
 }
@@ -266,6 +279,25 @@ impl Request {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Every string in the JSON body, joined by newlines: the text a model
+    /// was sent, whichever provider's shape it came in.
+    pub fn text(&self) -> String {
+        fn walk(v: &Value, out: &mut String) {
+            match v {
+                Value::String(s) => {
+                    out.push_str(s);
+                    out.push('\n');
+                }
+                Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+                Value::Object(map) => map.values().for_each(|i| walk(i, out)),
+                _ => {}
+            }
+        }
+        let mut out = String::new();
+        walk(&self.body, &mut out);
+        out
     }
 
     /// Whether the request asked for a streamed reply.

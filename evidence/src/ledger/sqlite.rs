@@ -180,9 +180,19 @@ impl Ledger {
     /// already durable. Computes the envelope sha256, the leaf hash, the
     /// next seq and the chain link in one `BEGIN IMMEDIATE` transaction.
     pub fn append(&mut self, entry: &RunEntry, envelope: &[u8]) -> Result<LedgerRow, LedgerError> {
-        let envelope_sha256 = crate::bundle::digest(envelope);
-        let leaf_hash = hex::encode(merkle::leaf_hash(envelope));
-        let recorded_at = Utc::now();
+        let mut rows = self.append_batch(&[(entry, envelope)])?;
+        rows.pop().ok_or_else(|| LedgerError::Corrupt {
+            seq: 0,
+            reason: "an append returned no row".to_owned(),
+        })
+    }
+
+    /// Appends several runs, in order, in ONE transaction (imports and
+    /// migrations: one commit instead of one per run). All or none.
+    pub fn append_batch(
+        &mut self,
+        runs: &[(&RunEntry, &[u8])],
+    ) -> Result<Vec<LedgerRow>, LedgerError> {
         let path = self.path.clone();
         let err = |source| LedgerError::Sql {
             path: path.clone(),
@@ -193,36 +203,7 @@ impl Ledger {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        if let Some(seq) = tx
-            .query_row(
-                "SELECT seq FROM runs WHERE run_id = ?1",
-                [&entry.run_id],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(err)?
-        {
-            return Err(LedgerError::AlreadyRecorded {
-                run_id: entry.run_id.clone(),
-                seq,
-            });
-        }
-        if let Some((seq, run_id)) = tx
-            .query_row(
-                "SELECT seq, run_id FROM runs WHERE envelope_sha256 = ?1",
-                [&envelope_sha256],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(err)?
-        {
-            return Err(LedgerError::EnvelopeRecorded {
-                sha256: envelope_sha256,
-                run_id,
-                seq,
-            });
-        }
-        let tip: Option<(u64, String)> = tx
+        let mut tip: Option<(u64, String)> = tx
             .query_row(
                 "SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1",
                 [],
@@ -230,44 +211,14 @@ impl Ledger {
             )
             .optional()
             .map_err(err)?;
-        let (seq, prev_sha256) = match tip {
-            Some((seq, sha)) => (seq + 1, Some(sha)),
-            None => (1, None),
-        };
-        tx.execute(
-            &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
-            params![
-                seq,
-                entry.run_id,
-                entry.spec_id,
-                entry.attempt,
-                entry.verdict,
-                entry.tier,
-                ts(&entry.started_at),
-                ts(&entry.finished_at),
-                entry.input_tokens,
-                entry.cached_input_tokens,
-                entry.output_tokens,
-                entry.cost_usd,
-                entry.bundle_path,
-                envelope_sha256,
-                prev_sha256,
-                leaf_hash,
-                ts(&recorded_at),
-                entry.extra.to_string(),
-            ],
-        )
-        .map_err(err)?;
+        let mut out = Vec::with_capacity(runs.len());
+        for (entry, envelope) in runs {
+            let row = append_in(&tx, &err, entry, envelope, tip.as_ref())?;
+            tip = Some((row.seq, row.envelope_sha256.clone()));
+            out.push(row);
+        }
         tx.commit().map_err(err)?;
-        tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
-        Ok(LedgerRow {
-            seq,
-            entry: entry.clone(),
-            envelope_sha256,
-            prev_sha256,
-            leaf_hash,
-            recorded_at,
-        })
+        Ok(out)
     }
 
     fn query_rows(
@@ -416,6 +367,86 @@ fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
 }
 
 /// A row as SQLite returns it, before parsing timestamps and JSON.
+/// One append inside an open transaction, chained to `tip` (the previous
+/// row's seq and envelope sha256).
+fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    err: &impl Fn(rusqlite::Error) -> LedgerError,
+    entry: &RunEntry,
+    envelope: &[u8],
+    tip: Option<&(u64, String)>,
+) -> Result<LedgerRow, LedgerError> {
+    let envelope_sha256 = crate::bundle::digest(envelope);
+    let leaf_hash = hex::encode(merkle::leaf_hash(envelope));
+    let recorded_at = Utc::now();
+    if let Some(seq) = tx
+        .query_row(
+            "SELECT seq FROM runs WHERE run_id = ?1",
+            [&entry.run_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err)?
+    {
+        return Err(LedgerError::AlreadyRecorded {
+            run_id: entry.run_id.clone(),
+            seq,
+        });
+    }
+    if let Some((seq, run_id)) = tx
+        .query_row(
+            "SELECT seq, run_id FROM runs WHERE envelope_sha256 = ?1",
+            [&envelope_sha256],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(err)?
+    {
+        return Err(LedgerError::EnvelopeRecorded {
+            sha256: envelope_sha256,
+            run_id,
+            seq,
+        });
+    }
+    let (seq, prev_sha256) = match tip {
+        Some((seq, sha)) => (seq + 1, Some(sha.clone())),
+        None => (1, None),
+    };
+    tx.execute(
+        &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
+        params![
+            seq,
+            entry.run_id,
+            entry.spec_id,
+            entry.attempt,
+            entry.verdict,
+            entry.tier,
+            ts(&entry.started_at),
+            ts(&entry.finished_at),
+            entry.input_tokens,
+            entry.cached_input_tokens,
+            entry.output_tokens,
+            entry.cost_usd,
+            entry.bundle_path,
+            envelope_sha256,
+            prev_sha256,
+            leaf_hash,
+            ts(&recorded_at),
+            entry.extra.to_string(),
+        ],
+    )
+    .map_err(err)?;
+    tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
+    Ok(LedgerRow {
+        seq,
+        entry: (*entry).clone(),
+        envelope_sha256,
+        prev_sha256,
+        leaf_hash,
+        recorded_at,
+    })
+}
+
 struct RawRow {
     seq: u64,
     run_id: String,

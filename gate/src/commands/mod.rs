@@ -3,5 +3,7 @@
 pub mod evidence;
 pub mod keys;
 pub mod ledger;
+pub mod review_memory;
 pub mod routing;
+pub mod rules;
 pub mod runs;

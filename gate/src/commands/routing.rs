@@ -1,15 +1,16 @@
-//! `gate routing show | check`.
+//! `gate routing show | check [--qualify]`.
 
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::cli::RoutingArgs;
+use crate::cli::{RoutingArgs, RoutingCheckArgs, RoutingShowArgs};
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
 use crate::routing::Routing;
 use crate::routing::patch;
+use crate::rules::model::PASS_MARGIN;
 
 /// Loads the table the way `gate verify` would.
 pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
@@ -26,8 +27,8 @@ pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> 
 
 /// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
 /// applied (unless `--offline`), overridden rows marked.
-pub async fn show(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
-    let mut routing = resolve(ctx, args)?;
+pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
+    let mut routing = resolve(ctx, &args.routing)?;
     let mut text = String::new();
     if let Some(url) = config::routing_url() {
         let status = patch::apply_override(&mut routing, &url, args.offline).await;
@@ -45,9 +46,11 @@ pub async fn show(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
     Ok(exit::PASS)
 }
 
-/// `gate routing check`: exit 1 when the table is unusable.
-pub fn check(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
-    let routing = resolve(ctx, args)?;
+/// `gate routing check [--qualify]`: exit 1 when the table is unusable or
+/// (with `--qualify`) a model the rules reviewer can use does not separate
+/// the house rules' cases; 4 when a model could not be asked.
+pub async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateError> {
+    let routing = resolve(ctx, &args.routing)?;
     let problems = routing.check(&config::env_is_set);
     let mut out = String::new();
     let _ = writeln!(out, "routing table: {}", routing.origin);
@@ -55,14 +58,62 @@ pub fn check(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
         let level = if p.fatal { "error" } else { "note" };
         let _ = writeln!(out, "  {level}: {}: {}", p.row, p.message);
     }
-    let fatal = problems.iter().filter(|p| p.fatal).count();
-    if fatal == 0 {
+    let mut errors = problems.iter().filter(|p| p.fatal).count();
+    let mut unavailable = 0;
+    if args.qualify {
+        let (models, rules) = super::rules::qualify(ctx, &routing, &args.routing).await?;
+        if rules == 0 {
+            let _ = writeln!(
+                out,
+                "  note: qualify: no judged house rules to test models with"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "rules reviewer models, qualified on {rules} house rule(s) (margin ≥ {PASS_MARGIN}):"
+            );
+        }
+        for q in &models {
+            let classes = q.classes.join(", ");
+            if let Some(why) = &q.unavailable {
+                unavailable += 1;
+                let _ = writeln!(out, "  note: {} ({classes}): not qualified: {why}", q.model);
+            } else if q.below.is_empty() {
+                let lowest = q
+                    .lowest
+                    .as_ref()
+                    .map(|(id, m)| format!("lowest margin {m:.2} on `{id}`"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "  ok: {} ({classes}): {lowest}", q.model);
+            } else {
+                errors += 1;
+                let below: Vec<String> = q
+                    .below
+                    .iter()
+                    .map(|(id, m)| format!("`{id}` {m:.2}"))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  error: {} ({classes}): does not separate the cases: below the margin on {}",
+                    q.model,
+                    below.join(", ")
+                );
+            }
+        }
+    }
+    if errors == 0 && unavailable == 0 {
         let _ = writeln!(out, "ok");
-    } else {
-        let _ = writeln!(out, "{fatal} error(s)");
+    } else if errors > 0 {
+        let _ = writeln!(out, "{errors} error(s)");
     }
     output::stdout(&out).map_err(GateError::stdout)?;
-    Ok(if fatal == 0 { exit::PASS } else { exit::FAIL })
+    Ok(if errors > 0 {
+        exit::FAIL
+    } else if unavailable > 0 {
+        exit::INCOMPLETE
+    } else {
+        exit::PASS
+    })
 }
 
 /// The table as rows, each with where it came from.

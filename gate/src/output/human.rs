@@ -18,12 +18,16 @@ pub fn render(record: &RunRecord) -> String {
         "gate · {} · attempt {} · run {}",
         record.spec_id, record.attempt, record.run_id
     );
+    if let Some(note) = &record.override_note {
+        let _ = writeln!(out, "overridden: {note}");
+    }
     let _ = writeln!(out, "tier: {} ({})", record.tier, record.tier_reason);
 
     if !record.checks.is_empty() {
         let _ = writeln!(out, "\nchecks");
         let width = id_width(record.checks.iter().map(|c| c.id.as_str()));
         for c in &record.checks {
+            let carried = c.carried_from.as_ref().map(|r| format!("from run {r}"));
             item_line(
                 &mut out,
                 width,
@@ -31,7 +35,7 @@ pub fn render(record: &RunRecord) -> String {
                 "",
                 c.status,
                 c.duration_ms,
-                c.reason.as_deref(),
+                carried.as_deref().or(c.reason.as_deref()),
             );
             if c.status == ItemStatus::Failed {
                 for loc in c.locations.iter().take(TAIL_LINES) {
@@ -54,8 +58,9 @@ pub fn render(record: &RunRecord) -> String {
                 crate::record::DecidedBy::Code => "code ",
                 crate::record::DecidedBy::Model => "model",
             };
-            let reason = match (c.met, c.threshold) {
-                (Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
+            let reason = match (&c.carried_from, c.met, c.threshold) {
+                (Some(r), _, _) => Some(format!("from run {r}")),
+                (None, Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
                 _ => c.reason.clone(),
             };
             item_line(
@@ -103,6 +108,32 @@ pub fn render(record: &RunRecord) -> String {
             ),
         };
     }
+    if !record.findings.is_empty() {
+        let _ = writeln!(out, "\nfindings");
+        for f in &record.findings {
+            let at = f.line.map(|l| format!(":{l}")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<10} {}{at}  {}  ({}, {})",
+                f.severity, f.file, f.title, f.role, f.id
+            );
+        }
+    }
+    let resolved = record
+        .finding_fates
+        .iter()
+        .filter(|f| f.disposition == crate::retry::memory::Disposition::Resolved)
+        .count();
+    if resolved > 0 || !record.suppressed_findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "earlier findings: {resolved} resolved; {} kept quiet by a dismissal",
+            record.suppressed_findings.len()
+        );
+    }
+    if let Some(d) = &record.doom_loop {
+        let _ = writeln!(out, "\n{}", d.message);
+    }
 
     let verdict = match record.verdict {
         Verdict::Pass if record.overridden => "PASS (overridden)",
@@ -124,59 +155,52 @@ pub fn render(record: &RunRecord) -> String {
     out
 }
 
-/// One line per specialist: model, status, tokens, cost, time, and what did
-/// not run or fell back, and why.
+/// One line per specialist: model, status, tokens, cost, time, and what
+/// fell back or did not run, and why.
 fn review_lines(out: &mut String, specialists: &[SpecialistRecord]) {
     let missing = specialists
         .iter()
         .filter(|s| s.status == "did_not_run")
         .count();
     let _ = if missing == 0 {
-        writeln!(out, "review: {} specialists", specialists.len())
+        writeln!(out, "review")
     } else {
         writeln!(
             out,
-            "review: {} specialists, {missing} did not run",
+            "review ({missing} of {} did not run)",
             specialists.len()
         )
     };
-    let role_w = id_width(specialists.iter().map(|s| s.role.as_str()));
-    let model_w = id_width(specialists.iter().map(|s| s.model.as_str()));
     for s in specialists {
-        let ok = s.status == "ok";
-        let mark = if ok { "✓" } else { "✗" };
-        let tokens = match (s.input_tokens, s.output_tokens) {
-            (None, None) => "no tokens reported".to_owned(),
-            (i, o) => {
-                let n = |v: Option<u64>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
-                let cached = s
-                    .cached_input_tokens
-                    .filter(|c| *c > 0)
-                    .map(|c| format!(" ({c} cached)"))
-                    .unwrap_or_default();
-                format!("{} in{cached} / {} out", n(i), n(o))
-            }
-        };
-        let cost = s
-            .cost_usd
-            .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
-        let time = duration(Duration::from_millis(s.latency_ms));
-        let status = if ok { "ok" } else { "did not run" };
-        let why = if ok {
-            fell_back(&s.attempts)
-                .map(|f| format!("  fell back: {f}"))
-                .unwrap_or_default()
-        } else {
+        let spent = || {
             format!(
-                "  {}",
-                short(s.reason.as_deref().unwrap_or("no reason given"))
+                "{} in / {} out tokens · {}",
+                count(s.input_tokens),
+                count(s.output_tokens),
+                s.cost_usd
+                    .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}")),
             )
         };
-        let _ = writeln!(
-            out,
-            "  {mark} {:<role_w$}  {:<model_w$}  {status}  {tokens}  {cost}  {time}{why}",
-            s.role, s.model
-        );
+        let what = match (&s.carried_from, s.status.as_str()) {
+            (Some(run), _) => format!("carried from run {run}"),
+            (None, "ok") => format!(
+                "ok · {} · {}{}",
+                spent(),
+                duration(Duration::from_millis(s.latency_ms)),
+                fell_back(&s.attempts)
+                    .map(|f| format!(" · fell back: {f}"))
+                    .unwrap_or_default()
+            ),
+            (None, _) => {
+                let why = short(s.reason.as_deref().unwrap_or("no reason given"));
+                if s.input_tokens.is_some() || s.output_tokens.is_some() {
+                    format!("did not run — {why} · {}", spent())
+                } else {
+                    format!("did not run — {why}")
+                }
+            }
+        };
+        let _ = writeln!(out, "  {:<12} {:<24} {what}", s.role, s.model);
     }
 }
 
@@ -247,10 +271,15 @@ fn item_line(
         format!("{by}  ")
     };
     let what = match (status, reason) {
+        (ItemStatus::Carried, Some(r)) => format!("carried {r}"),
         (ItemStatus::Passed, _) | (_, None) => status.as_str().to_owned(),
         (_, Some(r)) => format!("{}: {r}", status.as_str()),
     };
     let _ = writeln!(out, "  {mark} {id:<width$}  {by}{time:>9}  {what}");
+}
+
+fn count(n: Option<u64>) -> String {
+    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
 }
 
 fn tail(out: &mut String, text: &str) {

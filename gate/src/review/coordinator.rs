@@ -115,6 +115,31 @@ pub fn sort_worst_first(findings: &mut [Finding]) {
     });
 }
 
+/// Adds the house rules' findings (already worst first) to the fused ones.
+/// A rule finding that is the same defect as a fused finding merges like
+/// any duplicate: the higher severity stays, and on a tie the other role
+/// wins (rules come last in the tie order). The result is worst first by
+/// severity; within a severity the fused findings keep their order and the
+/// rules' follow theirs.
+pub fn merge_rule_findings(fused: Vec<Finding>, rules: Vec<Finding>) -> Vec<Finding> {
+    let mut kept = fused;
+    let mut from_rules = Vec::new();
+    for r in rules {
+        match kept.iter().position(|k| same_defect(k, &r)) {
+            Some(i) if severity_rank(&r.severity) < severity_rank(&kept[i].severity) => {
+                kept.remove(i);
+                from_rules.push(r);
+            }
+            Some(_) => {}
+            None => from_rules.push(r),
+        }
+    }
+    kept.extend(from_rules);
+    // A stable sort: the order within one severity is kept.
+    kept.sort_by_key(|f| severity_rank(&f.severity));
+    kept
+}
+
 /// The findings as the model coordinator is shown them.
 pub fn coordinator_payload(findings: &[Finding]) -> String {
     let list: Vec<_> = findings

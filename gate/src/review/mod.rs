@@ -18,6 +18,11 @@
 //! review's overall timeout. A call cut at its deadline keeps the attempts it
 //! made (see [`watch::Live::cut`]), so the review never outlives its overall
 //! timeout whatever a provider (or a busy ledger) does.
+//!
+//! House rules (`crate::rules`) are asked by the `rules` seat, added in every
+//! tier when judged rules apply to a changed file; their findings come from
+//! the rules' own thresholds and skip the confidence floor and the model
+//! coordinator (a team's rule is not the coordinator's to drop).
 
 pub mod answer;
 pub mod breaker;
@@ -47,6 +52,7 @@ use crate::review::prompts::{Prompt, Prompts};
 use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::Routing;
+use crate::rules::ask::{self, Asked};
 use crate::tier::TierDecision;
 
 /// A model-judged criterion the judge is asked about.
@@ -83,6 +89,10 @@ pub struct ReviewInput<'a> {
     pub judged: &'a [JudgedCriterion],
     /// The files those criteria name as inputs.
     pub judge_files: &'a [ChangedFile],
+    /// House rules that apply to the change (judged ones only).
+    pub rules: &'a [Asked],
+    /// The files those rules name as references.
+    pub rule_references: &'a [ChangedFile],
     /// Code-decided criteria and their results, for the shared context.
     pub code_criteria: &'a [(String, String)],
     /// The routing table.
@@ -95,10 +105,27 @@ pub struct ReviewInput<'a> {
     pub policy: &'a Policy,
     /// This run's fence.
     pub fence: &'a Fence,
+    /// Each role's review from the previous attempt, carried when its remit
+    /// is unchanged.
+    pub carried: &'a BTreeMap<Role, CarriedReview>,
+    /// Findings still open from earlier attempts: a role that reviews again
+    /// is asked to confirm or drop its own.
+    pub earlier: &'a [Finding],
     /// The models' circuit breakers.
     pub breakers: &'a Breakers,
     /// Where the calls report their progress.
     pub watch: &'a Watch,
+}
+
+/// A role's review from an earlier attempt.
+#[derive(Debug, Clone)]
+pub struct CarriedReview {
+    /// Its record (model, tokens, the remit digest).
+    pub record: SpecialistRecord,
+    /// The findings it raised that were kept.
+    pub findings: Vec<Finding>,
+    /// The run it ran in.
+    pub from_run: String,
 }
 
 /// What a review produced.
@@ -112,6 +139,8 @@ pub struct ReviewOutput {
     pub judgements: BTreeMap<String, Judgement>,
     /// Why this review leaves the run undecided (budget, coverage).
     pub incomplete: Vec<String>,
+    /// Findings the coordinator dropped as duplicates.
+    pub duplicates: usize,
 }
 
 impl ReviewOutput {
@@ -122,6 +151,7 @@ impl ReviewOutput {
             findings: Vec::new(),
             judgements: BTreeMap::new(),
             incomplete: Vec::new(),
+            duplicates: 0,
         }
     }
 }
@@ -168,10 +198,42 @@ struct Remits {
     config: RemitBlock,
     docs: RemitBlock,
     judge: RemitBlock,
+    rules: RemitBlock,
+    references: RemitBlock,
+}
+
+/// blake3 over a prompt and its remit's files and contents: what a retry
+/// compares to carry a review forward (the fence nonce is left out).
+fn remit_digest(
+    prompt: Prompt,
+    blocks: &[&RemitBlock],
+    files: &[&[ChangedFile]],
+    extra: &str,
+) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(prompt.key().as_bytes());
+    h.update(&[0]);
+    h.update(extra.as_bytes());
+    for b in blocks {
+        for path in &b.files {
+            h.update(path.as_bytes());
+            h.update(&[0]);
+            let text = files
+                .iter()
+                .flat_map(|list| list.iter())
+                .find(|f| &f.path == path)
+                .and_then(|f| f.text.as_ref());
+            if let Some(text) = text {
+                h.update(blake3::hash(text.as_bytes()).as_bytes());
+            }
+        }
+    }
+    h.finalize().to_hex().to_string()
 }
 
 impl Remits {
-    fn build(change: &[ChangedFile], judge_files: &[ChangedFile], fence: &Fence) -> Self {
+    fn build(input: &ReviewInput<'_>) -> Self {
+        let (change, judge_files, fence) = (input.change, input.judge_files, input.fence);
         fn of<'a>(
             change: &'a [ChangedFile],
             classes: &'a [FileClass],
@@ -180,8 +242,23 @@ impl Remits {
                 .iter()
                 .filter(move |f| f.noise.is_none() && classes.contains(&f.class))
         }
+        let code = RemitBlock::build("Code", fence, of(change, &[FileClass::Code]));
+        let rules = RemitBlock::build(
+            "Files the house rules apply to",
+            fence,
+            change.iter().filter(|f| {
+                f.noise.is_none() && input.rules.iter().any(|a| a.files.contains(&f.path))
+            }),
+        );
+        // The same files as the code remit: send the code block's bytes, so
+        // a provider's prefix cache serves the rules seat too.
+        let rules = if rules.files == code.files {
+            code.clone()
+        } else {
+            rules
+        };
         Self {
-            code: RemitBlock::build("Code", fence, of(change, &[FileClass::Code])),
+            code,
             config: RemitBlock::build(
                 "Configuration",
                 fence,
@@ -193,6 +270,12 @@ impl Remits {
                 of(change, &[FileClass::Docs, FileClass::Manifest]),
             ),
             judge: RemitBlock::build("Criterion inputs", fence, judge_files.iter()),
+            rules,
+            references: RemitBlock::build(
+                crate::rules::test::REFERENCES_HEADING,
+                fence,
+                input.rule_references.iter(),
+            ),
         }
     }
 
@@ -203,7 +286,14 @@ impl Remits {
             Prompt::Role(Role::Security) => vec![&self.code, &self.config],
             Prompt::Role(Role::Docs) => vec![&self.docs],
             Prompt::Role(Role::Judge) => vec![&self.judge],
-            Prompt::Role(Role::Coordinator | Role::Rules) => Vec::new(),
+            Prompt::Role(Role::Rules) => {
+                if self.references.files.is_empty() {
+                    vec![&self.rules]
+                } else {
+                    vec![&self.rules, &self.references]
+                }
+            }
+            Prompt::Role(Role::Coordinator) => Vec::new(),
             Prompt::Role(Role::Quality | Role::Performance | Role::Integration) => {
                 vec![&self.code]
             }
@@ -271,9 +361,9 @@ pub fn shared_context(input: &ReviewInput<'_>) -> String {
 }
 
 /// The instructions block: the role's prompt, its own material, the answer.
-fn instructions(input: &ReviewInput<'_>, seat: Seat, extra: &str) -> String {
+pub(crate) fn instructions(prompts: &Prompts, prompt: Prompt, extra: &str) -> String {
     let mut out = String::new();
-    out.push_str(input.prompts.text(seat.prompt));
+    out.push_str(prompts.text(prompt));
     if !extra.is_empty() {
         out.push('\n');
         out.push_str(extra);
@@ -303,7 +393,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let policy = input.policy;
     let tier = input.tier.tier;
     let review_deadline = Instant::now() + Duration::from_secs(policy.review_timeout_s);
-    let remits = Remits::build(input.change, input.judge_files, input.fence);
+    let remits = Remits::build(input);
     let shared = shared_context(input);
 
     let classes: Vec<FileClass> = input
@@ -312,43 +402,72 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         .filter(|f| f.noise.is_none())
         .map(|f| f.class)
         .collect();
-    let mut seats = panel::reviewers(tier, &classes);
+    // Each seat with its own material (the judge's criteria, a share of the
+    // house rules' questions).
+    let mut seats: Vec<(Seat, String)> = panel::reviewers(tier, &classes)
+        .into_iter()
+        .map(|s| (s, String::new()))
+        .collect();
     if !input.judged.is_empty() {
-        seats.push(Seat {
+        let seat = Seat {
             role: Role::Judge,
             prompt: Prompt::Role(Role::Judge),
-        });
+        };
+        seats.push((seat, judge_material(input)));
+    }
+    // One request for every rule that applies, split only to fit limits.
+    for chunk in ask::chunks(input.rules) {
+        let seat = Seat {
+            role: Role::Rules,
+            prompt: Prompt::Role(Role::Rules),
+        };
+        seats.push((seat, ask::questions(input.fence, chunk)));
     }
 
     // Every request, built before anything is sent, so the budget can refuse
-    // the run whole.
-    let requests: Vec<(Seat, Vec<Block>, Coverage)> = seats
-        .iter()
-        .map(|seat| {
-            let blocks = remits.for_prompt(seat.prompt);
-            let coverage = Coverage::of(&blocks);
-            let extra = if seat.role == Role::Judge {
-                judge_material(input)
+    // the run whole. A role whose remit did not change since the previous
+    // attempt is carried instead of asked.
+    let mut carried_seats: Vec<(Seat, &CarriedReview, String)> = Vec::new();
+    let mut requests: Vec<(Seat, Vec<Block>, Coverage, String)> = Vec::new();
+    for (seat, material) in &seats {
+        let blocks = remits.for_prompt(seat.prompt);
+        let coverage = Coverage::of(&blocks);
+        let asks_own_questions = matches!(seat.role, Role::Judge | Role::Rules);
+        let extra = if asks_own_questions {
+            material.clone()
+        } else {
+            earlier_material(input, seat.role)
+        };
+        let digest = remit_digest(
+            seat.prompt,
+            &blocks,
+            &[input.change, input.judge_files],
+            material,
+        );
+        // The judge and the rules reviewer are asked only what needs deciding.
+        if let Some(c) = input.carried.get(&seat.role)
+            && c.record.remit_digest == digest
+            && !asks_own_questions
+        {
+            carried_seats.push((*seat, c, digest));
+            continue;
+        }
+        let mut request = vec![Block::cached(shared.clone())];
+        for (i, b) in blocks.iter().enumerate() {
+            // Anthropic caches only where marked: after the shared context
+            // and after the first (widest-shared) remit block.
+            request.push(if i == 0 {
+                Block::cached(b.text.clone())
             } else {
-                String::new()
-            };
-            let mut request = vec![Block::cached(shared.clone())];
-            for (i, b) in blocks.iter().enumerate() {
-                // Anthropic caches only where marked: after the shared context
-                // and after the first (widest-shared) remit block.
-                request.push(if i == 0 {
-                    Block::cached(b.text.clone())
-                } else {
-                    Block::new(b.text.clone())
-                });
-            }
-            request.push(Block::new(instructions(input, *seat, &extra)));
-            (*seat, request, coverage)
-        })
-        .collect();
+                Block::new(b.text.clone())
+            });
+        }
+        request.push(Block::new(instructions(input.prompts, seat.prompt, &extra)));
+        requests.push((*seat, request, coverage, digest));
+    }
     let estimate: u64 = requests
         .iter()
-        .map(|(_, blocks, _)| blocks.iter().map(|b| b.text.len() as u64).sum::<u64>() / 4)
+        .map(|(_, blocks, _, _)| blocks.iter().map(|b| b.text.len() as u64).sum::<u64>() / 4)
         .sum();
     if estimate > policy.max_input_tokens {
         let why = format!(
@@ -362,10 +481,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             findings: Vec::new(),
             judgements: unjudged(input.judged, "the review was over budget"),
             incomplete: vec![why],
+            duplicates: 0,
         };
     }
 
-    let calls = requests.iter().map(|(seat, blocks, _)| {
+    let calls = requests.iter().map(|(seat, blocks, _, _)| {
         let (plan, why) = call_plan(input, *seat, tier, review_deadline);
         async move { bounded_ask(input, &plan, blocks, &why).await }
     });
@@ -375,8 +495,36 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let mut raised = Vec::new();
     let mut judgements = unjudged(input.judged, "the judge did not run");
     let mut incomplete = Vec::new();
-    for ((seat, _, coverage), result) in requests.iter().zip(&results) {
-        specialists.push(specialist_record(seat.role, result, coverage));
+    let mut rule_answers = Vec::new();
+    for (seat, c, digest) in &carried_seats {
+        specialists.push(SpecialistRecord {
+            input_tokens: Some(0),
+            cached_input_tokens: Some(0),
+            cache_write_tokens: Some(0),
+            output_tokens: Some(0),
+            cost_usd: Some(0.0),
+            latency_ms: 0,
+            attempts: Vec::new(),
+            remit_digest: digest.clone(),
+            carried_from: Some(c.from_run.clone()),
+            ..c.record.clone()
+        });
+        raised.extend(c.findings.iter().map(|f| Raised {
+            role: seat.role,
+            finding: answer::RawFinding {
+                severity: f.severity.clone(),
+                file: f.file.clone(),
+                line: f.line,
+                title: f.title.clone(),
+                detail: f.detail.clone(),
+                confidence: f.confidence,
+            },
+        }));
+    }
+    for ((seat, _, coverage, digest), result) in requests.iter().zip(&results) {
+        let mut record = specialist_record(seat.role, result, coverage);
+        record.remit_digest.clone_from(digest);
+        specialists.push(record);
         let Ok(answer) = &result.answer else {
             if seat.role == Role::Judge {
                 let why = result.answer.as_ref().err().cloned().unwrap_or_default();
@@ -413,6 +561,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 }
             }
         }
+        if seat.role == Role::Rules {
+            // The rules seat answers through `rules` only.
+            rule_answers.extend(answer.rules.iter().cloned());
+            continue;
+        }
         raised.extend(answer.findings.iter().map(|f| Raised {
             role: seat.role,
             finding: f.clone(),
@@ -426,6 +579,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         .map(|f| f.path.clone())
         .collect();
     let fusion = coordinator::fuse(&raised, &changed, policy.confidence_floor);
+    let duplicates = fusion
+        .dropped
+        .iter()
+        .filter(|(_, why)| why.starts_with("duplicate of"))
+        .count();
     let mut findings = fusion.kept;
 
     if tier == Tier::Full && !findings.is_empty() {
@@ -441,8 +599,8 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         let blocks = vec![
             Block::cached(shared.clone()),
             Block::new(instructions(
-                input,
-                seat,
+                input.prompts,
+                seat.prompt,
                 &format!("## Findings\n{section}"),
             )),
         ];
@@ -460,6 +618,15 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         ));
     }
 
+    let scored = ask::score(input.rules, &rule_answers);
+    for a in input.rules {
+        if !scored.iter().any(|s| s.key == a.key) {
+            tracing::warn!(rule = %a.key, "the rules reviewer gave no answer for a rule");
+        }
+    }
+    let rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    let findings = coordinator::merge_rule_findings(findings, rule_findings);
+
     ReviewOutput {
         record: ReviewRecord {
             status: ReviewStatus::Ran,
@@ -469,7 +636,30 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         findings,
         judgements,
         incomplete,
+        duplicates,
     }
+}
+
+/// A role's findings from earlier attempts, for it to confirm or drop.
+fn earlier_material(input: &ReviewInput<'_>, role: Role) -> String {
+    let own: Vec<Finding> = input
+        .earlier
+        .iter()
+        .filter(|f| f.role == role.as_str())
+        .cloned()
+        .collect();
+    if own.is_empty() {
+        return String::new();
+    }
+    let (section, _) = input.fence.wrap(
+        "kind=\"earlier-findings\"",
+        &coordinator::coordinator_payload(&own),
+        context::BLOCK_CAP,
+    );
+    format!(
+        "## Findings you raised in an earlier attempt\nRaise again, in your answer, each of \
+         these that still holds in the change as it is now; leave out any the change has fixed.\n{section}"
+    )
 }
 
 fn unjudged(judged: &[JudgedCriterion], why: &str) -> BTreeMap<String, Judgement> {
@@ -567,5 +757,7 @@ fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> Sp
         latency_ms: u64::try_from(result.latency.as_millis()).unwrap_or(u64::MAX),
         attempts: result.attempts.clone(),
         coverage: coverage.clone(),
+        remit_digest: String::new(),
+        carried_from: None,
     }
 }

@@ -104,6 +104,11 @@ impl Prompts {
         self.texts.get(&prompt).map_or("", |(t, _)| t.as_str())
     }
 
+    /// The override files in use.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.texts.values().filter_map(|(_, p)| p.as_deref())
+    }
+
     /// Each prompt's key, blake3 digest and (when overridden) file, for the bundle.
     pub fn digests(&self) -> Vec<(String, Digest, Option<PathBuf>)> {
         self.texts

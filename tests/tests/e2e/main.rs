@@ -1,5 +1,12 @@
 //! End-to-end tests: the real `gate` binary over fixture workspaces.
 
+// Helpers here are test code: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+
+mod evidence;
 mod example;
 mod resilience;
+mod retry;
+mod review;
+mod rules;
 mod verify;

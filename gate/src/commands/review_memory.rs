@@ -1,0 +1,166 @@
+//! `gate dismiss` and `gate override`: what a human decides about a run.
+
+use std::fmt::Write;
+
+use gate_evidence::ledger::{Dismissal, OverrideEntry};
+use gate_evidence::{Statement, Subject, bundle};
+use serde_json::json;
+
+use crate::attest;
+use crate::commands::evidence;
+use crate::config::Context;
+use crate::errors::GateError;
+use crate::exit;
+use crate::output;
+use crate::record::RunRecord;
+
+/// The predicate type of an override bundle, versioned.
+pub const OVERRIDE_PREDICATE_TYPE: &str = "https://gate.dev/attestation/override/v1";
+
+/// A run from the ledger, its bundle verified.
+struct Loaded {
+    record: RunRecord,
+    bundle_sha256: String,
+    subjects: Vec<Subject>,
+    bytes: Vec<u8>,
+}
+
+fn load_run(ctx: &Context, run: &str) -> Result<Loaded, GateError> {
+    let found = evidence::locate(ctx, run)?;
+    if found.row.is_none() {
+        return Err(GateError::Usage(format!(
+            "{run}: give a run id from the ledger (see `gate runs`), not a file"
+        )));
+    }
+    let trusted = attest::trusted_keys(ctx, &[])?;
+    let opened = evidence::open(&found, &trusted)?;
+    let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
+        .map_err(|e| {
+            GateError::BadEvidence(format!("run {run}: its bundle holds no readable run: {e}"))
+        })?;
+    Ok(Loaded {
+        record,
+        bundle_sha256: opened.sha256,
+        subjects: opened.statement.subject,
+        bytes: found.bytes,
+    })
+}
+
+/// `gate dismiss RUN FINDING --reason T`: the finding is not raised again in
+/// later attempts of the spec unless the code under it changes.
+pub fn dismiss(ctx: &Context, run: &str, finding: &str, reason: &str) -> Result<u8, GateError> {
+    if reason.trim().is_empty() {
+        return Err(GateError::Usage("--reason must say why".to_owned()));
+    }
+    let loaded = load_run(ctx, run)?;
+    let matches: Vec<_> = loaded
+        .record
+        .findings
+        .iter()
+        .chain(&loaded.record.suppressed_findings)
+        .filter(|f| f.id.starts_with(finding))
+        .collect();
+    let f = match matches.as_slice() {
+        [f] => *f,
+        [] => {
+            return Err(GateError::Usage(format!(
+                "run {} has no finding {finding} (its findings: {})",
+                loaded.record.run_id,
+                loaded
+                    .record
+                    .findings
+                    .iter()
+                    .map(|f| f.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        _ => {
+            return Err(GateError::Usage(format!(
+                "finding id prefix {finding} is ambiguous in run {}",
+                loaded.record.run_id
+            )));
+        }
+    };
+    // The code the finding was about, as that run saw it.
+    let code_digest = loaded
+        .subjects
+        .iter()
+        .find(|s| s.name == f.file)
+        .map(|s| s.digest.blake3.clone());
+    let mut ledger = attest::open_ledger(ctx)?;
+    ledger.add_dismissal(&Dismissal {
+        run_id: loaded.record.run_id.clone(),
+        spec_id: loaded.record.spec_id.clone(),
+        finding_id: f.id.clone(),
+        reason: reason.to_owned(),
+        code_digest,
+        recorded_at: chrono::Utc::now(),
+    })?;
+    output::stdout(&format!(
+        "dismissed {} ({}: {}) in `{}`; it stays quiet until {} changes\n",
+        f.id, f.role, f.title, loaded.record.spec_id, f.file
+    ))
+    .map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// `gate override RUN --reason T --by NAME`: break glass. A signed override
+/// bundle linked to the run; the next `gate verify` of the spec on the same
+/// content passes, shown as overridden, and the override is counted.
+pub fn override_run(ctx: &Context, run: &str, reason: &str, by: &str) -> Result<u8, GateError> {
+    if reason.trim().is_empty() || by.trim().is_empty() {
+        return Err(GateError::Usage(
+            "--reason and --by must both be given".to_owned(),
+        ));
+    }
+    let loaded = load_run(ctx, run)?;
+    let record = &loaded.record;
+    let (key, _) = attest::signing_key(ctx)?;
+    let at = chrono::Utc::now();
+    let predicate = json!({
+        "format_version": 1,
+        "run_id": record.run_id,
+        "spec_id": record.spec_id,
+        "overridden_verdict": record.verdict,
+        "content_digest": record.content_digest,
+        "run_bundle_sha256": loaded.bundle_sha256,
+        "reason": reason,
+        "by": by,
+        "at": at.to_rfc3339(),
+    });
+    let subject = Subject::from_bytes(format!("{}.dsse.json", record.run_id), &loaded.bytes);
+    let statement = Statement::new(vec![subject], OVERRIDE_PREDICATE_TYPE, predicate);
+    let envelope = bundle::seal(&statement, &key);
+    let stored = bundle::write(
+        &attest::bundles_dir(ctx),
+        &format!("{}.override", record.run_id),
+        &envelope,
+    )?;
+    let mut ledger = attest::open_ledger(ctx)?;
+    ledger.add_override(&OverrideEntry {
+        run_id: record.run_id.clone(),
+        spec_id: record.spec_id.clone(),
+        reason: reason.to_owned(),
+        by: by.to_owned(),
+        content_digest: record.content_digest.clone(),
+        bundle_path: stored.path.display().to_string(),
+        bundle_sha256: stored.sha256.clone(),
+        recorded_at: at,
+    })?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "override of run {} ({}) recorded by {by}: {}",
+        record.run_id,
+        record.verdict,
+        stored.path.display()
+    );
+    let _ = writeln!(
+        out,
+        "the next `gate verify` of `{}` on the same content passes, shown as overridden",
+        record.spec_id
+    );
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}

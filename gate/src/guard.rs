@@ -1,0 +1,458 @@
+//! The gate guards itself: with a base, the spec, its policy, the routing
+//! table and prompt files are read at the base too, and a change that
+//! removes or loosens any of them is a critical finding — so an agent cannot
+//! pass the gate by deleting the test it fails.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use gate_harness::process;
+use gate_specs::{Criterion, Policy, Spec};
+
+use crate::findings::finding_id;
+use crate::record::Finding;
+use crate::routing::{Routing, RoutingTable};
+
+/// The role findings of the gate's own guard carry.
+pub const GUARD_ROLE: &str = "gate";
+
+/// Reads `path` as it was at `base`, `None` when it did not exist there.
+pub async fn read_at_base(base: &str, path: &Path) -> Option<String> {
+    let dir = path.parent()?;
+    let name = path.file_name()?.to_str()?;
+    // `REV:./name` is relative to the directory git runs in.
+    let spec = format!("{base}:./{name}");
+    let out = process::run_argv(
+        &["git", "show", &spec],
+        dir,
+        Duration::from_secs(30),
+        16 * 1024 * 1024,
+    )
+    .await
+    .ok()?;
+    if out.exit_code != Some(0) {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok()
+}
+
+/// A loosening, before it becomes a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loosening {
+    /// The file it is in (workspace-relative).
+    pub file: String,
+    /// One line.
+    pub title: String,
+    /// What it was and what it is.
+    pub detail: String,
+}
+
+impl Loosening {
+    /// As a critical finding.
+    pub fn into_finding(self) -> Finding {
+        Finding {
+            id: finding_id(GUARD_ROLE, &self.file, &self.title),
+            severity: "critical".to_owned(),
+            role: GUARD_ROLE.to_owned(),
+            file: self.file,
+            line: None,
+            title: self.title,
+            detail: self.detail,
+            confidence: 1.0,
+        }
+    }
+}
+
+/// What loosened between the spec at base and the spec now.
+pub fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosening> {
+    let mut out = Vec::new();
+    let mut flag = |title: String, detail: String| {
+        out.push(Loosening {
+            file: file.to_owned(),
+            title,
+            detail,
+        });
+    };
+    for b in &base.checks {
+        let Some(c) = now.checks.iter().find(|c| c.id == b.id) else {
+            flag(
+                format!("The change removes check `{}` from the spec", b.id),
+                format!("At the base it ran `{}`.", b.run),
+            );
+            continue;
+        };
+        if c.run != b.run {
+            flag(
+                format!("The change alters the command of check `{}`", b.id),
+                format!("`{}` at the base, `{}` now.", b.run, c.run),
+            );
+        }
+        if c.inputs != b.inputs {
+            flag(
+                format!("The change alters the inputs of check `{}`", b.id),
+                format!("{:?} at the base, {:?} now.", b.inputs, c.inputs),
+            );
+        }
+        if c.starts != b.starts {
+            flag(
+                format!("The change alters how check `{}` proves it started", b.id),
+                format!("{:?} at the base, {:?} now.", b.starts, c.starts),
+            );
+        }
+    }
+    for bt in &base.tasks {
+        let nt = now.tasks.iter().find(|t| t.id == bt.id);
+        if bt.tests.is_some() && nt.and_then(|t| t.tests.as_ref()) != bt.tests.as_ref() {
+            flag(
+                format!(
+                    "The change removes or alters the unit-test precondition of task `{}`",
+                    bt.id
+                ),
+                format!(
+                    "{:?} at the base, {:?} now.",
+                    bt.tests,
+                    nt.and_then(|t| t.tests.as_ref())
+                ),
+            );
+        }
+    }
+    let now_criteria: BTreeMap<&str, &Criterion> =
+        now.criteria().map(|(_, c)| (c.id.as_str(), c)).collect();
+    for (_, b) in base.criteria() {
+        let Some(c) = now_criteria.get(b.id.as_str()) else {
+            flag(
+                format!("The change removes acceptance criterion `{}`", b.id),
+                format!("At the base: \"{}\".", b.text),
+            );
+            continue;
+        };
+        if c.run != b.run {
+            let detail = match (&b.run, &c.run) {
+                (Some(_), None) => "It was decided by code; now a model judges it.".to_owned(),
+                _ => format!("{:?} at the base, {:?} now.", b.run, c.run),
+            };
+            flag(
+                format!("The change alters how criterion `{}` is decided", b.id),
+                detail,
+            );
+        }
+        if c.inputs != b.inputs {
+            flag(
+                format!("The change alters the inputs of criterion `{}`", b.id),
+                format!("{:?} at the base, {:?} now.", b.inputs, c.inputs),
+            );
+        }
+        let (bt, ct) = (
+            b.threshold.unwrap_or(base.policy.judge_threshold),
+            c.threshold.unwrap_or(now.policy.judge_threshold),
+        );
+        if b.judge.is_some() && ct < bt {
+            flag(
+                format!("The change lowers the threshold of criterion `{}`", b.id),
+                format!("{bt} at the base, {ct} now."),
+            );
+        }
+    }
+    for (title, detail) in compare_policy(&base.policy, &now.policy) {
+        flag(title, detail);
+    }
+    out
+}
+
+fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lowered = |key: &str, was: f64, now: f64| {
+        if now < was {
+            out.push((
+                format!("The change lowers [policy] {key}"),
+                format!("{was} at the base, {now} now."),
+            ));
+        }
+    };
+    lowered("judge_threshold", b.judge_threshold, n.judge_threshold);
+    lowered("rule_threshold", b.rule_threshold, n.rule_threshold);
+    lowered("min_coverage", b.min_coverage, n.min_coverage);
+    // Raising these loosens: fewer findings kept, smaller panels, longer loops.
+    lowered(
+        "confidence_floor (raised)",
+        -b.confidence_floor,
+        -n.confidence_floor,
+    );
+    for (key, was, now) in [
+        (
+            "trivial_max_tasks",
+            b.trivial_max_tasks,
+            n.trivial_max_tasks,
+        ),
+        (
+            "trivial_max_criteria",
+            b.trivial_max_criteria,
+            n.trivial_max_criteria,
+        ),
+        ("light_max_tasks", b.light_max_tasks, n.light_max_tasks),
+        (
+            "light_max_criteria",
+            b.light_max_criteria,
+            n.light_max_criteria,
+        ),
+        ("max_attempts", b.max_attempts, n.max_attempts),
+        ("repeat_attempts", b.repeat_attempts, n.repeat_attempts),
+        (
+            "no_progress_attempts",
+            b.no_progress_attempts,
+            n.no_progress_attempts,
+        ),
+    ] {
+        if now > was {
+            out.push((
+                format!("The change raises [policy] {key}"),
+                format!("{was} at the base, {now} now."),
+            ));
+        }
+    }
+    for (key, was, now) in [
+        ("builtin_secrets", b.builtin_secrets, n.builtin_secrets),
+        (
+            "builtin_conflicts",
+            b.builtin_conflicts,
+            n.builtin_conflicts,
+        ),
+        ("builtin_parse", b.builtin_parse, n.builtin_parse),
+    ] {
+        if was && !now {
+            out.push((
+                format!("The change turns off the built-in check {key}"),
+                "It was on at the base.".to_owned(),
+            ));
+        }
+    }
+    for path in &b.sensitive_paths {
+        if !n.sensitive_paths.contains(path) {
+            out.push((
+                format!("The change drops the sensitive path `{path}`"),
+                "Changes to it were lifted to the full tier at the base.".to_owned(),
+            ));
+        }
+    }
+    if b.on_review_unavailable == gate_specs::OnReviewUnavailable::Fail
+        && n.on_review_unavailable == gate_specs::OnReviewUnavailable::Pass
+    {
+        out.push((
+            "The change lets runs pass when a reviewer did not run".to_owned(),
+            "on_review_unavailable was \"fail\" at the base, \"pass\" now.".to_owned(),
+        ));
+    }
+    out
+}
+
+/// What loosened between the routing table at base and now.
+pub fn compare_routing(
+    file: &str,
+    base: &RoutingTable,
+    now: Option<&RoutingTable>,
+) -> Vec<Loosening> {
+    let Some(now) = now else {
+        return vec![Loosening {
+            file: file.to_owned(),
+            title: "The change removes the routing table".to_owned(),
+            detail: "The built-in table replaces the one the base had.".to_owned(),
+        }];
+    };
+    let mut out = Vec::new();
+    for (key, class) in &base.routes {
+        if !now.routes.contains_key(key) {
+            out.push(Loosening {
+                file: file.to_owned(),
+                title: format!("The change removes the route `{key}`"),
+                detail: format!("It went to `{class}` at the base."),
+            });
+        }
+    }
+    for (name, m) in &now.models {
+        if m.disabled && base.models.get(name).is_some_and(|b| !b.disabled) {
+            out.push(Loosening {
+                file: file.to_owned(),
+                title: format!("The change disables model class `{name}`"),
+                detail: String::new(),
+            });
+        }
+    }
+    for (role, path) in &base.prompts {
+        if now.prompts.get(role) != Some(path) {
+            out.push(Loosening {
+                file: file.to_owned(),
+                title: format!("The change replaces the {role} prompt"),
+                detail: format!("`{path}` at the base."),
+            });
+        }
+    }
+    out
+}
+
+/// Reads the gate's own inputs at `base` and compares: the spec, the routing
+/// table and prompt override files.
+pub async fn check(
+    workspace: &Path,
+    base: &str,
+    spec_path: &Path,
+    spec: &Spec,
+    routing: &Routing,
+) -> Vec<Finding> {
+    let rel = |p: &Path| {
+        p.strip_prefix(workspace)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    };
+    let mut found = Vec::new();
+    if let Some(text) = read_at_base(base, spec_path).await {
+        match gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)) {
+            Ok(base_spec) => found.extend(compare_specs(&rel(spec_path), &base_spec, spec)),
+            Err(e) => {
+                tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
+            }
+        }
+    }
+    let routing_path = match &routing.origin {
+        crate::routing::Origin::File(p) => Some(p.clone()),
+        crate::routing::Origin::Builtin => spec_path.parent().map(|d| d.join("routing.toml")),
+    };
+    if let Some(path) = routing_path
+        && let Some(text) = read_at_base(base, &path).await
+        && let Ok(base_table) = gate_specs::from_toml_str::<RoutingTable>(&text, &path)
+    {
+        let now = match routing.origin {
+            crate::routing::Origin::File(_) => Some(&routing.table),
+            crate::routing::Origin::Builtin => None,
+        };
+        found.extend(compare_routing(&rel(&path), &base_table, now));
+        // A prompt file the table names, changed since the base.
+        if let (Some(dir), Some(now)) = (path.parent(), now) {
+            for (role, p) in &now.prompts {
+                if base_table.prompts.get(role) != Some(p) {
+                    continue;
+                }
+                let file = dir.join(p);
+                let (was, is) = (
+                    read_at_base(base, &file).await,
+                    std::fs::read_to_string(&file).ok(),
+                );
+                if was.is_some() && was != is {
+                    found.push(Loosening {
+                        file: rel(&file),
+                        title: format!("The change edits the {role} prompt"),
+                        detail: "Prompts are part of the gate's own configuration.".to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    found.into_iter().map(Loosening::into_finding).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Spec {
+        gate_specs::parse_str(text, Path::new("gate.toml"), gate_specs::Format::Toml).unwrap()
+    }
+
+    const BASE: &str = r#"
+[spec]
+id = "s"
+[[check]]
+id = "build"
+run = "make"
+[[check]]
+id = "lint"
+run = "make lint"
+[[task]]
+id = "t"
+tests = { run = "make test" }
+[[task.criterion]]
+id = "c1"
+text = "holds"
+run = "./check.sh"
+[[task.criterion]]
+id = "c2"
+text = "judged"
+judge = "model"
+[policy]
+builtin_secrets = true
+"#;
+
+    #[test]
+    fn loosenings_are_named() {
+        // (text replaced in the base spec, replacement, the finding's title)
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "[[check]]\nid = \"lint\"\nrun = \"make lint\"\n",
+                "",
+                "The change removes check `lint` from the spec",
+            ),
+            (
+                "run = \"make lint\"",
+                "run = \"true\"",
+                "The change alters the command of check `lint`",
+            ),
+            (
+                "[[task.criterion]]\nid = \"c1\"\ntext = \"holds\"\nrun = \"./check.sh\"\n",
+                "",
+                "The change removes acceptance criterion `c1`",
+            ),
+            (
+                "run = \"./check.sh\"",
+                "judge = \"model\"",
+                "The change alters how criterion `c1` is decided",
+            ),
+            (
+                "builtin_secrets = true",
+                "builtin_secrets = false",
+                "The change turns off the built-in check builtin_secrets",
+            ),
+            (
+                "tests = { run = \"make test\" }\n",
+                "",
+                "The change removes or alters the unit-test precondition of task `t`",
+            ),
+            (
+                "builtin_secrets = true",
+                "sensitive_paths = [\"**/auth/**\"]",
+                "The change drops the sensitive path `**/crypto/**`",
+            ),
+        ];
+        for (from, to, want) in cases {
+            assert!(BASE.contains(from), "{from:?}");
+            let now = BASE.replace(from, to);
+            let found = compare_specs("gate.toml", &spec(BASE), &spec(&now));
+            assert!(
+                found.iter().any(|l| l.title == *want),
+                "{want:?} not in {:#?}",
+                found.iter().map(|l| &l.title).collect::<Vec<_>>()
+            );
+        }
+        assert!(compare_specs("gate.toml", &spec(BASE), &spec(BASE)).is_empty());
+    }
+
+    #[test]
+    fn tightening_is_not_flagged() {
+        let tighter = BASE.replace(
+            "builtin_secrets = true",
+            "judge_threshold = 0.9\nmax_attempts = 3",
+        );
+        assert!(compare_specs("gate.toml", &spec(BASE), &spec(&tighter)).is_empty());
+        let looser = BASE.replace("builtin_secrets = true", "judge_threshold = 0.5");
+        let found = compare_specs("gate.toml", &spec(BASE), &spec(&looser));
+        let titles: Vec<&str> = found.iter().map(|l| l.title.as_str()).collect();
+        assert!(
+            titles.contains(&"The change lowers [policy] judge_threshold"),
+            "{titles:?}"
+        );
+        assert!(
+            titles.contains(&"The change lowers the threshold of criterion `c2`"),
+            "{titles:?}"
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Delta re-verification: a retry re-runs exactly (a) the items that failed
+//! or were not decided last time, (b) the items whose input fingerprint
+//! changed, and (c) the items that name, through `after`, an item re-run
+//! for (a) or (b); everything else carries its earlier result forward,
+//! citing the bundle that verified it. A carried service that a re-run item
+//! needs up is started again.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gate_harness::{Action, ItemKind};
+use gate_specs::{CheckGraph, Spec};
+
+use crate::plan::{Decision, Plan};
+use crate::record::{ItemStatus, RunRecord};
+
+/// The earlier attempt a retry builds on.
+#[derive(Debug, Clone)]
+pub struct Previous {
+    /// Its record, read from its verified bundle.
+    pub record: RunRecord,
+    /// sha256 of its bundle's bytes.
+    pub bundle_sha256: String,
+    /// Its bundle's subjects: file → blake3 when that run looked at it.
+    pub subjects: std::collections::BTreeMap<String, String>,
+}
+
+/// What an earlier attempt knew of one item.
+struct Known<'a> {
+    status: ItemStatus,
+    digest: &'a str,
+    /// Where a passed result came from: that run and its bundle.
+    origin: (String, String),
+}
+
+fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
+    let here = (prev.record.run_id.clone(), prev.bundle_sha256.clone());
+    let origin = |from: &Option<String>, bundle: &Option<String>| match (from, bundle) {
+        (Some(run), Some(b)) => (run.clone(), b.clone()),
+        _ => here.clone(),
+    };
+    let checks = prev.record.checks.iter().map(|c| {
+        (
+            c.id.as_str(),
+            Known {
+                status: c.status,
+                digest: c.inputs_digest.as_str(),
+                origin: origin(&c.carried_from, &c.carried_bundle),
+            },
+        )
+    });
+    let criteria = prev.record.criteria.iter().map(|c| {
+        (
+            c.id.as_str(),
+            Known {
+                status: c.status,
+                digest: c.inputs_digest.as_str(),
+                origin: origin(&c.carried_from, &c.carried_bundle),
+            },
+        )
+    });
+    checks.chain(criteria).collect()
+}
+
+/// Decides, for every item of `plan`, whether this attempt runs it or
+/// carries it. `full` re-runs everything.
+pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) {
+    let Some(prev) = prev.filter(|_| !full) else {
+        let why = if full { "--full" } else { "first attempt" };
+        for item in &mut plan.items {
+            item.decision = Decision::Run {
+                why: why.to_owned(),
+            };
+        }
+        return;
+    };
+    let known = known(prev);
+    for item in &mut plan.items {
+        item.decision = match known.get(item.id.as_str()) {
+            None => run("new in this attempt"),
+            Some(k) if k.status == ItemStatus::Failed => run("failed last time"),
+            Some(k) if matches!(k.status, ItemStatus::Skipped | ItemStatus::Unverified) => {
+                run("not decided last time")
+            }
+            Some(k) if k.digest != item.inputs_digest.to_hex() => run("inputs changed"),
+            Some(k) => Decision::Carry {
+                from_run: k.origin.0.clone(),
+                from_bundle: k.origin.1.clone(),
+            },
+        };
+    }
+
+    // (c): whatever names a re-run item through `after`, transitively.
+    if let Ok(graph) = CheckGraph::new(spec) {
+        let rerun: Vec<String> = plan
+            .items
+            .iter()
+            .filter(|i| i.decision.runs())
+            .map(|i| i.id.clone())
+            .collect();
+        let dependents: BTreeMap<String, String> = rerun
+            .iter()
+            .flat_map(|id| {
+                graph
+                    .transitive_dependents([id.as_str()])
+                    .into_iter()
+                    .map(move |d| (d.to_owned(), id.clone()))
+            })
+            .collect();
+        for item in &mut plan.items {
+            if let Some(cause) = dependents.get(&item.id)
+                && !item.decision.runs()
+            {
+                item.decision = run(&format!("depends on `{cause}`, which re-runs"));
+            }
+        }
+    }
+
+    // A re-run item that needs a carried service up gets it started.
+    let services: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| {
+            i.kind == ItemKind::Check
+                && i.work.as_ref().is_some_and(|w| {
+                    matches!(
+                        &w.action,
+                        Action::Command {
+                            starts: Some(_),
+                            ..
+                        }
+                    )
+                })
+        })
+        .map(|i| i.id.clone())
+        .collect();
+    loop {
+        let needed: BTreeMap<String, String> = plan
+            .items
+            .iter()
+            .filter(|i| i.decision.runs())
+            .filter_map(|i| i.work.as_ref().map(|w| (i.id.clone(), w.after.clone())))
+            .flat_map(|(id, after)| after.into_iter().map(move |dep| (dep, id.clone())))
+            .filter(|(dep, _)| services.contains(dep))
+            .collect();
+        let mut changed = false;
+        for item in &mut plan.items {
+            if let Some(user) = needed.get(&item.id)
+                && !item.decision.runs()
+            {
+                item.decision = run(&format!("started for `{user}`"));
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+fn run(why: &str) -> Decision {
+    Decision::Run {
+        why: why.to_owned(),
+    }
+}

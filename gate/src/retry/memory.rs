@@ -1,0 +1,204 @@
+//! Finding memory across the attempts of a series: ids that stay stable when
+//! a finding is raised again in other words, findings that a fix resolved,
+//! and dismissals that keep noise quiet until the code under it changes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::findings::{lines_overlap, titles_match};
+use crate::record::Finding;
+
+/// What became of an earlier finding in this attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// Raised again: still open.
+    Open,
+    /// Not raised again, and its file changed: the fix resolved it.
+    Resolved,
+    /// Its file was deleted: nothing can be inferred.
+    Superseded,
+    /// Not raised again, though its file did not change.
+    NotRaised,
+}
+
+/// An earlier finding's fate, for the record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fate {
+    /// The finding's id.
+    pub id: String,
+    /// What became of it.
+    pub disposition: Disposition,
+}
+
+/// A dismissal as the memory needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dismissed {
+    /// The finding's id.
+    pub id: String,
+    /// Its file's digest when it was dismissed (`None`: unknown, always suppress).
+    pub code_digest: Option<String>,
+}
+
+/// Whether `new` is the same finding as `earlier`: same role and file,
+/// overlapping lines, titles sharing at least half their normalised words.
+pub fn same_finding(new: &Finding, earlier: &Finding) -> bool {
+    new.role == earlier.role
+        && new.file == earlier.file
+        && lines_overlap(new.line, earlier.line)
+        && titles_match(&new.title, &earlier.title)
+}
+
+/// The outcome of remembering.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Remembered {
+    /// This attempt's findings, with earlier ids taken over and dismissed ones removed.
+    pub findings: Vec<Finding>,
+    /// Findings suppressed by a dismissal, with the dismissed id.
+    pub suppressed: Vec<Finding>,
+    /// What became of each earlier open finding.
+    pub fates: Vec<Fate>,
+}
+
+/// Applies the memory: `current` findings take the id of a matching
+/// `earlier` one; a finding whose id was dismissed is suppressed while its
+/// file's digest is the one dismissed; earlier findings not raised again
+/// are resolved (file changed) or superseded (file gone). `file_digest`
+/// gives a file's digest now (`None` when it no longer exists).
+pub fn remember(
+    current: Vec<Finding>,
+    earlier: &[Finding],
+    dismissed: &[Dismissed],
+    earlier_digests: &BTreeMap<String, String>,
+    file_digest: &dyn Fn(&str) -> Option<String>,
+) -> Remembered {
+    let mut out = Remembered::default();
+    let mut raised_again = vec![false; earlier.len()];
+    for mut f in current {
+        if let Some(i) = earlier
+            .iter()
+            .enumerate()
+            .position(|(i, e)| !raised_again[i] && (e.id == f.id || same_finding(&f, e)))
+        {
+            raised_again[i] = true;
+            f.id.clone_from(&earlier[i].id);
+        }
+        let now = file_digest(&f.file);
+        let is_dismissed = dismissed.iter().any(|d| {
+            d.id == f.id
+                && d.code_digest
+                    .as_ref()
+                    .is_none_or(|dig| Some(dig) == now.as_ref())
+        });
+        if is_dismissed {
+            out.suppressed.push(f);
+        } else {
+            out.findings.push(f);
+        }
+    }
+    for (e, again) in earlier.iter().zip(raised_again) {
+        let disposition = if again {
+            Disposition::Open
+        } else {
+            match file_digest(&e.file) {
+                None => Disposition::Superseded,
+                Some(now) if earlier_digests.get(&e.file) != Some(&now) => Disposition::Resolved,
+                Some(_) => Disposition::NotRaised,
+            }
+        };
+        out.fates.push(Fate {
+            id: e.id.clone(),
+            disposition,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::finding_id;
+
+    fn finding(role: &str, file: &str, line: u32, title: &str) -> Finding {
+        Finding {
+            id: finding_id(role, file, title),
+            severity: "warning".into(),
+            role: role.into(),
+            file: file.into(),
+            line: Some(line),
+            title: title.into(),
+            detail: String::new(),
+            confidence: 0.9,
+        }
+    }
+
+    #[test]
+    fn memory_across_attempts() {
+        let earlier = vec![
+            finding("quality", "src/a.rs", 10, "Order total ignores quantity"),
+            finding("quality", "src/b.rs", 5, "Error swallowed in parse"),
+            finding("security", "src/gone.rs", 1, "SQL injection in search"),
+            finding("docs", "README.md", 3, "Readme names the wrong command"),
+        ];
+        let digests: BTreeMap<String, String> = [
+            ("src/a.rs", "a1"),
+            ("src/b.rs", "b1"),
+            ("src/gone.rs", "g1"),
+            ("README.md", "r1"),
+        ]
+        .iter()
+        .map(|(p, d)| ((*p).to_owned(), (*d).to_owned()))
+        .collect();
+        let now = |f: &str| match f {
+            "src/a.rs" => Some("a1".to_owned()),
+            "src/b.rs" => Some("b2".to_owned()),
+            "README.md" => Some("r1".to_owned()),
+            "src/new.rs" => Some("n1".to_owned()),
+            _ => None,
+        };
+        let current = vec![
+            // Raised again in other words, two lines lower: keeps its id.
+            finding(
+                "quality",
+                "src/a.rs",
+                12,
+                "total ignores the quantity of each line",
+            ),
+            // New, and dismissed earlier on unchanged code: suppressed.
+            finding("quality", "src/new.rs", 7, "Noisy thing"),
+        ];
+        let dismissed = vec![Dismissed {
+            id: finding_id("quality", "src/new.rs", "Noisy thing"),
+            code_digest: Some("n1".into()),
+        }];
+        let r = remember(current, &earlier, &dismissed, &digests, &now);
+        assert_eq!(r.findings.len(), 1);
+        assert_eq!(r.findings[0].id, earlier[0].id);
+        assert_eq!(r.suppressed.len(), 1);
+        let fates: Vec<Disposition> = r.fates.iter().map(|f| f.disposition).collect();
+        assert_eq!(
+            fates,
+            [
+                Disposition::Open,
+                Disposition::Resolved,
+                Disposition::Superseded,
+                Disposition::NotRaised
+            ]
+        );
+    }
+
+    #[test]
+    fn a_dismissal_lapses_when_the_code_changes() {
+        let f = finding("quality", "src/x.rs", 1, "Thing");
+        let dismissed = vec![Dismissed {
+            id: f.id.clone(),
+            code_digest: Some("old".into()),
+        }];
+        let r = remember(vec![f], &[], &dismissed, &BTreeMap::new(), &|_| {
+            Some("new".into())
+        });
+        assert_eq!(r.findings.len(), 1, "changed code raises it again");
+        assert!(r.suppressed.is_empty());
+    }
+}

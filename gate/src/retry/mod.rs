@@ -1,0 +1,218 @@
+//! Retries: the attempt series of a spec, what a retry re-runs, finding
+//! memory across attempts, and the doom-loop detector.
+//!
+//! # Layout
+//! - [`delta`]: which items a retry runs and which it carries forward.
+//! - [`memory`]: finding ids across attempts, resolutions, dismissals.
+//! - [`doom`]: failure fingerprints and the loop patterns.
+//!
+//! The series is read from the ledger: a run after a failing (or
+//! undecided) run of the same spec is the next attempt; a pass closes the
+//! series; an escalated series stays escalated until `--new-series` or an
+//! override.
+
+pub mod delta;
+pub mod doom;
+pub mod memory;
+
+use gate_evidence::ledger::{OverrideEntry, RunFilter};
+use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
+
+use crate::errors::GateError;
+use crate::record::RunRecord;
+use crate::retry::delta::Previous;
+use crate::retry::doom::{DoomLoop, FailingAttempt, Failure};
+use crate::retry::memory::Dismissed;
+
+/// What the ledger says about a spec's series, for the next attempt.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// This attempt's number.
+    pub attempt: u32,
+    /// The attempt before, when this is a retry (read from its verified bundle).
+    pub previous: Option<Previous>,
+    /// The failing attempts of the series so far, oldest first.
+    pub failing: Vec<FailingAttempt>,
+    /// Set when the series is escalated and nothing lifted it: the run that
+    /// escalated, and its hand-off.
+    pub escalated: Option<(String, Option<DoomLoop>)>,
+    /// Dismissed findings of the spec.
+    pub dismissed: Vec<Dismissed>,
+    /// Overrides of the spec's runs, newest first.
+    pub overrides: Vec<OverrideEntry>,
+    /// Why the previous attempt could not be used (its bundle unreadable or
+    /// not verifying): the retry then re-runs everything.
+    pub previous_unusable: Option<String>,
+}
+
+/// What a run records in its ledger row for the next attempt to read: its
+/// failure fingerprints.
+pub const FAILURES_KEY: &str = "failures";
+
+/// Reads the series of `spec_id` from `ledger`. `new_series` starts over.
+/// The previous attempt's bundle is verified against `trusted` before a
+/// retry carries anything from it.
+pub fn history(
+    ledger: &Ledger,
+    spec_id: &str,
+    new_series: bool,
+    max_attempts: u32,
+    trusted: &[PublicKey],
+) -> Result<History, GateError> {
+    let mut h = History {
+        attempt: 1,
+        ..History::default()
+    };
+    h.dismissed = ledger
+        .dismissals(Some(spec_id))?
+        .into_iter()
+        .map(|d| Dismissed {
+            id: d.finding_id,
+            code_digest: d.code_digest,
+        })
+        .collect();
+    h.overrides = ledger.overrides(Some(spec_id))?;
+    h.overrides.reverse();
+    if new_series {
+        return Ok(h);
+    }
+    // The series is at most the attempt budget long, and one more that
+    // escalated for it.
+    let rows = ledger.list(&RunFilter {
+        spec_id: Some(spec_id.to_owned()),
+        limit: Some(max_attempts.saturating_add(2)),
+        ..RunFilter::default()
+    })?;
+    let Some(last) = rows.first() else {
+        return Ok(h);
+    };
+    if last.entry.verdict == "pass" {
+        return Ok(h);
+    }
+    let overridden = h.overrides.iter().any(|o| o.run_id == last.entry.run_id);
+    if last.entry.verdict == "escalate" {
+        if overridden {
+            // A human looked and let it through: start over.
+            return Ok(h);
+        }
+        let doom = last
+            .entry
+            .extra
+            .get("doom_loop")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        h.escalated = Some((last.entry.run_id.clone(), doom));
+        h.attempt = last.entry.attempt + 1;
+        return Ok(h);
+    }
+    h.attempt = last.entry.attempt + 1;
+    let series: Vec<&LedgerRow> = {
+        let mut s = Vec::new();
+        for row in &rows {
+            if row.entry.verdict == "pass" {
+                break;
+            }
+            s.push(row);
+            if row.entry.attempt <= 1 {
+                break;
+            }
+        }
+        s.reverse();
+        s
+    };
+    h.failing = series
+        .iter()
+        .filter(|r| r.entry.verdict == "fail")
+        .map(|r| FailingAttempt {
+            attempt: r.entry.attempt,
+            failures: r
+                .entry
+                .extra
+                .get(FAILURES_KEY)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+        })
+        .collect();
+    match read_previous(last, trusted) {
+        Ok(p) => h.previous = Some(p),
+        Err(why) => h.previous_unusable = Some(why),
+    }
+    Ok(h)
+}
+
+/// Reads and verifies a run's bundle and the run inside it.
+fn read_previous(row: &LedgerRow, trusted: &[PublicKey]) -> Result<Previous, String> {
+    let path = std::path::Path::new(&row.entry.bundle_path);
+    let bytes = bundle::read(path).map_err(|e| e.to_string())?;
+    let opened = bundle::open(&bytes, trusted).map_err(|e| e.to_string())?;
+    if opened.sha256 != row.envelope_sha256 {
+        return Err(format!(
+            "{} is not the bundle the ledger recorded",
+            path.display()
+        ));
+    }
+    let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
+        .map_err(|e| format!("{} holds no readable run: {e}", path.display()))?;
+    let subjects = opened
+        .statement
+        .subject
+        .iter()
+        .map(|s| (s.name.clone(), s.digest.blake3.clone()))
+        .collect();
+    Ok(Previous {
+        record,
+        bundle_sha256: opened.sha256,
+        subjects,
+    })
+}
+
+/// The failures of a run for the doom-loop detector: every failed check and
+/// criterion (not skipped, not unverified) and every critical finding.
+pub fn failures(record: &RunRecord) -> Vec<Failure> {
+    use crate::record::ItemStatus;
+    let tail = |text: &str| {
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    };
+    let mut out: Vec<Failure> = Vec::new();
+    for c in &record.checks {
+        if c.status == ItemStatus::Failed {
+            let text = format!(
+                "{}\n{}",
+                c.reason.as_deref().unwrap_or(""),
+                tail(&c.output.tail)
+            );
+            out.push(Failure {
+                item: c.id.clone(),
+                fingerprint: doom::fingerprint(&c.id, &text),
+            });
+        }
+    }
+    for c in &record.criteria {
+        if c.status == ItemStatus::Failed {
+            // A judge words its reason anew every time: a judged criterion's
+            // failure is the fact that it was not met.
+            let text = if c.decided_by == crate::record::DecidedBy::Model {
+                "not met".to_owned()
+            } else {
+                format!(
+                    "{}\n{}",
+                    c.reason.as_deref().unwrap_or(""),
+                    tail(&c.output.tail)
+                )
+            };
+            out.push(Failure {
+                item: c.id.clone(),
+                fingerprint: doom::fingerprint(&c.id, &text),
+            });
+        }
+    }
+    for f in record.findings.iter().filter(|f| f.severity == "critical") {
+        out.push(Failure {
+            item: format!("finding {} ({})", f.id, f.file),
+            fingerprint: doom::fingerprint(&f.id, ""),
+        });
+    }
+    out.sort();
+    out.dedup();
+    out
+}

@@ -1,0 +1,127 @@
+//! The plain-code stages: fingerprinting the workspace and running the
+//! planned cross-checks and criteria in the harness.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use gate_evidence::snapshot::EntryKind;
+use gate_evidence::{Snapshot, WalkOptions};
+use gate_harness::{ItemResult, RunOptions, Status};
+use gate_specs::Spec;
+
+use crate::config::Context;
+use crate::errors::GateError;
+use crate::output;
+use crate::plan::{self, Plan};
+
+/// Hashes every workspace file.
+pub(super) async fn fingerprint(ctx: &Context, spec: &Spec) -> Result<Snapshot, GateError> {
+    let opts = WalkOptions {
+        state_dir: ctx.state_inside_workspace(),
+        force_include: plan::forced_inputs(spec),
+    };
+    let root = ctx.workspace.clone();
+    let started = Instant::now();
+    let snapshot = tokio::task::spawn_blocking(move || Snapshot::take(&root, &opts))
+        .await
+        .map_err(|e| GateError::Workspace {
+            path: ctx.workspace.clone(),
+            reason: format!("fingerprinting stopped: {e}"),
+        })??;
+    tracing::info!(
+        files = snapshot.len(),
+        ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "fingerprinted the workspace"
+    );
+    Ok(snapshot)
+}
+
+/// The harness's results, and whether an interruption cut them short.
+pub(super) struct Harnessed {
+    /// Results by item id (only items this attempt ran).
+    pub results: HashMap<String, ItemResult>,
+    /// Whether Ctrl-C stopped the run.
+    pub interrupted: bool,
+}
+
+/// What the harness stage needs besides the plan.
+pub(super) struct HarnessInput<'a> {
+    pub ctx: &'a Context,
+    pub spec: &'a Spec,
+    pub plan: &'a Plan,
+    pub snapshot: &'a Snapshot,
+    pub has_base: bool,
+    pub changed: &'a [String],
+    pub redact: Vec<String>,
+}
+
+/// Runs what the plan runs; carried items count as passed for `after`.
+pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError> {
+    let HarnessInput {
+        ctx,
+        spec,
+        plan,
+        snapshot,
+        has_base,
+        changed,
+        redact,
+    } = input;
+    let items: Vec<_> = plan
+        .items
+        .iter()
+        .filter(|i| i.decision.runs())
+        .filter_map(|i| i.work.clone())
+        .collect();
+    let satisfied: HashSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| !i.decision.runs())
+        .map(|i| i.id.clone())
+        .collect();
+    // With a base the built-in checks look at what the change touched (old
+    // problems are not this change's); without one, at the whole workspace.
+    let files: Vec<String> = if has_base {
+        changed
+            .iter()
+            .filter(|f| snapshot.get(f).is_some_and(|e| e.kind == EntryKind::File))
+            .cloned()
+            .collect()
+    } else {
+        snapshot.regular_files().map(str::to_owned).collect()
+    };
+    let opts = RunOptions {
+        workspace: ctx.workspace.clone(),
+        concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+        output_cap: usize::try_from(spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
+        files: Arc::new(files),
+        satisfied,
+        redact: Arc::new(redact),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let printer = tokio::spawn(output::progress::render(rx, ctx.verbosity));
+    let interrupted = AtomicBool::new(false);
+    let cancel = async {
+        // Ctrl-C stops every process group instead of leaving them behind.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        interrupted.store(true, Ordering::SeqCst);
+    };
+    let results = gate_harness::run(items, opts, Some(tx), cancel).await;
+    let _ = printer.await;
+    let mut results: HashMap<String, ItemResult> =
+        results?.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let interrupted = interrupted.load(Ordering::SeqCst);
+    if interrupted {
+        // What an interruption left unfinished was not decided, not skipped.
+        for r in results.values_mut().filter(|r| r.status == Status::Skipped) {
+            r.reason = Some("the run was interrupted".to_owned());
+        }
+    }
+    Ok(Harnessed {
+        results,
+        interrupted,
+    })
+}

@@ -1,0 +1,203 @@
+//! From plan and results to the records of a run, and what its bundle names.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use gate_evidence::Snapshot;
+use gate_harness::{ItemKind, ItemResult, Status};
+use gate_specs::{InputGlobs, Spec};
+
+use crate::config::Context;
+use crate::plan::{Decision, Plan};
+use crate::record::{CheckRecord, CriterionRecord, DecidedBy, ItemStatus, ReviewRecord, RunRecord};
+use crate::retry::delta::Previous;
+use crate::review;
+
+/// Turns the plan, the harness results and (for carried items) the previous
+/// attempt into check and criterion records.
+pub(super) fn records(
+    spec: &Spec,
+    plan: &Plan,
+    results: &HashMap<String, ItemResult>,
+    review: &ReviewRecord,
+    interrupted: bool,
+    previous: Option<&Previous>,
+) -> (Vec<CheckRecord>, Vec<CriterionRecord>) {
+    let criteria_of: HashMap<&str, (&gate_specs::Task, &gate_specs::Criterion)> = spec
+        .criteria()
+        .map(|(t, c)| (c.id.as_str(), (t, c)))
+        .collect();
+    let prev_met: HashMap<&str, Option<f64>> = previous
+        .map(|p| {
+            p.record
+                .criteria
+                .iter()
+                .map(|c| (c.id.as_str(), c.met))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut checks = Vec::new();
+    let mut criteria = Vec::new();
+    for item in &plan.items {
+        let (carried_from, carried_bundle) = match &item.decision {
+            Decision::Carry {
+                from_run,
+                from_bundle,
+            } => (Some(from_run.clone()), Some(from_bundle.clone())),
+            Decision::Run { .. } => (None, None),
+        };
+        let result = results.get(&item.id);
+        let status = if carried_from.is_some() {
+            ItemStatus::Carried
+        } else {
+            result.map_or(ItemStatus::Unverified, |r| match r.status {
+                Status::Passed => ItemStatus::Passed,
+                Status::Failed => ItemStatus::Failed,
+                Status::Skipped if interrupted => ItemStatus::Unverified,
+                Status::Skipped => ItemStatus::Skipped,
+            })
+        };
+        let exit_code = result.and_then(|r| r.exit_code);
+        let duration_ms = result.map_or(0, |r| super::millis(r.duration));
+        let output = result.map(|r| r.output.clone()).unwrap_or_default();
+        if item.kind == ItemKind::Criterion {
+            let Some((task, c)) = criteria_of.get(item.id.as_str()) else {
+                continue;
+            };
+            let model = item.work.is_none();
+            let reason = if model && carried_from.is_none() {
+                Some(match &review.reason {
+                    Some(r) => format!("review did not run ({r})"),
+                    None => "the judge gave no answer".to_owned(),
+                })
+            } else {
+                result.and_then(|r| r.reason.clone())
+            };
+            let met = if carried_from.is_some() {
+                prev_met.get(item.id.as_str()).copied().flatten()
+            } else {
+                None
+            };
+            criteria.push(CriterionRecord {
+                id: item.id.clone(),
+                task: task.id.clone(),
+                text: c.text.clone(),
+                decided_by: if model {
+                    DecidedBy::Model
+                } else {
+                    DecidedBy::Code
+                },
+                command: (!model).then(|| item.command.clone()),
+                status,
+                met,
+                threshold: model.then(|| c.threshold.unwrap_or(spec.policy.judge_threshold)),
+                exit_code,
+                duration_ms,
+                inputs_digest: item.inputs_digest.to_hex(),
+                carried_from,
+                carried_bundle,
+                reason,
+                output,
+            });
+        } else {
+            checks.push(CheckRecord {
+                id: item.id.clone(),
+                kind: item.kind,
+                command: item.command.clone(),
+                status,
+                exit_code,
+                duration_ms,
+                inputs_digest: item.inputs_digest.to_hex(),
+                carried_from,
+                carried_bundle,
+                reason: result.and_then(|r| r.reason.clone()),
+                output,
+                locations: result.map(|r| r.locations.clone()).unwrap_or_default(),
+            });
+        }
+    }
+    (checks, criteria)
+}
+
+/// Decides model-judged criteria from the judge's answers.
+pub(super) fn apply_judgements(
+    criteria: &mut [CriterionRecord],
+    judgements: &BTreeMap<String, review::Judgement>,
+) {
+    for c in criteria
+        .iter_mut()
+        .filter(|c| c.decided_by == DecidedBy::Model && c.status != ItemStatus::Carried)
+    {
+        let Some(j) = judgements.get(&c.id) else {
+            continue;
+        };
+        let threshold = c.threshold.unwrap_or(0.8);
+        if let Some(met) = j.met {
+            c.met = Some(met);
+            c.status = if met >= threshold {
+                ItemStatus::Passed
+            } else {
+                ItemStatus::Failed
+            };
+        } else {
+            c.status = ItemStatus::Unverified;
+        }
+        c.reason = Some(j.why.clone());
+    }
+}
+
+/// Files a bundle names as subjects: the spec, the routing table, prompt
+/// and rules files, every file an item's inputs or a task's paths match,
+/// and every file shown to a model — those inside the workspace.
+pub(super) fn subject_names(
+    ctx: &Context,
+    config_files: &[&Path],
+    spec: &Spec,
+    snapshot: &Snapshot,
+    record: &RunRecord,
+) -> Vec<String> {
+    let mut names = BTreeSet::new();
+    for p in config_files {
+        if let Ok(rel) = p.strip_prefix(&ctx.workspace) {
+            names.insert(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    let globs: Vec<&String> = spec
+        .checks
+        .iter()
+        .flat_map(|c| c.inputs.iter())
+        .chain(spec.tasks.iter().flat_map(|t| t.paths.iter()))
+        .chain(spec.criteria().flat_map(|(_, c)| c.inputs.iter()))
+        .collect();
+    if let Ok(globs) = InputGlobs::new(&globs)
+        && !globs.is_empty()
+    {
+        names.extend(
+            snapshot
+                .regular_files()
+                .filter(|p| globs.is_match(p))
+                .map(str::to_owned),
+        );
+    }
+    for s in &record.review.specialists {
+        names.extend(s.coverage.files.iter().cloned());
+    }
+    names.into_iter().collect()
+}
+
+/// The plan as the bundle records it: each item, what was done with it, why.
+pub(super) fn plan_json(plan: &Plan) -> serde_json::Value {
+    serde_json::Value::Array(
+        plan.items
+            .iter()
+            .map(|i| {
+                let mut v = serde_json::to_value(&i.decision).unwrap_or_default();
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert("id".into(), i.id.clone().into());
+                    obj.insert("inputs_digest".into(), i.inputs_digest.to_hex().into());
+                }
+                v
+            })
+            .collect(),
+    )
+}

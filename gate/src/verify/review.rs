@@ -1,0 +1,207 @@
+//! The review stage of a run: reads what reviewers see, decides what a
+//! retry can carry, and hands the rest to [`crate::review::run`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use gate_evidence::Snapshot;
+use gate_harness::ItemResult;
+use gate_specs::{Decider, InputGlobs, Spec};
+
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::plan::Plan;
+use crate::record::Finding;
+use crate::retry::delta::Previous;
+use crate::review::breaker::{BreakerPolicy, Breakers};
+use crate::review::context::{self, Fence};
+use crate::review::prompts::Prompts;
+use crate::review::watch::Watch;
+use crate::review::{self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput};
+use crate::role::Role;
+use crate::routing::Routing;
+use crate::rules::{self, RuleSet};
+use crate::tier::TierDecision;
+use crate::{attest, output};
+
+/// The model review's inputs.
+pub(super) struct ReviewStage<'a> {
+    pub ctx: &'a Context,
+    pub spec: &'a Spec,
+    pub snapshot: &'a Snapshot,
+    pub changed: &'a [String],
+    pub tier: &'a TierDecision,
+    pub routing: &'a Routing,
+    pub prompts: &'a Prompts,
+    pub results: &'a HashMap<String, ItemResult>,
+    pub plan: &'a Plan,
+    pub run_id: &'a str,
+    pub previous: Option<&'a Previous>,
+    pub full: bool,
+    pub rule_set: &'a RuleSet,
+}
+
+impl ReviewStage<'_> {
+    /// The model review, when a provider is configured.
+    pub(super) async fn run(&self) -> Result<ReviewOutput, GateError> {
+        let keys = config::provider_keys(self.routing);
+        if keys.is_empty() {
+            return Ok(ReviewOutput::skipped("no provider configured"));
+        }
+        let spec = self.spec;
+        let clients = review::call::clients(
+            self.routing,
+            &keys,
+            Duration::from_secs(spec.policy.connect_timeout_s),
+        )
+        .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
+        let workspace = self.ctx.workspace.clone();
+        let changed_owned = self.changed.to_vec();
+        // Only criteria this attempt runs are asked; carried ones keep their answer.
+        let judged: Vec<JudgedCriterion> = spec
+            .criteria()
+            .filter(|(_, c)| c.decider() == Decider::Model)
+            .filter(|(_, c)| {
+                self.plan
+                    .items
+                    .iter()
+                    .any(|i| i.id == c.id && i.decision.runs())
+            })
+            .map(|(t, c)| JudgedCriterion {
+                id: c.id.clone(),
+                task: t.id.clone(),
+                text: c.text.clone(),
+            })
+            .collect();
+        let judge_paths = judge_inputs(spec, self.snapshot);
+        let (change, judge_files) = tokio::task::spawn_blocking(move || {
+            (
+                context::read_change(&workspace, &changed_owned),
+                context::read_change(&workspace, &judge_paths),
+            )
+        })
+        .await
+        .map_err(|e| GateError::Workspace {
+            path: self.ctx.workspace.clone(),
+            reason: format!("reading the change stopped: {e}"),
+        })?;
+        let code_criteria: Vec<(String, String)> = spec
+            .criteria()
+            .filter_map(|(_, c)| {
+                let r = self.results.get(&c.id)?;
+                Some((c.id.clone(), format!("{:?}", r.status).to_lowercase()))
+            })
+            .collect();
+        let (carried, earlier) = self.carry();
+        let shown: Vec<String> = change
+            .iter()
+            .filter(|f| f.noise.is_none() && f.text.is_some())
+            .map(|f| f.path.clone())
+            .collect();
+        let asked = rules::ask::asked(self.rule_set, &shown);
+        let rule_references =
+            context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
+        let fence = Fence::new();
+        super::progress(self.ctx, &format!("gate: review ({} tier)", self.tier.tier));
+        let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
+        let breakers = match attest::open_ledger(self.ctx) {
+            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy),
+            Err(e) => {
+                tracing::warn!(error = %e, "circuit breakers kept for this run only");
+                Breakers::in_memory(breaker_policy)
+            }
+        };
+        let watch = Watch::default();
+        let heartbeat = output::heartbeat::start(
+            watch.clone(),
+            config::heartbeat_interval(),
+            output::heartbeat::Style::for_stderr(self.ctx.verbosity),
+        );
+        let out = review::run(&ReviewInput {
+            run_id: self.run_id,
+            spec,
+            tier: self.tier,
+            change: &change,
+            judged: &judged,
+            judge_files: &judge_files,
+            rules: &asked,
+            rule_references: &rule_references,
+            code_criteria: &code_criteria,
+            routing: self.routing,
+            prompts: self.prompts,
+            clients: &clients,
+            policy: &spec.policy,
+            fence: &fence,
+            carried: &carried,
+            earlier: &earlier,
+            breakers: &breakers,
+            watch: &watch,
+        })
+        .await;
+        heartbeat.stop().await;
+        Ok(out)
+    }
+
+    /// What the previous attempt's review offers this one: each role's
+    /// answer (carried when its remit did not change), and the findings
+    /// still open, which re-reviewing roles are asked to confirm or drop.
+    fn carry(&self) -> (BTreeMap<Role, CarriedReview>, Vec<Finding>) {
+        let Some(prev) = self.previous.filter(|_| !self.full) else {
+            return (BTreeMap::new(), Vec::new());
+        };
+        let mut carried = BTreeMap::new();
+        for s in &prev.record.review.specialists {
+            let Ok(role) = s.role.parse::<Role>() else {
+                continue;
+            };
+            if s.status != "ok" || s.remit_digest.is_empty() || role == Role::Coordinator {
+                continue;
+            }
+            carried.insert(
+                role,
+                CarriedReview {
+                    record: s.clone(),
+                    findings: prev
+                        .record
+                        .findings
+                        .iter()
+                        .filter(|f| f.role == s.role)
+                        .cloned()
+                        .collect(),
+                    from_run: s
+                        .carried_from
+                        .clone()
+                        .unwrap_or_else(|| prev.record.run_id.clone()),
+                },
+            );
+        }
+        (carried, prev.record.findings.clone())
+    }
+}
+
+/// The files model-judged criteria name as inputs (their task's paths when
+/// they name none), sorted and unique.
+fn judge_inputs(spec: &Spec, snapshot: &Snapshot) -> Vec<String> {
+    let mut globs = Vec::new();
+    for (task, c) in spec.criteria() {
+        if c.decider() != Decider::Model {
+            continue;
+        }
+        if c.inputs.is_empty() {
+            globs.extend(task.paths.iter().cloned());
+        } else {
+            globs.extend(c.inputs.iter().cloned());
+        }
+    }
+    let Ok(globs) = InputGlobs::new(&globs) else {
+        return Vec::new();
+    };
+    if globs.is_empty() {
+        return Vec::new();
+    }
+    snapshot
+        .regular_files()
+        .filter(|p| globs.is_match(p))
+        .map(str::to_owned)
+        .collect()
+}

@@ -1,0 +1,425 @@
+//! Evidence through the real binary: bundles that tools we did not write
+//! accept, a tamper matrix on bundles and the ledger, crash safety under
+//! SIGKILL, and no secret in anything recorded.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use gate_tests::{TestEnv, gate_bin, repo_root};
+use serde_json::{Value, json};
+
+fn passing_workspace() -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"ev\"\n[[check]]\nid = \"build\"\nrun = \"true\"\ninputs = [\"src/**\"]\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"test -f src/a.txt\"\n",
+    );
+    env.write("src/a.txt", "alpha\n");
+    env.write("src/b.txt", "beta\n");
+    env
+}
+
+/// Runs `gate verify` and returns the bundle path and run id.
+fn verified(env: &TestEnv) -> (PathBuf, String) {
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    (
+        env.path().join(doc["bundle"].as_str().unwrap()),
+        doc["run_id"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn python() -> PathBuf {
+    PathBuf::from(std::env::var_os("GATE_TEST_PYTHON").unwrap_or_else(|| {
+        panic!("GATE_TEST_PYTHON is not set: run scripts/peer-venv.sh target/peer-venv and export it (scripts/test does)")
+    }))
+}
+
+#[allow(clippy::disallowed_methods)] // tests run the independent verifiers for real
+fn run(cmd: &mut Command) -> std::process::Output {
+    cmd.output().expect("run a peer tool")
+}
+
+#[test]
+fn a_bundle_verifies_with_securesystemslib_and_openssl() {
+    let env = passing_workspace();
+    let (bundle, _) = verified(&env);
+    let public = env.path().join(".gate/keys/signing.pub");
+
+    // securesystemslib's DSSE verifier, and sha256 + blake3 of every subject.
+    let script = repo_root().join("evidence/tests/evidence/peer_verify.py");
+    #[allow(clippy::disallowed_methods)]
+    let out = run(Command::new(python())
+        .arg(&script)
+        .arg(&bundle)
+        .arg(&public)
+        .arg(env.path()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["accepted"].as_array().unwrap().len(), 1);
+    let subjects = report["subjects"].as_array().unwrap();
+    assert!(subjects.len() >= 3, "{report}");
+    for s in subjects {
+        assert_eq!(s["sha256"], true, "{s}");
+        assert_eq!(s["blake3"], true, "{s}");
+    }
+    // Our key id is securesystemslib's.
+    let envelope: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    assert_eq!(envelope["signatures"][0]["keyid"], report["keyid"]);
+
+    // OpenSSL over the PAE bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().unwrap())
+        .unwrap();
+    let ptype = envelope["payloadType"].as_str().unwrap();
+    let mut pae = format!("DSSEv1 {} {ptype} {} ", ptype.len(), payload.len()).into_bytes();
+    pae.extend_from_slice(&payload);
+    std::fs::write(dir.path().join("pae.bin"), &pae).unwrap();
+    let sig = base64::engine::general_purpose::STANDARD
+        .decode(envelope["signatures"][0]["sig"].as_str().unwrap())
+        .unwrap();
+    std::fs::write(dir.path().join("sig.bin"), sig).unwrap();
+    #[allow(clippy::disallowed_methods)]
+    let out = run(Command::new("openssl")
+        .args(["pkeyutl", "-verify", "-pubin", "-inkey"])
+        .arg(&public)
+        .args(["-rawin", "-in"])
+        .arg(dir.path().join("pae.bin"))
+        .arg("-sigfile")
+        .arg(dir.path().join("sig.bin")));
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Signature Verified Successfully"));
+
+    // sha256sum agrees with the statement's sha256 of a subject.
+    let statement: Value = serde_json::from_slice(&payload).unwrap();
+    let subject = statement["subject"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "src/a.txt")
+        .unwrap();
+    #[allow(clippy::disallowed_methods)]
+    let out = run(Command::new("sha256sum").arg(env.path().join("src/a.txt")));
+    let sum = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        sum.split_whitespace().next(),
+        subject["digest"]["sha256"].as_str()
+    );
+}
+
+/// Rewrites a bundle's envelope JSON with `edit` and returns the new bytes.
+fn edited(bundle: &Path, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&std::fs::read(bundle).unwrap()).unwrap();
+    edit(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn b64(s: &str) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}
+
+fn enc(b: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+#[test]
+fn the_tamper_matrix_on_bundles() {
+    let env = passing_workspace();
+    let (bundle, _) = verified(&env);
+    let dir = tempfile::tempdir().unwrap();
+    // A foreign key pair, to sign with while claiming our key id.
+    let foreign = tempfile::tempdir().unwrap();
+    env.gate(&[
+        "--state",
+        foreign.path().to_str().unwrap(),
+        "keys",
+        "generate",
+    ])
+    .run()
+    .assert_exit(0);
+    let foreign_key = foreign.path().join("keys/signing.key");
+
+    type Edit = Box<dyn Fn(&mut Value)>;
+    // (case, edit, expected exit, a word of the message)
+    let cases: Vec<(&str, Edit, i32, &str)> = vec![
+        (
+            "payload bit flip",
+            Box::new(|v: &mut Value| {
+                let mut p = b64(v["payload"].as_str().unwrap());
+                p[10] ^= 0x01;
+                v["payload"] = json!(enc(&p));
+            }),
+            1,
+            "altered",
+        ),
+        (
+            "signature bit flip",
+            Box::new(|v: &mut Value| {
+                let mut s = b64(v["signatures"][0]["sig"].as_str().unwrap());
+                s[3] ^= 0x80;
+                v["signatures"][0]["sig"] = json!(enc(&s));
+            }),
+            1,
+            "altered",
+        ),
+        (
+            "payloadType changed",
+            Box::new(|v: &mut Value| v["payloadType"] = json!("application/json")),
+            1,
+            "payloadType",
+        ),
+        (
+            "signatures removed",
+            Box::new(|v: &mut Value| v["signatures"] = json!([])),
+            1,
+            "signature",
+        ),
+        (
+            "payload re-serialised with the same meaning",
+            Box::new(|v: &mut Value| {
+                let p: Value =
+                    serde_json::from_slice(&b64(v["payload"].as_str().unwrap())).unwrap();
+                v["payload"] = json!(enc(serde_json::to_string_pretty(&p).unwrap().as_bytes()));
+            }),
+            1,
+            "altered",
+        ),
+        (
+            "URL-safe base64 (accepted)",
+            Box::new(|v: &mut Value| {
+                let p = b64(v["payload"].as_str().unwrap());
+                v["payload"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(p));
+            }),
+            0,
+            "signature: ok",
+        ),
+        (
+            "unknown top-level field (accepted)",
+            Box::new(|v: &mut Value| v["comment"] = json!("added later")),
+            0,
+            "signature: ok",
+        ),
+    ];
+    for (name, edit, want, word) in cases {
+        let path = dir.path().join("t.dsse.json");
+        std::fs::write(&path, edited(&bundle, |v| edit(v))).unwrap();
+        let out = env
+            .gate(&["evidence", "verify", path.to_str().unwrap()])
+            .run();
+        assert_eq!(out.code, Some(want), "{name}: {}{}", out.stdout, out.stderr);
+        let text = format!("{}{}", out.stdout, out.stderr);
+        assert!(text.contains(word), "{name}: {word:?} not in {text}");
+    }
+
+    // A foreign key claiming our key id: re-sign the same payload with it.
+    let ours: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let payload = b64(ours["payload"].as_str().unwrap());
+    let ptype = ours["payloadType"].as_str().unwrap();
+    let mut pae = format!("DSSEv1 {} {ptype} {} ", ptype.len(), payload.len()).into_bytes();
+    pae.extend_from_slice(&payload);
+    std::fs::write(dir.path().join("pae.bin"), &pae).unwrap();
+    #[allow(clippy::disallowed_methods)]
+    let out = run(Command::new("openssl")
+        .args(["pkeyutl", "-sign", "-inkey"])
+        .arg(&foreign_key)
+        .args(["-rawin", "-in"])
+        .arg(dir.path().join("pae.bin")));
+    assert!(out.status.success());
+    let forged = edited(&bundle, |v| {
+        v["signatures"][0]["sig"] = json!(enc(&out.stdout));
+    });
+    let path = dir.path().join("forged.dsse.json");
+    std::fs::write(&path, forged).unwrap();
+    let out = env
+        .gate(&["evidence", "verify", path.to_str().unwrap()])
+        .run();
+    out.assert_exit(1);
+
+    // A subject file edited since, checked with --workspace.
+    env.write("src/b.txt", "beta, edited\n");
+    let ws = env.path().to_str().unwrap().to_owned();
+    let out = env
+        .gate(&[
+            "--workspace",
+            &ws,
+            "evidence",
+            "verify",
+            bundle.to_str().unwrap(),
+        ])
+        .run();
+    out.assert_exit(1);
+    out.stdout_has("src/b.txt");
+}
+
+/// Runs SQL on the ledger with Python's sqlite3 (an independent writer).
+fn sql(env: &TestEnv, statements: &str) {
+    let script = format!(
+        "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nc.executescript({statements:?})\nc.commit()\n"
+    );
+    #[allow(clippy::disallowed_methods)]
+    let out = run(Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(env.path().join(".gate/ledger.db")));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_tamper_matrix_on_the_ledger() {
+    // (case, SQL run on a ledger of three runs, a word of the report)
+    let cases = [
+        ("a row deleted", "DELETE FROM runs WHERE seq = 2;", "seq"),
+        (
+            "two rows swapped",
+            "UPDATE runs SET seq = 100 WHERE seq = 2; UPDATE runs SET seq = 2 WHERE seq = 3; UPDATE runs SET seq = 3 WHERE seq = 100;",
+            "swapped",
+        ),
+        (
+            "an old bundle replayed",
+            "INSERT INTO runs (seq, run_id, spec_id, attempt, verdict, tier, started_at, finished_at, input_tokens, cached_input_tokens, output_tokens, cost_usd, bundle_path, envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json) SELECT 4, run_id || '-again', spec_id, attempt, verdict, tier, started_at, finished_at, input_tokens, cached_input_tokens, output_tokens, cost_usd, bundle_path, envelope_sha256 || '', (SELECT envelope_sha256 FROM runs WHERE seq = 3), leaf_hash, recorded_at, extra_json FROM runs WHERE seq = 1;",
+            "",
+        ),
+    ];
+    for (name, statements, word) in cases {
+        let env = passing_workspace();
+        for i in 0..3 {
+            env.write("src/a.txt", &format!("alpha {i}\n"));
+            verified(&env);
+        }
+        env.gate(&["ledger", "verify"]).run().assert_exit(0);
+        if name == "an old bundle replayed" {
+            // The UNIQUE constraint refuses an exact copy; drop it as an attacker would.
+            sql(
+                &env,
+                "CREATE TABLE r2 AS SELECT * FROM runs; DROP TABLE runs; ALTER TABLE r2 RENAME TO runs;",
+            );
+        }
+        sql(&env, statements);
+        let out = env.gate(&["ledger", "verify"]).run();
+        assert_eq!(out.code, Some(1), "{name}: {}{}", out.stdout, out.stderr);
+        assert!(
+            out.stdout.contains(word),
+            "{name}: {word:?} not in {}",
+            out.stdout
+        );
+    }
+
+    // Truncated after a checkpoint: the checkpoint proves it.
+    let env = passing_workspace();
+    for i in 0..3 {
+        env.write("src/a.txt", &format!("alpha {i}\n"));
+        verified(&env);
+    }
+    let cp = env.gate(&["ledger", "checkpoint"]).run();
+    cp.assert_exit(0);
+    let cp_path = env.path().join("checkpoint.txt");
+    std::fs::write(&cp_path, &cp.stdout).unwrap();
+    // Growth after the checkpoint is fine.
+    env.write("src/a.txt", "alpha 9\n");
+    verified(&env);
+    env.gate(&["ledger", "verify", "--since", cp_path.to_str().unwrap()])
+        .run()
+        .assert_exit(0)
+        .stdout_has("append-only extension");
+    sql(&env, "DELETE FROM runs WHERE seq >= 3;");
+    let out = env
+        .gate(&["ledger", "verify", "--since", cp_path.to_str().unwrap()])
+        .run();
+    out.assert_exit(1);
+}
+
+#[test]
+fn sigkill_at_random_points_leaves_the_ledger_consistent() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"kill\"\n[[check]]\nid = \"a\"\nrun = \"sleep 0.05\"\n[[check]]\nid = \"b\"\nrun = \"true\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"true\"\n",
+    );
+    env.write("src/a.txt", "a\n");
+    // A first clean run creates the key and the ledger.
+    env.gate(&["verify"]).run().assert_exit(0);
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for trial in 0..24 {
+        // xorshift: deterministic "random" kill points between 0 and ~400 ms.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = Duration::from_millis(seed % 400);
+        env.write("src/a.txt", &format!("a {trial}\n"));
+        #[allow(clippy::disallowed_methods)]
+        let mut child = Command::new(gate_bin())
+            .arg("verify")
+            .current_dir(env.path())
+            .env_remove("CI")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let _ = child.wait();
+        // Every bundle under its final name is complete and parses.
+        for entry in std::fs::read_dir(env.path().join(".gate/bundles")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".dsse.json") {
+                let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap())
+                    .unwrap_or_else(|e| panic!("trial {trial}: partial bundle {name}: {e}"));
+                assert!(v["signatures"][0]["sig"].is_string());
+            }
+        }
+        let out = env.gate(&["ledger", "verify"]).run();
+        assert_eq!(
+            out.code,
+            Some(0),
+            "trial {trial} ({delay:?}): {}",
+            out.stdout
+        );
+    }
+    // Bundles whose rows a kill prevented are imported; the ledger still verifies.
+    env.gate(&["ledger", "import"]).run().assert_exit(0);
+    env.gate(&["ledger", "verify"]).run().assert_exit(0);
+}
+
+#[test]
+fn no_secret_reaches_a_bundle_or_the_logs() {
+    let env = TestEnv::new();
+    let planted = "sk-proj-Plant3dSecretValue0123456789abcdefXYZ";
+    let env_secret = "env-secret-value-4242";
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"sec\"\n[[check]]\nid = \"leaky\"\nrun = \"echo key=sk-proj-Plant3dSecretValue0123456789abcdefXYZ; echo token=$MY_SERVICE_TOKEN; exit 1\"\n",
+    );
+    let out = env
+        .gate(&["verify", "-vv", "--format", "json"])
+        .env("MY_SERVICE_TOKEN", env_secret)
+        .env("OPENAI_API_KEY", "sk-test-openai-key-value-000")
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    let bundle = std::fs::read(env.path().join(doc["bundle"].as_str().unwrap())).unwrap();
+    let envelope: Value = serde_json::from_slice(&bundle).unwrap();
+    let payload = String::from_utf8(b64(envelope["payload"].as_str().unwrap())).unwrap();
+    for secret in [planted, env_secret, "sk-test-openai-key-value-000"] {
+        assert!(!payload.contains(secret), "{secret} in the bundle");
+        assert!(!out.stdout.contains(secret), "{secret} on stdout");
+        assert!(!out.stderr.contains(secret), "{secret} on stderr");
+    }
+    assert!(payload.contains("[REDACTED]"), "the redaction is recorded");
+}

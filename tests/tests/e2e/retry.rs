@@ -1,0 +1,294 @@
+//! Retries through the real binary: what a retry re-runs (counted by real
+//! executions), the doom loop, overrides, and the gate guarding its own spec.
+
+use std::path::Path;
+
+use gate_tests::TestEnv;
+use serde_json::Value;
+
+/// The lines of the execution log: one per command that really ran.
+fn ran(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn status_of(doc: &Value, id: &str) -> String {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(doc["criteria"].as_array().unwrap())
+        .find(|i| i["id"] == id)
+        .map_or_else(
+            || panic!("no item {id} in {doc}"),
+            |i| i["status"].as_str().unwrap().to_owned(),
+        )
+}
+
+#[test]
+fn a_retry_reruns_only_what_the_fix_could_have_changed() {
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("ran.log");
+    let env = TestEnv::new();
+    let log_s = log.display();
+    env.write(
+        "gate.toml",
+        &format!(
+            r#"
+[spec]
+id = "delta"
+[policy]
+builtin_parse = false
+[[check]]
+id = "build"
+run = "echo build >> {log_s}"
+inputs = ["src/**"]
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "c1"
+text = "a is good"
+run = "echo c1 >> {log_s}; grep -qx good src/a.txt"
+inputs = ["src/a.txt"]
+[[task.criterion]]
+id = "c2"
+text = "b is ok"
+run = "echo c2 >> {log_s}; grep -qx ok src/b.txt"
+inputs = ["src/b.txt"]
+[[task.criterion]]
+id = "c3"
+text = "builds on build"
+run = "echo c3 >> {log_s}"
+inputs = ["src/c.txt"]
+after = ["build"]
+"#
+        ),
+    );
+    env.write("src/a.txt", "bad\n");
+    env.write("src/b.txt", "ok\n");
+    env.write("src/c.txt", "c\n");
+    env.write("docs/README.md", "v1\n");
+    let verify = |args: &[&str]| {
+        let mut all = vec!["verify", "--format", "json"];
+        all.extend_from_slice(args);
+        env.gate(&all).run()
+    };
+
+    // Attempt 1: everything runs; c1 fails.
+    let out = verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["attempt"], 1);
+    let mut first = ran(&log);
+    first.sort();
+    assert_eq!(first, ["build", "c1", "c2", "c3"]);
+
+    // Attempt 2 changes only a doc file: the failed item re-runs, nothing else.
+    std::fs::remove_file(&log).unwrap();
+    env.write("docs/README.md", "v2\n");
+    let out = verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["attempt"], 2);
+    assert_eq!(ran(&log), ["c1"]);
+    for id in ["build", "c2", "c3"] {
+        assert_eq!(status_of(&doc, id), "carried", "{id}");
+    }
+    let build = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "build")
+        .unwrap();
+    assert!(build["carried_from"].is_string(), "{build}");
+
+    // Attempt 3 fixes c1 but breaks c2 through a file its inputs name: caught.
+    std::fs::remove_file(&log).unwrap();
+    env.write("src/a.txt", "good\n");
+    env.write("src/b.txt", "broken\n");
+    let out = verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    let mut third = ran(&log);
+    third.sort();
+    // build's inputs changed, so it and its dependent c3 re-run too.
+    assert_eq!(third, ["build", "c1", "c2", "c3"]);
+    assert_eq!(status_of(&doc, "c1"), "passed");
+    assert_eq!(status_of(&doc, "c2"), "failed");
+
+    // Attempt 4 fixes c2: c2 re-runs, and build (whose inputs cover it) with
+    // its dependent c3; c1 is carried. The pass closes the series.
+    std::fs::remove_file(&log).unwrap();
+    env.write("src/b.txt", "ok\n");
+    let out = verify(&[]);
+    out.assert_exit(0);
+    let mut fourth = ran(&log);
+    fourth.sort();
+    assert_eq!(fourth, ["build", "c2", "c3"]);
+    assert_eq!(status_of(&out.json(), "c1"), "carried");
+
+    // After a pass a new series starts: attempt 1 again, everything runs.
+    std::fs::remove_file(&log).unwrap();
+    let out = verify(&[]);
+    out.assert_exit(0);
+    assert_eq!(out.json()["attempt"], 1);
+    assert_eq!(ran(&log).len(), 4);
+
+    // --full re-runs everything even on a retry.
+    env.write("src/a.txt", "bad\n");
+    verify(&[]).assert_exit(1);
+    std::fs::remove_file(&log).unwrap();
+    let out = verify(&["--full"]);
+    out.assert_exit(1);
+    assert_eq!(ran(&log).len(), 4);
+}
+
+#[test]
+fn a_doom_loop_escalates_and_stays_escalated() {
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("ran.log");
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        &format!(
+            r#"
+[spec]
+id = "loop"
+[[check]]
+id = "flaky-fix"
+run = "echo ran >> {}; echo \"error at $(date +%s%N) in /tmp/tmp.$$ pid $$\"; exit 1"
+"#,
+            log.display()
+        ),
+    );
+    let verify = |args: &[&str]| {
+        let mut all = vec!["verify", "--format", "json"];
+        all.extend_from_slice(args);
+        env.gate(&all).run()
+    };
+    verify(&[]).assert_exit(1);
+    verify(&[]).assert_exit(1);
+    // The third identical failure (noise in its text aside) escalates.
+    let out = verify(&[]);
+    out.assert_exit(3);
+    let doc = out.json();
+    assert_eq!(doc["verdict"], "escalate");
+    assert_eq!(doc["doom_loop"]["pattern"], "repeat");
+    assert_eq!(doc["doom_loop"]["attempts"], serde_json::json!([1, 2, 3]));
+    assert!(out.stdout.contains("flaky-fix"));
+    assert_eq!(ran(&log).len(), 3);
+
+    // The series stays escalated: the next call exits 3 at once, running nothing.
+    let out = env.gate(&["verify"]).run();
+    out.assert_exit(3);
+    out.stdout_has("escalated");
+    assert_eq!(ran(&log).len(), 3, "an escalated series ran something");
+
+    // A human starts a new series.
+    let out = verify(&["--new-series"]);
+    out.assert_exit(1);
+    assert_eq!(out.json()["attempt"], 1);
+    assert_eq!(ran(&log).len(), 4);
+}
+
+#[test]
+fn an_override_lets_the_same_content_pass_and_is_recorded() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"ov\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"grep -q ok src/x.txt\"\n",
+    );
+    env.write("src/x.txt", "not yet\n");
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    let run = out.json()["run_id"].as_str().unwrap().to_owned();
+
+    env.gate(&[
+        "override",
+        &run[..13],
+        "--reason",
+        "hotfix, checked by hand",
+        "--by",
+        "ana",
+    ])
+    .run()
+    .assert_exit(0)
+    .stdout_has("override of run");
+
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["verdict"], "pass");
+    assert_eq!(doc["overridden"], true);
+    env.gate(&["verify"])
+        .run()
+        .assert_exit(0)
+        .stdout_has("overridden: ana: hotfix, checked by hand");
+
+    // Other content is not covered by the override.
+    env.write("src/x.txt", "still not\n");
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    assert_eq!(out.json()["overridden"], false);
+
+    // The ledger still verifies, override bundles beside run bundles.
+    env.gate(&["ledger", "verify"]).run().assert_exit(0);
+}
+
+#[test]
+fn deleting_the_failing_criterion_at_base_is_caught() {
+    let env = TestEnv::new();
+    let git = |args: &[&str]| {
+        #[allow(clippy::disallowed_methods)]
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let spec = "[spec]\nid = \"g\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"keep\"\ntext = \"k\"\nrun = \"true\"\n[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n";
+    env.write("gate.toml", spec);
+    env.write(".gitignore", ".gate/\n");
+    env.write("src/x.txt", "todo\n");
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "base"]);
+    // The agent deletes the criterion it cannot pass.
+    let without = spec.replace(
+        "[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n",
+        "",
+    );
+    env.write("gate.toml", &without);
+    env.write("src/x.txt", "todo, still\n");
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    let titles: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles.contains(&"The change removes acceptance criterion `hard`"),
+        "{titles:?}"
+    );
+    let f = &doc["findings"][0];
+    assert_eq!(f["severity"], "critical");
+    assert_eq!(f["role"], "gate");
+    // Without the deletion the same base is clean.
+    env.write("gate.toml", spec);
+    env.write("src/x.txt", "done\n");
+    env.gate(&["verify", "--base", "main"]).run().assert_exit(0);
+}
