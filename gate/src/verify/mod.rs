@@ -146,6 +146,9 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         req.routing.as_deref(),
         req.spec_path.parent().unwrap_or(&ctx.workspace),
     )?;
+    // The self-guard compares the table the workspace holds with the base's:
+    // an operator's override is not part of the change.
+    let local_routing = routing.clone();
     let routing_override = routing_override(ctx, &mut routing, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
     let (key, created_key) = attest::signing_key(ctx)?;
@@ -309,7 +312,9 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     };
 
     let guard_findings = match &base {
-        Some(base) => guard::check(&ctx.workspace, base, &req.spec_path, &spec, &routing).await,
+        Some(base) => {
+            guard::check(&ctx.workspace, base, &req.spec_path, &spec, &local_routing).await
+        }
         None => Vec::new(),
     };
 

@@ -807,3 +807,49 @@ fn a_routing_override_that_cannot_be_used_leaves_the_local_table() {
         );
     }
 }
+
+#[test]
+fn an_operator_override_is_not_a_change_the_self_guard_flags() {
+    let server = ModelServer::start();
+    server
+        .script(
+            Matcher::any().path("/routing-patch"),
+            vec![Reply::json(200, json!({"disable_models": ["primary"]}))],
+        )
+        .default_reply(Reply::openai(&answer()));
+    let env = workspace(
+        &trivial_spec(""),
+        &routing_toml(&server.url(), &server.url(), ""),
+    );
+    env.write(".gitignore", ".gate/\n");
+    let git = |args: &[&str]| {
+        #[allow(clippy::disallowed_methods)] // tests set up a repository
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "base"]);
+    env.write("src/app.py", "def main():\n    return 2\n");
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .env(
+            "GATE_ROUTING_URL",
+            format!("{}/routing-patch", server.url()),
+        )
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["routing_override"]["status"], "applied");
+    assert_eq!(doc["findings"], json!([]), "{}", doc["findings"]);
+    assert_eq!(requests_to(&server, PRIMARY), 0);
+}
