@@ -13,8 +13,9 @@ use gate_evidence::{Digest, Snapshot, WalkOptions};
 use gate_harness::{ItemKind, ItemResult, RunOptions, Status};
 use gate_specs::{Decider, InputGlobs, Spec};
 
-use crate::config::{self, Context, Verbosity};
+use crate::config::{self, Context};
 use crate::errors::GateError;
+use crate::events::{EventSink, PlannedEvent, RunEvent};
 use crate::output;
 use crate::plan::{self, Plan};
 use crate::record::{
@@ -64,8 +65,28 @@ pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
     })
 }
 
-/// Runs the gate once and returns the whole record of the run.
+/// Runs the gate once, progress on stderr, and returns the whole record of the run.
 pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateError> {
+    let progress = output::progress::Progress::stderr(
+        ctx.verbosity,
+        output::style::Style {
+            color: ctx.colors.stderr,
+        },
+    );
+    let (events, dispatcher) =
+        output::stream::start(vec![Box::new(progress)], output::stream::HEARTBEAT);
+    let result = run_with(ctx, req, &events).await;
+    dispatcher.finish(events).await;
+    result
+}
+
+/// Runs the gate once, reporting what happens to `events`, and returns the
+/// whole record of the run.
+pub async fn run_with(
+    ctx: &Context,
+    req: &VerifyRequest,
+    events: &EventSink,
+) -> Result<RunRecord, GateError> {
     let clock = Instant::now();
     let started_at = chrono::Utc::now();
     let run_id = uuid::Uuid::now_v7().to_string();
@@ -80,16 +101,17 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     )?;
     let prompts = load_prompts(ctx, &routing)?;
     let (key, created_key) = attest::signing_key(ctx)?;
+    events.emit(RunEvent::RunStarted {
+        run_id: run_id.clone(),
+        spec_id: spec.spec.id.clone(),
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    });
     if let Some(path) = created_key {
-        progress(
-            ctx,
-            &format!("gate: created a signing key at {}", path.display()),
-        );
+        events.emit(RunEvent::Notice(format!(
+            "gate: created a signing key at {}",
+            path.display()
+        )));
     }
-    progress(
-        ctx,
-        &format!("gate: verifying `{}` (run {run_id})", spec.spec.id),
-    );
 
     let snapshot = fingerprint(ctx, &spec).await?;
     let base = req.base.clone().or_else(|| spec.spec.base.clone());
@@ -107,12 +129,14 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     };
 
     let plan = plan::first_attempt(&spec, &snapshot);
+    events.emit(RunEvent::Planned(planned_events(&plan)));
     let redact = config::secret_env_values(&routing.key_variables());
     let Harnessed {
         results,
         interrupted,
     } = run_harness(
         ctx,
+        events,
         &spec,
         &plan,
         &snapshot,
@@ -150,9 +174,15 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             prompts: &prompts,
             results: &results,
             run_id: &run_id,
+            events,
         };
         stage.run().await?
     };
+    if let Some(reason) = &review.record.reason {
+        events.emit(RunEvent::ReviewSkipped {
+            reason: reason.clone(),
+        });
+    }
 
     let (checks, mut criteria) = records(&spec, &plan, &results, &review.record, interrupted);
     apply_judgements(&mut criteria, &review.judgements);
@@ -219,9 +249,9 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         .await
         .unwrap_or_default();
     if let Some(why) = attest::record_run(ctx, &mut record, &key, subjects, &extra, entry_extra)? {
-        output::stderr(&format!(
+        events.emit(RunEvent::Warning(format!(
             "gate: the ledger did not take this run ({why}); the bundle is kept for `gate ledger import`"
-        ));
+        )));
     }
     Ok(record)
 }
@@ -289,6 +319,19 @@ fn subject_names(
     names.into_iter().collect()
 }
 
+/// The plan as events report it.
+fn planned_events(plan: &Plan) -> Vec<PlannedEvent> {
+    plan.items
+        .iter()
+        .map(|i| PlannedEvent {
+            id: i.id.clone(),
+            kind: i.kind,
+            judged: i.work.is_none(),
+            decision: serde_json::to_value(&i.decision).unwrap_or_default(),
+        })
+        .collect()
+}
+
 /// The plan as the bundle records it.
 fn plan_json(plan: &Plan) -> serde_json::Value {
     serde_json::Value::Array(
@@ -317,6 +360,7 @@ struct ReviewStage<'a> {
     prompts: &'a Prompts,
     results: &'a HashMap<String, ItemResult>,
     run_id: &'a str,
+    events: &'a EventSink,
 }
 
 impl ReviewStage<'_> {
@@ -332,6 +376,7 @@ impl ReviewStage<'_> {
             prompts,
             results,
             run_id,
+            events,
         } = *self;
         let keys = config::provider_keys(routing);
         if keys.is_empty() {
@@ -374,7 +419,6 @@ impl ReviewStage<'_> {
             })
             .collect();
         let fence = Fence::new();
-        progress(ctx, &format!("gate: review ({} tier)", tier.tier));
         let out = review::run(&ReviewInput {
             run_id,
             spec,
@@ -388,6 +432,7 @@ impl ReviewStage<'_> {
             clients: &clients,
             policy: &spec.policy,
             fence: &fence,
+            events,
         })
         .await;
         Ok(out)
@@ -469,8 +514,10 @@ async fn fingerprint(ctx: &Context, spec: &Spec) -> Result<Snapshot, GateError> 
     Ok(snapshot)
 }
 
+#[allow(clippy::too_many_arguments)] // the stage's inputs, each used once
 async fn run_harness(
     ctx: &Context,
+    events: &EventSink,
     spec: &Spec,
     plan: &Plan,
     snapshot: &Snapshot,
@@ -502,8 +549,7 @@ async fn run_harness(
         satisfied: std::collections::HashSet::new(),
         redact: Arc::new(redact),
     };
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let printer = tokio::spawn(output::progress::render(rx, ctx.verbosity));
+    let (tx, forward) = events.harness();
     let interrupted = AtomicBool::new(false);
     let cancel = async {
         // Ctrl-C stops every process group instead of leaving them behind.
@@ -513,7 +559,7 @@ async fn run_harness(
         interrupted.store(true, Ordering::SeqCst);
     };
     let results = gate_harness::run(items, opts, Some(tx), cancel).await;
-    let _ = printer.await;
+    let _ = forward.await;
     let mut results: HashMap<String, ItemResult> =
         results?.into_iter().map(|r| (r.id.clone(), r)).collect();
     if interrupted.load(Ordering::SeqCst) {
@@ -613,12 +659,6 @@ fn records(
         }
     }
     (checks, criteria)
-}
-
-fn progress(ctx: &Context, line: &str) {
-    if ctx.verbosity > Verbosity::Quiet {
-        output::stderr(line);
-    }
 }
 
 fn millis(d: std::time::Duration) -> u64 {

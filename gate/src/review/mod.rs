@@ -26,6 +26,7 @@ use gate_specs::{Policy, Spec};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::events::{RunEvent, SeatEvent};
 use crate::provider::Block;
 use crate::record::{Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier};
 use crate::review::call::{CallPlan, CallResult, Clients};
@@ -83,6 +84,8 @@ pub struct ReviewInput<'a> {
     pub policy: &'a Policy,
     /// This run's fence.
     pub fence: &'a Fence,
+    /// Where progress goes.
+    pub events: &'a crate::events::EventSink,
 }
 
 /// What a review produced.
@@ -349,9 +352,23 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         };
     }
 
-    let calls = requests.iter().map(|(seat, blocks, _)| {
+    input.events.emit(RunEvent::ReviewStarted {
+        tier,
+        seats: requests
+            .iter()
+            .map(|(seat, _, _)| seat_event(input, *seat, tier))
+            .collect(),
+    });
+    let calls = requests.iter().map(|(seat, blocks, coverage)| {
         let plan = call_plan(input, *seat, tier, review_deadline);
-        async move { call::ask(&plan, input.clients, blocks).await }
+        async move {
+            let result = call::ask(&plan, input.clients, blocks).await;
+            input.events.emit(RunEvent::SpecialistFinished {
+                record: Box::new(specialist_record(seat.role, &result, coverage)),
+                raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+            });
+            result
+        }
     });
     let results: Vec<CallResult> = futures::future::join_all(calls).await;
 
@@ -431,17 +448,21 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             )),
         ];
         let plan = call_plan(input, seat, tier, review_deadline);
+        input
+            .events
+            .emit(RunEvent::SpecialistStarted(seat_event(input, seat, tier)));
         let result = call::ask(&plan, input.clients, &blocks).await;
         if let Ok(answer) = &result.answer {
             findings = coordinator::reconcile(&findings, &answer.findings);
         }
         // When the model coordinator cannot answer, the deterministic
         // fusion stands.
-        specialists.push(specialist_record(
-            Role::Coordinator,
-            &result,
-            &Coverage::default(),
-        ));
+        let record = specialist_record(Role::Coordinator, &result, &Coverage::default());
+        input.events.emit(RunEvent::SpecialistFinished {
+            record: Box::new(record.clone()),
+            raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+        });
+        specialists.push(record);
     }
 
     ReviewOutput {
@@ -453,6 +474,19 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         findings,
         judgements,
         incomplete,
+    }
+}
+
+/// A reviewer about to be asked, and the first model of its chain.
+fn seat_event(input: &ReviewInput<'_>, seat: Seat, tier: Tier) -> SeatEvent {
+    SeatEvent {
+        role: seat.role.as_str().to_owned(),
+        model: input
+            .routing
+            .chain(seat.role, tier)
+            .first()
+            .map(|m| m.model.name.clone())
+            .unwrap_or_default(),
     }
 }
 
