@@ -206,7 +206,7 @@ fn resolve_colors(choice: ColorChoice) -> (Colors, Source) {
                 stdout: std::io::stdout().is_terminal(),
                 stderr: std::io::stderr().is_terminal(),
             },
-            Source::Default("on a terminal"),
+            Source::Default("auto, only on a terminal"),
         ),
     }
 }

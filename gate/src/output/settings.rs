@@ -42,7 +42,7 @@ pub fn render_human(e: &Effective) -> String {
         .map(|x| value_text(&x.value).chars().count())
         .max()
         .unwrap_or(0)
-        .min(48);
+        .min(32);
     for x in &e.entries {
         let _ = writeln!(
             out,
@@ -90,6 +90,7 @@ pub fn render_json(e: &Effective) -> Value {
 fn value_text(v: &Value) -> String {
     match v {
         Value::Null => "none".to_owned(),
+        Value::Array(a) if a.is_empty() => "none".to_owned(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
