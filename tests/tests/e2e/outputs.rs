@@ -482,3 +482,147 @@ fn the_markdown_comment_as_a_reviewer_reads_it() {
         insta::assert_snapshot!("markdown_mixed", out.stdout);
     });
 }
+
+/// A run whose review does run (a scripted provider on loopback): the
+/// stream reports each reviewer, and a finding reaches SARIF, GitHub and
+/// GitLab at its file and line.
+#[test]
+fn a_reviewed_run_streams_its_reviewers_and_points_findings_at_their_lines() {
+    use gate_tests::model_server::{Matcher, ModelServer, Reply};
+
+    let server = ModelServer::start();
+    server.script(
+        Matcher::any().role("quality"),
+        vec![Reply::openai(&serde_json::json!({
+            "findings": [{
+                "severity": "critical",
+                "file": "src/app.py",
+                "line": 2,
+                "title": "Division by zero: total, count",
+                "detail": "count is 0 for an empty cart\nand the handler crashes",
+                "confidence": 0.9
+            }],
+            "criteria": [],
+            "rules": []
+        }))],
+    );
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"reviewed\"\n[[task]]\nid = \"cart\"\npaths = [\"src/**\"]\n",
+    );
+    env.write(
+        "src/app.py",
+        "def average(total, count):\n    return total / count\n",
+    );
+    env.write(
+        "routing.toml",
+        &format!(
+            r#"
+[provider.local]
+api = "openai"
+base_url = "{}/v1"
+api_key_env = "SCRIPTED_MODEL_KEY"
+
+[model.cheap]
+provider = "local"
+name = "scripted"
+
+[route]
+"quality.trivial" = "cheap"
+"judge.trivial" = "cheap"
+"rules.trivial" = "cheap"
+"#,
+            server.url()
+        ),
+    );
+    let out = env
+        .gate(&[
+            "verify",
+            "--format",
+            "jsonl",
+            "--report",
+            "sarif=.gate/reports/gate.sarif",
+            "--report",
+            "github=.gate/reports/gh.txt",
+            "--report",
+            "gitlab=.gate/reports/cq.json",
+        ])
+        .env("SCRIPTED_MODEL_KEY", "test-key-not-secret")
+        .run();
+    out.assert_exit(1);
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    let at = |name: &str| {
+        names
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or_else(|| panic!("no {name}: {names:?}"))
+    };
+    assert!(at("review_started") < at("specialist_finished"));
+    assert!(at("specialist_finished") < at("verdict"));
+    let started = &events[at("review_started")];
+    assert_eq!(started["specialists"][0]["role"], "quality");
+    assert_eq!(started["specialists"][0]["model"], "scripted");
+    let finished = &events[at("specialist_finished")];
+    assert_eq!(finished["status"], "ok");
+    assert_eq!(finished["findings"], 1);
+    let verdict = events.last().unwrap();
+    let finding_id = verdict["findings"][0]["id"].as_str().unwrap();
+
+    let sarif_path = env.path().join(".gate/reports/gate.sarif");
+    let errors = peers::sarif_errors(&sarif_path);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let sarif: Value = serde_json::from_str(&env.read(".gate/reports/gate.sarif")).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "review.quality");
+    assert_eq!(result["level"], "error");
+    let location = &result["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "src/app.py");
+    assert_eq!(location["region"]["startLine"], 2);
+    assert_eq!(
+        result["partialFingerprints"]["gateFindingId/v1"],
+        finding_id
+    );
+
+    let gh = env.read(".gate/reports/gh.txt");
+    assert!(
+        gh.lines().any(|l| l
+            == "::error file=src/app.py,line=2,title=Division by zero%3A total%2C count::\
+                Division by zero: total, count%0A%0Acount is 0 for an empty cart%0Aand the handler crashes"),
+        "{gh}"
+    );
+    let cq: Value = serde_json::from_str(&env.read(".gate/reports/cq.json")).unwrap();
+    assert_eq!(cq[0]["severity"], "critical");
+    assert_eq!(cq[0]["location"]["path"], "src/app.py");
+    assert_eq!(cq[0]["location"]["lines"]["begin"], 2);
+}
+
+#[test]
+fn a_run_that_cannot_start_ends_its_stream_with_an_error_event() {
+    let env = TestEnv::new();
+    env.write("gate.toml", "[spec]\nid = \"x\"\n[[check]\nid = \"b\"\n");
+    let out = env.gate(&["verify", "--format", "jsonl"]).run();
+    out.assert_exit(2).stderr_has("gate.toml:3:");
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert_eq!(lines[0]["event"], "error");
+    assert_eq!(lines[0]["exit_code"], 2);
+    assert!(
+        lines[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gate.toml:3:")
+    );
+}
