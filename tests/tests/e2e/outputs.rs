@@ -626,3 +626,43 @@ fn a_run_that_cannot_start_ends_its_stream_with_an_error_event() {
             .contains("gate.toml:3:")
     );
 }
+
+#[test]
+fn quiet_and_verbose_set_how_much_progress_goes_to_stderr() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"q\"\n[[check]]\nid = \"build\"\nrun = \"true\"\n",
+    );
+    // (flag, stderr must hold, stderr must lack); stdout is the same result each time.
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("-q", &[], &["gate: verifying", "✓ build"]),
+        (
+            "--color=never",
+            &["gate: verifying `q`", "✓ build ("],
+            &["… build"],
+        ),
+        ("-v", &["gate: verifying `q`", "… build", "✓ build ("], &[]),
+    ];
+    for (flag, has, lacks) in cases {
+        let out = env.gate(&["verify", flag]).run();
+        out.assert_exit(0).stdout_has("verdict: PASS");
+        for needle in *has {
+            assert!(
+                out.stderr.contains(needle),
+                "{flag}: lacks {needle:?}\n{}",
+                out.stderr
+            );
+        }
+        for needle in *lacks {
+            assert!(
+                !out.stderr.contains(needle),
+                "{flag}: has {needle:?}\n{}",
+                out.stderr
+            );
+        }
+        if *flag == "-q" {
+            assert!(out.stderr.is_empty(), "-q: {}", out.stderr);
+        }
+    }
+}
