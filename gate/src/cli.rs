@@ -193,7 +193,7 @@ pub struct VerifyArgs {
     /// Re-run everything, carrying nothing forward from earlier attempts.
     #[arg(long)]
     pub full: bool,
-    /// Call no model provider: decide what code can decide.
+    /// Call no model provider: decide what code can decide (also `GATE_OFFLINE=1`).
     #[arg(long)]
     pub offline: bool,
     /// The model routing table (default: routing.toml beside the spec, else the built-in one).
