@@ -10,7 +10,7 @@ use gate_tests::model_server::{Matcher, ModelServer, Reply, Request};
 use serde_json::json;
 
 use crate::cli::{RoutingArgs, RulesTestArgs};
-use crate::config::{Context, Verbosity};
+use crate::config::Context;
 use crate::findings::finding_id;
 use crate::record::Tier;
 use crate::review::context::{Fence, read_change};
@@ -239,6 +239,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         fence: &fence,
         carried: &std::collections::BTreeMap::new(),
         earlier: &[],
+        events: &crate::events::EventSink::discard(),
     })
     .await;
 
@@ -378,13 +379,7 @@ fn questions_split_only_past_the_limits() {
 }
 
 fn context(ws: &Path) -> Context {
-    let workspace = ws.canonicalize().unwrap();
-    Context {
-        state_dir: workspace.join(".gate"),
-        workspace,
-        verbosity: Verbosity::Quiet,
-        workspace_given: true,
-    }
+    Context::quiet(ws.canonicalize().unwrap())
 }
 
 /// Scripts each case's answer by its diff: `(diff text, model, p)`.

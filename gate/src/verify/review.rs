@@ -10,6 +10,7 @@ use gate_specs::{Decider, InputGlobs, Spec};
 
 use crate::config::{self, Context};
 use crate::errors::GateError;
+use crate::events::EventSink;
 use crate::plan::Plan;
 use crate::record::Finding;
 use crate::retry::delta::Previous;
@@ -36,6 +37,7 @@ pub(super) struct ReviewStage<'a> {
     pub previous: Option<&'a Previous>,
     pub full: bool,
     pub rule_set: &'a RuleSet,
+    pub events: &'a EventSink,
 }
 
 impl ReviewStage<'_> {
@@ -99,7 +101,6 @@ impl ReviewStage<'_> {
         let rule_references =
             context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
         let fence = Fence::new();
-        super::progress(self.ctx, &format!("gate: review ({} tier)", self.tier.tier));
         Ok(review::run(&ReviewInput {
             run_id: self.run_id,
             spec,
@@ -117,6 +118,7 @@ impl ReviewStage<'_> {
             fence: &fence,
             carried: &carried,
             earlier: &earlier,
+            events: self.events,
         })
         .await)
     }
