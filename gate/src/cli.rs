@@ -22,8 +22,8 @@ pub struct GlobalArgs {
     /// The workspace (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// The state directory (default: `.gate/` inside the workspace).
-    #[arg(long, global = true, value_name = "DIR", env = "GATE_STATE_DIR")]
+    /// The state directory (default: `GATE_STATE_DIR`, else `.gate/` inside the workspace).
+    #[arg(long, global = true, value_name = "DIR")]
     pub state: Option<PathBuf>,
     /// More progress on stderr (repeat for debug logs).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -31,6 +31,20 @@ pub struct GlobalArgs {
     /// No progress on stderr, only results and errors.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Colour in terminal output (auto: only on a terminal, and never with NO_COLOR set).
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// When to colour terminal output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always, even into a pipe.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The commands.
@@ -277,22 +291,86 @@ pub struct VerifyArgs {
     /// Start a new attempt series (after an escalation, once a human looked).
     #[arg(long)]
     pub new_series: bool,
-    /// Call no model provider: decide what code can decide.
+    /// Call no model provider: decide what code can decide (also `GATE_OFFLINE=1`).
     #[arg(long)]
     pub offline: bool,
     /// The model routing table (default: routing.toml beside the spec, else the built-in one).
     #[arg(long, value_name = "FILE")]
     pub routing: Option<PathBuf>,
-    /// How to print the result on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    /// How to print the result on stdout (default: `GATE_FORMAT`, else human).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Also write the result as FORMAT to PATH (repeatable; each file is written atomically).
+    #[arg(long = "report", value_name = "FORMAT=PATH", value_parser = parse_report)]
+    pub reports: Vec<ReportArg>,
+    /// Print the effective configuration, and where each value came from, then exit.
+    #[arg(long)]
+    pub print_config: bool,
 }
 
 /// Output formats of `gate verify`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
 pub enum Format {
     /// A short readable summary.
     Human,
     /// One JSON object and nothing else.
     Json,
+    /// Events as they happen, one JSON object a line, ending with the verdict.
+    Jsonl,
+    /// SARIF 2.1.0, for code scanning (GitHub and others).
+    Sarif,
+    /// JUnit XML: one test suite per stage.
+    Junit,
+    /// GitHub Actions workflow commands (annotations), plus the job summary.
+    Github,
+    /// A GitLab Code Quality report.
+    Gitlab,
+    /// One Markdown comment for a pull or merge request.
+    Markdown,
+}
+
+impl Format {
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Human => "human",
+            Self::Json => "json",
+            Self::Jsonl => "jsonl",
+            Self::Sarif => "sarif",
+            Self::Junit => "junit",
+            Self::Github => "github",
+            Self::Gitlab => "gitlab",
+            Self::Markdown => "markdown",
+        }
+    }
+}
+
+/// One `--report FORMAT=PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportArg {
+    /// The format.
+    pub format: Format,
+    /// Where to write it, as given.
+    pub path: PathBuf,
+}
+
+/// Parses `FORMAT=PATH`.
+fn parse_report(s: &str) -> Result<ReportArg, String> {
+    let (format, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected FORMAT=PATH (e.g. sarif=gate.sarif), got `{s}`"))?;
+    let format = Format::from_str(format, true).map_err(|_| {
+        let names: Vec<&str> = Format::value_variants()
+            .iter()
+            .map(|f| f.as_str())
+            .collect();
+        format!("unknown format `{format}`; one of {}", names.join(", "))
+    })?;
+    if path.is_empty() {
+        return Err(format!("no path after `{}=`", format.as_str()));
+    }
+    Ok(ReportArg {
+        format,
+        path: PathBuf::from(path),
+    })
 }

@@ -2,10 +2,68 @@
 //! into the values a command works with. Only this module and the CLI read
 //! the process environment.
 
+use std::fmt;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use crate::cli::GlobalArgs;
+use clap::ValueEnum;
+
+use crate::cli::{ColorChoice, Format, GlobalArgs, VerifyArgs};
 use crate::errors::GateError;
+
+/// Environment variables the gate reads (besides `NO_COLOR`, `CI`, `RUST_LOG`,
+/// `GITHUB_STEP_SUMMARY` and the providers' key variables the routing table names).
+pub mod env {
+    /// The state directory (`--state` wins).
+    pub const STATE_DIR: &str = "GATE_STATE_DIR";
+    /// The signing key: PEM text or a path.
+    pub const SIGNING_KEY: &str = "GATE_SIGNING_KEY";
+    /// A shared ledger's URL (wins over `[ledger] url`).
+    pub const LEDGER: &str = "GATE_LEDGER";
+    /// Where a routing patch is fetched from at start-up.
+    pub const ROUTING_URL: &str = "GATE_ROUTING_URL";
+    /// `gate verify`'s stdout format (`--format` wins).
+    pub const FORMAT: &str = "GATE_FORMAT";
+    /// `gate verify --offline` when true (`1`, `true`, `yes`).
+    pub const OFFLINE: &str = "GATE_OFFLINE";
+    /// Test suite only: panic right after start-up, to exercise the panic path.
+    pub const TEST_PANIC: &str = "GATE_TEST_PANIC";
+}
+
+/// Where a setting's value came from, strongest first: flag, environment,
+/// file, default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag.
+    Flag(&'static str),
+    /// An environment variable.
+    Env(&'static str),
+    /// A file, with the line when known (`gate.toml:12`).
+    File(String),
+    /// The built-in default (with what it is, when that helps).
+    Default(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flag(flag) => f.write_str(flag),
+            Self::Env(var) => write!(f, "env {var}"),
+            Self::File(at) => f.write_str(at),
+            Self::Default("") => f.write_str("default"),
+            Self::Default(what) => write!(f, "default: {what}"),
+        }
+    }
+}
+
+/// Whether each stream gets colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Colors {
+    /// Results on stdout.
+    pub stdout: bool,
+    /// Progress on stderr.
+    pub stderr: bool,
+}
 
 /// How much progress goes to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -31,9 +89,35 @@ pub struct Context {
     pub verbosity: Verbosity,
     /// Whether `--workspace` was given (audit commands then check files against it).
     pub workspace_given: bool,
+    /// Where the state directory came from.
+    pub state_source: Source,
+    /// `--color` as given.
+    pub color: ColorChoice,
+    /// Whether stdout and stderr get colour, and why.
+    pub colors: Colors,
+    /// Why colour is on or off.
+    pub color_source: Source,
 }
 
 impl Context {
+    /// A context over `workspace` with the default state directory, quiet
+    /// and without colour (for callers that build one by hand, e.g. tests).
+    pub fn quiet(workspace: PathBuf) -> Self {
+        Self {
+            state_dir: workspace.join(".gate"),
+            workspace,
+            verbosity: Verbosity::Quiet,
+            workspace_given: true,
+            state_source: Source::Default(".gate/ in the workspace"),
+            color: crate::cli::ColorChoice::Never,
+            colors: Colors {
+                stdout: false,
+                stderr: false,
+            },
+            color_source: Source::Default("never"),
+        }
+    }
+
     /// Resolves the global options against the current directory.
     pub fn resolve(global: &GlobalArgs) -> Result<Self, GateError> {
         let cwd = std::env::current_dir().map_err(|e| GateError::Workspace {
@@ -52,11 +136,21 @@ impl Context {
                 reason: "not a directory".to_owned(),
             });
         }
-        let state_dir = global
-            .state
-            .as_ref()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| workspace.join(".gate"), |p| absolute(&cwd, p));
+        let state_env = std::env::var_os(env::STATE_DIR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let (state_dir, state_source) = match (
+            global.state.as_ref().filter(|p| !p.as_os_str().is_empty()),
+            state_env,
+        ) {
+            (Some(p), _) => (absolute(&cwd, p), Source::Flag("--state")),
+            (None, Some(p)) => (absolute(&cwd, &p), Source::Env(env::STATE_DIR)),
+            (None, None) => (
+                workspace.join(".gate"),
+                Source::Default(".gate/ in the workspace"),
+            ),
+        };
+        let (colors, color_source) = resolve_colors(global.color);
         let verbosity = match (global.quiet, global.verbose) {
             (true, _) => Verbosity::Quiet,
             (false, 0) => Verbosity::Normal,
@@ -68,6 +162,10 @@ impl Context {
             state_dir,
             verbosity,
             workspace_given: global.workspace.is_some(),
+            state_source,
+            color: global.color,
+            colors,
+            color_source,
         })
     }
 
@@ -104,6 +202,157 @@ impl Context {
     }
 }
 
+/// Whether stdout and stderr get colour: `--color always|never` decides;
+/// with `auto`, a non-empty `NO_COLOR` or `TERM=dumb` turns it off, else
+/// each stream gets colour when it is a terminal.
+fn resolve_colors(choice: ColorChoice) -> (Colors, Source) {
+    match choice {
+        ColorChoice::Always => (
+            Colors {
+                stdout: true,
+                stderr: true,
+            },
+            Source::Flag("--color"),
+        ),
+        ColorChoice::Never => (Colors::default(), Source::Flag("--color")),
+        ColorChoice::Auto if env_is_set("NO_COLOR") => (Colors::default(), Source::Env("NO_COLOR")),
+        ColorChoice::Auto if std::env::var("TERM").is_ok_and(|t| t == "dumb") => {
+            (Colors::default(), Source::Env("TERM"))
+        }
+        ColorChoice::Auto => (
+            Colors {
+                stdout: std::io::stdout().is_terminal(),
+                stderr: std::io::stderr().is_terminal(),
+            },
+            Source::Default("auto, only on a terminal"),
+        ),
+    }
+}
+
+/// `gate verify`'s options, resolved: flags over `GATE_*` variables over defaults.
+#[derive(Debug, Clone)]
+pub struct VerifySettings {
+    /// The spec file.
+    pub spec_path: PathBuf,
+    /// Where the spec path came from.
+    pub spec_source: Source,
+    /// stdout's format.
+    pub format: Format,
+    /// Where the format came from.
+    pub format_source: Source,
+    /// `--report FORMAT=PATH`s, paths absolute.
+    pub reports: Vec<(Format, PathBuf)>,
+    /// Call no model provider.
+    pub offline: bool,
+    /// Where `offline` came from.
+    pub offline_source: Source,
+    /// `--routing`, absolute.
+    pub routing: Option<PathBuf>,
+}
+
+impl VerifySettings {
+    /// Resolves `gate verify`'s flags against the environment.
+    pub fn resolve(ctx: &Context, args: &VerifyArgs) -> Result<Self, GateError> {
+        let spec_path = ctx.spec_path(args.spec.as_deref())?;
+        let spec_source = if args.spec.is_some() {
+            Source::Flag("--spec")
+        } else {
+            Source::Default("gate.toml in the workspace")
+        };
+        let (format, format_source) = match (args.format, std::env::var(env::FORMAT).ok()) {
+            (Some(f), _) => (f, Source::Flag("--format")),
+            (None, Some(v)) if !v.trim().is_empty() => {
+                let f = Format::from_str(v.trim(), true).map_err(|_| {
+                    GateError::Usage(format!(
+                        "{}={v} is not a format; one of {}",
+                        env::FORMAT,
+                        format_names()
+                    ))
+                })?;
+                (f, Source::Env(env::FORMAT))
+            }
+            _ => (Format::Human, Source::Default("")),
+        };
+        let (offline, offline_source) = if args.offline {
+            (true, Source::Flag("--offline"))
+        } else {
+            match std::env::var(env::OFFLINE) {
+                Ok(v) if !v.trim().is_empty() => {
+                    (truthy(env::OFFLINE, &v)?, Source::Env(env::OFFLINE))
+                }
+                _ => (false, Source::Default("")),
+            }
+        };
+        let mut reports: Vec<(Format, PathBuf)> = Vec::new();
+        for r in &args.reports {
+            let path = from_cwd(&r.path);
+            if reports.iter().any(|(_, p)| *p == path) {
+                return Err(GateError::Usage(format!(
+                    "--report names {} twice; give each format its own file",
+                    path.display()
+                )));
+            }
+            reports.push((r.format, path));
+        }
+        Ok(Self {
+            spec_path,
+            spec_source,
+            format,
+            format_source,
+            reports,
+            offline,
+            offline_source,
+            routing: args.routing.as_deref().map(from_cwd),
+        })
+    }
+}
+
+/// The formats' names, for messages.
+fn format_names() -> String {
+    Format::value_variants()
+        .iter()
+        .map(|f| f.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A boolean environment value: 1/true/yes/on or 0/false/no/off.
+fn truthy(name: &str, value: &str) -> Result<bool, GateError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(GateError::Usage(format!(
+            "{name}={value} is not a boolean; use 1/true/yes or 0/false/no"
+        ))),
+    }
+}
+
+/// `GATE_LEDGER`: a shared ledger's URL.
+pub fn ledger_env() -> Option<String> {
+    std::env::var(env::LEDGER)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// `GATE_ROUTING_URL`: where a routing patch is fetched from.
+pub fn routing_url_env() -> Option<String> {
+    std::env::var(env::ROUTING_URL)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// `GITHUB_STEP_SUMMARY`: the file GitHub Actions shows as the job summary.
+pub fn github_step_summary() -> Option<PathBuf> {
+    std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Whether the test suite asks for a panic at start-up (`GATE_TEST_PANIC=1`).
+pub fn test_panic_requested() -> bool {
+    std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "1")
+}
+
 /// Values of environment variables that look like secrets (names holding
 /// KEY, TOKEN, SECRET or PASSWORD), plus those `extra_names` names: they are
 /// redacted from everything captured.
@@ -133,7 +382,7 @@ pub fn in_ci() -> bool {
 
 /// `GATE_SIGNING_KEY`: PEM text or a path.
 pub fn signing_key_env() -> Option<String> {
-    std::env::var("GATE_SIGNING_KEY")
+    std::env::var(env::SIGNING_KEY)
         .ok()
         .filter(|v| !v.trim().is_empty())
 }
@@ -156,25 +405,14 @@ pub fn provider_keys(
         .collect()
 }
 
-/// `GATE_ROUTING_URL`: where a routing override is fetched from at start.
-pub fn routing_url() -> Option<String> {
-    std::env::var("GATE_ROUTING_URL")
-        .ok()
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
-}
-
-/// How often the heartbeat line is printed while the review waits: 30 s,
-/// or `GATE_HEARTBEAT_MS` (a test hook, not part of the documented surface).
-pub fn heartbeat_interval() -> std::time::Duration {
+/// `GATE_HEARTBEAT_MS`: a shorter heartbeat for tests (not part of the
+/// documented surface); `None` keeps the dispatcher's own.
+pub fn heartbeat_override() -> Option<std::time::Duration> {
     std::env::var("GATE_HEARTBEAT_MS")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|ms| *ms > 0)
-        .map_or(
-            std::time::Duration::from_secs(30),
-            std::time::Duration::from_millis,
-        )
+        .map(std::time::Duration::from_millis)
 }
 
 /// Whether `TERM` says the terminal cannot redraw a line.

@@ -5,7 +5,8 @@
 //!   module reading the environment).
 //! - [`verify`] runs one gate run stage by stage, using [`plan`] (what to
 //!   run), [`change`] (what changed), [`tier`] (risk tier) and [`verdict`].
-//! - [`record`] is the run as one value; [`output`] renders it.
+//! - [`record`] is the run as one value; [`output`] renders it, and renders
+//!   the [`events`] stages emit while a run goes.
 //! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
 
 pub mod attest;
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod errors;
+pub mod events;
 pub mod exit;
 pub mod findings;
 pub mod guard;
@@ -37,8 +39,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{
-    Cli, Command, EvidenceCommand, Format, KeysCommand, LedgerCommand, RoutingCommand,
-    RulesCommand, VerifyArgs,
+    Cli, Command, EvidenceCommand, KeysCommand, LedgerCommand, RoutingCommand, RulesCommand,
+    VerifyArgs,
 };
 use crate::config::{Context, Verbosity};
 use crate::errors::GateError;
@@ -65,6 +67,12 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         Err(e) => return fail(&e),
     };
     init_tracing(ctx.verbosity);
+    // The test suite's way to exercise the panic path: nothing has run yet.
+    assert!(
+        !config::test_panic_requested(),
+        "{} is set: panicking on purpose",
+        config::env::TEST_PANIC
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -130,28 +138,23 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
 }
 
 async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError> {
+    let settings = config::VerifySettings::resolve(ctx, args)?;
+    if args.print_config {
+        return commands::config::print(ctx, &settings, args);
+    }
     let req = verify::VerifyRequest {
-        spec_path: ctx.spec_path(args.spec.as_deref())?,
+        spec_path: settings.spec_path.clone(),
         base: args.base.clone(),
         full: args.full,
         new_series: args.new_series,
-        offline: args.offline,
-        routing: args.routing.as_deref().map(config::from_cwd),
+        offline: settings.offline,
+        routing: settings.routing.clone(),
     };
-    let record = verify::run(ctx, &req).await?;
-    let text = match args.format {
-        Format::Human => output::human::render(&record),
-        Format::Json => {
-            let mut s =
-                serde_json::to_string_pretty(&output::json::render(&record)).unwrap_or_default();
-            s.push('\n');
-            s
-        }
-    };
-    output::stdout(&text).map_err(|e| GateError::Write {
-        path: "stdout".into(),
-        source: e,
-    })?;
+    let live = output::Live::start(ctx, &settings);
+    let result = verify::run_with(ctx, &req, live.sink()).await;
+    let jsonl = live.finish(&result).await;
+    let record = result?;
+    output::deliver(ctx, &settings, &record, jsonl.as_deref())?;
     Ok(verify_exit_code(&record))
 }
 

@@ -10,6 +10,7 @@
 #![allow(clippy::missing_panics_doc, clippy::print_stderr)]
 
 pub mod model_server;
+pub mod peers;
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -149,6 +150,23 @@ impl GateCommand {
     pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
         self.cmd.env(key, value);
         self
+    }
+
+    /// Removes an environment variable for the run.
+    #[must_use]
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.cmd.env_remove(key);
+        self
+    }
+
+    /// Starts the run with stdout and stderr piped, for tests that read
+    /// while it goes; the caller waits for it.
+    pub fn spawn(mut self) -> std::process::Child {
+        self.cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn gate")
     }
 
     /// Fails the test if the run takes longer than `t` (default 120 s).

@@ -1,5 +1,7 @@
-//! The commands other than `verify`, one module each.
+//! The commands other than `verify`, one module each (and `verify
+//! --print-config`, in [`config`]).
 
+pub mod config;
 pub mod evidence;
 pub mod keys;
 pub mod ledger;

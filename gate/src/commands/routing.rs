@@ -30,7 +30,7 @@ pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> 
 pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
     let mut routing = resolve(ctx, &args.routing)?;
     let mut text = String::new();
-    if let Some(url) = config::routing_url() {
+    if let Some(url) = config::routing_url_env() {
         let status = patch::apply_override(&mut routing, &url, args.offline).await;
         let _ = match &status.error {
             Some(why) => writeln!(

@@ -1,9 +1,11 @@
-//! The heartbeat while the review waits on models: every interval, one line
-//! on stderr naming who is still running and for how long
-//! ("security: waiting on claude-opus-4-5, 95 s"); on a terminal, a spinner
-//! line redrawn in place instead.
+//! The review's spinner: on a terminal, one line redrawn in place naming
+//! every specialist still running, the model it waits on and for how long
+//! ("security: waiting on claude-opus-4-5, 95 s"). Off a terminal the event
+//! dispatcher's heartbeat lines say the same ([`super::progress`]), and
+//! [`super::progress::Progress`] leaves model waits to the spinner when it
+//! runs.
 //!
-//! [`line`] is the whole format; [`start`] only decides when to print it.
+//! [`line`] is the whole format; [`spinner`] only decides when to draw it.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -17,30 +19,15 @@ use crate::review::watch::{Running, Watch};
 /// How often the spinner redraws.
 const SPIN: Duration = Duration::from_millis(120);
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/// The widest line drawn: a wrapped line cannot be redrawn in place.
+const WIDTH: usize = 100;
 
-/// How the heartbeat shows itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// Nothing (`--quiet`).
-    Off,
-    /// A line every interval (logs, CI).
-    Lines,
-    /// One line redrawn in place (a terminal).
-    Spinner,
-}
-
-impl Style {
-    /// Lines, or a spinner when stderr is a terminal; nothing when quiet.
-    pub fn for_stderr(verbosity: Verbosity) -> Self {
-        let dumb = crate::config::dumb_terminal();
-        if verbosity == Verbosity::Quiet {
-            Self::Off
-        } else if std::io::stderr().is_terminal() && !dumb {
-            Self::Spinner
-        } else {
-            Self::Lines
-        }
-    }
+/// Whether the review draws a spinner: stderr is a terminal that can
+/// redraw a line, and progress is not silenced.
+pub fn spins(verbosity: Verbosity) -> bool {
+    verbosity != Verbosity::Quiet
+        && std::io::stderr().is_terminal()
+        && !crate::config::dumb_terminal()
 }
 
 /// One heartbeat line: every running specialist, what it waits on and for
@@ -62,56 +49,45 @@ pub fn line(running: &[Running]) -> Option<String> {
     Some(parts.join(" · "))
 }
 
-/// A running heartbeat; [`Heartbeat::stop`] ends it (and clears a spinner).
-pub struct Heartbeat {
+/// A running spinner; [`Spinner::stop`] ends it and clears its line.
+pub struct Spinner {
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
 
-/// Starts the heartbeat over `watch`: a line every `interval`, or a spinner.
-pub fn start(watch: Watch, interval: Duration, style: Style) -> Heartbeat {
-    if style == Style::Off {
-        return Heartbeat {
+/// Starts the spinner over `watch` when [`spins`] says so; otherwise a
+/// spinner that does nothing.
+pub fn spinner(watch: Watch, verbosity: Verbosity) -> Spinner {
+    if !spins(verbosity) {
+        return Spinner {
             stop: None,
             task: None,
         };
     }
     let (tx, mut rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let tick = if style == Style::Spinner {
-            SPIN
-        } else {
-            interval.max(Duration::from_millis(10))
-        };
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + tick, tick);
+        let mut ticker = tokio::time::interval(SPIN);
         let mut frame = 0usize;
         loop {
             tokio::select! {
                 _ = &mut rx => break,
                 _ = ticker.tick() => {}
             }
-            let Some(text) = line(&watch.running()) else {
-                continue;
-            };
-            if style == Style::Spinner {
+            if let Some(text) = line(&watch.running()) {
                 frame = (frame + 1) % FRAMES.len();
                 redraw(&format!("{} {text}", FRAMES[frame]));
-            } else {
-                super::stderr(&format!("  … {text}"));
             }
         }
-        if style == Style::Spinner {
-            redraw("");
-        }
+        redraw("");
     });
-    Heartbeat {
+    Spinner {
         stop: Some(tx),
         task: Some(task),
     }
 }
 
-impl Heartbeat {
-    /// Stops the heartbeat and waits until it has cleaned up.
+impl Spinner {
+    /// Stops the spinner and waits until its line is cleared.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
@@ -124,9 +100,8 @@ impl Heartbeat {
 
 /// Replaces the current terminal line with `text`.
 fn redraw(text: &str) {
+    let text: String = text.chars().take(WIDTH).collect();
     let mut err = std::io::stderr().lock();
-    let width = 100;
-    let text: String = text.chars().take(width).collect();
     let _ = write!(err, "\r\x1b[2K{text}");
     let _ = err.flush();
 }

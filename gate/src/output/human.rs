@@ -4,14 +4,21 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::progress::duration;
+use super::style::Style;
 use crate::record::{ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, Verdict};
 use crate::review::call::{Attempt, AttemptOutcome};
 
 /// Lines of a failing item's output shown.
 const TAIL_LINES: usize = 12;
 
-/// Renders `record` for a terminal or a log.
+/// Renders `record` for a log or a file: no colour.
 pub fn render(record: &RunRecord) -> String {
+    render_styled(record, Style::PLAIN)
+}
+
+/// Renders `record` for a terminal: marks and the verdict in colour when
+/// `style` says so.
+pub fn render_styled(record: &RunRecord, style: Style) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -30,22 +37,18 @@ pub fn render(record: &RunRecord) -> String {
             let carried = c.carried_from.as_ref().map(|r| format!("from run {r}"));
             item_line(
                 &mut out,
+                style,
                 width,
-                &c.id,
-                "",
-                c.status,
-                c.duration_ms,
-                carried.as_deref().or(c.reason.as_deref()),
+                &Row {
+                    id: &c.id,
+                    by: "",
+                    status: c.status,
+                    ms: c.duration_ms,
+                    reason: carried.as_deref().or(c.reason.as_deref()),
+                },
             );
             if c.status == ItemStatus::Failed {
-                for loc in c.locations.iter().take(TAIL_LINES) {
-                    let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
-                    let _ = writeln!(out, "      │ {}{at}: {}", loc.file, loc.message);
-                }
-                if c.locations.len() > TAIL_LINES {
-                    let _ = writeln!(out, "      │ … {} more", c.locations.len() - TAIL_LINES);
-                }
-                tail(&mut out, &c.output.tail);
+                tail(&mut out, &super::problems::check_output(c));
             }
         }
     }
@@ -65,12 +68,15 @@ pub fn render(record: &RunRecord) -> String {
             };
             item_line(
                 &mut out,
+                style,
                 width,
-                &c.id,
-                by,
-                c.status,
-                c.duration_ms,
-                reason.as_deref(),
+                &Row {
+                    id: &c.id,
+                    by,
+                    status: c.status,
+                    ms: c.duration_ms,
+                    reason: reason.as_deref(),
+                },
             );
             if c.status == ItemStatus::Failed {
                 tail(&mut out, &c.output.tail);
@@ -142,6 +148,7 @@ pub fn render(record: &RunRecord) -> String {
         Verdict::Incomplete => "INCOMPLETE",
         Verdict::Escalate => "ESCALATE",
     };
+    let verdict = style.strong(verdict, Style::verdict_paint(record.verdict));
     let _ = writeln!(out, "\nverdict: {verdict}");
     for r in &record.verdict_reasons {
         let _ = writeln!(out, "  · {r}");
@@ -245,22 +252,25 @@ fn id_width<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
     ids.map(|s| s.chars().count()).max().unwrap_or(0).min(40)
 }
 
-fn item_line(
-    out: &mut String,
-    width: usize,
-    id: &str,
-    by: &str,
+/// One check or criterion line.
+struct Row<'a> {
+    id: &'a str,
+    /// "code " or "model" for criteria, empty for checks.
+    by: &'a str,
     status: ItemStatus,
     ms: u64,
-    reason: Option<&str>,
-) {
-    let mark = match status {
-        ItemStatus::Passed => "✓",
-        ItemStatus::Failed => "✗",
-        ItemStatus::Carried => "↷",
-        ItemStatus::Skipped => "–",
-        ItemStatus::Unverified => "?",
-    };
+    reason: Option<&'a str>,
+}
+
+fn item_line(out: &mut String, style: Style, width: usize, row: &Row<'_>) {
+    let Row {
+        id,
+        by,
+        status,
+        ms,
+        reason,
+    } = *row;
+    let mark = style.mark(status);
     let time = match status {
         ItemStatus::Passed | ItemStatus::Failed => duration(Duration::from_millis(ms)),
         _ => String::new(),
@@ -283,8 +293,13 @@ fn count(n: Option<u64>) -> String {
 }
 
 fn tail(out: &mut String, text: &str) {
+    // Captured terminal codes would repaint the reader's terminal.
+    let text = super::text::strip_ansi(text);
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);
+    if start > 0 {
+        let _ = writeln!(out, "      │ … {start} earlier lines");
+    }
     for line in &lines[start..] {
         let _ = writeln!(out, "      │ {line}");
     }

@@ -1,16 +1,52 @@
 //! Everything the gate prints goes through here: results to stdout,
-//! progress to stderr.
+//! progress to stderr, reports to their files.
 //!
 //! Renderers are views of a [`crate::record::RunRecord`]; none recomputes a
-//! verdict or a status.
+//! verdict or a status. While a run goes, [`stream`] is the one dispatcher
+//! that renders its events ([`progress`] on stderr, [`jsonl`] on stdout);
+//! when it is decided, [`deliver`] writes the result in every format asked.
+//!
+//! # Layout
+//! - [`human`], [`json`], [`jsonl`], [`sarif`], [`junit`], [`github`],
+//!   [`gitlab`], [`markdown`]: one module per format.
+//! - [`problems`]: failed items and findings at their places, which SARIF,
+//!   GitHub and GitLab show; [`site`] knows those places.
+//! - [`style`]: colour; [`text`]: escaping for XML, Markdown, terminals.
+//! - [`settings`]: `gate verify --print-config`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod github;
+pub mod gitlab;
 pub mod heartbeat;
 pub mod human;
 pub mod json;
+pub mod jsonl;
+pub mod junit;
+pub mod markdown;
+pub mod problems;
 pub mod progress;
+pub mod sarif;
+pub mod settings;
+pub mod site;
+pub mod stream;
+pub mod style;
+pub mod text;
+
+#[cfg(test)]
+pub(crate) mod fixture;
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::cli::Format;
+use crate::config::{self, Context, VerifySettings};
+use crate::errors::GateError;
+use crate::events::{EventSink, RunEvent};
+use crate::record::RunRecord;
+
+use self::site::Site;
+use self::style::Style;
 
 /// Writes a result to stdout. A closed pipe (`gate verify | head`) is not an
 /// error worth a message.
@@ -27,4 +63,201 @@ pub fn stderr(text: &str) {
     let mut err = io::stderr().lock();
     // Nothing sensible is left to do when stderr itself is gone.
     let _ = writeln!(err, "{text}");
+}
+
+/// `record` in `format` (every format but `jsonl`, which is a stream).
+pub fn render(format: Format, record: &RunRecord, site: &Site, style: Style) -> String {
+    let mut text = match format {
+        Format::Human => human::render_styled(record, style),
+        Format::Json => pretty(&json::render(record)),
+        Format::Jsonl => {
+            // The stream's last line, on its own.
+            let mut line = jsonl::event_json(
+                &RunEvent::Verdict(Box::new(record.clone())),
+                &std::collections::HashMap::new(),
+            )
+            .to_string();
+            line.push('\n');
+            line
+        }
+        Format::Sarif => pretty(&sarif::render(record, site)),
+        Format::Junit => junit::render(record),
+        Format::Github => github::render(record, site),
+        Format::Gitlab => pretty(&gitlab::render(record, site)),
+        Format::Markdown => markdown::render(record),
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// A run being rendered as it goes: the sink its stages emit into, the
+/// dispatcher, and the buffer a `--report jsonl=PATH` collects.
+pub struct Live {
+    sink: EventSink,
+    dispatcher: stream::Dispatcher,
+    jsonl: Option<Arc<Mutex<Vec<u8>>>>,
+}
+
+impl Live {
+    /// Starts rendering: progress on stderr, and the JSON Lines stream on
+    /// stdout (`--format jsonl`) or into a buffer (`--report jsonl=…`).
+    pub fn start(ctx: &Context, settings: &VerifySettings) -> Self {
+        let mut observers: Vec<Box<dyn stream::Observer>> =
+            vec![Box::new(progress::Progress::stderr(
+                ctx.verbosity,
+                Style {
+                    color: ctx.colors.stderr,
+                },
+            ))];
+        if settings.format == Format::Jsonl {
+            observers.push(Box::new(jsonl::JsonlWriter::stdout()));
+        }
+        let jsonl = settings
+            .reports
+            .iter()
+            .any(|(f, _)| *f == Format::Jsonl)
+            .then(|| Arc::new(Mutex::new(Vec::new())));
+        if let Some(buf) = &jsonl {
+            observers.push(Box::new(jsonl::JsonlWriter::buffer(Arc::clone(buf))));
+        }
+        let (sink, dispatcher) = stream::start(
+            observers,
+            config::heartbeat_override().unwrap_or(stream::HEARTBEAT),
+        );
+        Self {
+            sink,
+            dispatcher,
+            jsonl,
+        }
+    }
+
+    /// Where the run's stages emit.
+    pub fn sink(&self) -> &EventSink {
+        &self.sink
+    }
+
+    /// Emits the run's last event (its verdict, or the error that stopped
+    /// it) and waits until everything was rendered; returns the JSON Lines
+    /// a `--report jsonl` collected.
+    pub async fn finish(self, result: &Result<RunRecord, GateError>) -> Option<Vec<u8>> {
+        self.sink.emit(match result {
+            Ok(record) => RunEvent::Verdict(Box::new(record.clone())),
+            Err(e) => RunEvent::Failed {
+                message: e.to_string(),
+                exit_code: e.exit_code(),
+            },
+        });
+        self.dispatcher.finish(self.sink).await;
+        self.jsonl
+            .map(|buf| buf.lock().map(|b| b.clone()).unwrap_or_default())
+    }
+}
+
+/// Writes a decided run in every format asked: each `--report` to its file
+/// (atomically), the GitHub job summary when asked for GitHub output inside
+/// Actions, and `--format` to stdout (unless it was the stream).
+pub fn deliver(
+    ctx: &Context,
+    settings: &VerifySettings,
+    record: &RunRecord,
+    jsonl: Option<&[u8]>,
+) -> Result<(), GateError> {
+    let site = Site::locate(&ctx.workspace, &settings.spec_path);
+    let mut first_error = None;
+    for (format, path) in &settings.reports {
+        let bytes = match (format, &jsonl) {
+            (Format::Jsonl, Some(lines)) => lines.to_vec(),
+            _ => render(*format, record, &site, Style::PLAIN).into_bytes(),
+        };
+        if let Err(e) = write_atomic(path, &bytes) {
+            stderr(&format!(
+                "gate: cannot write the {} report {}: {e}",
+                format.as_str(),
+                path.display()
+            ));
+            first_error.get_or_insert(GateError::Write {
+                path: path.clone(),
+                source: e,
+            });
+        }
+    }
+    let github = settings.format == Format::Github
+        || settings.reports.iter().any(|(f, _)| *f == Format::Github);
+    if github
+        && let Some(summary) = config::github_step_summary()
+        && let Err(e) = github::append_summary(&summary, &markdown::render(record))
+    {
+        stderr(&format!(
+            "gate: cannot append the job summary to {}: {e}",
+            summary.display()
+        ));
+    }
+    if settings.format != Format::Jsonl {
+        let style = Style {
+            color: ctx.colors.stdout,
+        };
+        stdout(&render(settings.format, record, &site, style)).map_err(GateError::stdout)?;
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file beside it, synced,
+/// then renamed over it), creating missing folders.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir: PathBuf = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".gate-report-")
+        .tempfile_in(&dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_replace_the_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/dir/gate.sarif");
+        write_atomic(&path, b"first").unwrap();
+        write_atomic(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["gate.sarif"], "no temporary file is left behind");
+    }
+
+    #[test]
+    fn every_format_renders_without_colour_unless_asked() {
+        let record = fixture::record();
+        let site = fixture::site();
+        for format in <Format as clap::ValueEnum>::value_variants() {
+            let text = render(*format, &record, &site, Style::PLAIN);
+            assert!(!text.contains("\x1b["), "{format:?}");
+            assert!(text.ends_with('\n'));
+        }
+        let colored = render(Format::Human, &record, &site, Style { color: true });
+        assert!(colored.contains("\x1b[1;31mFAIL\x1b[0m"), "{colored}");
+    }
 }

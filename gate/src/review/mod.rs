@@ -41,6 +41,7 @@ use gate_specs::{Policy, Spec};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::events::{RunEvent, SeatEvent};
 use crate::provider::Block;
 use crate::record::{Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier};
 use crate::review::breaker::Breakers;
@@ -115,6 +116,8 @@ pub struct ReviewInput<'a> {
     pub breakers: &'a Breakers,
     /// Where the calls report their progress.
     pub watch: &'a Watch,
+    /// Where progress goes.
+    pub events: &'a crate::events::EventSink,
 }
 
 /// A role's review from an earlier attempt.
@@ -485,9 +488,23 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         };
     }
 
-    let calls = requests.iter().map(|(seat, blocks, _, _)| {
+    input.events.emit(RunEvent::ReviewStarted {
+        tier,
+        seats: requests
+            .iter()
+            .map(|(seat, _, _, _)| seat_event(input, *seat, tier))
+            .collect(),
+    });
+    let calls = requests.iter().map(|(seat, blocks, coverage, _)| {
         let (plan, why) = call_plan(input, *seat, tier, review_deadline);
-        async move { bounded_ask(input, &plan, blocks, &why).await }
+        async move {
+            let result = bounded_ask(input, &plan, blocks, &why).await;
+            input.events.emit(RunEvent::SpecialistFinished {
+                record: Box::new(specialist_record(seat.role, &result, coverage)),
+                raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+            });
+            result
+        }
     });
     let results: Vec<CallResult> = futures::future::join_all(calls).await;
 
@@ -605,17 +622,21 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             )),
         ];
         let (plan, why) = call_plan(input, seat, tier, review_deadline);
+        input
+            .events
+            .emit(RunEvent::SpecialistStarted(seat_event(input, seat, tier)));
         let result = bounded_ask(input, &plan, &blocks, &why).await;
         if let Ok(answer) = &result.answer {
             findings = coordinator::reconcile(&findings, &answer.findings);
         }
         // When the model coordinator cannot answer, the deterministic
         // fusion stands.
-        specialists.push(specialist_record(
-            Role::Coordinator,
-            &result,
-            &Coverage::default(),
-        ));
+        let record = specialist_record(Role::Coordinator, &result, &Coverage::default());
+        input.events.emit(RunEvent::SpecialistFinished {
+            record: Box::new(record.clone()),
+            raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+        });
+        specialists.push(record);
     }
 
     let scored = ask::score(input.rules, &rule_answers);
@@ -660,6 +681,19 @@ fn earlier_material(input: &ReviewInput<'_>, role: Role) -> String {
         "## Findings you raised in an earlier attempt\nRaise again, in your answer, each of \
          these that still holds in the change as it is now; leave out any the change has fixed.\n{section}"
     )
+}
+
+/// A reviewer about to be asked, and the first model of its chain.
+fn seat_event(input: &ReviewInput<'_>, seat: Seat, tier: Tier) -> SeatEvent {
+    SeatEvent {
+        role: seat.role.as_str().to_owned(),
+        model: input
+            .routing
+            .chain(seat.role, tier)
+            .first()
+            .map(|m| m.model.name.clone())
+            .unwrap_or_default(),
+    }
 }
 
 fn unjudged(judged: &[JudgedCriterion], why: &str) -> BTreeMap<String, Judgement> {

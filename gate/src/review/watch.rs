@@ -1,18 +1,28 @@
 //! The review's calls as they run: who is waiting on which model, and what
-//! each call has done so far. The heartbeat reads it; the review's hard
-//! deadline falls back on it when it has to cut a call short.
+//! each call has done so far. Each attempt is reported as an event (the
+//! heartbeat and the JSON Lines stream follow a fallback by it); the
+//! terminal spinner reads who is running; the review's hard deadline falls
+//! back on it when it has to cut a call short.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::events::{EventSink, RunEvent, SeatEvent};
 use crate::review::call::{Attempt, AttemptOutcome, CallResult};
 
 /// Every call of a review, running or finished.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Watch {
     calls: Arc<Mutex<Vec<Arc<Live>>>>,
+    events: EventSink,
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Self::reporting_to(EventSink::discard())
+    }
 }
 
 /// A specialist still running, as the heartbeat names it.
@@ -31,6 +41,7 @@ pub struct Live {
     role: String,
     started: Instant,
     state: Mutex<LiveState>,
+    events: EventSink,
 }
 
 struct LiveState {
@@ -41,11 +52,20 @@ struct LiveState {
 }
 
 impl Watch {
+    /// A watch that reports each attempt to `events`.
+    pub fn reporting_to(events: EventSink) -> Self {
+        Self {
+            calls: Arc::new(Mutex::new(Vec::new())),
+            events,
+        }
+    }
+
     /// Registers a call of `role` starting now.
     pub fn start(&self, role: &str) -> Arc<Live> {
         let live = Arc::new(Live {
             role: role.to_owned(),
             started: Instant::now(),
+            events: self.events.clone(),
             state: Mutex::new(LiveState {
                 result: CallResult::empty(),
                 in_flight: None,
@@ -81,9 +101,15 @@ impl Watch {
 impl Live {
     /// An attempt on `model` begins.
     pub fn attempting(&self, model: &str) {
-        let mut state = lock(&self.state);
-        state.in_flight = Some((model.to_owned(), Instant::now()));
-        state.pausing = None;
+        {
+            let mut state = lock(&self.state);
+            state.in_flight = Some((model.to_owned(), Instant::now()));
+            state.pausing = None;
+        }
+        self.events.emit(RunEvent::AttemptStarted(SeatEvent {
+            role: self.role.clone(),
+            model: model.to_owned(),
+        }));
     }
 
     /// The call waits out `model`'s Retry-After before trying it again.
@@ -168,5 +194,26 @@ mod tests {
         assert_eq!(cut.answer, Err("the review's time ran out".to_owned()));
         security.finish();
         assert!(watch.running().is_empty());
+    }
+
+    #[tokio::test]
+    async fn each_attempt_is_reported_as_an_event() {
+        let (sink, mut rx) = EventSink::channel();
+        let watch = Watch::reporting_to(sink);
+        let live = watch.start("judge");
+        live.attempting("m-1");
+        live.attempting("m-2");
+        drop((live, watch));
+        let mut seen = Vec::new();
+        while let Some(RunEvent::AttemptStarted(seat)) = rx.recv().await {
+            seen.push((seat.role, seat.model));
+        }
+        assert_eq!(
+            seen,
+            [
+                ("judge".to_owned(), "m-1".to_owned()),
+                ("judge".to_owned(), "m-2".to_owned())
+            ]
+        );
     }
 }

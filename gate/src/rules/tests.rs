@@ -10,7 +10,7 @@ use gate_tests::model_server::{Matcher, ModelServer, Reply, Request};
 use serde_json::json;
 
 use crate::cli::{RoutingArgs, RulesTestArgs};
-use crate::config::{Context, Verbosity};
+use crate::config::Context;
 use crate::findings::finding_id;
 use crate::record::Tier;
 use crate::review::context::{Fence, read_change};
@@ -243,6 +243,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
             crate::review::breaker::BreakerPolicy::with_cooldown(120),
         ),
         watch: &crate::review::watch::Watch::default(),
+        events: &crate::events::EventSink::discard(),
     })
     .await;
 
@@ -382,13 +383,7 @@ fn questions_split_only_past_the_limits() {
 }
 
 fn context(ws: &Path) -> Context {
-    let workspace = ws.canonicalize().unwrap();
-    Context {
-        state_dir: workspace.join(".gate"),
-        workspace,
-        verbosity: Verbosity::Quiet,
-        workspace_given: true,
-    }
+    Context::quiet(ws.canonicalize().unwrap())
 }
 
 /// Scripts each case's answer by its diff: `(diff text, model, p)`.

@@ -13,7 +13,7 @@ use gate_specs::Spec;
 
 use crate::config::Context;
 use crate::errors::GateError;
-use crate::output;
+use crate::events::EventSink;
 use crate::plan::{self, Plan};
 
 /// Hashes every workspace file.
@@ -49,6 +49,7 @@ pub(super) struct Harnessed {
 /// What the harness stage needs besides the plan.
 pub(super) struct HarnessInput<'a> {
     pub ctx: &'a Context,
+    pub events: &'a EventSink,
     pub spec: &'a Spec,
     pub plan: &'a Plan,
     pub snapshot: &'a Snapshot,
@@ -61,6 +62,7 @@ pub(super) struct HarnessInput<'a> {
 pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError> {
     let HarnessInput {
         ctx,
+        events,
         spec,
         plan,
         snapshot,
@@ -99,8 +101,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         satisfied,
         redact: Arc::new(redact),
     };
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let printer = tokio::spawn(output::progress::render(rx, ctx.verbosity));
+    let (tx, forward) = events.harness();
     let interrupted = AtomicBool::new(false);
     let cancel = async {
         // Ctrl-C stops every process group instead of leaving them behind.
@@ -110,7 +111,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         interrupted.store(true, Ordering::SeqCst);
     };
     let results = gate_harness::run(items, opts, Some(tx), cancel).await;
-    let _ = printer.await;
+    let _ = forward.await;
     let mut results: HashMap<String, ItemResult> =
         results?.into_iter().map(|r| (r.id.clone(), r)).collect();
     let interrupted = interrupted.load(Ordering::SeqCst);

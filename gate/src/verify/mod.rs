@@ -19,8 +19,9 @@ use gate_evidence::Digest;
 use gate_harness::Status;
 use gate_specs::{InputGlobs, Spec};
 
-use crate::config::{self, Context, Verbosity};
+use crate::config::{self, Context};
 use crate::errors::GateError;
+use crate::events::{EventSink, PlannedEvent, RunEvent};
 use crate::output;
 use crate::plan;
 use crate::record::{FORMAT_VERSION, Finding, ReviewRecord, RunRecord, Tier, Verdict};
@@ -133,8 +134,30 @@ impl Start {
     }
 }
 
-/// Runs the gate once and returns the whole record of the run.
+/// Runs the gate once, progress on stderr, and returns the whole record of the run.
 pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateError> {
+    let progress = output::progress::Progress::stderr(
+        ctx.verbosity,
+        output::style::Style {
+            color: ctx.colors.stderr,
+        },
+    );
+    let (events, dispatcher) = output::stream::start(
+        vec![Box::new(progress)],
+        config::heartbeat_override().unwrap_or(output::stream::HEARTBEAT),
+    );
+    let result = run_with(ctx, req, &events).await;
+    dispatcher.finish(events).await;
+    result
+}
+
+/// Runs the gate once, reporting what happens to `events`, and returns the
+/// whole record of the run.
+pub async fn run_with(
+    ctx: &Context,
+    req: &VerifyRequest,
+    events: &EventSink,
+) -> Result<RunRecord, GateError> {
     let mut start = Start::now();
 
     // Everything that can make this a usage or configuration error comes
@@ -149,14 +172,22 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
     // The self-guard compares the table the workspace holds with the base's:
     // an operator's override is not part of the change.
     let local_routing = routing.clone();
-    let routing_override = routing_override(ctx, &mut routing, req.offline).await;
+    let routing_override = routing_override(&mut routing, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
     let (key, created_key) = attest::signing_key(ctx)?;
+    events.emit(RunEvent::RunStarted {
+        run_id: start.run_id.clone(),
+        spec_id: spec.spec.id.clone(),
+        started_at: start.started_at.clone(),
+    });
     if let Some(path) = created_key {
-        progress(
-            ctx,
-            &format!("gate: created a signing key at {}", path.display()),
-        );
+        events.emit(RunEvent::Notice(format!(
+            "gate: created a signing key at {}",
+            path.display()
+        )));
+    }
+    if let Some(status) = &routing_override {
+        report_override(events, status);
     }
 
     let history = series(ctx, &spec, req, key.public_key());
@@ -187,7 +218,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         record.doom_loop = Some(d);
         record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
         record.routing_override = routing_override;
-        finish(
+        if let Some(w) = finish(
             ctx,
             &mut record,
             &key,
@@ -197,26 +228,23 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             policy,
             serde_json::json!([]),
             serde_json::json!([]),
-        )?;
+        )? {
+            events.emit(RunEvent::Warning(w));
+        }
         return Ok(record);
     }
     if history.attempt > 1 {
-        progress(
-            ctx,
+        notice(
+            events,
             &format!(
                 "gate: verifying `{}`, attempt {} (run {})",
                 spec.spec.id, history.attempt, start.run_id
             ),
         );
-    } else {
-        progress(
-            ctx,
-            &format!("gate: verifying `{}` (run {})", spec.spec.id, start.run_id),
-        );
     }
     if let Some(why) = &history.previous_unusable {
-        progress(
-            ctx,
+        notice(
+            events,
             &format!("gate: the previous attempt cannot be used ({why}); re-running everything"),
         );
     }
@@ -247,10 +275,11 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
 
     let mut plan = plan::first_attempt(&spec, &snapshot);
     retry::delta::apply(&mut plan, &spec, history.previous.as_ref(), req.full);
+    events.emit(RunEvent::Planned(planned_events(&plan)));
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
     if history.previous.is_some() && !req.full {
-        progress(
-            ctx,
+        notice(
+            events,
             &format!(
                 "gate: re-running {reruns} of {} items; carrying {} forward",
                 plan.items.len(),
@@ -265,6 +294,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         interrupted,
     } = harness::run(harness::HarnessInput {
         ctx,
+        events,
         spec: &spec,
         plan: &plan,
         snapshot: &snapshot,
@@ -306,10 +336,16 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             previous: history.previous.as_ref(),
             full: req.full,
             rule_set: &rule_set,
+            events,
         }
         .run()
         .await?
     };
+    if let Some(reason) = &review.record.reason {
+        events.emit(RunEvent::ReviewSkipped {
+            reason: reason.clone(),
+        });
+    }
 
     let guard_findings = match &base {
         Some(base) => {
@@ -437,7 +473,7 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             .map(|(path, bytes)| serde_json::json!({"file": path, "blake3": Digest::of(bytes).to_hex()}))
             .collect(),
     );
-    finish(
+    if let Some(w) = finish(
         ctx,
         &mut record,
         &key,
@@ -447,7 +483,9 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
         policy,
         records::plan_json(&plan),
         rules_digests,
-    )?;
+    )? {
+        events.emit(RunEvent::Warning(w));
+    }
     // What the evidence step adds to a run (bench/evidence.sh reads this).
     tracing::info!(
         target: "gate::timings",
@@ -516,7 +554,7 @@ fn finish(
     policy: &gate_specs::Policy,
     plan: serde_json::Value,
     rules: serde_json::Value,
-) -> Result<(), GateError> {
+) -> Result<Option<String>, GateError> {
     let extra = attest::PredicateExtra {
         policy: serde_json::to_value(policy).unwrap_or_default(),
         routing_origin: routing.origin.to_string(),
@@ -538,43 +576,39 @@ fn finish(
     };
     let entry_extra = attest::ledger_extra(record);
     let subjects = attest::subjects(&ctx.workspace, subject_names);
-    if let Some(why) = attest::record_run(ctx, record, key, subjects, &extra, entry_extra)? {
-        output::stderr(&format!(
+    Ok(attest::record_run(ctx, record, key, subjects, &extra, entry_extra)?.map(|why| {
+        format!(
             "gate: the ledger did not take this run ({why}); the bundle is kept for `gate ledger import`"
-        ));
-    }
-    Ok(())
+        )
+    }))
 }
 
-/// Applies `GATE_ROUTING_URL`'s patch over the local table, and says what
-/// became of it (on stderr when it failed, and in the record).
-async fn routing_override(
-    ctx: &Context,
-    routing: &mut Routing,
-    offline: bool,
-) -> Option<OverrideStatus> {
-    let url = config::routing_url()?;
-    let status = patch::apply_override(routing, &url, offline).await;
+/// Applies `GATE_ROUTING_URL`'s patch over the local table (unless offline)
+/// and says what became of it.
+async fn routing_override(routing: &mut Routing, offline: bool) -> Option<OverrideStatus> {
+    let url = config::routing_url_env()?;
+    Some(patch::apply_override(routing, &url, offline).await)
+}
+
+/// Says what became of the routing override: a warning when it failed (the
+/// run uses the local table), a notice when it applied.
+fn report_override(events: &EventSink, status: &OverrideStatus) {
     match (status.status.as_str(), &status.error) {
-        ("failed", Some(why)) => output::stderr(&format!(
+        ("failed", Some(why)) => events.emit(RunEvent::Warning(format!(
             "gate: routing override from {} not applied ({why}); using the local table",
             status.url
-        )),
-        ("applied", _) => progress(
-            ctx,
-            &format!(
-                "gate: routing override from {} applied ({})",
-                status.url,
-                if status.changed.is_empty() {
-                    "no change".to_owned()
-                } else {
-                    status.changed.join(", ")
-                }
-            ),
-        ),
+        ))),
+        ("applied", _) => events.emit(RunEvent::Notice(format!(
+            "gate: routing override from {} applied ({})",
+            status.url,
+            if status.changed.is_empty() {
+                "no change".to_owned()
+            } else {
+                status.changed.join(", ")
+            }
+        ))),
         _ => {}
     }
-    Some(status)
 }
 
 /// The prompts in effect: built in, or as the routing table's `[prompts]` names them.
@@ -590,10 +624,21 @@ pub(crate) fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, 
     .map_err(|e| GateError::Usage(e.to_string()))
 }
 
-fn progress(ctx: &Context, line: &str) {
-    if ctx.verbosity > Verbosity::Quiet {
-        output::stderr(line);
-    }
+fn notice(events: &EventSink, line: &str) {
+    events.emit(RunEvent::Notice(line.to_owned()));
+}
+
+/// The plan as events report it.
+fn planned_events(plan: &plan::Plan) -> Vec<PlannedEvent> {
+    plan.items
+        .iter()
+        .map(|i| PlannedEvent {
+            id: i.id.clone(),
+            kind: i.kind,
+            judged: i.work.is_none(),
+            decision: serde_json::to_value(&i.decision).unwrap_or_default(),
+        })
+        .collect()
 }
 
 fn millis(d: std::time::Duration) -> u64 {

@@ -10,6 +10,7 @@ use gate_specs::{Decider, InputGlobs, Spec};
 
 use crate::config::{self, Context};
 use crate::errors::GateError;
+use crate::events::EventSink;
 use crate::plan::Plan;
 use crate::record::Finding;
 use crate::retry::delta::Previous;
@@ -39,6 +40,7 @@ pub(super) struct ReviewStage<'a> {
     pub previous: Option<&'a Previous>,
     pub full: bool,
     pub rule_set: &'a RuleSet,
+    pub events: &'a EventSink,
 }
 
 impl ReviewStage<'_> {
@@ -102,7 +104,6 @@ impl ReviewStage<'_> {
         let rule_references =
             context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
         let fence = Fence::new();
-        super::progress(self.ctx, &format!("gate: review ({} tier)", self.tier.tier));
         let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
         let breakers = match attest::open_ledger(self.ctx) {
             Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy),
@@ -111,12 +112,10 @@ impl ReviewStage<'_> {
                 Breakers::in_memory(breaker_policy)
             }
         };
-        let watch = Watch::default();
-        let heartbeat = output::heartbeat::start(
-            watch.clone(),
-            config::heartbeat_interval(),
-            output::heartbeat::Style::for_stderr(self.ctx.verbosity),
-        );
+        let watch = Watch::reporting_to(self.events.clone());
+        // Heartbeat lines come from the event dispatcher; on a terminal, a
+        // spinner line shows the same.
+        let spinner = output::heartbeat::spinner(watch.clone(), self.ctx.verbosity);
         let out = review::run(&ReviewInput {
             run_id: self.run_id,
             spec,
@@ -136,9 +135,10 @@ impl ReviewStage<'_> {
             earlier: &earlier,
             breakers: &breakers,
             watch: &watch,
+            events: self.events,
         })
         .await;
-        heartbeat.stop().await;
+        spinner.stop().await;
         Ok(out)
     }
 

@@ -5,6 +5,7 @@
 
 mod evidence;
 mod example;
+mod outputs;
 mod resilience;
 mod retry;
 mod review;

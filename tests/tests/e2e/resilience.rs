@@ -657,13 +657,24 @@ fn a_role_timeout_cuts_its_specialist_only() {
 }
 
 #[test]
-fn the_heartbeat_names_who_is_still_waiting() {
+fn the_heartbeat_and_the_stream_follow_a_fallback() {
     let server = ModelServer::start();
-    server.default_reply(Reply::openai(&answer()).after(Duration::from_millis(1500)));
-    // The model takes 1.5 s to answer, within its 5 s inactivity bound.
+    server
+        .script(
+            Matcher::any().model(PRIMARY),
+            vec![Reply::openai_error(503, "server_error", "", "unavailable")],
+        )
+        .script(
+            Matcher::any().model(FALLBACK),
+            vec![Reply::openai(&answer()).after(Duration::from_millis(1500))],
+        );
+    // The fallback takes 1.5 s to answer, within its 5 s inactivity bound.
     let env = workspace(
         &trivial_spec(""),
-        &routing_toml(&server.url(), &server.url(), "inactivity_timeout_s = 5"),
+        &routing_toml(&server.url(), &server.url(), "").replace(
+            &format!("name = \"{FALLBACK}\"\n"),
+            &format!("name = \"{FALLBACK}\"\ninactivity_timeout_s = 5\n"),
+        ),
     );
     let out = env
         .gate(&["verify"])
@@ -671,7 +682,34 @@ fn the_heartbeat_names_who_is_still_waiting() {
         .timeout(Duration::from_secs(30))
         .run();
     out.assert_exit(0)
-        .stderr_has(&format!("quality: waiting on {PRIMARY}, 1 s"));
+        .stderr_has(&format!("quality: waiting on {FALLBACK}, 1 s"));
+
+    // The JSON Lines stream reports each attempt as it starts.
+    let out = env
+        .gate(&["verify", "--format", "jsonl"])
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    let attempts: Vec<(String, String)> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "attempt_started")
+        .map(|e| {
+            (
+                e["role"].as_str().unwrap().to_owned(),
+                e["model"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("quality".to_owned(), PRIMARY.to_owned()),
+            ("quality".to_owned(), FALLBACK.to_owned())
+        ]
+    );
+
     // Quiet means quiet.
     let out = env
         .gate(&["verify", "-q"])

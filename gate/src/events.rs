@@ -1,0 +1,132 @@
+//! What a run reports while it goes. The pipeline's stages emit
+//! [`RunEvent`]s into an [`EventSink`] and never print; one dispatcher
+//! ([`crate::output::stream`]) renders them: progress and heartbeats on
+//! stderr, the JSON Lines stream on stdout.
+
+use gate_harness::ItemKind;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::record::{RunRecord, SpecialistRecord, Tier};
+
+/// Something that happened in a run.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    /// The run began.
+    RunStarted {
+        /// Its id.
+        run_id: String,
+        /// The spec's id.
+        spec_id: String,
+        /// When (RFC 3339, UTC).
+        started_at: String,
+    },
+    /// The plan is made: every item and what this attempt does with it.
+    Planned(Vec<PlannedEvent>),
+    /// A line of progress for people (a key created).
+    Notice(String),
+    /// Something people must see even with `-q` (the ledger refusing a row).
+    Warning(String),
+    /// The harness reported on a check or plain-code criterion.
+    Harness(gate_harness::Event),
+    /// The review began.
+    ReviewStarted {
+        /// The run's tier.
+        tier: Tier,
+        /// Each reviewer and the model it asks first.
+        seats: Vec<SeatEvent>,
+    },
+    /// One more reviewer is asked after the panel (the model coordinator).
+    SpecialistStarted(SeatEvent),
+    /// A reviewer sends a request to a model of its failback chain (the
+    /// first, or the next one after a retryable failure).
+    AttemptStarted(SeatEvent),
+    /// One reviewer finished, with or without an answer.
+    SpecialistFinished {
+        /// What it did.
+        record: Box<SpecialistRecord>,
+        /// Findings it raised (before the coordinator).
+        raised: usize,
+    },
+    /// The review did not run.
+    ReviewSkipped {
+        /// Why.
+        reason: String,
+    },
+    /// The run is decided: its whole record. The last event of a run.
+    Verdict(Box<RunRecord>),
+    /// The command stopped before a verdict.
+    Failed {
+        /// The error, as printed.
+        message: String,
+        /// The exit code it ends with.
+        exit_code: u8,
+    },
+}
+
+/// One planned item, as events report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedEvent {
+    /// Its id.
+    pub id: String,
+    /// What it stands for.
+    pub kind: ItemKind,
+    /// Decided by a model rather than run by the harness.
+    pub judged: bool,
+    /// The plan's decision (`{"decision": "run", "why": …}`).
+    pub decision: serde_json::Value,
+}
+
+/// One reviewer about to be asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatEvent {
+    /// Its role.
+    pub role: String,
+    /// The first model of its failback chain (empty when none is routed).
+    pub model: String,
+}
+
+/// Where stages send events. Cheap to clone; a sink whose dispatcher is
+/// gone, or [`EventSink::discard`], drops them.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    tx: Option<UnboundedSender<RunEvent>>,
+}
+
+impl EventSink {
+    /// A sink and the receiving end its dispatcher reads.
+    pub fn channel() -> (Self, UnboundedReceiver<RunEvent>) {
+        let (tx, rx) = unbounded_channel();
+        (Self { tx: Some(tx) }, rx)
+    }
+
+    /// A sink that drops every event.
+    pub fn discard() -> Self {
+        Self { tx: None }
+    }
+
+    /// Sends an event; never blocks, never fails.
+    pub fn emit(&self, event: RunEvent) {
+        if let Some(tx) = &self.tx {
+            // A closed dispatcher means nobody renders any more: nothing to do.
+            let _ = tx.send(event);
+        }
+    }
+
+    /// A sender for the harness, whose events are forwarded here until the
+    /// harness drops it; await the handle to know all were forwarded.
+    pub fn harness(
+        &self,
+    ) -> (
+        UnboundedSender<gate_harness::Event>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (tx, mut rx) = unbounded_channel();
+        let sink = self.clone();
+        let forward = tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                sink.emit(RunEvent::Harness(event));
+            }
+        });
+        (tx, forward)
+    }
+}

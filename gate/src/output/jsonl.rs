@@ -1,0 +1,351 @@
+//! `--format jsonl`: the run as a stream of events, one JSON object a line,
+//! each written and flushed as it happens, ending with the `verdict` event
+//! (the same fields as `--format json`).
+//!
+//! Every line starts `{"format_version":1,"event":"…"`.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+use gate_harness::{Event, ItemKind, ItemResult};
+use serde_json::{Map, Value, json};
+
+use super::stream::{Observer, Waiting, WaitingOn};
+use crate::events::RunEvent;
+use crate::record::FORMAT_VERSION;
+
+/// Writes events as JSON lines.
+pub struct JsonlWriter {
+    out: Box<dyn Write + Send>,
+    kinds: HashMap<String, ItemKind>,
+    closed: bool,
+}
+
+impl JsonlWriter {
+    /// Lines to stdout, flushed one by one.
+    pub fn stdout() -> Self {
+        Self::to(Box::new(io::stdout()))
+    }
+
+    /// Lines into a shared buffer (a `--report jsonl=PATH`, written at the end).
+    pub fn buffer(buf: Arc<Mutex<Vec<u8>>>) -> Self {
+        Self::to(Box::new(SharedBuf(buf)))
+    }
+
+    fn to(out: Box<dyn Write + Send>) -> Self {
+        Self {
+            out,
+            kinds: HashMap::new(),
+            closed: false,
+        }
+    }
+
+    fn write(&mut self, value: &Value) {
+        if self.closed {
+            return;
+        }
+        let mut line = value.to_string();
+        line.push('\n');
+        let written = self
+            .out
+            .write_all(line.as_bytes())
+            .and_then(|()| self.out.flush());
+        if written.is_err() {
+            // A reader that went away (`| head -1`) ends the stream, not the
+            // run: the run still decides and records; stdout stays quiet.
+            self.closed = true;
+        }
+    }
+}
+
+impl Observer for JsonlWriter {
+    fn event(&mut self, event: &RunEvent) {
+        if let RunEvent::Planned(items) = event {
+            for i in items {
+                self.kinds.insert(i.id.clone(), i.kind);
+            }
+        }
+        let value = event_json(event, &self.kinds);
+        self.write(&value);
+    }
+
+    fn heartbeat(&mut self, waiting: &[Waiting]) {
+        let waiting: Vec<Value> = waiting
+            .iter()
+            .map(|w| match &w.what {
+                WaitingOn::Item => {
+                    json!({"id": w.id, "on": "item", "elapsed_s": w.elapsed.as_secs_f64().round() as u64})
+                }
+                WaitingOn::Model(model) => json!({"id": w.id, "on": "model", "model": model,
+                    "elapsed_s": w.elapsed.as_secs_f64().round() as u64}),
+            })
+            .collect();
+        let value = line("heartbeat", json!({ "waiting": waiting }));
+        self.write(&value);
+    }
+}
+
+/// An event as one JSON object. `kinds` maps planned item ids to their
+/// kind (a start names only the id).
+pub fn event_json<S: std::hash::BuildHasher>(
+    event: &RunEvent,
+    kinds: &HashMap<String, ItemKind, S>,
+) -> Value {
+    match event {
+        RunEvent::RunStarted {
+            run_id,
+            spec_id,
+            started_at,
+        } => line(
+            "run_started",
+            json!({"run_id": run_id, "spec_id": spec_id, "started_at": started_at}),
+        ),
+        RunEvent::Planned(items) => {
+            let items: Vec<Value> = items
+                .iter()
+                .map(|i| {
+                    let mut o = Map::new();
+                    o.insert("id".into(), i.id.clone().into());
+                    o.insert("kind".into(), kind_str(i.kind).into());
+                    o.insert(
+                        "decided_by".into(),
+                        (if i.judged { "model" } else { "code" }).into(),
+                    );
+                    if let Value::Object(d) = &i.decision {
+                        o.extend(d.clone());
+                    }
+                    Value::Object(o)
+                })
+                .collect();
+            line("plan", json!({ "items": items }))
+        }
+        RunEvent::Notice(text) => line("notice", json!({ "message": text })),
+        RunEvent::Warning(text) => line("warning", json!({ "message": text })),
+        RunEvent::SpecialistStarted(seat) => line(
+            "specialist_started",
+            json!({"role": seat.role, "model": seat.model}),
+        ),
+        RunEvent::AttemptStarted(seat) => line(
+            "attempt_started",
+            json!({"role": seat.role, "model": seat.model}),
+        ),
+        RunEvent::Harness(Event::Started { id }) => {
+            let kind = kinds.get(id).copied().unwrap_or(ItemKind::Check);
+            line(
+                &format!("{}_started", stage(kind)),
+                json!({"id": id, "kind": kind_str(kind)}),
+            )
+        }
+        RunEvent::Harness(Event::Ready { id }) => line("service_ready", json!({ "id": id })),
+        RunEvent::Harness(Event::Stopped { id }) => line("service_stopped", json!({ "id": id })),
+        RunEvent::Harness(Event::Finished(r)) => {
+            line(&format!("{}_finished", stage(r.kind)), finished(r))
+        }
+        RunEvent::ReviewStarted { tier, seats } => {
+            let seats: Vec<Value> = seats
+                .iter()
+                .map(|s| json!({"role": s.role, "model": s.model}))
+                .collect();
+            line(
+                "review_started",
+                json!({"tier": tier.as_str(), "specialists": seats}),
+            )
+        }
+        RunEvent::SpecialistFinished { record, raised } => line(
+            "specialist_finished",
+            json!({
+                "role": record.role,
+                "model": record.model,
+                "status": record.status,
+                "reason": record.reason,
+                "latency_ms": record.latency_ms,
+                "input_tokens": record.input_tokens,
+                "cached_input_tokens": record.cached_input_tokens,
+                "output_tokens": record.output_tokens,
+                "cost_usd": record.cost_usd,
+                "findings": raised,
+            }),
+        ),
+        RunEvent::ReviewSkipped { reason } => line("review_skipped", json!({ "reason": reason })),
+        RunEvent::Verdict(record) => line("verdict", super::json::render(record)),
+        RunEvent::Failed { message, exit_code } => {
+            line("error", json!({"message": message, "exit_code": exit_code}))
+        }
+    }
+}
+
+/// `{"format_version":1,"event":name, …fields}`, in that order.
+fn line(name: &str, fields: Value) -> Value {
+    let mut o = Map::new();
+    o.insert("format_version".into(), FORMAT_VERSION.into());
+    o.insert("event".into(), name.into());
+    if let Value::Object(fields) = fields {
+        for (k, v) in fields {
+            if k != "format_version" {
+                o.insert(k, v);
+            }
+        }
+    }
+    Value::Object(o)
+}
+
+fn finished(r: &ItemResult) -> Value {
+    json!({
+        "id": r.id,
+        "kind": kind_str(r.kind),
+        "status": match r.status {
+            gate_harness::Status::Passed => "passed",
+            gate_harness::Status::Failed => "failed",
+            gate_harness::Status::Skipped => "skipped",
+        },
+        "exit_code": r.exit_code,
+        "duration_ms": u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
+        "reason": r.reason,
+    })
+}
+
+/// "check" or "criterion": the event family of an item.
+fn stage(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::Criterion => "criterion",
+        ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin => "check",
+    }
+}
+
+/// The kind as the JSON output spells it.
+pub fn kind_str(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::Check => "check",
+        ItemKind::TaskTests => "task_tests",
+        ItemKind::Criterion => "criterion",
+        ItemKind::Builtin => "builtin",
+    }
+}
+
+/// A `Write` into a buffer shared with whoever writes it out later.
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| io::Error::other("the report buffer was poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use gate_harness::{Output, Status};
+
+    use super::*;
+    use crate::events::PlannedEvent;
+    use crate::output::fixture;
+
+    #[test]
+    fn every_line_starts_with_the_version_and_the_event_name() {
+        let kinds: HashMap<String, ItemKind> = [("c1".to_owned(), ItemKind::Criterion)].into();
+        let result = ItemResult {
+            id: "c1".into(),
+            kind: ItemKind::Criterion,
+            status: Status::Failed,
+            exit_code: Some(1),
+            duration: Duration::from_millis(1500),
+            reason: Some("exited with status 1".into()),
+            output: Output::default(),
+            locations: Vec::new(),
+        };
+        let cases: Vec<(RunEvent, &str)> = vec![
+            (
+                RunEvent::RunStarted {
+                    run_id: "r".into(),
+                    spec_id: "s".into(),
+                    started_at: "t".into(),
+                },
+                "run_started",
+            ),
+            (
+                RunEvent::Planned(vec![PlannedEvent {
+                    id: "c1".into(),
+                    kind: ItemKind::Criterion,
+                    judged: false,
+                    decision: json!({"decision": "run", "why": "first attempt"}),
+                }]),
+                "plan",
+            ),
+            (
+                RunEvent::Harness(Event::Started { id: "c1".into() }),
+                "criterion_started",
+            ),
+            (
+                RunEvent::Harness(Event::Started { id: "build".into() }),
+                "check_started",
+            ),
+            (
+                RunEvent::Harness(Event::Finished(result)),
+                "criterion_finished",
+            ),
+            (
+                RunEvent::ReviewSkipped {
+                    reason: "offline".into(),
+                },
+                "review_skipped",
+            ),
+            (RunEvent::Verdict(Box::new(fixture::record())), "verdict"),
+            (
+                RunEvent::Failed {
+                    message: "boom".into(),
+                    exit_code: 2,
+                },
+                "error",
+            ),
+        ];
+        for (event, name) in cases {
+            let v = event_json(&event, &kinds);
+            let text = v.to_string();
+            assert!(
+                text.starts_with(&format!("{{\"format_version\":1,\"event\":\"{name}\"")),
+                "{text}"
+            );
+            assert!(!text.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn the_verdict_event_carries_the_json_documents_fields() {
+        let record = fixture::record();
+        let v = event_json(
+            &RunEvent::Verdict(Box::new(record.clone())),
+            &HashMap::new(),
+        );
+        let doc = super::super::json::render(&record);
+        for (k, want) in doc.as_object().unwrap() {
+            assert_eq!(&v[k], want, "field {k}");
+        }
+    }
+
+    #[test]
+    fn a_closed_reader_ends_the_stream_quietly() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = JsonlWriter::to(Box::new(Closed));
+        w.event(&RunEvent::Notice("a".into()));
+        assert!(w.closed);
+        w.event(&RunEvent::Notice("b".into()));
+    }
+}

@@ -1,0 +1,437 @@
+//! `--format junit`: JUnit XML, one test suite per stage — `checks`,
+//! `criteria`, and one per reviewer (`review.quality`, …; a single `review`
+//! suite when the review did not run) — and one test case per item.
+//!
+//! Failed items carry a `<failure>` with their output tail; skipped,
+//! unverified and not-run items a `<skipped>` with the reason; times are in
+//! seconds.
+
+use std::fmt::Write;
+
+use super::text::{strip_ansi, xml_escape};
+use crate::record::{
+    CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord,
+};
+
+/// The JUnit document of a run.
+pub fn render(record: &RunRecord) -> String {
+    let mut suites = vec![checks_suite(record), criteria_suite(record)];
+    suites.extend(review_suites(record));
+    let total = |f: fn(&Suite) -> usize| suites.iter().map(f).sum::<usize>();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
+        xml_escape(&format!("gate: {}", record.spec_id)),
+        total(|s| s.cases.len()),
+        total(Suite::failures),
+        total(Suite::skipped),
+        seconds(record.duration_ms),
+        xml_escape(&record.started_at),
+    );
+    for suite in &suites {
+        suite.write(&mut out, record);
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// One test suite.
+struct Suite {
+    name: String,
+    cases: Vec<Case>,
+}
+
+/// One test case and how it ended.
+struct Case {
+    name: String,
+    classname: String,
+    ms: u64,
+    end: End,
+    /// Shown in `<system-out>`.
+    out: Option<String>,
+}
+
+enum End {
+    Passed,
+    Failed {
+        message: String,
+        kind: String,
+        text: String,
+    },
+    Skipped {
+        message: String,
+    },
+}
+
+impl Suite {
+    fn failures(&self) -> usize {
+        self.cases
+            .iter()
+            .filter(|c| matches!(c.end, End::Failed { .. }))
+            .count()
+    }
+
+    fn skipped(&self) -> usize {
+        self.cases
+            .iter()
+            .filter(|c| matches!(c.end, End::Skipped { .. }))
+            .count()
+    }
+
+    fn write(&self, out: &mut String, record: &RunRecord) {
+        let ms: u64 = self.cases.iter().map(|c| c.ms).sum();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
+            xml_escape(&self.name),
+            self.cases.len(),
+            self.failures(),
+            self.skipped(),
+            seconds(ms),
+            xml_escape(&record.started_at),
+        );
+        let _ = writeln!(out, "    <properties>");
+        for (name, value) in [
+            ("gate.run_id", record.run_id.as_str()),
+            ("gate.spec_id", record.spec_id.as_str()),
+            ("gate.verdict", record.verdict.as_str()),
+            ("gate.tier", record.tier.as_str()),
+        ] {
+            let _ = writeln!(
+                out,
+                "      <property name=\"{name}\" value=\"{}\"/>",
+                xml_escape(value)
+            );
+        }
+        let _ = writeln!(out, "    </properties>");
+        for case in &self.cases {
+            case.write(out);
+        }
+        let _ = writeln!(out, "  </testsuite>");
+    }
+}
+
+impl Case {
+    fn write(&self, out: &mut String) {
+        let _ = write!(
+            out,
+            "    <testcase name=\"{}\" classname=\"{}\" time=\"{}\"",
+            xml_escape(&self.name),
+            xml_escape(&self.classname),
+            seconds(self.ms)
+        );
+        if matches!(self.end, End::Passed) && self.out.is_none() {
+            out.push_str("/>\n");
+            return;
+        }
+        out.push_str(">\n");
+        match &self.end {
+            End::Passed => {}
+            End::Failed {
+                message,
+                kind,
+                text,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                    xml_escape(message),
+                    xml_escape(kind),
+                    xml_escape(&strip_ansi(text))
+                );
+            }
+            End::Skipped { message } => {
+                let _ = writeln!(out, "      <skipped message=\"{}\"/>", xml_escape(message));
+            }
+        }
+        if let Some(text) = &self.out {
+            let _ = writeln!(
+                out,
+                "      <system-out>{}</system-out>",
+                xml_escape(&strip_ansi(text))
+            );
+        }
+        out.push_str("    </testcase>\n");
+    }
+}
+
+/// An item's end: failed with its reason and output, skipped or
+/// unverified with its reason, passed or carried.
+fn item_end(status: ItemStatus, kind: &str, reason: Option<&str>, text: String) -> End {
+    match status {
+        ItemStatus::Failed => End::Failed {
+            message: reason.unwrap_or("failed").to_owned(),
+            kind: kind.to_owned(),
+            text,
+        },
+        ItemStatus::Skipped => End::Skipped {
+            message: reason.unwrap_or("skipped").to_owned(),
+        },
+        ItemStatus::Unverified => End::Skipped {
+            message: format!("unverified: {}", reason.unwrap_or("not decided")),
+        },
+        ItemStatus::Passed | ItemStatus::Carried => End::Passed,
+    }
+}
+
+fn carried_note(status: ItemStatus, from: Option<&str>) -> Option<String> {
+    (status == ItemStatus::Carried).then(|| {
+        format!(
+            "carried: verified in an earlier attempt ({}); none of its inputs changed",
+            from.unwrap_or("earlier bundle")
+        )
+    })
+}
+
+fn checks_suite(record: &RunRecord) -> Suite {
+    let cases = record.checks.iter().map(check_case).collect();
+    Suite {
+        name: "checks".to_owned(),
+        cases,
+    }
+}
+
+fn check_case(c: &CheckRecord) -> Case {
+    let text = super::problems::check_output(c);
+    Case {
+        name: c.id.clone(),
+        classname: format!("gate.checks.{}", super::jsonl::kind_str(c.kind)),
+        ms: run_ms(c.status, c.duration_ms),
+        end: item_end(c.status, "check", c.reason.as_deref(), text),
+        out: carried_note(c.status, c.carried_from.as_deref()),
+    }
+}
+
+fn criteria_suite(record: &RunRecord) -> Suite {
+    let cases = record.criteria.iter().map(criterion_case).collect();
+    Suite {
+        name: "criteria".to_owned(),
+        cases,
+    }
+}
+
+fn criterion_case(c: &CriterionRecord) -> Case {
+    let reason = match (c.met, c.threshold) {
+        (Some(met), Some(t)) if c.status == ItemStatus::Failed => {
+            Some(format!("judged {met:.2}, needs {t:.2}"))
+        }
+        _ => c.reason.clone(),
+    };
+    let text = format!("{}\n{}", c.text, c.output.tail);
+    let judged = match (c.met, c.threshold) {
+        (Some(met), Some(t)) if c.status == ItemStatus::Passed => {
+            Some(format!("judged {met:.2} (needs {t:.2})"))
+        }
+        _ => None,
+    };
+    Case {
+        name: c.id.clone(),
+        classname: format!("gate.criteria.{}", c.task),
+        ms: run_ms(c.status, c.duration_ms),
+        end: item_end(c.status, "criterion", reason.as_deref(), text),
+        out: carried_note(c.status, c.carried_from.as_deref()).or(judged),
+    }
+}
+
+fn review_suites(record: &RunRecord) -> Vec<Suite> {
+    if record.review.status == ReviewStatus::DidNotRun {
+        return vec![Suite {
+            name: "review".to_owned(),
+            cases: vec![Case {
+                name: "review".to_owned(),
+                classname: "gate.review".to_owned(),
+                ms: 0,
+                end: End::Skipped {
+                    message: format!(
+                        "did not run: {}",
+                        record.review.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                },
+                out: None,
+            }],
+        }];
+    }
+    let mut roles: Vec<&str> = record
+        .review
+        .specialists
+        .iter()
+        .map(|s| s.role.as_str())
+        .collect();
+    for f in &record.findings {
+        if !roles.contains(&f.role.as_str()) {
+            roles.push(&f.role);
+        }
+    }
+    roles
+        .into_iter()
+        .map(|role| {
+            let mut cases: Vec<Case> = record
+                .review
+                .specialists
+                .iter()
+                .filter(|s| s.role == role)
+                .map(specialist_case)
+                .collect();
+            cases.extend(
+                record
+                    .findings
+                    .iter()
+                    .filter(|f| f.role == role)
+                    .map(finding_case),
+            );
+            Suite {
+                name: format!("review.{role}"),
+                cases,
+            }
+        })
+        .collect()
+}
+
+fn specialist_case(s: &SpecialistRecord) -> Case {
+    let end = if s.status == "ok" {
+        End::Passed
+    } else {
+        End::Skipped {
+            message: format!(
+                "did not run: {}",
+                s.reason.as_deref().unwrap_or("no reason given")
+            ),
+        }
+    };
+    Case {
+        name: format!("{} review", s.role),
+        classname: format!("gate.review.{}", s.role),
+        ms: s.latency_ms,
+        end,
+        out: Some(format!(
+            "model {}; {} input tokens ({} cached), {} output tokens",
+            s.model,
+            opt(s.input_tokens),
+            opt(s.cached_input_tokens),
+            opt(s.output_tokens)
+        )),
+    }
+}
+
+fn finding_case(f: &Finding) -> Case {
+    let at = match f.line {
+        Some(l) => format!("{}:{l}", f.file),
+        None => f.file.clone(),
+    };
+    let name = format!("{} [{}] {} ({at})", f.id, f.severity, first_line(&f.title));
+    let text = format!("{at}\n{}\n\n{}", f.title, f.detail);
+    let end = if f.severity == "critical" {
+        End::Failed {
+            message: first_line(&f.title).to_owned(),
+            kind: "critical".to_owned(),
+            text: text.clone(),
+        }
+    } else {
+        End::Passed
+    };
+    Case {
+        name,
+        classname: format!("gate.review.{}", f.role),
+        ms: 0,
+        out: (f.severity != "critical").then_some(text),
+        end,
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn opt(n: Option<u64>) -> String {
+    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
+}
+
+/// Only what ran this time took time.
+fn run_ms(status: ItemStatus, ms: u64) -> u64 {
+    match status {
+        ItemStatus::Passed | ItemStatus::Failed => ms,
+        _ => 0,
+    }
+}
+
+/// Milliseconds as JUnit's seconds.
+fn seconds(ms: u64) -> String {
+    format!("{}.{:03}", ms / 1000, ms % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fixture;
+
+    /// Python's junitparser, a real JUnit reader, reads every suite, case,
+    /// result and time back.
+    #[test]
+    fn junitparser_reads_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate.junit.xml");
+        std::fs::write(&path, render(&fixture::record())).unwrap();
+        let doc = gate_tests::peers::junit_read(&path);
+        let names: Vec<&str> = doc["suites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "checks",
+                "criteria",
+                "review.quality",
+                "review.security",
+                "review.docs"
+            ]
+        );
+        let checks = &doc["suites"][0];
+        assert_eq!(checks["tests"], 5);
+        assert_eq!(checks["failures"], 2);
+        assert_eq!(checks["skipped"], 1);
+        let build = &checks["cases"][0];
+        assert_eq!(build["name"], "build");
+        assert_eq!(build["time"], 1.234);
+        assert_eq!(build["results"], serde_json::json!(["Failure"]));
+        assert_eq!(build["texts"][0][0], "exited with status 3");
+        let tail = build["texts"][0][1].as_str().unwrap();
+        assert!(
+            tail.contains("warning: 100% <sure> & \"done\"") && tail.contains("error: boom"),
+            "{tail}"
+        );
+        assert!(!tail.contains('\x1b'));
+        let carried = &checks["cases"][4];
+        assert_eq!(carried["results"], serde_json::json!([]));
+        assert!(carried["out"].as_str().unwrap().contains("carried"));
+
+        let criteria = &doc["suites"][1];
+        assert_eq!(criteria["failures"], 1);
+        assert_eq!(criteria["skipped"], 1);
+        assert_eq!(
+            criteria["cases"][2]["results"],
+            serde_json::json!(["Skipped"])
+        );
+
+        // The critical finding fails its reviewer's suite; warnings do not.
+        assert_eq!(doc["suites"][2]["failures"], 0);
+        assert_eq!(doc["suites"][3]["failures"], 1);
+        assert_eq!(doc["suites"][4]["skipped"], 1);
+        assert_eq!(doc["failures"], 4);
+    }
+
+    #[test]
+    fn a_review_that_did_not_run_is_one_skipped_case() {
+        let mut record = fixture::record();
+        record.review = crate::record::ReviewRecord::did_not_run("no provider configured");
+        record.findings.clear();
+        let xml = render(&record);
+        assert!(xml.contains(
+            "<testsuite name=\"review\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\""
+        ));
+        assert!(xml.contains("<skipped message=\"did not run: no provider configured\"/>"));
+    }
+}

@@ -1,0 +1,227 @@
+//! The problems of a run, each at a place in the repository: failed checks
+//! (one per location a built-in pointed at, else at the check's line in the
+//! spec), failed criteria (at their line in the spec) and review findings.
+//! SARIF, GitHub annotations and the GitLab report are views of this list.
+//! It only reads statuses and severities; it decides nothing.
+
+use crate::record::{CheckKind, CheckRecord, CriterionRecord, ItemStatus, RunRecord};
+
+use super::site::Site;
+
+/// How bad a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// A failed check or criterion: the run fails on it.
+    Failed,
+    /// A critical finding.
+    Critical,
+    /// A warning finding.
+    Warning,
+    /// A suggestion, or a severity the gate does not know.
+    Suggestion,
+}
+
+impl Level {
+    /// A finding's severity word as a level.
+    pub fn of_severity(severity: &str) -> Self {
+        match severity {
+            "critical" => Self::Critical,
+            "warning" => Self::Warning,
+            _ => Self::Suggestion,
+        }
+    }
+}
+
+/// One problem at one place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The rule it falls under: a check kind (`check`, `task-tests`,
+    /// `criterion`, `builtin.secrets`, …) or a reviewer (`review.security`).
+    pub rule: String,
+    /// How bad.
+    pub level: Level,
+    /// One line.
+    pub title: String,
+    /// What is wrong, in full.
+    pub message: String,
+    /// Repository-relative file.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// Stable across runs for the same problem: a finding's id, or the item
+    /// and its place.
+    pub key: String,
+}
+
+/// Lines of a failing item's output a problem message quotes.
+const TAIL_LINES: usize = 5;
+
+/// Every problem of `record`, failed items first (in record order), then
+/// findings worst first.
+pub fn collect(record: &RunRecord, site: &Site) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for c in record
+        .checks
+        .iter()
+        .filter(|c| c.status == ItemStatus::Failed)
+    {
+        check_problems(c, site, &mut out);
+    }
+    for c in record
+        .criteria
+        .iter()
+        .filter(|c| c.status == ItemStatus::Failed)
+    {
+        out.push(criterion_problem(c, site));
+    }
+    let mut findings: Vec<&crate::record::Finding> = record.findings.iter().collect();
+    findings.sort_by_key(|f| Level::of_severity(&f.severity));
+    for f in findings {
+        out.push(Problem {
+            rule: format!("review.{}", f.role),
+            level: Level::of_severity(&f.severity),
+            title: f.title.clone(),
+            message: if f.detail.is_empty() {
+                f.title.clone()
+            } else {
+                format!("{}\n\n{}", f.title, f.detail)
+            },
+            file: site.path(&f.file),
+            line: f.line.unwrap_or(1).max(1),
+            key: f.id.clone(),
+        });
+    }
+    out
+}
+
+/// The rule a check falls under.
+pub fn check_rule(c: &CheckRecord) -> String {
+    match c.kind {
+        CheckKind::Check => "check".to_owned(),
+        CheckKind::TaskTests => "task-tests".to_owned(),
+        CheckKind::Criterion => "criterion".to_owned(),
+        CheckKind::Builtin => c.id.clone(),
+    }
+}
+
+fn check_problems(c: &CheckRecord, site: &Site, out: &mut Vec<Problem>) {
+    let rule = check_rule(c);
+    let why = c.reason.as_deref().unwrap_or("failed");
+    if c.locations.is_empty() {
+        out.push(Problem {
+            rule,
+            level: Level::Failed,
+            title: format!("check `{}` failed", c.id),
+            message: with_tail(&format!("check `{}` failed: {why}", c.id), &c.output.tail),
+            file: site.spec_file.clone(),
+            line: site.line_of(&c.id),
+            key: c.id.clone(),
+        });
+        return;
+    }
+    for loc in &c.locations {
+        let line = loc.line.unwrap_or(1).max(1);
+        out.push(Problem {
+            rule: rule.clone(),
+            level: Level::Failed,
+            title: format!("{}: {}", c.id, first_line(&loc.message)),
+            message: loc.message.clone(),
+            file: site.path(&loc.file),
+            line,
+            key: format!("{}:{}:{}", c.id, loc.file, first_line(&loc.message)),
+        });
+    }
+}
+
+fn criterion_problem(c: &CriterionRecord, site: &Site) -> Problem {
+    let why = match (c.met, c.threshold) {
+        (Some(met), Some(t)) => format!("judged {met:.2}, needs {t:.2}"),
+        _ => c.reason.clone().unwrap_or_else(|| "failed".to_owned()),
+    };
+    let text = if c.text.is_empty() {
+        format!("criterion `{}` not met: {why}", c.id)
+    } else {
+        format!("criterion `{}` ({}) not met: {why}", c.id, c.text)
+    };
+    Problem {
+        rule: "criterion".to_owned(),
+        level: Level::Failed,
+        title: format!("criterion `{}` not met", c.id),
+        message: with_tail(&text, &c.output.tail),
+        file: site.spec_file.clone(),
+        line: site.line_of(&c.id),
+        key: c.id.clone(),
+    }
+}
+
+/// A failed check's output as reports quote it: the places a built-in
+/// pointed at (those its output does not already list), then the tail.
+pub fn check_output(c: &CheckRecord) -> String {
+    let mut text = String::new();
+    for loc in &c.locations {
+        let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let line = format!("{}{at}: {}", loc.file, loc.message);
+        if !c.output.tail.contains(&line) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    text.push_str(&c.output.tail);
+    text
+}
+
+fn with_tail(head: &str, tail: &str) -> String {
+    let tail = super::text::strip_ansi(tail);
+    let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return head.to_owned();
+    }
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    format!("{head}\n{}", lines[start..].join("\n"))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fixture;
+
+    #[test]
+    fn failed_items_then_findings_worst_first() {
+        let record = fixture::record();
+        let site = fixture::site();
+        let problems = collect(&record, &site);
+        let summary: Vec<(&str, Level, &str, u32)> = problems
+            .iter()
+            .map(|p| (p.rule.as_str(), p.level, p.file.as_str(), p.line))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("check", Level::Failed, "gate.toml", 5),
+                ("builtin.secrets", Level::Failed, "src/config, prod.rs", 3),
+                ("builtin.secrets", Level::Failed, "keys/id_rsa", 1),
+                ("criterion", Level::Failed, "gate.toml", 20),
+                (
+                    "review.security",
+                    Level::Critical,
+                    "src/orders/handler.rs",
+                    42
+                ),
+                ("review.quality", Level::Warning, "src/orders/handler.rs", 7),
+                (
+                    "review.quality",
+                    Level::Warning,
+                    "src/orders/handler.rs",
+                    90
+                ),
+                ("review.docs", Level::Suggestion, "README.md", 1),
+            ]
+        );
+        assert!(problems[0].message.contains("exited with status 3"));
+        assert!(problems[0].message.contains("error: boom"));
+    }
+}
