@@ -42,6 +42,7 @@ pub fn line(running: &[Running]) -> Option<String> {
             let secs = r.elapsed.as_secs();
             match &r.model {
                 Some(model) => format!("{}: waiting on {model}, {secs} s", r.role),
+                None if r.attempts == 0 => format!("{}: starting, {secs} s", r.role),
                 None => format!("{}: between attempts, {secs} s", r.role),
             }
         })
@@ -66,7 +67,7 @@ pub fn spinner(watch: Watch, verbosity: Verbosity) -> Spinner {
     }
     let (tx, mut rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(SPIN);
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + SPIN, SPIN);
         let mut frame = 0usize;
         loop {
             tokio::select! {
@@ -116,6 +117,7 @@ mod tests {
             role: role.into(),
             model: model.map(str::to_owned),
             elapsed: Duration::from_millis(secs * 1000 + 400),
+            attempts: 1,
         };
         let cases: Vec<(Vec<Running>, Option<&str>)> = vec![
             (vec![], None),
@@ -134,5 +136,8 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(line(&input).as_deref(), want);
         }
+        let mut fresh = running("docs", None, 0);
+        fresh.attempts = 0;
+        assert_eq!(line(&[fresh]).as_deref(), Some("docs: starting, 0 s"));
     }
 }

@@ -34,6 +34,8 @@ pub struct Running {
     pub model: Option<String>,
     /// Since the specialist started.
     pub elapsed: Duration,
+    /// Attempts it has finished so far.
+    pub attempts: usize,
 }
 
 /// One call's progress.
@@ -92,6 +94,7 @@ impl Watch {
                         .map(|(m, _)| m.clone())
                         .or_else(|| state.pausing.clone()),
                     elapsed: now.saturating_duration_since(live.started),
+                    attempts: state.result.attempts.len(),
                 })
             })
             .collect()
