@@ -33,7 +33,11 @@ fn odd_names_binary_files_and_symlink_loops() {
     symlink("loop-a", env.path().join("loop-b")).unwrap();
     env.write("chain/target.txt", "end of the chain\n");
     for i in 0..60 {
-        let to = if i == 0 { "target.txt".to_owned() } else { format!("link{}", i - 1) };
+        let to = if i == 0 {
+            "target.txt".to_owned()
+        } else {
+            format!("link{}", i - 1)
+        };
         symlink(to, env.path().join(format!("chain/link{i}"))).unwrap();
     }
     symlink("does/not/exist", env.path().join("dangling")).unwrap();
@@ -44,7 +48,13 @@ fn odd_names_binary_files_and_symlink_loops() {
         .timeout(Duration::from_secs(60))
         .run();
     out.assert_exit(0);
-    assert!(out.json()["checks"].as_array().unwrap().iter().all(|c| c["status"] == "passed"));
+    assert!(
+        out.json()["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "passed")
+    );
 }
 
 #[test]
@@ -82,12 +92,16 @@ fn a_file_the_gate_may_not_read_is_a_clear_error() {
     let out = if root {
         // Root reads everything: run the gate as an unprivileged user.
         std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        for dir in ["secret"] {
-            std::fs::set_permissions(env.path().join(dir), std::fs::Permissions::from_mode(0o777))
-                .unwrap();
-        }
-        std::fs::set_permissions(env.path().join("gate.toml"), std::fs::Permissions::from_mode(0o644))
-            .unwrap();
+        std::fs::set_permissions(
+            env.path().join("secret"),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            env.path().join("gate.toml"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
         #[allow(clippy::disallowed_methods)] // drives the real binary as another user
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -107,5 +121,8 @@ fn a_file_the_gate_may_not_read_is_a_clear_error() {
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "stderr: {stderr}");
-    assert!(stderr.contains("locked.txt") && stderr.contains("ermission denied"), "{stderr}");
+    assert!(
+        stderr.contains("locked.txt") && stderr.contains("ermission denied"),
+        "{stderr}"
+    );
 }
