@@ -5,6 +5,7 @@
 
 mod evidence;
 mod example;
+mod hostile;
 mod outputs;
 mod resilience;
 mod retry;
