@@ -6,6 +6,7 @@
 //! - [`verify`] runs one gate run stage by stage, using [`plan`] (what to
 //!   run), [`change`] (what changed), [`tier`] (risk tier) and [`verdict`].
 //! - [`record`] is the run as one value; [`output`] renders it.
+//! - [`eval`] is the false-pass scorecard (`gate report`, `gate metrics`).
 //! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
 
 pub mod attest;
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod errors;
+pub mod eval;
 pub mod exit;
 pub mod findings;
 pub mod init;
@@ -109,6 +111,9 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Ledger(LedgerCommand::Import { bundle }) => {
             commands::ledger::import(ctx, bundle.as_deref())
         }
+        Command::Outcome(args) => commands::outcome::record(ctx, &args),
+        Command::Report(args) => commands::report::report(ctx, &args),
+        Command::Metrics(args) => commands::metrics::metrics(ctx, &args),
     }
 }
 

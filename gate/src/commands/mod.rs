@@ -3,5 +3,8 @@
 pub mod evidence;
 pub mod keys;
 pub mod ledger;
+pub mod metrics;
+pub mod outcome;
+pub mod report;
 pub mod routing;
 pub mod runs;
