@@ -19,8 +19,7 @@ pub fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError> {
     match &args.output {
         Some(path) => {
             let path = config::from_cwd(path);
-            gate_evidence::replace_file(&path, text.as_bytes())
-                .map_err(|source| GateError::Write { path, source })?;
+            super::report::write_atomically(&path, text.as_bytes())?;
         }
         None => output::stdout(&text).map_err(GateError::stdout)?,
     }

@@ -11,6 +11,18 @@ use crate::eval::{Scorecard, html, json, text};
 use crate::exit;
 use crate::output;
 
+/// Writes a file whole or not at all, creating its folder when missing.
+pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), GateError> {
+    let err = |source| GateError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    gate_evidence::replace_file(path, bytes).map_err(err)
+}
+
 /// `gate report [--html F] [--format human|json] [--since DATE] [--spec ID]`.
 pub fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
     let scope = ReportScope {
@@ -28,10 +40,7 @@ pub fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
     if let Some(path) = &args.html {
         let path = config::from_cwd(path);
         let page = html::render(&card, chrono::Utc::now());
-        gate_evidence::replace_file(&path, page.as_bytes()).map_err(|source| GateError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        write_atomically(&path, page.as_bytes())?;
         if ctx.verbosity > Verbosity::Quiet {
             output::stderr(&format!("wrote {}", path.display()));
         }

@@ -34,12 +34,12 @@ p{margin:4px 0}
 .card,figure{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px;margin:0}
 .big{font-size:28px;font-weight:650;margin:2px 0}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));gap:12px}
-svg.chart{width:100%;height:auto;display:block}
+svg.chart{width:100%;height:auto;display:block;max-width:780px;margin:0 auto}
 svg .grid{stroke:var(--line);stroke-width:1}
 svg .axis-line{stroke:var(--muted);stroke-width:1}
-svg .axis{font-size:11px;fill:var(--muted)}
+svg .axis{font-size:12px;fill:var(--muted)}
 svg .empty{font-size:14px;fill:var(--muted)}
-svg .line{fill:none;stroke-width:2}
+svg .line{fill:none;stroke-width:1.8;stroke-linejoin:round}
 svg .band{opacity:.18;stroke:none}
 .line.s0{stroke:var(--c0)}.band.s0,.dot.s0,.key.s0{fill:var(--c0);background:var(--c0)}
 .line.s1{stroke:var(--c1)}.band.s1,.dot.s1,.key.s1{fill:var(--c1);background:var(--c1)}
@@ -53,6 +53,7 @@ th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:left;white
 th{font-weight:600;background:#eef0f3}
 tr:last-child td{border-bottom:none}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.wrap{white-space:normal;min-width:14em}
 a{color:var(--c1)}
 footer{margin:32px 0 8px;font-size:13px;color:var(--muted)}
 @media (max-width:600px){body{font-size:14px}main{padding:10px}h1{font-size:20px}.big{font-size:23px}}
@@ -425,7 +426,7 @@ pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
         for p in &card_.recent_false_passes {
             let _ = write!(
                 out,
-                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><a href="{}">{}</a></td></tr>"#,
+                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="wrap">{}</td><td class="wrap">{}</td><td>{}</td><td><a href="{}">{}</a></td></tr>"#,
                 escape(&p.run_id),
                 escape(&p.spec_id),
                 escape(&p.tier),

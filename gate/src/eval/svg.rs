@@ -4,14 +4,17 @@
 
 use std::fmt::Write;
 
-const WIDTH: f64 = 640.0;
-const HEIGHT: f64 = 240.0;
-const LEFT: f64 = 52.0;
-const RIGHT: f64 = 14.0;
-const TOP: f64 = 14.0;
-const BOTTOM: f64 = 34.0;
+// A small canvas, so its 12px labels stay legible when a phone shrinks it.
+const WIDTH: f64 = 480.0;
+const HEIGHT: f64 = 210.0;
+const LEFT: f64 = 46.0;
+const RIGHT: f64 = 10.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 30.0;
 /// At most this many week labels under the x axis.
-const MAX_X_LABELS: usize = 6;
+const MAX_X_LABELS: usize = 4;
+/// Above this many weeks, points are drawn smaller.
+const DENSE: usize = 40;
 
 /// One line of a chart.
 pub(super) struct Series {
@@ -120,12 +123,18 @@ impl Chart<'_> {
         // X labels, thinned to fit.
         let step = count.div_ceil(MAX_X_LABELS).max(1);
         for (i, week) in self.weeks.iter().enumerate() {
-            if i % step == 0 || (i + 1 == self.weeks.len() && (i % step) * 2 > step) {
+            let last = i + 1 == self.weeks.len();
+            if i % step == 0 || (last && (i % step) * 2 > step) {
+                // The last label ends at its point, so it never runs off the edge.
+                let (anchor, at) = if last && i > 0 {
+                    ("end", x_at(i) + 4.0)
+                } else {
+                    ("middle", x_at(i))
+                };
                 let _ = write!(
                     svg,
-                    r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    x_at(i),
-                    HEIGHT - BOTTOM + 18.0,
+                    r#"<text class="axis" x="{at:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+                    HEIGHT - BOTTOM + 17.0,
                     escape(week)
                 );
             }
@@ -137,6 +146,7 @@ impl Chart<'_> {
             TOP + plot_h,
             TOP + plot_h
         );
+        let radius = if count > DENSE { 1.6 } else { 3.0 };
         let has_data = self
             .series
             .iter()
@@ -189,7 +199,7 @@ impl Chart<'_> {
                     let tip = se.tips.get(i).map_or("", String::as_str);
                     let _ = write!(
                         svg,
-                        r#"<circle class="dot s{k}" cx="{:.1}" cy="{:.1}" r="3"><title>{}</title></circle>"#,
+                        r#"<circle class="dot s{k}" cx="{:.1}" cy="{:.1}" r="{radius}"><title>{}</title></circle>"#,
                         x_at(i),
                         y_at(*v),
                         escape(tip)
