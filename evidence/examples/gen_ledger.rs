@@ -208,6 +208,9 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
         .ok_or("start time")?;
     let n = args.runs;
     let mut failed: Vec<(u64, String)> = Vec::new();
+    // Per run: how likely a later outcome says broken, in percent (the
+    // gate is mostly right: approvals rarely break, failures mostly do).
+    let mut broken_odds: Vec<u8> = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
     let mut with_findings: Vec<(u64, String, String)> = Vec::new();
     let mut i = 0;
     while i < n {
@@ -215,6 +218,11 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             .map(|k| run(&mut rng, k, n, start))
             .collect();
         for (k, e) in (i..).zip(&batch) {
+            broken_odds.push(match e.verdict.as_str() {
+                "pass" => 8,
+                "fail" => 75,
+                _ => 50,
+            });
             // Each override and dismissal is its own durable write: keep them few.
             if e.verdict == "fail" && rng.below(1000) < 4 {
                 failed.push((k, e.spec_id.clone()));
@@ -246,7 +254,7 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
         };
         outcomes.push(OutcomeEntry {
             run_id: run_id(target),
-            broken: rng.chance(8),
+            broken: rng.chance(u64::from(broken_odds[usize::try_from(target).unwrap_or(0)])),
             reason: Some("ci on main".into()),
             source: Some("ci".into()),
             recorded_at: recorded + Duration::seconds(i64::try_from(k).unwrap_or(0)),

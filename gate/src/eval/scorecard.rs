@@ -24,6 +24,7 @@
 //! - a run counts for every model it used and every role on its panel.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use gate_evidence::Ledger;
@@ -356,22 +357,60 @@ pub fn iso_week(day: NaiveDate) -> String {
     format!("{}-W{:02}", w.year(), w.week())
 }
 
-/// Strings seen in a pass, each given a small index.
+/// Strings seen in a pass, each given a small index. Most dimensions have
+/// a handful of values (tiers, roles, models), found by a linear scan
+/// faster than any hash; the rest (specs, weeks) go through a hash map.
 #[derive(Default)]
 struct Interner {
-    index: HashMap<String, u32>,
+    index: HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>,
     names: Vec<String>,
 }
 
+/// Up to this many names, a lookup is a linear scan.
+const LINEAR: usize = 16;
+
 impl Interner {
     fn get(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.index.get(name) {
+        if self.names.len() <= LINEAR {
+            if let Some(i) = self.names.iter().position(|n| n == name) {
+                return i as u32;
+            }
+        } else if let Some(&i) = self.index.get(name) {
             return i;
         }
         let i = self.names.len() as u32;
         self.names.push(name.to_owned());
-        self.index.insert(name.to_owned(), i);
+        if self.names.len() == LINEAR + 1 {
+            for (k, n) in self.names.iter().enumerate() {
+                self.index.insert(n.as_str().into(), k as u32);
+            }
+        } else if self.names.len() > LINEAR + 1 {
+            self.index.insert(name.into(), i);
+        }
         i
+    }
+}
+
+/// The multiply-rotate hash rustc uses (FxHash): a few cycles per word,
+/// plenty for keys that are not chosen by an adversary.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let word = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -399,6 +438,13 @@ impl Groups {
     fn into_map(self) -> BTreeMap<String, Group> {
         self.keys.names.into_iter().zip(self.groups).collect()
     }
+}
+
+/// A seat's figures while the pass runs: counts by interned status.
+#[derive(Default)]
+struct Seat {
+    statuses: Vec<u64>,
+    usage: RoleUsage,
 }
 
 /// Per spec, its latest run in scope.
@@ -537,6 +583,13 @@ impl Scorecard {
             states: vec![RunState::default(); max_seq.saturating_add(1)],
             ..Pass::default()
         };
+        let clock = std::time::Instant::now();
+        let lap = |what: &str| {
+            tracing::debug!(
+                elapsed_ms = clock.elapsed().as_millis(),
+                "scorecard: {what}"
+            );
+        };
         for o in ledger.outcome_states()? {
             if let Some(st) = usize::try_from(o.seq)
                 .ok()
@@ -546,7 +599,9 @@ impl Scorecard {
                 st.overridden = o.overridden_at.is_some();
             }
         }
+        lap("outcomes read");
         ledger.scan_run_facts(scope, |f| pass.run(f))?;
+        lap("runs read");
         let states = std::mem::take(&mut pass.states);
         let state_of = |seq: u64| {
             usize::try_from(seq)
@@ -564,11 +619,14 @@ impl Scorecard {
             }
         })?;
 
+        lap("models read");
         let mut roles = Groups::default();
-        let mut seats: HashMap<(String, String), RoleUsage> = HashMap::new();
+        let (mut seat_models, mut statuses) = (Interner::default(), Interner::default());
+        let mut seats: HashMap<(u32, u32), Seat> = HashMap::new();
         ledger.scan_run_roles(scope, |r: &RoleFacts<'_>| {
             let Some(st) = state_of(r.seq) else { return };
-            let g = roles.named(r.role);
+            let role = roles.keys.get(r.role);
+            let g = roles.at(role);
             g.count(st);
             g.spend(
                 r.cost_usd,
@@ -577,16 +635,39 @@ impl Scorecard {
                 r.output_tokens,
             );
             g.did_not_run += u64::from(r.status == "did_not_run");
-            let seat = seats
-                .entry((r.role.to_owned(), r.model.to_owned()))
-                .or_default();
-            *seat.statuses.entry(r.status.to_owned()).or_default() += 1;
-            seat.input_tokens += r.input_tokens;
-            seat.cached_input_tokens += r.cached_input_tokens;
-            seat.output_tokens += r.output_tokens;
-            seat.cost_usd += r.cost_usd.unwrap_or(0.0);
+            let seat = seats.entry((role, seat_models.get(r.model))).or_default();
+            let status = statuses.get(r.status) as usize;
+            if seat.statuses.len() <= status {
+                seat.statuses.resize(status + 1, 0);
+            }
+            seat.statuses[status] += 1;
+            let u = &mut seat.usage;
+            u.input_tokens += r.input_tokens;
+            u.cached_input_tokens += r.cached_input_tokens;
+            u.output_tokens += r.output_tokens;
+            u.cost_usd += r.cost_usd.unwrap_or(0.0);
         })?;
+        let role_names = roles.keys.names.clone();
+        let seats: BTreeMap<(String, String), RoleUsage> = seats
+            .into_iter()
+            .map(|((role, model), seat)| {
+                let mut usage = seat.usage;
+                usage.statuses = seat
+                    .statuses
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(i, n)| (statuses.names[i].clone(), *n))
+                    .collect();
+                let key = (
+                    role_names[role as usize].clone(),
+                    seat_models.names[model as usize].clone(),
+                );
+                (key, usage)
+            })
+            .collect();
 
+        lap("roles read");
         // Dismissals: distinct findings per spec, of runs in scope; those
         // against a spec's latest run are no longer open.
         let mut dismissed: HashSet<(u32, String)> = HashSet::new();
@@ -634,6 +715,7 @@ impl Scorecard {
 
         let false_pass_count = pass.false_passes.len() as u64;
         let recent = recent_false_passes(ledger, &pass.false_passes)?;
+        lap("done");
         Ok(Self {
             scope: scope.clone(),
             total: pass.total,
@@ -651,7 +733,7 @@ impl Scorecard {
             tier_weeks,
             model_weeks,
             week_cost,
-            seats: seats.into_iter().collect(),
+            seats,
             recent_false_passes: recent,
             false_pass_count,
         })
@@ -1134,6 +1216,19 @@ mod tests {
             let card = Scorecard::build(&ledger, &scope).unwrap();
             check(name, &render(&card), &want);
         }
+    }
+
+    #[test]
+    fn interned_names_keep_their_index_past_the_linear_scan() {
+        let mut i = Interner::default();
+        let names: Vec<String> = (0..40).map(|k| format!("spec-{k}")).collect();
+        for (k, n) in names.iter().enumerate() {
+            assert_eq!(i.get(n) as usize, k);
+        }
+        for (k, n) in names.iter().enumerate().rev() {
+            assert_eq!(i.get(n) as usize, k, "{n}");
+        }
+        assert_eq!(i.names, names);
     }
 
     #[test]
