@@ -42,10 +42,13 @@ fn interval(r: &OutcomeRate) -> String {
     })
 }
 
+/// Width of the headline labels.
+const LABEL: usize = 22;
+
 fn rate_line(out: &mut String, label: &str, r: &OutcomeRate, hit: &str, of: &str) {
     let _ = writeln!(
         out,
-        "{label:<20}{:>7}  {:<18} {} {hit} of {} {of} with an outcome; {} without one",
+        "{label:<LABEL$}{:>7}  {:<17}  {} {hit} of {} {of} with an outcome; {} without one",
         percent(r.rate()),
         interval(r),
         thousands(r.hits),
@@ -66,16 +69,23 @@ fn breakdown(out: &mut String, name: &str, groups: &BTreeMap<String, Group>, lat
     }
     let hidden = rows.len().saturating_sub(MAX_ROWS);
     rows.truncate(MAX_ROWS);
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .chain([name.len() + 1])
+        .max()
+        .unwrap_or(0)
+        .min(48);
     let _ = writeln!(
         out,
-        "\nby {name:<18}{:>9}  {:>10}  {:<18} {:>9}",
+        "\nby {name:<width$}{:>10}  {:>10}  {:<17}  {:>9}",
         "runs", "false pass", "95% CI", "unknown"
     );
     for (key, g) in rows {
         let fp = g.false_pass();
         let _ = writeln!(
             out,
-            "  {key:<18}{:>9}  {:>10}  {:<18} {:>9}",
+            "   {key:<width$}{:>10}  {:>10}  {:<17}  {:>9}",
             thousands(g.runs),
             percent(fp.rate()),
             interval(&fp),
@@ -85,7 +95,7 @@ fn breakdown(out: &mut String, name: &str, groups: &BTreeMap<String, Group>, lat
     if hidden > 0 {
         let _ = writeln!(
             out,
-            "  … and {hidden} more (all of them with --format json)"
+            "   … and {hidden} more (all of them with --format json)"
         );
     }
 }
@@ -121,42 +131,37 @@ pub fn render(card: &Scorecard) -> String {
         "fine",
         "failed",
     );
-    let _ = writeln!(
-        out,
-        "{:<20}{:>7}",
-        "override rate",
-        percent(t.override_rate())
-    );
-    let _ = writeln!(
-        out,
-        "{:<20}{:>7}",
-        "escalation rate",
-        percent(t.escalation_rate())
-    );
-    let _ = writeln!(
-        out,
-        "{:<20}{:>7}",
-        "review did not run",
-        percent(t.did_not_run_rate())
-    );
+    for (label, rate) in [
+        ("override rate", t.override_rate()),
+        ("escalation rate", t.escalation_rate()),
+        ("review did not run", t.did_not_run_rate()),
+    ] {
+        let _ = writeln!(out, "{label:<LABEL$}{:>7}", percent(rate));
+    }
     let f = &card.findings;
     let _ = writeln!(
         out,
-        "{:<20}{:>7}  acceptance; noise {}: {} resolved, {} dismissed, {} superseded, {} open, {} duplicates of {} published",
-        "findings",
+        "{:<LABEL$}{:>7}  {} resolved, {} dismissed ({} superseded, not counted); {} still open",
+        "finding acceptance",
         percent(f.acceptance_rate()),
-        percent(f.noise_rate()),
         thousands(f.resolved),
         thousands(f.dismissed),
         thousands(f.superseded),
         thousands(f.open),
+    );
+    let _ = writeln!(
+        out,
+        "{:<LABEL$}{:>7}  {} dismissed and {} duplicates of {} published",
+        "finding noise",
+        percent(f.noise_rate()),
+        thousands(f.dismissed),
         thousands(f.duplicates),
         thousands(f.published),
     );
     let c = &card.cost_usd;
     let _ = writeln!(
         out,
-        "{:<20}median {}, p90 {}, total {}",
+        "{:<LABEL$}median {}, p90 {}, total {}",
         "cost per run",
         dollars(c.median),
         dollars(c.p90),
@@ -166,7 +171,7 @@ pub fn render(card: &Scorecard) -> String {
     let num = |v: Option<u64>| v.map_or_else(|| "—".to_owned(), thousands);
     let _ = writeln!(
         out,
-        "{:<20}median {}, p90 {}, total {}; {} cached",
+        "{:<LABEL$}median {}, p90 {}, total {}; {} cached",
         "input tokens per run",
         num(i.median),
         num(i.p90),
