@@ -11,12 +11,12 @@
 # Target: gate's best within 2x sqlite3's best.
 #
 # Usage: bench/report.sh            (from anywhere; needs cargo, sqlite3, python3)
-# Env:   RUNS (default 5), N_RUNS (1000000), N_OUTCOMES (100000)
+# Env:   RUNS (default 3), N_RUNS (1000000), N_OUTCOMES (100000)
 # Exit:  0 when the figures agree and the target holds, 1 when not, 2 on a setup error.
 # shellcheck disable=SC2317  # the timed runners are called through `measure`
 set -euo pipefail
 
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-3}
 N_RUNS=${N_RUNS:-1000000}
 N_OUTCOMES=${N_OUTCOMES:-100000}
 RATIO_TARGET=2.0
