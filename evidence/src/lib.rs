@@ -28,6 +28,7 @@ pub mod snapshot;
 pub mod statement;
 
 pub use digest::Digest;
+pub use durable::replace_file;
 pub use snapshot::{Snapshot, SnapshotError, WalkOptions};
 
 pub use keys::{KeyId, PublicKey, SigningKey};

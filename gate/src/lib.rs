@@ -7,6 +7,7 @@
 //!   run), [`change`] (what changed), [`tier`] (risk tier) and [`verdict`].
 //! - [`record`] is the run as one value; [`output`] renders it, and renders
 //!   the [`events`] stages emit while a run goes.
+//! - [`eval`] is the false-pass scorecard (`gate report`, `gate metrics`).
 //! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
 
 pub mod attest;
@@ -15,6 +16,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod errors;
+pub mod eval;
 pub mod events;
 pub mod exit;
 pub mod findings;
@@ -134,6 +136,9 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Some(RulesCommand::Check(check)) => commands::rules::check(ctx, check),
             Some(RulesCommand::Test(test)) => commands::rules::test(ctx, test).await,
         },
+        Command::Outcome(args) => commands::outcome::record(ctx, &args),
+        Command::Report(args) => commands::report::report(ctx, &args),
+        Command::Metrics(args) => commands::metrics::metrics(ctx, &args),
     }
 }
 

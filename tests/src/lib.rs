@@ -9,6 +9,7 @@
 //! ```
 #![allow(clippy::missing_panics_doc, clippy::print_stderr)]
 
+pub mod chromium;
 pub mod model_server;
 pub mod peers;
 

@@ -10,6 +10,7 @@
 //! PostgreSQL store is meant to offer the same methods over the same schema.
 //! [`verify`] checks rows against their bundles and needs no database at all.
 
+mod facts;
 mod sqlite;
 pub mod verify;
 
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub use facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
 pub use sqlite::{Ledger, SCHEMA_VERSION};
 pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify};
 

@@ -15,6 +15,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params, params_from_iter};
 
 mod events;
+mod report;
 
 use super::{LedgerError, LedgerRow, RunEntry, RunFilter};
 use crate::checkpoint::Checkpoint;
@@ -25,7 +26,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Schema migrations, in order; entry `i` takes the schema to version `i + 1`.
 /// Adding one is adding a line; a migration already applied never changes.
-const MIGRATIONS: &[&str] = &[MIGRATION_1_RUNS, events::MIGRATION_2_EVENTS];
+const MIGRATIONS: &[&str] = &[
+    MIGRATION_1_RUNS,
+    events::MIGRATION_2_EVENTS,
+    report::MIGRATION_3_FACTS,
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -75,6 +80,12 @@ impl Ledger {
     /// Opens (creating if needed) the ledger at `path` and applies any
     /// pending migrations.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
+        Self::open_at(path, SCHEMA_VERSION)
+    }
+
+    /// Opens the ledger, migrating it up to schema `target` only (tests of
+    /// a migration start from the schema before it).
+    fn open_at(path: &Path, target: u32) -> Result<Self, LedgerError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| LedgerError::CreateDir {
                 path: dir.to_path_buf(),
@@ -97,7 +108,7 @@ impl Ledger {
             conn,
             path: path.to_path_buf(),
         };
-        ledger.migrate()?;
+        ledger.migrate(target)?;
         Ok(ledger)
     }
 
@@ -114,14 +125,15 @@ impl Ledger {
         }
     }
 
-    fn migrate(&mut self) -> Result<(), LedgerError> {
+    /// Applies the migrations up to schema `target`.
+    fn migrate(&mut self, target: u32) -> Result<(), LedgerError> {
         let path = self.path.clone();
         let err = |source| LedgerError::Sql {
             path: path.clone(),
             action: "migrating the schema",
             source,
         };
-        for (i, sql) in MIGRATIONS.iter().enumerate() {
+        for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize) {
             let version = i as u32 + 1;
             // One transaction per step, re-reading the version inside it, so
             // two processes opening a fresh file apply each step once.
@@ -180,19 +192,17 @@ impl Ledger {
     /// already durable. Computes the envelope sha256, the leaf hash, the
     /// next seq and the chain link in one `BEGIN IMMEDIATE` transaction.
     pub fn append(&mut self, entry: &RunEntry, envelope: &[u8]) -> Result<LedgerRow, LedgerError> {
-        let mut rows = self.append_batch(&[(entry, envelope)])?;
-        rows.pop().ok_or_else(|| LedgerError::Corrupt {
-            seq: 0,
-            reason: "an append returned no row".to_owned(),
-        })
+        let mut rows = self.append_all([(entry, envelope)])?;
+        Ok(rows.remove(0))
     }
 
-    /// Appends several runs, in order, in ONE transaction (imports and
-    /// migrations: one commit instead of one per run). All or none.
-    pub fn append_batch(
+    /// Appends several runs in order, in one transaction: all of them or
+    /// none (an import of many bundles, a generated ledger).
+    pub fn append_all<'a>(
         &mut self,
-        runs: &[(&RunEntry, &[u8])],
+        items: impl IntoIterator<Item = (&'a RunEntry, &'a [u8])>,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
+        let recorded_at = Utc::now();
         let path = self.path.clone();
         let err = |source| LedgerError::Sql {
             path: path.clone(),
@@ -211,14 +221,78 @@ impl Ledger {
             )
             .optional()
             .map_err(err)?;
-        let mut out = Vec::with_capacity(runs.len());
-        for (entry, envelope) in runs {
-            let row = append_in(&tx, &err, entry, envelope, tip.as_ref())?;
-            tip = Some((row.seq, row.envelope_sha256.clone()));
-            out.push(row);
+        let mut rows = Vec::new();
+        for (entry, envelope) in items {
+            let envelope_sha256 = crate::bundle::digest(envelope);
+            let leaf_hash = hex::encode(merkle::leaf_hash(envelope));
+            if let Some(seq) = tx
+                .prepare_cached("SELECT seq FROM runs WHERE run_id = ?1")
+                .and_then(|mut s| s.query_row([&entry.run_id], |r| r.get(0)).optional())
+                .map_err(err)?
+            {
+                return Err(LedgerError::AlreadyRecorded {
+                    run_id: entry.run_id.clone(),
+                    seq,
+                });
+            }
+            if let Some((seq, run_id)) = tx
+                .prepare_cached("SELECT seq, run_id FROM runs WHERE envelope_sha256 = ?1")
+                .and_then(|mut s| {
+                    s.query_row([&envelope_sha256], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .map_err(err)?
+            {
+                return Err(LedgerError::EnvelopeRecorded {
+                    sha256: envelope_sha256,
+                    run_id,
+                    seq,
+                });
+            }
+            let (seq, prev_sha256) = match tip.take() {
+                Some((seq, sha)) => (seq + 1, Some(sha)),
+                None => (1, None),
+            };
+            tx.prepare_cached(&format!(
+                "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+            ))
+            .and_then(|mut s| {
+                s.execute(params![
+                    seq,
+                    entry.run_id,
+                    entry.spec_id,
+                    entry.attempt,
+                    entry.verdict,
+                    entry.tier,
+                    ts(&entry.started_at),
+                    ts(&entry.finished_at),
+                    entry.input_tokens,
+                    entry.cached_input_tokens,
+                    entry.output_tokens,
+                    entry.cost_usd,
+                    entry.bundle_path,
+                    envelope_sha256,
+                    prev_sha256,
+                    leaf_hash,
+                    ts(&recorded_at),
+                    entry.extra.to_string(),
+                ])
+            })
+            .map_err(err)?;
+            report::insert_facts(&tx, seq, entry).map_err(err)?;
+            tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
+            tip = Some((seq, envelope_sha256.clone()));
+            rows.push(LedgerRow {
+                seq,
+                entry: entry.clone(),
+                envelope_sha256,
+                prev_sha256,
+                leaf_hash,
+                recorded_at,
+            });
         }
         tx.commit().map_err(err)?;
-        Ok(out)
+        Ok(rows)
     }
 
     fn query_rows(
@@ -367,86 +441,6 @@ fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
 }
 
 /// A row as SQLite returns it, before parsing timestamps and JSON.
-/// One append inside an open transaction, chained to `tip` (the previous
-/// row's seq and envelope sha256).
-fn append_in(
-    tx: &rusqlite::Transaction<'_>,
-    err: &impl Fn(rusqlite::Error) -> LedgerError,
-    entry: &RunEntry,
-    envelope: &[u8],
-    tip: Option<&(u64, String)>,
-) -> Result<LedgerRow, LedgerError> {
-    let envelope_sha256 = crate::bundle::digest(envelope);
-    let leaf_hash = hex::encode(merkle::leaf_hash(envelope));
-    let recorded_at = Utc::now();
-    if let Some(seq) = tx
-        .query_row(
-            "SELECT seq FROM runs WHERE run_id = ?1",
-            [&entry.run_id],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(err)?
-    {
-        return Err(LedgerError::AlreadyRecorded {
-            run_id: entry.run_id.clone(),
-            seq,
-        });
-    }
-    if let Some((seq, run_id)) = tx
-        .query_row(
-            "SELECT seq, run_id FROM runs WHERE envelope_sha256 = ?1",
-            [&envelope_sha256],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()
-        .map_err(err)?
-    {
-        return Err(LedgerError::EnvelopeRecorded {
-            sha256: envelope_sha256,
-            run_id,
-            seq,
-        });
-    }
-    let (seq, prev_sha256) = match tip {
-        Some((seq, sha)) => (seq + 1, Some(sha.clone())),
-        None => (1, None),
-    };
-    tx.execute(
-        &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
-        params![
-            seq,
-            entry.run_id,
-            entry.spec_id,
-            entry.attempt,
-            entry.verdict,
-            entry.tier,
-            ts(&entry.started_at),
-            ts(&entry.finished_at),
-            entry.input_tokens,
-            entry.cached_input_tokens,
-            entry.output_tokens,
-            entry.cost_usd,
-            entry.bundle_path,
-            envelope_sha256,
-            prev_sha256,
-            leaf_hash,
-            ts(&recorded_at),
-            entry.extra.to_string(),
-        ],
-    )
-    .map_err(err)?;
-    tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
-    Ok(LedgerRow {
-        seq,
-        entry: (*entry).clone(),
-        envelope_sha256,
-        prev_sha256,
-        leaf_hash,
-        recorded_at,
-    })
-}
-
 struct RawRow {
     seq: u64,
     run_id: String,
