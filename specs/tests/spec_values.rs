@@ -338,11 +338,17 @@ fn graphs_of_the_shop() {
             .transitive_dependents(["build"])
             .into_iter()
             .collect::<Vec<_>>(),
-        ["server-starts"]
+        ["checkout-page", "server-starts"]
     );
     assert_eq!(
         checks.kind("db.tests"),
         Some(gate_specs::ItemKind::TaskTests)
+    );
+    // A page waits for the check that serves it.
+    assert_eq!(checks.dependencies("checkout-page"), ["server-starts"]);
+    assert_eq!(
+        checks.kind("checkout-page"),
+        Some(gate_specs::ItemKind::Page)
     );
 }
 
