@@ -36,6 +36,8 @@ pub(super) struct ReviewStage<'a> {
     pub previous: Option<&'a Previous>,
     pub full: bool,
     pub rule_set: &'a RuleSet,
+    /// Pages captured in this run whose check passed, with their screenshots.
+    pub pages: &'a [rules::design::PageShots],
 }
 
 impl ReviewStage<'_> {
@@ -98,6 +100,17 @@ impl ReviewStage<'_> {
         let asked = rules::ask::asked(self.rule_set, &shown);
         let rule_references =
             context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
+        let page_asks: Vec<rules::design::PageAsk> = self
+            .pages
+            .iter()
+            .filter_map(|page| {
+                let asked = rules::design::asked(self.rule_set, &page.files);
+                (!asked.is_empty()).then(|| rules::design::PageAsk {
+                    page: page.clone(),
+                    asked,
+                })
+            })
+            .collect();
         let fence = Fence::new();
         super::progress(self.ctx, &format!("gate: review ({} tier)", self.tier.tier));
         Ok(review::run(&ReviewInput {
@@ -109,6 +122,7 @@ impl ReviewStage<'_> {
             judge_files: &judge_files,
             rules: &asked,
             rule_references: &rule_references,
+            pages: &page_asks,
             code_criteria: &code_criteria,
             routing: self.routing,
             prompts: self.prompts,

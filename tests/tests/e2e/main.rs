@@ -5,6 +5,7 @@
 
 mod evidence;
 mod example;
+mod pages;
 mod retry;
 mod review;
 mod rules;
