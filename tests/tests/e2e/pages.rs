@@ -41,7 +41,7 @@ fn chromium() -> PathBuf {
 const SERVE_PY: &str = r#"import http.server, sys, time
 PAGES = {
     "/": open("web/index.html", "rb").read(),
-    "/wide": b"<!doctype html><meta name=viewport content='width=device-width'><div id=grid style='width:700px'>wide</div>",
+    "/wide": b"<!doctype html><meta name=viewport content='width=device-width'><body style='margin:0'><div id=grid style='width:700px'>wide</div>",
 }
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
