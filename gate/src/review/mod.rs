@@ -14,7 +14,9 @@
 //! House rules (`crate::rules`) are asked by the `rules` seat, added in every
 //! tier when judged rules apply to a changed file; their findings come from
 //! the rules' own thresholds and skip the confidence floor and the model
-//! coordinator (a team's rule is not the coordinator's to drop).
+//! coordinator (a team's rule is not the coordinator's to drop). Design
+//! rules (`crate::rules::design`) are asked once per captured page, as the
+//! `rules` role, with the page's screenshots attached to the request.
 
 pub mod answer;
 pub mod call;

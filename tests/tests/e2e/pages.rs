@@ -275,6 +275,34 @@ fn a_touched_page_is_captured_at_both_widths_and_asked_of_the_design_rules() {
         let kept = std::fs::read(s["file"].as_str().unwrap()).expect("the screenshot is kept");
         assert_eq!(kept.len() as u64, s["bytes"].as_u64().unwrap());
     }
+
+    // A retry with nothing changed looks at the page again (its server
+    // started again for it) and asks the design rules again: a design
+    // finding cannot pass by being carried.
+    let again = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATE_CHROMIUM", chromium())
+        .env("GATE_AXE_CORE", axe())
+        .run();
+    again.assert_exit(1);
+    let doc = again.json();
+    let status = |id: &str| {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .map(|c| c["status"].clone())
+    };
+    assert_eq!(status("home"), Some(json!("passed")));
+    assert_eq!(status("serve"), Some(json!("passed")));
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.header("x-gate-role") == Some("rules"))
+        .count();
+    assert_eq!(asked, 2);
+    assert_eq!(doc["findings"][0]["title"], finding["title"]);
 }
 
 #[test]
