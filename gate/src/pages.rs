@@ -138,10 +138,10 @@ pub fn credential_variables(spec: &Spec) -> Vec<String> {
 /// for those whose check passed, the screenshots as a model is shown them.
 /// A screenshot over the providers' limits is downscaled in place first, so
 /// the file kept is the one shown.
-pub fn collect(
+pub fn collect<S: std::hash::BuildHasher>(
     spec: &Spec,
     changed: &[String],
-    results: &HashMap<String, ItemResult>,
+    results: &HashMap<String, ItemResult, S>,
     out_dir: &Path,
 ) -> (Vec<PageRecord>, Vec<PageShots>) {
     let mut records = Vec::new();
@@ -229,7 +229,9 @@ cookies = { session = "APP_SESSION" }
             gate_specs::Format::Toml,
         )
         .unwrap();
-        let cases: &[(&[&str], &[(&str, &[&str])])] = &[
+        // (changed files, pages touched with the files that touch them)
+        type Touched<'a> = &'a [(&'a str, &'a [&'a str])];
+        let cases: &[(&[&str], Touched<'_>)] = &[
             (&["README.md"], &[]),
             (
                 &["web/shared/base.css", "web/checkout/pay.ts"],

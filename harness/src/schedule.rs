@@ -619,13 +619,16 @@ async fn page_item(
         text.push('\n');
     }
     for shot in &outcome.shots {
-        text.push_str(&format!(
-            "{}: {}×{} {}\n",
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            text,
+            "{}: {}×{} {}",
             shot.viewport.name,
             shot.size.0,
             shot.size.1,
             shot.path.display()
-        ));
+        );
     }
     let reason = (!outcome.passed()).then(|| outcome.problems.join("; "));
     text.push_str(&render(

@@ -13,7 +13,7 @@ const MAX_LISTED: usize = 20;
 
 /// Finds what reaches past the viewport's right edge (or left of its left
 /// one): the outermost such elements, each with a selector.
-const OVERFLOW_JS: &str = r#"(() => {
+const OVERFLOW_JS: &str = r"(() => {
   const root = document.documentElement;
   const viewport = root.clientWidth;
   const scroll = Math.max(root.scrollWidth, document.body ? document.body.scrollWidth : 0);
@@ -48,7 +48,7 @@ const OVERFLOW_JS: &str = r#"(() => {
     }
   }
   return JSON.stringify({ viewport, scroll, offenders });
-})()"#;
+})()";
 
 /// Runs axe-core's `color-contrast` rule alone and returns its violations.
 const CONTRAST_JS: &str = r"(async () => {
@@ -183,8 +183,7 @@ async fn evaluate(page: &Page, expression: &str) -> Result<String, String> {
         .expression(expression)
         .await_promise(true)
         .return_by_value(true)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     let answer = tokio::time::timeout(std::time::Duration::from_secs(30), page.execute(params))
         .await
         .map_err(|_| "no answer within 30 s".to_owned())?

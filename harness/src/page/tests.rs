@@ -191,7 +191,8 @@ async fn pages_are_captured_measured_or_failed_with_the_browser_s_words() {
     };
     type Tweak = fn(&mut PageCapture);
     // (name, url, tweak, passes, text every problem must hold, shots written)
-    let cases: Vec<(&str, String, Tweak, bool, Vec<&str>, usize)> = vec![
+    type Case = (&'static str, String, Tweak, bool, Vec<&'static str>, usize);
+    let cases: Vec<Case> = vec![
         (
             "a good page",
             fixtures.url("/good"),

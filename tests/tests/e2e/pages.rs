@@ -4,6 +4,7 @@
 //! broken. Needs Debian's `chromium` and axe-core (`scripts/test` installs
 //! both); without them these tests fail, saying what is missing.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use base64::Engine as _;
@@ -145,7 +146,7 @@ fn routing(server: &ModelServer) -> String {
             "coordinator",
             "rules",
         ] {
-            routes.push_str(&format!("\"{role}.{tier}\" = \"m\"\n"));
+            let _ = writeln!(routes, "\"{role}.{tier}\" = \"m\"");
         }
     }
     format!(
