@@ -438,3 +438,61 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
         cwd.join(p)
     }
 }
+
+/// The value of an environment variable, when it is set (even to nothing).
+pub fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The Chromium page checks drive: `GATE_CHROMIUM`, else Debian's
+/// `/usr/bin/chromium`, else `chromium` or `chromium-browser` on `PATH`.
+pub fn chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("GATE_CHROMIUM").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "GATE_CHROMIUM names {}, which is not a file",
+                path.display()
+            ))
+        };
+    }
+    let debian = PathBuf::from("/usr/bin/chromium");
+    if debian.is_file() {
+        return Ok(debian);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "Chromium not found: install Debian's `chromium` (apt-get install chromium) or set \
+             GATE_CHROMIUM to the browser's path"
+                .to_owned()
+        })
+}
+
+/// axe-core's `axe.min.js` for the contrast check: `GATE_AXE_CORE`, else
+/// `node_modules/axe-core/axe.min.js` in the workspace.
+pub fn axe_core(workspace: &Path) -> Result<PathBuf, String> {
+    const HOW: &str = "install it (`npm install axe-core`) and set GATE_AXE_CORE to its \
+                       axe.min.js, or turn the check off with `[policy] builtin_contrast = false`";
+    if let Some(path) = std::env::var_os("GATE_AXE_CORE").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "axe-core not found: GATE_AXE_CORE names {}, which is not a file; {HOW}",
+                path.display()
+            ))
+        };
+    }
+    let local = workspace.join("node_modules/axe-core/axe.min.js");
+    if local.is_file() {
+        Ok(local)
+    } else {
+        Err(format!("axe-core not found for the contrast check: {HOW}"))
+    }
+}

@@ -23,6 +23,7 @@ pub mod findings;
 pub mod guard;
 pub mod init;
 pub mod output;
+pub mod pages;
 pub mod plan;
 pub mod provider;
 pub mod record;

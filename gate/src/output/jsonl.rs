@@ -209,7 +209,7 @@ fn finished(r: &ItemResult) -> Value {
 fn stage(kind: ItemKind) -> &'static str {
     match kind {
         ItemKind::Criterion => "criterion",
-        ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin => "check",
+        ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin | ItemKind::Page => "check",
     }
 }
 
@@ -220,6 +220,7 @@ pub fn kind_str(kind: ItemKind) -> &'static str {
         ItemKind::TaskTests => "task_tests",
         ItemKind::Criterion => "criterion",
         ItemKind::Builtin => "builtin",
+        ItemKind::Page => "page",
     }
 }
 

@@ -22,7 +22,9 @@
 //! House rules (`crate::rules`) are asked by the `rules` seat, added in every
 //! tier when judged rules apply to a changed file; their findings come from
 //! the rules' own thresholds and skip the confidence floor and the model
-//! coordinator (a team's rule is not the coordinator's to drop).
+//! coordinator (a team's rule is not the coordinator's to drop). Design
+//! rules (`crate::rules::design`) are asked once per captured page, as the
+//! `rules` role, with the page's screenshots attached to the request.
 
 pub mod answer;
 pub mod breaker;
@@ -54,6 +56,7 @@ use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::Routing;
 use crate::rules::ask::{self, Asked};
+use crate::rules::design::{self, PageAsk};
 use crate::tier::TierDecision;
 
 /// A model-judged criterion the judge is asked about.
@@ -94,6 +97,9 @@ pub struct ReviewInput<'a> {
     pub rules: &'a [Asked],
     /// The files those rules name as references.
     pub rule_references: &'a [ChangedFile],
+    /// Pages captured in this run with the design rules asked of them: one
+    /// request each, with the page's screenshots.
+    pub pages: &'a [PageAsk],
     /// Code-decided criteria and their results, for the shared context.
     pub code_criteria: &'a [(String, String)],
     /// The routing table.
@@ -468,9 +474,25 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         request.push(Block::new(instructions(input.prompts, seat.prompt, &extra)));
         requests.push((*seat, request, coverage, digest));
     }
+    // One request per page that design rules apply to, its screenshots attached.
+    let code_requests = requests.len();
+    for p in input.pages {
+        let seat = Seat {
+            role: Role::Rules,
+            prompt: Prompt::Role(Role::Rules),
+        };
+        let extra = design::questions(input.fence, &p.asked);
+        let text = instructions(input.prompts, seat.prompt, &extra);
+        let blocks = design::request(&shared, input.fence, &p.page, text);
+        let coverage = Coverage {
+            files: p.page.files.clone(),
+            ..Coverage::default()
+        };
+        requests.push((seat, blocks, coverage, String::new()));
+    }
     let estimate: u64 = requests
         .iter()
-        .map(|(_, blocks, _, _)| blocks.iter().map(|b| b.text.len() as u64).sum::<u64>() / 4)
+        .map(|(_, blocks, _, _)| blocks.iter().map(Block::estimated_tokens).sum::<u64>())
         .sum();
     if estimate > policy.max_input_tokens {
         let why = format!(
@@ -538,10 +560,17 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             },
         }));
     }
-    for ((seat, _, coverage, digest), result) in requests.iter().zip(&results) {
+    let mut page_answers = Vec::new();
+    for (k, ((seat, _, coverage, digest), result)) in requests.iter().zip(&results).enumerate() {
         let mut record = specialist_record(seat.role, result, coverage);
         record.remit_digest.clone_from(digest);
         specialists.push(record);
+        if let Some(p) = k.checked_sub(code_requests) {
+            if let Ok(answer) = &result.answer {
+                page_answers.push((p, answer.rules.clone()));
+            }
+            continue;
+        }
         let Ok(answer) = &result.answer else {
             if seat.role == Role::Judge {
                 let why = result.answer.as_ref().err().cloned().unwrap_or_default();
@@ -645,7 +674,17 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             tracing::warn!(rule = %a.key, "the rules reviewer gave no answer for a rule");
         }
     }
-    let rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    let mut rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    for (p, answers) in &page_answers {
+        let page = &input.pages[*p];
+        let scored = ask::score(&page.asked, answers);
+        rule_findings.extend(design::findings(
+            &page.page,
+            &page.asked,
+            &scored,
+            policy.rule_threshold,
+        ));
+    }
     let findings = coordinator::merge_rule_findings(findings, rule_findings);
 
     ReviewOutput {

@@ -230,6 +230,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         judged: &[],
         judge_files: &[],
         rules: &asked,
+        pages: &[],
         rule_references: &references,
         code_criteria: &[],
         routing: &routing,

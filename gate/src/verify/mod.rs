@@ -34,7 +34,7 @@ use crate::review::prompts::Prompts;
 use crate::routing::Routing;
 use crate::routing::patch::{self, OverrideStatus};
 use crate::rules::RuleSet;
-use crate::{attest, change, guard, rules, tier, verdict};
+use crate::{attest, change, guard, pages, rules, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -128,6 +128,7 @@ impl Start {
             duplicates: 0,
             failures: Vec::new(),
             override_note: None,
+            pages: Vec::new(),
             bundle: None,
             routing_override: None,
         }
@@ -274,6 +275,19 @@ pub async fn run_with(
     let rule_set = RuleSet::load(&ctx.workspace, &rule_files)?;
 
     let mut plan = plan::first_attempt(&spec, &snapshot);
+    // The pages the change touches are looked at in a browser, as checks.
+    let shots_dir = pages::shots_dir(&ctx.state_dir, &start.run_id);
+    plan.items.extend(pages::plan_items(
+        &spec,
+        &snapshot,
+        &changed,
+        &pages::Surroundings {
+            out_dir: shots_dir.clone(),
+            browser: config::chromium(),
+            axe: config::axe_core(&ctx.workspace),
+            env: &config::env_value,
+        },
+    ));
     retry::delta::apply(&mut plan, &spec, history.previous.as_ref(), req.full);
     events.emit(RunEvent::Planned(planned_events(&plan)));
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
@@ -287,7 +301,9 @@ pub async fn run_with(
             ),
         );
     }
-    let redact = config::secret_env_values(&routing.key_variables());
+    let mut secret_names = routing.key_variables();
+    secret_names.extend(pages::credential_variables(&spec));
+    let redact = config::secret_env_values(&secret_names);
     let redactor = gate_harness::secrets::Redactor::new(&redact);
     let harness::Harnessed {
         results,
@@ -303,6 +319,8 @@ pub async fn run_with(
         redact,
     })
     .await?;
+
+    let (page_records, page_shots) = pages::collect(&spec, &changed, &results, &shots_dir);
 
     let sensitive =
         InputGlobs::new(&policy.sensitive_paths).map_err(|e| GateError::Usage(e.to_string()))?;
@@ -337,6 +355,7 @@ pub async fn run_with(
             full: req.full,
             rule_set: &rule_set,
             events,
+            pages: &page_shots,
         }
         .run()
         .await?
@@ -422,6 +441,7 @@ pub async fn run_with(
     record.duplicates = review.duplicates;
     record.failures = retry::failures(&record);
     record.routing_override = routing_override;
+    record.pages = page_records;
 
     // The doom-loop detector reads this failing attempt with the series'.
     if verdict == Verdict::Fail {

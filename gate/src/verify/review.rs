@@ -41,6 +41,8 @@ pub(super) struct ReviewStage<'a> {
     pub full: bool,
     pub rule_set: &'a RuleSet,
     pub events: &'a EventSink,
+    /// Pages captured in this run whose check passed, with their screenshots.
+    pub pages: &'a [rules::design::PageShots],
 }
 
 impl ReviewStage<'_> {
@@ -103,6 +105,17 @@ impl ReviewStage<'_> {
         let asked = rules::ask::asked(self.rule_set, &shown);
         let rule_references =
             context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
+        let page_asks: Vec<rules::design::PageAsk> = self
+            .pages
+            .iter()
+            .filter_map(|page| {
+                let asked = rules::design::asked(self.rule_set, &page.files);
+                (!asked.is_empty()).then(|| rules::design::PageAsk {
+                    page: page.clone(),
+                    asked,
+                })
+            })
+            .collect();
         let fence = Fence::new();
         let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
         let breakers = match attest::open_ledger(self.ctx) {
@@ -125,6 +138,7 @@ impl ReviewStage<'_> {
             judge_files: &judge_files,
             rules: &asked,
             rule_references: &rule_references,
+            pages: &page_asks,
             code_criteria: &code_criteria,
             routing: self.routing,
             prompts: self.prompts,

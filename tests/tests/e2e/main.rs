@@ -8,6 +8,7 @@ mod evidence;
 mod example;
 mod hostile;
 mod outputs;
+mod pages;
 mod resilience;
 mod retry;
 mod review;
