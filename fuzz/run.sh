@@ -14,7 +14,7 @@ shift || true
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(spec_toml spec_json envelope normalise sse answer)
+  targets=(spec_toml spec_json envelope normalise sse answer openai_reply anthropic_reply)
 fi
 export RUSTC_BOOTSTRAP=1
 mkdir -p corpus

@@ -410,6 +410,12 @@ async fn read_stream(
     ))
 }
 
+/// A whole (not streamed) reply body as the client reads it: the answer, or
+/// why it cannot be used. Public for the reply-parser fuzz target.
+pub fn parse_body(body: &str) -> Result<ModelReply, ProviderError> {
+    read_whole(body)?.conclude(std::time::Duration::ZERO)
+}
+
 fn read_whole(body: &str) -> Result<Collected, ProviderError> {
     let value: Value = serde_json::from_str(body)
         .map_err(|e| protocol(format!("the reply is not JSON: {e}"), body))?;
