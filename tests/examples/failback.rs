@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use gate_tests::TestEnv;
-use gate_tests::model_server::{Matcher, ModelServer, Reply};
+use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
 use serde_json::{Value, json};
 
 const PRIMARY: &str = "m-primary";
@@ -60,26 +60,13 @@ fn workspace(server: &ModelServer) -> TestEnv {
         env.write(&format!("src/t{t}/mod.py"), "def f():\n    return 1\n");
     }
     env.write("gate.toml", &spec);
-    let mut routing = format!(
+    let routing = format!(
         "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n\
          [model.primary]\nprovider = \"local\"\nname = \"{PRIMARY}\"\nfallback = [\"fallback\"]\n\
-         [model.fallback]\nprovider = \"local\"\nname = \"{FALLBACK}\"\n[route]\n",
-        server.url()
+         [model.fallback]\nprovider = \"local\"\nname = \"{FALLBACK}\"\n{}",
+        server.url(),
+        routes_to("primary")
     );
-    for role in [
-        "quality",
-        "security",
-        "performance",
-        "docs",
-        "integration",
-        "judge",
-        "coordinator",
-        "rules",
-    ] {
-        for tier in ["trivial", "light", "full"] {
-            let _ = writeln!(routing, "\"{role}.{tier}\" = \"primary\"");
-        }
-    }
     env.write("routing.toml", &routing);
     env
 }

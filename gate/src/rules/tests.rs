@@ -2,7 +2,6 @@
 //! (real HTTP on loopback).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -22,12 +21,6 @@ use crate::rules::{RuleSet, discover};
 use crate::tier::TierDecision;
 
 fn routing_toml(server: &ModelServer) -> String {
-    let mut routes = String::new();
-    for tier in ["trivial", "light", "full"] {
-        for role in crate::role::Role::ALL {
-            let _ = writeln!(routes, "\"{role}.{tier}\" = \"good\"");
-        }
-    }
     format!(
         r#"
 [provider.local]
@@ -45,9 +38,9 @@ provider = "local"
 name = "bad-model"
 stream = false
 
-[route]
-{routes}"#,
-        server.url()
+{}"#,
+        server.url(),
+        gate_tests::model_server::routes_to("good")
     )
 }
 

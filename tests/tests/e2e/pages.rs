@@ -4,11 +4,10 @@
 //! broken. Needs Debian's `chromium` and axe-core (`scripts/test` installs
 //! both); without them these tests fail, saying what is missing.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use gate_tests::model_server::{Matcher, ModelServer, Reply};
+use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
 use gate_tests::{TestEnv, free_port, repo_root};
 use serde_json::{Value, json};
 
@@ -134,25 +133,11 @@ builtin_secrets = false
 }
 
 fn routing(server: &ModelServer) -> String {
-    let mut routes = String::new();
-    for tier in ["trivial", "light", "full"] {
-        for role in [
-            "quality",
-            "security",
-            "performance",
-            "docs",
-            "integration",
-            "judge",
-            "coordinator",
-            "rules",
-        ] {
-            let _ = writeln!(routes, "\"{role}.{tier}\" = \"m\"");
-        }
-    }
     format!(
         "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n\n\
-         [model.m]\nprovider = \"local\"\nname = \"vision-model\"\nstream = false\n\n[route]\n{routes}",
-        server.url()
+         [model.m]\nprovider = \"local\"\nname = \"vision-model\"\nstream = false\n\n{}",
+        server.url(),
+        routes_to("m")
     )
 }
 

@@ -5,22 +5,12 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use gate_tests::model_server::{Matcher, ModelServer, Reply, SseStep};
+use gate_tests::model_server::{Matcher, ModelServer, Reply, SseStep, routes_to};
 use gate_tests::{RunOutput, TestEnv, free_port};
 use serde_json::{Value, json};
 
 const PRIMARY: &str = "m-primary";
 const FALLBACK: &str = "m-fallback";
-const ROLES: [&str; 8] = [
-    "quality",
-    "security",
-    "performance",
-    "docs",
-    "integration",
-    "judge",
-    "coordinator",
-    "rules",
-];
 
 /// Short bounds so faults cost seconds, not minutes.
 const FAST_POLICY: &str = "
@@ -34,7 +24,7 @@ min_attempt_time_s = 2
 /// A routing table: every role on every tier routed to `primary` (on
 /// `primary_url`), which falls back to `fallback` (on `fallback_url`).
 fn routing_toml(primary_url: &str, fallback_url: &str, primary_extra: &str) -> String {
-    let mut text = format!(
+    format!(
         r#"
 [provider.first]
 api = "openai"
@@ -56,15 +46,9 @@ provider = "second"
 name = "{FALLBACK}"
 price = {{ input = 1.0, output = 2.0 }}
 
-[route]
-"#
-    );
-    for role in ROLES {
-        for tier in ["trivial", "light", "full"] {
-            let _ = writeln!(text, "\"{role}.{tier}\" = \"primary\"");
-        }
-    }
-    text
+{}"#,
+        routes_to("primary")
+    )
 }
 
 /// A trivial-tier spec: one task, one plain criterion, one file in the change.
