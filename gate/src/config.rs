@@ -353,6 +353,12 @@ pub fn test_panic_requested() -> bool {
     std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "1")
 }
 
+/// Whether the test suite asks for a panic inside a task the runtime
+/// spawned (`GATE_TEST_PANIC=task`), which the runtime itself catches.
+pub fn test_task_panic_requested() -> bool {
+    std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "task")
+}
+
 /// Values of environment variables that look like secrets (names holding
 /// KEY, TOKEN, SECRET or PASSWORD), plus those `extra_names` names: they are
 /// redacted from everything captured.

@@ -86,7 +86,24 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             return exit::code(exit::INCOMPLETE);
         }
     };
-    match runtime.block_on(dispatch(&ctx, cli.command)) {
+    let outcome = runtime.block_on(async {
+        if config::test_task_panic_requested() {
+            let task = tokio::spawn(async {
+                panic!(
+                    "{} is set: panicking in a task on purpose",
+                    config::env::TEST_PANIC
+                );
+            });
+            let _ = task.await;
+        }
+        dispatch(&ctx, cli.command).await
+    });
+    // A panic in a spawned task is caught by the runtime, not by `main`: the
+    // hook noted it, and it still ends the process with the panic's code.
+    if PANICKED.load(std::sync::atomic::Ordering::SeqCst) {
+        return exit::code(exit::PANIC);
+    }
+    match outcome {
         Ok(code) => exit::code(code),
         Err(e) => fail(&e),
     }
@@ -198,8 +215,12 @@ fn init_tracing(verbosity: Verbosity) {
         .try_init();
 }
 
+/// Set by the panic hook: any panic, on any thread, makes the exit code 101.
+static PANICKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
+        PANICKED.store(true, std::sync::atomic::Ordering::SeqCst);
         let location = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))

@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use crate::events::{EventSink, RunEvent};
 
 /// How often the heartbeat looks at what is still going.
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// Something that renders events.
 pub trait Observer: Send {
