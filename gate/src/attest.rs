@@ -287,7 +287,7 @@ pub fn record_run(
         Err(e) if !store.is_local() => {
             record.recorded = false;
             return Ok(Some(format!(
-                "the bundle store did not take the bundle: {e}; it is kept in {}",
+                "the bundle store did not take it: {e}; spooled at {}",
                 record.bundle.as_deref().unwrap_or("the spool")
             )));
         }
