@@ -100,16 +100,19 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
     // Fetching objects waits on the network, not the CPU: more workers than cores.
     let remote = rows
         .iter()
-        .any(|r| r.entry.bundle_path.starts_with("s3://"));
-    let report = match remote.then(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(FETCHERS)
-            .build()
-    }) {
-        Some(Ok(pool)) => {
-            pool.install(|| ledger::verify(&rows, load, &trusted, checkpoint.as_ref()))
-        }
-        _ => ledger::verify(&rows, load, &trusted, checkpoint.as_ref()),
+        .any(|r| BundleRef::parse(&r.entry.bundle_path).is_ok_and(|at| at.is_object()));
+    let pool = remote
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(FETCHERS)
+                .build()
+                .ok()
+        })
+        .flatten();
+    let check = || ledger::verify(&rows, load, &trusted, checkpoint.as_ref());
+    let report = match &pool {
+        Some(pool) => pool.install(check),
+        None => check(),
     };
     bar.finish();
     let mut out = String::new();
