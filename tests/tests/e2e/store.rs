@@ -288,3 +288,28 @@ fn the_store_is_configuration_shown_and_checked_before_anything_runs() {
     out.assert_exit(2).stderr_has("GATE_BUNDLE_STORE");
     assert!(!env.path().join(".gate").exists());
 }
+
+#[test]
+fn an_escalation_during_an_outage_still_exits_3() {
+    let moto = Moto::start();
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"budget\"\n[policy]\nmax_attempts = 1\n[[check]]\nid = \"build\"\nrun = \"test -f src/a.txt\"\n",
+    );
+    let first = verify(&env, moto.port(), 1);
+    assert_eq!(first["recorded"], true, "{first}");
+    // Over the attempt budget, with the store down: escalated, not recorded.
+    let second = verify(&env, free_port(), 3);
+    assert_eq!(second["verdict"], "escalate", "{second}");
+    assert_eq!(second["recorded"], false, "{second}");
+    // The store back: the escalation is recorded by `gate ledger import`.
+    s3::with_store(env.gate(&["ledger", "import"]), moto.port())
+        .run()
+        .assert_exit(0)
+        .stdout_has("1 bundle(s) imported");
+    s3::with_store(env.gate(&["ledger", "verify"]), moto.port())
+        .run()
+        .assert_exit(0)
+        .stdout_has("ok: 2 runs");
+}
