@@ -51,8 +51,17 @@ pub fn spool_dir(ctx: &Context) -> PathBuf {
 /// directory), else the state directory's `bundles/`.
 pub fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
     let target = match config::bundle_store_env() {
-        Some(text) => Target::parse(&text, &config::from_cwd(Path::new(".")))
-            .map_err(|e| GateError::Usage(format!("{}: {e}", config::env::BUNDLE_STORE)))?,
+        Some(text) => match Target::parse(&text, Path::new("")) {
+            // A directory given relative to where the gate was started.
+            Ok(Target::Dir(dir)) => Target::Dir(config::from_cwd(&dir)),
+            Ok(target) => target,
+            Err(e) => {
+                return Err(GateError::Usage(format!(
+                    "{}: {e}",
+                    config::env::BUNDLE_STORE
+                )));
+            }
+        },
         None => Target::Dir(bundles_dir(ctx)),
     };
     Ok(BundleStore::new(

@@ -287,6 +287,22 @@ fn the_store_is_configuration_shown_and_checked_before_anything_runs() {
         .run();
     out.assert_exit(2).stderr_has("GATE_BUNDLE_STORE");
     assert!(!env.path().join(".gate").exists());
+
+    // A directory, relative to where the gate starts: files named by run id.
+    env.write("src/a.txt", "alpha\n");
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATE_BUNDLE_STORE", "archive")
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let run = doc["run_id"].as_str().unwrap();
+    assert_eq!(doc["bundle"], format!("archive/{run}.dsse.json"), "{doc}");
+    assert!(files_in(&env.path().join(".gate/bundles")).is_empty());
+    env.gate(&["evidence", "verify", run])
+        .run()
+        .assert_exit(0)
+        .stdout_has(&format!("archive/{run}.dsse.json"));
 }
 
 #[test]
