@@ -20,6 +20,9 @@ pub mod env {
     pub const SIGNING_KEY: &str = "GATE_SIGNING_KEY";
     /// A shared ledger's URL (wins over `[ledger] url`).
     pub const LEDGER: &str = "GATE_LEDGER";
+    /// Where bundles go: `s3://bucket/prefix` or a directory (default
+    /// `bundles/` in the state directory).
+    pub const BUNDLE_STORE: &str = "GATE_BUNDLE_STORE";
     /// Where a routing patch is fetched from at start-up.
     pub const ROUTING_URL: &str = "GATE_ROUTING_URL";
     /// `gate verify`'s stdout format (`--format` wins).
@@ -332,6 +335,22 @@ pub fn ledger_env() -> Option<String> {
     std::env::var(env::LEDGER)
         .ok()
         .filter(|v| !v.trim().is_empty())
+}
+
+/// `GATE_BUNDLE_STORE`: where bundles go.
+pub fn bundle_store_env() -> Option<String> {
+    std::env::var(env::BUNDLE_STORE)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// Every `AWS_*` variable (credentials, region, endpoint, `AWS_ALLOW_HTTP`…):
+/// how object storage is reached.
+pub fn aws_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, v)| k.starts_with("AWS_") && !v.is_empty())
+        .collect()
 }
 
 /// `GATE_ROUTING_URL`: where a routing patch is fetched from.

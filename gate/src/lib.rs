@@ -238,3 +238,33 @@ fn install_panic_hook() {
         ));
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_not_recorded_never_exits_as_a_pass() {
+        // (verdict, recorded, exit code)
+        let cases = [
+            (Verdict::Pass, true, exit::PASS),
+            (Verdict::Pass, false, exit::INCOMPLETE),
+            (Verdict::Fail, true, exit::FAIL),
+            (Verdict::Fail, false, exit::FAIL),
+            (Verdict::Escalate, true, exit::ESCALATE),
+            (Verdict::Escalate, false, exit::ESCALATE),
+            (Verdict::Incomplete, true, exit::INCOMPLETE),
+            (Verdict::Incomplete, false, exit::INCOMPLETE),
+        ];
+        for (verdict, recorded, want) in cases {
+            let mut record = output::fixture::record();
+            record.verdict = verdict;
+            record.recorded = recorded;
+            assert_eq!(
+                verify_exit_code(&record),
+                want,
+                "{verdict:?}, recorded {recorded}"
+            );
+        }
+    }
+}

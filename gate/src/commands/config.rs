@@ -89,6 +89,12 @@ pub fn effective(
             Source::Default("in the state directory"),
         ),
     };
+    let bundle_store = json!(attest::bundle_store(ctx)?.target().to_string());
+    let bundle_store_source = if config::bundle_store_env().is_some() {
+        Source::Env(config::env::BUNDLE_STORE)
+    } else {
+        Source::Default("in the state directory")
+    };
     // Never the key itself: only where it comes from.
     let (key, key_source) = match config::signing_key_env() {
         Some(v) if v.trim_start().starts_with("-----BEGIN") => {
@@ -164,6 +170,7 @@ pub fn effective(
             &routing_url_source,
         ),
         entry("ledger", ledger, &ledger_source),
+        entry("bundle_store", bundle_store, &bundle_store_source),
         entry("signing_key", key, &key_source),
         entry("base", base, &base_source),
         entry(

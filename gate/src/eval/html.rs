@@ -72,10 +72,13 @@ fn encode_path(path: &str) -> String {
     out
 }
 
-/// A link target for a bundle path: a `file://` URL when absolute, else
-/// the path relative to where the page is kept.
+/// A link target for a bundle path: an object's `s3://` URL as it is, a
+/// `file://` URL when absolute, else the path relative to where the page is
+/// kept.
 fn bundle_href(path: &str) -> String {
-    if path.starts_with('/') {
+    if let Some(object) = path.strip_prefix("s3://") {
+        format!("s3://{}", encode_path(object))
+    } else if path.starts_with('/') {
         format!("file://{}", encode_path(path))
     } else {
         encode_path(path)
@@ -485,6 +488,10 @@ mod tests {
             "file:///tmp/a%20b/.gate/bundles/x.dsse.json"
         );
         assert_eq!(bundle_href("bundles/é.json"), "bundles/%C3%A9.json");
+        assert_eq!(
+            bundle_href("s3://bkt/fleet ci/ab.dsse.json"),
+            "s3://bkt/fleet%20ci/ab.dsse.json"
+        );
         let weeks: BTreeMap<String, Group> = ["2024-W52", "2025-W02"]
             .iter()
             .map(|w| ((*w).to_owned(), Group::default()))

@@ -13,8 +13,10 @@
 //!   GitHub and GitLab show; [`site`] knows those places.
 //! - [`style`]: colour; [`text`]: escaping for XML, Markdown, terminals.
 //! - [`settings`]: `gate verify --print-config`.
+//! - [`bar`]: the progress bar of long audits.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod bar;
 pub mod github;
 pub mod gitlab;
 pub mod heartbeat;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gate_evidence::Digest;
+use gate_evidence::store::BundleStore;
 use gate_harness::Status;
 use gate_specs::{InputGlobs, Spec};
 
@@ -175,6 +176,7 @@ pub async fn run_with(
     let local_routing = routing.clone();
     let routing_override = routing_override(&mut routing, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
+    let store = attest::bundle_store(ctx)?;
     let (key, created_key) = attest::signing_key(ctx)?;
     events.emit(RunEvent::RunStarted {
         run_id: start.run_id.clone(),
@@ -191,7 +193,7 @@ pub async fn run_with(
         report_override(events, status);
     }
 
-    let history = series(ctx, &spec, req, key.public_key());
+    let history = series(ctx, &store, &spec, req, key.public_key());
     let thresholds = Thresholds::from(policy);
     if let Some((run, doom)) = &history.escalated {
         // Nothing runs until a human starts a new series or overrides.
@@ -221,6 +223,7 @@ pub async fn run_with(
         record.routing_override = routing_override;
         if let Some(w) = finish(
             ctx,
+            &store,
             &mut record,
             &key,
             &[],
@@ -495,6 +498,7 @@ pub async fn run_with(
     );
     if let Some(w) = finish(
         ctx,
+        &store,
         &mut record,
         &key,
         &names,
@@ -520,6 +524,7 @@ pub async fn run_with(
 /// run will say it was not recorded).
 fn series(
     ctx: &Context,
+    store: &BundleStore,
     spec: &Spec,
     req: &VerifyRequest,
     public: &gate_evidence::PublicKey,
@@ -534,6 +539,7 @@ fn series(
     let found = attest::open_ledger(ctx).and_then(|ledger| {
         retry::history(
             &ledger,
+            store,
             &spec.spec.id,
             req.new_series,
             spec.policy.max_attempts,
@@ -566,6 +572,7 @@ fn config_files<'a>(
 #[allow(clippy::too_many_arguments)]
 fn finish(
     ctx: &Context,
+    store: &BundleStore,
     record: &mut RunRecord,
     key: &gate_evidence::SigningKey,
     subject_names: &[String],
@@ -596,11 +603,13 @@ fn finish(
     };
     let entry_extra = attest::ledger_extra(record);
     let subjects = attest::subjects(&ctx.workspace, subject_names);
-    Ok(attest::record_run(ctx, record, key, subjects, &extra, entry_extra)?.map(|why| {
-        format!(
-            "gate: the ledger did not take this run ({why}); the bundle is kept for `gate ledger import`"
-        )
-    }))
+    Ok(
+        attest::record_run(ctx, store, record, key, subjects, &extra, entry_extra)?.map(|why| {
+            format!(
+                "gate: this run was not recorded ({why}); the bundle is kept for `gate ledger import`"
+            )
+        }),
+    )
 }
 
 /// Applies `GATE_ROUTING_URL`'s patch over the local table (unless offline)

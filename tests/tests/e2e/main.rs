@@ -13,4 +13,5 @@ mod resilience;
 mod retry;
 mod review;
 mod rules;
+mod store;
 mod verify;
