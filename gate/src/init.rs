@@ -1,4 +1,5 @@
-//! `gate init`: a commented starter spec.
+//! `gate init`: a commented starter spec, the routing table to edit, and a
+//! signing key.
 
 use std::path::Path;
 
@@ -7,11 +8,48 @@ use crate::errors::GateError;
 /// The starter spec, commented; it parses and validates as written.
 pub const STARTER_SPEC: &str = include_str!("init/gate.toml");
 
-/// Writes `gate.toml` into `dir`, refusing to overwrite one.
+/// `gate init`: the starter files, then the signing key (an existing key
+/// is kept).
+pub fn run(ctx: &crate::config::Context) -> Result<u8, GateError> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for path in write_starter(&ctx.workspace)? {
+        let _ = writeln!(out, "wrote {path}");
+    }
+    let keys = crate::attest::keys_dir(ctx);
+    if keys.join(gate_evidence::keys::PRIVATE_KEY_FILE).exists() {
+        let _ = writeln!(out, "kept the signing key in {}", keys.display());
+    } else {
+        let (key, paths) = crate::attest::generate_keys(ctx)?;
+        let _ = writeln!(
+            out,
+            "wrote {} and {} (key id {})",
+            paths.private.display(),
+            paths.public.display(),
+            key.keyid()
+        );
+    }
+    crate::output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(crate::exit::PASS)
+}
+
+/// Writes `gate.toml` and `routing.toml` (the built-in table, commented, to
+/// edit) into `dir`, refusing to overwrite either: when one exists, nothing
+/// is written.
 pub fn write_starter(dir: &Path) -> Result<Vec<String>, GateError> {
-    let path = dir.join("gate.toml");
-    write_new(&path, STARTER_SPEC)?;
-    Ok(vec![path.display().to_string()])
+    let spec = dir.join("gate.toml");
+    let routing = dir.join("routing.toml");
+    for path in [&spec, &routing] {
+        if path.exists() {
+            return Err(GateError::Exists { path: path.clone() });
+        }
+    }
+    write_new(&spec, STARTER_SPEC)?;
+    write_new(&routing, crate::routing::DEFAULT_TABLE)?;
+    Ok(vec![
+        spec.display().to_string(),
+        routing.display().to_string(),
+    ])
 }
 
 fn write_new(path: &Path, text: &str) -> Result<(), GateError> {
@@ -58,8 +96,22 @@ mod tests {
     #[test]
     fn refuses_to_overwrite() {
         let dir = tempfile::tempdir().unwrap();
-        write_starter(dir.path()).unwrap();
+        let written = write_starter(dir.path()).unwrap();
+        assert_eq!(written.len(), 2);
         let err = write_starter(dir.path()).unwrap_err();
         assert!(matches!(err, GateError::Exists { .. }), "{err}");
+        // One existing file means nothing is written.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("routing.toml"), "# mine\n").unwrap();
+        assert!(write_starter(other.path()).is_err());
+        assert!(!other.path().join("gate.toml").exists());
+    }
+
+    #[test]
+    fn the_routing_table_written_is_the_builtin_one() {
+        let dir = tempfile::tempdir().unwrap();
+        write_starter(dir.path()).unwrap();
+        let routing = crate::routing::Routing::load(&dir.path().join("routing.toml")).unwrap();
+        assert_eq!(routing.table, crate::routing::Routing::builtin().table);
     }
 }

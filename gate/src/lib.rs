@@ -111,12 +111,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 
 async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
     match command {
-        Command::Init => {
-            for path in init::write_starter(&ctx.workspace)? {
-                output::stdout(&format!("wrote {path}\n")).ok();
-            }
-            Ok(exit::PASS)
-        }
+        Command::Init => init::run(ctx),
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,
         Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args).await,

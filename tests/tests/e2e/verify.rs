@@ -329,3 +329,24 @@ after = ["server"]
         "port {port} still answers after the run"
     );
 }
+
+#[test]
+fn init_writes_a_spec_a_routing_table_and_a_key_once() {
+    let env = TestEnv::new();
+    let out = env.gate(&["init"]).run();
+    out.assert_exit(0);
+    out.stdout_has("gate.toml")
+        .stdout_has("routing.toml")
+        .stdout_has("key id");
+    assert!(env.path().join(".gate/keys/signing.key").is_file());
+    // The files it wrote are valid as written.
+    env.gate(&["routing", "check"]).run().assert_exit(0);
+    env.gate(&["verify", "--print-config"]).run().assert_exit(0);
+    // A second init overwrites nothing.
+    let before = env.read("gate.toml");
+    env.gate(&["init"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("already exists");
+    assert_eq!(env.read("gate.toml"), before);
+}
