@@ -22,7 +22,9 @@ const LATENCY: Duration = Duration::from_secs(1);
 
 fn workspace(server: &ModelServer) -> TestEnv {
     let env = TestEnv::new();
-    let mut spec = String::from("[spec]\nid = \"bench-review\"\nsummary = \"Five tasks across forty modules\"\n");
+    let mut spec = String::from(
+        "[spec]\nid = \"bench-review\"\nsummary = \"Five tasks across forty modules\"\n",
+    );
     for t in 0..5 {
         let _ = write!(
             spec,
@@ -50,14 +52,26 @@ fn workspace(server: &ModelServer) -> TestEnv {
     for t in 0..5 {
         env.write(
             &format!("docs/t{t}.md"),
-            &format!("# Task {t}\n\nPOST /orders/{t} creates an order and answers 201.\n\n{}", "Details. ".repeat(200)),
+            &format!(
+                "# Task {t}\n\nPOST /orders/{t} creates an order and answers 201.\n\n{}",
+                "Details. ".repeat(200)
+            ),
         );
     }
     let mut routing = format!(
         "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n[model.m]\nprovider = \"local\"\nname = \"bench-model\"\nprice = {{ input = 1.0, cached_input = 0.1, output = 2.0 }}\n[route]\n",
         server.url()
     );
-    for role in ["quality", "security", "performance", "docs", "integration", "judge", "coordinator", "rules"] {
+    for role in [
+        "quality",
+        "security",
+        "performance",
+        "docs",
+        "integration",
+        "judge",
+        "coordinator",
+        "rules",
+    ] {
         for tier in ["trivial", "light", "full"] {
             let _ = writeln!(routing, "\"{role}.{tier}\" = \"m\"");
         }
@@ -104,9 +118,13 @@ fn main() {
     // One finding, so the full tier's model coordinator runs after the panel.
     server.script(
         Matcher::any().role("quality"),
-        vec![Reply::openai(&answer(&json!([{"severity": "warning", "file": "src/t0/m0.py", "line": 9,
-            "title": "Total ignores a missing quantity", "detail": "KeyError", "confidence": 0.9}])))
-        .after(LATENCY)],
+        vec![
+            Reply::openai(&answer(
+                &json!([{"severity": "warning", "file": "src/t0/m0.py", "line": 9,
+            "title": "Total ignores a missing quantity", "detail": "KeyError", "confidence": 0.9}]),
+            ))
+            .after(LATENCY),
+        ],
     );
     let env = workspace(&server);
 
@@ -116,7 +134,8 @@ fn main() {
     let mut online = Duration::MAX;
     let mut doc = Value::Null;
     for _ in 0..3 {
-        offline = offline.min(timed(&env, &["verify", "--format", "json", "--offline", "--full"]).0);
+        offline =
+            offline.min(timed(&env, &["verify", "--format", "json", "--offline", "--full"]).0);
         let (t, d) = timed(&env, &["verify", "--format", "json", "--full"]);
         if t < online {
             online = t;
