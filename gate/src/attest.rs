@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use gate_evidence::keys::{KeyPairPaths, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
-use gate_evidence::ledger::RunEntry;
+use gate_evidence::ledger::{LedgerError, Location, RunEntry};
 use gate_evidence::{Ledger, PublicKey, SigningKey, Statement, Subject, bundle};
 use serde_json::{Value, json};
 
@@ -32,9 +32,33 @@ pub fn bundles_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("bundles")
 }
 
-/// The ledger's path.
+/// The default ledger's path (a SQLite file in the state directory).
 pub fn ledger_path(ctx: &Context) -> PathBuf {
     ctx.state_dir.join(LEDGER_FILE)
+}
+
+/// Where the ledger is: what `GATE_LEDGER` or the spec's `[ledger] url`
+/// names, else [`ledger_path`].
+pub fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
+    if let Some(why) = &ctx.ledger.error {
+        return Err(GateError::Usage(why.clone()));
+    }
+    match &ctx.ledger.url {
+        None => Ok(Location::Sqlite(ledger_path(ctx))),
+        Some(text) => Location::parse(text)
+            .map(|l| l.relative_to(&ctx.ledger.base))
+            .map_err(|e| GateError::Usage(format!("the ledger ({}): {e}", ctx.ledger.source))),
+    }
+}
+
+/// Whether there can be anything to read: a shared ledger always, a SQLite
+/// file when it exists (reading must not create one). An error when the
+/// location itself is wrong.
+pub fn ledger_exists(ctx: &Context) -> Result<bool, GateError> {
+    Ok(match ledger_location(ctx)? {
+        Location::Sqlite(path) => path.exists(),
+        Location::Postgres(_) => true,
+    })
 }
 
 /// Marks of runs whose bundle may lack its ledger row.
@@ -53,6 +77,11 @@ fn import_spooled(ctx: &Context, ledger: &mut Ledger, public: &PublicKey, curren
         if run == current {
             continue;
         }
+        // A mark its run still holds belongs to a run in progress (on this
+        // machine, sharing the state directory): not ours to import.
+        let Some(_held) = spool::try_hold(&mark.path()) else {
+            continue;
+        };
         let Ok(path) = bundle::path_for(&bundles_dir(ctx), &run) else {
             continue;
         };
@@ -79,9 +108,9 @@ fn import_spooled(ctx: &Context, ledger: &mut Ledger, public: &PublicKey, curren
     }
 }
 
-/// Opens the ledger, creating it when missing.
+/// Opens the ledger (a SQLite file is created when missing).
 pub fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
-    Ledger::open(&ledger_path(ctx)).map_err(GateError::from)
+    Ledger::open(ledger_location(ctx)?).map_err(GateError::from)
 }
 
 /// The signing key: `GATE_SIGNING_KEY` (PEM text or a path), else the state
@@ -195,9 +224,11 @@ pub fn record_run(
     let envelope = bundle::seal(&statement, key);
     // The spool mark says "bundle maybe written, row not yet": a run killed
     // before its row is found and imported by the next run.
+    // The mark is held (locked) while this run lives, so a concurrent run
+    // sharing the state directory never imports it from under us.
     let mark = spool_dir(ctx).join(&record.run_id);
-    std::fs::create_dir_all(spool_dir(ctx))
-        .and_then(|()| std::fs::write(&mark, b""))
+    let held = std::fs::create_dir_all(spool_dir(ctx))
+        .and_then(|()| spool::hold(&mark))
         .map_err(|source| GateError::Write {
             path: mark.clone(),
             source,
@@ -207,18 +238,79 @@ pub fn record_run(
     let entry = entry_for(record, &stored.path.display().to_string(), entry_extra);
     let appended = open_ledger(ctx).and_then(|mut ledger| {
         import_spooled(ctx, &mut ledger, key.public_key(), &record.run_id);
-        ledger.append(&entry, &envelope).map_err(GateError::from)
+        match ledger.append_attempt(&entry, &envelope) {
+            Ok(_) => Ok(()),
+            // Recorded already with these very bytes (an import raced us):
+            // that is this run's record.
+            Err(LedgerError::AlreadyRecorded { .. })
+                if ledger
+                    .get(&entry.run_id)?
+                    .is_some_and(|row| row.envelope_sha256 == bundle::digest(&envelope)) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(GateError::from(e)),
+        }
     });
     match appended {
-        Ok(_) => {
+        Ok(()) => {
             record.recorded = true;
             let _ = std::fs::remove_file(&mark);
+            drop(held);
             Ok(None)
         }
         Err(e) => {
             record.recorded = false;
             Ok(Some(e.to_string()))
         }
+    }
+}
+
+/// Spool marks: an empty file per run whose bundle may lack its row, locked
+/// by the run while it lives (the kernel unlocks it if the run is killed).
+mod spool {
+    use std::fs::File;
+    use std::path::Path;
+
+    /// A held mark.
+    pub(super) struct Held {
+        #[cfg(unix)]
+        _lock: nix::fcntl::Flock<File>,
+        #[cfg(not(unix))]
+        _file: File,
+    }
+
+    /// Creates the mark at `path` and holds it.
+    pub(super) fn hold(path: &Path) -> std::io::Result<Held> {
+        let file = File::create(path)?;
+        lock(file, false)?.ok_or_else(|| std::io::Error::other("the spool mark is held"))
+    }
+
+    /// Holds an existing mark unless its run still does.
+    pub(super) fn try_hold(path: &Path) -> Option<Held> {
+        let file = std::fs::OpenOptions::new().write(true).open(path).ok()?;
+        lock(file, true).ok().flatten()
+    }
+
+    #[cfg(unix)]
+    fn lock(file: File, nonblocking: bool) -> std::io::Result<Option<Held>> {
+        use nix::errno::Errno;
+        use nix::fcntl::{Flock, FlockArg};
+        let how = if nonblocking {
+            FlockArg::LockExclusiveNonblock
+        } else {
+            FlockArg::LockExclusive
+        };
+        match Flock::lock(file, how) {
+            Ok(lock) => Ok(Some(Held { _lock: lock })),
+            Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, e)) => Err(e.into()),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn lock(file: File, _nonblocking: bool) -> std::io::Result<Option<Held>> {
+        Ok(Some(Held { _file: file }))
     }
 }
 
@@ -241,7 +333,13 @@ pub fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntr
             .filter_map(|s| s.cached_input_tokens)
             .sum(),
         output_tokens: specialists.iter().filter_map(|s| s.output_tokens).sum(),
-        cost_usd: specialists.iter().map(|s| s.cost_usd).sum::<Option<f64>>(),
+        // An empty float sum is -0.0; adding 0.0 stores it as 0 (PostgreSQL
+        // keeps the sign, and reports would show "-0").
+        cost_usd: specialists
+            .iter()
+            .map(|s| s.cost_usd)
+            .sum::<Option<f64>>()
+            .map(|c| c + 0.0),
         bundle_path: bundle_path.to_owned(),
         extra,
     }

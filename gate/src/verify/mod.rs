@@ -179,7 +179,9 @@ pub async fn run_with(
         )));
     }
 
-    let history = series(ctx, &spec, req, key.public_key());
+    // Held until the run is recorded: runs of one spec take their attempt
+    // numbers one after another, on this machine or across runners.
+    let (_series_lock, history) = series(ctx, &spec, req, key.public_key(), events)?;
     let thresholds = Thresholds::from(policy);
     if let Some((run, doom)) = &history.escalated {
         // Nothing runs until a human starts a new series or overrides.
@@ -480,36 +482,96 @@ pub async fn run_with(
     Ok(record)
 }
 
-/// The series so far; an unreachable ledger means a first attempt (and the
-/// run will say it was not recorded).
+/// How long a run waits for another run of its spec to finish.
+const SERIES_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Takes the spec's series lock (waiting for a run of the same spec that
+/// holds it) and reads the series so far. An unreachable ledger means a
+/// first attempt without a lock (and the run will say it was not recorded).
 fn series(
     ctx: &Context,
     spec: &Spec,
     req: &VerifyRequest,
     public: &gate_evidence::PublicKey,
-) -> History {
+    events: &EventSink,
+) -> Result<(Option<gate_evidence::ledger::SeriesLock>, History), GateError> {
     let fresh = History {
         attempt: 1,
         ..History::default()
     };
-    if !attest::ledger_path(ctx).exists() {
-        return fresh;
+    if !attest::ledger_exists(ctx)? {
+        // No ledger yet: a first attempt. The lock is still taken, so a
+        // second first run waits and then sees this one.
+        let lock = attest::open_ledger(ctx)
+            .and_then(|ledger| lock_series(&ledger, &spec.spec.id, events))
+            .unwrap_or_else(|e| {
+                notice(
+                    events,
+                    &format!("gate: cannot lock the attempt series ({e})"),
+                );
+                None
+            });
+        return Ok((lock, fresh));
     }
-    let found = attest::open_ledger(ctx).and_then(|ledger| {
-        retry::history(
-            &ledger,
-            &spec.spec.id,
-            req.new_series,
-            spec.policy.max_attempts,
-            std::slice::from_ref(public),
-        )
-    });
-    found.unwrap_or_else(|e| {
+    let ledger = match attest::open_ledger(ctx) {
+        Ok(ledger) => ledger,
+        Err(e) if e.exit_code() == crate::exit::USAGE => return Err(e),
+        Err(e) => {
+            output::stderr(&format!(
+                "gate: cannot read the attempt history ({e}); treating this as a first attempt"
+            ));
+            return Ok((None, fresh));
+        }
+    };
+    let lock = lock_series(&ledger, &spec.spec.id, events).or_else(|e| match e {
+        GateError::Ledger(e) => {
+            notice(
+                events,
+                &format!("gate: cannot lock the attempt series ({e})"),
+            );
+            Ok(None)
+        }
+        other => Err(other),
+    })?;
+    let found = retry::history(
+        &ledger,
+        &spec.spec.id,
+        req.new_series,
+        spec.policy.max_attempts,
+        std::slice::from_ref(public),
+    );
+    let history = found.unwrap_or_else(|e| {
         output::stderr(&format!(
             "gate: cannot read the attempt history ({e}); treating this as a first attempt"
         ));
         fresh
-    })
+    });
+    Ok((lock, history))
+}
+
+/// The spec's series lock, after waiting (with a notice) for a run of the
+/// same spec that holds it.
+fn lock_series(
+    ledger: &gate_evidence::Ledger,
+    spec_id: &str,
+    events: &EventSink,
+) -> Result<Option<gate_evidence::ledger::SeriesLock>, GateError> {
+    if let Some(lock) = ledger.lock_series(spec_id, std::time::Duration::ZERO)? {
+        return Ok(Some(lock));
+    }
+    notice(
+        events,
+        &format!("gate: another run of `{spec_id}` is in progress; waiting for it to be recorded"),
+    );
+    ledger
+        .lock_series(spec_id, SERIES_WAIT)?
+        .map(Some)
+        .ok_or_else(|| {
+            GateError::Unavailable(format!(
+                "another run of `{spec_id}` has held its attempt series for {} minutes; not starting",
+                SERIES_WAIT.as_secs() / 60
+            ))
+        })
 }
 
 /// The gate's own configuration files, which the bundle names as subjects.

@@ -9,4 +9,5 @@ mod outputs;
 mod retry;
 mod review;
 mod rules;
+mod shared_ledger;
 mod verify;
