@@ -89,8 +89,8 @@ const SERIES_CLASS: i32 = LOCK_CLASS + 2;
 /// commit does not wait for the flush while the lock is held, and waiting
 /// for the lock is bounded like SQLite's busy timeout.
 const BEGIN_APPEND: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
-     SET LOCAL synchronous_commit TO off; SET LOCAL lock_timeout TO '30s'; \
-     SELECT pg_advisory_xact_lock(1734440037, 1)";
+     SELECT set_config('synchronous_commit', 'off', true), \
+     set_config('lock_timeout', '30s', true), pg_advisory_xact_lock(1734440037, 1)";
 
 /// Inserts one run after the tip, in one statement: seq and chain link come
 /// from the tip as this statement sees it. For a live run ($17 false) it
@@ -778,4 +778,16 @@ fn lock_key(name: &str) -> i32 {
     let h = blake3::hash(name.as_bytes());
     let b = h.as_bytes();
     i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_append_takes_the_chain_lock() {
+        assert!(BEGIN_APPEND.contains(&format!(
+            "pg_advisory_xact_lock({LOCK_CLASS}, {CHAIN_LOCK})"
+        )));
+    }
 }
