@@ -181,8 +181,10 @@ fn fail(e: &GateError) -> ExitCode {
 
 fn init_tracing(verbosity: Verbosity) {
     use tracing_subscriber::EnvFilter;
+    // The pool's own "connection closed" warnings repeat what the gate
+    // reports about an unreachable ledger in its own words.
     let default = match verbosity {
-        Verbosity::Quiet | Verbosity::Normal => "warn",
+        Verbosity::Quiet | Verbosity::Normal => "warn,deadpool.postgres=error",
         Verbosity::Verbose => "info",
         Verbosity::Debug => "debug",
     };

@@ -279,11 +279,23 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
     );
     let fleet = Fleet::with(url, None, None);
     let ws = TestEnv::new();
-    ws.write(
-        "pass.toml",
-        "[spec]\nid = \"p\"\n[[check]]\nid = \"build\"\nrun = \"sleep 2\"\n",
-    );
-    ws.write("fail.toml", &looping_spec("f", "2"));
+    // Each check says when it starts (the run has read its series by then)
+    // in a folder outside the workspace.
+    let marks = tempfile::tempdir().unwrap();
+    let slow = |id: &str, fails: bool| {
+        let mark = marks.path().join(id);
+        let tail = if fails {
+            "; echo broken build; exit 1"
+        } else {
+            ""
+        };
+        format!(
+            "[spec]\nid = \"{id}\"\n[[check]]\nid = \"build\"\nrun = \"touch {}; sleep 2{tail}\"\n",
+            mark.display()
+        )
+    };
+    ws.write("pass.toml", &slow("p", false));
+    ws.write("fail.toml", &slow("f", true));
     ws.write("loop.toml", &looping_spec("l", "0"));
     for _ in 0..2 {
         fleet
@@ -291,8 +303,9 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
             .run()
             .assert_exit(1);
     }
-    // The third attempt will escalate; make it slow like the others.
-    ws.write("loop.toml", &looping_spec("l", "2"));
+    // The third attempt will escalate (the same failure again); slow it down
+    // like the others.
+    ws.write("loop.toml", &slow("l", true));
     let children: Vec<(&str, Child)> = ["pass.toml", "fail.toml", "loop.toml"]
         .into_iter()
         .map(|spec| {
@@ -302,12 +315,17 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
             (spec, child)
         })
         .collect();
-    // Cut the server off once all three have read their series.
+    // Cut the server off once all three are running their checks.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while series_locks_held(&db) < 3 {
+    while ["p", "f", "l"]
+        .iter()
+        .any(|id| !marks.path().join(id).exists())
+    {
         assert!(Instant::now() < deadline, "the runs never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Each still holds its series lock, which the cut will break.
+    assert_eq!(series_locks_held(&db), 3);
     proxy.cut();
     for (spec, child) in children {
         let out = finish(child, spec);
