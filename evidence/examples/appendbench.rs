@@ -331,7 +331,7 @@ impl Drop for Postgres {
                 .await
                 .batch_execute(&sql)
                 .await
-                .unwrap()
+                .unwrap();
         });
     }
 }
