@@ -16,6 +16,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params, params_from_iter};
 
 mod events;
+mod queue;
 mod series;
 
 pub use series::SeriesFile;
@@ -68,6 +69,7 @@ const COLUMNS: &str = "seq, run_id, spec_id, attempt, verdict, tier, started_at,
 pub struct SqliteLedger {
     conn: Connection,
     path: PathBuf,
+    queue: queue::Queue,
 }
 
 /// Timestamps are stored in one fixed-width UTC form so text order is time order.
@@ -100,6 +102,7 @@ impl SqliteLedger {
         let mut ledger = Self {
             conn,
             path: path.to_path_buf(),
+            queue: queue::Queue::new(path),
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -233,6 +236,7 @@ impl SqliteLedger {
             action: "appending a run",
             source,
         };
+        let _turn = self.queue.wait()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -257,6 +261,7 @@ impl SqliteLedger {
             action: "copying runs",
             source,
         };
+        let _turn = self.queue.wait()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
