@@ -90,7 +90,6 @@ const SERIES_CLASS: i32 = LOCK_CLASS + 2;
 /// for the lock is bounded like SQLite's busy timeout.
 const BEGIN_APPEND: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
      SELECT set_config('synchronous_commit', 'off', true), \
-     set_config('plan_cache_mode', 'force_generic_plan', true), \
      set_config('lock_timeout', '30s', true), pg_advisory_xact_lock(1734440037, 1)";
 
 /// Inserts one run after the tip, in one statement: seq and chain link come
