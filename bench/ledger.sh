@@ -16,7 +16,7 @@ seconds=${2:-5}
 
 cargo build --release -q -p gate-evidence --example appendbench
 work=$(mktemp -d "${TMPDIR:-/tmp}/gate-ledger-bench.XXXXXX")
-pgdir="$work/pg"
+pgdir=$(mktemp -d "${TMPDIR:-/tmp}/gate-ledger-bench-pg.XXXXXX")
 trap 'scripts/peer-postgres.sh stop "$pgdir"; rm -rf "$work"' EXIT
 url=$(scripts/peer-postgres.sh start "$pgdir")
 

@@ -66,6 +66,10 @@ start() {
     mkdir -p "$dir/data" "$dir/sock"
     if is_root; then
         chown -R postgres: "$dir"
+        if ! as_owner test -w "$dir/data"; then
+            echo "the postgres user cannot reach $dir: give a DIR whose parent folders it may enter (under /tmp, say)" >&2
+            exit 1
+        fi
     fi
     # Trust is safe here: the server listens on loopback only, for this suite.
     as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync \
