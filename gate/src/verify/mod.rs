@@ -499,20 +499,8 @@ fn series(
         attempt: 1,
         ..History::default()
     };
-    if !attest::ledger_exists(ctx)? {
-        // No ledger yet: a first attempt. The lock is still taken, so a
-        // second first run waits and then sees this one.
-        let lock = attest::open_ledger(ctx)
-            .and_then(|ledger| lock_series(&ledger, &spec.spec.id, events))
-            .unwrap_or_else(|e| {
-                notice(
-                    events,
-                    &format!("gate: cannot lock the attempt series ({e})"),
-                );
-                None
-            });
-        return Ok((lock, fresh));
-    }
+    // Opening creates a missing SQLite ledger: the lock needs it, and so
+    // does the run's row a moment later.
     let ledger = match attest::open_ledger(ctx) {
         Ok(ledger) => ledger,
         Err(e) if e.exit_code() == crate::exit::USAGE => return Err(e),
