@@ -1,5 +1,7 @@
-//! Generates a ledger of N signed runs for benchmarks: a key pair, N bundle
+//! Generates a ledger of N signed runs WITH their bundle files, for the
+//! `gate ledger verify` benchmark (`bench/evidence.sh`): a key pair, N bundle
 //! files and N chained rows, in `DIR` laid out like a state directory.
+//! (`gen_ledger` writes rows only, for the report benchmark.)
 //!
 //! Usage: genledger DIR N
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -60,9 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             envelope,
         ));
         if batch.len() == 5000 || i + 1 == n {
-            let refs: Vec<(&RunEntry, &[u8])> =
-                batch.iter().map(|(e, b)| (e, b.as_slice())).collect();
-            ledger.append_batch(&refs)?;
+            ledger.append_all(batch.iter().map(|(e, b)| (e, b.as_slice())))?;
             batch.clear();
         }
     }

@@ -47,6 +47,12 @@ pub(crate) fn write(path: &Path, bytes: &[u8], mode: u32, existing: Existing) ->
     sync_dir(dir)
 }
 
+/// Writes `bytes` to `path` atomically, replacing any file there (a report
+/// or a metrics file that readers may open at any moment). Mode 0644.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write(path, bytes, 0o644, Existing::Replace)
+}
+
 /// The directory a file lives in (`.` for a bare name).
 fn parent(path: &Path) -> &Path {
     match path.parent() {

@@ -9,12 +9,15 @@
 //! - [`statement`]: in-toto Statement v1, subjects with sha256 and blake3,
 //!   the subject check against a workspace.
 //! - [`bundle`]: one envelope per run on disk, written atomically; its digest.
+//! - [`store`]: where bundles live — a local directory or S3-compatible
+//!   object storage — and how a ledger row's bundle is read back.
 //! - [`merkle`]: RFC 6962 tree hashes, inclusion and consistency proofs.
 //! - [`checkpoint`]: C2SP signed-note checkpoints of the ledger's tree.
 //! - [`ledger`]: the SQLite ledger of runs (hash chain + Merkle leaves) and
 //!   its verification.
 //!
-//! Verifying evidence touches no network and no database.
+//! Verifying evidence touches no network and no database: [`store`] fetches
+//! the bytes, and verification needs nothing but them and a key.
 
 pub mod bundle;
 pub mod checkpoint;
@@ -26,8 +29,10 @@ pub mod ledger;
 pub mod merkle;
 pub mod snapshot;
 pub mod statement;
+pub mod store;
 
 pub use digest::Digest;
+pub use durable::replace_file;
 pub use snapshot::{Snapshot, SnapshotError, WalkOptions};
 
 pub use keys::{KeyId, PublicKey, SigningKey};

@@ -1,15 +1,19 @@
 //! The run's evidence: the signed bundle (a DSSE envelope around an in-toto
 //! statement whose predicate is the run) and its row in the ledger.
 //!
-//! The bundle is written durably first; the ledger row only after it. A run
-//! killed in between leaves a bundle without a row, which `gate ledger
-//! import` appends later — never a row without its bundle.
+//! The bundle is stored durably first (in the bundle store: the state
+//! directory's `bundles/`, or object storage); the ledger row only after it.
+//! A run killed in between leaves a bundle without a row, which `gate ledger
+//! import` (or the next run) appends later — never a row without its bundle.
+//! With a remote store the envelope waits in the spool until its row is
+//! written, so a store or ledger outage loses nothing.
 
 use std::path::{Path, PathBuf};
 
 use gate_evidence::keys::{KeyPairPaths, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
 use gate_evidence::ledger::{LedgerError, Location, RunEntry};
-use gate_evidence::{Ledger, PublicKey, SigningKey, Statement, Subject, bundle};
+use gate_evidence::store::{AwsSettings, BundleRef, BundleStore, StoreError, Target};
+use gate_evidence::{Ledger, LedgerRow, PublicKey, SigningKey, Statement, Subject, bundle};
 use serde_json::{Value, json};
 
 use crate::config::{self, Context};
@@ -61,49 +65,152 @@ pub fn ledger_exists(ctx: &Context) -> Result<bool, GateError> {
     })
 }
 
-/// Marks of runs whose bundle may lack its ledger row.
+/// Marks of runs whose bundle may lack its ledger row, and the envelopes
+/// of runs whose row (or upload to a remote store) is still to come.
 pub fn spool_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("spool")
 }
 
-/// Imports what earlier runs on this machine left in the spool (best effort:
-/// a bundle that cannot be imported now stays for `gate ledger import`).
-fn import_spooled(ctx: &Context, ledger: &mut Ledger, public: &PublicKey, current: &str) {
-    let Ok(entries) = std::fs::read_dir(spool_dir(ctx)) else {
-        return;
+/// The bundle store: `GATE_BUNDLE_STORE` (`s3://bucket/prefix` or a
+/// directory), else the ledger itself when it is PostgreSQL (the envelope
+/// goes in with its row, so any runner reaching the ledger reaches every
+/// bundle), else the state directory's `bundles/`. It reads a bundle kept
+/// in the ledger through the ledger, whichever the target.
+pub fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
+    let ledger = ledger_location(ctx)?;
+    let target = match config::bundle_store_env() {
+        Some(text) => match Target::parse(&text, Path::new("")) {
+            // A directory given relative to where the gate was started.
+            Ok(Target::Dir(dir)) => Target::Dir(config::from_cwd(&dir)),
+            Ok(target) => target,
+            Err(e) => {
+                return Err(GateError::Usage(format!(
+                    "{}: {e}",
+                    config::env::BUNDLE_STORE
+                )));
+            }
+        },
+        None if matches!(ledger, Location::Postgres(_)) => Target::Ledger,
+        None => Target::Dir(bundles_dir(ctx)),
     };
-    for mark in entries.filter_map(Result::ok) {
-        let run = mark.file_name().to_string_lossy().into_owned();
-        if run == current {
+    Ok(BundleStore::new(target, AwsSettings::from_vars(config::aws_env())).with_ledger(ledger))
+}
+
+/// A run's bundle bytes, from wherever its row says they are, checked
+/// against what the row recorded.
+pub fn row_bundle(store: &BundleStore, row: &LedgerRow) -> Result<Vec<u8>, StoreError> {
+    let at = BundleRef::parse(&row.entry.bundle_path)?;
+    let bytes = store.get(&at)?;
+    let actual = bundle::digest(&bytes);
+    if actual != row.envelope_sha256 {
+        return Err(StoreError::Tampered {
+            at: at.to_string(),
+            expected: row.envelope_sha256.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// A spooled envelope's file.
+fn spooled_envelope(ctx: &Context, run_id: &str) -> Option<PathBuf> {
+    bundle::path_for(&spool_dir(ctx), run_id).ok()
+}
+
+/// Runs with something in the spool: a mark (`<run-id>`) or an envelope
+/// (`<run-id>.dsse.json`).
+fn spooled_runs(ctx: &Context) -> std::collections::BTreeSet<String> {
+    let Ok(entries) = std::fs::read_dir(spool_dir(ctx)) else {
+        return std::collections::BTreeSet::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        // Temporary files of an interrupted write start with a dot.
+        .filter(|name| !name.starts_with('.'))
+        .map(|name| match name.strip_suffix(bundle::SUFFIX) {
+            Some(run) => run.to_owned(),
+            None => name,
+        })
+        .collect()
+}
+
+/// Clears a run's spool entries once its row is written.
+fn clear_spool(ctx: &Context, run_id: &str) {
+    let _ = std::fs::remove_file(spool_dir(ctx).join(run_id));
+    if let Some(path) = spooled_envelope(ctx, run_id) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Every spooled envelope: bundles kept while their store or ledger was
+/// down. Those of runs still in progress on this machine (their mark held)
+/// are left to their runs.
+pub fn spooled_bundles(ctx: &Context) -> Vec<PathBuf> {
+    list_bundles(&spool_dir(ctx))
+        .into_iter()
+        .filter(|path| {
+            let mark = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(bundle::SUFFIX))
+                .map(|run| spool_dir(ctx).join(run));
+            mark.is_none_or(|m| !m.exists() || spool::try_hold(&m).is_some())
+        })
+        .collect()
+}
+
+/// Imports what earlier runs on this machine left in the spool, oldest
+/// first (best effort: a bundle that cannot be imported now stays for
+/// `gate ledger import` or the next run). A run calls it before reading its
+/// spec's history, so a spooled attempt counts in the series, and again
+/// after its own row. Stops at a store or ledger that cannot be reached.
+pub fn import_spooled(
+    ctx: &Context,
+    store: &BundleStore,
+    ledger: &mut Ledger,
+    public: &PublicKey,
+    current: Option<&str>,
+) {
+    for run in spooled_runs(ctx) {
+        if Some(run.as_str()) == current {
             continue;
         }
         // A mark its run still holds belongs to a run in progress (on this
-        // machine, sharing the state directory): not ours to import.
-        let Some(_held) = spool::try_hold(&mark.path()) else {
+        // machine, sharing the state directory): not ours to import. With
+        // no mark, the run's row is written (a run removes its mark only
+        // after that, and a run writes its envelope only after its mark).
+        let mark = spool_dir(ctx).join(&run);
+        let _held = if mark.exists() {
+            let Some(held) = spool::try_hold(&mark) else {
+                continue;
+            };
+            Some(held)
+        } else {
+            None
+        };
+        // The envelope kept in the spool, else the bundle in the local directory.
+        let file = spooled_envelope(ctx, &run)
+            .filter(|p| p.exists())
+            .or_else(|| bundle::path_for(&bundles_dir(ctx), &run).ok())
+            .filter(|p| p.exists());
+        let Some(path) = file else {
+            // Killed before its bundle was written: nothing to import.
+            clear_spool(ctx, &run);
             continue;
         };
-        let Ok(path) = bundle::path_for(&bundles_dir(ctx), &run) else {
-            continue;
-        };
-        let done = if path.exists() {
-            match import_files(ctx, ledger, std::slice::from_ref(public), &[path]) {
-                Ok(imported) => {
-                    for (run, seq) in imported {
-                        tracing::info!(%run, seq, "imported a spooled bundle");
-                    }
-                    true
-                }
-                Err(e) => {
-                    tracing::warn!(%run, error = %e, "a spooled bundle could not be imported");
-                    false
+        match import_files(ctx, store, ledger, std::slice::from_ref(public), &[path]) {
+            Ok(imported) => {
+                for (run, seq) in imported {
+                    tracing::info!(%run, seq, "imported a spooled bundle");
                 }
             }
-        } else {
-            // Killed before its bundle was written: nothing to import.
-            true
-        };
-        if done {
-            let _ = std::fs::remove_file(mark.path());
+            Err(e) => {
+                tracing::warn!(%run, error = %e, "a spooled bundle could not be imported");
+                if e.exit_code() == crate::exit::INCOMPLETE {
+                    return;
+                }
+            }
         }
     }
 }
@@ -181,7 +288,8 @@ pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
         "format_version": crate::record::FORMAT_VERSION,
         "run": run,
         "policy": extra.policy,
-        "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest},
+        "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest,
+                    "override": extra.routing_override},
         "prompts": extra.prompts,
         "rules": extra.rules,
         "plan": extra.plan,
@@ -198,6 +306,8 @@ pub struct PredicateExtra {
     pub routing_origin: String,
     /// Its blake3.
     pub routing_digest: String,
+    /// What became of `GATE_ROUTING_URL`'s patch, when one was named.
+    pub routing_override: Option<crate::routing::patch::OverrideStatus>,
     /// Each prompt's key and blake3.
     pub prompts: Value,
     /// Each house-rules file's path and blake3.
@@ -208,12 +318,14 @@ pub struct PredicateExtra {
     pub previous_bundle: Option<String>,
 }
 
-/// Seals the run into a bundle, writes it durably, then appends its ledger
-/// row. Sets `record.bundle` and `record.recorded`. A ledger that cannot
-/// take the row leaves `recorded` false and the bundle in place for
-/// `gate ledger import`; that is reported, not an error.
+/// Seals the run into a bundle, stores it durably, then appends its ledger
+/// row. Sets `record.bundle` and `record.recorded`. A store or ledger that
+/// cannot take the bundle or the row leaves `recorded` false and the bundle
+/// kept (in the spool, for a remote store) for `gate ledger import`; that
+/// is reported, not an error.
 pub fn record_run(
     ctx: &Context,
+    store: &BundleStore,
     record: &mut RunRecord,
     key: &SigningKey,
     subjects: Vec<Subject>,
@@ -233,37 +345,78 @@ pub fn record_run(
             path: mark.clone(),
             source,
         })?;
-    let stored = bundle::write(&bundles_dir(ctx), &record.run_id, &envelope)?;
-    record.bundle = Some(display_path(ctx, &stored.path));
-    let entry = entry_for(record, &stored.path.display().to_string(), entry_extra);
+    if !store.is_local() {
+        // Kept here until the row is written: the store or the ledger may be down.
+        let spooled = bundle::write(&spool_dir(ctx), &record.run_id, &envelope)?;
+        record.bundle = Some(display_path(ctx, &spooled.path));
+    }
+    let at = match store.put(&record.run_id, &envelope) {
+        Ok(at) => at,
+        Err(e) if !store.is_local() => {
+            record.recorded = false;
+            return Ok(Some(format!(
+                "the bundle store did not take it: {e}; spooled at {}",
+                record.bundle.as_deref().unwrap_or("the spool")
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let spooled = record.bundle.take();
+    record.bundle = Some(match &at {
+        BundleRef::File(path) => display_path(ctx, path),
+        other => other.to_string(),
+    });
+    let entry = entry_for(record, &at.to_string(), entry_extra);
     let appended = open_ledger(ctx).and_then(|mut ledger| {
-        import_spooled(ctx, &mut ledger, key.public_key(), &record.run_id);
         match ledger.append_attempt(&entry, &envelope) {
-            Ok(_) => Ok(()),
+            Ok(_) => {}
             // Recorded already with these very bytes (an import raced us):
             // that is this run's record.
-            Err(LedgerError::AlreadyRecorded { .. })
-                if ledger
-                    .get(&entry.run_id)?
-                    .is_some_and(|row| row.envelope_sha256 == bundle::digest(&envelope)) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(GateError::from(e)),
+            Err(e) if recorded_as(&ledger, &e, &entry.run_id, &envelope)? => {}
+            Err(e) => return Err(GateError::from(e)),
         }
+        import_spooled(
+            ctx,
+            store,
+            &mut ledger,
+            key.public_key(),
+            Some(&record.run_id),
+        );
+        Ok(())
     });
     match appended {
         Ok(()) => {
             record.recorded = true;
-            let _ = std::fs::remove_file(&mark);
+            clear_spool(ctx, &record.run_id);
             drop(held);
             Ok(None)
         }
         Err(e) => {
             record.recorded = false;
+            if matches!(at, BundleRef::Ledger { .. }) {
+                // It was to go in with its row: it is in the spool only.
+                record.bundle = spooled;
+            }
             Ok(Some(e.to_string()))
         }
     }
+}
+
+/// True when `err` refused `run_id` because the run is recorded already,
+/// with exactly these envelope bytes: an import of its spooled bundle got
+/// there first, and that row is this run's record.
+fn recorded_as(
+    ledger: &Ledger,
+    err: &LedgerError,
+    run_id: &str,
+    envelope: &[u8],
+) -> Result<bool, GateError> {
+    if !matches!(err, LedgerError::AlreadyRecorded { .. }) {
+        return Ok(false);
+    }
+    Ok(ledger
+        .get(run_id)?
+        .is_some_and(|row| row.envelope_sha256 == bundle::digest(envelope)))
 }
 
 /// Spool marks: an empty file per run whose bundle may lack its row, locked
@@ -351,7 +504,10 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         .review
         .specialists
         .iter()
-        .flat_map(|s| s.attempts.iter().map(|a| a.model.as_str()))
+        .flat_map(|s| s.attempts.iter())
+        // A model skipped by its open breaker was never asked.
+        .filter(|a| a.outcome != crate::review::call::AttemptOutcome::BreakerOpen)
+        .map(|a| a.model.as_str())
         .collect();
     json!({
         "agent": record.agent,
@@ -408,11 +564,12 @@ pub fn list_bundles(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Appends each bundle among `files` whose run has no row, oldest first.
-/// A bundle from outside the state directory is copied into it first, so
-/// its row points at a file the gate keeps.
+/// Appends each bundle among `files` whose run has no row, oldest first,
+/// after putting it in the bundle store (a bundle already there stays as
+/// it is). A run whose row exists, now or already, leaves the spool.
 pub fn import_files(
     ctx: &Context,
+    store: &BundleStore,
     ledger: &mut Ledger,
     trusted: &[PublicKey],
     files: &[PathBuf],
@@ -432,26 +589,23 @@ pub fn import_files(
             GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))
         })?;
         if ledger.get(&record.run_id)?.is_some() {
+            clear_spool(ctx, &record.run_id);
             continue;
         }
-        pending.push((record, path.clone(), bytes));
+        pending.push((record, bytes));
     }
     pending.sort_by(|a, b| a.0.started_at.cmp(&b.0.started_at));
-    let dir = bundles_dir(ctx);
     let mut imported = Vec::new();
-    for (record, path, bytes) in pending {
-        let stored = if path.parent() == Some(dir.as_path()) {
-            path
-        } else {
-            bundle::write(&dir, &record.run_id, &bytes)?.path
-        };
-        let entry = entry_for(
-            &record,
-            &stored.display().to_string(),
-            ledger_extra(&record),
-        );
-        let row = ledger.append(&entry, &bytes)?;
-        imported.push((record.run_id.clone(), row.seq));
+    for (record, bytes) in pending {
+        let at = store.put(&record.run_id, &bytes)?;
+        let entry = entry_for(&record, &at.to_string(), ledger_extra(&record));
+        match ledger.append(&entry, &bytes) {
+            Ok(row) => imported.push((record.run_id.clone(), row.seq)),
+            // Its own run (or another import) recorded it meanwhile.
+            Err(e) if recorded_as(ledger, &e, &record.run_id, &bytes)? => {}
+            Err(e) => return Err(e.into()),
+        }
+        clear_spool(ctx, &record.run_id);
     }
     Ok(imported)
 }

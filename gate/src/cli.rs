@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 /// The integration-verify gate for autonomous build pipelines.
 #[derive(Debug, Parser)]
@@ -91,6 +91,12 @@ pub enum Command {
     },
     /// List the house rules that apply to files; check or test them.
     Rules(RulesArgs),
+    /// Record what happened after a run's decision: it later broke, or it was fine.
+    Outcome(OutcomeArgs),
+    /// The false-pass scorecard: how often an approved run later broke, cost, breakdowns.
+    Report(ReportArgs),
+    /// The scorecard as Prometheus text, for a textfile collector or a scrape.
+    Metrics(MetricsArgs),
 }
 
 /// `gate rules [--files PATH…] | check | test`.
@@ -139,6 +145,51 @@ pub struct RulesTestArgs {
     /// Which routing table.
     #[command(flatten)]
     pub routing: RoutingArgs,
+}
+
+/// `gate outcome`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["broken", "fine"])))]
+pub struct OutcomeArgs {
+    /// A run id (or unique prefix) from the ledger.
+    pub run: String,
+    /// What the run decided on later broke (a CI failure, a revert, an incident).
+    #[arg(long)]
+    pub broken: bool,
+    /// What the run decided on turned out fine.
+    #[arg(long)]
+    pub fine: bool,
+    /// Why: what broke, or how it was checked.
+    #[arg(long, value_name = "T")]
+    pub reason: Option<String>,
+    /// Where the news came from (a CI job, an incident id, a person).
+    #[arg(long, value_name = "T")]
+    pub source: Option<String>,
+}
+
+/// `gate report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Also write a self-contained HTML page with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Human summary or one JSON object.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+    /// Only runs started on or after this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only this spec id.
+    #[arg(long, value_name = "ID")]
+    pub spec: Option<String>,
+}
+
+/// `gate metrics`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Write to this file atomically instead of stdout (for a textfile collector).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `gate keys …`.
@@ -246,7 +297,7 @@ pub enum LedgerCommand {
 #[derive(Debug, Subcommand)]
 pub enum RoutingCommand {
     /// Print the table in effect and where each row came from.
-    Show(RoutingArgs),
+    Show(RoutingShowArgs),
     /// Validate the table without calling any model (with --qualify, also
     /// test the house rules against every model the rules reviewer can use).
     Check(RoutingCheckArgs),
@@ -273,6 +324,17 @@ pub struct RoutingArgs {
     /// The spec whose folder holds routing.toml (default: gate.toml in the workspace).
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
+}
+
+/// `gate routing show`.
+#[derive(Debug, Args)]
+pub struct RoutingShowArgs {
+    /// Which routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+    /// Do not fetch the routing override (GATE_ROUTING_URL).
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// `gate verify`.

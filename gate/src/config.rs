@@ -20,6 +20,9 @@ pub mod env {
     pub const SIGNING_KEY: &str = "GATE_SIGNING_KEY";
     /// A shared ledger's URL (wins over `[ledger] url`).
     pub const LEDGER: &str = "GATE_LEDGER";
+    /// Where bundles go: `s3://bucket/prefix` or a directory (default
+    /// `bundles/` in the state directory).
+    pub const BUNDLE_STORE: &str = "GATE_BUNDLE_STORE";
     /// Where a routing patch is fetched from at start-up.
     pub const ROUTING_URL: &str = "GATE_ROUTING_URL";
     /// `gate verify`'s stdout format (`--format` wins).
@@ -443,6 +446,22 @@ pub fn ledger_env() -> Option<String> {
         .filter(|v| !v.trim().is_empty())
 }
 
+/// `GATE_BUNDLE_STORE`: where bundles go.
+pub fn bundle_store_env() -> Option<String> {
+    std::env::var(env::BUNDLE_STORE)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// Every `AWS_*` variable (credentials, region, endpoint, `AWS_ALLOW_HTTP`…):
+/// how object storage is reached.
+pub fn aws_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, v)| k.starts_with("AWS_") && !v.is_empty())
+        .collect()
+}
+
 /// `GATE_ROUTING_URL`: where a routing patch is fetched from.
 pub fn routing_url_env() -> Option<String> {
     std::env::var(env::ROUTING_URL)
@@ -460,6 +479,12 @@ pub fn github_step_summary() -> Option<PathBuf> {
 /// Whether the test suite asks for a panic at start-up (`GATE_TEST_PANIC=1`).
 pub fn test_panic_requested() -> bool {
     std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "1")
+}
+
+/// Whether the test suite asks for a panic inside a task the runtime
+/// spawned (`GATE_TEST_PANIC=task`), which the runtime itself catches.
+pub fn test_task_panic_requested() -> bool {
+    std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "task")
 }
 
 /// Values of environment variables that look like secrets (names holding
@@ -514,6 +539,21 @@ pub fn provider_keys(
         .collect()
 }
 
+/// `GATE_HEARTBEAT_MS`: a shorter heartbeat for tests (not part of the
+/// documented surface); `None` keeps the dispatcher's own.
+pub fn heartbeat_override() -> Option<std::time::Duration> {
+    std::env::var("GATE_HEARTBEAT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map(std::time::Duration::from_millis)
+}
+
+/// Whether `TERM` says the terminal cannot redraw a line.
+pub fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+}
+
 /// Whether an environment variable is set to something.
 pub fn env_is_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())
@@ -530,5 +570,63 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
         p.to_path_buf()
     } else {
         cwd.join(p)
+    }
+}
+
+/// The value of an environment variable, when it is set (even to nothing).
+pub fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The Chromium page checks drive: `GATE_CHROMIUM`, else Debian's
+/// `/usr/bin/chromium`, else `chromium` or `chromium-browser` on `PATH`.
+pub fn chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("GATE_CHROMIUM").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "GATE_CHROMIUM names {}, which is not a file",
+                path.display()
+            ))
+        };
+    }
+    let debian = PathBuf::from("/usr/bin/chromium");
+    if debian.is_file() {
+        return Ok(debian);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "Chromium not found: install Debian's `chromium` (apt-get install chromium) or set \
+             GATE_CHROMIUM to the browser's path"
+                .to_owned()
+        })
+}
+
+/// axe-core's `axe.min.js` for the contrast check: `GATE_AXE_CORE`, else
+/// `node_modules/axe-core/axe.min.js` in the workspace.
+pub fn axe_core(workspace: &Path) -> Result<PathBuf, String> {
+    const HOW: &str = "install it (`npm install axe-core`) and set GATE_AXE_CORE to its \
+                       axe.min.js, or turn the check off with `[policy] builtin_contrast = false`";
+    if let Some(path) = std::env::var_os("GATE_AXE_CORE").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "axe-core not found: GATE_AXE_CORE names {}, which is not a file; {HOW}",
+                path.display()
+            ))
+        };
+    }
+    let local = workspace.join("node_modules/axe-core/axe.min.js");
+    if local.is_file() {
+        Ok(local)
+    } else {
+        Err(format!("axe-core not found for the contrast check: {HOW}"))
     }
 }

@@ -66,6 +66,9 @@ pub enum GateError {
     /// The ledger cannot be used.
     #[error(transparent)]
     Ledger(#[from] gate_evidence::ledger::LedgerError),
+    /// A bundle store cannot be used, or what it holds is missing or altered.
+    #[error(transparent)]
+    Store(#[from] gate_evidence::store::StoreError),
     /// What was checked is bad: a bundle that does not verify, a cut ledger.
     #[error("{0}")]
     BadEvidence(String),
@@ -97,6 +100,7 @@ impl GateError {
             Self::Key(KeyError::Write { .. } | KeyError::Random(_))
             | Self::Rules(crate::rules::RulesError::Write { .. }) => exit::INCOMPLETE,
             Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
+            Self::Store(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,
             Self::Ledger(LedgerError::Corrupt { .. } | LedgerError::NotContinuing { .. })
             | Self::BadEvidence(_) => exit::FAIL,
@@ -110,10 +114,13 @@ impl GateError {
             | Self::Rules(_)
             | Self::Exists { .. }
             | Self::Key(_)
-            | Self::Ledger(_) => exit::USAGE,
-            Self::Bundle(_) | Self::Snapshot(_) | Self::Write { .. } | Self::Unavailable(_) => {
-                exit::INCOMPLETE
-            }
+            | Self::Ledger(_)
+            | Self::Store(gate_evidence::store::StoreError::Invalid(_)) => exit::USAGE,
+            Self::Bundle(_)
+            | Self::Store(_)
+            | Self::Snapshot(_)
+            | Self::Write { .. }
+            | Self::Unavailable(_) => exit::INCOMPLETE,
         }
     }
 }

@@ -37,6 +37,9 @@ pub enum RunEvent {
     },
     /// One more reviewer is asked after the panel (the model coordinator).
     SpecialistStarted(SeatEvent),
+    /// A reviewer sends a request to a model of its failback chain (the
+    /// first, or the next one after a retryable failure).
+    AttemptStarted(SeatEvent),
     /// One reviewer finished, with or without an answer.
     SpecialistFinished {
         /// What it did.

@@ -117,6 +117,25 @@ pub fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosening> {
             );
         }
     }
+    for bp in &base.pages {
+        match now.pages.iter().find(|p| p.id == bp.id) {
+            None => flag(
+                format!("The change removes page `{}`", bp.id),
+                format!("At the base: {} for {:?}.", bp.url, bp.files),
+            ),
+            Some(np) if np.url != bp.url || np.files != bp.files => flag(
+                format!(
+                    "The change alters which page `{}` is or when it is looked at",
+                    bp.id
+                ),
+                format!(
+                    "{} for {:?} at the base, {} for {:?} now.",
+                    bp.url, bp.files, np.url, np.files
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
     let now_criteria: BTreeMap<&str, &Criterion> =
         now.criteria().map(|(_, c)| (c.id.as_str(), c)).collect();
     for (_, b) in base.criteria() {
@@ -219,6 +238,8 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
             n.builtin_conflicts,
         ),
         ("builtin_parse", b.builtin_parse, n.builtin_parse),
+        ("builtin_overflow", b.builtin_overflow, n.builtin_overflow),
+        ("builtin_contrast", b.builtin_contrast, n.builtin_contrast),
     ] {
         if was && !now {
             out.push((
@@ -379,6 +400,11 @@ run = "./check.sh"
 id = "c2"
 text = "judged"
 judge = "model"
+[[page]]
+id = "home"
+url = "http://127.0.0.1:8080/"
+files = ["web/**"]
+after = ["build"]
 [policy]
 builtin_secrets = true
 "#;
@@ -421,6 +447,21 @@ builtin_secrets = true
                 "builtin_secrets = true",
                 "sensitive_paths = [\"**/auth/**\"]",
                 "The change drops the sensitive path `**/crypto/**`",
+            ),
+            (
+                "[[page]]\nid = \"home\"\nurl = \"http://127.0.0.1:8080/\"\nfiles = [\"web/**\"]\nafter = [\"build\"]\n",
+                "",
+                "The change removes page `home`",
+            ),
+            (
+                "files = [\"web/**\"]",
+                "files = [\"web/none/**\"]",
+                "The change alters which page `home` is or when it is looked at",
+            ),
+            (
+                "builtin_secrets = true",
+                "builtin_contrast = false",
+                "The change turns off the built-in check builtin_contrast",
             ),
         ];
         for (from, to, want) in cases {

@@ -7,6 +7,7 @@
 //!   run), [`change`] (what changed), [`tier`] (risk tier) and [`verdict`].
 //! - [`record`] is the run as one value; [`output`] renders it, and renders
 //!   the [`events`] stages emit while a run goes.
+//! - [`eval`] is the false-pass scorecard (`gate report`, `gate metrics`).
 //! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
 
 pub mod attest;
@@ -15,12 +16,14 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod errors;
+pub mod eval;
 pub mod events;
 pub mod exit;
 pub mod findings;
 pub mod guard;
 pub mod init;
 pub mod output;
+pub mod pages;
 pub mod plan;
 pub mod provider;
 pub mod record;
@@ -83,7 +86,24 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             return exit::code(exit::INCOMPLETE);
         }
     };
-    match runtime.block_on(dispatch(&ctx, cli.command)) {
+    let outcome = runtime.block_on(async {
+        if config::test_task_panic_requested() {
+            let task = tokio::spawn(async {
+                panic!(
+                    "{} is set: panicking in a task on purpose",
+                    config::env::TEST_PANIC
+                );
+            });
+            let _ = task.await;
+        }
+        dispatch(&ctx, cli.command).await
+    });
+    // A panic in a spawned task is caught by the runtime, not by `main`: the
+    // hook noted it, and it still ends the process with the panic's code.
+    if PANICKED.load(std::sync::atomic::Ordering::SeqCst) {
+        return exit::code(exit::PANIC);
+    }
+    match outcome {
         Ok(code) => exit::code(code),
         Err(e) => fail(&e),
     }
@@ -98,7 +118,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Ok(exit::PASS)
         }
         Command::Verify(args) => verify_command(ctx, &args).await,
-        Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args),
+        Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,
         Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args).await,
         Command::Keys(KeysCommand::Generate) => commands::keys::generate(ctx),
         Command::Keys(KeysCommand::Show) => commands::keys::show(ctx),
@@ -137,6 +157,9 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Some(RulesCommand::Check(check)) => commands::rules::check(ctx, check),
             Some(RulesCommand::Test(test)) => commands::rules::test(ctx, test).await,
         },
+        Command::Outcome(args) => commands::outcome::record(ctx, &args),
+        Command::Report(args) => commands::report::report(ctx, &args),
+        Command::Metrics(args) => commands::metrics::metrics(ctx, &args),
     }
 }
 
@@ -199,8 +222,12 @@ fn init_tracing(verbosity: Verbosity) {
         .try_init();
 }
 
+/// Set by the panic hook: any panic, on any thread, makes the exit code 101.
+static PANICKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
+        PANICKED.store(true, std::sync::atomic::Ordering::SeqCst);
         let location = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
@@ -217,4 +244,34 @@ fn install_panic_hook() {
              and report it with that output."
         ));
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_not_recorded_never_exits_as_a_pass() {
+        // (verdict, recorded, exit code)
+        let cases = [
+            (Verdict::Pass, true, exit::PASS),
+            (Verdict::Pass, false, exit::INCOMPLETE),
+            (Verdict::Fail, true, exit::FAIL),
+            (Verdict::Fail, false, exit::FAIL),
+            (Verdict::Escalate, true, exit::ESCALATE),
+            (Verdict::Escalate, false, exit::ESCALATE),
+            (Verdict::Incomplete, true, exit::INCOMPLETE),
+            (Verdict::Incomplete, false, exit::INCOMPLETE),
+        ];
+        for (verdict, recorded, want) in cases {
+            let mut record = output::fixture::record();
+            record.verdict = verdict;
+            record.recorded = recorded;
+            assert_eq!(
+                verify_exit_code(&record),
+                want,
+                "{verdict:?}, recorded {recorded}"
+            );
+        }
+    }
 }

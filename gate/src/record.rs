@@ -269,6 +269,38 @@ pub struct Finding {
     pub confidence: f64,
 }
 
+/// A page the change touched, as captured in this run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageRecord {
+    /// The page's id.
+    pub id: String,
+    /// Its URL.
+    pub url: String,
+    /// The changed files that made it worth looking at.
+    pub files: Vec<String>,
+    /// Its screenshots, desktop then phone (none when it did not load).
+    pub shots: Vec<ShotRecord>,
+}
+
+/// One screenshot: the PNG kept in the state directory, as a model was shown it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShotRecord {
+    /// `desktop` or `phone`.
+    pub viewport: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The size the browser captured, when it was downscaled to the providers' limits.
+    pub captured: Option<(u32, u32)>,
+    /// Where the PNG is kept.
+    pub file: String,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// sha256 and blake3 of its bytes.
+    pub digest: gate_evidence::statement::DigestSet,
+}
+
 /// One gate run, whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -343,7 +375,13 @@ pub struct RunRecord {
     /// Who overrode the verdict and why, when `overridden`.
     #[serde(default)]
     pub override_note: Option<String>,
+    /// Pages the change touched, with their screenshots' digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<PageRecord>,
     /// Path of the evidence bundle, when one was written (not in the bundle itself).
     #[serde(default)]
     pub bundle: Option<String>,
+    /// What became of the routing override (`GATE_ROUTING_URL`), when one was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_override: Option<crate::routing::patch::OverrideStatus>,
 }

@@ -8,6 +8,9 @@
 //!   concurrency, keeps services up while their dependents run.
 //! - [`junit`]: the per-task unit-test report precondition.
 //! - [`builtin`]: built-in checks (conflict markers, secrets, parse checks).
+//! - [`page`]: page checks: a page of the workspace's server captured in
+//!   headless Chromium at desktop and phone width, overflow and contrast
+//!   measured.
 //! - [`secrets`]: the secret shapes the secrets check looks for and that
 //!   captured output is redacted of.
 //!
@@ -16,6 +19,7 @@
 pub mod builtin;
 pub mod errors;
 pub mod junit;
+pub mod page;
 pub mod probe;
 pub mod process;
 pub mod schedule;
@@ -46,6 +50,8 @@ pub enum ItemKind {
     Criterion,
     /// A built-in check.
     Builtin,
+    /// A `[[page]]`: captured in a headless browser, overflow and contrast measured.
+    Page,
 }
 
 /// One unit of work for the harness.
@@ -83,6 +89,8 @@ pub enum Action {
     },
     /// A check built into the gate.
     Builtin(Builtin),
+    /// A page captured in a headless browser (boxed: it is much larger than the rest).
+    Page(Box<page::PageCapture>),
 }
 
 /// The built-in checks.

@@ -316,6 +316,39 @@ impl ProcessGroup {
         cap: usize,
         watch_for: Option<&str>,
     ) -> Result<Self, HarnessError> {
+        let combined = Self::combined(cap, watch_for);
+        let mut command = new_command("sh");
+        command.arg("-c").arg(run);
+        Self::spawn(&mut command, run, cwd, Arc::clone(&combined), combined)
+    }
+
+    /// Starts `argv` (no shell) in `cwd`, like [`ProcessGroup::spawn_shell`].
+    pub fn spawn_argv(
+        argv: &[&str],
+        cwd: &Path,
+        cap: usize,
+        watch_for: Option<&str>,
+    ) -> Result<Self, HarnessError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(HarnessError::Spawn {
+                command: String::new(),
+                source: std::io::Error::other("an empty command line"),
+            });
+        };
+        let combined = Self::combined(cap, watch_for);
+        let mut command = new_command(program);
+        command.args(args);
+        Self::spawn(
+            &mut command,
+            &argv.join(" "),
+            cwd,
+            Arc::clone(&combined),
+            combined,
+        )
+    }
+
+    /// The combined output's capture, watching for `watch_for`.
+    fn combined(cap: usize, watch_for: Option<&str>) -> Arc<Mutex<Capture>> {
         let combined = Capture::shared(Keep::Tail, cap);
         if let Some(text) = watch_for {
             combined
@@ -327,9 +360,7 @@ impl ProcessGroup {
                 found: false,
             });
         }
-        let mut command = new_command("sh");
-        command.arg("-c").arg(run);
-        Self::spawn(&mut command, run, cwd, Arc::clone(&combined), combined)
+        combined
     }
 
     fn spawn(
@@ -410,7 +441,7 @@ impl ProcessGroup {
         Ok(status)
     }
 
-    /// Whether the text given to [`ProcessGroup::spawn_shell`] has appeared.
+    /// Whether the text given at spawn has appeared.
     pub fn saw_text(&self) -> bool {
         self.combined
             .lock()

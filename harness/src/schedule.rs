@@ -452,6 +452,7 @@ async fn run_item(
             service.run(run, starts, permit, stop, ready_tx).await
         }
         (Action::Command { run, .. }, _) => command(&ctx, &item, run, permit).await,
+        (Action::Page(capture), _) => page_item(&ctx, &item, capture, permit).await,
         (Action::JunitReport { .. } | Action::Builtin(_), _) => {
             in_process(&ctx, &item, permit).await
         }
@@ -582,6 +583,81 @@ impl Service<'_> {
     }
 }
 
+/// A page check: the browser is stopped (its group killed) when the item's
+/// timeout or a cancellation cuts it short, as its handle drops.
+async fn page_item(
+    ctx: &Ctx,
+    item: &Item,
+    capture: &crate::page::PageCapture,
+    permit: OwnedSemaphorePermit,
+) -> ItemResult {
+    let started = Instant::now();
+    let work = crate::page::check(&item.id, capture, &ctx.workspace, ctx.opts.output_cap);
+    let done = tokio::select! {
+        done = tokio::time::timeout(item.timeout, work) => Some(done),
+        () = ctx.cancelled() => None,
+    };
+    drop(permit);
+    let duration = started.elapsed();
+    let outcome = match done {
+        None => return skipped(item, "cancelled".to_owned()),
+        Some(Err(_)) => {
+            return ItemResult {
+                reason: Some(format!(
+                    "timed out after {} capturing {}",
+                    secs(item.timeout),
+                    capture.url
+                )),
+                ..result(item, Status::Failed, duration)
+            };
+        }
+        Some(Ok(outcome)) => outcome,
+    };
+    let mut text = String::new();
+    for note in &outcome.notes {
+        text.push_str(note);
+        text.push('\n');
+    }
+    for shot in &outcome.shots {
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            text,
+            "{}: {}×{} {}",
+            shot.viewport.name,
+            shot.size.0,
+            shot.size.1,
+            shot.path.display()
+        );
+    }
+    let reason = (!outcome.passed()).then(|| outcome.problems.join("; "));
+    text.push_str(&render(
+        reason.as_deref().unwrap_or("no problems found"),
+        &outcome.locations,
+    ));
+    let bytes = text.into_bytes();
+    let captured = Captured {
+        total_bytes: bytes.len() as u64,
+        dropped_bytes: 0,
+        digest: blake3::hash(&bytes).to_hex().to_string(),
+        bytes,
+    };
+    ItemResult {
+        reason,
+        locations: outcome.locations.clone(),
+        output: ctx.output(captured),
+        ..result(
+            item,
+            if outcome.passed() {
+                Status::Passed
+            } else {
+                Status::Failed
+            },
+            duration,
+        )
+    }
+}
+
 /// What an in-process check decided.
 struct Verdict {
     passed: bool,
@@ -676,9 +752,9 @@ fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> Ver
                 locations,
             }
         }
-        Action::Command { .. } => Verdict {
+        Action::Command { .. } | Action::Page(_) => Verdict {
             passed: false,
-            reason: Some("internal error: a command is not an in-process check".to_owned()),
+            reason: Some("internal error: not an in-process check".to_owned()),
             locations: Vec::new(),
             text: String::new(),
         },

@@ -126,6 +126,43 @@ pub enum SpecErrorKind {
     /// A value that must not be empty, such as a `tests.report` path.
     #[error("`{0}` is empty")]
     EmptyValue(String),
+    /// A page URL that is not on the workspace's own server.
+    #[error(
+        "`url` must be an `http://` or `https://` URL on the workspace's own server \
+         (127.0.0.1, localhost or [::1]), not `{0}`"
+    )]
+    PageUrl(String),
+    /// A page with no `files` or no `after`.
+    #[error("page `{page}` has an empty `{key}`: {hint}")]
+    PageNeeds {
+        /// The page's id.
+        page: String,
+        /// `files` or `after`.
+        key: &'static str,
+        /// What to put there.
+        hint: &'static str,
+    },
+    /// A header or cookie name that cannot be sent.
+    #[error("`{table}` names `{name}`, which is not a valid {what} name")]
+    BadName {
+        /// `headers` or `cookies`.
+        table: &'static str,
+        /// The name as written.
+        name: String,
+        /// `header` or `cookie`.
+        what: &'static str,
+    },
+    /// A value meant to name an environment variable that cannot be one.
+    #[error(
+        "`{key}` must name the environment variable holding the value (letters, digits and \
+         `_`, not starting with a digit), not `{name}`"
+    )]
+    BadEnvName {
+        /// e.g. `headers.Authorization`.
+        key: String,
+        /// The value as written.
+        name: String,
+    },
 }
 
 /// All problems found in one spec, in file order.

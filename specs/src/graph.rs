@@ -37,6 +37,8 @@ pub enum ItemKind {
     TaskTests,
     /// A `[[task.criterion]]`.
     Criterion,
+    /// A `[[page]]`.
+    Page,
 }
 
 /// The task graph: tasks and the tasks they name in `after`.
@@ -89,8 +91,8 @@ impl TaskGraph {
     }
 }
 
-/// The check graph: checks, task-test checks and criteria, with the checks
-/// each names in `after`.
+/// The check graph: checks, task-test checks, criteria and pages, with the
+/// checks each names in `after`.
 #[derive(Debug, Clone)]
 pub struct CheckGraph {
     ids: IdGraph,
@@ -126,6 +128,9 @@ impl CheckGraph {
                 add(&mut ids, criterion.id.clone(), ItemKind::Criterion);
             }
         }
+        for page in &spec.pages {
+            add(&mut ids, page.id.clone(), ItemKind::Page);
+        }
         let is_check =
             |id: &str| matches!(kinds.get(id), Some(ItemKind::Check | ItemKind::TaskTests));
         let mut edges = Vec::new();
@@ -134,6 +139,9 @@ impl CheckGraph {
         }
         for (_, criterion) in spec.criteria() {
             edges.extend(criterion.after.iter().map(|dep| (dep, &criterion.id)));
+        }
+        for page in &spec.pages {
+            edges.extend(page.after.iter().map(|dep| (dep, &page.id)));
         }
         for (dep, dependent) in edges {
             // Only checks can be named in `after`.

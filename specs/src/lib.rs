@@ -25,8 +25,8 @@ pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
 pub use model::{
-    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Policy, Spec, SpecMeta, Starts,
-    Task, TaskTests,
+    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Page, Policy, Spec, SpecMeta,
+    Starts, Task, TaskTests,
 };
 pub use parse::from_toml_str;
 

@@ -20,6 +20,10 @@ pub struct Spec {
     /// `[[task]]`: the tasks of the feature and their acceptance criteria.
     #[serde(default, rename = "task", skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<Task>,
+    /// `[[page]]`: pages of the workspace's own server, looked at when the
+    /// change touches their files.
+    #[serde(default, rename = "page", skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<Page>,
     /// `[policy]`: thresholds and switches, all defaulted.
     #[serde(default)]
     pub policy: Policy,
@@ -92,6 +96,41 @@ impl Starts {
     /// The readiness window in seconds.
     pub fn within_s(&self) -> u64 {
         self.within_s.unwrap_or(Self::DEFAULT_WITHIN_S)
+    }
+}
+
+/// `[[page]]`: a page of the workspace's own server, captured in a headless
+/// browser when the change touches one of its `files`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    /// Unique id, in the same namespace as checks, tasks and criteria.
+    pub id: String,
+    /// `http://` or `https://` URL on a loopback host (127.0.0.1, localhost, [::1]).
+    pub url: String,
+    /// Globs of the files whose change makes the page worth looking at.
+    pub files: Vec<String>,
+    /// Checks that must pass first: the one that starts the server stays up
+    /// while the page is captured.
+    pub after: Vec<String>,
+    /// Request headers: header name → the environment variable holding its value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Cookies: cookie name → the environment variable holding its value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cookies: BTreeMap<String, String>,
+    /// Seconds the page has to load at each width (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+}
+
+impl Page {
+    /// Default seconds a page has to load.
+    pub const DEFAULT_TIMEOUT_S: u64 = 30;
+
+    /// The load bound in seconds.
+    pub fn timeout_s(&self) -> u64 {
+        self.timeout_s.unwrap_or(Self::DEFAULT_TIMEOUT_S)
     }
 }
 
@@ -211,6 +250,10 @@ pub struct Policy {
     pub builtin_conflicts: bool,
     /// Built-in check: JSON, TOML and YAML files that do not parse.
     pub builtin_parse: bool,
+    /// Built-in page check: horizontal overflow at phone width.
+    pub builtin_overflow: bool,
+    /// Built-in page check: colour contrast below WCAG AA (axe-core).
+    pub builtin_contrast: bool,
     /// Default timeout for a check or plain-code criterion.
     pub check_timeout_s: u64,
     /// Bytes of output kept per item; the rest is counted.
@@ -285,6 +328,8 @@ impl Default for Policy {
             builtin_secrets: true,
             builtin_conflicts: true,
             builtin_parse: true,
+            builtin_overflow: true,
+            builtin_contrast: true,
             check_timeout_s: 300,
             output_cap_bytes: 1024 * 1024,
             specialist_timeout_s: 300,

@@ -182,3 +182,27 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use std::path::Path;
+
+    use crate::Format;
+
+    /// Inputs the fuzzers found that once panicked instead of erroring.
+    #[test]
+    fn malformed_inputs_are_errors_not_panics() {
+        let cases: &[&[u8]] = &[
+            // toml_edit's document parser panicked on a dotted key after a
+            // stray `==` line.
+            b"==\n.=",
+            b"\n\n==?s\n.ko=",
+        ];
+        for case in cases {
+            let text = String::from_utf8_lossy(case);
+            let err = crate::parse_str(&text, Path::new("gate.toml"), Format::Toml)
+                .expect_err("malformed input is an error");
+            assert!(!err.to_string().is_empty());
+        }
+    }
+}

@@ -10,7 +10,7 @@ use crate::globs::InputGlobs;
 use crate::graph::{CheckGraph, TaskGraph};
 use crate::key_path;
 use crate::locate::{Locator, Position, Seg};
-use crate::model::{Check, Criterion, Policy, Starts, Task, TaskTests};
+use crate::model::{Check, Criterion, Page, Policy, Starts, Task, TaskTests};
 use crate::{Format, Spec, SpecError, SpecErrorKind, SpecErrors};
 
 pub(crate) fn validate(
@@ -31,6 +31,9 @@ pub(crate) fn validate(
     }
     for (i, task) in spec.tasks.iter().enumerate() {
         v.task(i, task);
+    }
+    for (i, page) in spec.pages.iter().enumerate() {
+        v.page(i, page);
     }
     v.policy(&spec.policy);
     if v.found.is_empty() {
@@ -108,6 +111,10 @@ impl Validator {
                 );
             }
         }
+        for (i, page) in spec.pages.iter().enumerate() {
+            let path = key_path!["page", i, "id"];
+            site(page.id.clone(), self.at.value_or_ancestor(&path), false);
+        }
         // "The second occurrence" is the later one in the file.
         sites.sort_by_key(|s| s.pos);
         let mut seen = HashSet::new();
@@ -164,6 +171,14 @@ impl Validator {
                     "a check",
                 );
             }
+        }
+        for (i, page) in spec.pages.iter().enumerate() {
+            self.after_list(
+                &key_path!["page", i],
+                &page.after,
+                |n| checks.contains(n),
+                "a check",
+            );
         }
     }
 
@@ -319,6 +334,69 @@ impl Validator {
             self.share(&join(here, "threshold"), "threshold", t);
         }
         self.globs(here, "inputs", &criterion.inputs);
+    }
+
+    fn page(&mut self, i: usize, page: &Page) {
+        let here = key_path!["page", i];
+        if page_url(&page.url).is_err() {
+            self.value(
+                &join(&here, "url"),
+                SpecErrorKind::PageUrl(page.url.clone()),
+            );
+        }
+        for (key, list, hint) in [
+            (
+                "files",
+                &page.files,
+                "give the globs whose change makes the page worth looking at",
+            ),
+            (
+                "after",
+                &page.after,
+                "name the check that starts the page's server",
+            ),
+        ] {
+            if list.is_empty() {
+                self.value(
+                    &join(&here, key),
+                    SpecErrorKind::PageNeeds {
+                        page: page.id.clone(),
+                        key,
+                        hint,
+                    },
+                );
+            }
+        }
+        self.globs(&here, "files", &page.files);
+        for (table, what, map) in [
+            ("headers", "header", &page.headers),
+            ("cookies", "cookie", &page.cookies),
+        ] {
+            let table_path = join(&here, table);
+            for (name, env) in map {
+                let path = join(&table_path, name);
+                if !token(name) {
+                    self.key(
+                        &path,
+                        SpecErrorKind::BadName {
+                            table,
+                            name: name.clone(),
+                            what,
+                        },
+                    );
+                }
+                if !env_name(env) {
+                    self.value(
+                        &path,
+                        SpecErrorKind::BadEnvName {
+                            key: format!("{table}.{name}"),
+                            name: env.clone(),
+                        },
+                    );
+                }
+            }
+        }
+        self.timeout(&here, page.timeout_s);
     }
 
     fn policy(&mut self, policy: &Policy) {
@@ -547,6 +625,58 @@ fn http_url(url: &str) -> Result<(), String> {
     }
 }
 
+/// A URL on the workspace's own server: `http(s)://` with a loopback host
+/// (`localhost`, an address in 127.0.0.0/8, or `[::1]`), an optional port,
+/// and no credentials.
+pub(crate) fn page_url(url: &str) -> Result<(), ()> {
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+        .ok_or(())?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') || url.contains(char::is_whitespace) {
+        return Err(());
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6.split_once(']').ok_or(())?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if let Some(port) = port
+        && !matches!(port.parse::<u16>(), Ok(p) if p > 0)
+    {
+        return Err(());
+    }
+    let loopback = host == "localhost"
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| a.is_loopback());
+    if loopback { Ok(()) } else { Err(()) }
+}
+
+/// An HTTP token (RFC 9110): what header and cookie names are made of.
+fn token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// A portable environment variable name.
+fn env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 fn log_text(text: &str) -> Result<(), String> {
     if text.is_empty() {
         Err("must not be empty".to_owned())
@@ -612,6 +742,48 @@ mod tests {
         ];
         for (u, ok) in http {
             assert_eq!(http_url(u).is_ok(), ok, "{u}");
+        }
+    }
+
+    #[test]
+    fn page_urls() {
+        let cases = [
+            ("http://127.0.0.1:8080/", true),
+            ("http://localhost/checkout?step=2", true),
+            ("HTTPS://LOCALHOST:8443", true),
+            ("http://127.1.2.3:3000/a", true),
+            ("http://[::1]:8080/", true),
+            ("http://example.com/", false),
+            ("http://10.0.0.1/", false),
+            ("http://localhost.example.com/", false),
+            ("http://user:pw@localhost/", false),
+            ("http://localhost:0/", false),
+            ("http://localhost:99999/", false),
+            ("http://[::2]/", false),
+            ("ftp://localhost/", false),
+            ("localhost:8080", false),
+            ("http://", false),
+        ];
+        for (url, ok) in cases {
+            assert_eq!(page_url(url).is_ok(), ok, "{url}");
+        }
+        for (name, ok) in [
+            ("APP_TOKEN", true),
+            ("_x1", true),
+            ("1X", false),
+            ("A-B", false),
+            ("", false),
+        ] {
+            assert_eq!(env_name(name), ok, "{name}");
+        }
+        for (name, ok) in [
+            ("Authorization", true),
+            ("X-Csrf", true),
+            ("a b", false),
+            ("a:b", false),
+            ("", false),
+        ] {
+            assert_eq!(token(name), ok, "{name}");
         }
     }
 

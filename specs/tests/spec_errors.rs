@@ -472,6 +472,101 @@ fn cases() -> Vec<Case> {
                 (6, 9, range("role_timeout_s.judge", "must be at least 1")),
             ],
         ),
+        // --- pages ---------------------------------------------------------
+        toml(
+            "unknown key in [[page]]",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"serve\"\nrun = \"x\"\n[[page]]\nid = \"home\"\nurl = \"http://127.0.0.1:8080/\"\nfiles = [\"web/**\"]\nafter = [\"serve\"]\nwidth = 800\n",
+            vec![(11, 1, unknown("width"))],
+        ),
+        toml(
+            "page without url",
+            "[spec]\nid = \"s\"\n[[page]]\nid = \"home\"\nfiles = [\"web/**\"]\nafter = [\"serve\"]\n",
+            vec![(3, 1, missing("url"))],
+        ),
+        toml(
+            "page off the workspace's server, unknown after, bad glob",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"serve\"\nrun = \"x\"\n[[page]]\nid = \"home\"\nurl = \"https://example.com/\"\nfiles = [\"web/[a\", \"../x\"]\nafter = [\"server\"]\n",
+            vec![
+                (
+                    8,
+                    7,
+                    is(SpecErrorKind::PageUrl("https://example.com/".into())),
+                ),
+                (
+                    9,
+                    10,
+                    is(SpecErrorKind::BadGlob {
+                        glob: "web/[a".into(),
+                        reason: "unclosed character class; missing ']'".into(),
+                    }),
+                ),
+                (9, 20, escape("../x")),
+                (10, 10, no_check("server")),
+            ],
+        ),
+        toml(
+            "page ids share the namespace; empty files and after",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"home\"\nrun = \"x\"\n[[page]]\nid = \"home\"\nurl = \"http://localhost:3000\"\nfiles = []\nafter = []\n[[page]]\nid = \"builtin.x\"\nurl = \"http://localhost:3000\"\nfiles = [\"a\"]\nafter = [\"home\"]\n",
+            vec![
+                (7, 6, dup("home")),
+                (
+                    9,
+                    9,
+                    is(SpecErrorKind::PageNeeds {
+                        page: "home".into(),
+                        key: "files",
+                        hint: "give the globs whose change makes the page worth looking at",
+                    }),
+                ),
+                (
+                    10,
+                    9,
+                    is(SpecErrorKind::PageNeeds {
+                        page: "home".into(),
+                        key: "after",
+                        hint: "name the check that starts the page's server",
+                    }),
+                ),
+                (12, 6, is(SpecErrorKind::ReservedId("builtin.x".into()))),
+            ],
+        ),
+        toml(
+            "page headers and cookies name environment variables",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"serve\"\nrun = \"x\"\n[[page]]\nid = \"home\"\nurl = \"http://[::1]:8080/\"\nfiles = [\"web/**\"]\nafter = [\"serve\"]\ntimeout_s = 0\nheaders = { Authorization = \"Bearer abc\", \"X Y\" = \"OK_VAR\" }\ncookies = { session = \"APP_SESSION\", sid = \"1SID\" }\n",
+            vec![
+                (11, 13, range("timeout_s", "must be at least 1")),
+                (
+                    12,
+                    29,
+                    is(SpecErrorKind::BadEnvName {
+                        key: "headers.Authorization".into(),
+                        name: "Bearer abc".into(),
+                    }),
+                ),
+                (
+                    12,
+                    43,
+                    is(SpecErrorKind::BadName {
+                        table: "headers",
+                        name: "X Y".into(),
+                        what: "header",
+                    }),
+                ),
+                (
+                    13,
+                    44,
+                    is(SpecErrorKind::BadEnvName {
+                        key: "cookies.sid".into(),
+                        name: "1SID".into(),
+                    }),
+                ),
+            ],
+        ),
+        json(
+            "json page on a remote host",
+            "{\"spec\": {\"id\": \"s\"}, \"check\": [{\"id\": \"serve\", \"run\": \"x\"}],\n \"page\": [{\"id\": \"p\", \"url\": \"http://10.0.0.1/\", \"files\": [\"a\"], \"after\": [\"serve\"]}]}",
+            vec![(2, 30, is(SpecErrorKind::PageUrl("http://10.0.0.1/".into())))],
+        ),
         // --- every problem, in file order --------------------------------
         toml(
             "all problems are kept and sorted",

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gate_specs::{Check, Criterion, SpecMeta, Starts, Task, TaskTests};
+use gate_specs::{Check, Criterion, Page, SpecMeta, Starts, Task, TaskTests};
 use gate_specs::{
     CheckGraph, Decider, Format, LedgerSection, Locator, OnReviewUnavailable, Policy, Position,
     Spec, SpecErrorKind, TaskGraph, key_path, load, parse_str,
@@ -98,6 +98,15 @@ fn shop() -> Spec {
                 criteria: vec![],
             },
         ],
+        pages: vec![Page {
+            id: "checkout-page".into(),
+            url: "http://127.0.0.1:8080/checkout".into(),
+            files: strings(&["web/checkout/**"]),
+            after: strings(&["server-starts"]),
+            headers: BTreeMap::from([("Authorization".into(), "SHOP_TEST_AUTH".into())]),
+            cookies: BTreeMap::from([("session".into(), "SHOP_TEST_SESSION".into())]),
+            timeout_s: None,
+        }],
         policy: Policy::default(),
         ledger: LedgerSection::default(),
     }
@@ -140,6 +149,8 @@ fn shop_toml_values() {
     );
     assert_eq!(p.sensitive_paths, strings(&Policy::DEFAULT_SENSITIVE_PATHS));
     assert!(p.builtin_secrets && p.builtin_conflicts && p.builtin_parse);
+    assert!(p.builtin_overflow && p.builtin_contrast);
+    assert_eq!(spec.pages[0].timeout_s(), 30);
     assert_eq!((p.check_timeout_s, p.output_cap_bytes), (300, 1_048_576));
     assert_eq!(
         (
@@ -327,11 +338,17 @@ fn graphs_of_the_shop() {
             .transitive_dependents(["build"])
             .into_iter()
             .collect::<Vec<_>>(),
-        ["server-starts"]
+        ["checkout-page", "server-starts"]
     );
     assert_eq!(
         checks.kind("db.tests"),
         Some(gate_specs::ItemKind::TaskTests)
+    );
+    // A page waits for the check that serves it.
+    assert_eq!(checks.dependencies("checkout-page"), ["server-starts"]);
+    assert_eq!(
+        checks.kind("checkout-page"),
+        Some(gate_specs::ItemKind::Page)
     );
 }
 

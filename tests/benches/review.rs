@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use gate_tests::TestEnv;
-use gate_tests::model_server::{Matcher, ModelServer, Reply, Request};
+use gate_tests::model_server::{Matcher, ModelServer, Reply, Request, routes_to};
 use serde_json::{Value, json};
 
 const LATENCY: Duration = Duration::from_secs(1);
@@ -58,24 +58,11 @@ fn workspace(server: &ModelServer) -> TestEnv {
             ),
         );
     }
-    let mut routing = format!(
-        "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n[model.m]\nprovider = \"local\"\nname = \"bench-model\"\nprice = {{ input = 1.0, cached_input = 0.1, output = 2.0 }}\n[route]\n",
-        server.url()
+    let routing = format!(
+        "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n[model.m]\nprovider = \"local\"\nname = \"bench-model\"\nprice = {{ input = 1.0, cached_input = 0.1, output = 2.0 }}\n{}",
+        server.url(),
+        routes_to("m")
     );
-    for role in [
-        "quality",
-        "security",
-        "performance",
-        "docs",
-        "integration",
-        "judge",
-        "coordinator",
-        "rules",
-    ] {
-        for tier in ["trivial", "light", "full"] {
-            let _ = writeln!(routing, "\"{role}.{tier}\" = \"m\"");
-        }
-    }
     env.write("routing.toml", &routing);
     env
 }

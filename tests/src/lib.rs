@@ -9,9 +9,11 @@
 //! ```
 #![allow(clippy::missing_panics_doc, clippy::print_stderr)]
 
+pub mod chromium;
 pub mod model_server;
 pub mod peers;
 pub mod postgres;
+pub mod s3;
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -130,6 +132,7 @@ impl GateCommand {
         for (key, _) in std::env::vars_os() {
             let Some(key) = key.to_str() else { continue };
             if key.starts_with("GATE_")
+                || key.starts_with("AWS_")
                 || key.ends_with("_API_KEY")
                 || key == "CI"
                 || key == "GITHUB_STEP_SUMMARY"

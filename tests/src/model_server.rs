@@ -21,6 +21,7 @@
 //! assert_eq!(server.requests().len(), 2);
 //! ```
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -855,6 +856,30 @@ fn anthropic_body(c: &Completion) -> Value {
         "stop_sequence": null,
         "usage": c.usage.clone().unwrap_or_else(|| json!({})),
     })
+}
+
+/// Every role a tier can use, as the routing table names them.
+pub const ROLES: [&str; 8] = [
+    "quality",
+    "security",
+    "performance",
+    "docs",
+    "integration",
+    "judge",
+    "coordinator",
+    "rules",
+];
+
+/// A routing table's `[route]` section sending every role of every tier to
+/// the model class `class`.
+pub fn routes_to(class: &str) -> String {
+    let mut out = String::from("[route]\n");
+    for role in ROLES {
+        for tier in ["trivial", "light", "full"] {
+            let _ = writeln!(out, "\"{role}.{tier}\" = \"{class}\"");
+        }
+    }
+    out
 }
 
 #[cfg(test)]

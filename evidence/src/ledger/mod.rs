@@ -21,6 +21,7 @@
 //! `Ledger`; adding a migration is adding it to both lists (a compile-time
 //! check keeps the two lists the same length).
 
+mod facts;
 mod location;
 mod postgres;
 mod sqlite;
@@ -39,10 +40,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::merkle::Hash;
 
+pub use facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
 pub use location::{Location, redact};
 pub use postgres::{PgLedger, SeriesPg};
 pub use sqlite::{SeriesFile, SqliteLedger};
-pub use store::{CopyReport, Ledger, SeriesLock, copy};
+pub use store::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
 pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify};
 
 /// The schema version this build writes (both stores share the numbering).
@@ -50,6 +52,10 @@ pub const SCHEMA_VERSION: u32 = sqlite::MIGRATIONS.len() as u32;
 
 // Every SQLite migration has its PostgreSQL twin under the same number.
 const _: () = assert!(sqlite::MIGRATIONS.len() == postgres::MIGRATIONS.len());
+
+/// How a row's `bundle_path` begins when its bundle is kept in the ledger
+/// itself, with the row: `ledger:sha256:<hex>`.
+pub const BUNDLE_IN_LEDGER: &str = "ledger:sha256:";
 
 /// What the gate records about a run (the ledger adds the chain fields).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -330,6 +336,19 @@ pub enum LedgerError {
         /// What does not match.
         reason: String,
     },
+    /// A run's `bundle_path` says its bundle is kept in the ledger under
+    /// other bytes than the envelope appended with it.
+    #[error(
+        "run {run_id} names bundle {BUNDLE_IN_LEDGER}{named}, but the envelope appended with it has sha256 {actual}"
+    )]
+    BundleMismatch {
+        /// The run.
+        run_id: String,
+        /// The sha256 its `bundle_path` names.
+        named: String,
+        /// The sha256 of the envelope given.
+        actual: String,
+    },
     /// `gate ledger migrate` copies only into an empty ledger.
     #[error("ledger {ledger} is not empty ({what}); migrate copies only into an empty ledger")]
     NotEmpty {
@@ -387,6 +406,23 @@ impl Sealed {
             leaf_hash: hex::encode(crate::merkle::leaf_hash(envelope)),
         }
     }
+}
+
+/// True when `entry`'s bundle is kept in the ledger with its row (its
+/// `bundle_path` is `ledger:sha256:<hex>`); an error when that names other
+/// bytes than the envelope's.
+pub(crate) fn kept_in_ledger(entry: &RunEntry, envelope_sha256: &str) -> Result<bool, LedgerError> {
+    let Some(named) = entry.bundle_path.strip_prefix(BUNDLE_IN_LEDGER) else {
+        return Ok(false);
+    };
+    if named != envelope_sha256 {
+        return Err(LedgerError::BundleMismatch {
+            run_id: entry.run_id.clone(),
+            named: named.to_owned(),
+            actual: envelope_sha256.to_owned(),
+        });
+    }
+    Ok(true)
 }
 
 /// Whether an append checks the run's attempt against its spec's series.

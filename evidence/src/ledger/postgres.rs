@@ -21,12 +21,14 @@
 //! is durable. A crash before the flush loses the newest appends together,
 //! never one in the middle: WAL replays a prefix.
 
+mod bundles;
 mod events;
 mod exec;
+mod report;
 mod series;
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -44,7 +46,12 @@ use crate::merkle::{self, Hash};
 
 /// Schema migrations, numbered as the SQLite store's: entry `i` takes the
 /// schema to version `i + 1`. A migration already applied never changes.
-pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1_RUNS, events::MIGRATION_2_EVENTS];
+pub(super) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1_RUNS,
+    events::MIGRATION_2_EVENTS,
+    report::MIGRATION_3_FACTS,
+    bundles::MIGRATION_4_BUNDLES,
+];
 
 const MIGRATION_1_RUNS: &str = "
 CREATE TABLE runs (
@@ -95,18 +102,44 @@ const BEGIN_APPEND: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
 /// Inserts one run after the tip, in one statement: seq and chain link come
 /// from the tip as this statement sees it. For a live run ($17 false) it
 /// inserts nothing when the attempt neither starts a series nor follows the
-/// spec's latest attempt.
-const INSERT_NEXT: &str = "INSERT INTO runs (seq, run_id, spec_id, attempt, verdict, tier, \
-     started_at, finished_at, input_tokens, cached_input_tokens, output_tokens, cost_usd, \
-     bundle_path, envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json) \
-     SELECT COALESCE(tip.seq, 0) + 1, $1::text, $2::text, $3::bigint, $4::text, $5::text, \
-     $6::timestamptz, $7::timestamptz, $8::bigint, $9::bigint, $10::bigint, $11::float8, \
-     $12::text, $13::text, tip.envelope_sha256, $14::text, $15::timestamptz, $16::json \
-     FROM (SELECT 1) AS one \
-     LEFT JOIN (SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1) AS tip ON true \
-     WHERE $17::boolean OR $3::bigint = 1 OR $3::bigint = COALESCE( \
-         (SELECT attempt FROM runs WHERE spec_id = $2::text ORDER BY seq DESC LIMIT 1), 0) + 1 \
-     RETURNING seq, prev_sha256";
+/// spec's latest attempt. The run's report rows ($19 on) and, when the
+/// bundle is kept in the ledger, its envelope ($18, else NULL) go in with
+/// it, or not at all.
+static INSERT_NEXT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH ins AS (INSERT INTO runs (seq, run_id, spec_id, attempt, verdict, tier, \
+         started_at, finished_at, input_tokens, cached_input_tokens, output_tokens, cost_usd, \
+         bundle_path, envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json) \
+         SELECT COALESCE(tip.seq, 0) + 1, $1::text, $2::text, $3::bigint, $4::text, $5::text, \
+         $6::timestamptz, $7::timestamptz, $8::bigint, $9::bigint, $10::bigint, $11::float8, \
+         $12::text, $13::text, tip.envelope_sha256, $14::text, $15::timestamptz, $16::json \
+         FROM (SELECT 1) AS one \
+         LEFT JOIN (SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1) AS tip \
+         ON true \
+         WHERE $17::boolean OR $3::bigint = 1 OR $3::bigint = COALESCE( \
+             (SELECT attempt FROM runs WHERE spec_id = $2::text ORDER BY seq DESC LIMIT 1), 0) + 1 \
+         RETURNING {returning}, prev_sha256), \
+         kept AS (INSERT INTO bundles (sha256, envelope) SELECT $13::text, $18::bytea FROM ins \
+         WHERE $18::bytea IS NOT NULL ON CONFLICT (sha256) DO NOTHING), \
+         {facts} \
+         SELECT seq, prev_sha256 FROM ins",
+        returning = report::FACTS_RETURNING,
+        facts = report::facts_clauses(19),
+    )
+});
+
+/// Copies one row exactly ($1 to $18, in `COLUMNS` order) with its report
+/// rows ($19 on).
+static COPY_ROW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH ins AS (INSERT INTO runs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+         $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING {returning}), \
+         {facts} \
+         SELECT 1",
+        returning = report::FACTS_RETURNING,
+        facts = report::facts_clauses(19),
+    )
+});
 
 /// The durability wait after an append: a normal commit of a transaction
 /// with an id, whose WAL flush covers every earlier commit.
@@ -295,12 +328,14 @@ impl PgLedger {
         })
     }
 
-    /// Appends several runs, in order, in one transaction. All or none.
-    pub fn append_batch(
+    /// Appends several runs in order, in one transaction: all of them or
+    /// none (an import of many bundles, a generated ledger).
+    pub fn append_all<'a>(
         &mut self,
-        runs: &[(&RunEntry, &[u8])],
+        items: impl IntoIterator<Item = (&'a RunEntry, &'a [u8])>,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
-        self.op(self.append_rows(runs, SeriesCheck::AsIs))
+        let runs: Vec<(&RunEntry, &[u8])> = items.into_iter().collect();
+        self.op(self.append_rows(&runs, SeriesCheck::AsIs))
     }
 
     async fn append_rows(
@@ -309,18 +344,22 @@ impl PgLedger {
         check: SeriesCheck,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
         let err = self.pg_err("appending a run");
-        let conn = self.conn().await?;
-        let insert = conn.prepare_cached(INSERT_NEXT).await.map_err(&err)?;
         let recorded_at = super::now();
         let as_is = check == SeriesCheck::AsIs;
         let prepared: Vec<(Sealed, Vec<Box<dyn ToSql + Sync + Send>>)> = runs
             .iter()
             .map(|(entry, envelope)| {
                 let sealed = Sealed::of(envelope);
-                let params = insert_params(entry, &sealed, recorded_at, as_is);
-                (sealed, params)
+                let kept = super::kept_in_ledger(entry, &sealed.envelope_sha256)?
+                    .then(|| envelope.to_vec());
+                let mut params = insert_params(entry, &sealed, recorded_at, as_is);
+                params.push(Box::new(kept));
+                params.extend(report::facts_params(&entry.extra));
+                Ok((sealed, params))
             })
-            .collect();
+            .collect::<Result<_, LedgerError>>()?;
+        let conn = self.conn().await?;
+        let insert = conn.prepare_cached(&INSERT_NEXT).await.map_err(&err)?;
         // Everything goes out at once; the server answers in order.
         let inserts = futures::future::join_all(prepared.iter().map(|(_, params)| {
             let refs: Vec<&(dyn ToSql + Sync)> =
@@ -329,19 +368,28 @@ impl PgLedger {
             let conn = &conn;
             async move { conn.query_opt(insert, &refs).await }
         }));
-        let (begun, inserted, committed, durable) = futures::join!(
+        let (begun, cleared, inserted, committed, durable) = futures::join!(
             conn.batch_execute(BEGIN_APPEND),
+            conn.batch_execute(report::CLEAR_STALE_FACTS),
             inserts,
             conn.batch_execute("COMMIT"),
             conn.batch_execute(DURABLE),
         );
         begun.map_err(&err)?;
+        cleared.map_err(&err)?;
         let mut out = Vec::with_capacity(runs.len());
         for (((entry, _), (sealed, _)), result) in runs.iter().zip(&prepared).zip(inserted) {
             let row = match result {
                 Ok(Some(row)) => row,
                 Ok(None) => return Err(self.out_of_series(&conn, entry).await),
-                Err(e) => return Err(self.refused(&conn, entry, sealed, e).await),
+                Err(e) => {
+                    // The rows before it in this batch were rolled back
+                    // with it: a duplicate of one of them is named here.
+                    return Err(match same_in_batch(&out, entry, sealed) {
+                        Some(refused) => refused,
+                        None => self.refused(&conn, entry, sealed, e).await,
+                    });
+                }
             };
             let seq: i64 = row.get(0);
             out.push(LedgerRow {
@@ -444,12 +492,7 @@ impl PgLedger {
         let err = self.pg_err("copying runs");
         self.op(async {
             let mut conn = self.conn().await?;
-            let insert = conn
-                .prepare_cached(&format!(
-                    "INSERT INTO runs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
-                ))
-                .await
-                .map_err(&err)?;
+            let insert = conn.prepare_cached(&COPY_ROW).await.map_err(&err)?;
             let tx = conn.transaction().await.map_err(&err)?;
             tx.execute(
                 "SELECT pg_advisory_xact_lock($1, $2)",
@@ -466,8 +509,17 @@ impl PgLedger {
                 .map_err(&err)?
                 .map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1)));
             super::check_continues(&self.name, tip, rows)?;
-            let params: Vec<Vec<Box<dyn ToSql + Sync + Send>>> =
-                rows.iter().map(copy_params).collect();
+            tx.batch_execute(report::CLEAR_STALE_FACTS)
+                .await
+                .map_err(&err)?;
+            let params: Vec<Vec<Box<dyn ToSql + Sync + Send>>> = rows
+                .iter()
+                .map(|row| {
+                    let mut params = copy_params(row);
+                    params.extend(report::facts_params(&row.entry.extra));
+                    params
+                })
+                .collect();
             let inserts = futures::future::try_join_all(params.iter().map(|p| {
                 let refs: Vec<&(dyn ToSql + Sync)> =
                     p.iter().map(|b| &**b as &(dyn ToSql + Sync)).collect();
@@ -658,6 +710,27 @@ impl PgLedger {
             root: merkle::root(&leaves),
         })
     }
+}
+
+/// The refusal of a run that repeats the run id or the envelope of a row
+/// earlier in its own batch.
+fn same_in_batch(earlier: &[LedgerRow], entry: &RunEntry, sealed: &Sealed) -> Option<LedgerError> {
+    earlier.iter().find_map(|row| {
+        if row.entry.run_id == entry.run_id {
+            Some(LedgerError::AlreadyRecorded {
+                run_id: entry.run_id.clone(),
+                seq: row.seq,
+            })
+        } else if row.envelope_sha256 == sealed.envelope_sha256 {
+            Some(LedgerError::EnvelopeRecorded {
+                sha256: sealed.envelope_sha256.clone(),
+                run_id: row.entry.run_id.clone(),
+                seq: row.seq,
+            })
+        } else {
+            None
+        }
+    })
 }
 
 fn version(v: i64) -> u32 {

@@ -15,8 +15,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params, params_from_iter};
 
+mod bundles;
 mod events;
 mod queue;
+mod report;
 mod series;
 
 pub use series::SeriesFile;
@@ -33,7 +35,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Schema migrations, in order; entry `i` takes the schema to version `i + 1`.
 /// Adding one is adding a line here and its twin in the PostgreSQL list; a
 /// migration already applied never changes.
-pub(super) const MIGRATIONS: &[&str] = &[MIGRATION_1_RUNS, events::MIGRATION_2_EVENTS];
+pub(super) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1_RUNS,
+    events::MIGRATION_2_EVENTS,
+    report::MIGRATION_3_FACTS,
+    bundles::MIGRATION_4_BUNDLES,
+];
 
 const MIGRATION_1_RUNS: &str = "
 CREATE TABLE runs (
@@ -72,6 +79,24 @@ pub struct SqliteLedger {
     queue: queue::Queue,
 }
 
+/// Turns on the WAL journal. Processes creating one file at once may find
+/// it busy without SQLite's busy handler being asked (the change needs the
+/// file to themselves), so a busy answer is retried within the busy timeout.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other.map(drop),
+        }
+    }
+}
+
 /// Timestamps are stored in one fixed-width UTC form so text order is time order.
 fn ts(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
@@ -81,6 +106,12 @@ impl SqliteLedger {
     /// Opens (creating if needed) the ledger at `path` and applies any
     /// pending migrations.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
+        Self::open_at(path, SCHEMA_VERSION)
+    }
+
+    /// Opens the ledger, migrating it up to schema `target` only (tests of
+    /// a migration start from the schema before it).
+    fn open_at(path: &Path, target: u32) -> Result<Self, LedgerError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| LedgerError::CreateDir {
                 path: dir.to_path_buf(),
@@ -93,8 +124,7 @@ impl SqliteLedger {
         };
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
-            .map_err(open_err)?;
+        wal(&conn).map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
@@ -104,7 +134,7 @@ impl SqliteLedger {
             path: path.to_path_buf(),
             queue: queue::Queue::new(path),
         };
-        ledger.migrate()?;
+        ledger.migrate(target)?;
         Ok(ledger)
     }
 
@@ -121,14 +151,15 @@ impl SqliteLedger {
         }
     }
 
-    fn migrate(&mut self) -> Result<(), LedgerError> {
+    /// Applies the migrations up to schema `target`.
+    fn migrate(&mut self, target: u32) -> Result<(), LedgerError> {
         let path = self.path.clone();
         let err = |source| LedgerError::Sql {
             path: path.clone(),
             action: "migrating the schema",
             source,
         };
-        for (i, sql) in MIGRATIONS.iter().enumerate() {
+        for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize) {
             let version = i as u32 + 1;
             // One transaction per step, re-reading the version inside it, so
             // two processes opening a fresh file apply each step once.
@@ -216,13 +247,14 @@ impl SqliteLedger {
         })
     }
 
-    /// Appends several runs, in order, in ONE transaction (imports and
-    /// migrations: one commit instead of one per run). All or none.
-    pub fn append_batch(
+    /// Appends several runs in order, in one transaction: all of them or
+    /// none (an import of many bundles, a generated ledger).
+    pub fn append_all<'a>(
         &mut self,
-        runs: &[(&RunEntry, &[u8])],
+        items: impl IntoIterator<Item = (&'a RunEntry, &'a [u8])>,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
-        self.append_rows(runs, SeriesCheck::AsIs)
+        let runs: Vec<(&RunEntry, &[u8])> = items.into_iter().collect();
+        self.append_rows(&runs, SeriesCheck::AsIs)
     }
 
     fn append_rows(
@@ -277,6 +309,7 @@ impl SqliteLedger {
             for row in rows {
                 stmt.execute(params_from_iter(row_params(row)))
                     .map_err(err)?;
+                report::insert_facts(&tx, row.seq, &row.entry).map_err(err)?;
             }
         }
         tx.commit().map_err(err)?;
@@ -500,6 +533,7 @@ fn append_in(
         leaf_hash,
     } = Sealed::of(envelope);
     let recorded_at = super::now();
+    let keep_bundle = super::kept_in_ledger(entry, &envelope_sha256)?;
     if let Some(seq) = tx
         .query_row(
             "SELECT seq FROM runs WHERE run_id = ?1",
@@ -564,6 +598,10 @@ fn append_in(
     ))
     .and_then(|mut stmt| stmt.execute(params_from_iter(row_params(&row))))
     .map_err(err)?;
+    report::insert_facts(tx, seq, entry).map_err(err)?;
+    if keep_bundle {
+        bundles::insert(tx, &row.envelope_sha256, envelope).map_err(err)?;
+    }
     tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
     Ok(row)
 }

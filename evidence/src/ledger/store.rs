@@ -6,13 +6,15 @@
 //! one, write it for [`SqliteLedger`] and [`PgLedger`] and add one line
 //! here.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::postgres::SeriesPg;
 use super::sqlite::SeriesFile;
 use super::{
-    BreakerRecord, Dismissal, LedgerError, LedgerRow, Location, OutcomeEntry, OverrideEntry,
-    PgLedger, RunEntry, RunFilter, SqliteLedger,
+    BreakerRecord, Dismissal, DismissalRef, LedgerError, LedgerRow, Location, OutcomeEntry,
+    OutcomeState, OverrideEntry, PgLedger, ReportScope, RoleFacts, RunEntry, RunFacts, RunFilter,
+    SqliteLedger,
 };
 use crate::checkpoint::Checkpoint;
 
@@ -85,12 +87,13 @@ impl Ledger {
         each!(self, l => l.append_attempt(entry, envelope))
     }
 
-    /// Appends several runs, in order, in one transaction. All or none.
-    pub fn append_batch(
+    /// Appends several runs in order, in one transaction: all of them or
+    /// none (an import of many bundles, a generated ledger).
+    pub fn append_all<'a>(
         &mut self,
-        runs: &[(&RunEntry, &[u8])],
+        items: impl IntoIterator<Item = (&'a RunEntry, &'a [u8])>,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
-        each!(self, l => l.append_batch(runs))
+        each!(self, l => l.append_all(items))
     }
 
     /// Copies rows exactly as stored elsewhere; they must continue this
@@ -155,6 +158,11 @@ impl Ledger {
         each!(self, l => l.add_outcome(o))
     }
 
+    /// Records several outcomes in one transaction: all of them or none.
+    pub fn add_outcomes(&mut self, outcomes: &[OutcomeEntry]) -> Result<(), LedgerError> {
+        each!(self, l => l.add_outcomes(outcomes))
+    }
+
     /// Every outcome of a run, oldest first.
     pub fn outcomes(&self, run_id: &str) -> Result<Vec<OutcomeEntry>, LedgerError> {
         each!(self, l => l.outcomes(run_id))
@@ -210,6 +218,95 @@ impl Ledger {
         each!(self, l => l.update_breaker(model, update))
     }
 
+    /// The highest seq in the ledger (0 when empty).
+    pub fn max_seq(&self) -> Result<u64, LedgerError> {
+        each!(self, l => l.max_seq())
+    }
+
+    /// The run at `seq`.
+    pub fn row_at(&self, seq: u64) -> Result<Option<LedgerRow>, LedgerError> {
+        each!(self, l => l.row_at(seq))
+    }
+
+    /// Calls `each` with the facts of every run in `scope`, in seq order,
+    /// streaming (nothing is collected).
+    pub fn scan_run_facts(
+        &self,
+        scope: &ReportScope,
+        each: impl FnMut(&RunFacts<'_>),
+    ) -> Result<(), LedgerError> {
+        each!(self, l => l.scan_run_facts(scope, each))
+    }
+
+    /// Calls `each(seq, model)` for every model every run in `scope` used,
+    /// in no particular order.
+    pub fn scan_run_models(
+        &self,
+        scope: &ReportScope,
+        each: impl FnMut(u64, &str),
+    ) -> Result<(), LedgerError> {
+        each!(self, l => l.scan_run_models(scope, each))
+    }
+
+    /// Calls `each` for every specialist of every run in `scope`, in no
+    /// particular order.
+    pub fn scan_run_roles(
+        &self,
+        scope: &ReportScope,
+        each: impl FnMut(&RoleFacts<'_>),
+    ) -> Result<(), LedgerError> {
+        each!(self, l => l.scan_run_roles(scope, each))
+    }
+
+    /// For every run with an outcome or an override: its latest outcome and
+    /// its latest override, in seq order.
+    pub fn outcome_states(&self) -> Result<Vec<OutcomeState>, LedgerError> {
+        each!(self, l => l.outcome_states())
+    }
+
+    /// Every dismissal, with the seq of the run that raised the finding,
+    /// oldest first.
+    pub fn dismissal_refs(&self) -> Result<Vec<DismissalRef>, LedgerError> {
+        each!(self, l => l.dismissal_refs())
+    }
+
+    /// The envelope kept in the ledger under `sha256` (a row whose
+    /// `bundle_path` is `ledger:sha256:<hex>`), exactly as stored.
+    pub fn bundle(&self, sha256: &str) -> Result<Option<Vec<u8>>, LedgerError> {
+        each!(self, l => l.bundle(sha256))
+    }
+
+    /// Keeps `envelope` in the ledger, unless it is there already, and
+    /// returns its sha256 (an override's bundle: no run row goes with it).
+    pub fn put_bundle(&mut self, envelope: &[u8]) -> Result<String, LedgerError> {
+        each!(self, l => l.put_bundle(envelope))
+    }
+
+    /// At most `limit` kept bundles whose sha256 sorts after `after`, in
+    /// sha256 order.
+    pub fn bundles_after(
+        &self,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, LedgerError> {
+        each!(self, l => l.bundles_after(after, limit))
+    }
+
+    /// Copies kept bundles exactly as they are, in one transaction.
+    pub fn copy_bundles(&mut self, bundles: &[(String, Vec<u8>)]) -> Result<(), LedgerError> {
+        each!(self, l => l.copy_bundles(bundles))
+    }
+
+    /// This ledger as a reader of kept bundles that many threads share (a
+    /// parallel `gate ledger verify`): PostgreSQL's pool serves them at
+    /// once, a SQLite connection one at a time.
+    pub fn into_shared(self) -> SharedLedger {
+        match self {
+            Self::Sqlite(l) => SharedLedger::Sqlite(Mutex::new(l)),
+            Self::Postgres(l) => SharedLedger::Postgres(l),
+        }
+    }
+
     /// Takes the attempt-series lock of `spec_id`, waiting at most `wait`;
     /// `None` when another run of the spec still holds it then. Held from
     /// reading a spec's history to appending its run, it makes runs of one
@@ -239,6 +336,28 @@ pub enum SeriesLock {
     Postgres(Box<SeriesPg>),
 }
 
+/// A ledger many threads read kept bundles from at once.
+#[derive(Debug)]
+pub enum SharedLedger {
+    /// A SQLite connection, one reader at a time.
+    Sqlite(Mutex<SqliteLedger>),
+    /// A PostgreSQL pool, readers at once.
+    Postgres(PgLedger),
+}
+
+impl SharedLedger {
+    /// The envelope kept under `sha256`, as [`Ledger::bundle`].
+    pub fn bundle(&self, sha256: &str) -> Result<Option<Vec<u8>>, LedgerError> {
+        match self {
+            Self::Sqlite(l) => l
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .bundle(sha256),
+            Self::Postgres(l) => l.bundle(sha256),
+        }
+    }
+}
+
 /// What [`copy`] carried over.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CopyReport {
@@ -252,6 +371,8 @@ pub struct CopyReport {
     pub overrides: usize,
     /// Circuit breakers.
     pub breakers: usize,
+    /// Bundles kept in the ledger.
+    pub bundles: usize,
     /// The tree head both ledgers now have.
     pub root_hex: String,
 }
@@ -259,8 +380,13 @@ pub struct CopyReport {
 /// Rows read and written per transaction while copying.
 const PAGE: u32 = 2_000;
 
-/// Copies everything in `from` into the empty ledger `to`: every row
-/// exactly (seq, chain link, envelope sha256, leaf hash, times), in pages,
+/// Kept bundles read and written per transaction while copying (each may
+/// be tens of kilobytes).
+const BUNDLE_PAGE: u32 = 200;
+
+/// Copies everything in `from` into the empty ledger `to`: the bundles
+/// kept in it, every row exactly (seq, chain link, envelope sha256, leaf
+/// hash, times; the report tables are filled as the rows go in), in pages,
 /// then the side tables in their order. Refuses a target that holds
 /// anything. Checks afterwards that both hold the same rows and tree head.
 pub fn copy(from: &Ledger, to: &mut Ledger) -> Result<CopyReport, LedgerError> {
@@ -278,6 +404,15 @@ pub fn copy(from: &Ledger, to: &mut Ledger) -> Result<CopyReport, LedgerError> {
         });
     }
     let mut report = CopyReport::default();
+    // Bundles before the rows that point at them.
+    let mut after_sha = String::new();
+    loop {
+        let page = from.bundles_after(&after_sha, BUNDLE_PAGE)?;
+        let Some((last, _)) = page.last() else { break };
+        after_sha.clone_from(last);
+        to.copy_bundles(&page)?;
+        report.bundles += page.len();
+    }
     let mut after = 0;
     loop {
         let page = from.rows_after(after, PAGE)?;
@@ -321,6 +456,22 @@ pub fn copy(from: &Ledger, to: &mut Ledger) -> Result<CopyReport, LedgerError> {
         }
         let Some(last) = a.last() else { break };
         after = last.seq;
+    }
+    let mut after_sha = String::new();
+    loop {
+        let (a, b) = (
+            from.bundles_after(&after_sha, BUNDLE_PAGE)?,
+            to.bundles_after(&after_sha, BUNDLE_PAGE)?,
+        );
+        if a != b {
+            return Err(LedgerError::NotContinuing {
+                ledger: target,
+                seq: 0,
+                reason: "a copied bundle differs from the source's".to_owned(),
+            });
+        }
+        let Some((last, _)) = a.last() else { break };
+        after_sha.clone_from(last);
     }
     let (head_from, head_to) = (from.checkpoint("copy")?, to.checkpoint("copy")?);
     if head_from != head_to {

@@ -75,7 +75,7 @@ both_stores!(
     checkpoint_covers_all_rows,
     newer_schema_is_refused,
     live_appends_continue_the_series,
-    batches_are_all_or_nothing,
+    append_all_is_all_or_nothing,
     concurrent_appends_stay_one_chain,
     series_lock_excludes_other_runs_of_the_spec,
     outcomes_keep_history_latest_counts,
@@ -83,6 +83,10 @@ both_stores!(
     concurrent_breaker_updates_lose_nothing,
     dismissals_and_overrides_by_spec,
     copy_refuses_a_non_empty_target,
+    scans_honour_the_scope,
+    outcome_states_and_dismissals,
+    migration_3_backfills_what_append_writes,
+    bundles_kept_in_the_ledger,
 );
 
 fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
@@ -101,6 +105,53 @@ fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
         bundle_path: format!("bundles/{run_id}.dsse.json"),
         extra: serde_json::json!({"agent": "a", "models": ["m/x"], "n": 1.5}),
     }
+}
+
+/// A run for the report tests: figures that grow with `day`.
+pub(crate) fn report_entry(
+    run_id: &str,
+    spec: &str,
+    verdict: &str,
+    day: u32,
+    extra: serde_json::Value,
+) -> RunEntry {
+    RunEntry {
+        run_id: run_id.into(),
+        spec_id: spec.into(),
+        attempt: 1,
+        verdict: verdict.into(),
+        tier: "light".into(),
+        started_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 0, 0).unwrap(),
+        finished_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 1, 0).unwrap(),
+        input_tokens: 100 * u64::from(day),
+        cached_input_tokens: 10 * u64::from(day),
+        output_tokens: 5,
+        cost_usd: Some(0.01 * f64::from(day)),
+        bundle_path: format!("bundles/{run_id}.dsse.json"),
+        extra,
+    }
+}
+
+/// Extras as the gate writes them, and odd ones.
+pub(crate) fn extras() -> Vec<serde_json::Value> {
+    vec![
+        serde_json::json!({"agent": "claude-code", "review": "ran", "models": ["m1", "m2"],
+               "roles": [
+                   {"role": "quality", "model": "m1", "status": "ok", "input_tokens": 70,
+                    "cached_input_tokens": 7, "output_tokens": 3, "cost_usd": 0.25},
+                   {"role": "security", "model": "m2", "status": "did_not_run",
+                    "input_tokens": null, "cached_input_tokens": null, "output_tokens": null,
+                    "cost_usd": null}],
+               "findings": [{"id": "f1"}, {"id": "f2"}], "overridden": false,
+               "dispositions": {"resolved": ["a"], "superseded": ["b", "c"]}, "duplicates": 4}),
+        serde_json::json!({"agent": null, "review": "did_not_run", "models": [], "roles": [], "findings": []}),
+        serde_json::json!({}),
+        serde_json::json!({"agent": 3, "models": ["m1", "m1", 2, "m3"], "roles": [
+                   {"role": "docs", "model": "m3", "input_tokens": -4, "cost_usd": 2},
+                   {"role": "docs", "model": "other"}, 7, {"model": "x"}],
+               "findings": {"id": "f"}, "duplicates": -2,
+               "dispositions": {"resolved": "a", "superseded": []}}),
+    ]
 }
 
 fn attempt(run_id: &str, spec: &str, n: u32) -> RunEntry {
@@ -324,22 +375,51 @@ fn live_appends_continue_the_series(store: &Store) {
     assert_eq!(attempts, [2, 2, 1, 3, 2, 1]);
 }
 
-fn batches_are_all_or_nothing(store: &Store) {
+fn append_all_is_all_or_nothing(store: &Store) {
     let mut ledger = store.open();
     ledger.append(&entry("r0", "s", "pass", 1), b"e0").unwrap();
     let (a, b, c) = (
         entry("r1", "s", "pass", 1),
-        entry("r2", "s", "pass", 1),
+        report_entry("r2", "s", "pass", 2, serde_json::json!({"models": ["m"]})),
         entry("r0", "s", "pass", 1),
     );
-    let err = ledger
-        .append_batch(&[(&a, b"e1"), (&b, b"e2"), (&c, b"e3")])
-        .unwrap_err();
-    assert!(matches!(err, LedgerError::AlreadyRecorded { .. }), "{err}");
-    assert_eq!(ledger.len().unwrap(), 1);
-    let rows = ledger.append_batch(&[(&a, b"e1"), (&b, b"e2")]).unwrap();
+    let refused: [&[(&RunEntry, &[u8])]; 2] = [
+        &[(&a, b"e1"), (&b, b"e2"), (&c, b"e3")],
+        &[(&a, b"e1"), (&b, b"e1")],
+    ];
+    for runs in refused {
+        let err = ledger.append_all(runs.iter().copied()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LedgerError::AlreadyRecorded { .. } | LedgerError::EnvelopeRecorded { .. }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(ledger.len().unwrap(), 1);
+        assert_eq!(ledger.max_seq().unwrap(), 1);
+        // Nor are the refused runs' report rows left behind.
+        let mut seen = Vec::new();
+        ledger
+            .scan_run_facts(&ReportScope::default(), |f| seen.push(f.seq))
+            .unwrap();
+        ledger
+            .scan_run_models(&ReportScope::default(), |seq, _| seen.push(seq))
+            .unwrap();
+        assert_eq!(seen, [1, 1]);
+    }
+    let rows = ledger
+        .append_all([(&a, b"e1".as_slice()), (&b, b"e2".as_slice())])
+        .unwrap();
     assert_eq!(rows.iter().map(|r| r.seq).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(
+        rows[1].prev_sha256.as_deref(),
+        Some(rows[0].envelope_sha256.as_str())
+    );
     assert_eq!(ledger.rows().unwrap()[1..], rows[..]);
+    assert_eq!(ledger.row_at(3).unwrap().unwrap(), rows[1]);
+    assert!(ledger.row_at(4).unwrap().is_none());
+    assert_eq!(ledger.max_seq().unwrap(), 3);
 }
 
 /// Writers with their own connections, released together.
@@ -564,6 +644,301 @@ fn copy_refuses_a_non_empty_target(store: &Store) {
     assert_eq!(target.len().unwrap(), 1);
 }
 
+fn scans_honour_the_scope(store: &Store) {
+    let mut l = store.open();
+    let x = extras();
+    let runs = [
+        report_entry("r1", "shop", "pass", 1, x[0].clone()),
+        report_entry("r2", "blog", "fail", 2, x[0].clone()),
+        report_entry("r3", "shop", "escalate", 3, x[3].clone()),
+    ];
+    for (i, e) in runs.iter().enumerate() {
+        l.append(e, format!("e{i}").as_bytes()).unwrap();
+    }
+    let since = |d| Some(Utc.with_ymd_and_hms(2025, 3, d, 0, 0, 0).unwrap());
+    let cases = [
+        (
+            ReportScope::default(),
+            vec![1, 2, 3],
+            vec![1, 1, 2, 2, 3, 3],
+            vec![1, 1, 2, 2, 3],
+        ),
+        (
+            ReportScope {
+                spec_id: Some("shop".into()),
+                since: None,
+            },
+            vec![1, 3],
+            vec![1, 1, 3, 3],
+            vec![1, 1, 3],
+        ),
+        (
+            ReportScope {
+                spec_id: None,
+                since: since(2),
+            },
+            vec![2, 3],
+            vec![2, 2, 3, 3],
+            vec![2, 2, 3],
+        ),
+        (
+            ReportScope {
+                spec_id: Some("blog".into()),
+                since: since(3),
+            },
+            vec![],
+            vec![],
+            vec![],
+        ),
+    ];
+    for (scope, runs, models, roles) in cases {
+        let mut seen = Vec::new();
+        l.scan_run_facts(&scope, |f| seen.push(f.seq)).unwrap();
+        assert_eq!(seen, runs, "{scope:?}");
+        let mut seen = Vec::new();
+        l.scan_run_models(&scope, |seq, _| seen.push(seq)).unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, models, "{scope:?}");
+        let mut seen = Vec::new();
+        l.scan_run_roles(&scope, |r| seen.push(r.seq)).unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, roles, "{scope:?}");
+    }
+    let mut first = None;
+    l.scan_run_facts(&ReportScope::default(), |f| {
+        if f.seq == 1 {
+            first = Some(format!(
+                "{} {} {} {} {:?} {:?} {} {} {} {:?} {} {} {} {}",
+                f.spec_id,
+                f.verdict,
+                f.tier,
+                f.started_on,
+                f.agent,
+                f.review,
+                f.input_tokens,
+                f.cached_input_tokens,
+                f.output_tokens,
+                f.cost_usd,
+                f.findings,
+                f.duplicates,
+                f.resolved,
+                f.superseded
+            ));
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        first.unwrap(),
+        "shop pass light 2025-03-01 Some(\"claude-code\") Some(\"ran\") 100 10 5 Some(0.01) 2 4 1 2"
+    );
+    let mut roles = Vec::new();
+    l.scan_run_roles(&ReportScope::default(), |r| {
+        roles.push(format!(
+            "{} {} {} {} {} {} {} {:?}",
+            r.seq,
+            r.role,
+            r.model,
+            r.status,
+            r.input_tokens,
+            r.cached_input_tokens,
+            r.output_tokens,
+            r.cost_usd
+        ));
+    })
+    .unwrap();
+    // Specialists come in no particular order.
+    roles.sort();
+    assert_eq!(
+        roles,
+        [
+            "1 quality m1 ok 70 7 3 Some(0.25)",
+            "1 security m2 did_not_run 0 0 0 None",
+            "2 quality m1 ok 70 7 3 Some(0.25)",
+            "2 security m2 did_not_run 0 0 0 None",
+            "3 docs m3  0 0 0 Some(2.0)",
+        ]
+    );
+}
+
+fn outcome_states_and_dismissals(store: &Store) {
+    let mut l = store.open();
+    for (i, id) in ["r1", "r2", "r3", "r4"].iter().enumerate() {
+        l.append(
+            &report_entry(id, "s", "fail", i as u32 + 1, serde_json::json!({})),
+            id.as_bytes(),
+        )
+        .unwrap();
+    }
+    let at = |h| Utc.with_ymd_and_hms(2025, 4, 1, h, 0, 0).unwrap();
+    let outcome = |run: &str, broken, h| OutcomeEntry {
+        run_id: run.into(),
+        broken,
+        reason: None,
+        source: None,
+        recorded_at: at(h),
+    };
+    // Latest by the order recorded, not by the time given.
+    l.add_outcomes(&[
+        outcome("r3", false, 5),
+        outcome("r1", false, 9),
+        outcome("r1", true, 8),
+    ])
+    .unwrap();
+    for (run, h) in [("r2", 3), ("r3", 4), ("r3", 6)] {
+        l.add_override(&OverrideEntry {
+            run_id: run.into(),
+            spec_id: "s".into(),
+            reason: "hotfix".into(),
+            by: "ana".into(),
+            content_digest: "d".into(),
+            bundle_path: format!("o-{run}-{h}"),
+            bundle_sha256: format!("sha-{run}-{h}"),
+            recorded_at: at(h),
+        })
+        .unwrap();
+    }
+    assert_eq!(
+        l.outcome_states().unwrap(),
+        [
+            OutcomeState {
+                seq: 1,
+                latest: Some((true, at(8))),
+                overridden_at: None
+            },
+            OutcomeState {
+                seq: 2,
+                latest: None,
+                overridden_at: Some(at(3))
+            },
+            OutcomeState {
+                seq: 3,
+                latest: Some((false, at(5))),
+                overridden_at: Some(at(6))
+            },
+        ]
+    );
+    // A batch naming an unknown run records nothing.
+    let err = l.add_outcomes(&[outcome("r4", true, 1), outcome("nope", true, 1)]);
+    assert!(matches!(err, Err(LedgerError::NotFound(ref r)) if r == "nope"));
+    assert!(l.outcomes("r4").unwrap().is_empty());
+    for (run, finding) in [("r2", "f1"), ("r4", "f2")] {
+        l.add_dismissal(&Dismissal {
+            run_id: run.into(),
+            spec_id: "s".into(),
+            finding_id: finding.into(),
+            reason: "noise".into(),
+            code_digest: None,
+            recorded_at: at(1),
+        })
+        .unwrap();
+    }
+    assert_eq!(
+        l.dismissal_refs().unwrap(),
+        [
+            DismissalRef {
+                seq: 2,
+                finding_id: "f1".into()
+            },
+            DismissalRef {
+                seq: 4,
+                finding_id: "f2".into()
+            },
+        ]
+    );
+}
+
+/// What the report tables hold, as text, in one order.
+fn report_dump(l: &Ledger) -> Vec<String> {
+    let all = ReportScope::default();
+    let mut out = Vec::new();
+    l.scan_run_facts(&all, |f| out.push(format!("{f:?}")))
+        .unwrap();
+    let mut more = Vec::new();
+    l.scan_run_models(&all, |seq, m| more.push(format!("model {seq} {m}")))
+        .unwrap();
+    l.scan_run_roles(&all, |r| more.push(format!("{r:?}")))
+        .unwrap();
+    more.sort();
+    out.extend(more);
+    out
+}
+
+/// Migration 3 fills the report tables from the rows already there; what
+/// it reads out of each run's `extra` must be what an append reads.
+fn migration_3_backfills_what_append_writes(store: &Store) {
+    let mut l = store.open();
+    for (i, x) in extras().into_iter().enumerate() {
+        let day = u32::try_from(i).unwrap() + 1;
+        l.append(
+            &report_entry(&format!("r{i}"), "s", "pass", day, x),
+            format!("envelope {i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    let appended = report_dump(&l);
+    assert!(appended.len() > 2 * extras().len(), "{appended:#?}");
+    drop(l);
+    // Back to schema 2 (the bundles of schema 4 go too), then up again.
+    store.execute(
+        "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
+         DELETE FROM schema_version WHERE version > 2;",
+    );
+    let l = store.open();
+    assert_eq!(l.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(report_dump(&l), appended);
+}
+
+/// A bundle kept in the ledger goes in with its row, or not at all.
+fn bundles_kept_in_the_ledger(store: &Store) {
+    let mut l = store.open();
+    let kept = |id: &str, envelope: &[u8]| RunEntry {
+        bundle_path: format!("{BUNDLE_IN_LEDGER}{}", crate::bundle::digest(envelope)),
+        ..attempt(id, "s", 1)
+    };
+    l.append_attempt(&kept("r1", b"one"), b"one").unwrap();
+    assert_eq!(
+        l.bundle(&crate::bundle::digest(b"one")).unwrap().as_deref(),
+        Some(b"one".as_slice())
+    );
+    // A row that points elsewhere keeps no bundle here.
+    l.append(&entry("r2", "s", "pass", 1), b"two").unwrap();
+    assert_eq!(l.bundle(&crate::bundle::digest(b"two")).unwrap(), None);
+    // Refused appends keep nothing: a duplicate, an attempt out of series,
+    // a path naming other bytes.
+    let refused = [
+        l.append(&kept("r1", b"three"), b"three").unwrap_err(),
+        l.append_attempt(
+            &RunEntry {
+                attempt: 3,
+                ..kept("r3", b"three")
+            },
+            b"three",
+        )
+        .unwrap_err(),
+        l.append(&kept("r3", b"other"), b"three").unwrap_err(),
+    ];
+    assert!(matches!(refused[0], LedgerError::AlreadyRecorded { .. }));
+    assert!(matches!(refused[1], LedgerError::AttemptOutOfSeries { .. }));
+    assert!(
+        matches!(refused[2], LedgerError::BundleMismatch { .. }),
+        "{}",
+        refused[2]
+    );
+    assert_eq!(l.bundle(&crate::bundle::digest(b"three")).unwrap(), None);
+    assert_eq!(l.len().unwrap(), 2);
+    // A bundle with no run of its own (an override's), and paging.
+    let sha = l.put_bundle(b"override").unwrap();
+    assert_eq!(l.put_bundle(b"override").unwrap(), sha);
+    let mut all = vec![
+        (crate::bundle::digest(b"one"), b"one".to_vec()),
+        (sha, b"override".to_vec()),
+    ];
+    all.sort();
+    assert_eq!(l.bundles_after("", 10).unwrap(), all);
+    assert_eq!(l.bundles_after("", 1).unwrap(), all[..1]);
+    assert_eq!(l.bundles_after(&all[0].0, 10).unwrap(), all[1..]);
+}
+
 /// A SQLite ledger with everything in it, for the copy tests.
 fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
     let mut l = Ledger::open(dir.join("ledger.db")).unwrap();
@@ -572,11 +947,17 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
             let mut e = entry(&format!("run-{i:05}"), &format!("spec{}", i % 3), "fail", 1);
             e.attempt = u32::try_from(i / 3 + 1).unwrap();
             e.cost_usd = (i % 2 == 0).then_some(0.001 * i as f64);
-            (e, format!("envelope {i}").into_bytes())
+            e.extra = extras()[i % 4].clone();
+            let envelope = format!("envelope {i}").into_bytes();
+            if i % 7 == 0 {
+                e.bundle_path = format!("{BUNDLE_IN_LEDGER}{}", crate::bundle::digest(&envelope));
+            }
+            (e, envelope)
         })
         .collect();
-    let batch: Vec<(&RunEntry, &[u8])> = made.iter().map(|(e, b)| (e, b.as_slice())).collect();
-    l.append_batch(&batch).unwrap();
+    l.append_all(made.iter().map(|(e, b)| (e, b.as_slice())))
+        .unwrap();
+    let override_sha = l.put_bundle(b"override envelope").unwrap();
     for (i, broken) in [(0, false), (3, true), (0, true)] {
         l.add_outcome(&OutcomeEntry {
             run_id: format!("run-{i:05}"),
@@ -602,8 +983,8 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
         reason: "hotfix".into(),
         by: "ana".into(),
         content_digest: "d".into(),
-        bundle_path: "p".into(),
-        bundle_sha256: "s".into(),
+        bundle_path: format!("{BUNDLE_IN_LEDGER}{override_sha}"),
+        bundle_sha256: override_sha,
         recorded_at: now(),
     })
     .unwrap();
@@ -619,9 +1000,10 @@ fn check_copy(from: &Ledger, to: &mut Ledger, runs: usize) {
             report.outcomes,
             report.dismissals,
             report.overrides,
-            report.breakers
+            report.breakers,
+            report.bundles,
         ),
-        (3, 1, 1, 1)
+        (3, 1, 1, 1, runs.div_ceil(7) + 1)
     );
     assert_eq!(to.rows().unwrap(), from.rows().unwrap());
     assert_eq!(to.checkpoint("o").unwrap(), from.checkpoint("o").unwrap());
@@ -633,6 +1015,11 @@ fn check_copy(from: &Ledger, to: &mut Ledger, runs: usize) {
     assert_eq!(to.dismissals(None).unwrap(), from.dismissals(None).unwrap());
     assert_eq!(to.overrides(None).unwrap(), from.overrides(None).unwrap());
     assert_eq!(to.breakers().unwrap(), from.breakers().unwrap());
+    assert_eq!(
+        to.bundles_after("", 10_000).unwrap(),
+        from.bundles_after("", 10_000).unwrap()
+    );
+    assert_eq!(report_dump(to), report_dump(from));
     // The copy goes on as a ledger of its own.
     let next = to
         .append(&entry("after", "s", "pass", 1), b"after")
@@ -659,6 +1046,16 @@ fn copy_sqlite_to_postgres() {
     let db = testdb::fresh();
     let mut to = Ledger::open(Location::Postgres(db.url.clone())).unwrap();
     check_copy(&from, &mut to, 2_345);
+}
+
+#[test]
+fn copy_postgres_to_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = testdb::fresh();
+    let mut pg = Ledger::open(Location::Postgres(db.url.clone())).unwrap();
+    copy(&full_sqlite(dir.path(), 1_234), &mut pg).unwrap();
+    let mut to = Ledger::open(dir.path().join("back.db")).unwrap();
+    check_copy(&pg, &mut to, 1_234);
 }
 
 /// One schema: every table has the same columns, in the same order, in

@@ -89,6 +89,15 @@ pub fn effective(
             Source::Default("in the state directory"),
         ),
     };
+    let store = attest::bundle_store(ctx)?;
+    let bundle_store = json!(store.target().to_string());
+    let bundle_store_source = if config::bundle_store_env().is_some() {
+        Source::Env(config::env::BUNDLE_STORE)
+    } else if matches!(store.target(), gate_evidence::store::Target::Ledger) {
+        Source::Default("the PostgreSQL ledger keeps each bundle with its row")
+    } else {
+        Source::Default("in the state directory")
+    };
     // Never the key itself: only where it comes from.
     let (key, key_source) = match config::signing_key_env() {
         Some(v) if v.trim_start().starts_with("-----BEGIN") => {
@@ -157,10 +166,14 @@ pub fn effective(
         entry("routing", routing_value, &routing_source),
         entry(
             "routing_url",
-            routing_url.map_or(Value::Null, Value::String),
+            // Without its query or credentials: a token may ride in them.
+            routing_url.map_or(Value::Null, |u| {
+                Value::String(crate::routing::patch::display_url(&u))
+            }),
             &routing_url_source,
         ),
         entry("ledger", ledger, &ledger_source),
+        entry("bundle_store", bundle_store, &bundle_store_source),
         entry("signing_key", key, &key_source),
         entry("base", base, &base_source),
         entry(

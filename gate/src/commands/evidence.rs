@@ -4,6 +4,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use gate_evidence::bundle::{self, OpenedBundle};
+use gate_evidence::store::{BundleRef, StoreError};
 use gate_evidence::{LedgerRow, PublicKey};
 
 use crate::attest::{self, PREDICATE_TYPE};
@@ -18,19 +19,20 @@ use crate::record::RunRecord;
 pub struct Located {
     /// Its bytes as stored.
     pub bytes: Vec<u8>,
-    /// Where it was read from.
-    pub path: PathBuf,
+    /// Where it was read from: a path or an object URL.
+    pub at: String,
     /// Its ledger row, when found through the ledger.
     pub row: Option<LedgerRow>,
 }
 
-/// A bundle file, else a run id (or unique prefix) looked up in the ledger.
+/// A bundle file, else a run id (or unique prefix) looked up in the ledger
+/// and fetched from wherever its row says the bundle is.
 pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
     let as_path = config::from_cwd(Path::new(target));
     if as_path.is_file() {
         return Ok(Located {
             bytes: bundle::read(&as_path)?,
-            path: as_path,
+            at: as_path.display().to_string(),
             row: None,
         });
     }
@@ -41,20 +43,23 @@ pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
         )));
     }
     let row = attest::open_ledger(ctx)?.resolve(target)?;
-    let path = PathBuf::from(&row.entry.bundle_path);
-    let bytes = bundle::read(&path).map_err(|e| match e {
-        gate_evidence::bundle::BundleError::Read { .. } if !path.exists() => {
-            GateError::BadEvidence(format!(
-                "run {} is in the ledger but its bundle {} is missing",
-                row.entry.run_id,
-                path.display()
-            ))
-        }
+    let store = attest::bundle_store(ctx)?;
+    let at = BundleRef::parse(&row.entry.bundle_path)?;
+    let bytes = store.get(&at).map_err(|e| match e {
+        StoreError::Missing { at } => GateError::BadEvidence(format!(
+            "run {} is in the ledger but its bundle {at} is missing",
+            row.entry.run_id
+        )),
+        StoreError::Tampered { at, actual, .. } => GateError::BadEvidence(format!(
+            "the stored bundle of run {} was altered: {at} holds bytes whose sha256 is {actual}, \
+             the ledger recorded {}",
+            row.entry.run_id, row.envelope_sha256
+        )),
         other => GateError::from(other),
     })?;
     Ok(Located {
         bytes,
-        path,
+        at: at.to_string(),
         row: Some(row),
     })
 }
@@ -63,14 +68,12 @@ pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
 /// statement's shape, and (through the ledger) that its bytes are the ones
 /// recorded.
 pub fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateError> {
-    let opened = bundle::open(&found.bytes, keys).map_err(|e| {
-        GateError::BadEvidence(format!("{} does not verify: {e}", found.path.display()))
-    })?;
+    let opened = bundle::open(&found.bytes, keys)
+        .map_err(|e| GateError::BadEvidence(format!("{} does not verify: {e}", found.at)))?;
     if opened.statement.predicate_type != PREDICATE_TYPE {
         return Err(GateError::BadEvidence(format!(
             "{} is signed, but it is not a gate run (predicateType {})",
-            found.path.display(),
-            opened.statement.predicate_type
+            found.at, opened.statement.predicate_type
         )));
     }
     if let Some(row) = &found.row
@@ -78,10 +81,7 @@ pub fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateErr
     {
         return Err(GateError::BadEvidence(format!(
             "{} is not the bundle the ledger recorded for run {}: sha256 {} ≠ {}",
-            found.path.display(),
-            row.entry.run_id,
-            opened.sha256,
-            row.envelope_sha256
+            found.at, row.entry.run_id, opened.sha256, row.envelope_sha256
         )));
     }
     Ok(opened)
@@ -99,7 +99,7 @@ pub fn verify(
     let opened = open(&found, &trusted)?;
     let run = &opened.statement.predicate["run"];
     let mut out = String::new();
-    let _ = writeln!(out, "bundle {}", found.path.display());
+    let _ = writeln!(out, "bundle {}", found.at);
     let _ = writeln!(out, "  signature: ok (key {})", opened.keyid);
     let _ = writeln!(
         out,
@@ -165,12 +165,12 @@ pub fn show(
                 serde_json::from_value(predicate["run"].clone()).map_err(|e| {
                     GateError::BadEvidence(format!(
                         "{} verifies, but its run does not parse: {e}",
-                        found.path.display()
+                        found.at
                     ))
                 })?;
             let mut out = format!(
                 "bundle {} (signed by {}, sha256 {})\nstarted {} · took {} ms · gate {}\n",
-                found.path.display(),
+                found.at,
                 opened.keyid,
                 opened.sha256,
                 record.started_at,

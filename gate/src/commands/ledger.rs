@@ -7,6 +7,7 @@ use gate_evidence::Ledger;
 use gate_evidence::PublicKey;
 use gate_evidence::checkpoint::Checkpoint;
 use gate_evidence::ledger::{self, LoadError, Location};
+use gate_evidence::store::{BundleRef, BundleStore, StoreError};
 
 use crate::attest;
 use crate::config::{self, Context};
@@ -58,8 +59,22 @@ fn read_checkpoint(path: &Path, keys: &[PublicKey]) -> Result<Checkpoint, GateEr
     )))
 }
 
+/// Bundles fetched at once from object storage by `gate ledger verify`.
+const FETCHERS: usize = 16;
+
+/// A row's bundle bytes as stored, for the verifier to compare with the row.
+fn load_bundle(store: &BundleStore, row: &gate_evidence::LedgerRow) -> Result<Vec<u8>, LoadError> {
+    let at =
+        BundleRef::parse(&row.entry.bundle_path).map_err(|e| LoadError::Missing(e.to_string()))?;
+    store.fetch(&at).map_err(|e| match e {
+        StoreError::Missing { .. } => LoadError::Missing("not found in the store".to_owned()),
+        other => LoadError::Unavailable(other.to_string()),
+    })
+}
+
 /// `gate ledger verify`: exit 1 when anything was removed, reordered or
-/// rewritten; 4 when a bundle could not be read.
+/// rewritten; 4 when a bundle could not be read. Every bundle is fetched
+/// from wherever its row says it is and checked, in parallel.
 pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u8, GateError> {
     if !attest::ledger_exists(ctx)? {
         return Err(GateError::Usage(format!(
@@ -72,21 +87,35 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
         .map(|p| read_checkpoint(&config::from_cwd(p), &trusted))
         .transpose()?;
     let rows = attest::open_ledger(ctx)?.rows()?;
-    let report = ledger::verify(
-        &rows,
-        |row| {
-            let path = Path::new(&row.entry.bundle_path);
-            std::fs::read(path).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    LoadError::Missing(format!("{} is missing", path.display()))
-                } else {
-                    LoadError::Unavailable(e.to_string())
-                }
-            })
-        },
-        &trusted,
-        checkpoint.as_ref(),
+    let store = attest::bundle_store(ctx)?;
+    let bar = output::bar::Bar::start(
+        "fetching and checking bundles",
+        rows.len() as u64,
+        ctx.verbosity,
     );
+    let load = |row: &gate_evidence::LedgerRow| {
+        let loaded = load_bundle(&store, row);
+        bar.inc();
+        loaded
+    };
+    // Fetching objects waits on the network, not the CPU: more workers than cores.
+    let remote = rows
+        .iter()
+        .any(|r| BundleRef::parse(&r.entry.bundle_path).is_ok_and(|at| at.is_object()));
+    let pool = remote
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(FETCHERS)
+                .build()
+                .ok()
+        })
+        .flatten();
+    let check = || ledger::verify(&rows, load, &trusted, checkpoint.as_ref());
+    let report = match &pool {
+        Some(pool) => pool.install(check),
+        None => check(),
+    };
+    bar.finish();
     let mut out = String::new();
     for p in &report.problems {
         let _ = writeln!(out, "{p}");
@@ -124,15 +153,20 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
 }
 
 /// `gate ledger import [BUNDLE]`: appends bundles that have no row yet —
-/// one file, or every bundle in the state directory — oldest run first.
+/// one file, or every bundle in the spool and the state directory — oldest
+/// run first, each put in the bundle store before its row.
 pub fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError> {
     let mut ledger = attest::open_ledger(ctx)?;
+    let store = attest::bundle_store(ctx)?;
     let trusted = attest::trusted_keys(ctx, &[])?;
-    let candidates: Vec<PathBuf> = match bundle_file {
-        Some(p) => vec![config::from_cwd(p)],
-        None => attest::list_bundles(&attest::bundles_dir(ctx)),
+    let candidates: Vec<PathBuf> = if let Some(p) = bundle_file {
+        vec![config::from_cwd(p)]
+    } else {
+        let mut all = attest::spooled_bundles(ctx);
+        all.extend(attest::list_bundles(&attest::bundles_dir(ctx)));
+        all
     };
-    let imported = attest::import_files(ctx, &mut ledger, &trusted, &candidates)?;
+    let imported = attest::import_files(ctx, &store, &mut ledger, &trusted, &candidates)?;
     let mut out = String::new();
     for (run, seq) in &imported {
         let _ = writeln!(out, "imported run {run} as row {seq}");
@@ -169,7 +203,8 @@ pub fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
     let mut target = Ledger::open(&to)?;
     let report = ledger::copy(&source, &mut target)?;
     let out = format!(
-        "copied {} runs, {} outcomes, {} dismissals, {} overrides and {} circuit breakers\n\
+        "copied {} runs, {} outcomes, {} dismissals, {} overrides, {} circuit breakers \
+         and {} bundles kept in the ledger\n\
          from {from}\n\
          to   {to}\n\
          both ledgers have {} rows and tree head {}\n",
@@ -178,6 +213,7 @@ pub fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
         report.dismissals,
         report.overrides,
         report.breakers,
+        report.bundles,
         report.runs,
         report.root_hex,
     );

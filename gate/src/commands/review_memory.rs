@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use gate_evidence::ledger::{Dismissal, OverrideEntry};
+use gate_evidence::store::BundleRef;
 use gate_evidence::{Statement, Subject, bundle};
 use serde_json::json;
 
@@ -132,29 +133,28 @@ pub fn override_run(ctx: &Context, run: &str, reason: &str, by: &str) -> Result<
     let subject = Subject::from_bytes(format!("{}.dsse.json", record.run_id), &loaded.bytes);
     let statement = Statement::new(vec![subject], OVERRIDE_PREDICATE_TYPE, predicate);
     let envelope = bundle::seal(&statement, &key);
-    let stored = bundle::write(
-        &attest::bundles_dir(ctx),
-        &format!("{}.override", record.run_id),
-        &envelope,
-    )?;
+    let stored =
+        attest::bundle_store(ctx)?.put(&format!("{}.override", record.run_id), &envelope)?;
     let mut ledger = attest::open_ledger(ctx)?;
+    if matches!(stored, BundleRef::Ledger { .. }) {
+        // No run row carries it in: kept on its own, before the override's row.
+        ledger.put_bundle(&envelope)?;
+    }
     ledger.add_override(&OverrideEntry {
         run_id: record.run_id.clone(),
         spec_id: record.spec_id.clone(),
         reason: reason.to_owned(),
         by: by.to_owned(),
         content_digest: record.content_digest.clone(),
-        bundle_path: stored.path.display().to_string(),
-        bundle_sha256: stored.sha256.clone(),
+        bundle_path: stored.to_string(),
+        bundle_sha256: bundle::digest(&envelope),
         recorded_at: at,
     })?;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "override of run {} ({}) recorded by {by}: {}",
-        record.run_id,
-        record.verdict,
-        stored.path.display()
+        record.run_id, record.verdict, stored
     );
     let _ = writeln!(
         out,

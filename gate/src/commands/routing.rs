@@ -3,12 +3,13 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::cli::{RoutingArgs, RoutingCheckArgs};
+use crate::cli::{RoutingArgs, RoutingCheckArgs, RoutingShowArgs};
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
 use crate::routing::Routing;
+use crate::routing::patch;
 use crate::rules::model::PASS_MARGIN;
 
 /// Loads the table the way `gate verify` would.
@@ -24,10 +25,24 @@ pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> 
     Routing::resolve(routing.as_deref(), &spec_dir).map_err(GateError::from)
 }
 
-/// `gate routing show`.
-pub fn show(ctx: &Context, args: &RoutingArgs) -> Result<u8, GateError> {
-    let routing = resolve(ctx, args)?;
-    output::stdout(&render(&routing, &config::env_is_set)).map_err(GateError::stdout)?;
+/// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
+/// applied (unless `--offline`), overridden rows marked.
+pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
+    let mut routing = resolve(ctx, &args.routing)?;
+    let mut text = String::new();
+    if let Some(url) = config::routing_url_env() {
+        let status = patch::apply_override(&mut routing, &url, args.offline).await;
+        let _ = match &status.error {
+            Some(why) => writeln!(
+                text,
+                "routing override: {} {} ({why}); the local table is in effect\n",
+                status.url, status.status
+            ),
+            None => writeln!(text, "routing override: {} applied\n", status.url),
+        };
+    }
+    text.push_str(&render(&routing, &config::env_is_set));
+    output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }
 

@@ -221,7 +221,9 @@ pub(crate) fn record() -> RunRecord {
         duplicates: 0,
         failures: Vec::new(),
         override_note: None,
+        pages: Vec::new(),
         bundle: Some(".gate/bundles/0190aaaa-bbbb-7ccc-8ddd-eeeeffff0000.dsse.json".to_owned()),
+        routing_override: None,
     }
 }
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::progress::duration;
 use super::style::Style;
-use crate::record::{ItemStatus, ReviewStatus, RunRecord, Verdict};
+use crate::record::{ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, Verdict};
+use crate::review::call::{Attempt, AttemptOutcome};
 
 /// Lines of a failing item's output shown.
 const TAIL_LINES: usize = 12;
@@ -92,27 +93,26 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
                 record.review.reason.as_deref().unwrap_or("no reason given")
             );
         }
-        ReviewStatus::Ran => {
-            let _ = writeln!(out, "review");
-            for s in &record.review.specialists {
-                let what = match (&s.carried_from, s.status.as_str()) {
-                    (Some(run), _) => format!("carried from run {run}"),
-                    (None, "ok") => format!(
-                        "ok · {} in / {} out tokens · {} · {}",
-                        count(s.input_tokens),
-                        count(s.output_tokens),
-                        s.cost_usd
-                            .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}")),
-                        duration(Duration::from_millis(s.latency_ms))
-                    ),
-                    (None, _) => format!(
-                        "did not run — {}",
-                        s.reason.as_deref().unwrap_or("no reason given")
-                    ),
-                };
-                let _ = writeln!(out, "  {:<12} {:<24} {what}", s.role, s.model);
+        ReviewStatus::Ran => review_lines(&mut out, &record.review.specialists),
+    }
+    if let Some(o) = &record.routing_override {
+        let _ = match (o.status.as_str(), &o.error) {
+            ("applied", _) if o.changed.is_empty() => {
+                writeln!(out, "routing override: {} applied, no change", o.url)
             }
-        }
+            ("applied", _) => writeln!(
+                out,
+                "routing override: {} applied ({})",
+                o.url,
+                o.changed.join(", ")
+            ),
+            (status, why) => writeln!(
+                out,
+                "routing override: {} {status} — {}; the local table was used",
+                o.url,
+                why.as_deref().unwrap_or("no reason given")
+            ),
+        };
     }
     if !record.findings.is_empty() {
         let _ = writeln!(out, "\nfindings");
@@ -160,6 +160,92 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
         let _ = writeln!(out, "not recorded in the ledger");
     }
     out
+}
+
+/// One line per specialist: model, status, tokens, cost, time, and what
+/// fell back or did not run, and why.
+fn review_lines(out: &mut String, specialists: &[SpecialistRecord]) {
+    let missing = specialists
+        .iter()
+        .filter(|s| s.status == "did_not_run")
+        .count();
+    let _ = if missing == 0 {
+        writeln!(out, "review")
+    } else {
+        writeln!(
+            out,
+            "review ({missing} of {} did not run)",
+            specialists.len()
+        )
+    };
+    for s in specialists {
+        let spent = || {
+            format!(
+                "{} in / {} out tokens · {}",
+                count(s.input_tokens),
+                count(s.output_tokens),
+                s.cost_usd
+                    .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}")),
+            )
+        };
+        let what = match (&s.carried_from, s.status.as_str()) {
+            (Some(run), _) => format!("carried from run {run}"),
+            (None, "ok") => format!(
+                "ok · {} · {}{}",
+                spent(),
+                duration(Duration::from_millis(s.latency_ms)),
+                fell_back(&s.attempts)
+                    .map(|f| format!(" · fell back: {f}"))
+                    .unwrap_or_default()
+            ),
+            (None, _) => {
+                let why = short(s.reason.as_deref().unwrap_or("no reason given"));
+                if s.input_tokens.is_some() || s.output_tokens.is_some() {
+                    format!("did not run — {why} · {}", spent())
+                } else {
+                    format!("did not run — {why}")
+                }
+            }
+        };
+        let _ = writeln!(out, "  {:<12} {:<24} {what}", s.role, s.model);
+    }
+}
+
+/// The attempts before the one that answered, when there were any.
+fn fell_back(attempts: &[Attempt]) -> Option<String> {
+    let (_, before) = attempts.split_last()?;
+    if before.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = before
+        .iter()
+        .map(|a| {
+            let outcome = match a.outcome {
+                AttemptOutcome::Ok => "ok",
+                AttemptOutcome::Retryable => "retryable",
+                AttemptOutcome::Fatal => "fatal",
+                AttemptOutcome::BreakerOpen => "breaker open",
+            };
+            match &a.error {
+                Some(e) if a.outcome != AttemptOutcome::BreakerOpen => {
+                    format!("{} {outcome} ({})", a.model, short(e))
+                }
+                _ => format!("{} {outcome}", a.model),
+            }
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
+/// A reason cut to one readable line.
+fn short(text: &str) -> String {
+    const MAX: usize = 120;
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() <= MAX && !text.contains('\n') {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX).collect();
+    format!("{cut}…")
 }
 
 fn id_width<'a>(ids: impl Iterator<Item = &'a str>) -> usize {

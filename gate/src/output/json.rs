@@ -37,7 +37,7 @@ pub fn render(record: &RunRecord) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "format_version": record.format_version,
         "run_id": record.run_id,
         "spec_id": record.spec_id,
@@ -53,5 +53,12 @@ pub fn render(record: &RunRecord) -> Value {
         "findings": record.findings,
         "doom_loop": record.doom_loop,
         "bundle": record.bundle,
-    })
+    });
+    if let (Some(status), Some(obj)) = (&record.routing_override, doc.as_object_mut()) {
+        obj.insert(
+            "routing_override".to_owned(),
+            serde_json::to_value(status).unwrap_or(Value::Null),
+        );
+    }
+    doc
 }

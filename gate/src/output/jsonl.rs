@@ -126,6 +126,10 @@ pub fn event_json<S: std::hash::BuildHasher>(
             "specialist_started",
             json!({"role": seat.role, "model": seat.model}),
         ),
+        RunEvent::AttemptStarted(seat) => line(
+            "attempt_started",
+            json!({"role": seat.role, "model": seat.model}),
+        ),
         RunEvent::Harness(Event::Started { id }) => {
             let kind = kinds.get(id).copied().unwrap_or(ItemKind::Check);
             line(
@@ -205,7 +209,7 @@ fn finished(r: &ItemResult) -> Value {
 fn stage(kind: ItemKind) -> &'static str {
     match kind {
         ItemKind::Criterion => "criterion",
-        ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin => "check",
+        ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin | ItemKind::Page => "check",
     }
 }
 
@@ -216,6 +220,7 @@ pub fn kind_str(kind: ItemKind) -> &'static str {
         ItemKind::TaskTests => "task_tests",
         ItemKind::Criterion => "criterion",
         ItemKind::Builtin => "builtin",
+        ItemKind::Page => "page",
     }
 }
 

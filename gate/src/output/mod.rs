@@ -13,10 +13,13 @@
 //!   GitHub and GitLab show; [`site`] knows those places.
 //! - [`style`]: colour; [`text`]: escaping for XML, Markdown, terminals.
 //! - [`settings`]: `gate verify --print-config`.
+//! - [`bar`]: the progress bar of long audits.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod bar;
 pub mod github;
 pub mod gitlab;
+pub mod heartbeat;
 pub mod human;
 pub mod json;
 pub mod jsonl;
@@ -125,7 +128,10 @@ impl Live {
         if let Some(buf) = &jsonl {
             observers.push(Box::new(jsonl::JsonlWriter::buffer(Arc::clone(buf))));
         }
-        let (sink, dispatcher) = stream::start(observers, stream::HEARTBEAT);
+        let (sink, dispatcher) = stream::start(
+            observers,
+            config::heartbeat_override().unwrap_or(stream::HEARTBEAT),
+        );
         Self {
             sink,
             dispatcher,

@@ -101,6 +101,7 @@ pub fn check_rule(c: &CheckRecord) -> String {
         CheckKind::TaskTests => "task-tests".to_owned(),
         CheckKind::Criterion => "criterion".to_owned(),
         CheckKind::Builtin => c.id.clone(),
+        CheckKind::Page => "page".to_owned(),
     }
 }
 

@@ -17,12 +17,16 @@ pub struct Progress {
     out: Box<dyn Write + Send>,
     verbosity: Verbosity,
     style: Style,
+    /// The review's spinner shows who waits on which model.
+    spinner: bool,
 }
 
 impl Progress {
     /// Progress to stderr.
     pub fn stderr(verbosity: Verbosity, style: Style) -> Self {
-        Self::to(Box::new(std::io::stderr()), verbosity, style)
+        let mut p = Self::to(Box::new(std::io::stderr()), verbosity, style);
+        p.spinner = super::heartbeat::spins(verbosity);
+        p
     }
 
     /// Progress to any writer (tests).
@@ -31,12 +35,16 @@ impl Progress {
             out,
             verbosity,
             style,
+            spinner: false,
         }
     }
 
     fn line(&mut self, text: &str) {
+        // On a terminal with the review's spinner, take its line over first
+        // (it redraws itself below).
+        let clear = if self.spinner { "\r\x1b[2K" } else { "" };
         // Nothing sensible is left to do when stderr itself is gone.
-        let _ = writeln!(self.out, "{text}");
+        let _ = writeln!(self.out, "{clear}{text}");
         let _ = self.out.flush();
     }
 
@@ -60,6 +68,14 @@ impl Observer for Progress {
             } => self.line(&format!("gate: verifying `{spec_id}` (run {run_id})")),
             RunEvent::Notice(text) => self.line(text),
             RunEvent::Warning(text) => self.line(&style.paint(text, Paint::Yellow)),
+            RunEvent::AttemptStarted(seat) if self.verbose() => {
+                self.line(&format!(
+                    "  {} {} asks {}",
+                    style.paint("…", Paint::Dim),
+                    seat.role,
+                    seat.model
+                ));
+            }
             RunEvent::SpecialistStarted(seat) if self.verbose() => {
                 self.line(&format!(
                     "  {} {} ({})",
@@ -136,6 +152,9 @@ impl Observer for Progress {
             return;
         }
         for w in waiting {
+            if self.spinner && matches!(w.what, WaitingOn::Model(_)) {
+                continue;
+            }
             let line = heartbeat_line(w);
             let dim = self.style.paint(&line, Paint::Dim);
             self.line(&dim);

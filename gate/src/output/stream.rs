@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use crate::events::{EventSink, RunEvent};
 
 /// How often the heartbeat looks at what is still going.
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// Something that renders events.
 pub trait Observer: Send {
@@ -73,6 +73,13 @@ impl Pending {
             RunEvent::SpecialistStarted(seat) => {
                 self.reviewers
                     .insert(seat.role.clone(), (seat.model.clone(), now));
+            }
+            // Failing back: the same reviewer, since it started, now waits
+            // on another model.
+            RunEvent::AttemptStarted(seat) => {
+                if let Some((model, _)) = self.reviewers.get_mut(&seat.role) {
+                    model.clone_from(&seat.model);
+                }
             }
             RunEvent::SpecialistFinished { record, .. } => {
                 self.reviewers.remove(&record.role);

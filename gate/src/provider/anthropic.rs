@@ -25,8 +25,9 @@ use tokio::time::Instant;
 
 use crate::provider::sse::EventReader;
 use crate::provider::{
-    ApiError, Collected, Finish, ModelReply, ModelRequest, Provider, ProviderError, SYSTEM_PROMPT,
-    Usage, capped, content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
+    ApiError, Collected, Finish, ModelReply, ModelRequest, Part as Sent, Provider, ProviderError,
+    SYSTEM_PROMPT, Usage, capped, content_blocks, is_event_stream, protocol, read_body, send,
+    within_deadline,
 };
 
 /// The API version every request names.
@@ -76,8 +77,14 @@ impl AnthropicProvider {
         let mut marks = 0;
         let parts: Vec<Value> = content_blocks(&req.blocks)
             .into_iter()
-            .map(|(text, breakpoint)| {
-                let mut part = json!({"type": "text", "text": text});
+            .map(|(part, breakpoint)| {
+                let mut part = match part {
+                    Sent::Text(text) => json!({"type": "text", "text": text}),
+                    Sent::Image(image) => json!({
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": image.base64()},
+                    }),
+                };
                 if breakpoint && marks < MAX_BREAKPOINTS {
                     part["cache_control"] = json!({"type": "ephemeral"});
                     marks += 1;
@@ -401,6 +408,12 @@ async fn read_stream(
         &usage,
         model,
     ))
+}
+
+/// A whole (not streamed) reply body as the client reads it: the answer, or
+/// why it cannot be used. Public for the reply-parser fuzz target.
+pub fn parse_body(body: &str) -> Result<ModelReply, ProviderError> {
+    read_whole(body)?.conclude(std::time::Duration::ZERO)
 }
 
 fn read_whole(body: &str) -> Result<Collected, ProviderError> {

@@ -217,7 +217,7 @@ pub enum ProviderError {
         /// The body as received, capped.
         body: String,
     },
-    /// Connected, but no response head within the connect and inactivity bounds.
+    /// No response head within the inactivity bound (connecting included).
     #[error("no response from the model provider within {after:?}")]
     NoResponse {
         /// How long the request waited.

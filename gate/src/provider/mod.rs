@@ -13,7 +13,9 @@
 //!   cacheable prefix is shared across a run.
 //! - The user message holds the request's [`Block`]s as separate text parts,
 //!   in order, byte for byte (empty blocks are left out: Anthropic rejects
-//!   empty text parts, and they add nothing).
+//!   empty text parts, and they add nothing); a block's images follow its
+//!   text as image parts (OpenAI `image_url` with a base64 data URL,
+//!   Anthropic `image` with a base64 source).
 //! - The answer is constrained by the request's JSON schema: OpenAI's
 //!   `response_format` of type `json_schema` (strict), Anthropic's forced
 //!   `answer` tool whose `input_schema` is the schema.
@@ -21,13 +23,16 @@
 //!
 //! # Time bounds
 //! A request never outlives [`Timeouts::deadline`]. A streamed request must
-//! get its response head within `connect + inactivity`, and then a real event
+//! get its response head within `inactivity` of being sent (connecting
+//! included, and never less than the connect bound), and then a real event
 //! at least every `inactivity` (SSE comments and Anthropic `ping`s do not
-//! count). The TCP/TLS connect itself is bounded by the shared client
-//! ([`http_client`]).
+//! count). So a server that accepts and never answers costs the inactivity
+//! bound, not inactivity plus connect. The TCP/TLS connect itself is bounded
+//! by the shared client ([`http_client`]).
 
 pub mod anthropic;
 pub mod errors;
+pub mod image;
 pub mod openai;
 pub mod sse;
 
@@ -42,6 +47,7 @@ use tokio::time::Instant;
 
 pub use anthropic::AnthropicProvider;
 pub use errors::{ApiError, BadReply, Class, ErrorCode, ProviderError};
+pub use image::Image;
 pub use openai::{OpenAiProvider, TokenLimitField};
 
 /// The system prompt of every model request, whatever the role: the role's
@@ -74,6 +80,8 @@ pub struct Block {
     /// Ask providers that cache only where marked (Anthropic) to cache the
     /// prefix ending with this block.
     pub cache_breakpoint: bool,
+    /// Images sent after the text, in order.
+    pub images: Vec<Image>,
 }
 
 impl Block {
@@ -82,6 +90,7 @@ impl Block {
         Self {
             text: text.into(),
             cache_breakpoint: false,
+            images: Vec::new(),
         }
     }
 
@@ -90,8 +99,31 @@ impl Block {
         Self {
             text: text.into(),
             cache_breakpoint: true,
+            images: Vec::new(),
         }
     }
+
+    /// A block of text followed by images.
+    pub fn with_images(text: impl Into<String>, images: Vec<Image>) -> Self {
+        Self {
+            images,
+            ..Self::new(text)
+        }
+    }
+
+    /// Input tokens it is estimated to cost: text bytes ÷ 4, plus its images.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.text.len() as u64 / 4 + self.images.iter().map(Image::estimated_tokens).sum::<u64>()
+    }
+}
+
+/// One content part as sent: text or an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part<'a> {
+    /// A text part.
+    Text(&'a str),
+    /// An image part.
+    Image(&'a Image),
 }
 
 /// A further exchange after the first reply: the model's reply, then a user
@@ -107,8 +139,8 @@ pub struct Turn {
 /// The time bounds of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
-    /// Connecting; a streamed request also gets `inactivity` on top of it for
-    /// its response head.
+    /// Connecting; a streamed request's response head may take the longer
+    /// of this and `inactivity`.
     pub connect: Duration,
     /// The longest a streamed reply may go without a real event.
     pub inactivity: Duration,
@@ -260,14 +292,17 @@ pub(crate) fn capped(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
-/// The request's blocks as sent: empty blocks dropped, a dropped block's
-/// cache breakpoint moved to the block before it.
-pub(crate) fn content_blocks(blocks: &[Block]) -> Vec<(&str, bool)> {
-    let mut out: Vec<(&str, bool)> = Vec::with_capacity(blocks.len());
+/// The request's blocks as sent, part by part: each block's text (unless
+/// empty), then its images; a block's cache breakpoint marks its last part
+/// (the part before it, when the block sends nothing).
+pub(crate) fn content_blocks(blocks: &[Block]) -> Vec<(Part<'_>, bool)> {
+    let mut out: Vec<(Part<'_>, bool)> = Vec::with_capacity(blocks.len());
     for block in blocks {
         if !block.text.is_empty() {
-            out.push((&block.text, block.cache_breakpoint));
-        } else if block.cache_breakpoint
+            out.push((Part::Text(&block.text), false));
+        }
+        out.extend(block.images.iter().map(|i| (Part::Image(i), false)));
+        if block.cache_breakpoint
             && let Some(last) = out.last_mut()
         {
             last.1 = true;
@@ -306,7 +341,7 @@ pub(crate) async fn send(
         // A streaming server sends its head as soon as it starts: a silent
         // wait that long is a dead server, not a slow model.
         // (The deadline, when sooner, is enforced around the whole call.)
-        let wait = req.timeouts.connect + req.timeouts.inactivity;
+        let wait = req.timeouts.inactivity.max(req.timeouts.connect);
         match tokio::time::timeout(wait, builder.send()).await {
             Ok(sent) => sent.map_err(|source| ProviderError::Transport { source })?,
             Err(_) => return Err(ProviderError::NoResponse { after: wait }),

@@ -20,8 +20,9 @@ use tokio::time::Instant;
 
 use crate::provider::sse::EventReader;
 use crate::provider::{
-    ApiError, Collected, Finish, ModelReply, ModelRequest, Provider, ProviderError, SYSTEM_PROMPT,
-    Usage, content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
+    ApiError, Collected, Finish, ModelReply, ModelRequest, Part, Provider, ProviderError,
+    SYSTEM_PROMPT, Usage, content_blocks, is_event_stream, protocol, read_body, send,
+    within_deadline,
 };
 
 /// Which field carries the output-token limit.
@@ -99,7 +100,13 @@ impl OpenAiProvider {
     pub fn request_body(&self, req: &ModelRequest) -> Value {
         let parts: Vec<Value> = content_blocks(&req.blocks)
             .into_iter()
-            .map(|(text, _)| json!({"type": "text", "text": text}))
+            .map(|(part, _)| match part {
+                Part::Text(text) => json!({"type": "text", "text": text}),
+                Part::Image(image) => json!({
+                    "type": "image_url",
+                    "image_url": {"url": image.data_url(), "detail": "high"},
+                }),
+            })
             .collect();
         let mut messages = vec![
             json!({"role": "system", "content": SYSTEM_PROMPT}),
@@ -313,6 +320,12 @@ async fn read_stream(
     }
     out.text = text.unwrap_or_default();
     Ok(out)
+}
+
+/// A whole (not streamed) reply body as the client reads it: the answer, or
+/// why it cannot be used. Public for the reply-parser fuzz target.
+pub fn parse_body(body: &str) -> Result<ModelReply, ProviderError> {
+    read_whole(body)?.conclude(std::time::Duration::ZERO)
 }
 
 fn read_whole(body: &str) -> Result<Collected, ProviderError> {

@@ -3,7 +3,8 @@
 //! changed, and (c) the items that name, through `after`, an item re-run
 //! for (a) or (b); everything else carries its earlier result forward,
 //! citing the bundle that verified it. A carried service that a re-run item
-//! needs up is started again.
+//! needs up is started again. A page the change touches is captured on
+//! every attempt: its design review is asked afresh each time.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -82,6 +83,9 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
                 run("not decided last time")
             }
             Some(k) if k.digest != item.inputs_digest.to_hex() => run("inputs changed"),
+            // Its screenshots are what the design rules are asked about, and
+            // they are asked on every attempt.
+            Some(_) if item.kind == ItemKind::Page => run("a page is looked at on every attempt"),
             Some(k) => Decision::Carry {
                 from_run: k.origin.0.clone(),
                 from_bundle: k.origin.1.clone(),

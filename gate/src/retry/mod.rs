@@ -16,6 +16,7 @@ pub mod doom;
 pub mod memory;
 
 use gate_evidence::ledger::{OverrideEntry, RunFilter};
+use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
 
 use crate::errors::GateError;
@@ -50,10 +51,11 @@ pub struct History {
 pub const FAILURES_KEY: &str = "failures";
 
 /// Reads the series of `spec_id` from `ledger`. `new_series` starts over.
-/// The previous attempt's bundle is verified against `trusted` before a
-/// retry carries anything from it.
+/// The previous attempt's bundle is fetched from `store` and verified
+/// against `trusted` before a retry carries anything from it.
 pub fn history(
     ledger: &Ledger,
+    store: &BundleStore,
     spec_id: &str,
     new_series: bool,
     max_attempts: u32,
@@ -132,7 +134,7 @@ pub fn history(
                 .unwrap_or_default(),
         })
         .collect();
-    match read_previous(last, trusted) {
+    match read_previous(last, store, trusted) {
         Ok(p) => h.previous = Some(p),
         Err(why) => h.previous_unusable = Some(why),
     }
@@ -140,18 +142,16 @@ pub fn history(
 }
 
 /// Reads and verifies a run's bundle and the run inside it.
-fn read_previous(row: &LedgerRow, trusted: &[PublicKey]) -> Result<Previous, String> {
-    let path = std::path::Path::new(&row.entry.bundle_path);
-    let bytes = bundle::read(path).map_err(|e| e.to_string())?;
+fn read_previous(
+    row: &LedgerRow,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+) -> Result<Previous, String> {
+    let at = &row.entry.bundle_path;
+    let bytes = crate::attest::row_bundle(store, row).map_err(|e| e.to_string())?;
     let opened = bundle::open(&bytes, trusted).map_err(|e| e.to_string())?;
-    if opened.sha256 != row.envelope_sha256 {
-        return Err(format!(
-            "{} is not the bundle the ledger recorded",
-            path.display()
-        ));
-    }
     let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
-        .map_err(|e| format!("{} holds no readable run: {e}", path.display()))?;
+        .map_err(|e| format!("{at} holds no readable run: {e}"))?;
     let subjects = opened
         .statement
         .subject

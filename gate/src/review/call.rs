@@ -16,6 +16,8 @@ use crate::provider::{
     Usage, cost, http_client,
 };
 use crate::review::answer::{self, Answer};
+use crate::review::breaker::{Admission, Breakers, Report};
+use crate::review::watch::Live;
 use crate::routing::{Api, ChainModel, Routing};
 
 /// Output limit when the table sets none.
@@ -117,77 +119,224 @@ pub struct CallResult {
     pub latency: Duration,
 }
 
+impl CallResult {
+    /// A call that has not begun.
+    pub fn empty() -> Self {
+        Self {
+            answer: Err("no model of its chain is configured here".to_owned()),
+            model: String::new(),
+            attempts: Vec::new(),
+            usage: Usage::default(),
+            cost_usd: Some(0.0),
+            latency: Duration::ZERO,
+        }
+    }
+}
+
+/// The breaker key of a chain step: `provider/name`.
+pub fn breaker_key(step: &ChainModel) -> String {
+    format!("{}/{}", step.provider_name, step.model.name)
+}
+
+/// No attempt starts with less than `min_attempt_time_s` left — or, when the
+/// call's whole budget is small, less than two fifths of it (the defaults'
+/// ratio, 120 s of 300 s), so a short budget still leaves a fallback room.
+pub fn min_attempt(configured: Duration, budget: Duration) -> Duration {
+    configured.min(budget * 2 / 5)
+}
+
+/// What a call does after a retryable failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterRetryable {
+    /// Wait this long, then try the same model once more.
+    Wait(Duration),
+    /// Go on down the chain at once.
+    MoveOn,
+}
+
+/// How `Retry-After` is honoured: a retryable failure that carries one, on a
+/// model not yet waited for in this call, waits it out and tries the same
+/// model once more — when the wait plus a minimum attempt still fits in the
+/// time left (a rate limit that clears in seconds should not cost the
+/// preferred model). A Retry-After longer than that, a second one from the
+/// same model, or none at all moves down the chain at once. (The caller
+/// also moves on when the model's breaker opened meanwhile.)
+pub fn after_retryable(
+    retry_after: Option<Duration>,
+    left: Duration,
+    min_attempt: Duration,
+    waited_already: bool,
+) -> AfterRetryable {
+    match retry_after {
+        Some(wait) if !waited_already && wait.saturating_add(min_attempt) <= left => {
+            AfterRetryable::Wait(wait)
+        }
+        _ => AfterRetryable::MoveOn,
+    }
+}
+
 /// Asks `blocks` of the chain until a model gives a valid answer, a fatal
 /// error stops the chain, or the chain or the time runs out.
-pub async fn ask(plan: &CallPlan, clients: &Clients, blocks: &[Block]) -> CallResult {
+///
+/// On the way: a model whose circuit breaker is open is skipped without a
+/// request (a `breaker_open` attempt); a model an auth error marked
+/// misconfigured earlier in the run stops the chain as that error would;
+/// every outcome is reported to the model's breaker; `live` always holds
+/// what the call has done so far.
+pub async fn ask(
+    plan: &CallPlan,
+    clients: &Clients,
+    blocks: &[Block],
+    breakers: &Breakers,
+    live: &Live,
+) -> CallResult {
     let started = Instant::now();
-    let mut result = CallResult {
-        answer: Err("no model of its chain is configured here".to_owned()),
-        model: plan
-            .chain
-            .first()
-            .map(|m| m.model.name.clone())
-            .unwrap_or_default(),
-        attempts: Vec::new(),
-        usage: Usage::default(),
-        cost_usd: Some(0.0),
-        latency: Duration::ZERO,
-    };
-    for step in &plan.chain {
+    let mut result = CallResult::empty();
+    result.model = plan
+        .chain
+        .first()
+        .map(|m| m.model.name.clone())
+        .unwrap_or_default();
+    let min_attempt = min_attempt(
+        plan.min_attempt,
+        plan.deadline.saturating_duration_since(started),
+    );
+    let owner = format!("{}/{}", plan.run_id, plan.role);
+    let mut next = 0;
+    let mut waited = false;
+    while let Some(step) = plan.chain.get(next) {
         let Some(client) = clients.get(&step.provider_name) else {
+            next += 1;
             continue;
         };
+        let key = breaker_key(step);
+        let name = &step.model.name;
+        result.model.clone_from(name);
+        if let Some(why) = breakers.misconfigured(&key) {
+            let message = format!("misconfigured earlier in this run: {why}");
+            push(&mut result, name, AttemptOutcome::Fatal, 0, Some(&message));
+            result.answer = Err(message);
+            break;
+        }
         let left = plan.deadline.saturating_duration_since(Instant::now());
-        if left < plan.min_attempt.min(plan.deadline - started) {
+        if left < min_attempt {
             result.answer = Err(format!(
-                "out of time: {}s left is less than an attempt needs",
-                left.as_secs()
+                "out of time: {:.1} s left is less than an attempt needs ({:.1} s)",
+                left.as_secs_f64(),
+                min_attempt.as_secs_f64()
             ));
             break;
         }
-        result.model.clone_from(&step.model.name);
+        let probe_until = chrono::Utc::now()
+            + chrono::Duration::from_std(left).unwrap_or_else(|_| chrono::Duration::days(1));
+        if let Admission::Skip { why, .. } = breakers.admit(&key, &owner, probe_until).await {
+            push(
+                &mut result,
+                name,
+                AttemptOutcome::BreakerOpen,
+                0,
+                Some(&why),
+            );
+            result.answer = Err(why);
+            live.publish(&result);
+            next += 1;
+            waited = false;
+            continue;
+        }
+        live.attempting(name);
         let attempt_started = Instant::now();
         let outcome = attempt(plan, step, client.as_ref(), blocks, &mut result).await;
-        let latency_ms = u64::try_from(attempt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        match outcome {
+        let latency_ms = millis(attempt_started.elapsed());
+        let failure = match outcome {
             Ok(answer) => {
-                result.attempts.push(Attempt {
-                    model: step.model.name.clone(),
-                    outcome: AttemptOutcome::Ok,
-                    latency_ms,
-                    error: None,
-                });
+                push(&mut result, name, AttemptOutcome::Ok, latency_ms, None);
                 result.answer = Ok(answer);
+                live.publish(&result);
+                breakers.report(&key, &owner, Report::Success).await;
                 break;
             }
-            Err(Failure { class, message }) => {
-                let outcome = if class == Class::Retryable {
-                    AttemptOutcome::Retryable
-                } else {
-                    AttemptOutcome::Fatal
-                };
-                result.attempts.push(Attempt {
-                    model: step.model.name.clone(),
-                    outcome,
-                    latency_ms,
-                    error: Some(message.clone()),
-                });
-                result.answer = Err(message);
-                // A different model does not fix a bad key or a bad request.
-                if class != Class::Retryable {
-                    break;
+            Err(failure) => failure,
+        };
+        let Failure {
+            class,
+            message,
+            retry_after,
+        } = failure;
+        let outcome = if class == Class::Retryable {
+            AttemptOutcome::Retryable
+        } else {
+            AttemptOutcome::Fatal
+        };
+        push(&mut result, name, outcome, latency_ms, Some(&message));
+        result.answer = Err(message.clone());
+        live.publish(&result);
+        match class {
+            Class::Retryable => {
+                breakers
+                    .report(&key, &owner, Report::Failure { retry_after })
+                    .await;
+                let left = plan.deadline.saturating_duration_since(Instant::now());
+                match after_retryable(retry_after, left, min_attempt, waited) {
+                    AfterRetryable::Wait(wait) if !breakers.is_open(&key).await => {
+                        tracing::debug!(model = %name, ?wait, "honouring Retry-After");
+                        waited = true;
+                        live.pausing(name, wait);
+                        tokio::time::sleep(wait).await;
+                    }
+                    _ => {
+                        next += 1;
+                        waited = false;
+                    }
                 }
+            }
+            // A different model does not fix a bad key or a bad request.
+            Class::Auth => {
+                breakers.mark_misconfigured(&key, &message);
+                breakers.report(&key, &owner, Report::Neutral).await;
+                break;
+            }
+            Class::Fatal => {
+                breakers.report(&key, &owner, Report::Neutral).await;
+                break;
             }
         }
     }
+    if next >= plan.chain.len()
+        && !result.attempts.is_empty()
+        && let Err(last) = &result.answer
+    {
+        result.answer = Err(format!("every model of its chain failed; last: {last}"));
+    }
     result.latency = started.elapsed();
+    live.publish(&result);
+    live.finish();
     result
+}
+
+fn push(
+    result: &mut CallResult,
+    model: &str,
+    outcome: AttemptOutcome,
+    latency_ms: u64,
+    error: Option<&str>,
+) {
+    result.attempts.push(Attempt {
+        model: model.to_owned(),
+        outcome,
+        latency_ms,
+        error: error.map(str::to_owned),
+    });
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Why an attempt on one model failed.
 struct Failure {
     class: Class,
     message: String,
+    retry_after: Option<Duration>,
 }
 
 async fn attempt(
@@ -255,6 +404,7 @@ async fn attempt(
                         return Err(Failure {
                             class: Class::Fatal,
                             message: "malformed output: still not valid after one repair".into(),
+                            retry_after: None,
                         });
                     }
                     _ => {}
@@ -262,6 +412,7 @@ async fn attempt(
                 return Err(Failure {
                     class: e.classify(),
                     message: e.to_string(),
+                    retry_after: e.retry_after(),
                 });
             }
         };
@@ -280,6 +431,7 @@ async fn attempt(
                 return Err(Failure {
                     class: Class::Fatal,
                     message: format!("malformed output: {why}"),
+                    retry_after: None,
                 });
             }
         }
@@ -322,3 +474,6 @@ fn account(result: &mut CallResult, usage: &Usage, price: Option<&Price>) {
         _ => None,
     };
 }
+
+#[cfg(test)]
+mod tests;

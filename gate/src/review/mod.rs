@@ -9,19 +9,31 @@
 //! - [`prompts`]: each role's instructions.
 //! - [`answer`]: the answer schema and its validation.
 //! - [`call`]: one reviewer's call down its failback chain.
+//! - [`breaker`]: the circuit breaker per model, shared through the ledger.
+//! - [`watch`]: the calls as they run (for the heartbeat and the deadline).
 //! - [`coordinator`]: deterministic fusion, then the model coordinator.
+//!
+//! # Time
+//! Every call runs under a hard deadline: its role's timeout, capped by the
+//! review's overall timeout. A call cut at its deadline keeps the attempts it
+//! made (see [`watch::Live::cut`]), so the review never outlives its overall
+//! timeout whatever a provider (or a busy ledger) does.
 //!
 //! House rules (`crate::rules`) are asked by the `rules` seat, added in every
 //! tier when judged rules apply to a changed file; their findings come from
 //! the rules' own thresholds and skip the confidence floor and the model
-//! coordinator (a team's rule is not the coordinator's to drop).
+//! coordinator (a team's rule is not the coordinator's to drop). Design
+//! rules (`crate::rules::design`) are asked once per captured page, as the
+//! `rules` role, with the page's screenshots attached to the request.
 
 pub mod answer;
+pub mod breaker;
 pub mod call;
 pub mod context;
 pub mod coordinator;
 pub mod panel;
 pub mod prompts;
+pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -34,14 +46,17 @@ use tokio::time::Instant;
 use crate::events::{RunEvent, SeatEvent};
 use crate::provider::Block;
 use crate::record::{Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier};
+use crate::review::breaker::Breakers;
 use crate::review::call::{CallPlan, CallResult, Clients};
 use crate::review::context::{ChangedFile, Fence, FileClass, RemitBlock};
 use crate::review::coordinator::Raised;
 use crate::review::panel::Seat;
 use crate::review::prompts::{Prompt, Prompts};
+use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::Routing;
 use crate::rules::ask::{self, Asked};
+use crate::rules::design::{self, PageAsk};
 use crate::tier::TierDecision;
 
 /// A model-judged criterion the judge is asked about.
@@ -82,6 +97,9 @@ pub struct ReviewInput<'a> {
     pub rules: &'a [Asked],
     /// The files those rules name as references.
     pub rule_references: &'a [ChangedFile],
+    /// Pages captured in this run with the design rules asked of them: one
+    /// request each, with the page's screenshots.
+    pub pages: &'a [PageAsk],
     /// Code-decided criteria and their results, for the shared context.
     pub code_criteria: &'a [(String, String)],
     /// The routing table.
@@ -100,6 +118,10 @@ pub struct ReviewInput<'a> {
     /// Findings still open from earlier attempts: a role that reviews again
     /// is asked to confirm or drop its own.
     pub earlier: &'a [Finding],
+    /// The models' circuit breakers.
+    pub breakers: &'a Breakers,
+    /// Where the calls report their progress.
+    pub watch: &'a Watch,
     /// Where progress goes.
     pub events: &'a crate::events::EventSink,
 }
@@ -452,9 +474,25 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         request.push(Block::new(instructions(input.prompts, seat.prompt, &extra)));
         requests.push((*seat, request, coverage, digest));
     }
+    // One request per page that design rules apply to, its screenshots attached.
+    let code_requests = requests.len();
+    for p in input.pages {
+        let seat = Seat {
+            role: Role::Rules,
+            prompt: Prompt::Role(Role::Rules),
+        };
+        let extra = design::questions(input.fence, &p.asked);
+        let text = instructions(input.prompts, seat.prompt, &extra);
+        let blocks = design::request(&shared, input.fence, &p.page, text);
+        let coverage = Coverage {
+            files: p.page.files.clone(),
+            ..Coverage::default()
+        };
+        requests.push((seat, blocks, coverage, String::new()));
+    }
     let estimate: u64 = requests
         .iter()
-        .map(|(_, blocks, _, _)| blocks.iter().map(|b| b.text.len() as u64).sum::<u64>() / 4)
+        .map(|(_, blocks, _, _)| blocks.iter().map(Block::estimated_tokens).sum::<u64>())
         .sum();
     if estimate > policy.max_input_tokens {
         let why = format!(
@@ -480,9 +518,9 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             .collect(),
     });
     let calls = requests.iter().map(|(seat, blocks, coverage, _)| {
-        let plan = call_plan(input, *seat, tier, review_deadline);
+        let (plan, why) = call_plan(input, *seat, tier, review_deadline);
         async move {
-            let result = call::ask(&plan, input.clients, blocks).await;
+            let result = bounded_ask(input, &plan, blocks, &why).await;
             input.events.emit(RunEvent::SpecialistFinished {
                 record: Box::new(specialist_record(seat.role, &result, coverage)),
                 raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
@@ -522,10 +560,17 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             },
         }));
     }
-    for ((seat, _, coverage, digest), result) in requests.iter().zip(&results) {
+    let mut page_answers = Vec::new();
+    for (k, ((seat, _, coverage, digest), result)) in requests.iter().zip(&results).enumerate() {
         let mut record = specialist_record(seat.role, result, coverage);
         record.remit_digest.clone_from(digest);
         specialists.push(record);
+        if let Some(p) = k.checked_sub(code_requests) {
+            if let Ok(answer) = &result.answer {
+                page_answers.push((p, answer.rules.clone()));
+            }
+            continue;
+        }
         let Ok(answer) = &result.answer else {
             if seat.role == Role::Judge {
                 let why = result.answer.as_ref().err().cloned().unwrap_or_default();
@@ -605,11 +650,11 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 &format!("## Findings\n{section}"),
             )),
         ];
-        let plan = call_plan(input, seat, tier, review_deadline);
+        let (plan, why) = call_plan(input, seat, tier, review_deadline);
         input
             .events
             .emit(RunEvent::SpecialistStarted(seat_event(input, seat, tier)));
-        let result = call::ask(&plan, input.clients, &blocks).await;
+        let result = bounded_ask(input, &plan, &blocks, &why).await;
         if let Ok(answer) = &result.answer {
             findings = coordinator::reconcile(&findings, &answer.findings);
         }
@@ -629,7 +674,17 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             tracing::warn!(rule = %a.key, "the rules reviewer gave no answer for a rule");
         }
     }
-    let rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    let mut rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    for (p, answers) in &page_answers {
+        let page = &input.pages[*p];
+        let scored = ask::score(&page.asked, answers);
+        rule_findings.extend(design::findings(
+            &page.page,
+            &page.asked,
+            &scored,
+            policy.rule_threshold,
+        ));
+    }
     let findings = coordinator::merge_rule_findings(findings, rule_findings);
 
     ReviewOutput {
@@ -695,20 +750,57 @@ fn unjudged(judged: &[JudgedCriterion], why: &str) -> BTreeMap<String, Judgement
         .collect()
 }
 
+/// One call under its hard deadline: whatever the provider or the ledger
+/// does, it returns by `plan.deadline`, keeping the attempts made so far.
+async fn bounded_ask(
+    input: &ReviewInput<'_>,
+    plan: &CallPlan,
+    blocks: &[Block],
+    deadline_why: &str,
+) -> CallResult {
+    let live = input.watch.start(&plan.role);
+    let call = call::ask(plan, input.clients, blocks, input.breakers, &live);
+    match tokio::time::timeout_at(plan.deadline, call).await {
+        // Ended by its deadline on its own: say which deadline (the attempts
+        // keep the details).
+        Ok(mut result) if result.answer.is_err() && Instant::now() >= plan.deadline => {
+            result.answer = Err(deadline_why.to_owned());
+            result
+        }
+        Ok(result) => result,
+        Err(_) => live.cut(deadline_why),
+    }
+}
+
+/// A seat's call plan, and what its deadline is, for a call cut by it.
 fn call_plan(
     input: &ReviewInput<'_>,
     seat: Seat,
     tier: Tier,
     review_deadline: Instant,
-) -> CallPlan {
+) -> (CallPlan, String) {
     let policy = input.policy;
     let own = policy
         .role_timeout_s
         .get(seat.role.as_str())
         .copied()
         .unwrap_or(policy.specialist_timeout_s);
-    let deadline = (Instant::now() + Duration::from_secs(own)).min(review_deadline);
-    CallPlan {
+    let own_deadline = Instant::now() + Duration::from_secs(own);
+    let (deadline, why) = if own_deadline <= review_deadline {
+        (
+            own_deadline,
+            format!("cut at the {} timeout ({own} s)", seat.role),
+        )
+    } else {
+        (
+            review_deadline,
+            format!(
+                "cut at the review's overall timeout (review_timeout_s = {})",
+                policy.review_timeout_s
+            ),
+        )
+    };
+    let plan = CallPlan {
         role: seat.role.as_str().to_owned(),
         run_id: input.run_id.to_owned(),
         chain: input.routing.chain(seat.role, tier),
@@ -716,7 +808,8 @@ fn call_plan(
         inactivity: Duration::from_secs(policy.inactivity_timeout_s),
         deadline,
         min_attempt: Duration::from_secs(policy.min_attempt_time_s),
-    }
+    };
+    (plan, why)
 }
 
 fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> SpecialistRecord {

@@ -3,6 +3,10 @@
 //!
 //! A commented default ships in the binary (`default.toml`); a user's file
 //! replaces it as a whole. This table is the only place a model name appears.
+//! A routing override ([`patch`], `GATE_ROUTING_URL`) may then disable rows
+//! or reorder chains, never add to the table.
+
+pub mod patch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

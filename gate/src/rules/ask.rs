@@ -35,7 +35,8 @@ pub struct Asked {
 /// outermost first; guide entries are never asked.
 pub fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
     let mut out: Vec<Asked> = Vec::new();
-    for rule in set.rules.iter().filter(|r| r.judge) {
+    // Design rules are asked of screenshots, page by page (`rules::design`).
+    for rule in set.rules.iter().filter(|r| r.judge && !r.design) {
         let mut applies: Vec<String> = files
             .iter()
             .filter(|f| rule.applies_to(f))

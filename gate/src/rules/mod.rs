@@ -6,6 +6,7 @@
 //! - [`discover`]: finding rules files (all of them, or walking up from files).
 //! - [`scope`]: the rules in effect and which apply to a file; the cap.
 //! - [`ask`]: rules as questions in review, answers as findings.
+//! - [`design`]: design rules, asked of a page's screenshots.
 //! - [`test`]: rule tests over labelled cases, and their margin.
 //! - [`tested`]: writing a test's result back into the rules file.
 //! - [`errors`]: what can go wrong, located.
@@ -15,6 +16,7 @@
 //! a case's `file` are relative to the workspace root.
 
 pub mod ask;
+pub mod design;
 pub mod discover;
 pub mod errors;
 pub mod model;

@@ -2,6 +2,7 @@
 //! uses it, with the checks that make each problem an error at its line and
 //! column.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use gate_specs::{InputGlobs, Locator, Seg, key_path};
@@ -87,15 +88,35 @@ pub struct Cases {
     pub compliant: Vec<Case>,
 }
 
-/// One labelled change: a file and a diff of it.
+/// One labelled change: a file and a diff of it, or (for a design rule)
+/// screenshots of a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
     /// Workspace-relative file the diff is of.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file: String,
     /// The diff.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub diff: String,
+    /// Workspace-relative PNG screenshots (desktop, then phone) of a page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }
+
+impl Case {
+    /// What the case shows, in one line: its file, or its screenshots.
+    pub fn label(&self) -> String {
+        if self.images.is_empty() {
+            self.file.clone()
+        } else {
+            self.images.join(" + ")
+        }
+    }
+}
+
+/// Screenshots a case may hold at most.
+pub const MAX_CASE_IMAGES: usize = 4;
 
 /// What `gate rules test` last found, written back into the rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,6 +189,14 @@ pub struct Rule {
     pub judge: bool,
     /// Labelled cases.
     pub cases: Cases,
+    /// A design rule: its cases are screenshots, and it is asked about the
+    /// screenshots of pages, not about diffs.
+    pub design: bool,
+    /// blake3 of each case image, by path (filled when the rules are loaded
+    /// from a workspace): part of [`Rule::hash`].
+    pub image_digests: BTreeMap<String, String>,
+    /// Each case image with the line and column it is named at.
+    pub image_sites: Vec<(String, (usize, usize))>,
     /// The last test's result.
     pub tested: Option<Tested>,
     /// The folder that holds its `docs/review/` (workspace-relative, "" for the root).
@@ -232,12 +261,16 @@ impl Rule {
     /// blake3 (hex) over the rule's id, claim, `applies` and cases as
     /// canonical JSON (sorted keys, no spaces): what `tested.hash` must equal.
     pub fn hash(&self) -> String {
-        let value = json!({
+        let mut value = json!({
             "id": self.id,
             self.claim.kind(): self.claim.text(),
             "applies": self.applies,
             "cases": self.cases,
         });
+        // A design rule's cases are files: their bytes count, not only their names.
+        if !self.image_digests.is_empty() {
+            value["images"] = json!(self.image_digests);
+        }
         blake3::hash(canonical_json(&value).as_bytes())
             .to_hex()
             .to_string()
@@ -385,21 +418,66 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Rule>, Vec<RuleProblem>> {
                 }
             }
         }
-        for (kind, list) in [
-            ("violating", &r.cases.violating),
-            ("compliant", &r.cases.compliant),
-        ] {
-            for (j, case) in list.iter().enumerate() {
+        let mut image_sites = Vec::new();
+        let all_cases = || {
+            [
+                ("violating", &r.cases.violating),
+                ("compliant", &r.cases.compliant),
+            ]
+            .into_iter()
+            .flat_map(|(kind, list)| list.iter().enumerate().map(move |(j, c)| (kind, j, c)))
+        };
+        for (kind, j, case) in all_cases() {
+            let here = key_path!["rule", i, "cases", kind, j];
+            if case.images.is_empty() {
                 if let Some(why) = bad_path(&case.file) {
-                    problem(&key_path!["rule", i, "cases", kind, j, "file"], why);
+                    problem(&[here.as_slice(), &key_path!["file"]].concat(), why);
                 }
                 if case.diff.trim().is_empty() {
                     problem(
-                        &key_path!["rule", i, "cases", kind, j, "diff"],
+                        &[here.as_slice(), &key_path!["diff"]].concat(),
                         "`diff` is empty".to_owned(),
                     );
                 }
+                continue;
             }
+            if !case.diff.is_empty() || !case.file.is_empty() {
+                problem(
+                    &here,
+                    "a case has either `file` and `diff`, or `images`, not both".to_owned(),
+                );
+            }
+            if case.images.len() > MAX_CASE_IMAGES {
+                problem(
+                    &[here.as_slice(), &key_path!["images"]].concat(),
+                    format!("a case holds at most {MAX_CASE_IMAGES} screenshots"),
+                );
+            }
+            for (k, image) in case.images.iter().enumerate() {
+                let path = [here.as_slice(), &key_path!["images", k]].concat();
+                if let Some(why) = bad_path(image) {
+                    problem(&path, why);
+                } else if !image.to_ascii_lowercase().ends_with(".png") {
+                    problem(
+                        &path,
+                        format!("`{image}` must be a PNG screenshot (`.png`)"),
+                    );
+                } else {
+                    let at = locator.value_or_ancestor(&path);
+                    image_sites.push((image.clone(), (at.line, at.column)));
+                }
+            }
+        }
+        let with_images = all_cases().filter(|(_, _, c)| !c.images.is_empty()).count();
+        let design = with_images > 0;
+        if design && with_images < all_cases().count() {
+            problem(
+                &key_path!["rule", i, "cases"],
+                format!(
+                    "rule `{}` mixes diff cases and screenshot cases: a design rule's cases are all `images`",
+                    r.id
+                ),
+            );
         }
         if let Some(reference) = &r.reference
             && let Some(why) = bad_path(reference)
@@ -431,6 +509,9 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Rule>, Vec<RuleProblem>> {
                 severity: r.severity,
                 judge: r.judge,
                 cases: r.cases.clone(),
+                design,
+                image_digests: BTreeMap::new(),
+                image_sites,
                 tested: r.tested.clone(),
                 home: home.clone(),
                 source: source.to_owned(),
@@ -567,6 +648,24 @@ diff = "+    Err(e) => return Err(e.into()),"
                 "[[rule]]\nid = \"has space\"\nmistake = \"m\"\nfix = \"f\"\njudge = false\n",
                 (2, 1),
                 "invalid id",
+            ),
+            (
+                "a case with a diff and images",
+                "[[rule]]\nid = \"a\"\nmistake = \"m\"\nfix = \"f\"\n[[rule.cases.violating]]\nfile = \"a.rs\"\ndiff = \"+x\"\nimages = [\"a.png\"]\n[[rule.cases.compliant]]\nimages = [\"b.png\"]\n",
+                (5, 1),
+                "either `file` and `diff`, or `images`, not both",
+            ),
+            (
+                "a screenshot that is not a PNG",
+                "[[rule]]\nid = \"a\"\nmistake = \"m\"\nfix = \"f\"\n[[rule.cases.violating]]\nimages = [\"a.png\", \"b.jpg\"]\n[[rule.cases.compliant]]\nimages = [\"c.png\"]\n",
+                (6, 20),
+                "must be a PNG screenshot",
+            ),
+            (
+                "diff cases and screenshot cases mixed",
+                "[[rule]]\nid = \"a\"\nmistake = \"m\"\nfix = \"f\"\n[[rule.cases.violating]]\nimages = [\"a.png\"]\n[[rule.cases.compliant]]\nfile = \"a.rs\"\ndiff = \"+x\"\n",
+                (5, 8),
+                "mixes diff cases and screenshot cases",
             ),
             (
                 "not TOML",

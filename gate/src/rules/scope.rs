@@ -29,7 +29,33 @@ impl RuleSet {
             let bytes = std::fs::read(&path).map_err(|e| RulesError::Read { path, source: e })?;
             texts.push((source.clone(), bytes));
         }
-        Self::from_files(texts).map_err(RulesError::Invalid)
+        let mut set = Self::from_files(texts).map_err(RulesError::Invalid)?;
+        let problems = set.read_images(workspace);
+        if problems.is_empty() {
+            Ok(set)
+        } else {
+            Err(RulesError::Invalid(problems))
+        }
+    }
+
+    /// Reads every design rule's case screenshots: each must be a PNG file of
+    /// the workspace. Their digests go into the rule's hash.
+    fn read_images(&mut self, workspace: &Path) -> Vec<RuleProblem> {
+        let mut problems = Vec::new();
+        for rule in &mut self.rules {
+            for (image, (line, column)) in &rule.image_sites {
+                let problem = |why: String| RuleProblem::new(&rule.source, *line, *column, why);
+                match std::fs::read(workspace.join(image)) {
+                    Ok(bytes) if bytes.starts_with(b"\x89PNG\r\n\x1a\n") => {
+                        rule.image_digests
+                            .insert(image.clone(), blake3::hash(&bytes).to_hex().to_string());
+                    }
+                    Ok(_) => problems.push(problem(format!("`{image}` is not a PNG file"))),
+                    Err(e) => problems.push(problem(format!("`{image}` cannot be read: {e}"))),
+                }
+            }
+        }
+        problems
     }
 
     /// Validates rules files given as (workspace-relative path, bytes).
@@ -194,6 +220,54 @@ mod tests {
                 assert_eq!(ids, *want, "{file}");
             }
         }
+    }
+
+    #[test]
+    fn design_rules_read_their_screenshots_and_hash_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = "[[rule]]\nid = \"one-primary\"\napplies = [\"web/**\"]\nmistake = \"m\"\nfix = \"f\"\n\
+                     [[rule.cases.violating]]\nimages = [\"cases/bad.png\"]\n\
+                     [[rule.cases.compliant]]\nimages = [\"cases/good.png\", \"cases/gone.png\"]\n";
+        let write = |rel: &str, bytes: &[u8]| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        };
+        write("docs/review/rules.toml", rules.as_bytes());
+        write("cases/bad.png", b"\x89PNG\r\n\x1a\nbad");
+        write("cases/good.png", b"GIF89a not a png");
+        let sources = vec!["docs/review/rules.toml".to_owned()];
+        let Err(RulesError::Invalid(problems)) = RuleSet::load(dir.path(), &sources) else {
+            panic!("loaded with a missing and a non-PNG screenshot");
+        };
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].starts_with("docs/review/rules.toml:9:11: `cases/good.png` is not a PNG file"),
+            "{said:?}"
+        );
+        assert!(
+            said[1].starts_with("docs/review/rules.toml:9:29: `cases/gone.png` cannot be read"),
+            "{said:?}"
+        );
+
+        write("cases/good.png", b"\x89PNG\r\n\x1a\ngood");
+        write("cases/gone.png", b"\x89PNG\r\n\x1a\nhere");
+        let set = RuleSet::load(dir.path(), &sources).unwrap();
+        let rule = &set.rules[0];
+        assert!(rule.design);
+        assert_eq!(rule.image_digests.len(), 3);
+        let before = rule.hash();
+        // The same words, another picture: the hash moves.
+        write("cases/bad.png", b"\x89PNG\r\n\x1a\nworse");
+        let after = RuleSet::load(dir.path(), &sources).unwrap().rules[0].hash();
+        assert_ne!(before, after);
+        // Design rules are never asked of diffs.
+        assert!(crate::rules::ask::asked(&set, &["web/a.html".to_owned()]).is_empty());
+        let asked =
+            crate::rules::design::asked(&set, &["web/a.html".to_owned(), "api/x.rs".to_owned()]);
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].files, ["web/a.html"]);
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! (real HTTP on loopback).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -22,12 +21,6 @@ use crate::rules::{RuleSet, discover};
 use crate::tier::TierDecision;
 
 fn routing_toml(server: &ModelServer) -> String {
-    let mut routes = String::new();
-    for tier in ["trivial", "light", "full"] {
-        for role in crate::role::Role::ALL {
-            let _ = writeln!(routes, "\"{role}.{tier}\" = \"good\"");
-        }
-    }
     format!(
         r#"
 [provider.local]
@@ -45,9 +38,9 @@ provider = "local"
 name = "bad-model"
 stream = false
 
-[route]
-{routes}"#,
-        server.url()
+{}"#,
+        server.url(),
+        gate_tests::model_server::routes_to("good")
     )
 }
 
@@ -230,6 +223,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         judged: &[],
         judge_files: &[],
         rules: &asked,
+        pages: &[],
         rule_references: &references,
         code_criteria: &[],
         routing: &routing,
@@ -239,6 +233,10 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         fence: &fence,
         carried: &std::collections::BTreeMap::new(),
         earlier: &[],
+        breakers: &crate::review::breaker::Breakers::in_memory(
+            crate::review::breaker::BreakerPolicy::with_cooldown(120),
+        ),
+        watch: &crate::review::watch::Watch::default(),
         events: &crate::events::EventSink::discard(),
     })
     .await;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gate_evidence::Digest;
+use gate_evidence::store::BundleStore;
 use gate_harness::Status;
 use gate_specs::{InputGlobs, Spec};
 
@@ -32,8 +33,9 @@ use crate::review::ReviewOutput;
 use crate::review::coordinator::sort_worst_first;
 use crate::review::prompts::Prompts;
 use crate::routing::Routing;
+use crate::routing::patch::{self, OverrideStatus};
 use crate::rules::RuleSet;
-use crate::{attest, change, guard, rules, tier, verdict};
+use crate::{attest, change, guard, pages, rules, tier, verdict};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -127,7 +129,9 @@ impl Start {
             duplicates: 0,
             failures: Vec::new(),
             override_note: None,
+            pages: Vec::new(),
             bundle: None,
+            routing_override: None,
         }
     }
 }
@@ -140,8 +144,10 @@ pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateEr
             color: ctx.colors.stderr,
         },
     );
-    let (events, dispatcher) =
-        output::stream::start(vec![Box::new(progress)], output::stream::HEARTBEAT);
+    let (events, dispatcher) = output::stream::start(
+        vec![Box::new(progress)],
+        config::heartbeat_override().unwrap_or(output::stream::HEARTBEAT),
+    );
     let result = run_with(ctx, req, &events).await;
     dispatcher.finish(events).await;
     result
@@ -161,11 +167,16 @@ pub async fn run_with(
     let LoadedSpec { spec, digest } = load_spec(&req.spec_path)?;
     start.spec_digest = digest.to_hex();
     let policy = &spec.policy;
-    let routing = Routing::resolve(
+    let mut routing = Routing::resolve(
         req.routing.as_deref(),
         req.spec_path.parent().unwrap_or(&ctx.workspace),
     )?;
+    // The self-guard compares the table the workspace holds with the base's:
+    // an operator's override is not part of the change.
+    let local_routing = routing.clone();
+    let routing_override = routing_override(&mut routing, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
+    let store = attest::bundle_store(ctx)?;
     let (key, created_key) = attest::signing_key(ctx)?;
     events.emit(RunEvent::RunStarted {
         run_id: start.run_id.clone(),
@@ -178,10 +189,13 @@ pub async fn run_with(
             path.display()
         )));
     }
+    if let Some(status) = &routing_override {
+        report_override(events, status);
+    }
 
     // Held until the run is recorded: runs of one spec take their attempt
     // numbers one after another, on this machine or across runners.
-    let (_series_lock, history) = series(ctx, &spec, req, key.public_key(), events)?;
+    let (_series_lock, history) = series(ctx, &store, &spec, req, key.public_key(), events)?;
     let thresholds = Thresholds::from(policy);
     if let Some((run, doom)) = &history.escalated {
         // Nothing runs until a human starts a new series or overrides.
@@ -195,6 +209,7 @@ pub async fn run_with(
         }
         let mut record = start.bare(&spec, history.attempt, Verdict::Escalate, reasons);
         record.doom_loop.clone_from(doom);
+        record.routing_override = routing_override;
         return Ok(record);
     }
     if let Some(d) = doom::over_budget(history.attempt, &history.failing, thresholds) {
@@ -207,8 +222,10 @@ pub async fn run_with(
         );
         record.doom_loop = Some(d);
         record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
+        record.routing_override = routing_override;
         if let Some(w) = finish(
             ctx,
+            &store,
             &mut record,
             &key,
             &[],
@@ -263,6 +280,19 @@ pub async fn run_with(
     let rule_set = RuleSet::load(&ctx.workspace, &rule_files)?;
 
     let mut plan = plan::first_attempt(&spec, &snapshot);
+    // The pages the change touches are looked at in a browser, as checks.
+    let shots_dir = pages::shots_dir(&ctx.state_dir, &start.run_id);
+    plan.items.extend(pages::plan_items(
+        &spec,
+        &snapshot,
+        &changed,
+        &pages::Surroundings {
+            out_dir: shots_dir.clone(),
+            browser: config::chromium(),
+            axe: config::axe_core(&ctx.workspace),
+            env: &config::env_value,
+        },
+    ));
     retry::delta::apply(&mut plan, &spec, history.previous.as_ref(), req.full);
     events.emit(RunEvent::Planned(planned_events(&plan)));
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
@@ -276,7 +306,9 @@ pub async fn run_with(
             ),
         );
     }
-    let redact = config::secret_env_values(&routing.key_variables());
+    let mut secret_names = routing.key_variables();
+    secret_names.extend(pages::credential_variables(&spec));
+    let redact = config::secret_env_values(&secret_names);
     let redactor = gate_harness::secrets::Redactor::new(&redact);
     let harness::Harnessed {
         results,
@@ -292,6 +324,8 @@ pub async fn run_with(
         redact,
     })
     .await?;
+
+    let (page_records, page_shots) = pages::collect(&spec, &changed, &results, &shots_dir);
 
     let sensitive =
         InputGlobs::new(&policy.sensitive_paths).map_err(|e| GateError::Usage(e.to_string()))?;
@@ -326,6 +360,7 @@ pub async fn run_with(
             full: req.full,
             rule_set: &rule_set,
             events,
+            pages: &page_shots,
         }
         .run()
         .await?
@@ -337,7 +372,9 @@ pub async fn run_with(
     }
 
     let guard_findings = match &base {
-        Some(base) => guard::check(&ctx.workspace, base, &req.spec_path, &spec, &routing).await,
+        Some(base) => {
+            guard::check(&ctx.workspace, base, &req.spec_path, &spec, &local_routing).await
+        }
         None => Vec::new(),
     };
 
@@ -408,6 +445,8 @@ pub async fn run_with(
     record.suppressed_findings = remembered.suppressed;
     record.duplicates = review.duplicates;
     record.failures = retry::failures(&record);
+    record.routing_override = routing_override;
+    record.pages = page_records;
 
     // The doom-loop detector reads this failing attempt with the series'.
     if verdict == Verdict::Fail {
@@ -461,6 +500,7 @@ pub async fn run_with(
     );
     if let Some(w) = finish(
         ctx,
+        &store,
         &mut record,
         &key,
         &names,
@@ -490,6 +530,7 @@ const SERIES_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60)
 /// first attempt without a lock (and the run will say it was not recorded).
 fn series(
     ctx: &Context,
+    store: &BundleStore,
     spec: &Spec,
     req: &VerifyRequest,
     public: &gate_evidence::PublicKey,
@@ -501,7 +542,7 @@ fn series(
     };
     // Opening creates a missing SQLite ledger: the lock needs it, and so
     // does the run's row a moment later.
-    let ledger = match attest::open_ledger(ctx) {
+    let mut ledger = match attest::open_ledger(ctx) {
         Ok(ledger) => ledger,
         Err(e) if e.exit_code() == crate::exit::USAGE => return Err(e),
         Err(e) => {
@@ -521,8 +562,12 @@ fn series(
         }
         other => Err(other),
     })?;
+    // What earlier runs on this machine left unrecorded goes in first, so
+    // their attempts count in the series this run continues.
+    attest::import_spooled(ctx, store, &mut ledger, public, None);
     let found = retry::history(
         &ledger,
+        store,
         &spec.spec.id,
         req.new_series,
         spec.policy.max_attempts,
@@ -580,6 +625,7 @@ fn config_files<'a>(
 #[allow(clippy::too_many_arguments)]
 fn finish(
     ctx: &Context,
+    store: &BundleStore,
     record: &mut RunRecord,
     key: &gate_evidence::SigningKey,
     subject_names: &[String],
@@ -593,6 +639,7 @@ fn finish(
         policy: serde_json::to_value(policy).unwrap_or_default(),
         routing_origin: routing.origin.to_string(),
         routing_digest: routing.digest().to_hex(),
+        routing_override: record.routing_override.clone(),
         prompts: serde_json::Value::Array(
             prompts
                 .digests()
@@ -609,11 +656,41 @@ fn finish(
     };
     let entry_extra = attest::ledger_extra(record);
     let subjects = attest::subjects(&ctx.workspace, subject_names);
-    Ok(attest::record_run(ctx, record, key, subjects, &extra, entry_extra)?.map(|why| {
-        format!(
-            "gate: the ledger did not take this run ({why}); the bundle is kept for `gate ledger import`"
-        )
-    }))
+    Ok(
+        attest::record_run(ctx, store, record, key, subjects, &extra, entry_extra)?.map(|why| {
+            format!(
+                "gate: this run was not recorded ({why}); the bundle is kept for `gate ledger import`"
+            )
+        }),
+    )
+}
+
+/// Applies `GATE_ROUTING_URL`'s patch over the local table (unless offline)
+/// and says what became of it.
+async fn routing_override(routing: &mut Routing, offline: bool) -> Option<OverrideStatus> {
+    let url = config::routing_url_env()?;
+    Some(patch::apply_override(routing, &url, offline).await)
+}
+
+/// Says what became of the routing override: a warning when it failed (the
+/// run uses the local table), a notice when it applied.
+fn report_override(events: &EventSink, status: &OverrideStatus) {
+    match (status.status.as_str(), &status.error) {
+        ("failed", Some(why)) => events.emit(RunEvent::Warning(format!(
+            "gate: routing override from {} not applied ({why}); using the local table",
+            status.url
+        ))),
+        ("applied", _) => events.emit(RunEvent::Notice(format!(
+            "gate: routing override from {} applied ({})",
+            status.url,
+            if status.changed.is_empty() {
+                "no change".to_owned()
+            } else {
+                status.changed.join(", ")
+            }
+        ))),
+        _ => {}
+    }
 }
 
 /// The prompts in effect: built in, or as the routing table's `[prompts]` names them.

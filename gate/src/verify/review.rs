@@ -14,13 +14,16 @@ use crate::events::EventSink;
 use crate::plan::Plan;
 use crate::record::Finding;
 use crate::retry::delta::Previous;
+use crate::review::breaker::{BreakerPolicy, Breakers};
 use crate::review::context::{self, Fence};
 use crate::review::prompts::Prompts;
+use crate::review::watch::Watch;
 use crate::review::{self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput};
 use crate::role::Role;
 use crate::routing::Routing;
 use crate::rules::{self, RuleSet};
 use crate::tier::TierDecision;
+use crate::{attest, output};
 
 /// The model review's inputs.
 pub(super) struct ReviewStage<'a> {
@@ -38,6 +41,8 @@ pub(super) struct ReviewStage<'a> {
     pub full: bool,
     pub rule_set: &'a RuleSet,
     pub events: &'a EventSink,
+    /// Pages captured in this run whose check passed, with their screenshots.
+    pub pages: &'a [rules::design::PageShots],
 }
 
 impl ReviewStage<'_> {
@@ -100,8 +105,31 @@ impl ReviewStage<'_> {
         let asked = rules::ask::asked(self.rule_set, &shown);
         let rule_references =
             context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
+        let page_asks: Vec<rules::design::PageAsk> = self
+            .pages
+            .iter()
+            .filter_map(|page| {
+                let asked = rules::design::asked(self.rule_set, &page.files);
+                (!asked.is_empty()).then(|| rules::design::PageAsk {
+                    page: page.clone(),
+                    asked,
+                })
+            })
+            .collect();
         let fence = Fence::new();
-        Ok(review::run(&ReviewInput {
+        let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
+        let breakers = match attest::open_ledger(self.ctx) {
+            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy),
+            Err(e) => {
+                tracing::warn!(error = %e, "circuit breakers kept for this run only");
+                Breakers::in_memory(breaker_policy)
+            }
+        };
+        let watch = Watch::reporting_to(self.events.clone());
+        // Heartbeat lines come from the event dispatcher; on a terminal, a
+        // spinner line shows the same.
+        let spinner = output::heartbeat::spinner(watch.clone(), self.ctx.verbosity);
+        let out = review::run(&ReviewInput {
             run_id: self.run_id,
             spec,
             tier: self.tier,
@@ -110,6 +138,7 @@ impl ReviewStage<'_> {
             judge_files: &judge_files,
             rules: &asked,
             rule_references: &rule_references,
+            pages: &page_asks,
             code_criteria: &code_criteria,
             routing: self.routing,
             prompts: self.prompts,
@@ -118,9 +147,13 @@ impl ReviewStage<'_> {
             fence: &fence,
             carried: &carried,
             earlier: &earlier,
+            breakers: &breakers,
+            watch: &watch,
             events: self.events,
         })
-        .await)
+        .await;
+        spinner.stop().await;
+        Ok(out)
     }
 
     /// What the previous attempt's review offers this one: each role's

@@ -3,11 +3,16 @@
 // Helpers here are test code: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+mod eval;
 mod evidence;
 mod example;
+mod hostile;
 mod outputs;
+mod pages;
+mod resilience;
 mod retry;
 mod review;
 mod rules;
 mod shared_ledger;
+mod store;
 mod verify;

@@ -447,6 +447,14 @@ fn a_panic_is_a_short_message_and_exit_101() {
     assert!(!out.stderr.contains("stack backtrace"), "{}", out.stderr);
     assert!(out.stdout.is_empty());
     assert!(!env.path().join(".gate").exists(), "nothing ran");
+
+    // A panic in a task the runtime spawned exits 101 too.
+    let out = env
+        .gate(&["verify", "--offline"])
+        .env("GATE_TEST_PANIC", "task")
+        .run();
+    out.assert_exit(101);
+    out.stderr_has("gate: internal error: GATE_TEST_PANIC is set: panicking in a task");
 }
 
 /// Times, temporary paths, run ids and digests vary between runs.

@@ -2,10 +2,8 @@
 //! on loopback: request bodies, remits, the shared prefix, usage and cost,
 //! the judge, repairs, fences, and finding memory across attempts.
 
-use std::fmt::Write as _;
-
 use gate_tests::TestEnv;
-use gate_tests::model_server::{Matcher, ModelServer, Reply, Request};
+use gate_tests::model_server::{Matcher, ModelServer, Reply, Request, routes_to};
 use serde_json::{Value, json};
 
 /// A routing table sending every role of every tier to one model on `server`.
@@ -15,26 +13,12 @@ fn routing(server: &ModelServer, api: &str) -> String {
     } else {
         server.url()
     };
-    let mut t = format!(
+    format!(
         "[provider.local]\napi = \"{api}\"\nbase_url = \"{base}\"\n\n\
          [model.m]\nprovider = \"local\"\nname = \"test-model\"\n\
-         price = {{ input = 1.0, cached_input = 0.1, cache_write = 1.25, output = 2.0 }}\n\n[route]\n"
-    );
-    for role in [
-        "quality",
-        "security",
-        "performance",
-        "docs",
-        "integration",
-        "judge",
-        "coordinator",
-        "rules",
-    ] {
-        for tier in ["trivial", "light", "full"] {
-            let _ = writeln!(t, "\"{role}.{tier}\" = \"m\"");
-        }
-    }
-    t
+         price = {{ input = 1.0, cached_input = 0.1, cache_write = 1.25, output = 2.0 }}\n\n{}",
+        routes_to("m")
+    )
 }
 
 #[allow(clippy::needless_pass_by_value)] // called with json! literals

@@ -2,10 +2,8 @@
 //! testing against the scripted model server, the rules reviewer in
 //! `gate verify`, and model qualification.
 
-use std::fmt::Write;
-
 use gate_tests::TestEnv;
-use gate_tests::model_server::{Matcher, ModelServer, Reply};
+use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
 use serde_json::{Value, json};
 
 const ROOT_RULES: &str = r#"# The whole repository's conventions.
@@ -63,26 +61,12 @@ fn fixture() -> TestEnv {
 }
 
 fn routing(server: &ModelServer) -> String {
-    let mut routes = String::new();
-    for tier in ["trivial", "light", "full"] {
-        for role in [
-            "quality",
-            "security",
-            "performance",
-            "docs",
-            "integration",
-            "judge",
-            "coordinator",
-            "rules",
-        ] {
-            let _ = writeln!(routes, "\"{role}.{tier}\" = \"good\"");
-        }
-    }
     format!(
         "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n\n\
          [model.good]\nprovider = \"local\"\nname = \"good-model\"\nfallback = [\"bad\"]\nstream = false\n\n\
-         [model.bad]\nprovider = \"local\"\nname = \"bad-model\"\nstream = false\n\n[route]\n{routes}",
-        server.url()
+         [model.bad]\nprovider = \"local\"\nname = \"bad-model\"\nstream = false\n\n{}",
+        server.url(),
+        routes_to("good")
     )
 }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use gate_tests::postgres::{self, Database, Proxy};
 use gate_tests::{RunOutput, TestEnv, gate_bin};
 use serde_json::Value;
+use sha2::Digest as _;
 
 /// A spec whose one check passes.
 fn passing_spec(id: &str) -> String {
@@ -30,7 +31,8 @@ fn looping_spec(id: &str, pause: &str) -> String {
 struct Fleet {
     key_home: TestEnv,
     ledger: String,
-    _db: Option<Database>,
+    /// The PostgreSQL database, dropped with the fleet.
+    db: Option<Database>,
     _sqlite: Option<tempfile::TempDir>,
 }
 
@@ -52,7 +54,7 @@ impl Fleet {
         Self {
             key_home,
             ledger,
-            _db: db,
+            db,
             _sqlite: dir,
         }
     }
@@ -239,25 +241,152 @@ fn sigkill_during_concurrent_runs_on_postgres_leaves_a_ledger_that_verifies() {
             out.stderr
         );
     }
-    // Bundles whose rows a kill prevented are imported: nothing is lost.
-    let mut bundles = 0;
+    // The ledger keeps the bundles; a run killed before its row left its
+    // envelope in the spool, and an import records it: nothing is lost.
+    let mut spooled = BTreeSet::new();
     for ws in &runners {
+        assert_eq!(envelopes(&ws.path().join(".gate/bundles")), BTreeSet::new());
+        spooled.extend(envelopes(&ws.path().join(".gate/spool")));
         fleet.gate(ws, &["ledger", "import"]).run().assert_exit(0);
-        bundles += std::fs::read_dir(ws.path().join(".gate/bundles"))
-            .into_iter()
-            .flatten()
-            .filter(|e| {
-                e.as_ref()
-                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".dsse.json"))
-            })
-            .count();
+        assert_eq!(envelopes(&ws.path().join(".gate/spool")), BTreeSet::new());
     }
-    let rows = fleet.rows(&runners[0]);
-    assert_eq!(rows.len(), bundles, "one row per bundle");
+    let recorded: BTreeSet<String> = fleet
+        .rows(&runners[0])
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        spooled.is_subset(&recorded),
+        "spooled runs missing from the ledger: {:?}",
+        spooled.difference(&recorded).collect::<Vec<_>>()
+    );
     fleet
         .gate(&runners[0], &["ledger", "verify"])
         .run()
         .assert_exit(0);
+}
+
+/// The run ids of the envelopes (`<run-id>.dsse.json`) in `dir`.
+fn envelopes(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".dsse.json").map(str::to_owned)
+        })
+        .collect()
+}
+
+/// With a PostgreSQL ledger and no `GATE_BUNDLE_STORE`, the ledger keeps
+/// every bundle with its row: ten concurrent runs, then every bundle is
+/// shown, verified and fetched by run id from a machine that has nothing
+/// but the ledger URL and the public key; an altered or deleted bundle is
+/// bad evidence there.
+#[test]
+fn postgres_keeps_every_bundle_and_any_machine_audits_by_run_id() {
+    let fleet = Fleet::postgres();
+    let runners: Vec<TestEnv> = (0..2)
+        .map(|r| {
+            let ws = TestEnv::new();
+            for i in 0..4 {
+                ws.write(&format!("p{i}.toml"), &passing_spec(&format!("b-{r}-{i}")));
+            }
+            ws.write("fail.toml", &looping_spec(&format!("bf-{r}"), "0"));
+            ws
+        })
+        .collect();
+    let children: Vec<(&str, Child)> = runners
+        .iter()
+        .flat_map(|ws| {
+            ["p0.toml", "p1.toml", "p2.toml", "p3.toml", "fail.toml"]
+                .into_iter()
+                .map(|spec| {
+                    let child = fleet
+                        .gate(ws, &["verify", "--spec", spec, "--format", "json"])
+                        .spawn();
+                    (spec, child)
+                })
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for (spec, child) in children {
+        let out = finish(child, spec);
+        out.assert_exit(i32::from(spec == "fail.toml"));
+        let doc = out.json();
+        assert_eq!(doc["recorded"], true, "{doc}");
+        let at = doc["bundle"].as_str().unwrap().to_owned();
+        assert!(at.starts_with("ledger:sha256:"), "{at}");
+        runs.push((doc["run_id"].as_str().unwrap().to_owned(), at));
+    }
+    assert_eq!(runs.len(), 10);
+    // Nothing stays on the runners.
+    for ws in &runners {
+        for dir in [".gate/bundles", ".gate/spool"] {
+            assert_eq!(envelopes(&ws.path().join(dir)), BTreeSet::new(), "{dir}");
+        }
+    }
+    assert_eq!(
+        fleet
+            .db
+            .as_ref()
+            .unwrap()
+            .column("SELECT count(*) FROM bundles"),
+        ["10"]
+    );
+
+    // Another machine: the ledger URL and the public key, nothing else.
+    let laptop = TestEnv::new();
+    let key = laptop.path().join("signer.pub");
+    std::fs::copy(fleet.key_home.path().join(".gate/keys/signing.pub"), &key).unwrap();
+    let key = key.to_str().unwrap();
+    let on_laptop = |args: &[&str]| {
+        laptop
+            .gate(args)
+            .env("GATE_LEDGER", &fleet.ledger)
+            .env_remove("GATE_SIGNING_KEY")
+            .run()
+    };
+    for (run, at) in &runs {
+        on_laptop(&["evidence", "verify", run, "--key", key])
+            .assert_exit(0)
+            .stdout_has("signature: ok")
+            .stdout_has(at);
+        let out = on_laptop(&["evidence", "show", run, "--key", key, "--format", "json"]);
+        out.assert_exit(0);
+        assert_eq!(out.json()["run"]["run_id"], run.as_str());
+        let file = laptop.path().join(format!("{run}.dsse.json"));
+        on_laptop(&["evidence", "fetch", run, "-o", file.to_str().unwrap()]).assert_exit(0);
+        let sha = hex::encode(sha2::Sha256::digest(std::fs::read(&file).unwrap()));
+        assert_eq!(format!("ledger:sha256:{sha}"), *at);
+    }
+    on_laptop(&["ledger", "verify", "--key", key])
+        .assert_exit(0)
+        .stdout_has("ok: 10 runs");
+    assert!(!laptop.path().join(".gate/ledger.db").exists());
+
+    // Altered in the database, then gone: bad evidence (exit 1) either way.
+    let db = fleet.db.as_ref().unwrap();
+    let (run, at) = &runs[3];
+    let sha = at.strip_prefix("ledger:sha256:").unwrap();
+    postgres::execute(
+        &db.url,
+        &format!("UPDATE bundles SET envelope = envelope || '\\x0a'::bytea WHERE sha256 = '{sha}'"),
+    );
+    on_laptop(&["evidence", "verify", run, "--key", key])
+        .assert_exit(1)
+        .stderr_has("was altered");
+    on_laptop(&["ledger", "verify", "--key", key]).assert_exit(1);
+    postgres::execute(
+        &db.url,
+        &format!("DELETE FROM bundles WHERE sha256 = '{sha}'"),
+    );
+    on_laptop(&["evidence", "verify", run, "--key", key])
+        .assert_exit(1)
+        .stderr_has("is missing");
+    on_laptop(&["ledger", "verify", "--key", key])
+        .assert_exit(1)
+        .stdout_has(run);
 }
 
 /// Series locks held in this test's database right now (one per run
@@ -341,7 +470,7 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
         let doc = out.json();
         assert_eq!(doc["verdict"], verdict, "{spec}");
         assert_eq!(doc["recorded"], false, "{spec}");
-        out.stderr_has("the ledger did not take this run")
+        out.stderr_has("this run was not recorded")
             .stderr_has("gate ledger import");
         assert!(!out.stderr.contains("ledger verify"), "{}", out.stderr);
         assert!(ws.path().join(doc["bundle"].as_str().unwrap()).is_file());

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
 
 use super::{BREAKER_CLASS, PgLedger, lock_key};
 use crate::ledger::{BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry};
@@ -163,12 +164,47 @@ impl PgLedger {
     /// Records what happened after a run's decision; earlier outcomes stay
     /// as history, the latest counts.
     pub fn add_outcome(&mut self, o: &OutcomeEntry) -> Result<(), LedgerError> {
-        self.record_about(
-            &o.run_id,
-            &format!("INSERT INTO outcomes ({OUTCOME_COLUMNS}) VALUES ($1, $2, $3, $4, $5)"),
-            &[&o.run_id, &o.broken, &o.reason, &o.source, &o.recorded_at],
-            "recording an outcome",
-        )
+        self.add_outcomes(std::slice::from_ref(o))
+    }
+
+    /// Records several outcomes in one statement, in their order: all of
+    /// them or none (the foreign key refuses a run that is not recorded).
+    pub fn add_outcomes(&mut self, outcomes: &[OutcomeEntry]) -> Result<(), LedgerError> {
+        let runs: Vec<&str> = outcomes.iter().map(|o| o.run_id.as_str()).collect();
+        let broken: Vec<bool> = outcomes.iter().map(|o| o.broken).collect();
+        let reasons: Vec<Option<&str>> = outcomes.iter().map(|o| o.reason.as_deref()).collect();
+        let sources: Vec<Option<&str>> = outcomes.iter().map(|o| o.source.as_deref()).collect();
+        let times: Vec<DateTime<Utc>> = outcomes.iter().map(|o| o.recorded_at).collect();
+        let inserted = self.op(async {
+            let conn = self.conn().await?;
+            let done = conn
+                .execute(
+                    &format!(
+                        "INSERT INTO outcomes ({OUTCOME_COLUMNS}) \
+                         SELECT run_id, broken, reason, source, recorded_at \
+                         FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], \
+                                     $5::timestamptz[]) WITH ORDINALITY \
+                              AS o (run_id, broken, reason, source, recorded_at, n) \
+                         ORDER BY n"
+                    ),
+                    &[&runs, &broken, &reasons, &sources, &times],
+                )
+                .await;
+            conn.release();
+            Ok(done)
+        })?;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                for run in &runs {
+                    if self.get(run)?.is_none() {
+                        return Err(LedgerError::NotFound((*run).to_owned()));
+                    }
+                }
+                Err(self.pg_err("recording an outcome")(e))
+            }
+            Err(e) => Err(self.pg_err("recording an outcome")(e)),
+        }
     }
 
     /// Every outcome of a run, oldest first.

@@ -130,21 +130,45 @@ impl SqliteLedger {
     /// Records what happened after a run's decision; earlier outcomes stay
     /// as history, the latest counts.
     pub fn add_outcome(&mut self, o: &OutcomeEntry) -> Result<(), LedgerError> {
-        self.require_run(&o.run_id)?;
-        self.conn
-            .execute(
+        self.add_outcomes(std::slice::from_ref(o))
+    }
+
+    /// Records several outcomes in one transaction: all of them or none.
+    pub fn add_outcomes(&mut self, outcomes: &[OutcomeEntry]) -> Result<(), LedgerError> {
+        let path = self.path.clone();
+        let err = |source| LedgerError::Sql {
+            path: path.clone(),
+            action: "recording an outcome",
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        for o in outcomes {
+            let known = tx
+                .prepare_cached("SELECT 1 FROM runs WHERE run_id = ?1")
+                .and_then(|mut s| s.exists([&o.run_id]))
+                .map_err(err)?;
+            if !known {
+                return Err(LedgerError::NotFound(o.run_id.clone()));
+            }
+            tx.prepare_cached(
                 "INSERT INTO outcomes (run_id, broken, reason, source, recorded_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
+            )
+            .and_then(|mut s| {
+                s.execute(params![
                     o.run_id,
                     i64::from(o.broken),
                     o.reason,
                     o.source,
                     ts(&o.recorded_at)
-                ],
-            )
-            .map_err(self.sql_err("recording an outcome"))?;
-        Ok(())
+                ])
+            })
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
     }
 
     /// Every outcome of a run, oldest first.

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `gate report` against the sqlite3 command-line tool.
+#
+# Generates (once) a ledger of 1,000,000 runs and 100,000 outcomes through
+# the ledger's own API (the gen_ledger example of gate-evidence: rows only,
+# no bundle files), then times `gate report --format json` and the same
+# aggregates written as SQL (bench/report.sql) run by `sqlite3` on the same
+# database, and checks that both give the same figures
+# (bench/report_check.py). Both run from a warm page cache: each once
+# untimed, then RUNS times; the best run counts (the median is shown too).
+# Target: gate's best within 2x sqlite3's best.
+#
+# Usage: bench/report.sh            (from anywhere; needs cargo, sqlite3, python3)
+# Env:   RUNS (default 3), N_RUNS (1000000), N_OUTCOMES (100000)
+# Exit:  0 when the figures agree and the target holds, 1 when not, 2 on a setup error.
+# shellcheck disable=SC2317  # the timed runners are called through `measure`
+set -euo pipefail
+
+RUNS=${RUNS:-3}
+N_RUNS=${N_RUNS:-1000000}
+N_OUTCOMES=${N_OUTCOMES:-100000}
+RATIO_TARGET=2.0
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$repo/bench/out
+ws=$out/report-$N_RUNS-$N_OUTCOMES
+db=$ws/.gate/ledger.db
+
+die() { echo "report: $*" >&2; exit 2; }
+now_ns() { date +%s%N; }
+
+command -v python3 >/dev/null || die "python3 is needed to compare the figures"
+if ! command -v sqlite3 >/dev/null; then
+    sudo=
+    [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null && sudo=sudo
+    $sudo apt-get install -y sqlite3 >&2 ||
+        { $sudo apt-get update >&2 && $sudo apt-get install -y sqlite3 >&2; } ||
+        die "cannot install sqlite3"
+fi
+echo "sqlite3: $(sqlite3 --version | cut -d' ' -f1)"
+
+echo "building gate and the ledger generator (release)..."
+(cd "$repo" && cargo build --release --quiet -p gate --bin gate &&
+    cargo build --release --quiet -p gate-evidence --example gen_ledger) ||
+    die "cargo build failed"
+target_dir=${CARGO_TARGET_DIR:-$repo/target}
+gate=$target_dir/release/gate
+gen=$target_dir/release/examples/gen_ledger
+[[ -x $gate && -x $gen ]] || die "no binaries under $target_dir/release"
+
+if [[ ! -f $ws/.done ]]; then
+    echo "generating $N_RUNS runs and $N_OUTCOMES outcomes under $ws (once)..."
+    rm -rf "$ws"
+    mkdir -p "$ws/.gate"
+    "$gen" "$db" --runs "$N_RUNS" --outcomes "$N_OUTCOMES" || die "generation failed"
+    # Fold the write-ahead log into the database so both sides read one file.
+    sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
+    touch "$ws/.done"
+fi
+echo "ledger: $(du -h "$db" | cut -f1), $(sqlite3 "$db" 'SELECT COUNT(*) FROM runs') runs," \
+    "$(sqlite3 "$db" 'SELECT COUNT(*) FROM outcomes') outcomes"
+
+gate_run() { "$gate" --workspace "$ws" -q report --format json >"$out/report-gate.json"; }
+sqlite_run() { sqlite3 -bail "$db" <"$repo/bench/report.sql" >"$out/report-sqlite.json"; }
+
+# Runs "$@" RUNS times after one untimed warm-up; sets best_ns and median_ns.
+measure() {
+    "$@"
+    local -a times=()
+    local i t0 t1
+    for ((i = 0; i < RUNS; i++)); do
+        t0=$(now_ns); "$@"; t1=$(now_ns)
+        times+=($((t1 - t0)))
+    done
+    mapfile -t times < <(printf '%s\n' "${times[@]}" | sort -n)
+    best_ns=${times[0]}
+    median_ns=${times[$((RUNS / 2))]}
+}
+ms() { awk -v n="$1" 'BEGIN {printf "%.0f", n / 1e6}'; }
+
+echo "timing ($RUNS runs each after a warm-up, $(nproc) cores)..."
+measure sqlite_run
+sqlite_best=$best_ns
+printf '  %-22s best %6s ms  median %6s ms\n' "sqlite3 report.sql" "$(ms "$best_ns")" "$(ms "$median_ns")"
+measure gate_run
+gate_best=$best_ns
+printf '  %-22s best %6s ms  median %6s ms\n' "gate report --json" "$(ms "$best_ns")" "$(ms "$median_ns")"
+
+echo "comparing the figures..."
+agree=0
+python3 "$repo/bench/report_check.py" "$out/report-gate.json" "$out/report-sqlite.json" || agree=1
+
+ratio=$(awk -v a="$gate_best" -v b="$sqlite_best" 'BEGIN {printf "%.2f", a / b}')
+echo
+echo "ledger:        $N_RUNS runs, $N_OUTCOMES outcomes"
+echo "sqlite3:       $(ms "$sqlite_best") ms"
+echo "gate report:   $(ms "$gate_best") ms"
+echo "ratio:         $ratio (gate/sqlite3, target <= $RATIO_TARGET)"
+
+ok=$agree
+((agree == 0)) || echo "FAIL: the figures differ"
+awk -v r="$ratio" -v t="$RATIO_TARGET" 'BEGIN {exit !(r <= t)}' || { echo "FAIL: slower than target"; ok=1; }
+((ok == 0)) && echo "PASS"
+exit "$ok"

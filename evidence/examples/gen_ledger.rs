@@ -1,0 +1,317 @@
+//! Generates a ledger of synthetic runs for benchmarks: rows written
+//! through the ledger's own API (so the report tables are filled as `gate
+//! verify` fills them), with no bundle files behind them.
+//!
+//! ```text
+//! cargo run --release -p gate-evidence --example gen_ledger -- DB [--runs N] [--outcomes M] [--seed S]
+//! ```
+//!
+//! Defaults: 1,000,000 runs and 100,000 outcomes (about a tenth of them a
+//! second outcome for a run that already has one), plus overrides of some
+//! failed runs and dismissals of some findings. Deterministic for a seed.
+//! Prints one line: `runs=N outcomes=M overrides=O dismissals=D elapsed_ms=T`.
+
+#![allow(
+    clippy::print_stdout,
+    reason = "a command-line example reports on stdout"
+)]
+#![allow(
+    clippy::print_stderr,
+    reason = "a command-line example reports usage errors"
+)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use gate_evidence::Ledger;
+use gate_evidence::ledger::{Dismissal, OutcomeEntry, OverrideEntry, RunEntry};
+use serde_json::{Value, json};
+
+/// Rows per transaction.
+const BATCH: usize = 10_000;
+const SPECS: u64 = 2_000;
+const MODELS: [&str; 6] = [
+    "openai/gpt-mini",
+    "openai/gpt-large",
+    "anthropic/claude-haiku",
+    "anthropic/claude-sonnet",
+    "anthropic/claude-opus",
+    "local/qwen-coder",
+];
+const AGENTS: [&str; 4] = ["claude-code", "codex", "aider", "cursor"];
+/// Two years of runs.
+const SPAN_S: i64 = 2 * 365 * 24 * 3600;
+
+/// A small deterministic generator (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// True with probability `percent` / 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+struct Args {
+    db: PathBuf,
+    runs: u64,
+    outcomes: u64,
+    seed: u64,
+}
+
+fn parse(args: Vec<String>) -> Result<Args, String> {
+    let mut out = Args {
+        db: PathBuf::new(),
+        runs: 1_000_000,
+        outcomes: 100_000,
+        seed: 7,
+    };
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let mut number = |name: &str| -> Result<u64, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{name} needs a number"))
+        };
+        match a.as_str() {
+            "--runs" => out.runs = number("--runs")?,
+            "--outcomes" => out.outcomes = number("--outcomes")?,
+            "--seed" => out.seed = number("--seed")?,
+            _ if out.db.as_os_str().is_empty() && !a.starts_with('-') => out.db = a.into(),
+            _ => return Err(format!("unknown argument {a}")),
+        }
+    }
+    if out.db.as_os_str().is_empty() {
+        return Err("usage: gen_ledger DB [--runs N] [--outcomes M] [--seed S]".into());
+    }
+    Ok(out)
+}
+
+fn run_id(i: u64) -> String {
+    format!("{:08x}-0000-7000-8000-{:012x}", i >> 16, i)
+}
+
+/// One synthetic run, as `gate verify` would record it.
+fn run(rng: &mut Rng, i: u64, n: u64, start: DateTime<Utc>) -> RunEntry {
+    let spec = rng.below(SPECS);
+    let tier = match rng.below(100) {
+        0..50 => "trivial",
+        50..85 => "light",
+        _ => "full",
+    };
+    let verdict = match rng.below(100) {
+        0..70 => "pass",
+        70..95 => "fail",
+        95..97 => "escalate",
+        _ => "incomplete",
+    };
+    let roles: &[&str] = match tier {
+        "trivial" => &["quality"],
+        "light" => &["quality", "security", "performance"],
+        _ => &["quality", "security", "performance", "integration", "docs"],
+    };
+    let ran = rng.chance(90);
+    let mut models: Vec<&str> = Vec::new();
+    let mut role_rows = Vec::new();
+    let (mut input, mut cached, mut output, mut cost) = (0u64, 0u64, 0u64, 0.0f64);
+    if ran {
+        for role in roles {
+            let model = MODELS[rng.below(MODELS.len() as u64) as usize];
+            if !models.contains(&model) {
+                models.push(model);
+            }
+            let ok = rng.chance(97);
+            let (i_t, c_t, o_t) = if ok {
+                let i_t = 2_000 + rng.below(60_000);
+                (i_t, i_t * rng.below(80) / 100, 200 + rng.below(3_000))
+            } else {
+                (0, 0, 0)
+            };
+            let c = (i_t - c_t) as f64 * 3e-6 + c_t as f64 * 0.3e-6 + o_t as f64 * 15e-6;
+            input += i_t;
+            cached += c_t;
+            output += o_t;
+            cost += c;
+            role_rows.push(json!({
+                "role": role, "model": model, "status": if ok { "ok" } else { "did_not_run" },
+                "input_tokens": i_t, "cached_input_tokens": c_t, "output_tokens": o_t, "cost_usd": c,
+            }));
+        }
+    }
+    let findings: Vec<Value> = (0..rng.below(4))
+        .map(|k| {
+            json!({"id": format!("{:012x}", rng.next() >> 16), "severity": "warning",
+                   "role": roles[(k as usize) % roles.len()], "file": "src/lib.rs", "line": k + 1})
+        })
+        .collect();
+    let attempt = 1 + rng.below(3);
+    let resolved: Vec<String> = (0..if attempt > 1 { rng.below(3) } else { 0 })
+        .map(|_| format!("{:012x}", rng.next() >> 16))
+        .collect();
+    let superseded: Vec<String> = (0..u64::from(attempt > 1 && rng.chance(20)))
+        .map(|_| format!("{:012x}", rng.next() >> 16))
+        .collect();
+    let agent = (!rng.chance(10)).then(|| AGENTS[rng.below(AGENTS.len() as u64) as usize]);
+    let offset = SPAN_S * i64::try_from(i).unwrap_or(0) / i64::try_from(n.max(1)).unwrap_or(1);
+    let started_at = start + Duration::seconds(offset + i64::try_from(rng.below(600)).unwrap_or(0));
+    RunEntry {
+        run_id: run_id(i),
+        spec_id: format!("spec-{spec:04}"),
+        attempt: attempt as u32,
+        verdict: verdict.into(),
+        tier: tier.into(),
+        started_at,
+        finished_at: started_at
+            + Duration::seconds(30 + i64::try_from(rng.below(600)).unwrap_or(0)),
+        input_tokens: input,
+        cached_input_tokens: cached,
+        output_tokens: output,
+        cost_usd: Some(cost),
+        bundle_path: format!("/var/lib/gate/bundles/{}.dsse.json", run_id(i)),
+        extra: json!({
+            "agent": agent,
+            "review": if ran { "ran" } else { "did_not_run" },
+            "models": models,
+            "roles": role_rows,
+            "findings": findings,
+            "overridden": false,
+            "dispositions": {"resolved": resolved, "superseded": superseded},
+            "duplicates": rng.below(3),
+        }),
+    }
+}
+
+fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let mut ledger = Ledger::open(&args.db)?;
+    if !ledger.is_empty()? {
+        return Err(format!("{} already holds runs", args.db.display()).into());
+    }
+    let mut rng = Rng(args.seed);
+    let start = Utc
+        .with_ymd_and_hms(2024, 1, 1, 0, 0, 0)
+        .single()
+        .ok_or("start time")?;
+    let n = args.runs;
+    let mut failed: Vec<(u64, String)> = Vec::new();
+    // Per run: how likely a later outcome says broken, in percent (the
+    // gate is mostly right: approvals rarely break, failures mostly do).
+    let mut broken_odds: Vec<u8> = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+    let mut with_findings: Vec<(u64, String, String)> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let batch: Vec<RunEntry> = (i..(i + BATCH as u64).min(n))
+            .map(|k| run(&mut rng, k, n, start))
+            .collect();
+        for (k, e) in (i..).zip(&batch) {
+            broken_odds.push(match e.verdict.as_str() {
+                "pass" => 8,
+                "fail" => 75,
+                _ => 50,
+            });
+            // Each override and dismissal is its own durable write: keep them few.
+            if e.verdict == "fail" && rng.below(1000) < 4 {
+                failed.push((k, e.spec_id.clone()));
+            }
+            if let Some(id) = e.extra["findings"].get(0).and_then(|f| f["id"].as_str())
+                && rng.below(1000) < 2
+            {
+                with_findings.push((k, e.spec_id.clone(), id.to_owned()));
+            }
+        }
+        let envelopes: Vec<Vec<u8>> = batch
+            .iter()
+            .map(|e| format!("envelope of {}", e.run_id).into_bytes())
+            .collect();
+        ledger.append_all(batch.iter().zip(envelopes.iter().map(Vec::as_slice)))?;
+        i += batch.len() as u64;
+    }
+    // Outcomes: most for a run without one yet, a tenth as a later word on one.
+    let recorded = start + Duration::seconds(SPAN_S + 86_400);
+    let mut outcomes = Vec::new();
+    let mut seen = Vec::new();
+    for k in 0..args.outcomes {
+        let target = if k % 10 == 9 && !seen.is_empty() {
+            seen[rng.below(seen.len() as u64) as usize]
+        } else {
+            let t = rng.below(n.max(1));
+            seen.push(t);
+            t
+        };
+        outcomes.push(OutcomeEntry {
+            run_id: run_id(target),
+            broken: rng.chance(u64::from(broken_odds[usize::try_from(target).unwrap_or(0)])),
+            reason: Some("ci on main".into()),
+            source: Some("ci".into()),
+            recorded_at: recorded + Duration::seconds(i64::try_from(k).unwrap_or(0)),
+        });
+        if outcomes.len() == BATCH {
+            ledger.add_outcomes(&outcomes)?;
+            outcomes.clear();
+        }
+    }
+    ledger.add_outcomes(&outcomes)?;
+    for (k, spec) in &failed {
+        ledger.add_override(&OverrideEntry {
+            run_id: run_id(*k),
+            spec_id: spec.clone(),
+            reason: "hotfix".into(),
+            by: "ops".into(),
+            content_digest: format!("{k:064x}"),
+            bundle_path: format!("/var/lib/gate/bundles/override-{k}.dsse.json"),
+            bundle_sha256: format!("{k:064x}"),
+            recorded_at: recorded,
+        })?;
+    }
+    for (k, spec, finding) in &with_findings {
+        ledger.add_dismissal(&Dismissal {
+            run_id: run_id(*k),
+            spec_id: spec.clone(),
+            finding_id: finding.clone(),
+            reason: "not a bug".into(),
+            code_digest: None,
+            recorded_at: recorded,
+        })?;
+    }
+    Ok(format!(
+        "runs={n} outcomes={} overrides={} dismissals={} elapsed_ms={}",
+        args.outcomes,
+        failed.len(),
+        with_findings.len(),
+        started.elapsed().as_millis()
+    ))
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1).collect()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("gen_ledger: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match generate(&args) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gen_ledger: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! `gate metrics`: the scorecard as Prometheus text.
+
+use gate_evidence::ledger::ReportScope;
+
+use crate::attest;
+use crate::cli::MetricsArgs;
+use crate::config::{self, Context};
+use crate::errors::GateError;
+use crate::eval::{Scorecard, prometheus};
+use crate::exit;
+use crate::output;
+
+/// `gate metrics [-o FILE]`: on stdout, or written atomically to FILE (what
+/// node_exporter's textfile collector needs: it must never read half a file).
+pub fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError> {
+    let ledger = attest::open_ledger(ctx)?;
+    let card = Scorecard::build(&ledger, &ReportScope::default())?;
+    let text = prometheus::render(&card);
+    match &args.output {
+        Some(path) => {
+            let path = config::from_cwd(path);
+            super::report::write_atomically(&path, text.as_bytes())?;
+        }
+        None => output::stdout(&text).map_err(GateError::stdout)?,
+    }
+    Ok(exit::PASS)
+}

@@ -1,0 +1,73 @@
+//! `gate report --format json`: the object DESIGN.md gives, key for key.
+
+use std::collections::BTreeMap;
+
+use chrono::SecondsFormat;
+use serde_json::{Map, Value, json};
+
+use super::scorecard::{Group, OutcomeRate, Scorecard};
+use super::stats::Spread;
+
+/// The version of this document's shape.
+pub const FORMAT_VERSION: u32 = 1;
+
+fn rate_with_interval(r: &OutcomeRate) -> (Value, Value, Value) {
+    let i = r.interval();
+    (
+        json!(r.rate()),
+        json!(i.map(|i| i.low)),
+        json!(i.map(|i| i.high)),
+    )
+}
+
+fn breakdown(groups: &BTreeMap<String, Group>) -> Value {
+    let mut out = Map::new();
+    for (key, g) in groups {
+        let (rate, low, high) = rate_with_interval(&g.false_pass());
+        out.insert(
+            key.clone(),
+            json!({"runs": g.runs, "false_pass": {"rate": rate, "low": low, "high": high}}),
+        );
+    }
+    Value::Object(out)
+}
+
+fn spread<T: serde::Serialize + Copy>(s: &Spread<T>) -> Value {
+    json!({"median": s.median, "p90": s.p90, "total": s.total})
+}
+
+/// The report as one JSON object.
+pub fn render(card: &Scorecard) -> Value {
+    let t = &card.total;
+    let fp = t.false_pass();
+    let ff = t.false_fail();
+    let (fp_rate, fp_low, fp_high) = rate_with_interval(&fp);
+    let (ff_rate, ff_low, ff_high) = rate_with_interval(&ff);
+    let f = &card.findings;
+    json!({
+        "format_version": FORMAT_VERSION,
+        "since": card.scope.since.map(|s| s.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        "runs": t.runs,
+        "false_pass": {"rate": fp_rate, "low": fp_low, "high": fp_high,
+                       "broken": fp.hits, "with_outcome": fp.with_outcome, "unknown": fp.unknown},
+        "false_fail": {"rate": ff_rate, "low": ff_low, "high": ff_high,
+                       "fine": ff.hits, "with_outcome": ff.with_outcome, "unknown": ff.unknown},
+        "override_rate": t.override_rate(),
+        "escalation_rate": t.escalation_rate(),
+        "did_not_run_rate": t.did_not_run_rate(),
+        "findings": {"acceptance_rate": f.acceptance_rate(), "noise_rate": f.noise_rate(),
+                     "resolved": f.resolved, "dismissed": f.dismissed,
+                     "superseded": f.superseded, "open": f.open},
+        "cost_usd": spread(&card.cost_usd),
+        "input_tokens": spread(&card.input_tokens),
+        "cached_input_share": t.cached_input_share(),
+        "by": {
+            "tier": breakdown(&card.by.tier),
+            "model": breakdown(&card.by.model),
+            "role": breakdown(&card.by.role),
+            "spec": breakdown(&card.by.spec),
+            "agent": breakdown(&card.by.agent),
+            "week": breakdown(&card.by.week),
+        },
+    })
+}

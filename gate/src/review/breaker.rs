@@ -1,0 +1,731 @@
+//! Circuit breakers, one per model (`provider/name`), shared through the
+//! ledger so that concurrent and later runs skip a model that is down.
+//!
+//! Hystrix's state machine, sized for a gate's low call volume:
+//!
+//! ```text
+//! closed ──(3 retryable failures in a row, or ≥ 50% of the last 10 calls with at least 4)──► open
+//! open ──(cooldown passed: the longer of [policy] breaker_cooldown_s and the provider's Retry-After)──► half-open
+//! half-open ──(exactly one caller wins the probe)──► closed on success · open again, timer reset, on failure
+//! ```
+//!
+//! Only retryable failures count. A fatal error (a bad request, a refusal, a
+//! malformed reply) says nothing about the model's health and is neutral; an
+//! auth error marks the model misconfigured for the rest of the run, in
+//! memory only (a key fixed between runs must not stay punished).
+//!
+//! The state machine is pure functions over [`BreakerRecord`] and a clock
+//! ([`admit`], [`report`]); [`Breakers`] runs them inside the ledger's
+//! read-modify-write transaction, so two processes never both win a probe.
+//! A probe is held until an expiry (the prober's own deadline): a run killed
+//! mid-probe does not wedge the breaker half-open.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use gate_evidence::Ledger;
+use gate_evidence::ledger::BreakerRecord;
+
+/// `state` of a closed breaker.
+pub const CLOSED: &str = "closed";
+/// `state` of an open breaker.
+pub const OPEN: &str = "open";
+/// `state` of a half-open breaker.
+pub const HALF_OPEN: &str = "half_open";
+
+/// The breaker's thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerPolicy {
+    /// Retryable failures in a row that open it.
+    pub consecutive: u32,
+    /// How many recent calls the failure share looks at.
+    pub window: usize,
+    /// The failure share needs at least this many calls in the window.
+    pub min_calls: usize,
+    /// How long it stays open before its probe, unless a Retry-After is longer.
+    pub cooldown: Duration,
+    /// A closed breaker's history older than this is forgotten: two failures
+    /// last week and two this morning are not an outage.
+    pub forget_after: Duration,
+}
+
+impl BreakerPolicy {
+    /// The defaults, with `[policy] breaker_cooldown_s`.
+    pub fn with_cooldown(cooldown_s: u64) -> Self {
+        Self {
+            consecutive: 3,
+            window: 10,
+            min_calls: 4,
+            cooldown: Duration::from_secs(cooldown_s),
+            forget_after: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What a caller may do with a model now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Closed: call it.
+    Call,
+    /// Half-open, and this caller holds the one probe: call it.
+    Probe,
+    /// Open, or another caller holds the probe: skip it without a request.
+    Skip {
+        /// When it may be tried again (the cooldown's end or the probe's expiry).
+        until: DateTime<Utc>,
+        /// Why, for the attempt record.
+        why: String,
+    },
+}
+
+/// How a call ended, as the breaker counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// A usable answer.
+    Success,
+    /// A retryable failure, with the provider's Retry-After when it sent one.
+    Failure {
+        /// How long the provider asked us to wait.
+        retry_after: Option<Duration>,
+    },
+    /// A fatal or auth error: says nothing about the model's health.
+    Neutral,
+}
+
+/// Decides whether `owner` may call the model now. Returns the record to
+/// write (`None`: unchanged) and the decision. `probe_until` is when a probe
+/// won now expires if its owner never reports.
+pub fn admit(
+    current: Option<BreakerRecord>,
+    key: &str,
+    owner: &str,
+    probe_until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> (Option<BreakerRecord>, Admission) {
+    let Some(mut rec) = current else {
+        return (None, Admission::Call);
+    };
+    match rec.state.as_str() {
+        OPEN => {
+            let reopen = reopens_at(&rec);
+            if now < reopen {
+                let why = format!(
+                    "circuit breaker open after {} (until {})",
+                    failures_text(&rec),
+                    reopen.format("%H:%M:%S UTC")
+                );
+                return (None, Admission::Skip { until: reopen, why });
+            }
+            claim(&mut rec, key, owner, probe_until, now);
+            (Some(rec), Admission::Probe)
+        }
+        HALF_OPEN => match &rec.probe {
+            Some((holder, _)) if holder == owner => (None, Admission::Probe),
+            Some((_, until)) if *until > now => {
+                let until = *until;
+                let why =
+                    "circuit breaker half-open: another caller holds its one probe".to_owned();
+                (None, Admission::Skip { until, why })
+            }
+            // No probe out, or its holder never reported before it expired.
+            _ => {
+                claim(&mut rec, key, owner, probe_until, now);
+                (Some(rec), Admission::Probe)
+            }
+        },
+        _ => (None, Admission::Call),
+    }
+}
+
+/// Folds one call's outcome into the breaker. Returns the record to write
+/// (`None`: unchanged).
+pub fn report(
+    current: Option<BreakerRecord>,
+    key: &str,
+    owner: &str,
+    outcome: Report,
+    now: DateTime<Utc>,
+    policy: &BreakerPolicy,
+) -> Option<BreakerRecord> {
+    let mut rec = current.unwrap_or_else(|| fresh(key, now));
+    if rec.state == CLOSED && age(&rec, now) > policy.forget_after {
+        rec.consecutive_failures = 0;
+        rec.recent.clear();
+    }
+    match (rec.state.as_str(), outcome) {
+        (HALF_OPEN, Report::Neutral) => {
+            // The probe got an answer that says nothing about health: let
+            // the next caller probe.
+            if rec.probe.as_ref().is_none_or(|(holder, _)| holder != owner) {
+                return None;
+            }
+            rec.probe = None;
+        }
+        // A late report from a call admitted before the breaker opened
+        // changes nothing (the probe decides); a neutral one never does.
+        (OPEN, _) | (_, Report::Neutral) => return None,
+        (HALF_OPEN, Report::Success) => {
+            // Closed afresh: the outage's failures no longer count.
+            CLOSED.clone_into(&mut rec.state);
+            rec.consecutive_failures = 0;
+            "s".clone_into(&mut rec.recent);
+            rec.opened_at = None;
+            rec.probe = None;
+        }
+        (_, Report::Success) => {
+            rec.consecutive_failures = 0;
+            push(&mut rec.recent, 's', policy.window);
+        }
+        (state, Report::Failure { retry_after }) => {
+            rec.consecutive_failures = rec.consecutive_failures.saturating_add(1);
+            push(&mut rec.recent, 'f', policy.window);
+            if state == HALF_OPEN || trips(&rec, policy) {
+                OPEN.clone_into(&mut rec.state);
+                rec.opened_at = Some(now);
+                rec.probe = None;
+                rec.cooldown_s = cooldown_s(policy.cooldown, retry_after);
+            }
+        }
+    }
+    rec.updated_at = now;
+    Some(rec)
+}
+
+/// When an open breaker lets its probe through.
+pub fn reopens_at(rec: &BreakerRecord) -> DateTime<Utc> {
+    let opened = rec.opened_at.unwrap_or(rec.updated_at);
+    let cooldown = i64::try_from(rec.cooldown_s).unwrap_or(i64::MAX / 1000);
+    opened + chrono::Duration::seconds(cooldown)
+}
+
+fn claim(
+    rec: &mut BreakerRecord,
+    key: &str,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) {
+    tracing::info!(model = key, owner, "circuit breaker half-open: probing");
+    HALF_OPEN.clone_into(&mut rec.state);
+    rec.probe = Some((owner.to_owned(), until));
+    rec.updated_at = now;
+}
+
+fn trips(rec: &BreakerRecord, policy: &BreakerPolicy) -> bool {
+    let calls = rec.recent.len();
+    let failures = rec.recent.chars().filter(|c| *c == 'f').count();
+    rec.consecutive_failures >= policy.consecutive
+        || (calls >= policy.min_calls && failures * 2 >= calls)
+}
+
+fn push(recent: &mut String, outcome: char, window: usize) {
+    recent.push(outcome);
+    let extra = recent.len().saturating_sub(window);
+    recent.drain(..extra);
+}
+
+fn cooldown_s(cooldown: Duration, retry_after: Option<Duration>) -> u64 {
+    let longest = retry_after.map_or(cooldown, |ra| ra.max(cooldown));
+    // Whole seconds, rounded up: a Retry-After of 1.5 s is not over after 1 s.
+    longest.as_secs() + u64::from(longest.subsec_nanos() > 0)
+}
+
+fn age(rec: &BreakerRecord, now: DateTime<Utc>) -> Duration {
+    (now - rec.updated_at).to_std().unwrap_or(Duration::ZERO)
+}
+
+fn failures_text(rec: &BreakerRecord) -> String {
+    let failures = rec.recent.chars().filter(|c| *c == 'f').count();
+    format!(
+        "{failures} of its last {} calls failed, {} in a row",
+        rec.recent.len(),
+        rec.consecutive_failures
+    )
+}
+
+fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
+    BreakerRecord {
+        model: key.to_owned(),
+        state: CLOSED.to_owned(),
+        consecutive_failures: 0,
+        recent: String::new(),
+        opened_at: None,
+        cooldown_s: 0,
+        probe: None,
+        updated_at: now,
+    }
+}
+
+/// The breakers of a run: kept in the ledger when one is open (shared with
+/// every other run on it), else in memory for this run; plus the models an
+/// auth error marked misconfigured, in memory.
+pub struct Breakers {
+    ledger: Option<Arc<Mutex<Ledger>>>,
+    memory: Mutex<BTreeMap<String, BreakerRecord>>,
+    misconfigured: Mutex<BTreeMap<String, String>>,
+    policy: BreakerPolicy,
+}
+
+impl Breakers {
+    /// Breakers kept only for this run (no ledger).
+    pub fn in_memory(policy: BreakerPolicy) -> Self {
+        Self {
+            ledger: None,
+            memory: Mutex::new(BTreeMap::new()),
+            misconfigured: Mutex::new(BTreeMap::new()),
+            policy,
+        }
+    }
+
+    /// Breakers kept in `ledger`.
+    pub fn with_ledger(ledger: Ledger, policy: BreakerPolicy) -> Self {
+        Self {
+            ledger: Some(Arc::new(Mutex::new(ledger))),
+            ..Self::in_memory(policy)
+        }
+    }
+
+    /// The thresholds.
+    pub fn policy(&self) -> &BreakerPolicy {
+        &self.policy
+    }
+
+    /// Whether `owner` may call model `key` now; a half-open breaker's one
+    /// probe goes to exactly one caller across every process on the ledger.
+    pub async fn admit(&self, key: &str, owner: &str, probe_until: DateTime<Utc>) -> Admission {
+        let (key_, owner_) = (key.to_owned(), owner.to_owned());
+        let decided = self
+            .update(key, move |current| {
+                admit(current, &key_, &owner_, probe_until, Utc::now())
+            })
+            .await;
+        // A ledger that cannot answer must not stop the review: call.
+        decided.unwrap_or(Admission::Call)
+    }
+
+    /// Folds one call's outcome into model `key`'s breaker.
+    pub async fn report(&self, key: &str, owner: &str, outcome: Report) {
+        let (key_, owner_, policy) = (key.to_owned(), owner.to_owned(), self.policy);
+        let _ = self
+            .update(key, move |current| {
+                let next = report(current, &key_, &owner_, outcome, Utc::now(), &policy);
+                if let Some(rec) = &next
+                    && rec.state == OPEN
+                    && rec.opened_at == Some(rec.updated_at)
+                {
+                    // The run's record shows every skip; the log says why.
+                    tracing::info!(
+                        model = %key_,
+                        cooldown_s = rec.cooldown_s,
+                        "circuit breaker opened: {}",
+                        failures_text(rec)
+                    );
+                }
+                (next, ())
+            })
+            .await;
+    }
+
+    /// Whether model `key`'s breaker is open now (a look, claiming nothing).
+    pub async fn is_open(&self, key: &str) -> bool {
+        let now = Utc::now();
+        self.update(key, move |current| {
+            let open = current.is_some_and(|r| r.state == OPEN && now < reopens_at(&r));
+            (None, open)
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// The auth error that marked model `key` misconfigured in this run.
+    pub fn misconfigured(&self, key: &str) -> Option<String> {
+        lock(&self.misconfigured).get(key).cloned()
+    }
+
+    /// Marks model `key` misconfigured for the rest of the run.
+    pub fn mark_misconfigured(&self, key: &str, why: &str) {
+        lock(&self.misconfigured)
+            .entry(key.to_owned())
+            .or_insert_with(|| why.to_owned());
+    }
+
+    /// Runs `f` over model `key`'s record in one transaction and writes what
+    /// it returns. `None` when the ledger failed (logged).
+    async fn update<T, F>(&self, key: &str, f: F) -> Option<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Option<BreakerRecord>) -> (Option<BreakerRecord>, T) + Send + 'static,
+    {
+        let Some(ledger) = &self.ledger else {
+            let mut memory = lock(&self.memory);
+            let (next, out) = f(memory.get(key).cloned());
+            if let Some(next) = next {
+                memory.insert(key.to_owned(), next);
+            }
+            return Some(out);
+        };
+        let ledger = Arc::clone(ledger);
+        let key = key.to_owned();
+        // SQLite blocks (a busy ledger waits for its lock): off the runtime.
+        let done = tokio::task::spawn_blocking(move || {
+            let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+            ledger.update_breaker(&key, f)
+        })
+        .await;
+        match done {
+            Ok(Ok(out)) => Some(out),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the circuit breaker could not be read or written");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the circuit breaker update stopped");
+                None
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + s, 0).unwrap()
+    }
+
+    /// One step of a breaker's life: at second `t`, `who` asks to call, or
+    /// reports an outcome.
+    #[derive(Debug, Clone, Copy)]
+    enum Step {
+        /// `who` asks; expect call (`'c'`), probe (`'p'`) or skip (`'s'`).
+        Ask(i64, &'static str, char),
+        /// `who` reports `outcome`.
+        Tell(i64, &'static str, Report),
+    }
+
+    const FAIL: Report = Report::Failure { retry_after: None };
+    const OK: Report = Report::Success;
+
+    fn run(steps: &[Step]) -> Option<BreakerRecord> {
+        let policy = BreakerPolicy::with_cooldown(120);
+        let mut rec: Option<BreakerRecord> = None;
+        for (i, step) in steps.iter().enumerate() {
+            match *step {
+                Step::Ask(t, who, want) => {
+                    let (next, got) = admit(rec.clone(), "p/m", who, at(t + 60), at(t));
+                    let got = match got {
+                        Admission::Call => 'c',
+                        Admission::Probe => 'p',
+                        Admission::Skip { .. } => 's',
+                    };
+                    assert_eq!(got, want, "step {i} {step:?} over {rec:?}");
+                    if next.is_some() {
+                        rec = next;
+                    }
+                }
+                Step::Tell(t, who, outcome) => {
+                    if let Some(next) = report(rec.clone(), "p/m", who, outcome, at(t), &policy) {
+                        rec = Some(next);
+                    }
+                }
+            }
+        }
+        rec
+    }
+
+    fn state(rec: Option<&BreakerRecord>) -> &str {
+        rec.map_or(CLOSED, |r| r.state.as_str())
+    }
+
+    #[test]
+    fn breaker_state_machine_over_outcomes_and_clock() {
+        use Step::{Ask, Tell};
+        let ra = |s| Report::Failure {
+            retry_after: Some(Duration::from_secs(s)),
+        };
+        let cases: Vec<(&str, Vec<Step>, &str)> = vec![
+            ("a fresh model is called", vec![Ask(0, "a", 'c')], CLOSED),
+            (
+                "two failures in a row stay closed",
+                vec![Tell(0, "a", FAIL), Tell(1, "a", FAIL), Ask(2, "a", 'c')],
+                CLOSED,
+            ),
+            (
+                "three in a row open it, and it skips at once",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", FAIL),
+                    Ask(3, "a", 's'),
+                    Ask(121, "b", 's'),
+                ],
+                OPEN,
+            ),
+            (
+                "a success breaks the run of failures",
+                vec![
+                    Tell(0, "a", OK),
+                    Tell(1, "a", OK),
+                    Tell(2, "a", OK),
+                    Tell(3, "a", OK),
+                    Tell(4, "a", OK),
+                    Tell(5, "a", FAIL),
+                    Tell(6, "a", FAIL),
+                    Tell(7, "a", OK),
+                    Tell(8, "a", FAIL),
+                    Tell(9, "a", FAIL),
+                    Ask(10, "a", 'c'),
+                ],
+                CLOSED,
+            ),
+            (
+                "half of the last calls failing opens it (at least 4 calls)",
+                vec![
+                    Tell(0, "a", OK),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", OK),
+                    Tell(3, "a", FAIL),
+                    Ask(4, "a", 's'),
+                ],
+                OPEN,
+            ),
+            (
+                "two of three failing is too few calls to judge",
+                vec![Tell(0, "a", FAIL), Tell(1, "a", OK), Tell(2, "a", FAIL)],
+                CLOSED,
+            ),
+            (
+                "four of the last ten is below half",
+                vec![
+                    Tell(0, "a", OK),
+                    Tell(1, "a", OK),
+                    Tell(2, "a", OK),
+                    Tell(3, "a", OK),
+                    Tell(4, "a", FAIL),
+                    Tell(5, "a", OK),
+                    Tell(6, "a", FAIL),
+                    Tell(7, "a", OK),
+                    Tell(8, "a", FAIL),
+                    Tell(9, "a", FAIL),
+                    Ask(10, "a", 'c'),
+                ],
+                CLOSED,
+            ),
+            (
+                "fatal errors are neutral",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", Report::Neutral),
+                    Tell(3, "a", Report::Neutral),
+                    Ask(4, "a", 'c'),
+                ],
+                CLOSED,
+            ),
+            (
+                "after the cooldown exactly one caller probes; success closes",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", FAIL),
+                    Ask(121, "a", 's'),
+                    Ask(122, "b", 'p'),
+                    Ask(122, "c", 's'),
+                    Ask(123, "b", 'p'),
+                    Tell(130, "b", OK),
+                    Ask(131, "c", 'c'),
+                    // The outage's failures no longer count: one more is not three.
+                    Tell(132, "c", FAIL),
+                    Ask(133, "c", 'c'),
+                ],
+                CLOSED,
+            ),
+            (
+                "a failed probe opens it again with the timer reset",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", FAIL),
+                    Ask(200, "b", 'p'),
+                    Tell(205, "b", FAIL),
+                    Ask(206, "c", 's'),
+                    Ask(324, "c", 's'),
+                    Ask(325, "c", 'p'),
+                ],
+                HALF_OPEN,
+            ),
+            (
+                "a probe whose owner vanished expires and another caller takes it",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", FAIL),
+                    Ask(130, "b", 'p'),
+                    Ask(189, "c", 's'),
+                    Ask(191, "c", 'p'),
+                ],
+                HALF_OPEN,
+            ),
+            (
+                "a neutral probe hands the probe on",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", FAIL),
+                    Ask(130, "b", 'p'),
+                    Tell(131, "b", Report::Neutral),
+                    Ask(132, "c", 'p'),
+                ],
+                HALF_OPEN,
+            ),
+            (
+                "a Retry-After longer than the cooldown sets it",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", ra(600)),
+                    Ask(300, "b", 's'),
+                    Ask(602, "b", 'p'),
+                ],
+                HALF_OPEN,
+            ),
+            (
+                "a shorter Retry-After leaves the cooldown",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", ra(5)),
+                    Ask(100, "b", 's'),
+                    Ask(122, "b", 'p'),
+                ],
+                HALF_OPEN,
+            ),
+            (
+                "late reports while open change nothing",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(2, "a", FAIL),
+                    Tell(50, "x", OK),
+                    Tell(100, "y", FAIL),
+                    Ask(121, "b", 's'),
+                    Ask(122, "b", 'p'),
+                ],
+                HALF_OPEN,
+            ),
+            (
+                "history older than an hour is forgotten",
+                vec![
+                    Tell(0, "a", FAIL),
+                    Tell(1, "a", FAIL),
+                    Tell(7200, "a", FAIL),
+                    Tell(7201, "a", FAIL),
+                    Ask(7202, "a", 'c'),
+                ],
+                CLOSED,
+            ),
+        ];
+        for (what, steps, want) in cases {
+            let rec = run(&steps);
+            assert_eq!(state(rec.as_ref()), want, "{what}: {rec:?}");
+        }
+    }
+
+    #[test]
+    fn the_window_keeps_the_last_ten_calls() {
+        let mut steps = Vec::new();
+        for t in 0..25 {
+            steps.push(Step::Tell(t, "a", OK));
+        }
+        let rec = run(&steps).unwrap();
+        assert_eq!(rec.recent, "ssssssssss");
+        assert_eq!(cooldown_s(Duration::from_secs(120), None), 120);
+        assert_eq!(
+            cooldown_s(
+                Duration::from_secs(120),
+                Some(Duration::from_millis(180_500))
+            ),
+            181
+        );
+    }
+
+    fn open_record(now: DateTime<Utc>) -> BreakerRecord {
+        BreakerRecord {
+            model: "p/m".into(),
+            state: OPEN.into(),
+            consecutive_failures: 3,
+            recent: "fff".into(),
+            opened_at: Some(now - chrono::Duration::seconds(300)),
+            cooldown_s: 120,
+            probe: None,
+            updated_at: now - chrono::Duration::seconds(300),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_probe_across_ledger_connections() {
+        // Eight claimants, each on its own connection to the same ledger file
+        // (as separate processes would be), race for an expired breaker's probe.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let mut seed = Ledger::open(&path).unwrap();
+        let now = Utc::now();
+        seed.update_breaker("p/m", |_| (Some(open_record(now)), ()))
+            .unwrap();
+        let policy = BreakerPolicy::with_cooldown(120);
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let breakers = Arc::new(Breakers::with_ledger(Ledger::open(&path).unwrap(), policy));
+            tasks.push(tokio::spawn(async move {
+                let until = Utc::now() + chrono::Duration::seconds(60);
+                breakers.admit("p/m", &format!("run-{i}"), until).await
+            }));
+        }
+        let mut probes = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Admission::Probe => probes += 1,
+                Admission::Skip { why, .. } => assert!(why.contains("probe"), "{why}"),
+                Admission::Call => panic!("a half-open breaker let a caller through"),
+            }
+        }
+        assert_eq!(probes, 1);
+        let rec = seed.breaker("p/m").unwrap().unwrap();
+        assert_eq!(rec.state, HALF_OPEN);
+        assert!(rec.probe.is_some());
+    }
+
+    #[tokio::test]
+    async fn breakers_persist_in_the_ledger_and_misconfiguration_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let policy = BreakerPolicy::with_cooldown(120);
+        let first = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy);
+        let until = Utc::now() + chrono::Duration::seconds(60);
+        for _ in 0..3 {
+            assert_eq!(first.admit("p/m", "run-1", until).await, Admission::Call);
+            first
+                .report("p/m", "run-1", Report::Failure { retry_after: None })
+                .await;
+        }
+        first.mark_misconfigured("p/other", "HTTP 401");
+        assert!(first.is_open("p/m").await);
+        drop(first);
+
+        let second = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy);
+        assert!(second.is_open("p/m").await);
+        assert!(matches!(
+            second.admit("p/m", "run-2", until).await,
+            Admission::Skip { .. }
+        ));
+        assert_eq!(second.admit("p/n", "run-2", until).await, Admission::Call);
+        assert_eq!(second.misconfigured("p/other"), None);
+    }
+}

@@ -1,0 +1,128 @@
+//! Large and hostile workspaces: the run completes or fails with a clear
+//! error, and memory stays bounded.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::process::Command;
+use std::time::Duration;
+
+use gate_tests::{TestEnv, gate_bin};
+
+/// Peak resident memory of the finished children of this test process, in MiB.
+fn children_peak_mib() -> u64 {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    // Linux reports kilobytes.
+    u64::try_from(usage.max_rss()).unwrap_or(0) / 1024
+}
+
+const SPEC: &str = "[spec]\nid = \"hostile\"\n[[check]]\nid = \"c\"\nrun = \"true\"\n[[task]]\nid = \"t\"\npaths = [\"**\"]\n";
+
+#[test]
+fn odd_names_binary_files_and_symlink_loops() {
+    let env = TestEnv::new();
+    env.write("gate.toml", SPEC);
+    // A name that is not UTF-8, binary content, invalid UTF-8 in a text file.
+    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9 menu.txt");
+    std::fs::write(env.path().join(odd), b"bonjour").unwrap();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(64 * 1024).collect();
+    std::fs::write(env.path().join("blob.bin"), &binary).unwrap();
+    std::fs::write(env.path().join("notes.txt"), b"ok \xff\xfe not utf-8\n").unwrap();
+    // Symlink loops, a deep chain, a dangling link, a folder loop.
+    symlink("loop-b", env.path().join("loop-a")).unwrap();
+    symlink("loop-a", env.path().join("loop-b")).unwrap();
+    env.write("chain/target.txt", "end of the chain\n");
+    for i in 0..60 {
+        let to = if i == 0 {
+            "target.txt".to_owned()
+        } else {
+            format!("link{}", i - 1)
+        };
+        symlink(to, env.path().join(format!("chain/link{i}"))).unwrap();
+    }
+    symlink("does/not/exist", env.path().join("dangling")).unwrap();
+    std::fs::create_dir_all(env.path().join("dir")).unwrap();
+    symlink("..", env.path().join("dir/up")).unwrap();
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .timeout(Duration::from_secs(60))
+        .run();
+    out.assert_exit(0);
+    assert!(
+        out.json()["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "passed")
+    );
+}
+
+#[test]
+fn a_hundred_thousand_files_and_a_two_gib_file_in_bounded_memory() {
+    let env = TestEnv::new();
+    env.write("gate.toml", SPEC);
+    for d in 0..100 {
+        let dir = env.path().join(format!("d{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..1000 {
+            std::fs::write(dir.join(format!("f{f:04}.txt")), format!("{d} {f}\n")).unwrap();
+        }
+    }
+    // Sparse: 2 GiB to hash without 2 GiB on disk.
+    let big = std::fs::File::create(env.path().join("big.bin")).unwrap();
+    big.set_len(2 * 1024 * 1024 * 1024).unwrap();
+    drop(big);
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .timeout(Duration::from_secs(300))
+        .run();
+    out.assert_exit(0);
+    let peak = children_peak_mib();
+    assert!(peak < 400, "the gate peaked at {peak} MiB");
+}
+
+#[test]
+fn a_file_the_gate_may_not_read_is_a_clear_error() {
+    let env = TestEnv::new();
+    env.write("gate.toml", SPEC);
+    env.write("secret/locked.txt", "no\n");
+    let locked = env.path().join("secret/locked.txt");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let root = nix::unistd::Uid::effective().is_root();
+    let out = if root {
+        // Root reads everything: run the gate as an unprivileged user.
+        std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::set_permissions(
+            env.path().join("secret"),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            env.path().join("gate.toml"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        #[allow(clippy::disallowed_methods)] // drives the real binary as another user
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(gate_bin())
+            .args(["verify", "--workspace"])
+            .arg(env.path())
+            .env("HOME", env.path())
+            .output()
+            .expect("setpriv runs the gate as nobody")
+    } else {
+        #[allow(clippy::disallowed_methods)]
+        Command::new(gate_bin())
+            .args(["verify", "--workspace"])
+            .arg(env.path())
+            .output()
+            .unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "stderr: {stderr}");
+    assert!(
+        stderr.contains("locked.txt") && stderr.contains("ermission denied"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,877 @@
+//! Review that survives its providers: the real `gate` binary against a
+//! fault-injecting model server on loopback. Every run has its own time
+//! bound; none can hang the suite.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use gate_tests::model_server::{Matcher, ModelServer, Reply, SseStep, routes_to};
+use gate_tests::{RunOutput, TestEnv, free_port};
+use serde_json::{Value, json};
+
+const PRIMARY: &str = "m-primary";
+const FALLBACK: &str = "m-fallback";
+
+/// Short bounds so faults cost seconds, not minutes.
+const FAST_POLICY: &str = "
+specialist_timeout_s = 20
+review_timeout_s = 40
+inactivity_timeout_s = 1
+connect_timeout_s = 1
+min_attempt_time_s = 2
+";
+
+/// A routing table: every role on every tier routed to `primary` (on
+/// `primary_url`), which falls back to `fallback` (on `fallback_url`).
+fn routing_toml(primary_url: &str, fallback_url: &str, primary_extra: &str) -> String {
+    format!(
+        r#"
+[provider.first]
+api = "openai"
+base_url = "{primary_url}/v1"
+
+[provider.second]
+api = "openai"
+base_url = "{fallback_url}/v1"
+
+[model.primary]
+provider = "first"
+name = "{PRIMARY}"
+fallback = ["fallback"]
+price = {{ input = 1.0, output = 2.0 }}
+{primary_extra}
+
+[model.fallback]
+provider = "second"
+name = "{FALLBACK}"
+price = {{ input = 1.0, output = 2.0 }}
+
+{}"#,
+        routes_to("primary")
+    )
+}
+
+/// A trivial-tier spec: one task, one plain criterion, one file in the change.
+fn trivial_spec(policy: &str) -> String {
+    format!(
+        r#"
+[spec]
+id = "resilience"
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "c"
+text = "holds"
+run = "true"
+[policy]
+{FAST_POLICY}{policy}
+"#
+    )
+}
+
+fn answer() -> Value {
+    json!({"findings": [], "criteria": [], "rules": []})
+}
+
+fn workspace(spec: &str, routing: &str) -> TestEnv {
+    let env = TestEnv::new();
+    env.write("gate.toml", spec);
+    env.write("routing.toml", routing);
+    env.write("src/app.py", "def main():\n    return 1\n");
+    env
+}
+
+fn verify(env: &TestEnv, bound: Duration) -> (RunOutput, Duration) {
+    let started = Instant::now();
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .timeout(bound + Duration::from_secs(30))
+        .run();
+    let took = started.elapsed();
+    assert!(
+        took <= bound,
+        "took {took:?}, bound {bound:?}\n--- stderr\n{}",
+        out.stderr
+    );
+    (out, took)
+}
+
+fn specialist<'a>(doc: &'a Value, role: &str) -> &'a Value {
+    doc["review"]["specialists"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["role"] == role))
+        .unwrap_or_else(|| panic!("no {role} specialist in {doc}"))
+}
+
+fn attempts(s: &Value) -> Vec<(String, String)> {
+    s["attempts"]
+        .as_array()
+        .expect("attempts is an array")
+        .iter()
+        .map(|a| {
+            let text = |key: &str| a[key].as_str().expect("a string").to_owned();
+            (text("model"), text("outcome"))
+        })
+        .collect()
+}
+
+fn requests_to(server: &ModelServer, model: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.body.get("model").and_then(Value::as_str) == Some(model))
+        .count()
+}
+
+/// How the chain meets a fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Position {
+    /// The primary is faulty; the fallback answers.
+    First,
+    /// The primary fails retryably (503); the fallback, last in the chain, is faulty.
+    Last,
+}
+
+/// One fault of the matrix.
+struct Fault {
+    name: &'static str,
+    /// The faulty model's reply (`None`: nobody listens on its port).
+    reply: Option<Reply>,
+    /// `retryable` or `fatal`.
+    class: &'static str,
+    /// Attempts on the faulty model (a fitting Retry-After is waited out once).
+    tries: usize,
+    /// Requests the faulty model receives (a malformed reply gets one repair).
+    requests: usize,
+    /// The least time the fault must cost.
+    at_least: Duration,
+}
+
+fn faults() -> Vec<Fault> {
+    let ms = Duration::from_millis;
+    let fault = |name, reply: Option<Reply>, class, tries, requests, at_least| Fault {
+        name,
+        reply,
+        class,
+        tries,
+        requests,
+        at_least,
+    };
+    let chunk = json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "{\"findings\""}, "finish_reason": null}]});
+    vec![
+        fault(
+            "429 with Retry-After",
+            Some(
+                Reply::openai_error(429, "requests", "rate_limit_exceeded", "Rate limit reached")
+                    .retry_after("1"),
+            ),
+            "retryable",
+            2,
+            2,
+            ms(1000),
+        ),
+        fault(
+            "429 without Retry-After",
+            Some(Reply::openai_error(
+                429,
+                "tokens",
+                "rate_limit_exceeded",
+                "Rate limit reached",
+            )),
+            "retryable",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "500",
+            Some(Reply::openai_error(
+                500,
+                "server_error",
+                "",
+                "The server had an error",
+            )),
+            "retryable",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "503",
+            Some(Reply::openai_error(
+                503,
+                "server_error",
+                "",
+                "The engine is currently overloaded",
+            )),
+            "retryable",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "529 overloaded",
+            Some(Reply::anthropic_error(
+                529,
+                "overloaded_error",
+                "Overloaded",
+            )),
+            "retryable",
+            1,
+            1,
+            ms(0),
+        ),
+        fault("connection refused", None, "retryable", 1, 0, ms(0)),
+        fault(
+            "accepts and never answers",
+            Some(Reply::hang()),
+            "retryable",
+            1,
+            1,
+            // the inactivity bound, before a response head
+            ms(1000),
+        ),
+        fault(
+            "one chunk, then silence",
+            Some(Reply::sse(vec![
+                SseStep::data(&chunk),
+                SseStep::Pause(Duration::from_secs(60)),
+            ])),
+            "retryable",
+            1,
+            1,
+            ms(1000),
+        ),
+        fault(
+            "a reply that is not JSON",
+            Some(Reply::openai_text("The change looks fine to me.")),
+            "fatal",
+            1,
+            2,
+            ms(0),
+        ),
+        fault(
+            "a reply that breaks the schema twice",
+            Some(Reply::openai(&json!({"verdict": "looks good"}))),
+            "fatal",
+            1,
+            2,
+            ms(0),
+        ),
+        fault(
+            "401",
+            Some(Reply::openai_error(
+                401,
+                "invalid_request_error",
+                "invalid_api_key",
+                "Incorrect API key provided",
+            )),
+            "fatal",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "400 context length",
+            Some(Reply::openai_error(
+                400,
+                "invalid_request_error",
+                "context_length_exceeded",
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            )),
+            "fatal",
+            1,
+            1,
+            ms(0),
+        ),
+    ]
+}
+
+/// Runs one cell of the matrix; returns what went wrong, if anything.
+fn run_cell(fault: &Fault, position: Position) -> Result<(), String> {
+    let server = ModelServer::start();
+    let faulty_model = match position {
+        Position::First => PRIMARY,
+        Position::Last => FALLBACK,
+    };
+    let refused = format!("http://127.0.0.1:{}", free_port());
+    let faulty_url = if fault.reply.is_some() {
+        server.url()
+    } else {
+        refused
+    };
+    if let Some(reply) = &fault.reply {
+        server.script(Matcher::any().model(faulty_model), vec![reply.clone()]);
+    }
+    let (primary_url, fallback_url) = match position {
+        Position::First => {
+            server.script(
+                Matcher::any().model(FALLBACK),
+                vec![Reply::openai(&answer())],
+            );
+            (faulty_url, server.url())
+        }
+        Position::Last => {
+            server.script(
+                Matcher::any().model(PRIMARY),
+                vec![Reply::openai_error(503, "server_error", "", "unavailable")],
+            );
+            (server.url(), faulty_url)
+        }
+    };
+    let env = workspace(
+        &trivial_spec("on_review_unavailable = \"fail\"\n"),
+        &routing_toml(&primary_url, &fallback_url, ""),
+    );
+    let bound = fault.at_least + Duration::from_secs(8);
+    let started = Instant::now();
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .timeout(bound + Duration::from_secs(30))
+        .run();
+    let took = started.elapsed();
+    let doc: Value = serde_json::from_str(&out.stdout)
+        .map_err(|e| format!("no JSON ({e}); stderr:\n{}", out.stderr))?;
+    let quality = specialist(&doc, "quality");
+
+    let faulty = (faulty_model.to_owned(), fault.class.to_owned());
+    let mut want_attempts = Vec::new();
+    if position == Position::Last {
+        want_attempts.push((PRIMARY.to_owned(), "retryable".to_owned()));
+    }
+    want_attempts.extend(std::iter::repeat_n(faulty, fault.tries));
+    let answered = position == Position::First && fault.class == "retryable";
+    if answered {
+        want_attempts.push((FALLBACK.to_owned(), "ok".to_owned()));
+    }
+    let (want_status, want_verdict, want_exit) = if answered {
+        ("ok", "pass", 0)
+    } else {
+        ("did_not_run", "fail", 1)
+    };
+    let mut problems = Vec::new();
+    let got_attempts = attempts(quality);
+    if got_attempts != want_attempts {
+        problems.push(format!("attempts {got_attempts:?}, want {want_attempts:?}"));
+    }
+    if quality["status"] != want_status {
+        problems.push(format!("status {}, want {want_status}", quality["status"]));
+    }
+    if !answered && quality["reason"].as_str().is_none_or(str::is_empty) {
+        problems.push("a specialist that did not run gives no reason".to_owned());
+    }
+    if doc["verdict"] != want_verdict || out.code != Some(want_exit) {
+        problems.push(format!(
+            "verdict {} exit {:?}, want {want_verdict} exit {want_exit}",
+            doc["verdict"], out.code
+        ));
+    }
+    let got_requests = requests_to(&server, faulty_model);
+    let want_requests = if fault.reply.is_some() {
+        fault.requests
+    } else {
+        0
+    };
+    if got_requests != want_requests {
+        problems.push(format!(
+            "{got_requests} requests to the faulty model, want {want_requests}"
+        ));
+    }
+    if took < fault.at_least || took > bound {
+        problems.push(format!(
+            "took {took:?}, want between {:?} and {bound:?}",
+            fault.at_least
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}\n--- stderr\n{}",
+            problems.join("\n"),
+            out.stderr
+        ))
+    }
+}
+
+#[test]
+fn fault_matrix() {
+    // Each cell is its own workspace, state directory and server; four run
+    // at a time.
+    let cells: Vec<(Fault, Position)> = faults()
+        .into_iter()
+        .flat_map(|f| {
+            let again = Fault {
+                reply: f.reply.clone(),
+                ..f
+            };
+            [(f, Position::First), (again, Position::Last)]
+        })
+        .collect();
+    let failures = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some((fault, position)) = cells.get(i) else {
+                        break;
+                    };
+                    if let Err(e) = run_cell(fault, *position) {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("{} at {position:?}: {e}", fault.name));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cells failed:\n\n{}",
+        failures.len(),
+        cells.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn what_did_not_run_is_said_and_the_policy_decides() {
+    let server = ModelServer::start();
+    server.script(
+        Matcher::any().model(PRIMARY),
+        vec![Reply::openai_error(
+            401,
+            "invalid_request_error",
+            "invalid_api_key",
+            "Incorrect API key provided",
+        )],
+    );
+    let routing = routing_toml(&server.url(), &server.url(), "");
+
+    // Default policy: a reviewer that did not run does not block.
+    let env = workspace(&trivial_spec(""), &routing);
+    let out = env.gate(&["verify"]).timeout(Duration::from_secs(60)).run();
+    out.assert_exit(0)
+        .stdout_has("review (1 of 1 did not run)")
+        .stdout_has("verdict: PASS");
+    assert!(
+        out.stdout.lines().any(|l| l.contains("quality")
+            && l.contains(PRIMARY)
+            && l.contains("did not run — HTTP 401")
+            && l.contains("Incorrect API key")),
+        "{}",
+        out.stdout
+    );
+
+    // A model-judged criterion nobody could judge: incomplete, whatever the policy.
+    let env = workspace(
+        &format!(
+            r#"
+[spec]
+id = "judged"
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "no-pii"
+text = "No handler logs an email"
+judge = "model"
+[policy]
+{FAST_POLICY}"#
+        ),
+        &routing,
+    );
+    let (out, _) = verify(&env, Duration::from_secs(20));
+    out.assert_exit(4);
+    let doc = out.json();
+    assert_eq!(doc["verdict"], "incomplete");
+    assert_eq!(specialist(&doc, "judge")["status"], "did_not_run");
+    assert_eq!(doc["criteria"][0]["status"], "unverified");
+}
+
+/// A full-tier spec: 5 tasks × 21 plain criteria.
+fn full_spec() -> String {
+    let mut spec = format!("[spec]\nid = \"full\"\n[policy]\n{FAST_POLICY}\n");
+    for t in 0..5 {
+        let _ = writeln!(spec, "[[task]]\nid = \"t{t}\"\npaths = [\"src/t{t}/**\"]");
+        let n = if t == 0 { 5 } else { 4 };
+        for c in 0..n {
+            let _ = writeln!(
+                spec,
+                "[[task.criterion]]\nid = \"t{t}-c{c}\"\ntext = \"holds\"\nrun = \"true\""
+            );
+        }
+    }
+    spec
+}
+
+#[test]
+fn the_breaker_opens_and_later_runs_skip_the_dead_model() {
+    let server = ModelServer::start();
+    server
+        .script(
+            Matcher::any().model(PRIMARY),
+            vec![Reply::openai_error(503, "server_error", "", "unavailable")],
+        )
+        .script(
+            Matcher::any().model(FALLBACK),
+            vec![Reply::openai(&json!({
+                "findings": [{"severity": "warning", "file": "src/t0/a.py", "line": 1,
+                    "title": "Return value ignored", "detail": "The caller drops it.", "confidence": 0.9}],
+                "criteria": [], "rules": []
+            }))],
+        );
+    let env = workspace(
+        &full_spec(),
+        &routing_toml(&server.url(), &server.url(), ""),
+    );
+    for t in 0..5 {
+        env.write(&format!("src/t{t}/a.py"), "x = 1\n");
+    }
+
+    let (out, _) = verify(&env, Duration::from_secs(20));
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["tier"], "full");
+    let panel = ["quality", "security", "performance", "integration"];
+    for role in panel {
+        assert_eq!(
+            attempts(specialist(&doc, role)),
+            [
+                (PRIMARY.to_owned(), "retryable".to_owned()),
+                (FALLBACK.to_owned(), "ok".to_owned())
+            ],
+            "{role}"
+        );
+    }
+    // Four failures in a row opened the primary's breaker: the coordinator,
+    // asked after the panel, skips it in the same run.
+    assert_eq!(
+        attempts(specialist(&doc, "coordinator")),
+        [
+            (PRIMARY.to_owned(), "breaker_open".to_owned()),
+            (FALLBACK.to_owned(), "ok".to_owned())
+        ]
+    );
+    let sent = requests_to(&server, PRIMARY);
+    assert_eq!(sent, panel.len());
+
+    // A second run reads the breaker from the ledger: no request to the
+    // primary, no time lost on it.
+    let (out, _) = verify(&env, Duration::from_secs(20));
+    out.assert_exit(0);
+    let doc = out.json();
+    for role in panel.iter().chain(&["coordinator"]) {
+        let s = specialist(&doc, role);
+        assert_eq!(
+            attempts(s),
+            [
+                (PRIMARY.to_owned(), "breaker_open".to_owned()),
+                (FALLBACK.to_owned(), "ok".to_owned())
+            ],
+            "{role}"
+        );
+        assert_eq!(s["attempts"][0]["latency_ms"], 0);
+    }
+    assert_eq!(requests_to(&server, PRIMARY), sent);
+}
+
+#[test]
+fn the_overall_timeout_cuts_a_slow_review() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::hang());
+    // The model may stay silent for a minute (a reasoning model), the
+    // specialist for a minute: only the review's 2 s bound can cut it.
+    let env = workspace(
+        "[spec]\nid = \"slow\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[policy]\n\
+         review_timeout_s = 2\nspecialist_timeout_s = 60\nmin_attempt_time_s = 1\n\
+         on_review_unavailable = \"fail\"\n",
+        &routing_toml(&server.url(), &server.url(), "inactivity_timeout_s = 60"),
+    );
+    let (out, took) = verify(&env, Duration::from_secs(10));
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    out.assert_exit(1);
+    let doc = out.json();
+    let quality = specialist(&doc, "quality");
+    assert_eq!(quality["status"], "did_not_run");
+    assert!(
+        quality["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("overall timeout")),
+        "{quality}"
+    );
+    assert_eq!(
+        attempts(quality),
+        [(PRIMARY.to_owned(), "retryable".to_owned())]
+    );
+    assert!(requests_to(&server, FALLBACK) == 0);
+}
+
+#[test]
+fn a_role_timeout_cuts_its_specialist_only() {
+    let server = ModelServer::start();
+    server
+        .script(Matcher::any().role("quality"), vec![Reply::hang()])
+        .default_reply(Reply::openai(&json!({
+            "findings": [], "criteria": [{"id": "no-pii", "met": 0.95, "why": "no logging"}], "rules": []
+        })));
+    // quality gets 2 s; the judge keeps the 60 s default, and answers.
+    let env = workspace(
+        "[spec]\nid = \"roles\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         [[task.criterion]]\nid = \"no-pii\"\ntext = \"No handler logs an email\"\njudge = \"model\"\n\
+         [policy]\nspecialist_timeout_s = 60\nmin_attempt_time_s = 1\n\
+         [policy.role_timeout_s]\nquality = 2\n",
+        &routing_toml(&server.url(), &server.url(), "inactivity_timeout_s = 60"),
+    );
+    let (out, took) = verify(&env, Duration::from_secs(10));
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    out.assert_exit(0);
+    let doc = out.json();
+    let quality = specialist(&doc, "quality");
+    assert_eq!(quality["status"], "did_not_run");
+    assert_eq!(quality["reason"], "cut at the quality timeout (2 s)");
+    assert_eq!(specialist(&doc, "judge")["status"], "ok");
+    assert_eq!(doc["criteria"][0]["status"], "passed");
+}
+
+#[test]
+fn the_heartbeat_and_the_stream_follow_a_fallback() {
+    let server = ModelServer::start();
+    server
+        .script(
+            Matcher::any().model(PRIMARY),
+            vec![Reply::openai_error(503, "server_error", "", "unavailable")],
+        )
+        .script(
+            Matcher::any().model(FALLBACK),
+            vec![Reply::openai(&answer()).after(Duration::from_millis(1500))],
+        );
+    // The fallback takes 1.5 s to answer, within its 5 s inactivity bound.
+    let env = workspace(
+        &trivial_spec(""),
+        &routing_toml(&server.url(), &server.url(), "").replace(
+            &format!("name = \"{FALLBACK}\"\n"),
+            &format!("name = \"{FALLBACK}\"\ninactivity_timeout_s = 5\n"),
+        ),
+    );
+    let out = env
+        .gate(&["verify"])
+        .env("GATE_HEARTBEAT_MS", "300")
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0)
+        .stderr_has(&format!("quality: waiting on {FALLBACK}, 1 s"));
+
+    // The JSON Lines stream reports each attempt as it starts.
+    let out = env
+        .gate(&["verify", "--format", "jsonl"])
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    let attempts: Vec<(String, String)> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "attempt_started")
+        .map(|e| {
+            (
+                e["role"].as_str().unwrap().to_owned(),
+                e["model"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("quality".to_owned(), PRIMARY.to_owned()),
+            ("quality".to_owned(), FALLBACK.to_owned())
+        ]
+    );
+
+    // Quiet means quiet.
+    let out = env
+        .gate(&["verify", "-q"])
+        .env("GATE_HEARTBEAT_MS", "300")
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    assert!(!out.stderr.contains("waiting on"), "{}", out.stderr);
+}
+
+#[test]
+fn a_routing_override_disables_a_model_before_any_request() {
+    let server = ModelServer::start();
+    server
+        .script(
+            Matcher::any().path("/routing-patch"),
+            vec![Reply::json(200, json!({"disable_models": ["primary"]}))],
+        )
+        .default_reply(Reply::openai(&answer()));
+    let env = workspace(
+        &trivial_spec(""),
+        &routing_toml(&server.url(), &server.url(), ""),
+    );
+    let url = format!("{}/routing-patch?token=s3cret", server.url());
+
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATE_ROUTING_URL", &url)
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(
+        attempts(specialist(&doc, "quality")),
+        [(FALLBACK.to_owned(), "ok".to_owned())]
+    );
+    assert_eq!(requests_to(&server, PRIMARY), 0);
+    let status = &doc["routing_override"];
+    assert_eq!(status["status"], "applied", "{status}");
+    assert_eq!(status["changed"], json!(["model.primary: disabled"]));
+    assert!(!status.to_string().contains("s3cret"));
+
+    // The bundle records the effective table and the override.
+    let run = doc["run_id"].as_str().unwrap();
+    let shown = env
+        .gate(&["evidence", "show", run, "--format", "json"])
+        .timeout(Duration::from_secs(30))
+        .run();
+    shown.assert_exit(0);
+    let predicate = shown.json();
+    assert_eq!(predicate["routing"]["override"]["status"], "applied");
+    let overridden_digest = predicate["routing"]["blake3"].clone();
+
+    // `gate routing show` marks the row.
+    let shown = env
+        .gate(&["routing", "show"])
+        .env("GATE_ROUTING_URL", &url)
+        .timeout(Duration::from_secs(30))
+        .run();
+    shown.assert_exit(0);
+    assert!(
+        shown
+            .stdout
+            .lines()
+            .any(|l| l.contains("primary") && l.contains("override: disabled")),
+        "{}",
+        shown.stdout
+    );
+
+    // --offline skips the fetch; the local table's digest differs.
+    let before = server.requests().len();
+    let out = env
+        .gate(&["verify", "--format", "json", "--offline"])
+        .env("GATE_ROUTING_URL", &url)
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["routing_override"]["status"], "skipped");
+    assert_eq!(server.requests().len(), before);
+    let run = out.json()["run_id"].as_str().unwrap().to_owned();
+    let shown = env
+        .gate(&["evidence", "show", &run, "--format", "json"])
+        .timeout(Duration::from_secs(30))
+        .run();
+    assert_ne!(shown.json()["routing"]["blake3"], overridden_digest);
+}
+
+#[test]
+fn a_routing_override_that_cannot_be_used_leaves_the_local_table() {
+    let server = ModelServer::start();
+    server
+        .script(
+            Matcher::any().path("/gone"),
+            vec![Reply::json(404, json!({"error": "not found"}))],
+        )
+        .default_reply(Reply::openai(&answer()));
+    let env = workspace(
+        &trivial_spec(""),
+        &routing_toml(&server.url(), &server.url(), ""),
+    );
+    let cases = [
+        // Plain HTTP off this machine is refused before any connection.
+        ("http://192.0.2.7/patch", "only https://"),
+        (&*format!("{}/gone", server.url()), "HTTP 404"),
+        // Something that is not a patch (here, a chat completion).
+        (
+            &*format!("{}/v1/chat/completions", server.url()),
+            "does not parse",
+        ),
+    ];
+    for (url, why) in cases {
+        let started = Instant::now();
+        let out = env
+            .gate(&["verify", "--format", "json"])
+            .env("GATE_ROUTING_URL", url)
+            .timeout(Duration::from_secs(30))
+            .run();
+        assert!(started.elapsed() < Duration::from_secs(15), "{url}");
+        out.assert_exit(0)
+            .stderr_has("routing override from")
+            .stderr_has("not applied")
+            .stderr_has(why);
+        let doc = out.json();
+        assert_eq!(doc["routing_override"]["status"], "failed");
+        assert!(
+            doc["routing_override"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains(why))
+        );
+        assert_eq!(
+            attempts(specialist(&doc, "quality")),
+            [(PRIMARY.to_owned(), "ok".to_owned())]
+        );
+    }
+}
+
+#[test]
+fn an_operator_override_is_not_a_change_the_self_guard_flags() {
+    let server = ModelServer::start();
+    server
+        .script(
+            Matcher::any().path("/routing-patch"),
+            vec![Reply::json(200, json!({"disable_models": ["primary"]}))],
+        )
+        .default_reply(Reply::openai(&answer()));
+    let env = workspace(
+        &trivial_spec(""),
+        &routing_toml(&server.url(), &server.url(), ""),
+    );
+    env.write(".gitignore", ".gate/\n");
+    let git = |args: &[&str]| {
+        #[allow(clippy::disallowed_methods)] // tests set up a repository
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "base"]);
+    env.write("src/app.py", "def main():\n    return 2\n");
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .env(
+            "GATE_ROUTING_URL",
+            format!("{}/routing-patch", server.url()),
+        )
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["routing_override"]["status"], "applied");
+    assert_eq!(doc["findings"], json!([]), "{}", doc["findings"]);
+    assert_eq!(requests_to(&server, PRIMARY), 0);
+}
