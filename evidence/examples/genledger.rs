@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     key.write_pair(&dir.join("keys"))?;
     let bundles = dir.join("bundles");
     std::fs::create_dir_all(&bundles)?;
-    let mut ledger = Ledger::open(&dir.join("ledger.db"))?;
+    let mut ledger = Ledger::open(dir.join("ledger.db"))?;
     let started = Utc::now();
     let mut batch: Vec<(RunEntry, Vec<u8>)> = Vec::new();
     for i in 0..n {

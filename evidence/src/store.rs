@@ -1,12 +1,18 @@
-//! Where bundles live: a local directory (the default) or S3-compatible
-//! object storage, behind one boundary.
+//! Where bundles live: a local directory (the default), S3-compatible
+//! object storage, or the ledger itself, behind one boundary.
 //!
 //! A ledger row's `bundle_path` is a [`BundleRef`]: a file path
 //! (`<dir>/<run-id>.dsse.json`, named for the humans who look in the
-//! directory) or an object URL (`s3://bucket/prefix/<sha256>.dsse.json`,
-//! named by its content). A bundle is read wherever its row says it is,
-//! whichever store new bundles go to, so a ledger that moved to object
-//! storage keeps its older rows readable.
+//! directory), an object URL (`s3://bucket/prefix/<sha256>.dsse.json`,
+//! named by its content), or `ledger:sha256:<hex>` (kept in the ledger with
+//! its row, the default when the ledger is PostgreSQL). A bundle is read
+//! wherever its row says it is, whichever store new bundles go to, so a
+//! ledger that moved to another store keeps its older rows readable.
+//!
+//! A bundle kept in the ledger is written by the ledger's append, in the
+//! row's own transaction (so it is durable exactly when its row is):
+//! [`BundleStore::put`] only names it. It is read through the ledger the
+//! store was given ([`BundleStore::with_ledger`]), opened on first use.
 //!
 //! [`BundleStore::put`] is put-if-absent: a bundle is never replaced, and
 //! putting the same bytes again is a success (an import after a run killed
@@ -21,8 +27,10 @@ mod s3;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::bundle::{self, BundleError, SUFFIX};
+use crate::ledger::{BUNDLE_IN_LEDGER, Ledger, Location, SharedLedger};
 
 pub use s3::AwsSettings;
 
@@ -38,11 +46,27 @@ pub enum BundleRef {
         /// The object's key, `<prefix>/<sha256>.dsse.json`.
         key: String,
     },
+    /// Kept in the ledger with its row.
+    Ledger {
+        /// Lowercase hex sha256 of the envelope bytes.
+        sha256: String,
+    },
 }
 
 impl BundleRef {
-    /// Parses a row's `bundle_path`: an `s3://bucket/key` URL, else a path.
+    /// Parses a row's `bundle_path`: an `s3://bucket/key` URL, a
+    /// `ledger:sha256:<hex>` reference, else a path.
     pub fn parse(text: &str) -> Result<Self, StoreError> {
+        if let Some(sha) = text.strip_prefix(BUNDLE_IN_LEDGER) {
+            if !is_sha256(sha) {
+                return Err(StoreError::Invalid(format!(
+                    "{text} names no bundle: expected {BUNDLE_IN_LEDGER} and 64 lowercase hex digits"
+                )));
+            }
+            return Ok(Self::Ledger {
+                sha256: sha.to_owned(),
+            });
+        }
         let Some(rest) = text.strip_prefix(S3_SCHEME) else {
             return Ok(Self::File(PathBuf::from(text)));
         };
@@ -57,15 +81,17 @@ impl BundleRef {
         }
     }
 
-    /// The sha256 an object's name records (`…/<sha256>.dsse.json`); `None`
-    /// for a file, which is named for its run.
+    /// The sha256 a reference names: an object's (`…/<sha256>.dsse.json`)
+    /// or a kept bundle's; `None` for a file, which is named for its run.
     pub fn named_sha256(&self) -> Option<&str> {
-        let Self::Object { key, .. } = self else {
-            return None;
-        };
-        let name = key.rsplit('/').next()?.strip_suffix(SUFFIX)?;
-        (name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
-            .then_some(name)
+        match self {
+            Self::File(_) => None,
+            Self::Ledger { sha256 } => Some(sha256),
+            Self::Object { key, .. } => {
+                let name = key.rsplit('/').next()?.strip_suffix(SUFFIX)?;
+                is_sha256(name).then_some(name)
+            }
+        }
     }
 
     /// True for an object in a bucket.
@@ -79,11 +105,17 @@ impl fmt::Display for BundleRef {
         match self {
             Self::File(path) => write!(f, "{}", path.display()),
             Self::Object { bucket, key } => write!(f, "{S3_SCHEME}{bucket}/{key}"),
+            Self::Ledger { sha256 } => write!(f, "{BUNDLE_IN_LEDGER}{sha256}"),
         }
     }
 }
 
 const S3_SCHEME: &str = "s3://";
+
+/// 64 lowercase hex digits.
+fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
 
 /// Where new bundles go (`GATE_BUNDLE_STORE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +129,8 @@ pub enum Target {
         /// The key prefix, without leading or trailing slashes (may be empty).
         prefix: String,
     },
+    /// The ledger itself: the envelope goes in with its row.
+    Ledger,
 }
 
 impl Target {
@@ -136,6 +170,7 @@ impl fmt::Display for Target {
             Self::Dir(dir) => write!(f, "{}", dir.display()),
             Self::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "{S3_SCHEME}{bucket}"),
             Self::S3 { bucket, prefix } => write!(f, "{S3_SCHEME}{bucket}/{prefix}"),
+            Self::Ledger => write!(f, "the ledger"),
         }
     }
 }
@@ -197,6 +232,14 @@ impl StoreError {
 pub struct BundleStore {
     target: Target,
     objects: s3::Objects,
+    ledger: Option<LedgerSource>,
+}
+
+/// The ledger kept bundles are read from, opened on first use.
+#[derive(Debug)]
+struct LedgerSource {
+    location: Location,
+    opened: OnceLock<Result<SharedLedger, String>>,
 }
 
 impl BundleStore {
@@ -206,7 +249,19 @@ impl BundleStore {
         Self {
             target,
             objects: s3::Objects::new(aws),
+            ledger: None,
         }
+    }
+
+    /// Reads bundles kept in a ledger from the ledger at `location` (the
+    /// one their rows are in), opened when one is first read.
+    #[must_use]
+    pub fn with_ledger(mut self, location: Location) -> Self {
+        self.ledger = Some(LedgerSource {
+            location,
+            opened: OnceLock::new(),
+        });
+        self
     }
 
     /// A directory store with no object access configured beyond defaults.
@@ -220,6 +275,8 @@ impl BundleStore {
     }
 
     /// True when new bundles go to this machine's disk (nothing to spool).
+    /// A bundle kept in the ledger is durable only once its row is, so it
+    /// waits in the spool like one bound for a bucket.
     pub fn is_local(&self) -> bool {
         matches!(self.target, Target::Dir(_))
     }
@@ -228,10 +285,15 @@ impl BundleStore {
     /// already, and returns where it is. Returns only once the bundle is
     /// durable (fsynced, or acknowledged by the object store). Never
     /// replaces a bundle: the same bytes again are a success, other bytes
-    /// under the same name an error.
+    /// under the same name an error. For the ledger target nothing is
+    /// written here: the returned reference, as the row's `bundle_path`,
+    /// makes the ledger's append keep the envelope with the row.
     pub fn put(&self, run_id: &str, envelope: &[u8]) -> Result<BundleRef, StoreError> {
         match &self.target {
             Target::Dir(dir) => put_file(dir, run_id, envelope),
+            Target::Ledger => Ok(BundleRef::Ledger {
+                sha256: bundle::digest(envelope),
+            }),
             Target::S3 { bucket, prefix } => {
                 let sha = bundle::digest(envelope);
                 let key = if prefix.is_empty() {
@@ -264,6 +326,34 @@ impl BundleStore {
         match at {
             BundleRef::File(path) => read_file(path),
             BundleRef::Object { .. } => self.objects.get(at),
+            BundleRef::Ledger { sha256 } => self.read_from_ledger(at, sha256),
+        }
+    }
+
+    /// A bundle kept in the ledger: none there is missing, a ledger that
+    /// cannot be read is unavailable.
+    fn read_from_ledger(&self, at: &BundleRef, sha256: &str) -> Result<Vec<u8>, StoreError> {
+        let unavailable = |reason: String| StoreError::Unavailable {
+            at: at.to_string(),
+            reason,
+        };
+        let source = self
+            .ledger
+            .as_ref()
+            .ok_or_else(|| unavailable("no ledger to read it from".to_owned()))?;
+        let ledger = source
+            .opened
+            .get_or_init(|| {
+                Ledger::open(source.location.clone())
+                    .map(Ledger::into_shared)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| unavailable(e.clone()))?;
+        match ledger.bundle(sha256) {
+            Ok(Some(bytes)) => Ok(bytes),
+            Ok(None) => Err(StoreError::Missing { at: at.to_string() }),
+            Err(e) => Err(unavailable(e.to_string())),
         }
     }
 }
@@ -367,7 +457,26 @@ mod tests {
             assert_eq!(got.to_string(), text);
             assert_eq!(got.named_sha256(), named, "{text}");
         }
-        for bad in ["s3://", "s3://bkt", "s3://bkt/", "s3:///key"] {
+        let kept = format!("ledger:sha256:{sha}");
+        let got = BundleRef::parse(&kept).unwrap();
+        assert_eq!(
+            got,
+            BundleRef::Ledger {
+                sha256: sha.clone()
+            }
+        );
+        assert_eq!(got.to_string(), kept);
+        assert_eq!(got.named_sha256(), Some(sha.as_str()));
+        assert!(!got.is_object());
+        for bad in [
+            "s3://",
+            "s3://bkt",
+            "s3://bkt/",
+            "s3:///key",
+            "ledger:sha256:",
+            "ledger:sha256:ABCD",
+            &format!("ledger:sha256:{sha}0"),
+        ] {
             assert!(
                 matches!(BundleRef::parse(bad), Err(StoreError::Invalid(_))),
                 "{bad}"
@@ -428,6 +537,54 @@ mod tests {
         assert!(err.to_string().contains("r1.dsse.json is missing"), "{err}");
         let err = store.put("../x", b"x").unwrap_err();
         assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+    }
+
+    #[test]
+    fn bundles_kept_in_the_ledger_go_in_with_their_rows_and_read_back_through_it() {
+        use crate::ledger::{Ledger, RunEntry};
+        let dir = tempfile::tempdir().unwrap();
+        let location = Location::Sqlite(dir.path().join("ledger.db"));
+        let store =
+            BundleStore::new(Target::Ledger, AwsSettings::default()).with_ledger(location.clone());
+        assert!(!store.is_local());
+        let at = store.put("r1", b"envelope").unwrap();
+        assert_eq!(
+            at.to_string(),
+            format!("ledger:sha256:{}", bundle::digest(b"envelope"))
+        );
+        // Nothing is kept until its row is appended.
+        let err = store.get(&at).unwrap_err();
+        assert!(err.is_bad_evidence(), "{err}");
+        let mut ledger = Ledger::open(location).unwrap();
+        let now = chrono::Utc::now();
+        let entry = RunEntry {
+            run_id: "r1".into(),
+            spec_id: "s".into(),
+            attempt: 1,
+            verdict: "pass".into(),
+            tier: "light".into(),
+            started_at: now,
+            finished_at: now,
+            input_tokens: 0,
+            cached_input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: None,
+            bundle_path: at.to_string(),
+            extra: serde_json::json!({}),
+        };
+        ledger.append(&entry, b"envelope").unwrap();
+        assert_eq!(store.get(&at).unwrap(), b"envelope");
+        // Altered in the database: tampered, not another bundle.
+        drop(ledger);
+        rusqlite::Connection::open(dir.path().join("ledger.db"))
+            .unwrap()
+            .execute("UPDATE bundles SET envelope = X'00'", [])
+            .unwrap();
+        let err = store.get(&at).unwrap_err();
+        assert!(matches!(err, StoreError::Tampered { .. }), "{err}");
+        // A store with no ledger to read from cannot check it.
+        let err = BundleStore::dir(dir.path()).get(&at).unwrap_err();
+        assert!(err.is_unavailable(), "{err}");
     }
 
     #[test]

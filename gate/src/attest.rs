@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use gate_evidence::keys::{KeyPairPaths, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
-use gate_evidence::ledger::RunEntry;
+use gate_evidence::ledger::{LedgerError, Location, RunEntry};
 use gate_evidence::store::{AwsSettings, BundleRef, BundleStore, StoreError, Target};
 use gate_evidence::{Ledger, LedgerRow, PublicKey, SigningKey, Statement, Subject, bundle};
 use serde_json::{Value, json};
@@ -36,9 +36,33 @@ pub fn bundles_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("bundles")
 }
 
-/// The ledger's path.
+/// The default ledger's path (a SQLite file in the state directory).
 pub fn ledger_path(ctx: &Context) -> PathBuf {
     ctx.state_dir.join(LEDGER_FILE)
+}
+
+/// Where the ledger is: what `GATE_LEDGER` or the spec's `[ledger] url`
+/// names, else [`ledger_path`].
+pub fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
+    if let Some(why) = &ctx.ledger.error {
+        return Err(GateError::Usage(why.clone()));
+    }
+    match &ctx.ledger.url {
+        None => Ok(Location::Sqlite(ledger_path(ctx))),
+        Some(text) => Location::parse(text)
+            .map(|l| l.relative_to(&ctx.ledger.base))
+            .map_err(|e| GateError::Usage(format!("the ledger ({}): {e}", ctx.ledger.source))),
+    }
+}
+
+/// Whether there can be anything to read: a shared ledger always, a SQLite
+/// file when it exists (reading must not create one). An error when the
+/// location itself is wrong.
+pub fn ledger_exists(ctx: &Context) -> Result<bool, GateError> {
+    Ok(match ledger_location(ctx)? {
+        Location::Sqlite(path) => path.exists(),
+        Location::Postgres(_) => true,
+    })
 }
 
 /// Marks of runs whose bundle may lack its ledger row, and the envelopes
@@ -48,8 +72,12 @@ pub fn spool_dir(ctx: &Context) -> PathBuf {
 }
 
 /// The bundle store: `GATE_BUNDLE_STORE` (`s3://bucket/prefix` or a
-/// directory), else the state directory's `bundles/`.
+/// directory), else the ledger itself when it is PostgreSQL (the envelope
+/// goes in with its row, so any runner reaching the ledger reaches every
+/// bundle), else the state directory's `bundles/`. It reads a bundle kept
+/// in the ledger through the ledger, whichever the target.
 pub fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
+    let ledger = ledger_location(ctx)?;
     let target = match config::bundle_store_env() {
         Some(text) => match Target::parse(&text, Path::new("")) {
             // A directory given relative to where the gate was started.
@@ -62,12 +90,10 @@ pub fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
                 )));
             }
         },
+        None if matches!(ledger, Location::Postgres(_)) => Target::Ledger,
         None => Target::Dir(bundles_dir(ctx)),
     };
-    Ok(BundleStore::new(
-        target,
-        AwsSettings::from_vars(config::aws_env()),
-    ))
+    Ok(BundleStore::new(target, AwsSettings::from_vars(config::aws_env())).with_ledger(ledger))
 }
 
 /// A run's bundle bytes, from wherever its row says they are, checked
@@ -117,24 +143,52 @@ fn clear_spool(ctx: &Context, run_id: &str) {
     }
 }
 
-/// Every spooled envelope: bundles kept while their store or ledger was down.
+/// Every spooled envelope: bundles kept while their store or ledger was
+/// down. Those of runs still in progress on this machine (their mark held)
+/// are left to their runs.
 pub fn spooled_bundles(ctx: &Context) -> Vec<PathBuf> {
     list_bundles(&spool_dir(ctx))
+        .into_iter()
+        .filter(|path| {
+            let mark = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(bundle::SUFFIX))
+                .map(|run| spool_dir(ctx).join(run));
+            mark.is_none_or(|m| !m.exists() || spool::try_hold(&m).is_some())
+        })
+        .collect()
 }
 
-/// Imports what earlier runs on this machine left in the spool (best effort:
-/// a bundle that cannot be imported now stays for `gate ledger import`).
-fn import_spooled(
+/// Imports what earlier runs on this machine left in the spool, oldest
+/// first (best effort: a bundle that cannot be imported now stays for
+/// `gate ledger import` or the next run). A run calls it before reading its
+/// spec's history, so a spooled attempt counts in the series, and again
+/// after its own row. Stops at a store or ledger that cannot be reached.
+pub fn import_spooled(
     ctx: &Context,
     store: &BundleStore,
     ledger: &mut Ledger,
     public: &PublicKey,
-    current: &str,
+    current: Option<&str>,
 ) {
     for run in spooled_runs(ctx) {
-        if run == current {
+        if Some(run.as_str()) == current {
             continue;
         }
+        // A mark its run still holds belongs to a run in progress (on this
+        // machine, sharing the state directory): not ours to import. With
+        // no mark, the run's row is written (a run removes its mark only
+        // after that, and a run writes its envelope only after its mark).
+        let mark = spool_dir(ctx).join(&run);
+        let _held = if mark.exists() {
+            let Some(held) = spool::try_hold(&mark) else {
+                continue;
+            };
+            Some(held)
+        } else {
+            None
+        };
         // The envelope kept in the spool, else the bundle in the local directory.
         let file = spooled_envelope(ctx, &run)
             .filter(|p| p.exists())
@@ -153,14 +207,17 @@ fn import_spooled(
             }
             Err(e) => {
                 tracing::warn!(%run, error = %e, "a spooled bundle could not be imported");
+                if e.exit_code() == crate::exit::INCOMPLETE {
+                    return;
+                }
             }
         }
     }
 }
 
-/// Opens the ledger, creating it when missing.
+/// Opens the ledger (a SQLite file is created when missing).
 pub fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
-    Ledger::open(&ledger_path(ctx)).map_err(GateError::from)
+    Ledger::open(ledger_location(ctx)?).map_err(GateError::from)
 }
 
 /// The signing key: `GATE_SIGNING_KEY` (PEM text or a path), else the state
@@ -279,9 +336,11 @@ pub fn record_run(
     let envelope = bundle::seal(&statement, key);
     // The spool mark says "bundle maybe written, row not yet": a run killed
     // before its row is found and imported by the next run.
+    // The mark is held (locked) while this run lives, so a concurrent run
+    // sharing the state directory never imports it from under us.
     let mark = spool_dir(ctx).join(&record.run_id);
-    std::fs::create_dir_all(spool_dir(ctx))
-        .and_then(|()| std::fs::write(&mark, b""))
+    let held = std::fs::create_dir_all(spool_dir(ctx))
+        .and_then(|()| spool::hold(&mark))
         .map_err(|source| GateError::Write {
             path: mark.clone(),
             source,
@@ -302,25 +361,109 @@ pub fn record_run(
         }
         Err(e) => return Err(e.into()),
     };
+    let spooled = record.bundle.take();
     record.bundle = Some(match &at {
         BundleRef::File(path) => display_path(ctx, path),
-        object @ BundleRef::Object { .. } => object.to_string(),
+        other => other.to_string(),
     });
     let entry = entry_for(record, &at.to_string(), entry_extra);
     let appended = open_ledger(ctx).and_then(|mut ledger| {
-        import_spooled(ctx, store, &mut ledger, key.public_key(), &record.run_id);
-        ledger.append(&entry, &envelope).map_err(GateError::from)
+        match ledger.append_attempt(&entry, &envelope) {
+            Ok(_) => {}
+            // Recorded already with these very bytes (an import raced us):
+            // that is this run's record.
+            Err(e) if recorded_as(&ledger, &e, &entry.run_id, &envelope)? => {}
+            Err(e) => return Err(GateError::from(e)),
+        }
+        import_spooled(
+            ctx,
+            store,
+            &mut ledger,
+            key.public_key(),
+            Some(&record.run_id),
+        );
+        Ok(())
     });
     match appended {
-        Ok(_) => {
+        Ok(()) => {
             record.recorded = true;
             clear_spool(ctx, &record.run_id);
+            drop(held);
             Ok(None)
         }
         Err(e) => {
             record.recorded = false;
+            if matches!(at, BundleRef::Ledger { .. }) {
+                // It was to go in with its row: it is in the spool only.
+                record.bundle = spooled;
+            }
             Ok(Some(e.to_string()))
         }
+    }
+}
+
+/// True when `err` refused `run_id` because the run is recorded already,
+/// with exactly these envelope bytes: an import of its spooled bundle got
+/// there first, and that row is this run's record.
+fn recorded_as(
+    ledger: &Ledger,
+    err: &LedgerError,
+    run_id: &str,
+    envelope: &[u8],
+) -> Result<bool, GateError> {
+    if !matches!(err, LedgerError::AlreadyRecorded { .. }) {
+        return Ok(false);
+    }
+    Ok(ledger
+        .get(run_id)?
+        .is_some_and(|row| row.envelope_sha256 == bundle::digest(envelope)))
+}
+
+/// Spool marks: an empty file per run whose bundle may lack its row, locked
+/// by the run while it lives (the kernel unlocks it if the run is killed).
+mod spool {
+    use std::fs::File;
+    use std::path::Path;
+
+    /// A held mark.
+    pub(super) struct Held {
+        #[cfg(unix)]
+        _lock: nix::fcntl::Flock<File>,
+        #[cfg(not(unix))]
+        _file: File,
+    }
+
+    /// Creates the mark at `path` and holds it.
+    pub(super) fn hold(path: &Path) -> std::io::Result<Held> {
+        let file = File::create(path)?;
+        lock(file, false)?.ok_or_else(|| std::io::Error::other("the spool mark is held"))
+    }
+
+    /// Holds an existing mark unless its run still does.
+    pub(super) fn try_hold(path: &Path) -> Option<Held> {
+        let file = std::fs::OpenOptions::new().write(true).open(path).ok()?;
+        lock(file, true).ok().flatten()
+    }
+
+    #[cfg(unix)]
+    fn lock(file: File, nonblocking: bool) -> std::io::Result<Option<Held>> {
+        use nix::errno::Errno;
+        use nix::fcntl::{Flock, FlockArg};
+        let how = if nonblocking {
+            FlockArg::LockExclusiveNonblock
+        } else {
+            FlockArg::LockExclusive
+        };
+        match Flock::lock(file, how) {
+            Ok(lock) => Ok(Some(Held { _lock: lock })),
+            Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, e)) => Err(e.into()),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn lock(file: File, _nonblocking: bool) -> std::io::Result<Option<Held>> {
+        Ok(Some(Held { _file: file }))
     }
 }
 
@@ -343,7 +486,13 @@ pub fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntr
             .filter_map(|s| s.cached_input_tokens)
             .sum(),
         output_tokens: specialists.iter().filter_map(|s| s.output_tokens).sum(),
-        cost_usd: specialists.iter().map(|s| s.cost_usd).sum::<Option<f64>>(),
+        // An empty float sum is -0.0; adding 0.0 stores it as 0 (PostgreSQL
+        // keeps the sign, and reports would show "-0").
+        cost_usd: specialists
+            .iter()
+            .map(|s| s.cost_usd)
+            .sum::<Option<f64>>()
+            .map(|c| c + 0.0),
         bundle_path: bundle_path.to_owned(),
         extra,
     }
@@ -450,9 +599,13 @@ pub fn import_files(
     for (record, bytes) in pending {
         let at = store.put(&record.run_id, &bytes)?;
         let entry = entry_for(&record, &at.to_string(), ledger_extra(&record));
-        let row = ledger.append(&entry, &bytes)?;
+        match ledger.append(&entry, &bytes) {
+            Ok(row) => imported.push((record.run_id.clone(), row.seq)),
+            // Its own run (or another import) recorded it meanwhile.
+            Err(e) if recorded_as(ledger, &e, &record.run_id, &bytes)? => {}
+            Err(e) => return Err(e.into()),
+        }
         clear_spool(ctx, &record.run_id);
-        imported.push((record.run_id.clone(), row.seq));
     }
     Ok(imported)
 }

@@ -281,6 +281,16 @@ pub enum LedgerCommand {
         /// A bundle file.
         bundle: Option<PathBuf>,
     },
+    /// Copy a ledger into an empty one, chain intact (e.g. a local SQLite
+    /// ledger into a shared PostgreSQL one).
+    Migrate {
+        /// The ledger to copy: a path, sqlite://PATH or postgres://…
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The empty ledger to copy into: postgres://…, sqlite://PATH or a path.
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 /// `gate routing …`.

@@ -100,6 +100,98 @@ pub struct Context {
     pub colors: Colors,
     /// Why colour is on or off.
     pub color_source: Source,
+    /// Where the ledger is.
+    pub ledger: LedgerSetting,
+}
+
+/// Where the ledger is: `GATE_LEDGER`, else the spec's `[ledger] url`, else
+/// `ledger.db` in the state directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerSetting {
+    /// The location as written (a URL or a path), `None` for the default.
+    pub url: Option<String>,
+    /// What a relative SQLite path is relative to: the current directory
+    /// for `GATE_LEDGER`, the workspace for a spec.
+    pub base: PathBuf,
+    /// Where it came from.
+    pub source: Source,
+    /// Why the spec's `[ledger]` could not be read (reported when the
+    /// ledger is opened, so commands that need none are not stopped).
+    pub error: Option<String>,
+}
+
+impl LedgerSetting {
+    /// `GATE_LEDGER` if set, else `[ledger] url` of the spec at `spec` (when
+    /// it exists), else the default.
+    pub fn resolve(workspace: &Path, spec: &Path) -> Self {
+        if let Some(url) = ledger_env() {
+            return Self {
+                url: Some(url),
+                base: std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf()),
+                source: Source::Env(env::LEDGER),
+                error: None,
+            };
+        }
+        let name = spec.file_name().map_or_else(
+            || spec.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let (url, error) = match spec_ledger_url(spec) {
+            Ok(url) => (url, None),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "cannot read [ledger] url from {}: {e}",
+                    spec.display()
+                )),
+            ),
+        };
+        let source = if url.is_some() {
+            Source::File(name)
+        } else {
+            Source::Default("ledger.db in the state directory")
+        };
+        Self {
+            url,
+            base: workspace.to_path_buf(),
+            source,
+            error,
+        }
+    }
+}
+
+/// `[ledger] url` of a spec file, read without validating the rest of it
+/// (commands other than `gate verify` only need this).
+fn spec_ledger_url(spec: &Path) -> Result<Option<String>, String> {
+    let text = match std::fs::read_to_string(spec) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let url = match gate_specs::Format::from_path(spec) {
+        gate_specs::Format::Json => {
+            let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            match doc.get("ledger").and_then(|l| l.get("url")) {
+                None => None,
+                Some(serde_json::Value::String(u)) => Some(u.clone()),
+                Some(_) => return Err("[ledger] url is not a string".to_owned()),
+            }
+        }
+        gate_specs::Format::Toml => {
+            let doc: toml_edit::DocumentMut = text
+                .parse()
+                .map_err(|e: toml_edit::TomlError| e.message().to_owned())?;
+            match doc.get("ledger").and_then(|l| l.get("url")) {
+                None => None,
+                Some(item) => Some(
+                    item.as_str()
+                        .ok_or("[ledger] url is not a string")?
+                        .to_owned(),
+                ),
+            }
+        }
+    };
+    Ok(url.filter(|u| !u.trim().is_empty()))
 }
 
 impl Context {
@@ -118,7 +210,22 @@ impl Context {
                 stderr: false,
             },
             color_source: Source::Default("never"),
+            ledger: LedgerSetting {
+                url: None,
+                base: PathBuf::new(),
+                source: Source::Default("ledger.db in the state directory"),
+                error: None,
+            },
         }
+    }
+
+    /// This context with the ledger a spec other than the workspace's
+    /// `gate.toml` names (`GATE_LEDGER` still wins).
+    #[must_use]
+    pub fn with_spec_ledger(&self, spec: &Path) -> Self {
+        let mut ctx = self.clone();
+        ctx.ledger = LedgerSetting::resolve(&self.workspace, spec);
+        ctx
     }
 
     /// Resolves the global options against the current directory.
@@ -160,6 +267,7 @@ impl Context {
             (false, 1) => Verbosity::Verbose,
             (false, _) => Verbosity::Debug,
         };
+        let ledger = LedgerSetting::resolve(&workspace, &workspace.join("gate.toml"));
         Ok(Self {
             workspace,
             state_dir,
@@ -169,6 +277,7 @@ impl Context {
             color: global.color,
             colors,
             color_source,
+            ledger,
         })
     }
 

@@ -102,7 +102,8 @@ impl GateError {
             Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Store(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,
-            Self::Ledger(LedgerError::Corrupt { .. }) | Self::BadEvidence(_) => exit::FAIL,
+            Self::Ledger(LedgerError::Corrupt { .. } | LedgerError::NotContinuing { .. })
+            | Self::BadEvidence(_) => exit::FAIL,
             Self::Usage(_)
             | Self::Spec(_)
             | Self::NoSpec { .. }

@@ -136,6 +136,9 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Ledger(LedgerCommand::Import { bundle }) => {
             commands::ledger::import(ctx, bundle.as_deref())
         }
+        Command::Ledger(LedgerCommand::Migrate { from, to }) => {
+            commands::ledger::migrate(&from, &to)
+        }
         Command::Dismiss {
             run,
             finding,
@@ -157,6 +160,8 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
 
 async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError> {
     let settings = config::VerifySettings::resolve(ctx, args)?;
+    // A spec other than the workspace's gate.toml may name its own ledger.
+    let ctx = &ctx.with_spec_ledger(&settings.spec_path);
     if args.print_config {
         return commands::config::print(ctx, &settings, args);
     }
@@ -194,8 +199,10 @@ fn fail(e: &GateError) -> ExitCode {
 
 fn init_tracing(verbosity: Verbosity) {
     use tracing_subscriber::EnvFilter;
+    // The pool's own "connection closed" warnings repeat what the gate
+    // reports about an unreachable ledger in its own words.
     let default = match verbosity {
-        Verbosity::Quiet | Verbosity::Normal => "warn",
+        Verbosity::Quiet | Verbosity::Normal => "warn,deadpool.postgres=error",
         Verbosity::Verbose => "info",
         Verbosity::Debug => "debug",
     };

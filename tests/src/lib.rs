@@ -12,6 +12,7 @@
 pub mod chromium;
 pub mod model_server;
 pub mod peers;
+pub mod postgres;
 pub mod s3;
 
 use std::net::TcpListener;
@@ -223,6 +224,18 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
+    /// Waits for a run started with [`GateCommand::spawn`] (`display` names
+    /// it in failure messages).
+    pub fn wait(child: std::process::Child, display: &str) -> Self {
+        let output = child.wait_with_output().expect("wait for gate");
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            display: display.to_owned(),
+        }
+    }
+
     /// Asserts the exit code, showing both streams when it differs.
     pub fn assert_exit(&self, code: i32) -> &Self {
         assert_eq!(

@@ -6,22 +6,56 @@
 //! numbers run from 1 without gaps. A row is appended only after its bundle
 //! is durable, so every row points at a complete file.
 //!
-//! [`Ledger`] is the SQLite store (all SQL lives in its module); a shared
-//! PostgreSQL store is meant to offer the same methods over the same schema.
-//! [`verify`] checks rows against their bundles and needs no database at all.
+//! # Layout
+//! - [`Ledger`] (in `store`) is the one type the gate uses: an enum over the
+//!   two stores, with the same methods, plus the series lock and the copy
+//!   `gate ledger migrate` makes.
+//! - `sqlite` ([`SqliteLedger`]): the embedded default; all of its SQL and
+//!   its migrations live in that module.
+//! - `postgres` ([`PgLedger`]): the shared store, over a connection pool;
+//!   its SQL and migrations (numbered as SQLite's) live in that module.
+//! - [`Location`]: a file path or a URL, and how each is named in messages.
+//! - [`verify`] checks rows against their bundles and needs no database at all.
+//!
+//! Adding a store method is adding it to both stores and one line to
+//! `Ledger`; adding a migration is adding it to both lists (a compile-time
+//! check keeps the two lists the same length).
 
 mod facts;
+mod location;
+mod postgres;
 mod sqlite;
+mod store;
 pub mod verify;
+
+#[cfg(test)]
+mod testdb;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::merkle::Hash;
+
 pub use facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
-pub use sqlite::{Ledger, SCHEMA_VERSION};
+pub use location::{Location, redact};
+pub use postgres::{PgLedger, SeriesPg};
+pub use sqlite::{SeriesFile, SqliteLedger};
+pub use store::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
 pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify};
+
+/// The schema version this build writes (both stores share the numbering).
+pub const SCHEMA_VERSION: u32 = sqlite::MIGRATIONS.len() as u32;
+
+// Every SQLite migration has its PostgreSQL twin under the same number.
+const _: () = assert!(sqlite::MIGRATIONS.len() == postgres::MIGRATIONS.len());
+
+/// How a row's `bundle_path` begins when its bundle is kept in the ledger
+/// itself, with the row: `ledger:sha256:<hex>`.
+pub const BUNDLE_IN_LEDGER: &str = "ledger:sha256:";
 
 /// What the gate records about a run (the ledger adds the chain fields).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,6 +277,86 @@ pub enum LedgerError {
         /// What is wrong.
         reason: String,
     },
+    /// Not a ledger location (a bad URL or an unknown scheme).
+    #[error("{0}")]
+    BadLocation(String),
+    /// The PostgreSQL server could not be reached, refused the login, or
+    /// did not answer in time.
+    #[error("cannot reach ledger {ledger}: {reason}")]
+    Unreachable {
+        /// The URL, without its password.
+        ledger: String,
+        /// Why.
+        reason: String,
+    },
+    /// A PostgreSQL statement failed.
+    #[error("ledger {ledger} failed while {action}: {source}")]
+    Postgres {
+        /// The URL, without its password.
+        ledger: String,
+        /// What was being done.
+        action: &'static str,
+        /// Why.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// A lock file for the attempt series could not be used.
+    #[error("cannot lock the attempt series in {}: {source}", path.display())]
+    LockFile {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A live run's attempt number does not continue its spec's series: two
+    /// runs of one spec decided their attempt from the same history.
+    #[error(
+        "run {run_id} is attempt {attempt} of `{spec_id}`, but the spec's latest recorded attempt is {}: \
+         another run of the spec was recorded meanwhile",
+        latest.map_or_else(|| "none".to_owned(), |a| a.to_string())
+    )]
+    AttemptOutOfSeries {
+        /// The run.
+        run_id: String,
+        /// Its spec.
+        spec_id: String,
+        /// The attempt it claims.
+        attempt: u32,
+        /// The spec's latest recorded attempt.
+        latest: Option<u32>,
+    },
+    /// Copied rows do not continue the ledger they are copied into.
+    #[error("ledger {ledger}: row {seq} does not continue the chain: {reason}")]
+    NotContinuing {
+        /// The target.
+        ledger: String,
+        /// The row.
+        seq: u64,
+        /// What does not match.
+        reason: String,
+    },
+    /// A run's `bundle_path` says its bundle is kept in the ledger under
+    /// other bytes than the envelope appended with it.
+    #[error(
+        "run {run_id} names bundle {BUNDLE_IN_LEDGER}{named}, but the envelope appended with it has sha256 {actual}"
+    )]
+    BundleMismatch {
+        /// The run.
+        run_id: String,
+        /// The sha256 its `bundle_path` names.
+        named: String,
+        /// The sha256 of the envelope given.
+        actual: String,
+    },
+    /// `gate ledger migrate` copies only into an empty ledger.
+    #[error("ledger {ledger} is not empty ({what}); migrate copies only into an empty ledger")]
+    NotEmpty {
+        /// The target.
+        ledger: String,
+        /// What it holds.
+        what: String,
+    },
 }
 
 impl LedgerError {
@@ -251,7 +365,108 @@ impl LedgerError {
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
-            Self::Open { .. } | Self::CreateDir { .. } | Self::Sql { .. }
+            Self::Open { .. }
+                | Self::CreateDir { .. }
+                | Self::Sql { .. }
+                | Self::Unreachable { .. }
+                | Self::Postgres { .. }
+                | Self::LockFile { .. }
         )
     }
+}
+
+/// Now, at the microsecond precision both stores keep, so a returned row
+/// equals the stored one.
+pub(crate) fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound as _;
+    Utc::now().trunc_subsecs(6)
+}
+
+/// Lowercase hex of a 32-byte hash, parsed.
+pub(crate) fn parse_hash(text: &str) -> Option<Hash> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(text, &mut out).ok()?;
+    Some(out)
+}
+
+/// What an append stores besides the entry, computed the same way by both
+/// stores from the exact envelope bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct Sealed {
+    /// Lowercase hex sha256 of the bytes.
+    pub(crate) envelope_sha256: String,
+    /// Lowercase hex RFC 6962 leaf hash of the bytes.
+    pub(crate) leaf_hash: String,
+}
+
+impl Sealed {
+    pub(crate) fn of(envelope: &[u8]) -> Self {
+        Self {
+            envelope_sha256: crate::bundle::digest(envelope),
+            leaf_hash: hex::encode(crate::merkle::leaf_hash(envelope)),
+        }
+    }
+}
+
+/// True when `entry`'s bundle is kept in the ledger with its row (its
+/// `bundle_path` is `ledger:sha256:<hex>`); an error when that names other
+/// bytes than the envelope's.
+pub(crate) fn kept_in_ledger(entry: &RunEntry, envelope_sha256: &str) -> Result<bool, LedgerError> {
+    let Some(named) = entry.bundle_path.strip_prefix(BUNDLE_IN_LEDGER) else {
+        return Ok(false);
+    };
+    if named != envelope_sha256 {
+        return Err(LedgerError::BundleMismatch {
+            run_id: entry.run_id.clone(),
+            named: named.to_owned(),
+            actual: envelope_sha256.to_owned(),
+        });
+    }
+    Ok(true)
+}
+
+/// Whether an append checks the run's attempt against its spec's series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SeriesCheck {
+    /// A live run: its attempt is 1 (a new series) or one more than the
+    /// spec's latest recorded attempt.
+    Live,
+    /// An import or a copy: recorded as it was.
+    AsIs,
+}
+
+/// Checks rows to be copied continue a ledger whose tip is `tip`
+/// (`(seq, envelope_sha256)`), and each other.
+pub(crate) fn check_continues(
+    ledger: &str,
+    tip: Option<(u64, String)>,
+    rows: &[LedgerRow],
+) -> Result<(), LedgerError> {
+    let mut tip = tip;
+    for row in rows {
+        let (want_seq, want_prev) = match &tip {
+            Some((seq, sha)) => (seq + 1, Some(sha.as_str())),
+            None => (1, None),
+        };
+        let reason = if row.seq != want_seq {
+            Some(format!("its seq is {}, the next is {want_seq}", row.seq))
+        } else if row.prev_sha256.as_deref() != want_prev {
+            Some(format!(
+                "its prev_sha256 is {}, the tip's envelope is {}",
+                row.prev_sha256.as_deref().unwrap_or("empty"),
+                want_prev.unwrap_or("nothing")
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(LedgerError::NotContinuing {
+                ledger: ledger.to_owned(),
+                seq: row.seq,
+                reason,
+            });
+        }
+        tip = Some((row.seq, row.envelope_sha256.clone()));
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! The SQLite ledger. Every SQL statement of the crate is in this file.
+//! The SQLite ledger, the embedded default. Every SQLite statement of the
+//! crate is in this module (the PostgreSQL store has its own).
 //!
 //! WAL journal, synchronous=FULL (a committed row survives a crash or power
 //! cut), foreign keys on, a busy timeout so concurrent gate processes wait
@@ -14,10 +15,17 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params, params_from_iter};
 
+mod bundles;
 mod events;
+mod queue;
 mod report;
+mod series;
 
-use super::{LedgerError, LedgerRow, RunEntry, RunFilter};
+pub use series::SeriesFile;
+
+use super::{
+    LedgerError, LedgerRow, RunEntry, RunFilter, SCHEMA_VERSION, Sealed, SeriesCheck, parse_hash,
+};
 use crate::checkpoint::Checkpoint;
 use crate::merkle::{self, Hash};
 
@@ -25,15 +33,14 @@ use crate::merkle::{self, Hash};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Schema migrations, in order; entry `i` takes the schema to version `i + 1`.
-/// Adding one is adding a line; a migration already applied never changes.
-const MIGRATIONS: &[&str] = &[
+/// Adding one is adding a line here and its twin in the PostgreSQL list; a
+/// migration already applied never changes.
+pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_1_RUNS,
     events::MIGRATION_2_EVENTS,
     report::MIGRATION_3_FACTS,
+    bundles::MIGRATION_4_BUNDLES,
 ];
-
-/// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 const MIGRATION_1_RUNS: &str = "
 CREATE TABLE runs (
@@ -66,9 +73,28 @@ const COLUMNS: &str = "seq, run_id, spec_id, attempt, verdict, tier, started_at,
 
 /// The SQLite ledger at one path.
 #[derive(Debug)]
-pub struct Ledger {
+pub struct SqliteLedger {
     conn: Connection,
     path: PathBuf,
+    queue: queue::Queue,
+}
+
+/// Turns on the WAL journal. Processes creating one file at once may find
+/// it busy without SQLite's busy handler being asked (the change needs the
+/// file to themselves), so a busy answer is retried within the busy timeout.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other.map(drop),
+        }
+    }
 }
 
 /// Timestamps are stored in one fixed-width UTC form so text order is time order.
@@ -76,7 +102,7 @@ fn ts(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-impl Ledger {
+impl SqliteLedger {
     /// Opens (creating if needed) the ledger at `path` and applies any
     /// pending migrations.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
@@ -98,8 +124,7 @@ impl Ledger {
         };
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
-            .map_err(open_err)?;
+        wal(&conn).map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
@@ -107,6 +132,7 @@ impl Ledger {
         let mut ledger = Self {
             conn,
             path: path.to_path_buf(),
+            queue: queue::Queue::new(path),
         };
         ledger.migrate(target)?;
         Ok(ledger)
@@ -189,11 +215,36 @@ impl Ledger {
     }
 
     /// Appends a run whose bundle (`envelope`, the exact stored bytes) is
-    /// already durable. Computes the envelope sha256, the leaf hash, the
-    /// next seq and the chain link in one `BEGIN IMMEDIATE` transaction.
+    /// already durable, as it is (an import). Computes the envelope sha256,
+    /// the leaf hash, the next seq and the chain link in one
+    /// `BEGIN IMMEDIATE` transaction.
     pub fn append(&mut self, entry: &RunEntry, envelope: &[u8]) -> Result<LedgerRow, LedgerError> {
-        let mut rows = self.append_all([(entry, envelope)])?;
-        Ok(rows.remove(0))
+        self.append_one(entry, envelope, SeriesCheck::AsIs)
+    }
+
+    /// Appends a live run: as [`Self::append`], and inside the same
+    /// transaction refuses an attempt that is neither 1 nor one more than
+    /// the spec's latest recorded attempt
+    /// ([`LedgerError::AttemptOutOfSeries`]).
+    pub fn append_attempt(
+        &mut self,
+        entry: &RunEntry,
+        envelope: &[u8],
+    ) -> Result<LedgerRow, LedgerError> {
+        self.append_one(entry, envelope, SeriesCheck::Live)
+    }
+
+    fn append_one(
+        &mut self,
+        entry: &RunEntry,
+        envelope: &[u8],
+        check: SeriesCheck,
+    ) -> Result<LedgerRow, LedgerError> {
+        let mut rows = self.append_rows(&[(entry, envelope)], check)?;
+        rows.pop().ok_or_else(|| LedgerError::Corrupt {
+            seq: 0,
+            reason: "an append returned no row".to_owned(),
+        })
     }
 
     /// Appends several runs in order, in one transaction: all of them or
@@ -202,97 +253,82 @@ impl Ledger {
         &mut self,
         items: impl IntoIterator<Item = (&'a RunEntry, &'a [u8])>,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
-        let recorded_at = Utc::now();
+        let runs: Vec<(&RunEntry, &[u8])> = items.into_iter().collect();
+        self.append_rows(&runs, SeriesCheck::AsIs)
+    }
+
+    fn append_rows(
+        &mut self,
+        runs: &[(&RunEntry, &[u8])],
+        check: SeriesCheck,
+    ) -> Result<Vec<LedgerRow>, LedgerError> {
         let path = self.path.clone();
         let err = |source| LedgerError::Sql {
             path: path.clone(),
             action: "appending a run",
             source,
         };
+        let _turn = self.queue.wait()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        let mut tip: Option<(u64, String)> = tx
-            .query_row(
-                "SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(err)?;
-        let mut rows = Vec::new();
-        for (entry, envelope) in items {
-            let envelope_sha256 = crate::bundle::digest(envelope);
-            let leaf_hash = hex::encode(merkle::leaf_hash(envelope));
-            if let Some(seq) = tx
-                .prepare_cached("SELECT seq FROM runs WHERE run_id = ?1")
-                .and_then(|mut s| s.query_row([&entry.run_id], |r| r.get(0)).optional())
-                .map_err(err)?
-            {
-                return Err(LedgerError::AlreadyRecorded {
-                    run_id: entry.run_id.clone(),
-                    seq,
-                });
-            }
-            if let Some((seq, run_id)) = tx
-                .prepare_cached("SELECT seq, run_id FROM runs WHERE envelope_sha256 = ?1")
-                .and_then(|mut s| {
-                    s.query_row([&envelope_sha256], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()
-                })
-                .map_err(err)?
-            {
-                return Err(LedgerError::EnvelopeRecorded {
-                    sha256: envelope_sha256,
-                    run_id,
-                    seq,
-                });
-            }
-            let (seq, prev_sha256) = match tip.take() {
-                Some((seq, sha)) => (seq + 1, Some(sha)),
-                None => (1, None),
-            };
-            tx.prepare_cached(&format!(
-                "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
-            ))
-            .and_then(|mut s| {
-                s.execute(params![
-                    seq,
-                    entry.run_id,
-                    entry.spec_id,
-                    entry.attempt,
-                    entry.verdict,
-                    entry.tier,
-                    ts(&entry.started_at),
-                    ts(&entry.finished_at),
-                    entry.input_tokens,
-                    entry.cached_input_tokens,
-                    entry.output_tokens,
-                    entry.cost_usd,
-                    entry.bundle_path,
-                    envelope_sha256,
-                    prev_sha256,
-                    leaf_hash,
-                    ts(&recorded_at),
-                    entry.extra.to_string(),
-                ])
-            })
-            .map_err(err)?;
-            report::insert_facts(&tx, seq, entry).map_err(err)?;
-            tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
-            tip = Some((seq, envelope_sha256.clone()));
-            rows.push(LedgerRow {
-                seq,
-                entry: entry.clone(),
-                envelope_sha256,
-                prev_sha256,
-                leaf_hash,
-                recorded_at,
-            });
+        let mut tip = tip_in(&tx).map_err(err)?;
+        let mut out = Vec::with_capacity(runs.len());
+        for (entry, envelope) in runs {
+            let row = append_in(&tx, &err, entry, envelope, tip.as_ref(), check)?;
+            tip = Some((row.seq, row.envelope_sha256.clone()));
+            out.push(row);
         }
         tx.commit().map_err(err)?;
-        Ok(rows)
+        Ok(out)
+    }
+
+    /// Copies rows exactly as they are (seq, chain link, recorded time) in
+    /// one transaction; they must continue this ledger's chain.
+    pub fn copy_rows(&mut self, rows: &[LedgerRow]) -> Result<(), LedgerError> {
+        let path = self.path.clone();
+        let err = |source| LedgerError::Sql {
+            path: path.clone(),
+            action: "copying runs",
+            source,
+        };
+        let _turn = self.queue.wait()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let tip = tip_in(&tx).map_err(err)?;
+        super::check_continues(&path.display().to_string(), tip, rows)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(&format!(
+                    "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+                ))
+                .map_err(err)?;
+            for row in rows {
+                stmt.execute(params_from_iter(row_params(row)))
+                    .map_err(err)?;
+                report::insert_facts(&tx, row.seq, &row.entry).map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(())
+    }
+
+    /// The last row's seq and envelope sha256.
+    pub fn tip(&self) -> Result<Option<(u64, String)>, LedgerError> {
+        tip_in(&self.conn).map_err(self.sql_err("reading the tip"))
+    }
+
+    /// Takes the spec's series lock (a file lock beside the database),
+    /// waiting at most `wait`; `None` when another process still holds it.
+    pub fn lock_series(
+        &self,
+        spec_id: &str,
+        wait: std::time::Duration,
+    ) -> Result<Option<SeriesFile>, LedgerError> {
+        SeriesFile::lock(&self.path, spec_id, wait)
     }
 
     fn query_rows(
@@ -388,6 +424,18 @@ impl Ledger {
         self.query_rows(&sql, Vec::new(), "reading all runs")
     }
 
+    /// At most `limit` rows after seq `after`, in seq order (a copy reads
+    /// a large ledger page by page).
+    pub fn rows_after(&self, after: u64, limit: u32) -> Result<Vec<LedgerRow>, LedgerError> {
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.query_rows(
+            &sql,
+            vec![Value::Integer(after), Value::Integer(i64::from(limit))],
+            "reading runs",
+        )
+    }
+
     /// Number of rows.
     pub fn len(&self) -> Result<u64, LedgerError> {
         self.conn
@@ -427,12 +475,6 @@ impl Ledger {
     }
 }
 
-pub(super) fn parse_hash(text: &str) -> Option<Hash> {
-    let mut out = [0u8; 32];
-    hex::decode_to_slice(text, &mut out).ok()?;
-    Some(out)
-}
-
 fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
     LedgerError::Corrupt {
         seq,
@@ -440,7 +482,130 @@ fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
     }
 }
 
-/// A row as SQLite returns it, before parsing timestamps and JSON.
+/// The last row's seq and envelope sha256.
+fn tip_in(conn: &Connection) -> rusqlite::Result<Option<(u64, String)>> {
+    conn.query_row(
+        "SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+/// A stored row's values in `COLUMNS` order.
+fn row_params(row: &LedgerRow) -> Vec<Value> {
+    let e = &row.entry;
+    let int = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+    vec![
+        int(row.seq),
+        Value::Text(e.run_id.clone()),
+        Value::Text(e.spec_id.clone()),
+        Value::Integer(i64::from(e.attempt)),
+        Value::Text(e.verdict.clone()),
+        Value::Text(e.tier.clone()),
+        Value::Text(ts(&e.started_at)),
+        Value::Text(ts(&e.finished_at)),
+        int(e.input_tokens),
+        int(e.cached_input_tokens),
+        int(e.output_tokens),
+        e.cost_usd.map_or(Value::Null, Value::Real),
+        Value::Text(e.bundle_path.clone()),
+        Value::Text(row.envelope_sha256.clone()),
+        row.prev_sha256.clone().map_or(Value::Null, Value::Text),
+        Value::Text(row.leaf_hash.clone()),
+        Value::Text(ts(&row.recorded_at)),
+        Value::Text(e.extra.to_string()),
+    ]
+}
+
+/// One append inside an open transaction, chained to `tip` (the previous
+/// row's seq and envelope sha256).
+fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    err: &impl Fn(rusqlite::Error) -> LedgerError,
+    entry: &RunEntry,
+    envelope: &[u8],
+    tip: Option<&(u64, String)>,
+    check: SeriesCheck,
+) -> Result<LedgerRow, LedgerError> {
+    let Sealed {
+        envelope_sha256,
+        leaf_hash,
+    } = Sealed::of(envelope);
+    let recorded_at = super::now();
+    let keep_bundle = super::kept_in_ledger(entry, &envelope_sha256)?;
+    if let Some(seq) = tx
+        .query_row(
+            "SELECT seq FROM runs WHERE run_id = ?1",
+            [&entry.run_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err)?
+    {
+        return Err(LedgerError::AlreadyRecorded {
+            run_id: entry.run_id.clone(),
+            seq,
+        });
+    }
+    if let Some((seq, run_id)) = tx
+        .query_row(
+            "SELECT seq, run_id FROM runs WHERE envelope_sha256 = ?1",
+            [&envelope_sha256],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(err)?
+    {
+        return Err(LedgerError::EnvelopeRecorded {
+            sha256: envelope_sha256,
+            run_id,
+            seq,
+        });
+    }
+    if check == SeriesCheck::Live && entry.attempt != 1 {
+        let latest: Option<u32> = tx
+            .query_row(
+                "SELECT attempt FROM runs WHERE spec_id = ?1 ORDER BY seq DESC LIMIT 1",
+                [&entry.spec_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(err)?;
+        if latest.map_or(0, |a| a.saturating_add(1)) != entry.attempt {
+            return Err(LedgerError::AttemptOutOfSeries {
+                run_id: entry.run_id.clone(),
+                spec_id: entry.spec_id.clone(),
+                attempt: entry.attempt,
+                latest,
+            });
+        }
+    }
+    let (seq, prev_sha256) = match tip {
+        Some((seq, sha)) => (seq + 1, Some(sha.clone())),
+        None => (1, None),
+    };
+    let row = LedgerRow {
+        seq,
+        entry: (*entry).clone(),
+        envelope_sha256,
+        prev_sha256,
+        leaf_hash,
+        recorded_at,
+    };
+    tx.prepare_cached(&format!(
+        "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+    ))
+    .and_then(|mut stmt| stmt.execute(params_from_iter(row_params(&row))))
+    .map_err(err)?;
+    report::insert_facts(tx, seq, entry).map_err(err)?;
+    if keep_bundle {
+        bundles::insert(tx, &row.envelope_sha256, envelope).map_err(err)?;
+    }
+    tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
+    Ok(row)
+}
+
 struct RawRow {
     seq: u64,
     run_id: String,
@@ -522,212 +687,14 @@ impl RawRow {
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
-
     use super::*;
 
-    fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
-        RunEntry {
-            run_id: run_id.into(),
-            spec_id: spec.into(),
-            attempt: 1,
-            verdict: verdict.into(),
-            tier: "light".into(),
-            started_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 0, 0).unwrap(),
-            finished_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 1, 0).unwrap(),
-            input_tokens: 1200,
-            cached_input_tokens: 300,
-            output_tokens: 90,
-            cost_usd: Some(0.012),
-            bundle_path: format!("bundles/{run_id}.dsse.json"),
-            extra: serde_json::json!({"agent": "a"}),
-        }
-    }
-
-    #[test]
-    fn append_chains_rows_and_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ledger = Ledger::open(&dir.path().join("state/ledger.db")).unwrap();
-        assert_eq!(ledger.schema_version().unwrap(), SCHEMA_VERSION);
-        assert!(ledger.is_empty().unwrap());
-        let r1 = ledger
-            .append(&entry("r1", "s", "pass", 1), b"env one")
-            .unwrap();
-        let r2 = ledger
-            .append(&entry("r2", "s", "fail", 2), b"env two")
-            .unwrap();
-        assert_eq!((r1.seq, r2.seq), (1, 2));
-        assert_eq!(r1.prev_sha256, None);
-        assert_eq!(r2.prev_sha256.as_deref(), Some(r1.envelope_sha256.as_str()));
-        assert_eq!(r1.envelope_sha256, crate::bundle::digest(b"env one"));
-        assert_eq!(r1.leaf_hash, hex::encode(merkle::leaf_hash(b"env one")));
-        let back = ledger.get("r2").unwrap().unwrap();
-        // Stored timestamps are microsecond precision.
-        assert_eq!(back.entry, r2.entry);
-        assert_eq!(back.envelope_sha256, r2.envelope_sha256);
-        assert_eq!(
-            ledger
-                .rows()
-                .unwrap()
-                .iter()
-                .map(|r| r.seq)
-                .collect::<Vec<_>>(),
-            [1, 2]
-        );
-        // Reopening applies no migration twice and keeps the rows.
-        drop(ledger);
-        let ledger = Ledger::open(&dir.path().join("state/ledger.db")).unwrap();
-        assert_eq!(ledger.len().unwrap(), 2);
-    }
-
-    #[test]
-    fn duplicates_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ledger = Ledger::open(&dir.path().join("ledger.db")).unwrap();
-        ledger.append(&entry("r1", "s", "pass", 1), b"env").unwrap();
-        let err = ledger
-            .append(&entry("r1", "s", "pass", 1), b"other")
-            .unwrap_err();
-        assert!(
-            matches!(err, LedgerError::AlreadyRecorded { seq: 1, .. }),
-            "{err}"
-        );
-        let err = ledger
-            .append(&entry("r2", "s", "pass", 1), b"env")
-            .unwrap_err();
-        assert!(
-            matches!(err, LedgerError::EnvelopeRecorded { seq: 1, .. }),
-            "{err}"
-        );
-        assert!(!err.is_unavailable());
-        assert_eq!(ledger.len().unwrap(), 1);
-    }
-
-    #[test]
-    fn queries() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ledger = Ledger::open(&dir.path().join("ledger.db")).unwrap();
-        let runs = [
-            ("0197aa-1", "shop", "pass", 1),
-            ("0197ab-2", "shop", "fail", 2),
-            ("0197bb-3", "blog", "pass", 3),
-            ("0198cc-4", "shop", "pass", 4),
-        ];
-        for (id, spec, verdict, day) in runs {
-            ledger
-                .append(&entry(id, spec, verdict, day), id.as_bytes())
-                .unwrap();
-        }
-        let ids =
-            |rows: Vec<LedgerRow>| rows.into_iter().map(|r| r.entry.run_id).collect::<Vec<_>>();
-        let cases: Vec<(RunFilter, Vec<&str>)> = vec![
-            (
-                RunFilter::default(),
-                vec!["0198cc-4", "0197bb-3", "0197ab-2", "0197aa-1"],
-            ),
-            (
-                RunFilter {
-                    spec_id: Some("shop".into()),
-                    ..RunFilter::default()
-                },
-                vec!["0198cc-4", "0197ab-2", "0197aa-1"],
-            ),
-            (
-                RunFilter {
-                    verdict: Some("pass".into()),
-                    limit: Some(2),
-                    ..RunFilter::default()
-                },
-                vec!["0198cc-4", "0197bb-3"],
-            ),
-            (
-                RunFilter {
-                    since: Some(Utc.with_ymd_and_hms(2025, 3, 3, 0, 0, 0).unwrap()),
-                    ..RunFilter::default()
-                },
-                vec!["0198cc-4", "0197bb-3"],
-            ),
-            (
-                RunFilter {
-                    spec_id: Some("shop".into()),
-                    verdict: Some("fail".into()),
-                    since: Some(Utc.with_ymd_and_hms(2025, 3, 2, 10, 0, 0).unwrap()),
-                    limit: Some(10),
-                },
-                vec!["0197ab-2"],
-            ),
-            (
-                RunFilter {
-                    spec_id: Some("none".into()),
-                    ..RunFilter::default()
-                },
-                vec![],
-            ),
-        ];
-        for (filter, want) in cases {
-            assert_eq!(ids(ledger.list(&filter).unwrap()), want, "{filter:?}");
-        }
-        assert_eq!(
-            ledger.last_for_spec("shop").unwrap().unwrap().entry.run_id,
-            "0198cc-4"
-        );
-        assert!(ledger.last_for_spec("none").unwrap().is_none());
-        assert_eq!(ledger.resolve("0197bb-3").unwrap().seq, 3);
-        assert_eq!(ledger.resolve("0198").unwrap().seq, 4);
-        assert!(
-            matches!(ledger.resolve("0197a"), Err(LedgerError::Ambiguous { ref matches, .. }) if matches.len() == 2)
-        );
-        assert!(matches!(
-            ledger.resolve("0199"),
-            Err(LedgerError::NotFound(_))
-        ));
-        assert!(matches!(ledger.resolve(""), Err(LedgerError::NotFound(_))));
-        // A LIKE wildcard in a prefix is not a wildcard.
-        assert!(matches!(
-            ledger.resolve("0197_"),
-            Err(LedgerError::NotFound(_))
-        ));
-    }
-
-    #[test]
-    fn checkpoint_covers_all_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ledger = Ledger::open(&dir.path().join("ledger.db")).unwrap();
-        assert_eq!(ledger.checkpoint("o").unwrap().root, merkle::empty_root());
-        let envs: Vec<Vec<u8>> = (0..5).map(|i| format!("env {i}").into_bytes()).collect();
-        for (i, e) in envs.iter().enumerate() {
-            ledger
-                .append(&entry(&format!("r{i}"), "s", "pass", 1), e)
-                .unwrap();
-        }
-        let cp = ledger.checkpoint("o").unwrap();
-        let leaves: Vec<Hash> = envs.iter().map(|e| merkle::leaf_hash(e)).collect();
-        assert_eq!((cp.size, cp.root), (5, merkle::root(&leaves)));
-    }
-
-    #[test]
-    fn newer_schema_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("ledger.db");
-        drop(Ledger::open(&path).unwrap());
-        let conn = Connection::open(&path).unwrap();
-        conn.execute(
-            "INSERT INTO schema_version VALUES (?1, 'later')",
-            [SCHEMA_VERSION + 1],
-        )
-        .unwrap();
-        drop(conn);
-        let err = Ledger::open(&path).unwrap_err();
-        assert!(
-            matches!(err, LedgerError::SchemaTooNew { found, .. } if found == SCHEMA_VERSION + 1),
-            "{err}"
-        );
-    }
-
+    // What both stores must do is tested in `ledger::tests`; this is
+    // SQLite's own.
     #[test]
     fn pragmas_are_set() {
         let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::open(&dir.path().join("ledger.db")).unwrap();
+        let ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
         let get = |p: &str| -> String {
             ledger
                 .conn

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
 use super::LedgerRow;
-use super::sqlite::parse_hash;
+use super::parse_hash;
 use crate::checkpoint::Checkpoint;
 use crate::dsse::{self, DsseError};
 use crate::keys::PublicKey;

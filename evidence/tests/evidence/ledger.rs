@@ -58,7 +58,7 @@ impl Fixture {
     }
 
     fn verify(&self, since: Option<&Checkpoint>) -> VerifyReport {
-        let rows = Ledger::open(&self.db()).unwrap().rows().unwrap();
+        let rows = Ledger::open(self.db()).unwrap().rows().unwrap();
         ledger::verify(&rows, load_bundle, &[self.key.public_key().clone()], since)
     }
 
@@ -121,7 +121,7 @@ fn summary(report: &VerifyReport) -> Vec<(Option<u64>, &'static str)> {
 
 fn with_runs(n: usize) -> Fixture {
     let f = Fixture::new();
-    let mut ledger = Ledger::open(&f.db()).unwrap();
+    let mut ledger = Ledger::open(f.db()).unwrap();
     for i in 1..=n {
         f.record(
             &mut ledger,
@@ -138,7 +138,7 @@ fn intact_ledger_verifies() {
     let report = f.verify(None);
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.rows, 6);
-    let cp = Ledger::open(&f.db()).unwrap().checkpoint(ORIGIN).unwrap();
+    let cp = Ledger::open(f.db()).unwrap().checkpoint(ORIGIN).unwrap();
     assert_eq!(report.root, cp.root);
 }
 
@@ -177,7 +177,7 @@ fn swapped_rows_are_reported() {
 #[test]
 fn replayed_envelope_is_reported() {
     let f = with_runs(4);
-    let mut ledger = Ledger::open(&f.db()).unwrap();
+    let mut ledger = Ledger::open(f.db()).unwrap();
     let old = ledger.get("run-2").unwrap().unwrap();
     let old_bytes = fs::read(&old.entry.bundle_path).unwrap();
 
@@ -236,7 +236,7 @@ fn edited_bundle_is_reported() {
 fn truncation_after_a_checkpoint_is_reported() {
     let f = with_runs(5);
     let note = {
-        let ledger = Ledger::open(&f.db()).unwrap();
+        let ledger = Ledger::open(f.db()).unwrap();
         ledger
             .checkpoint(ORIGIN)
             .unwrap()
@@ -247,7 +247,7 @@ fn truncation_after_a_checkpoint_is_reported() {
     assert_eq!(cp.size, 5);
 
     // Growth since the checkpoint is fine.
-    let mut ledger = Ledger::open(&f.db()).unwrap();
+    let mut ledger = Ledger::open(f.db()).unwrap();
     for i in 6..=8 {
         f.record(&mut ledger, &format!("run-{i}"), "shop");
     }
@@ -281,7 +281,7 @@ fn concurrent_appends_stay_ordered() {
         .map(|t| {
             let f = Arc::clone(&f);
             std::thread::spawn(move || {
-                let mut ledger = Ledger::open(&f.db()).unwrap();
+                let mut ledger = Ledger::open(f.db()).unwrap();
                 for i in 0..PER_THREAD {
                     f.record(&mut ledger, &format!("t{t}-{i}"), "shop");
                 }
@@ -291,7 +291,7 @@ fn concurrent_appends_stay_ordered() {
     for h in handles {
         h.join().unwrap();
     }
-    let rows = Ledger::open(&f.db()).unwrap().rows().unwrap();
+    let rows = Ledger::open(f.db()).unwrap().rows().unwrap();
     assert_eq!(rows.len(), THREADS * PER_THREAD);
     assert!(rows.iter().enumerate().all(|(i, r)| r.seq == i as u64 + 1));
     let report = f.verify(None);

@@ -89,9 +89,12 @@ pub fn effective(
             Source::Default("in the state directory"),
         ),
     };
-    let bundle_store = json!(attest::bundle_store(ctx)?.target().to_string());
+    let store = attest::bundle_store(ctx)?;
+    let bundle_store = json!(store.target().to_string());
     let bundle_store_source = if config::bundle_store_env().is_some() {
         Source::Env(config::env::BUNDLE_STORE)
+    } else if matches!(store.target(), gate_evidence::store::Target::Ledger) {
+        Source::Default("the PostgreSQL ledger keeps each bundle with its row")
     } else {
         Source::Default("in the state directory")
     };

@@ -36,10 +36,10 @@ pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
             row: None,
         });
     }
-    if !attest::ledger_path(ctx).exists() {
+    if !attest::ledger_exists(ctx)? {
         return Err(GateError::Usage(format!(
             "{target} is neither a bundle file nor a run in a ledger (no ledger at {})",
-            attest::ledger_path(ctx).display()
+            attest::ledger_location(ctx)?
         )));
     }
     let row = attest::open_ledger(ctx)?.resolve(target)?;

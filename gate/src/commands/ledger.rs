@@ -1,11 +1,12 @@
-//! `gate ledger verify | checkpoint | import`.
+//! `gate ledger verify | checkpoint | import | migrate`.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use gate_evidence::Ledger;
 use gate_evidence::PublicKey;
 use gate_evidence::checkpoint::Checkpoint;
-use gate_evidence::ledger::{self, LoadError};
+use gate_evidence::ledger::{self, LoadError, Location};
 use gate_evidence::store::{BundleRef, BundleStore, StoreError};
 
 use crate::attest;
@@ -75,10 +76,10 @@ fn load_bundle(store: &BundleStore, row: &gate_evidence::LedgerRow) -> Result<Ve
 /// rewritten; 4 when a bundle could not be read. Every bundle is fetched
 /// from wherever its row says it is and checked, in parallel.
 pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u8, GateError> {
-    if !attest::ledger_path(ctx).exists() {
+    if !attest::ledger_exists(ctx)? {
         return Err(GateError::Usage(format!(
             "no ledger at {}",
-            attest::ledger_path(ctx).display()
+            attest::ledger_location(ctx)?
         )));
     }
     let trusted = attest::trusted_keys(ctx, keys)?;
@@ -171,6 +172,51 @@ pub fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError
         let _ = writeln!(out, "imported run {run} as row {seq}");
     }
     let _ = writeln!(out, "{} bundle(s) imported", imported.len());
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// `gate ledger migrate --from URL --to URL`: copies every row exactly (seq,
+/// chain link, envelope sha256, leaf hash) and the side tables into an
+/// empty ledger, then checks both hold the same rows and tree head.
+pub fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
+    let parse = |flag: &str, text: &str| {
+        Location::parse(text)
+            .map(|l| match l {
+                Location::Sqlite(p) => Location::Sqlite(config::from_cwd(&p)),
+                pg @ Location::Postgres(_) => pg,
+            })
+            .map_err(|e| GateError::Usage(format!("{flag}: {e}")))
+    };
+    let (from, to) = (parse("--from", from)?, parse("--to", to)?);
+    if from == to {
+        return Err(GateError::Usage(format!(
+            "--from and --to are the same ledger ({from})"
+        )));
+    }
+    if let Location::Sqlite(path) = &from
+        && !path.is_file()
+    {
+        return Err(GateError::Usage(format!("no ledger at {}", path.display())));
+    }
+    let source = Ledger::open(&from)?;
+    let mut target = Ledger::open(&to)?;
+    let report = ledger::copy(&source, &mut target)?;
+    let out = format!(
+        "copied {} runs, {} outcomes, {} dismissals, {} overrides, {} circuit breakers \
+         and {} bundles kept in the ledger\n\
+         from {from}\n\
+         to   {to}\n\
+         both ledgers have {} rows and tree head {}\n",
+        report.runs,
+        report.outcomes,
+        report.dismissals,
+        report.overrides,
+        report.breakers,
+        report.bundles,
+        report.runs,
+        report.root_hex,
+    );
     output::stdout(&out).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }

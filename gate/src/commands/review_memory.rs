@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use gate_evidence::ledger::{Dismissal, OverrideEntry};
+use gate_evidence::store::BundleRef;
 use gate_evidence::{Statement, Subject, bundle};
 use serde_json::json;
 
@@ -135,6 +136,10 @@ pub fn override_run(ctx: &Context, run: &str, reason: &str, by: &str) -> Result<
     let stored =
         attest::bundle_store(ctx)?.put(&format!("{}.override", record.run_id), &envelope)?;
     let mut ledger = attest::open_ledger(ctx)?;
+    if matches!(stored, BundleRef::Ledger { .. }) {
+        // No run row carries it in: kept on its own, before the override's row.
+        ledger.put_bundle(&envelope)?;
+    }
     ledger.add_override(&OverrideEntry {
         run_id: record.run_id.clone(),
         spec_id: record.spec_id.clone(),

@@ -935,7 +935,7 @@ mod tests {
     }
 
     fn ledger_of(dir: &std::path::Path, runs: &[RunEntry], events: &[Event]) -> Ledger {
-        let mut l = Ledger::open(&dir.join("ledger.db")).unwrap();
+        let mut l = Ledger::open(dir.join("ledger.db")).unwrap();
         for r in runs {
             l.append(r, r.run_id.as_bytes()).unwrap();
         }

@@ -193,7 +193,9 @@ pub async fn run_with(
         report_override(events, status);
     }
 
-    let history = series(ctx, &store, &spec, req, key.public_key());
+    // Held until the run is recorded: runs of one spec take their attempt
+    // numbers one after another, on this machine or across runners.
+    let (_series_lock, history) = series(ctx, &store, &spec, req, key.public_key(), events)?;
     let thresholds = Thresholds::from(policy);
     if let Some((run, doom)) = &history.escalated {
         // Nothing runs until a human starts a new series or overrides.
@@ -520,38 +522,89 @@ pub async fn run_with(
     Ok(record)
 }
 
-/// The series so far; an unreachable ledger means a first attempt (and the
-/// run will say it was not recorded).
+/// How long a run waits for another run of its spec to finish.
+const SERIES_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Takes the spec's series lock (waiting for a run of the same spec that
+/// holds it) and reads the series so far. An unreachable ledger means a
+/// first attempt without a lock (and the run will say it was not recorded).
 fn series(
     ctx: &Context,
     store: &BundleStore,
     spec: &Spec,
     req: &VerifyRequest,
     public: &gate_evidence::PublicKey,
-) -> History {
+    events: &EventSink,
+) -> Result<(Option<gate_evidence::ledger::SeriesLock>, History), GateError> {
     let fresh = History {
         attempt: 1,
         ..History::default()
     };
-    if !attest::ledger_path(ctx).exists() {
-        return fresh;
-    }
-    let found = attest::open_ledger(ctx).and_then(|ledger| {
-        retry::history(
-            &ledger,
-            store,
-            &spec.spec.id,
-            req.new_series,
-            spec.policy.max_attempts,
-            std::slice::from_ref(public),
-        )
-    });
-    found.unwrap_or_else(|e| {
+    // Opening creates a missing SQLite ledger: the lock needs it, and so
+    // does the run's row a moment later.
+    let mut ledger = match attest::open_ledger(ctx) {
+        Ok(ledger) => ledger,
+        Err(e) if e.exit_code() == crate::exit::USAGE => return Err(e),
+        Err(e) => {
+            output::stderr(&format!(
+                "gate: cannot read the attempt history ({e}); treating this as a first attempt"
+            ));
+            return Ok((None, fresh));
+        }
+    };
+    let lock = lock_series(&ledger, &spec.spec.id, events).or_else(|e| match e {
+        GateError::Ledger(e) => {
+            notice(
+                events,
+                &format!("gate: cannot lock the attempt series ({e})"),
+            );
+            Ok(None)
+        }
+        other => Err(other),
+    })?;
+    // What earlier runs on this machine left unrecorded goes in first, so
+    // their attempts count in the series this run continues.
+    attest::import_spooled(ctx, store, &mut ledger, public, None);
+    let found = retry::history(
+        &ledger,
+        store,
+        &spec.spec.id,
+        req.new_series,
+        spec.policy.max_attempts,
+        std::slice::from_ref(public),
+    );
+    let history = found.unwrap_or_else(|e| {
         output::stderr(&format!(
             "gate: cannot read the attempt history ({e}); treating this as a first attempt"
         ));
         fresh
-    })
+    });
+    Ok((lock, history))
+}
+
+/// The spec's series lock, after waiting (with a notice) for a run of the
+/// same spec that holds it.
+fn lock_series(
+    ledger: &gate_evidence::Ledger,
+    spec_id: &str,
+    events: &EventSink,
+) -> Result<Option<gate_evidence::ledger::SeriesLock>, GateError> {
+    if let Some(lock) = ledger.lock_series(spec_id, std::time::Duration::ZERO)? {
+        return Ok(Some(lock));
+    }
+    notice(
+        events,
+        &format!("gate: another run of `{spec_id}` is in progress; waiting for it to be recorded"),
+    );
+    ledger
+        .lock_series(spec_id, SERIES_WAIT)?
+        .map(Some)
+        .ok_or_else(|| {
+            GateError::Unavailable(format!(
+                "another run of `{spec_id}` has held its attempt series for {} minutes; not starting",
+                SERIES_WAIT.as_secs() / 60
+            ))
+        })
 }
 
 /// The gate's own configuration files, which the bundle names as subjects.

@@ -130,7 +130,7 @@ fn bundle_path(env: &TestEnv, id: &str) -> String {
 /// Writes the fixture ledger into the workspace's state directory, rows
 /// generated directly (no bundle files behind them).
 fn fixture_ledger(env: &TestEnv) {
-    let mut ledger = Ledger::open(&env.path().join(".gate/ledger.db")).unwrap();
+    let mut ledger = Ledger::open(env.path().join(".gate/ledger.db")).unwrap();
     for r in RUNS {
         let roles: Vec<Value> = r
             .models
@@ -625,7 +625,7 @@ fn outcome_of_a_real_run_counts_in_the_report() {
     let fine = report(&env);
     assert_eq!(fine["false_pass"]["rate"], 0.0);
     assert_eq!(fine["false_pass"]["with_outcome"], 1);
-    let ledger = Ledger::open(&env.path().join(".gate/ledger.db")).unwrap();
+    let ledger = Ledger::open(env.path().join(".gate/ledger.db")).unwrap();
     let history = ledger.outcomes(&run_id).unwrap();
     assert_eq!(
         history.iter().map(|o| o.broken).collect::<Vec<_>>(),

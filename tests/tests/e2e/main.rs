@@ -13,5 +13,6 @@ mod resilience;
 mod retry;
 mod review;
 mod rules;
+mod shared_ledger;
 mod store;
 mod verify;

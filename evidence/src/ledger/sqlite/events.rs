@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
-use super::{Ledger, ts};
+use super::{SqliteLedger, ts};
 use crate::ledger::{BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry};
 
 pub(super) const MIGRATION_2_EVENTS: &str = "
@@ -119,7 +119,7 @@ const OVERRIDE_COLUMNS: &str =
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
      probe_owner, probe_until, updated_at";
 
-impl Ledger {
+impl SqliteLedger {
     fn require_run(&self, run_id: &str) -> Result<(), LedgerError> {
         if self.get(run_id)?.is_none() {
             return Err(LedgerError::NotFound(run_id.to_owned()));
@@ -195,6 +195,21 @@ impl Ledger {
             .prepare_cached(
                 "SELECT run_id, broken, reason, source, recorded_at FROM outcomes o \
                  WHERE id = (SELECT MAX(id) FROM outcomes WHERE run_id = o.run_id) ORDER BY id",
+            )
+            .map_err(&err)?;
+        stmt.query_map([], outcome)
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
+    /// Every outcome, oldest first (what a copy of the ledger carries over).
+    pub fn all_outcomes(&self) -> Result<Vec<OutcomeEntry>, LedgerError> {
+        let err = self.sql_err("reading outcomes");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, broken, reason, source, recorded_at FROM outcomes ORDER BY id",
             )
             .map_err(&err)?;
         stmt.query_map([], outcome)
@@ -348,116 +363,5 @@ impl Ledger {
         }
         tx.commit().map_err(err)?;
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use chrono::Utc;
-
-    use super::*;
-    use crate::ledger::RunEntry;
-
-    fn ledger_with_run(dir: &std::path::Path) -> Ledger {
-        let mut l = Ledger::open(&dir.join("ledger.db")).unwrap();
-        let entry = RunEntry {
-            run_id: "r1".into(),
-            spec_id: "s".into(),
-            attempt: 1,
-            verdict: "pass".into(),
-            tier: "light".into(),
-            started_at: Utc::now(),
-            finished_at: Utc::now(),
-            input_tokens: 0,
-            cached_input_tokens: 0,
-            output_tokens: 0,
-            cost_usd: None,
-            bundle_path: "b".into(),
-            extra: serde_json::json!({}),
-        };
-        l.append(&entry, b"envelope").unwrap();
-        l
-    }
-
-    #[test]
-    fn outcomes_keep_history_latest_counts() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = ledger_with_run(dir.path());
-        for broken in [false, true] {
-            l.add_outcome(&OutcomeEntry {
-                run_id: "r1".into(),
-                broken,
-                reason: Some("ci".into()),
-                source: None,
-                recorded_at: Utc::now(),
-            })
-            .unwrap();
-        }
-        assert_eq!(l.outcomes("r1").unwrap().len(), 2);
-        let latest = l.latest_outcomes().unwrap();
-        assert_eq!(latest.len(), 1);
-        assert!(latest[0].broken);
-        let missing = l.add_outcome(&OutcomeEntry {
-            run_id: "nope".into(),
-            broken: true,
-            reason: None,
-            source: None,
-            recorded_at: Utc::now(),
-        });
-        assert!(matches!(missing, Err(LedgerError::NotFound(_))));
-    }
-
-    #[test]
-    fn breaker_updates_are_read_modify_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = ledger_with_run(dir.path());
-        let bump = |b: Option<BreakerRecord>| {
-            let mut b = b.unwrap_or(BreakerRecord {
-                model: "m".into(),
-                state: "closed".into(),
-                consecutive_failures: 0,
-                recent: String::new(),
-                opened_at: None,
-                cooldown_s: 120,
-                probe: None,
-                updated_at: Utc::now(),
-            });
-            b.consecutive_failures += 1;
-            let n = b.consecutive_failures;
-            (Some(b), n)
-        };
-        assert_eq!(l.update_breaker("m", bump).unwrap(), 1);
-        assert_eq!(l.update_breaker("m", bump).unwrap(), 2);
-        assert_eq!(l.breaker("m").unwrap().unwrap().consecutive_failures, 2);
-        assert!(l.breaker("other").unwrap().is_none());
-    }
-
-    #[test]
-    fn dismissals_and_overrides_by_spec() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = ledger_with_run(dir.path());
-        l.add_dismissal(&Dismissal {
-            run_id: "r1".into(),
-            spec_id: "s".into(),
-            finding_id: "abc".into(),
-            reason: "noise".into(),
-            code_digest: None,
-            recorded_at: Utc::now(),
-        })
-        .unwrap();
-        assert_eq!(l.dismissals(Some("s")).unwrap().len(), 1);
-        assert!(l.dismissals(Some("t")).unwrap().is_empty());
-        l.add_override(&OverrideEntry {
-            run_id: "r1".into(),
-            spec_id: "s".into(),
-            reason: "hotfix".into(),
-            by: "ana".into(),
-            content_digest: "d".into(),
-            bundle_path: "p".into(),
-            bundle_sha256: "sha".into(),
-            recorded_at: Utc::now(),
-        })
-        .unwrap();
-        assert_eq!(l.overrides(None).unwrap().len(), 1);
     }
 }

@@ -12,7 +12,7 @@
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, Row, params, params_from_iter};
 
-use super::{Ledger, corrupt, ts};
+use super::{SqliteLedger, corrupt, ts};
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts, day_of,
 };
@@ -183,7 +183,7 @@ fn opt_text<'r>(r: &'r Row<'_>, i: usize) -> rusqlite::Result<Option<&'r str>> {
     }
 }
 
-impl Ledger {
+impl SqliteLedger {
     /// The highest seq in the ledger (0 when empty).
     pub fn max_seq(&self) -> Result<u64, LedgerError> {
         self.conn
@@ -411,57 +411,9 @@ impl Ledger {
 
 #[cfg(test)]
 mod tests {
-    use chrono::{TimeZone, Utc};
-    use serde_json::json;
-
     use super::*;
-    use crate::ledger::{Dismissal, OutcomeEntry, OverrideEntry, RunEntry, SCHEMA_VERSION};
-
-    fn entry(
-        run_id: &str,
-        spec: &str,
-        verdict: &str,
-        day: u32,
-        extra: serde_json::Value,
-    ) -> RunEntry {
-        RunEntry {
-            run_id: run_id.into(),
-            spec_id: spec.into(),
-            attempt: 1,
-            verdict: verdict.into(),
-            tier: "light".into(),
-            started_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 0, 0).unwrap(),
-            finished_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 1, 0).unwrap(),
-            input_tokens: 100 * u64::from(day),
-            cached_input_tokens: 10 * u64::from(day),
-            output_tokens: 5,
-            cost_usd: Some(0.01 * f64::from(day)),
-            bundle_path: format!("bundles/{run_id}.dsse.json"),
-            extra,
-        }
-    }
-
-    /// Extras as the gate writes them, and odd ones.
-    fn extras() -> Vec<serde_json::Value> {
-        vec![
-            json!({"agent": "claude-code", "review": "ran", "models": ["m1", "m2"],
-                   "roles": [
-                       {"role": "quality", "model": "m1", "status": "ok", "input_tokens": 70,
-                        "cached_input_tokens": 7, "output_tokens": 3, "cost_usd": 0.25},
-                       {"role": "security", "model": "m2", "status": "did_not_run",
-                        "input_tokens": null, "cached_input_tokens": null, "output_tokens": null,
-                        "cost_usd": null}],
-                   "findings": [{"id": "f1"}, {"id": "f2"}], "overridden": false,
-                   "dispositions": {"resolved": ["a"], "superseded": ["b", "c"]}, "duplicates": 4}),
-            json!({"agent": null, "review": "did_not_run", "models": [], "roles": [], "findings": []}),
-            json!({}),
-            json!({"agent": 3, "models": ["m1", "m1", 2, "m3"], "roles": [
-                       {"role": "docs", "model": "m3", "input_tokens": -4, "cost_usd": 2},
-                       {"role": "docs", "model": "other"}, 7, {"model": "x"}],
-                   "findings": {"id": "f"}, "duplicates": -2,
-                   "dispositions": {"resolved": "a", "superseded": []}}),
-        ]
-    }
+    use crate::ledger::tests::{extras, report_entry as entry};
+    use crate::ledger::{RunEntry, SCHEMA_VERSION};
 
     fn dump(conn: &Connection, seqs: std::ops::RangeInclusive<u64>) -> Vec<String> {
         let mut out = Vec::new();
@@ -490,7 +442,7 @@ mod tests {
     fn migration_3_reads_extra_as_append_does() {
         let dir = tempfile::tempdir().unwrap();
         let (a_path, b_path) = (dir.path().join("a.db"), dir.path().join("b.db"));
-        let mut a = Ledger::open(&a_path).unwrap();
+        let mut a = SqliteLedger::open(&a_path).unwrap();
         let entries: Vec<RunEntry> = extras()
             .into_iter()
             .enumerate()
@@ -502,7 +454,7 @@ mod tests {
         a.append_all(entries.iter().zip(envelopes.iter().map(Vec::as_slice)))
             .unwrap();
         // The same rows in a ledger at schema 2, plus one whose extra is not JSON.
-        let b = Ledger::open_at(&b_path, 2).unwrap();
+        let b = SqliteLedger::open_at(&b_path, 2).unwrap();
         assert_eq!(b.schema_version().unwrap(), 2);
         b.conn
             .execute("ATTACH ?1 AS a", [a_path.to_str().unwrap()])
@@ -518,7 +470,7 @@ mod tests {
             )
             .unwrap();
         drop(b);
-        let b = Ledger::open(&b_path).unwrap();
+        let b = SqliteLedger::open(&b_path).unwrap();
         assert_eq!(b.schema_version().unwrap(), SCHEMA_VERSION);
         let n = entries.len() as u64;
         let want = dump(&a.conn, 1..=n);
@@ -530,234 +482,6 @@ mod tests {
         assert!(
             odd[0].contains("Integer(101)") && odd[0].contains("Null, Null"),
             "{odd:?}"
-        );
-    }
-
-    #[test]
-    fn append_all_is_all_or_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = Ledger::open(&dir.path().join("l.db")).unwrap();
-        let one = entry("r1", "s", "pass", 1, json!({}));
-        let two = entry("r2", "s", "pass", 2, json!({"models": ["m"]}));
-        let err = l
-            .append_all([(&one, b"e1".as_slice()), (&two, b"e1".as_slice())])
-            .unwrap_err();
-        assert!(matches!(err, LedgerError::EnvelopeRecorded { .. }), "{err}");
-        assert_eq!(l.max_seq().unwrap(), 0);
-        assert_eq!(dump(&l.conn, 0..=10), Vec::<String>::new());
-        let rows = l
-            .append_all([(&one, b"e1".as_slice()), (&two, b"e2".as_slice())])
-            .unwrap();
-        assert_eq!(
-            rows[1].prev_sha256.as_deref(),
-            Some(rows[0].envelope_sha256.as_str())
-        );
-        assert_eq!(l.row_at(2).unwrap().unwrap().entry.run_id, "r2");
-        assert!(l.row_at(3).unwrap().is_none());
-    }
-
-    #[test]
-    fn scans_honour_the_scope() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = Ledger::open(&dir.path().join("l.db")).unwrap();
-        let x = extras();
-        let runs = [
-            entry("r1", "shop", "pass", 1, x[0].clone()),
-            entry("r2", "blog", "fail", 2, x[0].clone()),
-            entry("r3", "shop", "escalate", 3, x[3].clone()),
-        ];
-        for (i, e) in runs.iter().enumerate() {
-            l.append(e, format!("e{i}").as_bytes()).unwrap();
-        }
-        let since = |d| Some(Utc.with_ymd_and_hms(2025, 3, d, 0, 0, 0).unwrap());
-        let cases = [
-            (
-                ReportScope::default(),
-                vec![1, 2, 3],
-                vec![1, 1, 2, 2, 3, 3],
-                vec![1, 1, 2, 2, 3],
-            ),
-            (
-                ReportScope {
-                    spec_id: Some("shop".into()),
-                    since: None,
-                },
-                vec![1, 3],
-                vec![1, 1, 3, 3],
-                vec![1, 1, 3],
-            ),
-            (
-                ReportScope {
-                    spec_id: None,
-                    since: since(2),
-                },
-                vec![2, 3],
-                vec![2, 2, 3, 3],
-                vec![2, 2, 3],
-            ),
-            (
-                ReportScope {
-                    spec_id: Some("blog".into()),
-                    since: since(3),
-                },
-                vec![],
-                vec![],
-                vec![],
-            ),
-        ];
-        for (scope, runs, models, roles) in cases {
-            let mut seen = Vec::new();
-            l.scan_run_facts(&scope, |f| seen.push(f.seq)).unwrap();
-            assert_eq!(seen, runs, "{scope:?}");
-            let mut seen = Vec::new();
-            l.scan_run_models(&scope, |seq, _| seen.push(seq)).unwrap();
-            seen.sort_unstable();
-            assert_eq!(seen, models, "{scope:?}");
-            let mut seen = Vec::new();
-            l.scan_run_roles(&scope, |r| seen.push(r.seq)).unwrap();
-            seen.sort_unstable();
-            assert_eq!(seen, roles, "{scope:?}");
-        }
-        let mut first = None;
-        l.scan_run_facts(&ReportScope::default(), |f| {
-            if f.seq == 1 {
-                first = Some(format!(
-                    "{} {} {} {} {:?} {:?} {} {} {} {:?} {} {} {} {}",
-                    f.spec_id,
-                    f.verdict,
-                    f.tier,
-                    f.started_on,
-                    f.agent,
-                    f.review,
-                    f.input_tokens,
-                    f.cached_input_tokens,
-                    f.output_tokens,
-                    f.cost_usd,
-                    f.findings,
-                    f.duplicates,
-                    f.resolved,
-                    f.superseded
-                ));
-            }
-        })
-        .unwrap();
-        assert_eq!(
-            first.unwrap(),
-            "shop pass light 2025-03-01 Some(\"claude-code\") Some(\"ran\") 100 10 5 Some(0.01) 2 4 1 2"
-        );
-        let mut roles = Vec::new();
-        l.scan_run_roles(&ReportScope::default(), |r| {
-            roles.push(format!(
-                "{} {} {} {} {} {} {} {:?}",
-                r.seq,
-                r.role,
-                r.model,
-                r.status,
-                r.input_tokens,
-                r.cached_input_tokens,
-                r.output_tokens,
-                r.cost_usd
-            ));
-        })
-        .unwrap();
-        assert_eq!(
-            roles,
-            [
-                "1 quality m1 ok 70 7 3 Some(0.25)",
-                "1 security m2 did_not_run 0 0 0 None",
-                "2 quality m1 ok 70 7 3 Some(0.25)",
-                "2 security m2 did_not_run 0 0 0 None",
-                "3 docs m3  0 0 0 Some(2.0)",
-            ]
-        );
-    }
-
-    #[test]
-    fn outcome_states_and_dismissals() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = Ledger::open(&dir.path().join("l.db")).unwrap();
-        for (i, id) in ["r1", "r2", "r3", "r4"].iter().enumerate() {
-            l.append(
-                &entry(id, "s", "fail", i as u32 + 1, json!({})),
-                id.as_bytes(),
-            )
-            .unwrap();
-        }
-        let at = |h| Utc.with_ymd_and_hms(2025, 4, 1, h, 0, 0).unwrap();
-        let outcome = |run: &str, broken, h| OutcomeEntry {
-            run_id: run.into(),
-            broken,
-            reason: None,
-            source: None,
-            recorded_at: at(h),
-        };
-        // Latest by the order recorded, not by the time given.
-        l.add_outcomes(&[
-            outcome("r3", false, 5),
-            outcome("r1", false, 9),
-            outcome("r1", true, 8),
-        ])
-        .unwrap();
-        for (run, h) in [("r2", 3), ("r3", 4), ("r3", 6)] {
-            l.add_override(&OverrideEntry {
-                run_id: run.into(),
-                spec_id: "s".into(),
-                reason: "hotfix".into(),
-                by: "ana".into(),
-                content_digest: "d".into(),
-                bundle_path: format!("o-{run}-{h}"),
-                bundle_sha256: format!("sha-{run}-{h}"),
-                recorded_at: at(h),
-            })
-            .unwrap();
-        }
-        assert_eq!(
-            l.outcome_states().unwrap(),
-            [
-                OutcomeState {
-                    seq: 1,
-                    latest: Some((true, at(8))),
-                    overridden_at: None
-                },
-                OutcomeState {
-                    seq: 2,
-                    latest: None,
-                    overridden_at: Some(at(3))
-                },
-                OutcomeState {
-                    seq: 3,
-                    latest: Some((false, at(5))),
-                    overridden_at: Some(at(6))
-                },
-            ]
-        );
-        // A batch naming an unknown run records nothing.
-        let err = l.add_outcomes(&[outcome("r4", true, 1), outcome("nope", true, 1)]);
-        assert!(matches!(err, Err(LedgerError::NotFound(ref r)) if r == "nope"));
-        assert!(l.outcomes("r4").unwrap().is_empty());
-        for (run, finding) in [("r2", "f1"), ("r4", "f2")] {
-            l.add_dismissal(&Dismissal {
-                run_id: run.into(),
-                spec_id: "s".into(),
-                finding_id: finding.into(),
-                reason: "noise".into(),
-                code_digest: None,
-                recorded_at: at(1),
-            })
-            .unwrap();
-        }
-        assert_eq!(
-            l.dismissal_refs().unwrap(),
-            [
-                DismissalRef {
-                    seq: 2,
-                    finding_id: "f1".into()
-                },
-                DismissalRef {
-                    seq: 4,
-                    finding_id: "f2".into()
-                },
-            ]
         );
     }
 }

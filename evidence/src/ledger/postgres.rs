@@ -1,0 +1,866 @@
+//! The PostgreSQL ledger, shared by many runners. Every PostgreSQL statement
+//! of the crate is in this module, and its migrations are numbered as the
+//! SQLite store's.
+//!
+//! Concurrent writers stay strictly ordered: an append is one short
+//! transaction that first takes a transaction-scoped advisory lock (the
+//! chain lock), then reads the tip and inserts after it in one statement.
+//! The lock is held from the read of the tip until the commit, so no two
+//! appends see the same tip; the seq primary key would refuse a second row
+//! after one tip anyway. The advisory lock leaves readers and the side
+//! tables alone, and the server drops it with the transaction when a
+//! client dies mid-append.
+//!
+//! The append's requests are pipelined (sent together, answered together):
+//! one round trip per append. Its commit does not wait for the WAL flush
+//! while the chain lock is held (`synchronous_commit` off for that
+//! transaction only); the append then waits for a durable commit of its own
+//! (`txid_current()` in a normal transaction), whose flush covers the
+//! append's commit. So concurrent appends share WAL flushes, the lock is
+//! held only for the work, and an append reports success only once its row
+//! is durable. A crash before the flush loses the newest appends together,
+//! never one in the middle: WAL replays a prefix.
+
+mod bundles;
+mod events;
+mod exec;
+mod report;
+mod series;
+
+use std::fmt::Write as _;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+pub use series::SeriesPg;
+
+use self::exec::{Conn, Exec};
+use super::{
+    LedgerError, LedgerRow, RunEntry, RunFilter, SCHEMA_VERSION, Sealed, SeriesCheck, parse_hash,
+};
+use crate::checkpoint::Checkpoint;
+use crate::merkle::{self, Hash};
+
+/// Schema migrations, numbered as the SQLite store's: entry `i` takes the
+/// schema to version `i + 1`. A migration already applied never changes.
+pub(super) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1_RUNS,
+    events::MIGRATION_2_EVENTS,
+    report::MIGRATION_3_FACTS,
+    bundles::MIGRATION_4_BUNDLES,
+];
+
+const MIGRATION_1_RUNS: &str = "
+CREATE TABLE runs (
+    seq                 BIGINT           PRIMARY KEY CHECK (seq >= 1),
+    run_id              TEXT             NOT NULL UNIQUE,
+    spec_id             TEXT             NOT NULL,
+    attempt             BIGINT           NOT NULL,
+    verdict             TEXT             NOT NULL,
+    tier                TEXT             NOT NULL,
+    started_at          TIMESTAMPTZ      NOT NULL,
+    finished_at         TIMESTAMPTZ      NOT NULL,
+    input_tokens        BIGINT           NOT NULL,
+    cached_input_tokens BIGINT           NOT NULL,
+    output_tokens       BIGINT           NOT NULL,
+    cost_usd            DOUBLE PRECISION,
+    bundle_path         TEXT             NOT NULL,
+    envelope_sha256     TEXT             NOT NULL UNIQUE,
+    prev_sha256         TEXT,
+    leaf_hash           TEXT             NOT NULL,
+    recorded_at         TIMESTAMPTZ      NOT NULL,
+    extra_json          JSON             NOT NULL DEFAULT '{}'
+);
+CREATE INDEX runs_by_spec ON runs (spec_id, seq);
+CREATE INDEX runs_by_start ON runs (started_at);
+";
+
+const COLUMNS: &str = "seq, run_id, spec_id, attempt, verdict, tier, started_at, finished_at, \
+     input_tokens, cached_input_tokens, output_tokens, cost_usd, bundle_path, \
+     envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json";
+
+/// Advisory lock keys: (`LOCK_CLASS`, object) pairs, so they cannot meet a
+/// single-key advisory lock another application takes in the same database.
+const LOCK_CLASS: i32 = 0x6761_7465; // "gate"
+const CHAIN_LOCK: i32 = 1;
+const MIGRATION_LOCK: i32 = 2;
+/// Breakers and series lock on (class + 1 | + 2, a hash of the name).
+const BREAKER_CLASS: i32 = LOCK_CLASS + 1;
+const SERIES_CLASS: i32 = LOCK_CLASS + 2;
+
+/// Opens an append: READ COMMITTED whatever the server's default (each
+/// statement then sees what the previous chain-lock holder committed), the
+/// commit does not wait for the flush while the lock is held, and waiting
+/// for the lock is bounded like SQLite's busy timeout.
+const BEGIN_APPEND: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
+     SELECT set_config('synchronous_commit', 'off', true), \
+     set_config('lock_timeout', '30s', true), pg_advisory_xact_lock(1734440037, 1)";
+
+/// Inserts one run after the tip, in one statement: seq and chain link come
+/// from the tip as this statement sees it. For a live run ($17 false) it
+/// inserts nothing when the attempt neither starts a series nor follows the
+/// spec's latest attempt. The run's report rows ($19 on) and, when the
+/// bundle is kept in the ledger, its envelope ($18, else NULL) go in with
+/// it, or not at all.
+static INSERT_NEXT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH ins AS (INSERT INTO runs (seq, run_id, spec_id, attempt, verdict, tier, \
+         started_at, finished_at, input_tokens, cached_input_tokens, output_tokens, cost_usd, \
+         bundle_path, envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json) \
+         SELECT COALESCE(tip.seq, 0) + 1, $1::text, $2::text, $3::bigint, $4::text, $5::text, \
+         $6::timestamptz, $7::timestamptz, $8::bigint, $9::bigint, $10::bigint, $11::float8, \
+         $12::text, $13::text, tip.envelope_sha256, $14::text, $15::timestamptz, $16::json \
+         FROM (SELECT 1) AS one \
+         LEFT JOIN (SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1) AS tip \
+         ON true \
+         WHERE $17::boolean OR $3::bigint = 1 OR $3::bigint = COALESCE( \
+             (SELECT attempt FROM runs WHERE spec_id = $2::text ORDER BY seq DESC LIMIT 1), 0) + 1 \
+         RETURNING {returning}, prev_sha256), \
+         kept AS (INSERT INTO bundles (sha256, envelope) SELECT $13::text, $18::bytea FROM ins \
+         WHERE $18::bytea IS NOT NULL ON CONFLICT (sha256) DO NOTHING), \
+         {facts} \
+         SELECT seq, prev_sha256 FROM ins",
+        returning = report::FACTS_RETURNING,
+        facts = report::facts_clauses(19),
+    )
+});
+
+/// Copies one row exactly ($1 to $18, in `COLUMNS` order) with its report
+/// rows ($19 on).
+static COPY_ROW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH ins AS (INSERT INTO runs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+         $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING {returning}), \
+         {facts} \
+         SELECT 1",
+        returning = report::FACTS_RETURNING,
+        facts = report::facts_clauses(19),
+    )
+});
+
+/// The durability wait after an append: a normal commit of a transaction
+/// with an id, whose WAL flush covers every earlier commit.
+const DURABLE: &str = "SELECT txid_current()";
+
+/// The PostgreSQL ledger at one URL.
+#[derive(Debug)]
+pub struct PgLedger {
+    // Declared before `exec`: the pool's connections close before their runtime.
+    pool: deadpool_postgres::Pool,
+    exec: Arc<Exec>,
+    name: String,
+}
+
+impl PgLedger {
+    /// Connects to the database at `url` and applies any pending
+    /// migrations. An unreachable server fails within the connect timeout
+    /// (5 s unless the URL's `connect_timeout` says otherwise).
+    pub fn open(url: &str) -> Result<Self, LedgerError> {
+        let name = super::redact(url);
+        let config: tokio_postgres::Config = url.parse().map_err(|e| {
+            LedgerError::BadLocation(format!("{name} is not a PostgreSQL URL: {e}"))
+        })?;
+        let exec = Exec::new().map_err(|e| LedgerError::Unreachable {
+            ledger: name.clone(),
+            reason: format!("cannot start the client runtime: {e}"),
+        })?;
+        let ledger = Self {
+            pool: exec::pool(config),
+            exec: Arc::new(exec),
+            name,
+        };
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    /// The URL, without its password.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs one operation on the ledger's runtime, bounded in time.
+    fn op<T: Send>(
+        &self,
+        fut: impl Future<Output = Result<T, LedgerError>> + Send,
+    ) -> Result<T, LedgerError> {
+        let name = &self.name;
+        self.exec.run(async move {
+            tokio::time::timeout(exec::OPERATION_TIMEOUT, fut)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(LedgerError::Unreachable {
+                        ledger: name.clone(),
+                        reason: format!("no answer within {} s", exec::OPERATION_TIMEOUT.as_secs()),
+                    })
+                })
+        })
+    }
+
+    async fn conn(&self) -> Result<Conn, LedgerError> {
+        self.pool
+            .get()
+            .await
+            .map(Conn::new)
+            .map_err(|e| exec::pool_error(&self.name, e))
+    }
+
+    fn pg_err(&self, action: &'static str) -> impl Fn(tokio_postgres::Error) -> LedgerError + '_ {
+        move |source| LedgerError::Postgres {
+            ledger: self.name.clone(),
+            action,
+            source,
+        }
+    }
+
+    fn migrate(&self) -> Result<(), LedgerError> {
+        let err = self.pg_err("migrating the schema");
+        let too_new = |found: u32| LedgerError::SchemaTooNew {
+            path: self.name.clone().into(),
+            found,
+            supported: SCHEMA_VERSION,
+        };
+        self.op(async {
+            let mut conn = self.conn().await?;
+            // Most opens find the schema current: one query, no lock.
+            match conn
+                .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])
+                .await
+            {
+                Ok(row) => {
+                    let v = version(row.get(0));
+                    if v > SCHEMA_VERSION {
+                        return Err(too_new(v));
+                    }
+                    if v == SCHEMA_VERSION {
+                        conn.release();
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
+                Err(e) => return Err(err(e)),
+            }
+            // Runners opening a fresh database at once: the first to take
+            // the lock migrates, the others then find nothing to do.
+            let tx = conn.transaction().await.map_err(&err)?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)",
+                &[&LOCK_CLASS, &MIGRATION_LOCK],
+            )
+            .await
+            .map_err(&err)?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (
+                     version    BIGINT      PRIMARY KEY,
+                     applied_at TIMESTAMPTZ NOT NULL
+                 )",
+            )
+            .await
+            .map_err(&err)?;
+            let current = version(
+                tx.query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])
+                    .await
+                    .map_err(&err)?
+                    .get(0),
+            );
+            if current > SCHEMA_VERSION {
+                return Err(too_new(current));
+            }
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+                let step = i64::try_from(i + 1).unwrap_or(i64::MAX);
+                tx.batch_execute(sql).await.map_err(&err)?;
+                tx.execute(
+                    "INSERT INTO schema_version (version, applied_at) VALUES ($1, now())",
+                    &[&step],
+                )
+                .await
+                .map_err(&err)?;
+                tracing::debug!(ledger = %self.name, version = step, "ledger schema migrated");
+            }
+            tx.commit().await.map_err(&err)?;
+            conn.release();
+            Ok(())
+        })
+    }
+
+    /// The schema version of the database.
+    pub fn schema_version(&self) -> Result<u32, LedgerError> {
+        self.op(async {
+            let conn = self.conn().await?;
+            let row = conn
+                .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])
+                .await
+                .map_err(self.pg_err("reading the schema version"))?;
+            conn.release();
+            Ok(version(row.get(0)))
+        })
+    }
+
+    /// Appends a run whose bundle is already durable, as it is (an import):
+    /// one pipelined transaction under the chain lock.
+    pub fn append(&mut self, entry: &RunEntry, envelope: &[u8]) -> Result<LedgerRow, LedgerError> {
+        self.append_one(entry, envelope, SeriesCheck::AsIs)
+    }
+
+    /// Appends a live run: as [`Self::append`], and refuses, in the same
+    /// statement, an attempt that is neither 1 nor one more than the spec's
+    /// latest recorded attempt.
+    pub fn append_attempt(
+        &mut self,
+        entry: &RunEntry,
+        envelope: &[u8],
+    ) -> Result<LedgerRow, LedgerError> {
+        self.append_one(entry, envelope, SeriesCheck::Live)
+    }
+
+    fn append_one(
+        &self,
+        entry: &RunEntry,
+        envelope: &[u8],
+        check: SeriesCheck,
+    ) -> Result<LedgerRow, LedgerError> {
+        let mut rows = self.op(self.append_rows(&[(entry, envelope)], check))?;
+        rows.pop().ok_or_else(|| LedgerError::Corrupt {
+            seq: 0,
+            reason: "an append returned no row".to_owned(),
+        })
+    }
+
+    /// Appends several runs in order, in one transaction: all of them or
+    /// none (an import of many bundles, a generated ledger).
+    pub fn append_all<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = (&'a RunEntry, &'a [u8])>,
+    ) -> Result<Vec<LedgerRow>, LedgerError> {
+        let runs: Vec<(&RunEntry, &[u8])> = items.into_iter().collect();
+        self.op(self.append_rows(&runs, SeriesCheck::AsIs))
+    }
+
+    async fn append_rows(
+        &self,
+        runs: &[(&RunEntry, &[u8])],
+        check: SeriesCheck,
+    ) -> Result<Vec<LedgerRow>, LedgerError> {
+        let err = self.pg_err("appending a run");
+        let recorded_at = super::now();
+        let as_is = check == SeriesCheck::AsIs;
+        let prepared: Vec<(Sealed, Vec<Box<dyn ToSql + Sync + Send>>)> = runs
+            .iter()
+            .map(|(entry, envelope)| {
+                let sealed = Sealed::of(envelope);
+                let kept = super::kept_in_ledger(entry, &sealed.envelope_sha256)?
+                    .then(|| envelope.to_vec());
+                let mut params = insert_params(entry, &sealed, recorded_at, as_is);
+                params.push(Box::new(kept));
+                params.extend(report::facts_params(&entry.extra));
+                Ok((sealed, params))
+            })
+            .collect::<Result<_, LedgerError>>()?;
+        let conn = self.conn().await?;
+        let insert = conn.prepare_cached(&INSERT_NEXT).await.map_err(&err)?;
+        // Everything goes out at once; the server answers in order.
+        let inserts = futures::future::join_all(prepared.iter().map(|(_, params)| {
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                params.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect();
+            let insert = &insert;
+            let conn = &conn;
+            async move { conn.query_opt(insert, &refs).await }
+        }));
+        let (begun, cleared, inserted, committed, durable) = futures::join!(
+            conn.batch_execute(BEGIN_APPEND),
+            conn.batch_execute(report::CLEAR_STALE_FACTS),
+            inserts,
+            conn.batch_execute("COMMIT"),
+            conn.batch_execute(DURABLE),
+        );
+        begun.map_err(&err)?;
+        cleared.map_err(&err)?;
+        let mut out = Vec::with_capacity(runs.len());
+        for (((entry, _), (sealed, _)), result) in runs.iter().zip(&prepared).zip(inserted) {
+            let row = match result {
+                Ok(Some(row)) => row,
+                Ok(None) => return Err(self.out_of_series(&conn, entry).await),
+                Err(e) => {
+                    // The rows before it in this batch were rolled back
+                    // with it: a duplicate of one of them is named here.
+                    return Err(match same_in_batch(&out, entry, sealed) {
+                        Some(refused) => refused,
+                        None => self.refused(&conn, entry, sealed, e).await,
+                    });
+                }
+            };
+            let seq: i64 = row.get(0);
+            out.push(LedgerRow {
+                seq: u64::try_from(seq).map_err(|_| corrupt(0, "a negative seq"))?,
+                entry: (*entry).clone(),
+                envelope_sha256: sealed.envelope_sha256.clone(),
+                prev_sha256: row.get(1),
+                leaf_hash: sealed.leaf_hash.clone(),
+                recorded_at,
+            });
+        }
+        committed.map_err(&err)?;
+        durable.map_err(self.pg_err("waiting for the append to be durable"))?;
+        conn.release();
+        for row in &out {
+            tracing::debug!(seq = row.seq, run_id = %row.entry.run_id, "ledger row appended");
+        }
+        Ok(out)
+    }
+
+    /// Why an insert returned no row: its attempt does not continue the series.
+    async fn out_of_series(&self, conn: &Conn, entry: &RunEntry) -> LedgerError {
+        let latest = conn
+            .query_opt(
+                "SELECT attempt FROM runs WHERE spec_id = $1 ORDER BY seq DESC LIMIT 1",
+                &[&entry.spec_id],
+            )
+            .await
+            .ok()
+            .flatten()
+            .and_then(|r| u32::try_from(r.get::<_, i64>(0)).ok());
+        LedgerError::AttemptOutOfSeries {
+            run_id: entry.run_id.clone(),
+            spec_id: entry.spec_id.clone(),
+            attempt: entry.attempt,
+            latest,
+        }
+    }
+
+    /// A failed insert as the ledger reports it: a run or envelope already
+    /// recorded, or a database error.
+    async fn refused(
+        &self,
+        conn: &Conn,
+        entry: &RunEntry,
+        sealed: &Sealed,
+        e: tokio_postgres::Error,
+    ) -> LedgerError {
+        let constraint = e
+            .as_db_error()
+            .filter(|d| *d.code() == SqlState::UNIQUE_VIOLATION)
+            .and_then(|d| d.constraint().map(str::to_owned));
+        let found = |sql: &'static str, key: String| async move {
+            conn.query_opt(sql, &[&key])
+                .await
+                .ok()
+                .flatten()
+                .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)))
+        };
+        match constraint.as_deref() {
+            Some("runs_run_id_key") => {
+                if let Some((seq, _)) = found(
+                    "SELECT seq, run_id FROM runs WHERE run_id = $1",
+                    entry.run_id.clone(),
+                )
+                .await
+                {
+                    return LedgerError::AlreadyRecorded {
+                        run_id: entry.run_id.clone(),
+                        seq: u64::try_from(seq).unwrap_or(0),
+                    };
+                }
+            }
+            Some("runs_envelope_sha256_key") => {
+                if let Some((seq, run_id)) = found(
+                    "SELECT seq, run_id FROM runs WHERE envelope_sha256 = $1",
+                    sealed.envelope_sha256.clone(),
+                )
+                .await
+                {
+                    return LedgerError::EnvelopeRecorded {
+                        sha256: sealed.envelope_sha256.clone(),
+                        run_id,
+                        seq: u64::try_from(seq).unwrap_or(0),
+                    };
+                }
+            }
+            _ => {}
+        }
+        LedgerError::Postgres {
+            ledger: self.name.clone(),
+            action: "appending a run",
+            source: e,
+        }
+    }
+
+    /// Copies rows exactly as they are (seq, chain link, recorded time) in
+    /// one transaction under the chain lock; they must continue the chain.
+    pub fn copy_rows(&mut self, rows: &[LedgerRow]) -> Result<(), LedgerError> {
+        let err = self.pg_err("copying runs");
+        self.op(async {
+            let mut conn = self.conn().await?;
+            let insert = conn.prepare_cached(&COPY_ROW).await.map_err(&err)?;
+            let tx = conn.transaction().await.map_err(&err)?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)",
+                &[&LOCK_CLASS, &CHAIN_LOCK],
+            )
+            .await
+            .map_err(&err)?;
+            let tip = tx
+                .query_opt(
+                    "SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1",
+                    &[],
+                )
+                .await
+                .map_err(&err)?
+                .map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1)));
+            super::check_continues(&self.name, tip, rows)?;
+            tx.batch_execute(report::CLEAR_STALE_FACTS)
+                .await
+                .map_err(&err)?;
+            let params: Vec<Vec<Box<dyn ToSql + Sync + Send>>> = rows
+                .iter()
+                .map(|row| {
+                    let mut params = copy_params(row);
+                    params.extend(report::facts_params(&row.entry.extra));
+                    params
+                })
+                .collect();
+            let inserts = futures::future::try_join_all(params.iter().map(|p| {
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    p.iter().map(|b| &**b as &(dyn ToSql + Sync)).collect();
+                let tx = &tx;
+                let insert = &insert;
+                async move { tx.execute(insert, &refs).await }
+            }));
+            inserts.await.map_err(&err)?;
+            tx.commit().await.map_err(&err)?;
+            conn.release();
+            Ok(())
+        })
+    }
+
+    /// The last row's seq and envelope sha256.
+    pub fn tip(&self) -> Result<Option<(u64, String)>, LedgerError> {
+        self.op(async {
+            let conn = self.conn().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1",
+                    &[],
+                )
+                .await
+                .map_err(self.pg_err("reading the tip"))?;
+            conn.release();
+            Ok(row.map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1))))
+        })
+    }
+
+    /// Takes the spec's series lock (a session advisory lock held on its own
+    /// connection), waiting at most `wait`; `None` when another runner
+    /// still holds it.
+    pub fn lock_series(
+        &self,
+        spec_id: &str,
+        wait: Duration,
+    ) -> Result<Option<SeriesPg>, LedgerError> {
+        SeriesPg::lock(self, spec_id, wait)
+    }
+
+    async fn query_rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        action: &'static str,
+    ) -> Result<Vec<LedgerRow>, LedgerError> {
+        let conn = self.conn().await?;
+        let rows = conn.query(sql, params).await.map_err(self.pg_err(action))?;
+        conn.release();
+        rows.iter().map(read_row).collect()
+    }
+
+    /// The run with exactly this id.
+    pub fn get(&self, run_id: &str) -> Result<Option<LedgerRow>, LedgerError> {
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE run_id = $1");
+        Ok(self
+            .op(self.query_rows(&sql, &[&run_id], "reading a run"))?
+            .pop())
+    }
+
+    /// The run with this id, or else the one run whose id starts with it.
+    pub fn resolve(&self, run_id_or_prefix: &str) -> Result<LedgerRow, LedgerError> {
+        if let Some(row) = self.get(run_id_or_prefix)? {
+            return Ok(row);
+        }
+        if run_id_or_prefix.is_empty() {
+            return Err(LedgerError::NotFound(String::new()));
+        }
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs WHERE substr(run_id, 1, $1) = $2 ORDER BY seq LIMIT 5"
+        );
+        let len = i32::try_from(run_id_or_prefix.chars().count()).unwrap_or(i32::MAX);
+        let mut rows = self.op(self.query_rows(
+            &sql,
+            &[&len, &run_id_or_prefix],
+            "looking up a run id prefix",
+        ))?;
+        match rows.len() {
+            0 => Err(LedgerError::NotFound(run_id_or_prefix.to_owned())),
+            1 => Ok(rows.remove(0)),
+            _ => Err(LedgerError::Ambiguous {
+                prefix: run_id_or_prefix.to_owned(),
+                matches: rows.into_iter().map(|r| r.entry.run_id).collect(),
+            }),
+        }
+    }
+
+    /// Runs matching `filter`, newest (highest seq) first.
+    pub fn list(&self, filter: &RunFilter) -> Result<Vec<LedgerRow>, LedgerError> {
+        let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE true");
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+        if let Some(spec) = &filter.spec_id {
+            params.push(Box::new(spec.clone()));
+            let _ = write!(sql, " AND spec_id = ${}", params.len());
+        }
+        if let Some(verdict) = &filter.verdict {
+            params.push(Box::new(verdict.clone()));
+            let _ = write!(sql, " AND verdict = ${}", params.len());
+        }
+        if let Some(since) = filter.since {
+            params.push(Box::new(since));
+            let _ = write!(sql, " AND started_at >= ${}", params.len());
+        }
+        sql += " ORDER BY seq DESC";
+        if let Some(limit) = filter.limit {
+            params.push(Box::new(i64::from(limit)));
+            let _ = write!(sql, " LIMIT ${}", params.len());
+        }
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect();
+        self.op(self.query_rows(&sql, &refs, "listing runs"))
+    }
+
+    /// The latest run of a spec.
+    pub fn last_for_spec(&self, spec_id: &str) -> Result<Option<LedgerRow>, LedgerError> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM runs WHERE spec_id = $1 ORDER BY seq DESC LIMIT 1");
+        Ok(self
+            .op(self.query_rows(&sql, &[&spec_id], "reading the last run of a spec"))?
+            .pop())
+    }
+
+    /// Every row in seq order.
+    pub fn rows(&self) -> Result<Vec<LedgerRow>, LedgerError> {
+        let sql = format!("SELECT {COLUMNS} FROM runs ORDER BY seq");
+        self.op(self.query_rows(&sql, &[], "reading all runs"))
+    }
+
+    /// At most `limit` rows after seq `after`, in seq order.
+    pub fn rows_after(&self, after: u64, limit: u32) -> Result<Vec<LedgerRow>, LedgerError> {
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq > $1 ORDER BY seq LIMIT $2");
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.op(self.query_rows(&sql, &[&after, &i64::from(limit)], "reading runs"))
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> Result<u64, LedgerError> {
+        self.op(async {
+            let conn = self.conn().await?;
+            let row = conn
+                .query_one("SELECT COUNT(*) FROM runs", &[])
+                .await
+                .map_err(self.pg_err("counting runs"))?;
+            conn.release();
+            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        })
+    }
+
+    /// True when no run is recorded.
+    pub fn is_empty(&self) -> Result<bool, LedgerError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The current tree head over the stored leaf hashes.
+    pub fn checkpoint(&self, origin: &str) -> Result<Checkpoint, LedgerError> {
+        let stored: Vec<(i64, String)> = self.op(async {
+            let conn = self.conn().await?;
+            let rows = conn
+                .query("SELECT seq, leaf_hash FROM runs ORDER BY seq", &[])
+                .await
+                .map_err(self.pg_err("reading leaf hashes"))?;
+            conn.release();
+            rows.iter()
+                .map(|r| {
+                    let seq: i64 = r.try_get(0).map_err(|e| corrupt(0, format!("seq: {e}")))?;
+                    let leaf: String = r.try_get(1).map_err(|e| {
+                        corrupt(u64::try_from(seq).unwrap_or(0), format!("leaf_hash: {e}"))
+                    })?;
+                    Ok((seq, leaf))
+                })
+                .collect()
+        })?;
+        let leaves = stored
+            .iter()
+            .map(|(seq, h)| {
+                parse_hash(h).ok_or_else(|| {
+                    corrupt(
+                        u64::try_from(*seq).unwrap_or(0),
+                        "leaf_hash is not 64 hex digits",
+                    )
+                })
+            })
+            .collect::<Result<Vec<Hash>, _>>()?;
+        Ok(Checkpoint {
+            origin: origin.to_owned(),
+            size: leaves.len() as u64,
+            root: merkle::root(&leaves),
+        })
+    }
+}
+
+/// The refusal of a run that repeats the run id or the envelope of a row
+/// earlier in its own batch.
+fn same_in_batch(earlier: &[LedgerRow], entry: &RunEntry, sealed: &Sealed) -> Option<LedgerError> {
+    earlier.iter().find_map(|row| {
+        if row.entry.run_id == entry.run_id {
+            Some(LedgerError::AlreadyRecorded {
+                run_id: entry.run_id.clone(),
+                seq: row.seq,
+            })
+        } else if row.envelope_sha256 == sealed.envelope_sha256 {
+            Some(LedgerError::EnvelopeRecorded {
+                sha256: sealed.envelope_sha256.clone(),
+                run_id: row.entry.run_id.clone(),
+                seq: row.seq,
+            })
+        } else {
+            None
+        }
+    })
+}
+
+fn version(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
+    LedgerError::Corrupt {
+        seq,
+        reason: reason.into(),
+    }
+}
+
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `INSERT_NEXT`'s parameters.
+fn insert_params(
+    e: &RunEntry,
+    sealed: &Sealed,
+    recorded_at: DateTime<Utc>,
+    as_is: bool,
+) -> Vec<Box<dyn ToSql + Sync + Send>> {
+    vec![
+        Box::new(e.run_id.clone()),
+        Box::new(e.spec_id.clone()),
+        Box::new(i64::from(e.attempt)),
+        Box::new(e.verdict.clone()),
+        Box::new(e.tier.clone()),
+        Box::new(e.started_at),
+        Box::new(e.finished_at),
+        Box::new(big(e.input_tokens)),
+        Box::new(big(e.cached_input_tokens)),
+        Box::new(big(e.output_tokens)),
+        Box::new(e.cost_usd),
+        Box::new(e.bundle_path.clone()),
+        Box::new(sealed.envelope_sha256.clone()),
+        Box::new(sealed.leaf_hash.clone()),
+        Box::new(recorded_at),
+        Box::new(e.extra.clone()),
+        Box::new(as_is),
+    ]
+}
+
+/// A stored row's values in `COLUMNS` order.
+fn copy_params(row: &LedgerRow) -> Vec<Box<dyn ToSql + Sync + Send>> {
+    let e = &row.entry;
+    vec![
+        Box::new(big(row.seq)),
+        Box::new(e.run_id.clone()),
+        Box::new(e.spec_id.clone()),
+        Box::new(i64::from(e.attempt)),
+        Box::new(e.verdict.clone()),
+        Box::new(e.tier.clone()),
+        Box::new(e.started_at),
+        Box::new(e.finished_at),
+        Box::new(big(e.input_tokens)),
+        Box::new(big(e.cached_input_tokens)),
+        Box::new(big(e.output_tokens)),
+        Box::new(e.cost_usd),
+        Box::new(e.bundle_path.clone()),
+        Box::new(row.envelope_sha256.clone()),
+        Box::new(row.prev_sha256.clone()),
+        Box::new(row.leaf_hash.clone()),
+        Box::new(row.recorded_at),
+        Box::new(e.extra.clone()),
+    ]
+}
+
+/// A row as PostgreSQL returns it, in `COLUMNS` order. A value of the
+/// wrong type or a NULL where none belongs is a corrupt row, not a panic.
+fn read_row(r: &tokio_postgres::Row) -> Result<LedgerRow, LedgerError> {
+    let seq_raw: i64 = r.try_get(0).map_err(|e| corrupt(0, format!("seq: {e}")))?;
+    let seq = u64::try_from(seq_raw).map_err(|_| corrupt(0, format!("seq {seq_raw}")))?;
+    let bad = |field: &str, e: tokio_postgres::Error| corrupt(seq, format!("{field}: {e}"));
+    let text = |i: usize, field: &str| -> Result<String, LedgerError> {
+        r.try_get(i).map_err(|e| bad(field, e))
+    };
+    let time = |i: usize, field: &str| -> Result<DateTime<Utc>, LedgerError> {
+        r.try_get(i).map_err(|e| bad(field, e))
+    };
+    let count = |i: usize, field: &str| -> Result<u64, LedgerError> {
+        let v: i64 = r.try_get(i).map_err(|e| bad(field, e))?;
+        u64::try_from(v).map_err(|_| corrupt(seq, format!("{field} is {v}")))
+    };
+    let attempt =
+        u32::try_from(count(3, "attempt")?).map_err(|_| corrupt(seq, "attempt is out of range"))?;
+    Ok(LedgerRow {
+        seq,
+        entry: RunEntry {
+            run_id: text(1, "run_id")?,
+            spec_id: text(2, "spec_id")?,
+            attempt,
+            verdict: text(4, "verdict")?,
+            tier: text(5, "tier")?,
+            started_at: time(6, "started_at")?,
+            finished_at: time(7, "finished_at")?,
+            input_tokens: count(8, "input_tokens")?,
+            cached_input_tokens: count(9, "cached_input_tokens")?,
+            output_tokens: count(10, "output_tokens")?,
+            cost_usd: r.try_get(11).map_err(|e| bad("cost_usd", e))?,
+            bundle_path: text(12, "bundle_path")?,
+            extra: r.try_get(17).map_err(|e| bad("extra_json", e))?,
+        },
+        envelope_sha256: text(13, "envelope_sha256")?,
+        prev_sha256: r
+            .try_get::<_, Option<String>>(14)
+            .map_err(|e| bad("prev_sha256", e))?
+            .filter(|s| !s.is_empty()),
+        leaf_hash: text(15, "leaf_hash")?,
+        recorded_at: time(16, "recorded_at")?,
+    })
+}
+
+/// A 32-bit lock key for a name.
+fn lock_key(name: &str) -> i32 {
+    let h = blake3::hash(name.as_bytes());
+    let b = h.as_bytes();
+    i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_append_takes_the_chain_lock() {
+        assert!(BEGIN_APPEND.contains(&format!(
+            "pg_advisory_xact_lock({LOCK_CLASS}, {CHAIN_LOCK})"
+        )));
+    }
+}

@@ -1,0 +1,460 @@
+//! What reports read, in PostgreSQL: the report tables of schema 3
+//! (`run_facts`, `run_models`, `run_roles`, as in the SQLite store), the
+//! statements that fill them inside an append, and the scans that stream
+//! them to a report.
+//!
+//! An append writes a run's facts in the same statement as its row (data-
+//! modifying `WITH` clauses on the inserted row), so they commit together
+//! and cost no round trip. The facts are read out of `extra` by
+//! `StoredFacts::from_extra`, as in SQLite; migration 3 derives the same
+//! facts in SQL for rows written before it (a test holds the two to the
+//! same answers). A scan streams rows from one query in chunks, so a
+//! million runs never sit in memory at once.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::{PgLedger, big, corrupt};
+use crate::ledger::facts::{
+    DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts,
+};
+use crate::ledger::{LedgerError, LedgerRow};
+
+/// Schema 3: the report tables, filled from the rows already there. The
+/// JSON reading mirrors `StoredFacts::from_extra`: a mistyped value reads
+/// as nothing, a count is a non-negative integer written without a
+/// fraction or exponent, the first entry of a repeated role is kept.
+pub(super) const MIGRATION_3_FACTS: &str = r"
+CREATE TABLE run_facts (
+    seq                 BIGINT           PRIMARY KEY,
+    spec_id             TEXT             NOT NULL,
+    verdict             TEXT             NOT NULL,
+    tier                TEXT             NOT NULL,
+    started_at          TIMESTAMPTZ      NOT NULL,
+    agent               TEXT,
+    review              TEXT,
+    input_tokens        BIGINT           NOT NULL,
+    cached_input_tokens BIGINT           NOT NULL,
+    output_tokens       BIGINT           NOT NULL,
+    cost_usd            DOUBLE PRECISION,
+    findings            BIGINT           NOT NULL,
+    duplicates          BIGINT           NOT NULL,
+    resolved            BIGINT           NOT NULL,
+    superseded          BIGINT           NOT NULL
+);
+CREATE TABLE run_models (
+    seq   BIGINT NOT NULL,
+    model TEXT   NOT NULL,
+    PRIMARY KEY (seq, model)
+);
+CREATE TABLE run_roles (
+    seq                 BIGINT           NOT NULL,
+    role                TEXT             NOT NULL,
+    model               TEXT             NOT NULL,
+    status              TEXT             NOT NULL,
+    input_tokens        BIGINT           NOT NULL,
+    cached_input_tokens BIGINT           NOT NULL,
+    output_tokens       BIGINT           NOT NULL,
+    cost_usd            DOUBLE PRECISION,
+    PRIMARY KEY (seq, role)
+);
+
+CREATE FUNCTION pg_temp.gate_count(v json) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN json_typeof(v) = 'number' AND (v #>> '{}') ~ '^[0-9]{1,18}$'
+                THEN (v #>> '{}')::bigint ELSE 0 END
+$$;
+CREATE FUNCTION pg_temp.gate_length(v json) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN json_typeof(v) = 'array' THEN json_array_length(v) ELSE 0 END
+$$;
+CREATE FUNCTION pg_temp.gate_text(v json) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN json_typeof(v) = 'string' THEN v #>> '{}' END
+$$;
+
+INSERT INTO run_facts
+SELECT seq, spec_id, verdict, tier, started_at,
+    pg_temp.gate_text(x -> 'agent'),
+    pg_temp.gate_text(x -> 'review'),
+    input_tokens, cached_input_tokens, output_tokens, cost_usd,
+    pg_temp.gate_length(x -> 'findings'),
+    pg_temp.gate_count(x -> 'duplicates'),
+    pg_temp.gate_length(x -> 'dispositions' -> 'resolved'),
+    pg_temp.gate_length(x -> 'dispositions' -> 'superseded')
+FROM (SELECT *, CASE WHEN json_typeof(extra_json) = 'object' THEN extra_json
+                     ELSE '{}'::json END AS x FROM runs) AS r;
+
+INSERT INTO run_models (seq, model)
+SELECT DISTINCT r.seq, m.value #>> '{}'
+FROM runs r,
+     json_array_elements(CASE WHEN json_typeof(r.extra_json) = 'object'
+                               AND json_typeof(r.extra_json -> 'models') = 'array'
+                              THEN r.extra_json -> 'models' END) AS m (value)
+WHERE json_typeof(m.value) = 'string';
+
+INSERT INTO run_roles
+SELECT DISTINCT ON (r.seq, j.value ->> 'role') r.seq, j.value ->> 'role',
+    COALESCE(pg_temp.gate_text(j.value -> 'model'), ''),
+    COALESCE(pg_temp.gate_text(j.value -> 'status'), ''),
+    pg_temp.gate_count(j.value -> 'input_tokens'),
+    pg_temp.gate_count(j.value -> 'cached_input_tokens'),
+    pg_temp.gate_count(j.value -> 'output_tokens'),
+    CASE WHEN json_typeof(j.value -> 'cost_usd') = 'number'
+         THEN (j.value ->> 'cost_usd')::double precision END
+FROM runs r,
+     json_array_elements(CASE WHEN json_typeof(r.extra_json) = 'object'
+                               AND json_typeof(r.extra_json -> 'roles') = 'array'
+                              THEN r.extra_json -> 'roles' END) WITH ORDINALITY AS j (value, n)
+WHERE json_typeof(j.value) = 'object' AND json_typeof(j.value -> 'role') = 'string'
+ORDER BY r.seq, j.value ->> 'role', j.n;
+
+DROP FUNCTION pg_temp.gate_count(json);
+DROP FUNCTION pg_temp.gate_length(json);
+DROP FUNCTION pg_temp.gate_text(json);
+";
+
+/// The data-modifying `WITH` clauses that write the report rows of the run
+/// an `ins` clause inserted (it returns the `runs` columns the facts
+/// copy); their own parameters start at `$first`. Nothing is written when
+/// `ins` inserted nothing.
+pub(super) fn facts_clauses(first: usize) -> String {
+    let p = |i: usize| format!("${}", first + i);
+    format!(
+        "facts AS (INSERT INTO run_facts (seq, spec_id, verdict, tier, started_at, agent, \
+         review, input_tokens, cached_input_tokens, output_tokens, cost_usd, findings, \
+         duplicates, resolved, superseded) \
+         SELECT seq, spec_id, verdict, tier, started_at, {agent}::text, {review}::text, \
+         input_tokens, cached_input_tokens, output_tokens, cost_usd, {findings}::bigint, \
+         {duplicates}::bigint, {resolved}::bigint, {superseded}::bigint FROM ins), \
+         models AS (INSERT INTO run_models (seq, model) \
+         SELECT ins.seq, m FROM ins, unnest({models}::text[]) AS m), \
+         roles AS (INSERT INTO run_roles (seq, role, model, status, input_tokens, \
+         cached_input_tokens, output_tokens, cost_usd) \
+         SELECT ins.seq, r.* FROM ins, unnest({roles}::text[], {role_models}::text[], \
+         {statuses}::text[], {inputs}::bigint[], {cached}::bigint[], {outputs}::bigint[], \
+         {costs}::float8[]) AS r)",
+        agent = p(0),
+        review = p(1),
+        findings = p(2),
+        duplicates = p(3),
+        resolved = p(4),
+        superseded = p(5),
+        models = p(6),
+        roles = p(7),
+        role_models = p(8),
+        statuses = p(9),
+        inputs = p(10),
+        cached = p(11),
+        outputs = p(12),
+        costs = p(13),
+    )
+}
+
+/// The columns an `ins` clause returns for [`facts_clauses`].
+pub(super) const FACTS_RETURNING: &str = "seq, spec_id, verdict, tier, started_at, \
+     input_tokens, cached_input_tokens, output_tokens, cost_usd";
+
+/// [`facts_clauses`]' parameters for a run's `extra`, in order.
+pub(super) fn facts_params(extra: &serde_json::Value) -> Vec<Box<dyn ToSql + Sync + Send>> {
+    let f = StoredFacts::from_extra(extra);
+    let roles = &f.roles;
+    vec![
+        Box::new(f.agent),
+        Box::new(f.review),
+        Box::new(big(f.findings)),
+        Box::new(big(f.duplicates)),
+        Box::new(big(f.resolved)),
+        Box::new(big(f.superseded)),
+        Box::new(f.models),
+        Box::new(roles.iter().map(|r| r.role.clone()).collect::<Vec<_>>()),
+        Box::new(roles.iter().map(|r| r.model.clone()).collect::<Vec<_>>()),
+        Box::new(roles.iter().map(|r| r.status.clone()).collect::<Vec<_>>()),
+        Box::new(
+            roles
+                .iter()
+                .map(|r| big(r.input_tokens))
+                .collect::<Vec<_>>(),
+        ),
+        Box::new(
+            roles
+                .iter()
+                .map(|r| big(r.cached_input_tokens))
+                .collect::<Vec<_>>(),
+        ),
+        Box::new(
+            roles
+                .iter()
+                .map(|r| big(r.output_tokens))
+                .collect::<Vec<_>>(),
+        ),
+        Box::new(roles.iter().map(|r| r.cost_usd).collect::<Vec<_>>()),
+    ]
+}
+
+/// Removes report rows past the chain's tip, inside an append under the
+/// chain lock: only a ledger cut by hand has them, and the next append
+/// reuses their seq.
+pub(super) const CLEAR_STALE_FACTS: &str = "WITH tip AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM runs), \
+     f AS (DELETE FROM run_facts WHERE seq > (SELECT seq FROM tip)), \
+     m AS (DELETE FROM run_models WHERE seq > (SELECT seq FROM tip)), \
+     r AS (DELETE FROM run_roles WHERE seq > (SELECT seq FROM tip)) \
+     SELECT 1";
+
+/// Rows a scan takes from the server between calls to its callback.
+const CHUNK: usize = 4_096;
+
+/// The scope as `WHERE` conditions over `run_facts` aliased `f`, and their
+/// parameters (only the conditions a scope sets, so the planner sees plain
+/// predicates it can use an index for).
+fn scope_sql(scope: &ReportScope) -> (String, Vec<Box<dyn ToSql + Sync + Send>>) {
+    let mut sql = String::from("true");
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    if let Some(spec) = &scope.spec_id {
+        params.push(Box::new(spec.clone()));
+        let _ = write!(sql, " AND f.spec_id = ${}", params.len());
+    }
+    if let Some(since) = scope.since {
+        params.push(Box::new(since));
+        let _ = write!(sql, " AND f.started_at >= ${}", params.len());
+    }
+    (sql, params)
+}
+
+fn count(r: &Row, i: usize) -> Result<u64, tokio_postgres::Error> {
+    r.try_get::<_, i64>(i)
+        .map(|v| u64::try_from(v).unwrap_or(0))
+}
+
+fn seq_of(r: &Row) -> Result<u64, LedgerError> {
+    count(r, 0).map_err(|e| corrupt(0, format!("seq: {e}")))
+}
+
+impl PgLedger {
+    /// Streams the rows of one query to `each`, a chunk at a time: the
+    /// callback runs outside the ledger's runtime, between reads.
+    fn stream(
+        &self,
+        sql: &str,
+        params: &[Box<dyn ToSql + Sync + Send>],
+        action: &'static str,
+        mut each: impl FnMut(&Row) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError> {
+        let err = self.pg_err(action);
+        let conn = self.op(self.conn())?;
+        let mut rows = Box::pin(self.op(async {
+            let refs = params.iter().map(|p| &**p as &(dyn ToSql + Sync));
+            conn.query_raw(sql, refs).await.map_err(&err)
+        })?);
+        loop {
+            let chunk = self.op(async {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                while chunk.len() < CHUNK {
+                    match rows.next().await {
+                        Some(row) => chunk.push(row.map_err(&err)?),
+                        None => break,
+                    }
+                }
+                Ok(chunk)
+            })?;
+            for row in &chunk {
+                each(row)?;
+            }
+            if chunk.len() < CHUNK {
+                break;
+            }
+        }
+        drop(rows);
+        conn.release();
+        Ok(())
+    }
+
+    /// The highest seq in the ledger (0 when empty).
+    pub fn max_seq(&self) -> Result<u64, LedgerError> {
+        self.op(async {
+            let conn = self.conn().await?;
+            let row = conn
+                .query_one("SELECT COALESCE(MAX(seq), 0) FROM runs", &[])
+                .await
+                .map_err(self.pg_err("reading the last seq"))?;
+            conn.release();
+            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        })
+    }
+
+    /// The run at `seq`.
+    pub fn row_at(&self, seq: u64) -> Result<Option<LedgerRow>, LedgerError> {
+        let sql = format!("SELECT {} FROM runs WHERE seq = $1", super::COLUMNS);
+        Ok(self
+            .op(self.query_rows(&sql, &[&big(seq)], "reading a run"))?
+            .pop())
+    }
+
+    /// Calls `each` with the facts of every run in `scope`, in seq order,
+    /// streaming.
+    pub fn scan_run_facts(
+        &self,
+        scope: &ReportScope,
+        mut each: impl FnMut(&RunFacts<'_>),
+    ) -> Result<(), LedgerError> {
+        let (filter, params) = scope_sql(scope);
+        let sql = format!(
+            "SELECT seq, spec_id, verdict, tier, started_at, agent, review, input_tokens, \
+             cached_input_tokens, output_tokens, cost_usd, findings, duplicates, resolved, \
+             superseded FROM run_facts f WHERE {filter} ORDER BY seq"
+        );
+        self.stream(&sql, &params, "reading run facts", |r| {
+            let seq = seq_of(r)?;
+            let facts = (|| {
+                let started_at: DateTime<Utc> = r.try_get(4)?;
+                Ok::<_, tokio_postgres::Error>(RunFacts {
+                    seq,
+                    spec_id: r.try_get(1)?,
+                    verdict: r.try_get(2)?,
+                    tier: r.try_get(3)?,
+                    started_on: started_at.date_naive(),
+                    agent: r.try_get(5)?,
+                    review: r.try_get(6)?,
+                    input_tokens: count(r, 7)?,
+                    cached_input_tokens: count(r, 8)?,
+                    output_tokens: count(r, 9)?,
+                    cost_usd: r.try_get(10)?,
+                    findings: count(r, 11)?,
+                    duplicates: count(r, 12)?,
+                    resolved: count(r, 13)?,
+                    superseded: count(r, 14)?,
+                })
+            })()
+            .map_err(|e| corrupt(seq, format!("run_facts: {e}")))?;
+            each(&facts);
+            Ok(())
+        })
+    }
+
+    /// Calls `each(seq, model)` for every model every run in `scope` used.
+    pub fn scan_run_models(
+        &self,
+        scope: &ReportScope,
+        mut each: impl FnMut(u64, &str),
+    ) -> Result<(), LedgerError> {
+        let (sql, params) = if scope.is_all() {
+            ("SELECT seq, model FROM run_models".to_owned(), Vec::new())
+        } else {
+            let (filter, params) = scope_sql(scope);
+            (
+                format!(
+                    "SELECT m.seq, m.model FROM run_facts f JOIN run_models m ON m.seq = f.seq \
+                     WHERE {filter}"
+                ),
+                params,
+            )
+        };
+        self.stream(&sql, &params, "reading the models runs used", |r| {
+            let seq = seq_of(r)?;
+            let model: &str = r
+                .try_get(1)
+                .map_err(|e| corrupt(seq, format!("run_models: {e}")))?;
+            each(seq, model);
+            Ok(())
+        })
+    }
+
+    /// Calls `each` for every specialist of every run in `scope`.
+    pub fn scan_run_roles(
+        &self,
+        scope: &ReportScope,
+        mut each: impl FnMut(&RoleFacts<'_>),
+    ) -> Result<(), LedgerError> {
+        const COLS: &str = "r.seq, r.role, r.model, r.status, r.input_tokens, \
+                            r.cached_input_tokens, r.output_tokens, r.cost_usd";
+        let (sql, params) = if scope.is_all() {
+            (format!("SELECT {COLS} FROM run_roles r"), Vec::new())
+        } else {
+            let (filter, params) = scope_sql(scope);
+            (
+                format!(
+                    "SELECT {COLS} FROM run_facts f JOIN run_roles r ON r.seq = f.seq \
+                     WHERE {filter}"
+                ),
+                params,
+            )
+        };
+        self.stream(&sql, &params, "reading the specialists of runs", |r| {
+            let seq = seq_of(r)?;
+            let facts = (|| {
+                Ok::<_, tokio_postgres::Error>(RoleFacts {
+                    seq,
+                    role: r.try_get(1)?,
+                    model: r.try_get(2)?,
+                    status: r.try_get(3)?,
+                    input_tokens: count(r, 4)?,
+                    cached_input_tokens: count(r, 5)?,
+                    output_tokens: count(r, 6)?,
+                    cost_usd: r.try_get(7)?,
+                })
+            })()
+            .map_err(|e| corrupt(seq, format!("run_roles: {e}")))?;
+            each(&facts);
+            Ok(())
+        })
+    }
+
+    /// For every run with an outcome or an override: its latest outcome (by
+    /// the order recorded) and its latest override, in seq order.
+    pub fn outcome_states(&self) -> Result<Vec<OutcomeState>, LedgerError> {
+        let mut states = Vec::new();
+        self.stream(
+            "WITH latest AS (SELECT DISTINCT ON (run_id) run_id, broken, recorded_at \
+                 FROM outcomes ORDER BY run_id, id DESC), \
+             overridden AS (SELECT run_id, MAX(recorded_at) AS at FROM overrides \
+                 GROUP BY run_id), \
+             runs_with AS (SELECT COALESCE(l.run_id, o.run_id) AS run_id, l.broken, \
+                 l.recorded_at, o.at \
+                 FROM latest l FULL JOIN overridden o ON o.run_id = l.run_id) \
+             SELECT r.seq, w.broken, w.recorded_at, w.at FROM runs_with w \
+             JOIN runs r ON r.run_id = w.run_id ORDER BY r.seq",
+            &[],
+            "reading outcomes and overrides",
+            |r| {
+                let seq = seq_of(r)?;
+                let state = (|| {
+                    let broken: Option<bool> = r.try_get(1)?;
+                    let at: Option<DateTime<Utc>> = r.try_get(2)?;
+                    Ok::<_, tokio_postgres::Error>(OutcomeState {
+                        seq,
+                        latest: broken.zip(at),
+                        overridden_at: r.try_get(3)?,
+                    })
+                })()
+                .map_err(|e| corrupt(seq, format!("outcomes: {e}")))?;
+                states.push(state);
+                Ok(())
+            },
+        )?;
+        Ok(states)
+    }
+
+    /// Every dismissal, with the seq of the run that raised the finding,
+    /// oldest first.
+    pub fn dismissal_refs(&self) -> Result<Vec<DismissalRef>, LedgerError> {
+        let mut out = Vec::new();
+        self.stream(
+            "SELECT r.seq, d.finding_id FROM dismissals d \
+             JOIN runs r ON r.run_id = d.run_id ORDER BY d.id",
+            &[],
+            "reading dismissals",
+            |r| {
+                let seq = seq_of(r)?;
+                out.push(DismissalRef {
+                    seq,
+                    finding_id: r
+                        .try_get(1)
+                        .map_err(|e| corrupt(seq, format!("dismissals: {e}")))?,
+                });
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+}
