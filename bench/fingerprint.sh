@@ -26,7 +26,8 @@ tree=$out/tree
 mkdir -p "$out"
 
 die() { echo "fingerprint: $*" >&2; exit 2; }
-now_ns() { date +%s%N; }
+# shellcheck source=bench/measure.sh
+source "$repo/bench/measure.sh"
 
 # --- b3sum ------------------------------------------------------------------
 find_b3sum() {
@@ -144,19 +145,6 @@ b3sum_split_mt() {
 our_line=
 ours_run() { our_line=$("$ours" "$tree"); }
 
-# Runs "$@" RUNS times after one untimed warm-up; sets best_ns and median_ns.
-measure() {
-    "$@"
-    local -a times=()
-    local i t0 t1
-    for ((i = 0; i < RUNS; i++)); do
-        t0=$(now_ns); "$@"; t1=$(now_ns)
-        times+=($((t1 - t0)))
-    done
-    mapfile -t times < <(printf '%s\n' "${times[@]}" | sort -n)
-    best_ns=${times[0]}
-    median_ns=${times[$((RUNS / 2))]}
-}
 mibs() { awk -v b="$TOTAL" -v ns="$1" 'BEGIN {printf "%.0f", b / 1048576 / (ns / 1e9)}'; }
 
 echo "timing ($RUNS runs each after a warm-up, $cores cores)..."

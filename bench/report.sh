@@ -27,7 +27,8 @@ ws=$out/report-$N_RUNS-$N_OUTCOMES
 db=$ws/.gate/ledger.db
 
 die() { echo "report: $*" >&2; exit 2; }
-now_ns() { date +%s%N; }
+# shellcheck source=bench/measure.sh
+source "$repo/bench/measure.sh"
 
 command -v python3 >/dev/null || die "python3 is needed to compare the figures"
 if ! command -v sqlite3 >/dev/null; then
@@ -63,20 +64,6 @@ echo "ledger: $(du -h "$db" | cut -f1), $(sqlite3 "$db" 'SELECT COUNT(*) FROM ru
 gate_run() { "$gate" --workspace "$ws" -q report --format json >"$out/report-gate.json"; }
 sqlite_run() { sqlite3 -bail "$db" <"$repo/bench/report.sql" >"$out/report-sqlite.json"; }
 
-# Runs "$@" RUNS times after one untimed warm-up; sets best_ns and median_ns.
-measure() {
-    "$@"
-    local -a times=()
-    local i t0 t1
-    for ((i = 0; i < RUNS; i++)); do
-        t0=$(now_ns); "$@"; t1=$(now_ns)
-        times+=($((t1 - t0)))
-    done
-    mapfile -t times < <(printf '%s\n' "${times[@]}" | sort -n)
-    best_ns=${times[0]}
-    median_ns=${times[$((RUNS / 2))]}
-}
-ms() { awk -v n="$1" 'BEGIN {printf "%.0f", n / 1e6}'; }
 
 echo "timing ($RUNS runs each after a warm-up, $(nproc) cores)..."
 measure sqlite_run
