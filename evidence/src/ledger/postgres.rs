@@ -368,15 +368,13 @@ impl PgLedger {
             let conn = &conn;
             async move { conn.query_opt(insert, &refs).await }
         }));
-        let (begun, cleared, inserted, committed, durable) = futures::join!(
+        let (begun, inserted, committed, durable) = futures::join!(
             conn.batch_execute(BEGIN_APPEND),
-            conn.batch_execute(report::CLEAR_STALE_FACTS),
             inserts,
             conn.batch_execute("COMMIT"),
             conn.batch_execute(DURABLE),
         );
         begun.map_err(&err)?;
-        cleared.map_err(&err)?;
         let mut out = Vec::with_capacity(runs.len());
         for (((entry, _), (sealed, _)), result) in runs.iter().zip(&prepared).zip(inserted) {
             let row = match result {
@@ -509,9 +507,6 @@ impl PgLedger {
                 .map_err(&err)?
                 .map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1)));
             super::check_continues(&self.name, tip, rows)?;
-            tx.batch_execute(report::CLEAR_STALE_FACTS)
-                .await
-                .map_err(&err)?;
             let params: Vec<Vec<Box<dyn ToSql + Sync + Send>>> = rows
                 .iter()
                 .map(|row| {
@@ -748,6 +743,24 @@ fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// A run's own values, `run_id` to `bundle_path`, as both inserts take them.
+fn entry_params(e: &RunEntry) -> [Box<dyn ToSql + Sync + Send>; 12] {
+    [
+        Box::new(e.run_id.clone()),
+        Box::new(e.spec_id.clone()),
+        Box::new(i64::from(e.attempt)),
+        Box::new(e.verdict.clone()),
+        Box::new(e.tier.clone()),
+        Box::new(e.started_at),
+        Box::new(e.finished_at),
+        Box::new(big(e.input_tokens)),
+        Box::new(big(e.cached_input_tokens)),
+        Box::new(big(e.output_tokens)),
+        Box::new(e.cost_usd),
+        Box::new(e.bundle_path.clone()),
+    ]
+}
+
 /// `INSERT_NEXT`'s parameters.
 fn insert_params(
     e: &RunEntry,
@@ -755,50 +768,29 @@ fn insert_params(
     recorded_at: DateTime<Utc>,
     as_is: bool,
 ) -> Vec<Box<dyn ToSql + Sync + Send>> {
-    vec![
-        Box::new(e.run_id.clone()),
-        Box::new(e.spec_id.clone()),
-        Box::new(i64::from(e.attempt)),
-        Box::new(e.verdict.clone()),
-        Box::new(e.tier.clone()),
-        Box::new(e.started_at),
-        Box::new(e.finished_at),
-        Box::new(big(e.input_tokens)),
-        Box::new(big(e.cached_input_tokens)),
-        Box::new(big(e.output_tokens)),
-        Box::new(e.cost_usd),
-        Box::new(e.bundle_path.clone()),
-        Box::new(sealed.envelope_sha256.clone()),
+    let mut params = Vec::from(entry_params(e));
+    params.extend([
+        Box::new(sealed.envelope_sha256.clone()) as Box<dyn ToSql + Sync + Send>,
         Box::new(sealed.leaf_hash.clone()),
         Box::new(recorded_at),
         Box::new(e.extra.clone()),
         Box::new(as_is),
-    ]
+    ]);
+    params
 }
 
 /// A stored row's values in `COLUMNS` order.
 fn copy_params(row: &LedgerRow) -> Vec<Box<dyn ToSql + Sync + Send>> {
-    let e = &row.entry;
-    vec![
-        Box::new(big(row.seq)),
-        Box::new(e.run_id.clone()),
-        Box::new(e.spec_id.clone()),
-        Box::new(i64::from(e.attempt)),
-        Box::new(e.verdict.clone()),
-        Box::new(e.tier.clone()),
-        Box::new(e.started_at),
-        Box::new(e.finished_at),
-        Box::new(big(e.input_tokens)),
-        Box::new(big(e.cached_input_tokens)),
-        Box::new(big(e.output_tokens)),
-        Box::new(e.cost_usd),
-        Box::new(e.bundle_path.clone()),
-        Box::new(row.envelope_sha256.clone()),
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(big(row.seq))];
+    params.extend(entry_params(&row.entry));
+    params.extend([
+        Box::new(row.envelope_sha256.clone()) as Box<dyn ToSql + Sync + Send>,
         Box::new(row.prev_sha256.clone()),
         Box::new(row.leaf_hash.clone()),
         Box::new(row.recorded_at),
-        Box::new(e.extra.clone()),
-    ]
+        Box::new(row.entry.extra.clone()),
+    ]);
+    params
 }
 
 /// A row as PostgreSQL returns it, in `COLUMNS` order. A value of the

@@ -86,6 +86,7 @@ both_stores!(
     scans_honour_the_scope,
     outcome_states_and_dismissals,
     migration_3_backfills_what_append_writes,
+    a_cut_ledger_keeps_no_stale_report_rows,
     bundles_kept_in_the_ledger,
 );
 
@@ -886,6 +887,29 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
     let l = store.open();
     assert_eq!(l.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(report_dump(&l), appended);
+}
+
+/// A ledger whose tail was cut by hand: the next append reuses the cut
+/// seq, and the report tables hold the new run's rows, not the cut one's
+/// (the same as a ledger that never had the cut run).
+fn a_cut_ledger_keeps_no_stale_report_rows(store: &Store) {
+    let x = extras();
+    let kept = report_entry("r0", "s", "pass", 1, x[0].clone());
+    let cut = report_entry("r1", "s", "fail", 2, x[0].clone());
+    let next = report_entry("r2", "t", "pass", 3, x[1].clone());
+    let mut l = store.open();
+    l.append(&kept, b"e0").unwrap();
+    l.append(&cut, b"e1").unwrap();
+    drop(l);
+    store.execute("DELETE FROM runs WHERE seq = 2");
+    let mut l = store.open();
+    assert_eq!(l.append(&next, b"e2").unwrap().seq, 2);
+
+    let never = Store::sqlite();
+    let mut never_cut = never.open();
+    never_cut.append(&kept, b"e0").unwrap();
+    never_cut.append(&next, b"e2").unwrap();
+    assert_eq!(report_dump(&l), report_dump(&never_cut));
 }
 
 /// A bundle kept in the ledger goes in with its row, or not at all.

@@ -28,9 +28,12 @@ use crate::ledger::{LedgerError, LedgerRow};
 /// JSON reading mirrors `StoredFacts::from_extra`: a mistyped value reads
 /// as nothing, a count is a non-negative integer written without a
 /// fraction or exponent, the first entry of a repeated role is kept.
+/// Each report row belongs to its run (`ON DELETE CASCADE`): a ledger cut
+/// by hand takes the cut runs' report rows with it, so an append never
+/// meets stale ones and need not look for them under the chain lock.
 pub(super) const MIGRATION_3_FACTS: &str = r"
 CREATE TABLE run_facts (
-    seq                 BIGINT           PRIMARY KEY,
+    seq                 BIGINT           PRIMARY KEY REFERENCES runs (seq) ON DELETE CASCADE,
     spec_id             TEXT             NOT NULL,
     verdict             TEXT             NOT NULL,
     tier                TEXT             NOT NULL,
@@ -47,12 +50,12 @@ CREATE TABLE run_facts (
     superseded          BIGINT           NOT NULL
 );
 CREATE TABLE run_models (
-    seq   BIGINT NOT NULL,
+    seq   BIGINT NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
     model TEXT   NOT NULL,
     PRIMARY KEY (seq, model)
 );
 CREATE TABLE run_roles (
-    seq                 BIGINT           NOT NULL,
+    seq                 BIGINT           NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
     role                TEXT             NOT NULL,
     model               TEXT             NOT NULL,
     status              TEXT             NOT NULL,
@@ -192,15 +195,6 @@ pub(super) fn facts_params(extra: &serde_json::Value) -> Vec<Box<dyn ToSql + Syn
         Box::new(roles.iter().map(|r| r.cost_usd).collect::<Vec<_>>()),
     ]
 }
-
-/// Removes report rows past the chain's tip, inside an append under the
-/// chain lock: only a ledger cut by hand has them, and the next append
-/// reuses their seq.
-pub(super) const CLEAR_STALE_FACTS: &str = "WITH tip AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM runs), \
-     f AS (DELETE FROM run_facts WHERE seq > (SELECT seq FROM tip)), \
-     m AS (DELETE FROM run_models WHERE seq > (SELECT seq FROM tip)), \
-     r AS (DELETE FROM run_roles WHERE seq > (SELECT seq FROM tip)) \
-     SELECT 1";
 
 /// Rows a scan takes from the server between calls to its callback.
 const CHUNK: usize = 4_096;
