@@ -34,9 +34,16 @@ pub struct Asked {
 /// The judged rules that apply to any of `files` (workspace-relative),
 /// outermost first; guide entries are never asked.
 pub fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
-    let mut out: Vec<Asked> = Vec::new();
     // Design rules are asked of screenshots, page by page (`rules::design`).
-    for rule in set.rules.iter().filter(|r| r.judge && !r.design) {
+    judged(set, files, false)
+}
+
+/// The judged rules, design rules or the others, that apply to any of
+/// `files`; a rule id that more than one rules file uses is keyed
+/// `id@home`.
+pub(crate) fn judged(set: &RuleSet, files: &[String], design: bool) -> Vec<Asked> {
+    let mut out: Vec<Asked> = Vec::new();
+    for rule in set.rules.iter().filter(|r| r.judge && r.design == design) {
         let mut applies: Vec<String> = files
             .iter()
             .filter(|f| rule.applies_to(f))

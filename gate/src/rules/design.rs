@@ -37,30 +37,7 @@ pub struct PageAsk {
 /// The judged design rules that apply to any of `files`, keyed as in
 /// [`ask::asked`].
 pub fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
-    let mut out: Vec<Asked> = Vec::new();
-    for rule in set.rules.iter().filter(|r| r.judge && r.design) {
-        let mut applies: Vec<String> = files
-            .iter()
-            .filter(|f| rule.applies_to(f))
-            .cloned()
-            .collect();
-        if applies.is_empty() {
-            continue;
-        }
-        applies.sort();
-        applies.dedup();
-        out.push(Asked {
-            key: rule.id.clone(),
-            rule: rule.clone(),
-            files: applies,
-        });
-    }
-    for i in 0..out.len() {
-        if out.iter().filter(|a| a.rule.id == out[i].rule.id).count() > 1 {
-            out[i].key = format!("{}@{}", out[i].rule.id, out[i].rule.home);
-        }
-    }
-    out
+    ask::judged(set, files, true)
 }
 
 /// What the reviewer is told about the screenshots that follow: which page,
