@@ -183,6 +183,32 @@ fn ci(r: &OutcomeRate) -> String {
     )
 }
 
+/// One group's figure: its false-pass rate and runs, over its weekly chart.
+fn group_figure(
+    out: &mut String,
+    kind: &str,
+    name: &str,
+    g: &Group,
+    axis: &[String],
+    weeks: Option<&BTreeMap<String, Group>>,
+) {
+    let title = format!(
+        "{name}: {} ({} runs)",
+        percent(g.false_pass().rate()),
+        thousands(g.runs)
+    );
+    let _ = write!(
+        out,
+        r"<figure><h3>{}</h3>{}</figure>",
+        escape(&title),
+        rate_chart(
+            &format!("False-pass rate by week, {kind} {name}"),
+            axis,
+            rate_series(name, axis, weeks)
+        )
+    );
+}
+
 fn breakdown_table(out: &mut String, id: &str, label: &str, rows: &[(&String, &Group)]) {
     let _ = write!(
         out,
@@ -321,21 +347,7 @@ pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
 
     out.push_str(r#"<section id="by-tier"><h2>By tier</h2><div class="grid">"#);
     for (tier, g) in &card_.by.tier {
-        let title = format!(
-            "{tier}: {} ({} runs)",
-            percent(g.false_pass().rate()),
-            thousands(g.runs)
-        );
-        let _ = write!(
-            out,
-            r"<figure><h3>{}</h3>{}</figure>",
-            escape(&title),
-            rate_chart(
-                &format!("False-pass rate by week, tier {tier}"),
-                &axis,
-                rate_series(tier, &axis, card_.tier_weeks.get(tier))
-            )
-        );
+        group_figure(&mut out, "tier", tier, g, &axis, card_.tier_weeks.get(tier));
     }
     out.push_str("</div>");
     breakdown_table(&mut out, "tier-table", "tier", &by_runs(&card_.by.tier));
@@ -347,20 +359,13 @@ pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
     } else {
         out.push_str(r#"<div class="grid">"#);
         for (model, g) in by_runs(&card_.by.model).into_iter().take(MAX_MODEL_CHARTS) {
-            let title = format!(
-                "{model}: {} ({} runs)",
-                percent(g.false_pass().rate()),
-                thousands(g.runs)
-            );
-            let _ = write!(
-                out,
-                r"<figure><h3>{}</h3>{}</figure>",
-                escape(&title),
-                rate_chart(
-                    &format!("False-pass rate by week, model {model}"),
-                    &axis,
-                    rate_series(model, &axis, card_.model_weeks.get(model))
-                )
+            group_figure(
+                &mut out,
+                "model",
+                model,
+                g,
+                &axis,
+                card_.model_weeks.get(model),
             );
         }
         out.push_str("</div>");
