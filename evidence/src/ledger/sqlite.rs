@@ -143,22 +143,14 @@ impl SqliteLedger {
         &self.path
     }
 
-    fn sql_err(&self, action: &'static str) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
-        move |source| LedgerError::Sql {
-            path: self.path.clone(),
-            action,
-            source,
-        }
+    fn sql_err(&self, action: &'static str) -> impl Fn(rusqlite::Error) -> LedgerError + Copy + '_ {
+        sql_err_at(&self.path, action)
     }
 
     /// Applies the migrations up to schema `target`.
     fn migrate(&mut self, target: u32) -> Result<(), LedgerError> {
         let path = self.path.clone();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            action: "migrating the schema",
-            source,
-        };
+        let err = sql_err_at(&path, "migrating the schema");
         for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize) {
             let version = i as u32 + 1;
             // One transaction per step, re-reading the version inside it, so
@@ -263,11 +255,7 @@ impl SqliteLedger {
         check: SeriesCheck,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
         let path = self.path.clone();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            action: "appending a run",
-            source,
-        };
+        let err = sql_err_at(&path, "appending a run");
         let _turn = self.queue.wait()?;
         let tx = self
             .conn
@@ -288,11 +276,7 @@ impl SqliteLedger {
     /// one transaction; they must continue this ledger's chain.
     pub fn copy_rows(&mut self, rows: &[LedgerRow]) -> Result<(), LedgerError> {
         let path = self.path.clone();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            action: "copying runs",
-            source,
-        };
+        let err = sql_err_at(&path, "copying runs");
         let _turn = self.queue.wait()?;
         let tx = self
             .conn
@@ -682,6 +666,20 @@ impl RawRow {
             leaf_hash: self.leaf_hash,
             recorded_at: time("recorded_at", &self.recorded_at)?,
         })
+    }
+}
+
+/// A SQLite error as the ledger reports it, naming the file and what it was
+/// doing. It borrows only the path, so a method can hold it while it
+/// borrows the connection mutably.
+fn sql_err_at<'a>(
+    path: &'a Path,
+    action: &'static str,
+) -> impl Fn(rusqlite::Error) -> LedgerError + Copy + 'a {
+    move |source| LedgerError::Sql {
+        path: path.to_path_buf(),
+        action,
+        source,
     }
 }
 

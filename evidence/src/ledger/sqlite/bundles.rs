@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::SqliteLedger;
+use super::{SqliteLedger, sql_err_at};
 use crate::ledger::LedgerError;
 
 pub(super) const MIGRATION_4_BUNDLES: &str = "
@@ -64,11 +64,7 @@ impl SqliteLedger {
     /// Copies kept bundles exactly as they are, in one transaction.
     pub fn copy_bundles(&mut self, bundles: &[(String, Vec<u8>)]) -> Result<(), LedgerError> {
         let path = self.path.clone();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            action: "copying bundles",
-            source,
-        };
+        let err = sql_err_at(&path, "copying bundles");
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
-use super::{SqliteLedger, ts};
+use super::{SqliteLedger, sql_err_at, ts};
 use crate::ledger::{BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry};
 
 pub(super) const MIGRATION_2_EVENTS: &str = "
@@ -136,11 +136,7 @@ impl SqliteLedger {
     /// Records several outcomes in one transaction: all of them or none.
     pub fn add_outcomes(&mut self, outcomes: &[OutcomeEntry]) -> Result<(), LedgerError> {
         let path = self.path.clone();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            action: "recording an outcome",
-            source,
-        };
+        let err = sql_err_at(&path, "recording an outcome");
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -319,11 +315,7 @@ impl SqliteLedger {
         update: impl FnOnce(Option<BreakerRecord>) -> (Option<BreakerRecord>, T),
     ) -> Result<T, LedgerError> {
         let path = self.path.clone();
-        let err = |source| LedgerError::Sql {
-            path: path.clone(),
-            action: "updating a circuit breaker",
-            source,
-        };
+        let err = sql_err_at(&path, "updating a circuit breaker");
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
