@@ -14,8 +14,9 @@ measure() {
         times+=($((t1 - t0)))
     done
     mapfile -t times < <(printf '%s\n' "${times[@]}" | sort -n)
+    # shellcheck disable=SC2034  # both are read by the sourcing script
     best_ns=${times[0]}
-    # shellcheck disable=SC2034  # read by the sourcing script
+    # shellcheck disable=SC2034
     median_ns=${times[$((RUNS / 2))]}
 }
 

@@ -22,9 +22,6 @@ N_OUTCOMES=${N_OUTCOMES:-100000}
 RATIO_TARGET=2.0
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=$repo/bench/out
-ws=$out/report-$N_RUNS-$N_OUTCOMES
-db=$ws/.gate/ledger.db
 
 die() { echo "report: $*" >&2; exit 2; }
 # shellcheck source=bench/measure.sh
@@ -40,24 +37,10 @@ if ! command -v sqlite3 >/dev/null; then
 fi
 echo "sqlite3: $(sqlite3 --version | cut -d' ' -f1)"
 
-echo "building gate and the ledger generator (release)..."
-(cd "$repo" && cargo build --release --quiet -p gate --bin gate &&
-    cargo build --release --quiet -p gate-evidence --example gen_ledger) ||
-    die "cargo build failed"
-target_dir=${CARGO_TARGET_DIR:-$repo/target}
-gate=$target_dir/release/gate
-gen=$target_dir/release/examples/gen_ledger
-[[ -x $gate && -x $gen ]] || die "no binaries under $target_dir/release"
-
-if [[ ! -f $ws/.done ]]; then
-    echo "generating $N_RUNS runs and $N_OUTCOMES outcomes under $ws (once)..."
-    rm -rf "$ws"
-    mkdir -p "$ws/.gate"
-    "$gen" "$db" --runs "$N_RUNS" --outcomes "$N_OUTCOMES" || die "generation failed"
-    # Fold the write-ahead log into the database so both sides read one file.
-    sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
-    touch "$ws/.done"
-fi
+# shellcheck source=bench/report_ledger.sh
+source "$repo/bench/report_ledger.sh"
+# Fold the write-ahead log into the database so both sides read one file.
+sqlite3 "$db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
 echo "ledger: $(du -h "$db" | cut -f1), $(sqlite3 "$db" 'SELECT COUNT(*) FROM runs') runs," \
     "$(sqlite3 "$db" 'SELECT COUNT(*) FROM outcomes') outcomes"
 

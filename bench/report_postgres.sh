@@ -23,9 +23,6 @@ N_OUTCOMES=${N_OUTCOMES:-100000}
 RATIO_TARGET=2.0
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=$repo/bench/out
-ws=$out/report-$N_RUNS-$N_OUTCOMES
-db=$ws/.gate/ledger.db
 
 die() { echo "report_postgres: $*" >&2; exit 2; }
 # shellcheck source=bench/measure.sh
@@ -33,22 +30,8 @@ source "$repo/bench/measure.sh"
 
 command -v python3 >/dev/null || die "python3 is needed to compare the figures"
 
-echo "building gate and the ledger generator (release)..."
-(cd "$repo" && cargo build --release --quiet -p gate --bin gate &&
-    cargo build --release --quiet -p gate-evidence --example gen_ledger) ||
-    die "cargo build failed"
-target_dir=${CARGO_TARGET_DIR:-$repo/target}
-gate=$target_dir/release/gate
-gen=$target_dir/release/examples/gen_ledger
-[[ -x $gate && -x $gen ]] || die "no binaries under $target_dir/release"
-
-if [[ ! -f $ws/.done ]]; then
-    echo "generating $N_RUNS runs and $N_OUTCOMES outcomes under $ws (once)..."
-    rm -rf "$ws"
-    mkdir -p "$ws/.gate"
-    "$gen" "$db" --runs "$N_RUNS" --outcomes "$N_OUTCOMES" || die "generation failed"
-    touch "$ws/.done"
-fi
+# shellcheck source=bench/report_ledger.sh
+source "$repo/bench/report_ledger.sh"
 
 pgdir=$(mktemp -d "${TMPDIR:-/tmp}/gate-report-pg.XXXXXX")
 trap '"$repo/scripts/peer-postgres.sh" stop "$pgdir"; rm -rf "$pgdir"' EXIT
