@@ -115,6 +115,33 @@ impl TestEnv {
     }
 }
 
+/// The real `gate` binary as a hermetic command.
+pub fn gate_command() -> Command {
+    #[allow(clippy::disallowed_methods)] // tests drive the real binary
+    let mut cmd = Command::new(gate_bin());
+    hermetic(&mut cmd);
+    cmd
+}
+
+/// Takes out of `cmd`'s environment everything of the developer's or CI's
+/// that changes what the gate does: CI demands a signing key, a
+/// developer's provider keys would call out.
+pub fn hermetic(cmd: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if key.starts_with("GATE_")
+            || key.starts_with("AWS_")
+            || key.ends_with("_API_KEY")
+            || key == "CI"
+            || key == "GITHUB_STEP_SUMMARY"
+            || key == "RUST_LOG"
+        {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("NO_COLOR", "1")
+}
+
 /// A `gate` invocation being built.
 pub struct GateCommand {
     cmd: Command,
@@ -124,24 +151,8 @@ pub struct GateCommand {
 
 impl GateCommand {
     fn new(cwd: &Path, args: &[&str]) -> Self {
-        #[allow(clippy::disallowed_methods)] // tests drive the real binary
-        let mut cmd = Command::new(gate_bin());
+        let mut cmd = gate_command();
         cmd.args(args).current_dir(cwd).stdin(Stdio::null());
-        // A hermetic run: nothing from the developer's or CI's environment
-        // that changes what the gate does.
-        for (key, _) in std::env::vars_os() {
-            let Some(key) = key.to_str() else { continue };
-            if key.starts_with("GATE_")
-                || key.starts_with("AWS_")
-                || key.ends_with("_API_KEY")
-                || key == "CI"
-                || key == "GITHUB_STEP_SUMMARY"
-                || key == "RUST_LOG"
-            {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.env("NO_COLOR", "1");
         Self {
             cmd,
             timeout: Duration::from_secs(120),

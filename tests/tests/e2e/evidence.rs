@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
-use gate_tests::{TestEnv, gate_bin, repo_root};
+use gate_tests::{TestEnv, gate_command, repo_root};
 use serde_json::{Value, json};
 
 fn passing_workspace() -> TestEnv {
@@ -362,11 +362,9 @@ fn sigkill_at_random_points_leaves_the_ledger_consistent() {
         seed ^= seed << 17;
         let delay = Duration::from_millis(seed % 400);
         env.write("src/a.txt", &format!("a {trial}\n"));
-        #[allow(clippy::disallowed_methods)]
-        let mut child = Command::new(gate_bin())
+        let mut child = gate_command()
             .arg("verify")
             .current_dir(env.path())
-            .env_remove("CI")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -6,7 +6,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::process::Command;
 use std::time::Duration;
 
-use gate_tests::{TestEnv, gate_bin};
+use gate_tests::{TestEnv, gate_bin, gate_command, hermetic};
 
 /// Peak resident memory of the finished children of this test process, in MiB.
 fn children_peak_mib() -> u64 {
@@ -103,7 +103,7 @@ fn a_file_the_gate_may_not_read_is_a_clear_error() {
         )
         .unwrap();
         #[allow(clippy::disallowed_methods)] // drives the real binary as another user
-        Command::new("setpriv")
+        hermetic(&mut Command::new("setpriv"))
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(gate_bin())
             .args(["verify", "--workspace"])
@@ -112,8 +112,7 @@ fn a_file_the_gate_may_not_read_is_a_clear_error() {
             .output()
             .expect("setpriv runs the gate as nobody")
     } else {
-        #[allow(clippy::disallowed_methods)]
-        Command::new(gate_bin())
+        gate_command()
             .args(["verify", "--workspace"])
             .arg(env.path())
             .output()

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gate_tests::{TestEnv, gate_bin, peers};
+use gate_tests::{TestEnv, gate_bin, hermetic, peers};
 use serde_json::Value;
 
 /// A spec with one of each outcome: a failing check, a passing one, one
@@ -410,13 +410,12 @@ fn a_closed_stdout_ends_the_run_quietly() {
 
     // The way people do it: `gate verify --format jsonl | head -1`.
     #[allow(clippy::disallowed_methods)] // a real shell pipeline
-    let out = Command::new("bash")
+    let out = hermetic(&mut Command::new("bash"))
         .args([
             "-c",
             "\"$GATE\" verify --format jsonl | head -1; echo \"gate exited ${PIPESTATUS[0]}\" >&2",
         ])
         .env("GATE", gate_bin())
-        .env("NO_COLOR", "1")
         .current_dir(env.path())
         .output()
         .unwrap();

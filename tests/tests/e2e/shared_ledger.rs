@@ -6,11 +6,11 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use gate_tests::postgres::{self, Database, Proxy};
-use gate_tests::{RunOutput, TestEnv, gate_bin};
+use gate_tests::{RunOutput, TestEnv, gate_command};
 use serde_json::Value;
 use sha2::Digest as _;
 
@@ -199,11 +199,9 @@ fn sigkill_during_concurrent_runs_on_postgres_leaves_a_ledger_that_verifies() {
         let mut children = Vec::new();
         for ws in &runners {
             for spec in ["p0.toml", "p1.toml", "p2.toml", "shared.toml"] {
-                #[allow(clippy::disallowed_methods)] // the real binary, killed for real
-                let child = Command::new(gate_bin())
+                let child = gate_command()
                     .args(["verify", "-q", "--spec", spec])
                     .current_dir(ws.path())
-                    .env_remove("CI")
                     .env("GATE_SIGNING_KEY", fleet.key())
                     .env("GATE_LEDGER", &fleet.ledger)
                     .stdout(Stdio::null())
