@@ -106,7 +106,7 @@ impl Starts {
 pub struct Page {
     /// Unique id, in the same namespace as checks, tasks and criteria.
     pub id: String,
-    /// `http://` or `https://` URL on a loopback host (127.0.0.1, localhost, [::1]).
+    /// `http://` or `https://` URL on a loopback host (127.0.0.1, localhost, `[::1]`).
     pub url: String,
     /// Globs of the files whose change makes the page worth looking at.
     pub files: Vec<String>,

@@ -15,7 +15,7 @@
 //! - `postgres` ([`PgLedger`]): the shared store, over a connection pool;
 //!   its SQL and migrations (numbered as SQLite's) live in that module.
 //! - [`Location`]: a file path or a URL, and how each is named in messages.
-//! - [`verify`] checks rows against their bundles and needs no database at all.
+//! - [`mod@verify`] checks rows against their bundles and needs no database at all.
 //!
 //! Adding a store method is adding it to both stores and one line to
 //! `Ledger`; adding a migration is adding it to both lists (a compile-time

@@ -402,7 +402,7 @@ impl SqliteLedger {
             .pop())
     }
 
-    /// Every row in seq order (what [`super::verify`] takes).
+    /// Every row in seq order (what [`fn@super::verify`] takes).
     pub fn rows(&self) -> Result<Vec<LedgerRow>, LedgerError> {
         let sql = format!("SELECT {COLUMNS} FROM runs ORDER BY seq");
         self.query_rows(&sql, Vec::new(), "reading all runs")

@@ -127,7 +127,7 @@ impl Ledger {
         each!(self, l => l.last_for_spec(spec_id))
     }
 
-    /// Every row in seq order (what [`super::verify`] takes).
+    /// Every row in seq order (what [`fn@super::verify`] takes).
     pub fn rows(&self) -> Result<Vec<LedgerRow>, LedgerError> {
         each!(self, l => l.rows())
     }

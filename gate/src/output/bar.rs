@@ -2,7 +2,7 @@
 //! verify` fetching every bundle): one line redrawn in place on a terminal,
 //! nothing at all otherwise, so logs and pipes stay clean.
 //!
-//! [`line`] is the whole format; [`Bar`] only decides when to draw it.
+//! [`fn@line`] is the whole format; [`Bar`] only decides when to draw it.
 
 use std::io::Write;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! [`super::progress::Progress`] leaves model waits to the spinner when it
 //! runs.
 //!
-//! [`line`] is the whole format; [`spinner`] only decides when to draw it.
+//! [`fn@line`] is the whole format; [`spinner`] only decides when to draw it.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! - [`scope`]: the rules in effect and which apply to a file; the cap.
 //! - [`ask`]: rules as questions in review, answers as findings.
 //! - [`design`]: design rules, asked of a page's screenshots.
-//! - [`test`]: rule tests over labelled cases, and their margin.
+//! - [`mod@test`]: rule tests over labelled cases, and their margin.
 //! - [`tested`]: writing a test's result back into the rules file.
 //! - [`errors`]: what can go wrong, located.
 //!

@@ -4,9 +4,9 @@
 //! plain-code criteria → tier → review → memory → verdict → doom loop →
 //! record.
 //!
-//! - [`harness`]: fingerprinting and the plain-code checks.
-//! - [`review`]: the model review stage.
-//! - [`records`]: results into records; what the bundle names.
+//! - `harness`: fingerprinting and the plain-code checks.
+//! - `review`: the model review stage.
+//! - `records`: results into records; what the bundle names.
 
 mod harness;
 mod records;
