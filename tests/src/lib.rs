@@ -115,6 +115,16 @@ impl TestEnv {
     }
 }
 
+/// The check or criterion `id` of a run's JSON (`verify --format json`,
+/// or the `run` of `evidence show`), if the run has it.
+pub fn item<'a>(run: &'a Value, id: &str) -> Option<&'a Value> {
+    ["checks", "criteria"]
+        .iter()
+        .filter_map(|list| run[*list].as_array())
+        .flatten()
+        .find(|i| i["id"] == id)
+}
+
 /// The real `gate` binary as a hermetic command.
 pub fn gate_command() -> Command {
     #[allow(clippy::disallowed_methods)] // tests drive the real binary

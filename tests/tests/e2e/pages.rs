@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
-use gate_tests::{TestEnv, free_port, repo_root};
+use gate_tests::{TestEnv, free_port, item, repo_root};
 use serde_json::{Value, json};
 
 /// axe-core's `axe.min.js`, as `scripts/test` installs it.
@@ -195,12 +195,7 @@ fn a_touched_page_is_captured_at_both_widths_and_asked_of_the_design_rules() {
         .run();
     out.assert_exit(1);
     let doc = out.json();
-    let home = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "home")
-        .expect("the page check");
+    let home = item(&doc, "home").expect("the page check");
     assert_eq!(home["kind"], "page", "{home}");
     assert_eq!(home["status"], "passed", "{home}");
 
@@ -272,14 +267,7 @@ fn a_touched_page_is_captured_at_both_widths_and_asked_of_the_design_rules() {
         .run();
     again.assert_exit(1);
     let doc = again.json();
-    let status = |id: &str| {
-        doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .map(|c| c["status"].clone())
-    };
+    let status = |id: &str| item(&doc, id).map(|c| c["status"].clone());
     assert_eq!(status("home"), Some(json!("passed")));
     assert_eq!(status("serve"), Some(json!("passed")));
     let asked = server
@@ -311,14 +299,7 @@ fn pages_that_do_not_load_or_overflow_fail_their_checks_before_any_model() {
         .run();
     out.assert_exit(1);
     let doc = out.json();
-    let check = |id: &str| {
-        doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .cloned()
-    };
+    let check = |id: &str| item(&doc, id).cloned();
     for (id, says) in [
         ("error", "answered HTTP 500"),
         ("hang", "did not load within 2 s at 1440×900"),
@@ -344,13 +325,7 @@ fn pages_that_do_not_load_or_overflow_fail_their_checks_before_any_model() {
         .run();
     shown.assert_exit(0);
     let run = shown.json()["run"].clone();
-    let wide = run["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "wide")
-        .cloned()
-        .unwrap();
+    let wide = item(&run, "wide").cloned().unwrap();
     let located = wide["locations"][0]["message"].as_str().unwrap();
     assert!(located.contains("`div#grid` spans 0..700 px"), "{located}");
     assert!(

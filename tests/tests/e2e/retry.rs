@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use gate_tests::TestEnv;
+use gate_tests::{TestEnv, item};
 use serde_json::Value;
 
 /// The lines of the execution log: one per command that really ran.
@@ -16,16 +16,10 @@ fn ran(log: &Path) -> Vec<String> {
 }
 
 fn status_of(doc: &Value, id: &str) -> String {
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(doc["criteria"].as_array().unwrap())
-        .find(|i| i["id"] == id)
-        .map_or_else(
-            || panic!("no item {id} in {doc}"),
-            |i| i["status"].as_str().unwrap().to_owned(),
-        )
+    item(doc, id).map_or_else(
+        || panic!("no item {id} in {doc}"),
+        |i| i["status"].as_str().unwrap().to_owned(),
+    )
 }
 
 #[test]
@@ -98,12 +92,7 @@ after = ["build"]
     for id in ["build", "c2", "c3"] {
         assert_eq!(status_of(&doc, id), "carried", "{id}");
     }
-    let build = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "build")
-        .unwrap();
+    let build = item(&doc, "build").unwrap();
     assert!(build["carried_from"].is_string(), "{build}");
 
     // Attempt 3 fixes c1 but breaks c2 through a file its inputs name: caught.

@@ -2,8 +2,8 @@
 //! on loopback: request bodies, remits, the shared prefix, usage and cost,
 //! the judge, repairs, fences, and finding memory across attempts.
 
-use gate_tests::TestEnv;
 use gate_tests::model_server::{Matcher, ModelServer, Reply, Request, routes_to};
+use gate_tests::{TestEnv, item};
 use serde_json::{Value, json};
 
 /// A routing table sending every role of every tier to one model on `server`.
@@ -189,15 +189,7 @@ fn a_light_review_on_an_openai_compatible_endpoint() {
     assert_eq!(findings[0]["severity"], "critical");
     assert_eq!(findings[0]["role"], "security");
     assert_eq!(findings[1]["role"], "quality");
-    let criterion = |id: &str| {
-        doc["criteria"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap()
-            .clone()
-    };
+    let criterion = |id: &str| item(&doc, id).unwrap().clone();
     assert_eq!(criterion("api-no-pii")["status"], "passed");
     assert_eq!(criterion("api-no-pii")["met"], 0.9);
     assert_eq!(criterion("guide-accurate")["status"], "failed");
