@@ -11,7 +11,9 @@
 //!
 //! Usage: appendbench DIR [POSTGRES_SERVER_URL] [WRITERS] [SECONDS]
 //! (DIR holds the SQLite file; the PostgreSQL part makes a fresh database
-//! on the server and drops it after; `-` skips PostgreSQL.)
+//! `gate_bench` on the server and leaves it, ledger schema and baseline
+//! table in place, for bench/ledger.sh's ceiling measurement; `-` skips
+//! PostgreSQL.)
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -273,9 +275,7 @@ impl Backend for Sqlite {
 }
 
 struct Postgres {
-    admin: String,
     url: String,
-    name: String,
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -296,10 +296,10 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 
 impl Postgres {
     fn create(server: &str) -> Self {
-        let name = format!("gate_bench_{}", std::process::id());
+        let name = "gate_bench";
         block_on(async {
             let c = connect(server).await;
-            c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                 .await
                 .unwrap();
             c.batch_execute(&format!("CREATE DATABASE {name}"))
@@ -315,24 +315,7 @@ impl Postgres {
         if let Some(q) = query {
             url = format!("{url}?{q}");
         }
-        Self {
-            admin: server.to_owned(),
-            url,
-            name,
-        }
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        block_on(async {
-            connect(&self.admin)
-                .await
-                .batch_execute(&sql)
-                .await
-                .unwrap();
-        });
+        Self { url }
     }
 }
 
