@@ -13,7 +13,7 @@ use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
-use crate::record::RunRecord;
+use crate::record::{RunRecord, Verdict};
 
 /// The predicate type of an override bundle, versioned.
 pub const OVERRIDE_PREDICATE_TYPE: &str = "https://gate.dev/attestation/override/v1";
@@ -64,17 +64,21 @@ pub fn dismiss(ctx: &Context, run: &str, finding: &str, reason: &str) -> Result<
     let f = match matches.as_slice() {
         [f] => *f,
         [] => {
-            return Err(GateError::Usage(format!(
-                "run {} has no finding {finding} (its findings: {})",
-                loaded.record.run_id,
-                loaded
-                    .record
-                    .findings
-                    .iter()
-                    .map(|f| f.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            let run_id = &loaded.record.run_id;
+            let ids: Vec<&str> = loaded
+                .record
+                .findings
+                .iter()
+                .map(|f| f.id.as_str())
+                .collect();
+            return Err(GateError::Usage(if ids.is_empty() {
+                format!("run {run_id} has no findings to dismiss")
+            } else {
+                format!(
+                    "run {run_id} has no finding {finding} (its findings: {})",
+                    ids.join(", ")
+                )
+            }));
         }
         _ => {
             return Err(GateError::Usage(format!(
@@ -117,6 +121,18 @@ pub fn override_run(ctx: &Context, run: &str, reason: &str, by: &str) -> Result<
     }
     let loaded = load_run(ctx, run)?;
     let record = &loaded.record;
+    // An override on a pass would change nothing but the override count.
+    if record.verdict == Verdict::Pass {
+        let how = if record.overridden {
+            "already passed by an override"
+        } else {
+            "passed"
+        };
+        return Err(GateError::Usage(format!(
+            "run {} {how}: there is nothing to override",
+            record.run_id
+        )));
+    }
     let (key, _) = attest::signing_key(ctx)?;
     let at = chrono::Utc::now();
     let predicate = json!({

@@ -213,6 +213,12 @@ fn an_override_lets_the_same_content_pass_and_is_recorded() {
     let doc = out.json();
     assert_eq!(doc["verdict"], "pass");
     assert_eq!(doc["overridden"], true);
+    // A pass, overridden or not, has nothing to override: refused, not counted.
+    let passed = doc["run_id"].as_str().unwrap();
+    env.gate(&["override", passed, "--reason", "again", "--by", "ana"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("already passed by an override: there is nothing to override");
     env.gate(&["verify"])
         .run()
         .assert_exit(0)

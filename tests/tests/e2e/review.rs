@@ -402,11 +402,18 @@ fn dismissed_findings_stay_quiet_until_their_code_changes() {
     ])
     .run()
     .assert_exit(0);
+    let dismiss = |run: &str| {
+        let out = env.gate(&["dismiss", run, "nope", "--reason", "x"]).run();
+        out.assert_exit(2);
+        out.stderr
+    };
+    assert!(dismiss(&run).contains(&format!("has no finding nope (its findings: {id})")));
 
     // Raised again on the same code: suppressed.
     let out = env.gate(&["verify", "--format", "json"]).run();
     out.assert_exit(0);
     assert_eq!(out.json()["findings"], json!([]));
+    assert!(dismiss(out.json()["run_id"].as_str().unwrap()).contains("has no findings to dismiss"));
 
     // The code under it changes: it is raised again.
     env.write(
