@@ -113,6 +113,16 @@ impl TestEnv {
     pub fn gate(&self, args: &[&str]) -> GateCommand {
         GateCommand::new(self.path(), args)
     }
+
+    /// What `run`'s bundle records (`gate evidence show RUN --format json`,
+    /// which must succeed).
+    pub fn shown(&self, run: &str) -> Value {
+        let out = self
+            .gate(&["evidence", "show", run, "--format", "json"])
+            .run();
+        out.assert_exit(0);
+        out.json()
+    }
 }
 
 /// The check or criterion `id` of a run's JSON (`verify --format json`,

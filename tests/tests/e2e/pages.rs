@@ -232,17 +232,8 @@ fn a_touched_page_is_captured_at_both_widths_and_asked_of_the_design_rules() {
     assert!(detail.contains("fix: Keep one primary action"), "{detail}");
 
     // The screenshots' digests are in the bundle; the files are kept.
-    let shown = env
-        .gate(&[
-            "evidence",
-            "show",
-            doc["run_id"].as_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .run();
-    shown.assert_exit(0);
-    let pages = shown.json()["run"]["pages"].clone();
+    let shown = env.shown(doc["run_id"].as_str().unwrap());
+    let pages = shown["run"]["pages"].clone();
     assert_eq!(pages[0]["id"], "home");
     let shots = pages[0]["shots"].as_array().unwrap();
     let sizes: Vec<(u64, u64)> = shots
@@ -314,17 +305,8 @@ fn pages_that_do_not_load_or_overflow_fail_their_checks_before_any_model() {
         assert!(reason.contains(says), "{id}: {reason}");
     }
     // The offending element is in the record (the bundle's predicate).
-    let shown = env
-        .gate(&[
-            "evidence",
-            "show",
-            doc["run_id"].as_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .run();
-    shown.assert_exit(0);
-    let run = shown.json()["run"].clone();
+    let shown = env.shown(doc["run_id"].as_str().unwrap());
+    let run = shown["run"].clone();
     let wide = item(&run, "wide").cloned().unwrap();
     let located = wide["locations"][0]["message"].as_str().unwrap();
     assert!(located.contains("`div#grid` spans 0..700 px"), "{located}");

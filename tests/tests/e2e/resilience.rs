@@ -738,12 +738,7 @@ fn a_routing_override_disables_a_model_before_any_request() {
 
     // The bundle records the effective table and the override.
     let run = doc["run_id"].as_str().unwrap();
-    let shown = env
-        .gate(&["evidence", "show", run, "--format", "json"])
-        .timeout(Duration::from_secs(30))
-        .run();
-    shown.assert_exit(0);
-    let predicate = shown.json();
+    let predicate = env.shown(run);
     assert_eq!(predicate["routing"]["override"]["status"], "applied");
     let overridden_digest = predicate["routing"]["blake3"].clone();
 

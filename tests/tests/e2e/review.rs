@@ -459,16 +459,7 @@ fn a_fixed_critical_finding_is_resolved_on_the_retry() {
             .contains("Total ignores quantity"),
         "earlier finding not shown"
     );
-    let shown = env
-        .gate(&[
-            "evidence",
-            "show",
-            doc["run_id"].as_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .run();
-    shown.assert_exit(0);
-    let fates = &shown.json()["run"]["finding_fates"];
+    let shown = env.shown(doc["run_id"].as_str().unwrap());
+    let fates = &shown["run"]["finding_fates"];
     assert_eq!(fates, &json!([{"id": id, "disposition": "resolved"}]));
 }

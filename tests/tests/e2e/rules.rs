@@ -375,17 +375,7 @@ fn verify_asks_the_rules_and_raises_findings() {
     assert!(text.contains("file=\"src/retry.rs\">>>\nfn retry()"));
 
     // The rules files' digests are in the bundle's predicate.
-    let shown = env
-        .gate(&[
-            "evidence",
-            "show",
-            doc["run_id"].as_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .run();
-    shown.assert_exit(0);
-    let predicate = shown.json();
+    let predicate = env.shown(doc["run_id"].as_str().unwrap());
     let files: Vec<&str> = predicate["rules"]
         .as_array()
         .unwrap()
