@@ -16,18 +16,8 @@
 # shellcheck disable=SC2317  # the timed runners are called through `measure`
 set -euo pipefail
 
-RUNS=${RUNS:-3}
-N_RUNS=${N_RUNS:-1000000}
-N_OUTCOMES=${N_OUTCOMES:-100000}
-RATIO_TARGET=2.0
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
 die() { echo "report: $*" >&2; exit 2; }
-# shellcheck source=bench/measure.sh
-source "$repo/bench/measure.sh"
-
-command -v python3 >/dev/null || die "python3 is needed to compare the figures"
 if ! command -v sqlite3 >/dev/null; then
     sudo=
     [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null && sudo=sudo

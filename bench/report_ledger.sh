@@ -1,9 +1,22 @@
-# The generated ledger both report benchmarks read (sourced, not run).
-# Needs: repo, N_RUNS, N_OUTCOMES and die() set by the sourcing script.
-# Sets: out, ws (the workspace), db (its SQLite ledger), gate (the release
-# binary), after building gate and the gen_ledger example and generating
-# the ledger once (kept under bench/out/ for later runs).
-# shellcheck shell=bash disable=SC2154  # repo, N_RUNS, N_OUTCOMES come from the sourcing script
+# The generated ledger both report benchmarks read, and their shared
+# settings (sourced, not run).
+# Needs: repo and die() set by the sourcing script.
+# Sets: RUNS, N_RUNS, N_OUTCOMES (from the environment, else defaults),
+# RATIO_TARGET, the timing helpers of measure.sh, and out, ws (the
+# workspace), db (its SQLite ledger), gate (the release binary), after
+# building gate and the gen_ledger example and generating the ledger once
+# (kept under bench/out/ for later runs).
+# shellcheck shell=bash disable=SC2154  # repo comes from the sourcing script
+
+RUNS=${RUNS:-3}
+N_RUNS=${N_RUNS:-1000000}
+N_OUTCOMES=${N_OUTCOMES:-100000}
+# shellcheck disable=SC2034  # read by the sourcing scripts
+RATIO_TARGET=2.0
+
+# shellcheck source=bench/measure.sh
+source "$repo/bench/measure.sh"
+command -v python3 >/dev/null || die "python3 is needed to compare the figures"
 
 out=$repo/bench/out
 ws=$out/report-$N_RUNS-$N_OUTCOMES

@@ -17,18 +17,8 @@
 # shellcheck disable=SC2317  # the timed runners are called through `measure`
 set -euo pipefail
 
-RUNS=${RUNS:-3}
-N_RUNS=${N_RUNS:-1000000}
-N_OUTCOMES=${N_OUTCOMES:-100000}
-RATIO_TARGET=2.0
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
 die() { echo "report_postgres: $*" >&2; exit 2; }
-# shellcheck source=bench/measure.sh
-source "$repo/bench/measure.sh"
-
-command -v python3 >/dev/null || die "python3 is needed to compare the figures"
 
 # shellcheck source=bench/report_ledger.sh
 source "$repo/bench/report_ledger.sh"
