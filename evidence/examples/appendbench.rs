@@ -112,51 +112,84 @@ trait Backend: Sync {
 
     fn append_writer(&self, w: usize, round: usize) -> Writer<'_> {
         let mut ledger = Ledger::open(self.location()).unwrap();
-        let mut batch = Batch::new(w, round, 0);
+        let mut runs = Prebuilt::new(run, 2048, w, round);
         Box::new(move |stop, count| {
-            let mut i = 0;
             while !stop.load(Ordering::Relaxed) {
-                if i == batch.len() {
-                    // Rarely reached: a writer seldom uses a whole batch.
-                    batch = Batch::new(w, round, batch.next);
-                    i = 0;
-                }
-                let (entry, envelope) = &batch.runs[i];
+                let (entry, envelope) = runs.next_row();
                 ledger.append(entry, envelope).unwrap();
                 count.fetch_add(1, Ordering::Relaxed);
-                i += 1;
             }
         })
     }
 }
 
-/// Pre-built runs: entries and distinct envelope bytes.
-struct Batch {
-    runs: Vec<(RunEntry, Vec<u8>)>,
+/// One writer's rows, built ahead of the timing in chunks: a writer that
+/// outruns a chunk (one with few rivals) builds the next.
+struct Prebuilt<T> {
+    build: fn(usize, usize, usize) -> T,
+    size: usize,
+    w: usize,
+    round: usize,
+    rows: Vec<T>,
+    at: usize,
     next: usize,
 }
 
-impl Batch {
-    const SIZE: usize = 2048;
+impl<T> Prebuilt<T> {
+    /// Writer `w`'s rows for `round`, row `i` made by `build(w, round, i)`,
+    /// `size` at a time.
+    fn new(build: fn(usize, usize, usize) -> T, size: usize, w: usize, round: usize) -> Self {
+        let mut rows = Self {
+            build,
+            size,
+            w,
+            round,
+            rows: Vec::new(),
+            at: 0,
+            next: 0,
+        };
+        rows.refill();
+        rows
+    }
 
-    fn new(w: usize, round: usize, from: usize) -> Self {
-        let runs = (from..from + Self::SIZE)
-            .map(|i| {
-                let run_id = format!("r{round}-w{w:02}-{i:07}");
-                let mut envelope = vec![b'x'; ENVELOPE_BYTES];
-                envelope[..run_id.len()].copy_from_slice(run_id.as_bytes());
-                (entry(&run_id, w), envelope)
-            })
+    fn refill(&mut self) {
+        let (build, w, round) = (self.build, self.w, self.round);
+        self.rows = (self.next..self.next + self.size)
+            .map(|i| build(w, round, i))
             .collect();
-        Self {
-            runs,
-            next: from + Self::SIZE,
-        }
+        self.next += self.size;
+        self.at = 0;
     }
 
-    fn len(&self) -> usize {
-        self.runs.len()
+    fn next_row(&mut self) -> &T {
+        if self.at == self.rows.len() {
+            self.refill();
+        }
+        self.at += 1;
+        &self.rows[self.at - 1]
     }
+}
+
+/// The envelope of run `run_id`: distinct bytes of the benchmark's size.
+fn envelope(run_id: &str) -> Vec<u8> {
+    let mut envelope = vec![b'x'; ENVELOPE_BYTES];
+    envelope[..run_id.len()].copy_from_slice(run_id.as_bytes());
+    envelope
+}
+
+/// A run to append: its entry and envelope.
+fn run(w: usize, round: usize, i: usize) -> (RunEntry, Vec<u8>) {
+    let run_id = format!("r{round}-w{w:02}-{i:07}");
+    (entry(&run_id, w), envelope(&run_id))
+}
+
+/// A baseline row: a run's entry with its envelope's sha256 and leaf hash.
+fn raw_row(w: usize, round: usize, i: usize) -> (RunEntry, String, String) {
+    let run_id = format!("raw{round}-w{w:02}-{i:07}");
+    let envelope = envelope(&run_id);
+    let sha = gate_evidence::bundle::digest(&envelope);
+    let leaf = hex::encode(gate_evidence::merkle::leaf_hash(&envelope));
+    (entry(&run_id, w), sha, leaf)
 }
 
 fn entry(run_id: &str, w: usize) -> RunEntry {
@@ -176,15 +209,6 @@ fn entry(run_id: &str, w: usize) -> RunEntry {
         bundle_path: format!("/var/gate/bundles/{run_id}.dsse.json"),
         extra: json!({"agent": "bench", "models": ["p/m"], "roles": [], "findings": []}),
     }
-}
-
-/// The baseline row's values, computed ahead like the envelopes.
-fn raw_row(run_id: &str, w: usize) -> (RunEntry, String, String) {
-    let mut envelope = vec![b'x'; ENVELOPE_BYTES];
-    envelope[..run_id.len()].copy_from_slice(run_id.as_bytes());
-    let sha = gate_evidence::bundle::digest(&envelope);
-    let leaf = hex::encode(gate_evidence::merkle::leaf_hash(&envelope));
-    (entry(run_id, w), sha, leaf)
 }
 
 struct Sqlite {
@@ -226,9 +250,7 @@ impl Backend for Sqlite {
     }
 
     fn raw_writer(&self, w: usize, round: usize) -> Writer<'_> {
-        let rows: Vec<_> = (0..Batch::SIZE * 8)
-            .map(|i| raw_row(&format!("raw{round}-w{w:02}-{i:07}"), w))
-            .collect();
+        let mut rows = Prebuilt::new(raw_row, 16 * 1024, w, round);
         let c = self.connect();
         Box::new(move |stop, count| {
             let mut stmt = c
@@ -240,10 +262,8 @@ impl Backend for Sqlite {
                 )
                 .unwrap();
             let ts = |t: &chrono::DateTime<Utc>| t.to_rfc3339();
-            for (e, sha, leaf) in &rows {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
+            while !stop.load(Ordering::Relaxed) {
+                let (e, sha, leaf) = rows.next_row();
                 stmt.execute(rusqlite::params![
                     e.run_id,
                     e.spec_id,
@@ -265,7 +285,6 @@ impl Backend for Sqlite {
                 .unwrap();
                 count.fetch_add(1, Ordering::Relaxed);
             }
-            panic!("the baseline ran out of pre-built rows; raise the batch");
         })
     }
 
@@ -348,9 +367,7 @@ impl Backend for Postgres {
     }
 
     fn raw_writer(&self, w: usize, round: usize) -> Writer<'_> {
-        let rows: Vec<_> = (0..Batch::SIZE * 8)
-            .map(|i| raw_row(&format!("raw{round}-w{w:02}-{i:07}"), w))
-            .collect();
+        let mut rows = Prebuilt::new(raw_row, 16 * 1024, w, round);
         // One runtime and connection per writer, one block_on per insert:
         // the same shape of call as the ledger's.
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -367,10 +384,8 @@ impl Backend for Postgres {
             ))
             .unwrap();
         Box::new(move |stop, count| {
-            for (e, sha, leaf) in &rows {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
+            while !stop.load(Ordering::Relaxed) {
+                let (e, sha, leaf) = rows.next_row();
                 let big = |n: u64| i64::try_from(n).unwrap();
                 rt.block_on(client.execute(
                     &stmt,
@@ -396,7 +411,6 @@ impl Backend for Postgres {
                 .unwrap();
                 count.fetch_add(1, Ordering::Relaxed);
             }
-            panic!("the baseline ran out of pre-built rows; raise the batch");
         })
     }
 
