@@ -140,10 +140,7 @@ impl LedgerSetting {
             Ok(url) => (url, None),
             Err(e) => (
                 None,
-                Some(format!(
-                    "cannot read [ledger] url from {}: {e}",
-                    spec.display()
-                )),
+                Some(format!("cannot read [ledger] url: {}", placed(spec, &e))),
             ),
         };
         let source = if url.is_some() {
@@ -157,6 +154,16 @@ impl LedgerSetting {
             source,
             error,
         }
+    }
+}
+
+/// Why the spec at `spec` could not be read, as the spec loader says it:
+/// with the line and column of the first problem. `reason` is what the
+/// `[ledger]` reader found, for a spec the loader takes.
+fn placed(spec: &Path, reason: &str) -> String {
+    match gate_specs::load(spec) {
+        Err(errors) => errors.to_string(),
+        Ok(_) => format!("{}: {reason}", spec.display()),
     }
 }
 

@@ -36,6 +36,13 @@ pub enum SpecErrorKind {
     /// The file could not be read.
     #[error("cannot read the spec: {0}")]
     Read(String),
+    /// Not UTF-8, which TOML and JSON both require; the position is the
+    /// first byte that is not.
+    #[error("not UTF-8 (byte 0x{byte:02X}): a spec must be UTF-8 text")]
+    NotUtf8 {
+        /// The first byte that is not UTF-8.
+        byte: u8,
+    },
     /// Not valid TOML or JSON, or a value of the wrong type.
     #[error("{0}")]
     Syntax(String),

@@ -51,7 +51,7 @@ impl Format {
 
 /// Reads, parses and validates the spec at `path`.
 pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(|e| {
         SpecErrors::from(SpecError::new(
             path,
             0,
@@ -59,7 +59,26 @@ pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
             SpecErrorKind::Read(e.to_string()),
         ))
     })?;
-    parse_str(&text, path, Format::from_path(path))
+    parse_str(text_of(&bytes, path)?, path, Format::from_path(path))
+}
+
+/// A spec file's bytes as text. TOML and JSON are UTF-8, so a byte that is
+/// not is an error at its line and column, never a silent replacement.
+pub fn text_of<'a>(bytes: &'a [u8], file: &Path) -> Result<&'a str, SpecErrors> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let good = e.valid_up_to();
+        // The bytes before the bad one are UTF-8 by definition.
+        let before = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        SpecErrors::from(SpecError::new(
+            file,
+            before.matches('\n').count() + 1,
+            before[line_start..].chars().count() + 1,
+            SpecErrorKind::NotUtf8 {
+                byte: bytes.get(good).copied().unwrap_or_default(),
+            },
+        ))
+    })
 }
 
 /// Parses and validates spec text; `file` is only used to name it in errors.

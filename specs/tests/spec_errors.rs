@@ -717,3 +717,62 @@ fn unreadable_file() {
     assert!(matches!(e.kind, SpecErrorKind::Read(_)));
     assert_eq!(e.file, path);
 }
+
+#[test]
+fn bytes_that_are_not_utf8_are_placed_not_replaced() {
+    // (what, file bytes, line, column in characters, the first bad byte)
+    let cases: [(&str, Vec<u8>, usize, usize, u8); 4] = [
+        (
+            "Latin-1 in a value",
+            b"[spec]\nid = \"a\"\nsummary = \"caf\xe9\"\n".to_vec(),
+            3,
+            15,
+            0xE9,
+        ),
+        (
+            "after multi-byte characters on the same line",
+            [
+                "[spec]\nsummary = \"\u{221a}\u{e9}\u{1F600}".as_bytes(),
+                b"\xff",
+            ]
+            .concat(),
+            2,
+            15,
+            0xFF,
+        ),
+        (
+            "a lone continuation byte first",
+            b"\x80[spec]\n".to_vec(),
+            1,
+            1,
+            0x80,
+        ),
+        (
+            "a sequence cut off at the end",
+            b"[spec]\r\nid = \"\xe2\x82".to_vec(),
+            2,
+            7,
+            0xE2,
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, bytes, line, column, byte) in cases {
+        let path = dir.path().join("gate.toml");
+        std::fs::write(&path, &bytes).unwrap();
+        let errors = gate_specs::load(&path).unwrap_err();
+        let e = errors.iter().next().unwrap();
+        assert_eq!(
+            (e.line, e.column, &e.kind),
+            (line, column, &SpecErrorKind::NotUtf8 { byte }),
+            "{what}"
+        );
+        assert_eq!(
+            errors.to_string(),
+            format!(
+                "{}:{line}:{column}: not UTF-8 (byte 0x{byte:02X}): a spec must be UTF-8 text",
+                path.display()
+            ),
+            "{what}"
+        );
+    }
+}

@@ -69,8 +69,8 @@ pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
         path: path.to_path_buf(),
         reason: format!("cannot read the spec: {e}"),
     })?;
-    let text = String::from_utf8_lossy(&bytes);
-    let spec = gate_specs::parse_str(&text, path, gate_specs::Format::from_path(path))?;
+    let text = gate_specs::text_of(&bytes, path)?;
+    let spec = gate_specs::parse_str(text, path, gate_specs::Format::from_path(path))?;
     Ok(LoadedSpec {
         spec,
         digest: Digest::of(&bytes),

@@ -166,6 +166,34 @@ fn missing_spec_is_a_usage_error() {
         .stderr_has("gate init");
 }
 
+/// A spec in Latin-1 is refused at its first byte that is not UTF-8, by
+/// `verify` (which reads all of it) and by the commands that only read its
+/// `[ledger] url`, instead of being read with the byte replaced.
+#[test]
+fn a_spec_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.path().join("gate.toml"),
+        b"[spec]\nid = \"caf\"\nsummary = \"caf\xe9\"\n[[check]]\nid = \"b\"\nrun = \"true\"\n",
+    )
+    .expect("write the spec");
+    for command in [
+        &["verify"][..],
+        &["report"],
+        &["runs"],
+        &["ledger", "verify"],
+    ] {
+        env.gate(command)
+            .run()
+            .assert_exit(2)
+            .stderr_has("gate.toml:3:15: not UTF-8 (byte 0xE9): a spec must be UTF-8 text");
+    }
+    assert!(
+        !env.path().join(".gate/bundles").exists(),
+        "nothing ran, so nothing was recorded"
+    );
+}
+
 #[test]
 fn json_is_the_documented_object() {
     let env = TestEnv::new();
