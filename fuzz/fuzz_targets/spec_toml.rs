@@ -1,5 +1,6 @@
-//! The spec parser and validator over arbitrary TOML text: an error with a
-//! location, never a panic.
+//! The spec reader, parser and validator over arbitrary bytes of a TOML
+//! spec: an error with a location (a byte that is not UTF-8 included),
+//! never a panic.
 #![no_main]
 
 use std::path::Path;
@@ -7,10 +8,11 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Err(errors) = gate_specs::parse_str(text, Path::new("gate.toml"), gate_specs::Format::Toml) {
-            // Every error renders with its location.
-            let _ = errors.to_string();
-        }
+    let file = Path::new("gate.toml");
+    let read = gate_specs::text_of(data, file)
+        .and_then(|text| gate_specs::parse_str(text, file, gate_specs::Format::Toml));
+    if let Err(errors) = read {
+        // Every error renders with its location.
+        let _ = errors.to_string();
     }
 });
