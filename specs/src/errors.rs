@@ -38,7 +38,7 @@ pub enum SpecErrorKind {
     Read(String),
     /// Not UTF-8, which TOML and JSON both require; the position is the
     /// first byte that is not.
-    #[error("not UTF-8 (byte 0x{byte:02X}): a spec must be UTF-8 text")]
+    #[error("not UTF-8 (byte 0x{byte:02X}): TOML and JSON files must be UTF-8 text")]
     NotUtf8 {
         /// The first byte that is not UTF-8.
         byte: u8,

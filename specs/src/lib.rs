@@ -62,22 +62,23 @@ pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
     parse_str(text_of(&bytes, path)?, path, Format::from_path(path))
 }
 
-/// A spec file's bytes as text. TOML and JSON are UTF-8, so a byte that is
-/// not is an error at its line and column, never a silent replacement.
-pub fn text_of<'a>(bytes: &'a [u8], file: &Path) -> Result<&'a str, SpecErrors> {
+/// A TOML or JSON file's bytes as text. Both formats are UTF-8, so a byte
+/// that is not is an error at its line and column, never a silent
+/// replacement.
+pub fn text_of<'a>(bytes: &'a [u8], file: &Path) -> Result<&'a str, SpecError> {
     std::str::from_utf8(bytes).map_err(|e| {
         let good = e.valid_up_to();
         // The bytes before the bad one are UTF-8 by definition.
         let before = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        SpecErrors::from(SpecError::new(
+        SpecError::new(
             file,
             before.matches('\n').count() + 1,
             before[line_start..].chars().count() + 1,
             SpecErrorKind::NotUtf8 {
                 byte: bytes.get(good).copied().unwrap_or_default(),
             },
-        ))
+        )
     })
 }
 

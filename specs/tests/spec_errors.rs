@@ -769,7 +769,7 @@ fn bytes_that_are_not_utf8_are_placed_not_replaced() {
         assert_eq!(
             errors.to_string(),
             format!(
-                "{}:{line}:{column}: not UTF-8 (byte 0x{byte:02X}): a spec must be UTF-8 text",
+                "{}:{line}:{column}: not UTF-8 (byte 0x{byte:02X}): TOML and JSON files must be UTF-8 text",
                 path.display()
             ),
             "{what}"

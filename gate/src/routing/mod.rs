@@ -196,12 +196,12 @@ impl Routing {
 
     /// Reads a user's table.
     pub fn load(path: &Path) -> Result<Self, RoutingError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RoutingError::Read {
+        let bytes = std::fs::read(path).map_err(|source| RoutingError::Read {
             path: path.to_path_buf(),
             source,
         })?;
         Ok(Self {
-            table: gate_specs::from_toml_str(&text, path)?,
+            table: gate_specs::from_toml_str(gate_specs::text_of(&bytes, path)?, path)?,
             origin: Origin::File(path.to_path_buf()),
             overridden: Vec::new(),
         })

@@ -67,9 +67,17 @@ impl RuleSet {
         let mut problems = Vec::new();
         let mut rules: Vec<Rule> = Vec::new();
         for (source, bytes) in &files {
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                problems.push(RuleProblem::new(source, 0, 0, "not UTF-8 text".to_owned()));
-                continue;
+            let text = match gate_specs::text_of(bytes, Path::new(source)) {
+                Ok(text) => text,
+                Err(e) => {
+                    problems.push(RuleProblem::new(
+                        source,
+                        e.line,
+                        e.column,
+                        e.kind.to_string(),
+                    ));
+                    continue;
+                }
             };
             match model::parse(text, source) {
                 Ok(parsed) => rules.extend(parsed),

@@ -69,7 +69,7 @@ pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
         path: path.to_path_buf(),
         reason: format!("cannot read the spec: {e}"),
     })?;
-    let text = gate_specs::text_of(&bytes, path)?;
+    let text = gate_specs::text_of(&bytes, path).map_err(gate_specs::SpecErrors::from)?;
     let spec = gate_specs::parse_str(text, path, gate_specs::Format::from_path(path))?;
     Ok(LoadedSpec {
         spec,

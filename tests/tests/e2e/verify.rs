@@ -166,32 +166,60 @@ fn missing_spec_is_a_usage_error() {
         .stderr_has("gate init");
 }
 
-/// A spec in Latin-1 is refused at its first byte that is not UTF-8, by
-/// `verify` (which reads all of it) and by the commands that only read its
-/// `[ledger] url`, instead of being read with the byte replaced.
+/// A TOML file of the gate's in Latin-1 is refused at its first byte that
+/// is not UTF-8, by every command that reads it (for the spec, also those
+/// that only read its `[ledger] url`), instead of being read with the byte
+/// replaced.
 #[test]
-fn a_spec_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
-    let env = TestEnv::new();
-    std::fs::write(
-        env.path().join("gate.toml"),
-        b"[spec]\nid = \"caf\"\nsummary = \"caf\xe9\"\n[[check]]\nid = \"b\"\nrun = \"true\"\n",
-    )
-    .expect("write the spec");
-    for command in [
-        &["verify"][..],
-        &["report"],
-        &["runs"],
-        &["ledger", "verify"],
-    ] {
-        env.gate(command)
-            .run()
-            .assert_exit(2)
-            .stderr_has("gate.toml:3:15: not UTF-8 (byte 0xE9): a spec must be UTF-8 text");
+fn toml_files_that_are_not_utf8_are_refused_at_their_first_bad_byte() {
+    const SPEC: &str = "[spec]\nid = \"caf\"\n[[check]]\nid = \"b\"\nrun = \"true\"\n";
+    struct Latin1 {
+        file: &'static str,
+        bytes: &'static [u8],
+        commands: &'static [&'static [&'static str]],
+        place: &'static str,
     }
-    assert!(
-        !env.path().join(".gate/bundles").exists(),
-        "nothing ran, so nothing was recorded"
-    );
+    let cases = [
+        Latin1 {
+            file: "gate.toml",
+            bytes: b"[spec]\nid = \"caf\"\nsummary = \"caf\xe9\"\n",
+            commands: &[&["verify"], &["report"], &["runs"], &["ledger", "verify"]],
+            place: "gate.toml:3:15",
+        },
+        Latin1 {
+            file: "routing.toml",
+            bytes: b"# tiers\n[routes.caf\xe9]\n",
+            commands: &[&["verify"]],
+            place: "routing.toml:2:12",
+        },
+        Latin1 {
+            file: "docs/review/rules.toml",
+            bytes: b"[[rule]]\nid = \"caf\xe9\"\n",
+            commands: &[&["verify"], &["rules", "test"]],
+            place: "docs/review/rules.toml:2:10",
+        },
+    ];
+    for Latin1 {
+        file,
+        bytes,
+        commands,
+        place,
+    } in cases
+    {
+        let env = TestEnv::new();
+        env.write("gate.toml", SPEC);
+        env.write(file, "");
+        std::fs::write(env.path().join(file), bytes).expect("write the file");
+        for command in commands {
+            env.gate(command).run().assert_exit(2).stderr_has(&format!(
+                "{place}: not UTF-8 (byte 0xE9): TOML and JSON files must be UTF-8 text"
+            ));
+        }
+        assert!(
+            !env.path().join(".gate/bundles").exists(),
+            "{file}: nothing ran, so nothing was recorded"
+        );
+    }
 }
 
 #[test]
