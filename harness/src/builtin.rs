@@ -176,12 +176,70 @@ fn parse(file: &str, text: &str, kind: ParseKind) -> Option<Location> {
                 .map_or(1, |span| LineStarts::new(text).line_of(span.start) as usize);
             at(line, format!("invalid TOML: {}", e.message().trim()))
         }),
-        ParseKind::Yaml => match yaml_rust2::YamlLoader::load_from_str(text) {
-            Ok(_) => None,
+        ParseKind::Yaml => match yaml_error(text) {
+            None => None,
             // Templated YAML (Helm, Jinja) is only YAML after rendering.
-            Err(_) if text.contains("{{") || text.contains("{%") => None,
-            Err(e) => Some(at(e.marker().line(), format!("invalid YAML: {}", e.info()))),
+            Some(_) if text.contains("{{") || text.contains("{%") => None,
+            Some(e) => Some(at(e.marker().line(), format!("invalid YAML: {}", e.info()))),
         },
+    }
+}
+
+/// Nodes a YAML stream may come to once its aliases are expanded for the
+/// parse check to also build it (which finds duplicate keys). Aliases can
+/// multiply a file of a few hundred bytes into billions of nodes ("billion
+/// laughs"); above this it is checked as a stream of events only.
+const YAML_EXPANDED_NODES: u64 = 1_000_000;
+
+/// Why `text` is not YAML, if it is not: its events first (syntax, unknown
+/// anchors), counting what the aliases expand to, then the built document
+/// (duplicate keys) when that stays small.
+fn yaml_error(text: &str) -> Option<yaml_rust2::ScanError> {
+    let mut size = ExpandedSize::default();
+    if let Err(e) = yaml_rust2::parser::Parser::new_from_str(text).load(&mut size, true) {
+        return Some(e);
+    }
+    if size.total > YAML_EXPANDED_NODES {
+        return None;
+    }
+    yaml_rust2::YamlLoader::load_from_str(text).err()
+}
+
+/// The number of nodes a YAML stream holds with every alias expanded, as
+/// a loader would build it, counted from its events without building it.
+#[derive(Debug, Default)]
+struct ExpandedSize {
+    /// Each open collection's anchor id (0 for none) and nodes so far.
+    open: Vec<(usize, u64)>,
+    /// The size of each anchored node seen.
+    anchored: std::collections::HashMap<usize, u64>,
+    /// Nodes of the whole stream.
+    total: u64,
+}
+
+impl yaml_rust2::parser::EventReceiver for ExpandedSize {
+    fn on_event(&mut self, event: yaml_rust2::Event) {
+        use yaml_rust2::Event;
+        let (anchor, nodes) = match event {
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                self.open.push((anchor, 1));
+                return;
+            }
+            Event::SequenceEnd | Event::MappingEnd => match self.open.pop() {
+                Some(done) => done,
+                None => return,
+            },
+            Event::Scalar(_, _, anchor, _) => (anchor, 1),
+            Event::Alias(id) => (0, self.anchored.get(&id).copied().unwrap_or(1)),
+            _ => return,
+        };
+        if anchor > 0 {
+            self.anchored.insert(anchor, nodes);
+        }
+        match self.open.last_mut() {
+            Some((_, parent)) => *parent = parent.saturating_add(nodes),
+            None => self.total = self.total.saturating_add(nodes),
+        }
     }
 }
 
@@ -301,6 +359,8 @@ impl LineStarts {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
     use crate::testutil::{ago, fake, write_file};
 
@@ -425,6 +485,74 @@ mod tests {
         assert!(!found[0].2.contains(" at line "), "{}", found[0].2);
         assert!(found[1].2.starts_with("invalid TOML: "), "{}", found[1].2);
         assert!(found[2].2.starts_with("invalid YAML: "), "{}", found[2].2);
+    }
+
+    /// `levels` anchors, each a list of nine aliases of the one before:
+    /// 9^levels leaves once expanded, from a few hundred bytes.
+    fn laughs(levels: u32, first: &str) -> String {
+        let mut text = format!("l0: &l0 {first}\n");
+        for i in 1..=levels {
+            let aliases = vec![format!("*l{}", i - 1); 9].join(", ");
+            writeln!(text, "l{i}: &l{i} [{aliases}]").unwrap();
+        }
+        text
+    }
+
+    #[test]
+    fn yaml_aliases_are_counted_not_expanded() {
+        // Anchor l_k is a list of nine l_(k-1): 1 + 9 × size(l_(k-1)) nodes.
+        let level = |k: u32, first: u64| 9u64.pow(k) * first + (9u64.pow(k) - 1) / 8;
+        // (what, text, nodes once expanded when its events parse, why it is not YAML)
+        let cases: Vec<(&str, String, Option<u64>, Option<&str>)> = vec![
+            ("a scalar", "a".into(), Some(1), None),
+            ("a mapping", "a: 1\nb: [1, 2]\n".into(), Some(7), None),
+            (
+                "an alias counts its node",
+                "a: &x [1, 2]\nb: *x\n".into(),
+                Some(9),
+                None,
+            ),
+            ("two documents", "a\n---\nb\n".into(), Some(2), None),
+            (
+                "a duplicate key, found in the built document",
+                "a: 1\na: 2\n".into(),
+                Some(5),
+                Some("duplicated key"),
+            ),
+            (
+                "an unknown anchor",
+                "a: *nope\n".into(),
+                None,
+                Some("unknown anchor"),
+            ),
+            (
+                // First: were they built, this one would fail before the next blew up.
+                "seven levels hide a duplicate key: the price of not building them",
+                laughs(7, "{k: 1, k: 2}"),
+                Some(9 + (0..=7).map(|k| level(k, 5)).sum::<u64>()),
+                None,
+            ),
+            (
+                // The mapping and its 10 keys, then each level's value.
+                "nine levels of laughs: checked as events, never built",
+                laughs(9, "lol"),
+                Some(11 + (0..=9).map(|k| level(k, 1)).sum::<u64>()),
+                None,
+            ),
+        ];
+        for (what, text, nodes, error) in cases {
+            let mut size = ExpandedSize::default();
+            let events = yaml_rust2::parser::Parser::new_from_str(&text).load(&mut size, true);
+            assert_eq!(events.is_ok().then_some(size.total), nodes, "{what}");
+            let got = yaml_error(&text).map(|e| e.info().to_owned());
+            match error {
+                None => assert_eq!(got, None, "{what}"),
+                Some(want) => assert!(
+                    got.as_deref().is_some_and(|g| g.contains(want)),
+                    "{what}: {got:?}"
+                ),
+            }
+        }
     }
 
     #[test]

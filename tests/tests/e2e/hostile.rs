@@ -1,6 +1,7 @@
 //! Large and hostile workspaces: the run completes or fails with a clear
 //! error, and memory stays bounded.
 
+use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::process::Command;
@@ -19,7 +20,7 @@ fn children_peak_mib() -> u64 {
 const SPEC: &str = "[spec]\nid = \"hostile\"\n[[check]]\nid = \"c\"\nrun = \"true\"\n[[task]]\nid = \"t\"\npaths = [\"**\"]\n";
 
 #[test]
-fn odd_names_binary_files_and_symlink_loops() {
+fn odd_names_binary_files_symlink_loops_and_a_yaml_alias_bomb() {
     let env = TestEnv::new();
     env.write("gate.toml", SPEC);
     // A name that is not UTF-8, binary content, invalid UTF-8 in a text file.
@@ -43,6 +44,14 @@ fn odd_names_binary_files_and_symlink_loops() {
     symlink("does/not/exist", env.path().join("dangling")).unwrap();
     std::fs::create_dir_all(env.path().join("dir")).unwrap();
     symlink("..", env.path().join("dir/up")).unwrap();
+    // "Billion laughs": valid YAML of a few hundred bytes whose aliases
+    // expand to 9^9 nodes, read by the built-in parse check.
+    let mut laughs = String::from("l0: &l0 lol\n");
+    for i in 1..=9 {
+        let aliases = vec![format!("*l{}", i - 1); 9].join(", ");
+        writeln!(laughs, "l{i}: &l{i} [{aliases}]").unwrap();
+    }
+    env.write("config/laughs.yaml", &laughs);
     let out = env
         .gate(&["verify", "--format", "json"])
         .timeout(Duration::from_secs(60))
