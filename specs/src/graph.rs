@@ -9,10 +9,10 @@
 //! and a validated spec has none.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet, VecDeque};
 
 use petgraph::Direction;
-use petgraph::algo::tarjan_scc;
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::Spec;
@@ -268,9 +268,11 @@ impl IdGraph {
 
     /// One cycle per strongly connected component that has one, each the
     /// shortest through the component's earliest node, starting there;
-    /// ordered by that node.
+    /// ordered by that node. Kosaraju's search keeps its own stack (petgraph's
+    /// Tarjan recurses, and a spec's chain of `after` can be as long as the
+    /// spec).
     pub(crate) fn cycles(&self, graph: &'static str) -> Vec<GraphCycle> {
-        let mut cycles: Vec<(NodeIndex, GraphCycle)> = tarjan_scc(&self.graph)
+        let mut cycles: Vec<(NodeIndex, GraphCycle)> = kosaraju_scc(&self.graph)
             .into_iter()
             .filter(|scc| scc.len() > 1 || self.graph.contains_edge(scc[0], scc[0]))
             .filter_map(|scc| {
@@ -292,6 +294,7 @@ impl IdGraph {
     /// Breadth-first from `start` along `after` (dependent → dependency),
     /// within `scc`, back to `start`.
     fn shortest_cycle(&self, start: NodeIndex, scc: &[NodeIndex]) -> Option<Vec<NodeIndex>> {
+        let scc: HashSet<NodeIndex> = scc.iter().copied().collect();
         let mut came_from: HashMap<NodeIndex, NodeIndex> = HashMap::new();
         let mut queue = VecDeque::from([start]);
         while let Some(n) = queue.pop_front() {
@@ -423,6 +426,30 @@ mod tests {
             );
             assert_eq!(TaskGraph::new(&tasks(afters)).err(), t.first().cloned());
         }
+    }
+
+    #[test]
+    fn a_chain_as_long_as_a_big_spec_is_searched_without_recursion() {
+        // 30,000 deep overflows a test thread's 2 MiB stack under a
+        // recursive search; the last link closes the chain into one cycle.
+        const N: usize = 30_000;
+        let ids: Vec<String> = (0..N).map(|i| format!("t{i}")).collect();
+        let after: Vec<[&str; 1]> = (0..N).map(|i| [ids[(i + N - 1) % N].as_str()]).collect();
+        let mut items: Vec<(&str, &[&str])> = ids
+            .iter()
+            .zip(&after)
+            .map(|(id, a)| (id.as_str(), &a[..]))
+            .collect();
+        let err = TaskGraph::new(&tasks(&items)).unwrap_err();
+        assert_eq!(err.path.len(), N + 1);
+        assert_eq!(
+            (err.path[0].as_str(), err.path[1].as_str()),
+            ("t0", "t29999")
+        );
+        // Open the cycle: a chain, in order.
+        items[0].1 = &[];
+        let g = TaskGraph::new(&tasks(&items)).unwrap();
+        assert_eq!(g.topological_order(), ids);
     }
 
     #[test]
