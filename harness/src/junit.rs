@@ -18,6 +18,10 @@ use crate::Location;
 /// Failing test names listed in a reason before "and N more".
 const NAMES_SHOWN: usize = 5;
 
+/// The largest report read (it is read whole): far above any real suite's,
+/// and a bound on what a hostile workspace can make the gate hold.
+const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Newer files listed as locations when a report is stale.
 const STALE_SHOWN: usize = 20;
 
@@ -70,6 +74,13 @@ pub fn check_report(
     };
     if !meta.is_file() {
         return Err(ReportFailure::new(format!("report {report} is not a file")));
+    }
+    if meta.len() > MAX_REPORT_BYTES {
+        return Err(ReportFailure::new(format!(
+            "report {report} is {} bytes, more than the {} MiB a report may be",
+            meta.len(),
+            MAX_REPORT_BYTES / (1024 * 1024)
+        )));
     }
     let bytes = std::fs::read(&full)
         .map_err(|e| ReportFailure::new(format!("cannot read report {report}: {e}")))?;
@@ -440,6 +451,10 @@ mod tests {
         let unclosed = "<testsuite>\n<testcase name=\"t\">\n";
         let mismatched = "<testsuite>\n<testcase name=\"t\"></testsuite>";
         let not_xml = "{\"tests\": 3}";
+        // Entities a DTD declares are not expanded ("billion laughs").
+        let laughs = r#"<?xml version="1.0"?>
+<!DOCTYPE t [<!ENTITY a "lolololol"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>
+<testsuite><testcase name="&b;&b;&b;"/></testsuite>"#;
         // (report, its age in s, Ok(tests) or the reason's start)
         let cases: Vec<(Option<&str>, i64, Result<usize, &str>)> = vec![
             (Some(PASS), 10, Ok(2)),
@@ -489,6 +504,7 @@ mod tests {
                 10,
                 Err("report reports/orders.junit.xml is not JUnit XML"),
             ),
+            (Some(laughs), 10, Ok(1)),
         ];
         for (report, age, want) in cases {
             let got = check(report, age);
@@ -502,6 +518,23 @@ mod tests {
                 _ => panic!("{report:?}: want {want:?}, got {got:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_report_too_large_to_read_whole_is_refused_unread() {
+        let ws = tempfile::tempdir().unwrap();
+        write_file(ws.path(), "r.xml", b"", ago(0));
+        // Sparse: its size, not its bytes, is what is refused.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(ws.path().join("r.xml"))
+            .unwrap();
+        file.set_len(MAX_REPORT_BYTES + 1).unwrap();
+        let failure = check_report(ws.path(), "r.xml", &[], &[]).unwrap_err();
+        assert_eq!(
+            failure.reason,
+            "report r.xml is 268435457 bytes, more than the 256 MiB a report may be"
+        );
     }
 
     #[test]
