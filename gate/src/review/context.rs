@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 pub const FILE_CAP: usize = 256 * 1024;
 /// Bytes of one remit block at most.
 pub const BLOCK_CAP: usize = 2 * 1024 * 1024;
+/// Bytes of one changed file held in memory: more than can be shown, so a
+/// cut is always seen; the rest is only hashed, however large the file.
+const READ_CAP: usize = 2 * FILE_CAP;
 
 /// What part of a change a file is, for remits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -253,6 +256,13 @@ impl Fence {
     /// to `cap` bytes at a character boundary. Returns the section and the
     /// bytes cut.
     pub fn wrap(&self, label: &str, text: &str, cap: usize) -> (String, usize) {
+        let (out, cut) = self.wrap_part(label, text, cap, 0);
+        (out, usize::try_from(cut).unwrap_or(usize::MAX))
+    }
+
+    /// As [`Fence::wrap`], for `text` that is the start of something
+    /// `beyond` bytes longer: those count as cut.
+    pub fn wrap_part(&self, label: &str, text: &str, cap: usize, beyond: u64) -> (String, u64) {
         let clean = self.sanitize(text);
         let label: String = self
             .sanitize(label)
@@ -264,10 +274,11 @@ impl Fence {
             while !clean.is_char_boundary(end) {
                 end -= 1;
             }
-            (&clean[..end], clean.len() - end)
+            (&clean[..end], (clean.len() - end) as u64)
         } else {
             (clean.as_str(), 0)
         };
+        let cut = cut.saturating_add(beyond);
         let name = self.name();
         let mut out = String::with_capacity(shown.len() + 80);
         let _ = writeln!(out, "<<<{name} {label}>>>");
@@ -310,44 +321,81 @@ pub struct ChangedFile {
     pub path: String,
     /// Its class.
     pub class: FileClass,
-    /// Its text (lossily decoded), `None` when deleted or unreadable.
+    /// Its text (lossily decoded; of a large file, the start), `None` when
+    /// deleted or unreadable.
     pub text: Option<String>,
+    /// The file's size in bytes (0 when deleted or unreadable).
+    pub size: u64,
+    /// blake3 of all its bytes, when it was read.
+    pub digest: Option<blake3::Hash>,
     /// Why it is noise, if it is.
     pub noise: Option<&'static str>,
 }
 
 /// Reads the changed files under `workspace`, classified and noise-marked.
 /// Symlinks are never followed; deleted files are kept (without text) so the
-/// file list shows them.
+/// file list shows them. Only the first `READ_CAP` bytes of a file are held.
 pub fn read_change(workspace: &Path, changed: &[String]) -> Vec<ChangedFile> {
     changed
         .iter()
         .map(|path| {
             let full = workspace.join(path);
             let is_file = std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_file());
-            let bytes = if is_file {
-                std::fs::read(&full).ok()
-            } else {
-                None
-            };
+            let read = if is_file { read_head(&full).ok() } else { None };
             let mut class = classify(path);
-            if bytes
-                .as_deref()
-                .is_some_and(|b| b[..b.len().min(8192)].contains(&0))
+            if read
+                .as_ref()
+                .is_some_and(|r| r.head[..r.head.len().min(8192)].contains(&0))
             {
                 class = FileClass::Binary;
             }
-            let noise = bytes.as_deref().and_then(|b| noise(path, b));
+            let noise = read.as_ref().and_then(|r| noise(path, &r.head));
             ChangedFile {
                 path: path.clone(),
                 class,
-                text: bytes
+                size: read.as_ref().map_or(0, |r| r.size),
+                digest: read.as_ref().map(|r| r.digest),
+                text: read
                     .filter(|_| class != FileClass::Binary)
-                    .map(|b| String::from_utf8_lossy(&b).into_owned()),
+                    .map(|r| String::from_utf8_lossy(&r.head).into_owned()),
                 noise,
             }
         })
         .collect()
+}
+
+/// A file read for review: its first bytes, its size and its digest.
+struct ReadFile {
+    head: Vec<u8>,
+    size: u64,
+    digest: blake3::Hash,
+}
+
+/// Reads `path` once, keeping its first `READ_CAP` bytes and hashing all.
+fn read_head(path: &Path) -> std::io::Result<ReadFile> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut head = Vec::new();
+    let mut size = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        let keep = n.min(READ_CAP.saturating_sub(head.len()));
+        head.extend_from_slice(&buf[..keep]);
+        size += n as u64;
+    }
+    Ok(ReadFile {
+        head,
+        size,
+        digest: hasher.finalize(),
+    })
 }
 
 /// A remit block: fenced files, with what they cover.
@@ -376,20 +424,23 @@ impl RemitBlock {
         let _ = writeln!(block.text, "## {heading}");
         for f in files {
             let Some(text) = &f.text else { continue };
-            let total = text.len();
-            block.bytes_total += total as u64;
+            // A large file's text is its start: the rest counts as cut.
+            let total = f.size.max(text.len() as u64);
+            block.bytes_total += total;
             let room = BLOCK_CAP.saturating_sub(block.text.len());
             if room < 256 {
-                block.cut.push((f.path.clone(), total as u64));
+                block.cut.push((f.path.clone(), total));
                 continue;
             }
             let cap = FILE_CAP.min(room - 128);
-            let (section, cut) = fence.wrap(&format!("file=\"{}\"", f.path), text, cap);
+            let beyond = total - text.len() as u64;
+            let (section, cut) =
+                fence.wrap_part(&format!("file=\"{}\"", f.path), text, cap, beyond);
             block.text.push_str(&section);
             block.files.push(f.path.clone());
-            block.bytes_shown += (total - cut) as u64;
+            block.bytes_shown += total.saturating_sub(cut);
             if cut > 0 {
-                block.cut.push((f.path.clone(), cut as u64));
+                block.cut.push((f.path.clone(), cut));
             }
         }
         block
@@ -496,5 +547,35 @@ mod tests {
         let (section, cut) = fence.wrap("x", &text, 51);
         assert_eq!(cut, 150);
         assert!(section.contains("[… 150 more bytes not shown]"));
+    }
+
+    #[test]
+    fn a_large_file_is_held_only_in_part_but_hashed_and_counted_whole() {
+        let ws = tempfile::tempdir().unwrap();
+        let size = 3 * READ_CAP + 17;
+        let mut bytes = b"fn big() {}\n".repeat(size / 12 + 1);
+        bytes.truncate(size);
+        std::fs::write(ws.path().join("big.rs"), &bytes).unwrap();
+        // The same file but for its last byte, far past what is held.
+        let mut other = bytes.clone();
+        *other.last_mut().unwrap() = b'!';
+        std::fs::write(ws.path().join("other.rs"), &other).unwrap();
+        let files = read_change(ws.path(), &["big.rs".to_owned(), "other.rs".to_owned()]);
+        let big = &files[0];
+        assert_eq!(big.text.as_ref().map(String::len), Some(READ_CAP));
+        assert_eq!(big.size, size as u64);
+        assert_eq!(big.digest, Some(blake3::hash(&bytes)));
+        assert_ne!(big.digest, files[1].digest);
+
+        let block = RemitBlock::build("code", &Fence::with_nonce("n"), [big]);
+        let cut = (size - FILE_CAP) as u64;
+        assert_eq!(block.bytes_total, size as u64);
+        assert_eq!(block.bytes_shown, FILE_CAP as u64);
+        assert_eq!(block.cut, [("big.rs".to_owned(), cut)]);
+        assert!(
+            block
+                .text
+                .contains(&format!("[… {cut} more bytes not shown]"))
+        );
     }
 }

@@ -227,13 +227,15 @@ fn remit_digest(
         for path in &b.files {
             h.update(path.as_bytes());
             h.update(&[0]);
-            let text = files
+            // All of the file's bytes, not only the start that is shown.
+            let digest = files
                 .iter()
                 .flat_map(|list| list.iter())
                 .find(|f| &f.path == path)
-                .and_then(|f| f.text.as_ref());
-            if let Some(text) = text {
-                h.update(blake3::hash(text.as_bytes()).as_bytes());
+                .filter(|f| f.text.is_some())
+                .and_then(|f| f.digest);
+            if let Some(digest) = digest {
+                h.update(digest.as_bytes());
             }
         }
     }
@@ -360,7 +362,7 @@ pub fn shared_context(input: &ReviewInput<'_>) -> String {
         let what = match (&f.noise, &f.text) {
             (Some(why), _) => format!("left out: {why}"),
             (None, None) => "deleted or unreadable".to_owned(),
-            (None, Some(t)) => format!("{:?}, {} bytes", f.class, t.len()).to_lowercase(),
+            (None, Some(_)) => format!("{:?}, {} bytes", f.class, f.size).to_lowercase(),
         };
         let _ = writeln!(data, "- {} ({what})", f.path);
     }

@@ -228,6 +228,43 @@ fn a_failed_cross_check_means_no_model_is_asked() {
     );
 }
 
+/// A changed file of a gibibyte is shown to reviewers cut, counted whole,
+/// and never held whole: the gate's peak memory stays far below its size.
+#[test]
+fn a_gibibyte_source_file_is_reviewed_cut_in_bounded_memory() {
+    const SIZE: u64 = 1024 * 1024 * 1024;
+    let server = ModelServer::start();
+    server.default_reply(Reply::openai(&answer(json!([]), json!([]))));
+    let env = light_workspace(&server, "true");
+    // Text first (so it is code, not binary), then a sparse gibibyte.
+    let huge = env.write("src/huge.py", &"# HUGE-MARKER\nx = 1\n".repeat(1000));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&huge)
+        .and_then(|f| f.set_len(SIZE))
+        .expect("extend the file");
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    assert_eq!(out.json()["review"]["status"], "ran", "{}", out.stderr);
+    let quality = server
+        .requests()
+        .into_iter()
+        .find(|r| r.header("x-gate-role") == Some("quality"))
+        .expect("the quality reviewer was asked");
+    let code = parts(&quality).join("\n");
+    let marker = code.find("HUGE-MARKER").expect("the file's start is shown");
+    let cut: u64 = code[marker..]
+        .split("[… ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the cut is marked");
+    assert!(cut > SIZE - 1024 * 1024, "only {cut} bytes said cut");
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    let peak_mib = usage.max_rss() / 1024;
+    assert!(peak_mib < 400, "the gate peaked at {peak_mib} MiB");
+}
+
 /// A trivial workspace: one task, one code file, one generalist reviewer.
 fn trivial_workspace(server: &ModelServer, api: &str) -> TestEnv {
     let env = TestEnv::new();
