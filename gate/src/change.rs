@@ -18,6 +18,13 @@ const GIT_OUTPUT_CAP: usize = 64 * 1024 * 1024;
 
 /// The changed files, workspace-relative, sorted and unique.
 pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, GateError> {
+    // git would read it as one of its options, not as a revision.
+    if base.starts_with('-') {
+        return Err(GateError::Base {
+            base: base.to_owned(),
+            reason: "a commit or branch name cannot start with `-`".to_owned(),
+        });
+    }
     let merge_base = git(workspace, &["merge-base", base, "HEAD"])
         .await
         .map_err(|e| GateError::Base {
@@ -105,4 +112,21 @@ async fn git(workspace: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
         return Err(format!("`git {}` failed: {line}", args.join(" ")));
     }
     Ok(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_base_that_git_would_read_as_an_option_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for base in ["--all", "-h", "--output=/tmp/x"] {
+            let err = with_base(dir.path(), base).await.unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("base `{base}`: a commit or branch name cannot start with `-`")
+            );
+        }
+    }
 }
