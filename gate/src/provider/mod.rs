@@ -280,6 +280,39 @@ pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, Provide
 /// The cap on error bodies and offending text kept in errors.
 const KEEP_BYTES: usize = 64 * 1024;
 
+/// The most of a reply's body the client takes in: far more than any
+/// answer within its output-token limit, event framing included, and a
+/// bound on what a misbehaving provider or proxy can make the gate hold.
+pub(crate) const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+
+/// The error for a reply that passed [`MAX_REPLY_BYTES`].
+pub(crate) fn too_large() -> ProviderError {
+    protocol(
+        format!("the reply passed {} MiB", MAX_REPLY_BYTES / (1024 * 1024)),
+        "",
+    )
+}
+
+/// Up to `limit` bytes of `response`'s body, and whether there was more.
+async fn read_up_to(
+    response: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    use futures::StreamExt as _;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
 /// `text`, cut to [`KEEP_BYTES`] at a character boundary.
 pub(crate) fn capped(text: &str) -> String {
     if text.len() <= KEEP_BYTES {
@@ -379,8 +412,9 @@ async fn http_error(response: reqwest::Response) -> ProviderError {
         header("retry-after-ms").as_deref(),
         std::time::SystemTime::now(),
     );
-    let body = match response.text().await {
-        Ok(body) => body,
+    // Only its start is kept in the error, so only that much is read.
+    let body = match read_up_to(response, KEEP_BYTES).await {
+        Ok((body, _)) => String::from_utf8_lossy(&body).into_owned(),
         Err(e) => format!("(the error body could not be read: {e})"),
     };
     let error = ApiError::parse(&body).unwrap_or_else(|| ApiError {
@@ -405,12 +439,13 @@ pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
         .is_none_or(|ct| !ct.trim_start().starts_with("application/json"))
 }
 
-/// The whole body of a non-streamed reply.
+/// The whole body of a non-streamed reply, up to [`MAX_REPLY_BYTES`].
 pub(crate) async fn read_body(response: reqwest::Response) -> Result<String, ProviderError> {
-    response
-        .text()
-        .await
-        .map_err(|source| ProviderError::Transport { source })
+    match read_up_to(response, MAX_REPLY_BYTES).await {
+        Ok((_, true)) => Err(too_large()),
+        Ok((body, false)) => Ok(String::from_utf8_lossy(&body).into_owned()),
+        Err(source) => Err(ProviderError::Transport { source }),
+    }
 }
 
 /// A body (or event) that does not follow the provider's API.

@@ -128,6 +128,8 @@ pub(crate) struct EventReader {
     body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
     parser: SseParser,
     pending: VecDeque<SseEvent>,
+    /// Body bytes taken in so far, held to `MAX_REPLY_BYTES`.
+    received: usize,
     last_activity: Instant,
     inactivity: Duration,
     deadline: Instant,
@@ -150,6 +152,7 @@ impl EventReader {
             body,
             parser: SseParser::new(),
             pending: VecDeque::new(),
+            received: 0,
             last_activity: now,
             inactivity,
             deadline,
@@ -183,7 +186,15 @@ impl EventReader {
                 }
                 Ok(None) => return Ok(None),
                 Ok(Some(Err(source))) => return Err(ProviderError::Transport { source }),
-                Ok(Some(Ok(bytes))) => self.pending.extend(self.parser.push(&bytes)),
+                Ok(Some(Ok(bytes))) => {
+                    // A line that never ends or events that never stop
+                    // would otherwise grow until the deadline.
+                    self.received = self.received.saturating_add(bytes.len());
+                    if self.received > crate::provider::MAX_REPLY_BYTES {
+                        return Err(crate::provider::too_large());
+                    }
+                    self.pending.extend(self.parser.push(&bytes));
+                }
             }
         }
     }

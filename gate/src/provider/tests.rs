@@ -667,3 +667,46 @@ async fn images_follow_their_block_s_text_in_each_provider_s_shape() {
         ])
     );
 }
+
+#[tokio::test]
+async fn a_reply_past_the_size_limit_is_cut_off_not_held() {
+    let huge = "x".repeat(crate::provider::MAX_REPLY_BYTES + 1);
+    // (what, reply, streamed)
+    let cases = [
+        (
+            "a whole reply",
+            Reply::json(200, json!({"pad": huge})),
+            false,
+        ),
+        (
+            "an event whose line never ends in time",
+            Reply::sse(vec![openai_chunk(&json!({"content": huge}))]),
+            true,
+        ),
+    ];
+    for (what, reply, stream) in cases {
+        let err = call(Api::OpenAi, reply, &request(stream))
+            .await
+            .expect_err(what);
+        assert!(
+            matches!(&err, ProviderError::Protocol { detail, .. } if detail == "the reply passed 64 MiB"),
+            "{what}: {err}"
+        );
+        assert_eq!(err.classify(), Class::Retryable, "{what}");
+    }
+    // An error body that size is read only as far as the error keeps it.
+    let err = call(
+        Api::OpenAi,
+        Reply::json(500, json!({"error": {"message": huge}})),
+        &request(false),
+    )
+    .await
+    .expect_err("a 500");
+    match err {
+        ProviderError::Http { status, body, .. } => {
+            assert_eq!(status, 500);
+            assert!(body.len() <= 64 * 1024, "{} bytes kept", body.len());
+        }
+        other => panic!("{other:?}"),
+    }
+}
