@@ -56,8 +56,15 @@ pub(super) fn file(path: &Path, bufs: &mut Buffers) -> io::Result<Hashed> {
     if !meta.is_file() {
         return Ok(Hashed::Special);
     }
+    Ok(Hashed::Entry(contents(&mut file, meta.len(), bufs)?))
+}
+
+/// Hashes `file` up to `len` bytes, its length when it was opened: a file a
+/// process keeps growing is hashed as it was then, and the read ends.
+fn contents(file: &mut File, len: u64, bufs: &mut Buffers) -> io::Result<FileEntry> {
+    let mut file = file.take(len);
     let mut hasher = blake3::Hasher::new();
-    if meta.len() >= LARGE_FILE {
+    if len >= LARGE_FILE {
         let buf = sized(&mut bufs.large, LARGE_BUF_LEN);
         stream(&mut file, buf, |chunk| {
             hasher.update_rayon(chunk);
@@ -68,11 +75,11 @@ pub(super) fn file(path: &Path, bufs: &mut Buffers) -> io::Result<Hashed> {
             hasher.update(chunk);
         })?;
     }
-    Ok(Hashed::Entry(FileEntry {
+    Ok(FileEntry {
         digest: hasher.finalize().into(),
         size: hasher.count(),
         kind: EntryKind::File,
-    }))
+    })
 }
 
 /// Hashes the symlink at `path` by its target path, without touching the target.
@@ -98,7 +105,7 @@ fn sized(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
 }
 
 /// Feeds `file` to `sink` a buffer at a time, to its end.
-fn stream(file: &mut File, buf: &mut [u8], mut sink: impl FnMut(&[u8])) -> io::Result<()> {
+fn stream(file: &mut impl Read, buf: &mut [u8], mut sink: impl FnMut(&[u8])) -> io::Result<()> {
     loop {
         match file.read(buf) {
             Ok(0) => return Ok(()),
@@ -147,4 +154,29 @@ fn target_bytes(target: &Path) -> Vec<u8> {
 #[cfg(not(unix))]
 fn target_bytes(target: &Path) -> Vec<u8> {
     target.to_string_lossy().replace('\\', "/").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn a_file_grown_while_it_is_hashed_is_hashed_as_it_was_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("service.log");
+        std::fs::write(&path, b"first line\n").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        // A process still writing appends before the read gets there.
+        let mut writer = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writer.write_all(b"second line\n").unwrap();
+        let entry = contents(&mut file, len, &mut Buffers::default()).unwrap();
+        assert_eq!(entry.size, len);
+        assert_eq!(entry.digest, Digest::of(b"first line\n"));
+    }
 }
