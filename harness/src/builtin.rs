@@ -193,8 +193,12 @@ const YAML_EXPANDED_NODES: u64 = 1_000_000;
 
 /// Why `text` is not YAML, if it is not: its events first (syntax, unknown
 /// anchors), counting what the aliases expand to, then the built document
-/// (duplicate keys) when that stays small.
+/// (duplicate keys) when that stays small. Text without a `*` holds no
+/// alias, so nothing can expand and the document is built at once.
 fn yaml_error(text: &str) -> Option<yaml_rust2::ScanError> {
+    if !text.contains('*') {
+        return yaml_rust2::YamlLoader::load_from_str(text).err();
+    }
     let mut size = ExpandedSize::default();
     if let Err(e) = yaml_rust2::parser::Parser::new_from_str(text).load(&mut size, true) {
         return Some(e);

@@ -375,22 +375,12 @@ struct ReadFile {
 fn read_head(path: &Path) -> std::io::Result<ReadFile> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
-    let mut hasher = blake3::Hasher::new();
     let mut head = Vec::new();
-    let mut size = 0u64;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-        let keep = n.min(READ_CAP.saturating_sub(head.len()));
-        head.extend_from_slice(&buf[..keep]);
-        size += n as u64;
-    }
+    (&mut file).take(READ_CAP as u64).read_to_end(&mut head)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&head);
+    hasher.update_reader(file)?;
+    let size = hasher.count();
     Ok(ReadFile {
         head,
         size,
