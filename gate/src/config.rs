@@ -170,14 +170,15 @@ fn placed(spec: &Path, reason: &str) -> String {
 /// `[ledger] url` of a spec file, read without validating the rest of it
 /// (commands other than `gate verify` only need this).
 fn spec_ledger_url(spec: &Path) -> Result<Option<String>, String> {
-    let text = match std::fs::read_to_string(spec) {
-        Ok(text) => text,
+    let bytes = match gate_specs::read_bounded(spec, gate_specs::TEXT_MAX_BYTES) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
+    let text = std::str::from_utf8(&bytes).map_err(|e| e.to_string())?;
     let url = match gate_specs::Format::from_path(spec) {
         gate_specs::Format::Json => {
-            let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
             match doc.get("ledger").and_then(|l| l.get("url")) {
                 None => None,
                 Some(serde_json::Value::String(u)) => Some(u.clone()),

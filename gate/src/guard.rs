@@ -357,7 +357,9 @@ pub async fn check(
                 let file = dir.join(p);
                 let (was, is) = (
                     read_at_base(base, &file).await,
-                    std::fs::read_to_string(&file).ok(),
+                    gate_specs::read_bounded(&file, gate_specs::TEXT_MAX_BYTES)
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok()),
                 );
                 if was.is_some() && was != is {
                     found.push(Loosening {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// One problem in a spec, with where it is.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}:{line}:{column}: {kind}", file.display())]
+#[error("{}: {kind}", self.place())]
 pub struct SpecError {
     /// The spec file.
     pub file: PathBuf,
@@ -25,6 +25,16 @@ impl SpecError {
             line,
             column,
             kind,
+        }
+    }
+
+    /// `file:line:column`, or the file alone for a problem with the whole
+    /// file (line 0), which has no place in it to point at.
+    fn place(&self) -> String {
+        if self.line == 0 {
+            self.file.display().to_string()
+        } else {
+            format!("{}:{}:{}", self.file.display(), self.line, self.column)
         }
     }
 }

@@ -6,9 +6,11 @@
 //! - [`globs`]: input and path globs, compiled once, matched on workspace-relative paths.
 //! - [`graph`]: the task graph and the check graph (petgraph), cycle reports.
 //! - [`locate`]: key paths to line and column, for TOML and JSON alike.
+//! - [`source`]: reading the files the gate is configured by, bounded in
+//!   size, and their bytes as UTF-8 text.
 //!
-//! This crate does no I/O beyond reading the spec file and depends on no other
-//! crate of the workspace.
+//! This crate does no I/O beyond reading configuration files and depends on
+//! no other crate of the workspace.
 
 pub mod errors;
 pub mod globs;
@@ -16,6 +18,7 @@ pub mod graph;
 pub mod locate;
 pub mod model;
 mod parse;
+pub mod source;
 mod validate;
 
 use std::path::Path;
@@ -29,6 +32,7 @@ pub use model::{
     Starts, Task, TaskTests,
 };
 pub use parse::from_toml_str;
+pub use source::{TEXT_MAX_BYTES, read_bounded, text_of};
 
 /// The two spellings of a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +55,7 @@ impl Format {
 
 /// Reads, parses and validates the spec at `path`.
 pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = read_bounded(path, TEXT_MAX_BYTES).map_err(|e| {
         SpecErrors::from(SpecError::new(
             path,
             0,
@@ -60,26 +64,6 @@ pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
         ))
     })?;
     parse_str(text_of(&bytes, path)?, path, Format::from_path(path))
-}
-
-/// A TOML or JSON file's bytes as text. Both formats are UTF-8, so a byte
-/// that is not is an error at its line and column, never a silent
-/// replacement.
-pub fn text_of<'a>(bytes: &'a [u8], file: &Path) -> Result<&'a str, SpecError> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let good = e.valid_up_to();
-        // The bytes before the bad one are UTF-8 by definition.
-        let before = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        SpecError::new(
-            file,
-            before.matches('\n').count() + 1,
-            before[line_start..].chars().count() + 1,
-            SpecErrorKind::NotUtf8 {
-                byte: bytes.get(good).copied().unwrap_or_default(),
-            },
-        )
-    })
 }
 
 /// Parses and validates spec text; `file` is only used to name it in errors.

@@ -76,7 +76,7 @@ impl Prompts {
             let entry = match overrides.get(prompt.key()) {
                 Some(rel) => {
                     let path = base.join(rel);
-                    let text = std::fs::read_to_string(&path).map_err(|source| PromptError {
+                    let text = read_prompt(&path).map_err(|source| PromptError {
                         key: prompt.key().to_owned(),
                         path: path.clone(),
                         source,
@@ -116,6 +116,12 @@ impl Prompts {
             .map(|(p, (t, path))| (p.key().to_owned(), Digest::of(t.as_bytes()), path.clone()))
             .collect()
     }
+}
+
+/// A prompt file's text: bounded like every configuration file, and UTF-8.
+fn read_prompt(path: &Path) -> std::io::Result<String> {
+    let bytes = gate_specs::read_bounded(path, gate_specs::TEXT_MAX_BYTES)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]

@@ -196,10 +196,13 @@ impl Routing {
 
     /// Reads a user's table.
     pub fn load(path: &Path) -> Result<Self, RoutingError> {
-        let bytes = std::fs::read(path).map_err(|source| RoutingError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes =
+            gate_specs::read_bounded(path, gate_specs::TEXT_MAX_BYTES).map_err(|source| {
+                RoutingError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         Ok(Self {
             table: gate_specs::from_toml_str(gate_specs::text_of(&bytes, path)?, path)?,
             origin: Origin::File(path.to_path_buf()),

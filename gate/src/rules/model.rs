@@ -117,6 +117,9 @@ impl Case {
 
 /// Screenshots a case may hold at most.
 pub const MAX_CASE_IMAGES: usize = 4;
+/// The most bytes one case screenshot may hold (it is sent downscaled to
+/// a few MB; a full-page capture is rarely over 20 MB).
+pub const CASE_IMAGE_MAX_BYTES: u64 = 64 << 20;
 
 /// What `gate rules test` last found, written back into the rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::rules::errors::{RuleProblem, RulesError};
-use crate::rules::model::{self, Rule};
+use crate::rules::model::{self, CASE_IMAGE_MAX_BYTES, Rule};
 
 /// Rules applying to one file at most, unless `gate rules check --cap` says otherwise.
 pub const DEFAULT_CAP: usize = 15;
@@ -26,7 +26,8 @@ impl RuleSet {
         let mut texts = Vec::new();
         for source in sources {
             let path = workspace.join(source);
-            let bytes = std::fs::read(&path).map_err(|e| RulesError::Read { path, source: e })?;
+            let bytes = gate_specs::read_bounded(&path, gate_specs::TEXT_MAX_BYTES)
+                .map_err(|e| RulesError::Read { path, source: e })?;
             texts.push((source.clone(), bytes));
         }
         let mut set = Self::from_files(texts).map_err(RulesError::Invalid)?;
@@ -45,7 +46,7 @@ impl RuleSet {
         for rule in &mut self.rules {
             for (image, (line, column)) in &rule.image_sites {
                 let problem = |why: String| RuleProblem::new(&rule.source, *line, *column, why);
-                match std::fs::read(workspace.join(image)) {
+                match gate_specs::read_bounded(&workspace.join(image), CASE_IMAGE_MAX_BYTES) {
                     Ok(bytes) if bytes.starts_with(b"\x89PNG\r\n\x1a\n") => {
                         rule.image_digests
                             .insert(image.clone(), blake3::hash(&bytes).to_hex().to_string());

@@ -18,7 +18,7 @@ use crate::role::Role;
 use crate::routing::ChainModel;
 use crate::rules::ask::{self, Asked};
 use crate::rules::design::{self, PageShots};
-use crate::rules::model::{Case, PASS_MARGIN, Rule};
+use crate::rules::model::{CASE_IMAGE_MAX_BYTES, Case, PASS_MARGIN, Rule};
 
 /// Cases asked at once.
 const CONCURRENCY: usize = 4;
@@ -248,8 +248,9 @@ fn case_request(
     } else {
         let mut images = Vec::new();
         for path in &case.images {
-            let bytes = std::fs::read(tester.workspace.join(path))
-                .map_err(|e| format!("cannot read {path}: {e}"))?;
+            let bytes =
+                gate_specs::read_bounded(&tester.workspace.join(path), CASE_IMAGE_MAX_BYTES)
+                    .map_err(|e| format!("cannot read {path}: {e}"))?;
             let image = Image::fit(&bytes).map_err(|e| format!("{path}: {e}"))?;
             images.push((format!("{path} ({}×{})", image.width, image.height), image));
         }

@@ -65,9 +65,11 @@ pub struct LoadedSpec {
 
 /// Reads and validates the spec.
 pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
-    let bytes = std::fs::read(path).map_err(|e| GateError::Workspace {
-        path: path.to_path_buf(),
-        reason: format!("cannot read the spec: {e}"),
+    let bytes = gate_specs::read_bounded(path, gate_specs::TEXT_MAX_BYTES).map_err(|e| {
+        GateError::Workspace {
+            path: path.to_path_buf(),
+            reason: format!("cannot read the spec: {e}"),
+        }
     })?;
     let text = gate_specs::text_of(&bytes, path).map_err(gate_specs::SpecErrors::from)?;
     let spec = gate_specs::parse_str(text, path, gate_specs::Format::from_path(path))?;

@@ -222,6 +222,101 @@ fn toml_files_that_are_not_utf8_are_refused_at_their_first_bad_byte() {
     }
 }
 
+/// A configuration file grown past its bound (here sparse, so the test
+/// writes nothing) is refused from its size, by every command that reads
+/// it, before a byte of it is read: the gate stays small and says which
+/// file and how big.
+#[test]
+fn configuration_files_over_their_bound_are_refused_unread() {
+    const SPEC: &str = "[spec]\nid = \"big\"\n[[check]]\nid = \"b\"\nrun = \"true\"\n";
+    const PROMPTED: &str = "[prompts]\nquality = \"prompts/quality.md\"\n";
+    const DESIGN_RULE: &str = r#"[[rule]]
+id = "one-primary"
+applies = ["web/**"]
+mistake = "More than one primary button"
+fix = "Keep one"
+[[rule.cases.violating]]
+images = ["docs/review/cases/big.png"]
+[[rule.cases.compliant]]
+images = ["docs/review/cases/small.png"]
+"#;
+    struct Big {
+        file: &'static str,
+        len: u64,
+        also: &'static [(&'static str, &'static str)],
+        commands: &'static [&'static [&'static str]],
+        says: &'static str,
+    }
+    let mib = 1024 * 1024;
+    let cases = [
+        Big {
+            file: "gate.toml",
+            len: 2 << 30,
+            also: &[],
+            commands: &[&["verify"], &["report"], &["runs"], &["ledger", "verify"]],
+            says: "gate.toml: cannot read the spec: it is 2 GiB, over the 16 MiB",
+        },
+        Big {
+            file: "routing.toml",
+            len: 17 * mib,
+            also: &[("gate.toml", SPEC)],
+            commands: &[&["verify"]],
+            says: "routing.toml: it is 17 MiB, over the 16 MiB",
+        },
+        Big {
+            file: "prompts/quality.md",
+            len: 17 * mib,
+            also: &[("gate.toml", SPEC), ("routing.toml", PROMPTED)],
+            commands: &[&["verify"]],
+            says: "prompts/quality.md: it is 17 MiB, over the 16 MiB",
+        },
+        Big {
+            file: "docs/review/rules.toml",
+            len: 17 * mib,
+            also: &[("gate.toml", SPEC)],
+            commands: &[&["verify"], &["rules", "test"]],
+            says: "rules.toml: it is 17 MiB, over the 16 MiB",
+        },
+        Big {
+            file: "docs/review/cases/big.png",
+            len: 65 * mib,
+            also: &[
+                ("gate.toml", SPEC),
+                ("docs/review/rules.toml", DESIGN_RULE),
+                ("docs/review/cases/small.png", "\u{89}PNG"),
+            ],
+            commands: &[&["verify"], &["rules", "test"]],
+            says: "`docs/review/cases/big.png` cannot be read: it is 65 MiB, over the 64 MiB",
+        },
+    ];
+    for Big {
+        file,
+        len,
+        also,
+        commands,
+        says,
+    } in cases
+    {
+        let env = TestEnv::new();
+        for (path, text) in also {
+            env.write(path, text);
+        }
+        env.write(file, "");
+        let big = std::fs::OpenOptions::new()
+            .write(true)
+            .open(env.path().join(file))
+            .expect("open the file");
+        big.set_len(len).expect("grow the file");
+        for command in commands {
+            env.gate(command).run().assert_exit(2).stderr_has(says);
+        }
+        assert!(
+            !env.path().join(".gate/bundles").exists(),
+            "{file}: nothing ran, so nothing was recorded"
+        );
+    }
+}
+
 #[test]
 fn json_is_the_documented_object() {
     let env = TestEnv::new();
