@@ -141,7 +141,7 @@ impl PublicKey {
 
     /// Reads an SPKI PEM file.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
-        let text = fs::read_to_string(path).map_err(|source| KeyError::Read {
+        let text = read_pem(path).map_err(|source| KeyError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -283,7 +283,7 @@ impl SigningKey {
     /// Reads a private key file, refusing one that group or others can access.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
         check_private_mode(path)?;
-        let text = fs::read_to_string(path).map_err(|source| KeyError::Read {
+        let text = read_pem(path).map_err(|source| KeyError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -403,6 +403,12 @@ fn check_private_mode(path: &Path) -> Result<(), KeyError> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+/// A key file's text. A PEM key is well under a KiB: a file far larger is
+/// not one, and is refused from its size rather than read.
+fn read_pem(path: &Path) -> io::Result<String> {
+    gate_specs::read_text_bounded(path, 64 * 1024)
 }
 
 #[cfg(test)]
@@ -542,6 +548,38 @@ mod tests {
         assert_eq!(by_path.keyid(), key.keyid());
         let missing = SigningKey::from_pem_or_path("/nonexistent/signing.key").unwrap_err();
         assert!(matches!(missing, KeyError::Read { .. }), "{missing}");
+    }
+
+    #[test]
+    fn a_key_file_far_larger_than_a_key_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SigningKey::generate()
+            .unwrap()
+            .write_pair(dir.path())
+            .unwrap();
+        // Sparse: grown to 2 GiB without writing it.
+        for path in [&paths.private, &paths.public] {
+            fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_len(2 << 30)
+                .unwrap();
+        }
+        let errors = [
+            SigningKey::load(&paths.private).unwrap_err(),
+            PublicKey::load(&paths.public).unwrap_err(),
+        ];
+        for err in errors {
+            let KeyError::Read { source, .. } = &err else {
+                panic!("not a read error: {err}");
+            };
+            assert_eq!(source.kind(), io::ErrorKind::FileTooLarge, "{err}");
+            assert!(
+                err.to_string().contains("it is 2 GiB, over the 64 KiB"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -357,9 +357,7 @@ pub async fn check(
                 let file = dir.join(p);
                 let (was, is) = (
                     read_at_base(base, &file).await,
-                    gate_specs::read_bounded(&file, gate_specs::TEXT_MAX_BYTES)
-                        .ok()
-                        .and_then(|b| String::from_utf8(b).ok()),
+                    gate_specs::read_text_bounded(&file, gate_specs::TEXT_MAX_BYTES).ok(),
                 );
                 if was.is_some() && was != is {
                     found.push(Loosening {

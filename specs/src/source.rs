@@ -34,6 +34,13 @@ pub fn read_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// As [`read_bounded`], for text: bytes that are not UTF-8 are an
+/// [`io::ErrorKind::InvalidData`] error, as `fs::read_to_string` gives.
+pub fn read_text_bounded(path: &Path, max: u64) -> io::Result<String> {
+    String::from_utf8(read_bounded(path, max)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 fn too_large(len: u64, max: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::FileTooLarge,

@@ -38,7 +38,7 @@ pub fn checkpoint(ctx: &Context) -> Result<u8, GateError> {
 
 /// Opens a checkpoint file against the trusted keys.
 fn read_checkpoint(path: &Path, keys: &[PublicKey]) -> Result<Checkpoint, GateError> {
-    let text = std::fs::read_to_string(path)
+    let text = gate_specs::read_text_bounded(path, gate_specs::TEXT_MAX_BYTES)
         .map_err(|e| GateError::Usage(format!("cannot read checkpoint {}: {e}", path.display())))?;
     let mut last = None;
     for key in keys {

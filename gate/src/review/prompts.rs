@@ -76,11 +76,12 @@ impl Prompts {
             let entry = match overrides.get(prompt.key()) {
                 Some(rel) => {
                     let path = base.join(rel);
-                    let text = read_prompt(&path).map_err(|source| PromptError {
-                        key: prompt.key().to_owned(),
-                        path: path.clone(),
-                        source,
-                    })?;
+                    let text = gate_specs::read_text_bounded(&path, gate_specs::TEXT_MAX_BYTES)
+                        .map_err(|source| PromptError {
+                            key: prompt.key().to_owned(),
+                            path: path.clone(),
+                            source,
+                        })?;
                     (text, Some(path))
                 }
                 None => (prompt.builtin().to_owned(), None),
@@ -116,12 +117,6 @@ impl Prompts {
             .map(|(p, (t, path))| (p.key().to_owned(), Digest::of(t.as_bytes()), path.clone()))
             .collect()
     }
-}
-
-/// A prompt file's text: bounded like every configuration file, and UTF-8.
-fn read_prompt(path: &Path) -> std::io::Result<String> {
-    let bytes = gate_specs::read_bounded(path, gate_specs::TEXT_MAX_BYTES)?;
-    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]
