@@ -83,6 +83,9 @@ pub struct Position {
 impl Position {
     /// The first character of the file.
     pub const START: Self = Self { line: 1, column: 1 };
+    /// No place in the file: the parser did not say where (shown as the
+    /// file alone, never as a line it would be wrong to point at).
+    pub const WHOLE_FILE: Self = Self { line: 0, column: 0 };
 }
 
 impl fmt::Display for Position {

@@ -106,7 +106,10 @@ fn classify(
         return (SpecErrorKind::MissingKey(key), pos);
     }
     let Some(o) = offset else {
-        return (SpecErrorKind::Syntax(plain_types(message)), Position::START);
+        return (
+            SpecErrorKind::Syntax(plain_words(message)),
+            Position::WHOLE_FILE,
+        );
     };
     // A type error: name the key whose value is wrong.
     match locator.innermost_value_at(o) {
@@ -129,6 +132,15 @@ fn quoted_after(message: &str, prefix: &str) -> Option<String> {
 }
 
 /// Says Rust's type names in the file's terms.
+/// A parser message without a place, in the words a spec's author uses.
+fn plain_words(message: &str) -> String {
+    // toml's own words for a dotted key (or nesting) past its depth limit.
+    if message == "recursion limit" {
+        return "keys or values nested deeper than the TOML parser allows".to_owned();
+    }
+    plain_types(message)
+}
+
 fn plain_types(message: &str) -> String {
     let Some((head, expected)) = message.rsplit_once(", expected ") else {
         return message.to_owned();

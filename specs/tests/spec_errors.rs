@@ -716,6 +716,27 @@ fn unreadable_file() {
     assert_eq!((e.line, e.column), (0, 0));
     assert!(matches!(e.kind, SpecErrorKind::Read(_)));
     assert_eq!(e.file, path);
+    // A problem with the whole file has no line and column to show.
+    assert!(
+        errors
+            .to_string()
+            .starts_with(&format!("{}: cannot read the spec: ", path.display())),
+        "{errors}"
+    );
+}
+
+#[test]
+fn nesting_past_the_parsers_limit_is_the_whole_files_error() {
+    // toml stops a dotted key past its depth limit without saying where.
+    let dotted = format!(
+        "[spec]\nid = \"s\"\n[policy]\n{} = 1\n",
+        ["a"; 200].join(".")
+    );
+    let errors = parse_str(&dotted, Path::new("gate.toml"), Format::Toml).unwrap_err();
+    assert_eq!(
+        errors.to_string(),
+        "gate.toml: keys or values nested deeper than the TOML parser allows"
+    );
 }
 
 #[test]
