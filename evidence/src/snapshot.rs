@@ -35,6 +35,10 @@ pub struct WalkOptions {
     /// Compared canonically (a relative path is taken from the current
     /// directory); one that does not exist yet is nothing to skip.
     pub state_dir: Option<PathBuf>,
+    /// Files skipped wherever they are: what the run itself writes (its
+    /// stdout redirected into the workspace, its reports), which are not
+    /// part of what it verifies. Compared canonically, like `state_dir`.
+    pub own_files: Vec<PathBuf>,
     /// Globs whose files are hashed even when `.gitignore` ignores them.
     pub force_include: Option<InputGlobs>,
 }
@@ -105,6 +109,12 @@ impl Snapshot {
         let root = canonical_root(root)?;
         let skip = Skip {
             state_dir: opts.state_dir.as_ref().and_then(|d| d.canonicalize().ok()),
+            // One that does not exist yet is not there to walk.
+            own_files: opts
+                .own_files
+                .iter()
+                .filter_map(|f| f.canonicalize().ok())
+                .collect(),
         };
         let mut files: BTreeMap<String, FileEntry> =
             walk(&root, std::slice::from_ref(&root), &skip, true, &|_| true)?
@@ -197,12 +207,17 @@ pub fn item_digest(definition: &[u8], inputs: Option<&InputGlobs>, snapshot: &Sn
 struct Skip {
     /// The state directory, canonical; `None` when it does not exist.
     state_dir: Option<PathBuf>,
+    /// The run's own output files, canonical (a few at most).
+    own_files: Vec<PathBuf>,
 }
 
 impl Skip {
     /// Whether the walk may enter or record `path` (named `name`).
     fn allows(&self, path: &Path, name: &OsStr) -> bool {
-        if name == ".git" || self.state_dir.as_deref() == Some(path) {
+        if name == ".git"
+            || self.state_dir.as_deref() == Some(path)
+            || self.own_files.iter().any(|f| f == path)
+        {
             return false;
         }
         if name.to_str().is_none() {
@@ -534,8 +549,8 @@ mod tests {
 
     fn forcing(patterns: &[&str]) -> WalkOptions {
         WalkOptions {
-            state_dir: None,
             force_include: Some(globs(patterns)),
+            ..WalkOptions::default()
         }
     }
 
@@ -557,7 +572,7 @@ mod tests {
     }
 
     #[test]
-    fn walk_keeps_hidden_files_and_skips_git_state_and_ignored() {
+    fn walk_keeps_hidden_files_and_skips_git_state_own_files_and_ignored() {
         for repo in [Repo::None, Repo::GitDir, Repo::Worktree] {
             let tmp = tempfile::tempdir().unwrap();
             let ws = tmp.path().join("ws");
@@ -576,6 +591,7 @@ mod tests {
                 "nested/f.txt",
                 ".gate/ledger.db",
                 ".gate/keys/signing.key",
+                "result.json",
             ] {
                 write(&ws, rel, rel);
             }
@@ -599,12 +615,14 @@ mod tests {
                     write(&ws, ".git", format!("gitdir: {}\n", own.display()));
                 }
             }
-            // The workspace reached through a symlink and the state directory
-            // named by a different, non-canonical path: compared canonically.
+            // The workspace reached through a symlink, and the state directory
+            // and the run's own output named by different, non-canonical
+            // paths: compared canonically.
             let alias = tmp.path().join("alias");
             symlink(&ws, &alias).unwrap();
             let opts = WalkOptions {
                 state_dir: Some(ws.join("sub/../.gate")),
+                own_files: vec![ws.join("sub/../result.json")],
                 force_include: None,
             };
             let snap = Snapshot::take(&alias, &opts).unwrap();

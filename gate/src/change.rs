@@ -4,7 +4,7 @@
 //! base and the working tree (committed, uncommitted and untracked); without
 //! one, every file under the tasks' `paths`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gate_evidence::Snapshot;
@@ -85,6 +85,24 @@ pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, Gate
     Ok(files)
 }
 
+/// The workspace-relative paths of those of `files` that lie inside the
+/// workspace (compared canonically; a file not there yet is skipped).
+pub fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
+    let Ok(root) = workspace.canonicalize() else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter_map(|f| f.canonicalize().ok())
+        .filter_map(|f| {
+            let rel = f.strip_prefix(&root).ok()?;
+            // Spec paths are `/`-separated, whatever the platform.
+            let parts: Option<Vec<&str>> = rel.iter().map(|c| c.to_str()).collect();
+            Some(parts?.join("/"))
+        })
+        .collect()
+}
+
 /// Without a base: every file of the snapshot under the tasks' paths.
 pub fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
     if paths.is_empty() {
@@ -117,6 +135,23 @@ async fn git(workspace: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_files_are_named_relative_to_the_workspace_when_inside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("out")).unwrap();
+        for file in ["ws/result.json", "ws/out/gate.sarif", "elsewhere.json"] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+        }
+        let files = [
+            ws.join("result.json"),
+            ws.join("out/../out/gate.sarif"),
+            dir.path().join("elsewhere.json"),
+            ws.join("not-written-yet.xml"),
+        ];
+        assert_eq!(relative_to(&ws, &files), ["result.json", "out/gate.sarif"]);
+    }
 
     #[tokio::test]
     async fn a_base_that_git_would_read_as_an_option_is_refused() {

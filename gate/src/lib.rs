@@ -172,6 +172,7 @@ async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateErro
         new_series: args.new_series,
         offline: settings.offline,
         routing: settings.routing.clone(),
+        own_files: output::own_files(&settings),
     };
     let live = output::Live::start(ctx, &settings);
     let result = verify::run_with(ctx, &req, live.sink()).await;

@@ -161,6 +161,27 @@ impl Live {
     }
 }
 
+/// The files this run writes its results to: stdout when the shell
+/// redirected it to a file, and every `--report` path. A run leaves them out
+/// of the workspace it verifies: `gate verify --format json > result.json`
+/// in the workspace is the shell's empty file while the gate runs, not part
+/// of the change, and a report kept from the previous run is not either.
+pub fn own_files(settings: &VerifySettings) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = settings.reports.iter().map(|(_, p)| p.clone()).collect();
+    files.extend(stdout_file());
+    files
+}
+
+/// The file stdout was opened on, when it is a regular file (Linux names it
+/// in `/proc`; elsewhere the redirect is not recognised).
+fn stdout_file() -> Option<PathBuf> {
+    let fd = Path::new("/proc/self/fd/1");
+    std::fs::metadata(fd)
+        .ok()
+        .filter(std::fs::Metadata::is_file)?;
+    std::fs::read_link(fd).ok()
+}
+
 /// Writes a decided run in every format asked: each `--report` to its file
 /// (atomically), the GitHub job summary when asked for GitHub output inside
 /// Actions, and `--format` to stdout (unless it was the stream).

@@ -2,6 +2,7 @@
 //! planned cross-checks and criteria in the harness.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -16,10 +17,15 @@ use crate::errors::GateError;
 use crate::events::EventSink;
 use crate::plan::{self, Plan};
 
-/// Hashes every workspace file.
-pub(super) async fn fingerprint(ctx: &Context, spec: &Spec) -> Result<Snapshot, GateError> {
+/// Hashes every workspace file but the run's own outputs.
+pub(super) async fn fingerprint(
+    ctx: &Context,
+    spec: &Spec,
+    own_files: &[PathBuf],
+) -> Result<Snapshot, GateError> {
     let opts = WalkOptions {
         state_dir: ctx.state_inside_workspace(),
+        own_files: own_files.to_vec(),
         force_include: plan::forced_inputs(spec),
     };
     let root = ctx.workspace.clone();

@@ -52,6 +52,9 @@ pub struct VerifyRequest {
     pub offline: bool,
     /// `--routing`.
     pub routing: Option<PathBuf>,
+    /// The files this run writes its results to (see
+    /// [`crate::output::own_files`]): left out of the workspace it verifies.
+    pub own_files: Vec<PathBuf>,
 }
 
 /// A spec, loaded: its parsed form and the bytes it was parsed from.
@@ -257,7 +260,7 @@ pub async fn run_with(
         );
     }
 
-    let snapshot = harness::fingerprint(ctx, &spec).await?;
+    let snapshot = harness::fingerprint(ctx, &spec, &req.own_files).await?;
     let base = req.base.clone().or_else(|| spec.spec.base.clone());
     let task_paths = InputGlobs::new(
         &spec
@@ -267,10 +270,13 @@ pub async fn run_with(
             .collect::<Vec<_>>(),
     )
     .map_err(|e| GateError::Usage(e.to_string()))?;
-    let changed = match &base {
+    let mut changed = match &base {
         Some(base) => change::with_base(&ctx.workspace, base).await?,
         None => change::by_paths(&snapshot, &task_paths),
     };
+    // git lists a report or redirected stdout in the workspace as untracked.
+    let own = change::relative_to(&ctx.workspace, &req.own_files);
+    changed.retain(|path| !own.contains(path));
 
     // House rules are configuration: a broken rules file stops the run
     // before anything runs.

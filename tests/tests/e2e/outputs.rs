@@ -430,6 +430,77 @@ fn a_closed_stdout_ends_the_run_quietly() {
     );
 }
 
+/// What people write in a pipeline: the result redirected to a file in the
+/// workspace, a report kept there too. While the gate runs, the shell's
+/// file is empty (not JSON) and the report holds the previous run's: both
+/// are the run's own output, not the change, so neither fails
+/// `builtin.parse` nor moves a check's inputs, with or without a base
+/// (git lists both as untracked).
+#[test]
+fn results_written_into_the_workspace_are_not_part_of_the_change() {
+    for base in [None, Some("HEAD")] {
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            "[spec]\nid = \"own\"\n[[check]]\nid = \"build\"\nrun = \"true\"\n",
+        );
+        env.write("src/app.py", "print('hello')\n");
+        env.write(".gitignore", ".gate/\n");
+        if base.is_some() {
+            for args in [
+                &["init", "-q", "-b", "main"][..],
+                &["add", "."],
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@example.com",
+                    "commit",
+                    "-qm",
+                    "base",
+                ],
+            ] {
+                #[allow(clippy::disallowed_methods)] // tests set up a repository
+                let out = Command::new("git")
+                    .args(args)
+                    .current_dir(env.path())
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "git {args:?}: {out:?}");
+            }
+            env.write("src/app.py", "print('hello, world')\n");
+        }
+        let base_arg = base.map_or(String::new(), |b| format!("--base {b}"));
+        let mut digests = Vec::new();
+        for attempt in 1..=2 {
+            #[allow(clippy::disallowed_methods)] // a real shell redirect
+            let out = hermetic(&mut Command::new("bash"))
+                .args([
+                    "-c",
+                    &format!(
+                        "\"$GATE\" verify {base_arg} --format json \
+                         --report json=reports/gate.json > result.json"
+                    ),
+                ])
+                .env("GATE", gate_bin())
+                .current_dir(env.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let doc: Value = serde_json::from_str(&env.read("result.json"))
+                .unwrap_or_else(|e| panic!("{base:?} #{attempt}: result.json: {e}; {stderr}"));
+            assert_eq!(out.status.code(), Some(0), "{base:?} #{attempt}: {doc:#}");
+            assert_eq!(doc["verdict"], "pass", "{base:?} #{attempt}");
+            let build = gate_tests::item(&doc, "build").expect("the build check");
+            digests.push(build["inputs_digest"].clone());
+        }
+        assert_eq!(
+            digests[0], digests[1],
+            "{base:?}: the report moved the inputs"
+        );
+    }
+}
+
 #[test]
 fn a_panic_is_a_short_message_and_exit_101() {
     let env = TestEnv::new();
