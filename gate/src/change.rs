@@ -103,6 +103,16 @@ pub fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
+/// Removes from `changed` every path that is one of `own` or lies under one.
+pub fn leave_out(changed: &mut Vec<String>, own: &[String]) {
+    changed.retain(|path| {
+        !own.iter().any(|o| {
+            path.strip_prefix(o.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    });
+}
+
 /// Without a base: every file of the snapshot under the tasks' paths.
 pub fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
     if paths.is_empty() {
@@ -151,6 +161,25 @@ mod tests {
             ws.join("not-written-yet.xml"),
         ];
         assert_eq!(relative_to(&ws, &files), ["result.json", "out/gate.sarif"]);
+    }
+
+    #[test]
+    fn own_files_and_everything_under_own_folders_are_left_out() {
+        let mut changed: Vec<String> = [
+            ".gate/keys/signing.key",
+            ".gate",
+            ".gateway/app.py",
+            "result.json",
+            "result.json.bak",
+            "src/a.py",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        leave_out(
+            &mut changed,
+            &[".gate".to_owned(), "result.json".to_owned()],
+        );
+        assert_eq!(changed, [".gateway/app.py", "result.json.bak", "src/a.py"]);
     }
 
     #[tokio::test]

@@ -274,9 +274,19 @@ pub async fn run_with(
         Some(base) => change::with_base(&ctx.workspace, base).await?,
         None => change::by_paths(&snapshot, &task_paths),
     };
-    // git lists a report or redirected stdout in the workspace as untracked.
-    let own = change::relative_to(&ctx.workspace, &req.own_files);
-    changed.retain(|path| !own.contains(path));
+    // The gate's own files are never the change, though git lists them as
+    // untracked when nothing ignores them: the state directory (the signing
+    // key, the ledger, bundles) and what this run writes its results to.
+    let own_paths: Vec<PathBuf> = req
+        .own_files
+        .iter()
+        .cloned()
+        .chain(ctx.state_inside_workspace())
+        .collect();
+    change::leave_out(
+        &mut changed,
+        &change::relative_to(&ctx.workspace, &own_paths),
+    );
 
     // House rules are configuration: a broken rules file stops the run
     // before anything runs.

@@ -280,6 +280,66 @@ fn trivial_workspace(server: &ModelServer, api: &str) -> TestEnv {
     env
 }
 
+/// A git workspace that does not ignore the gate's state directory: git
+/// lists `.gate/` (the signing key, the ledger, the bundles) as untracked,
+/// so as part of the change. The gate's own files are never the change: no
+/// reviewer is sent them, least of all the private key.
+#[test]
+fn the_state_directory_is_never_sent_for_review() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::openai(&answer(json!([]), json!([]))));
+    let env = trivial_workspace(&server, "openai");
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "base",
+        ],
+    ] {
+        #[allow(clippy::disallowed_methods)] // tests set up a repository
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    env.write(
+        "src/a.py",
+        "def total(lines):\n    return sum(l.cost for l in lines)\n",
+    );
+    // The first run makes the key, the ledger and a bundle; the second has
+    // them all untracked beside its change.
+    for _ in 0..2 {
+        env.gate(&["verify", "--base", "main", "--format", "json"])
+            .run()
+            .assert_exit(0);
+    }
+    assert!(env.path().join(".gate/keys/signing.key").exists());
+    let requests = server.requests();
+    assert!(!requests.is_empty(), "the review ran");
+    for r in &requests {
+        let text = r.text();
+        assert!(text.contains("src/a.py"), "the change is reviewed");
+        for leak in ["PRIVATE KEY", ".gate/"] {
+            assert!(!text.contains(leak), "a request holds {leak:?}:\n{text}");
+        }
+    }
+    // Nor does the bundle name them as changed.
+    let doc = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run()
+        .json();
+    let shown = env.shown(doc["run_id"].as_str().unwrap());
+    assert_eq!(shown["run"]["changed_files"], json!(["src/a.py"]), "{shown:#}");
+}
+
 #[test]
 fn a_malformed_reply_is_repaired_once_then_did_not_run() {
     // Repaired: the second reply is valid.
