@@ -337,7 +337,11 @@ fn the_state_directory_is_never_sent_for_review() {
         .run()
         .json();
     let shown = env.shown(doc["run_id"].as_str().unwrap());
-    assert_eq!(shown["run"]["changed_files"], json!(["src/a.py"]), "{shown:#}");
+    assert_eq!(
+        shown["run"]["changed_files"],
+        json!(["src/a.py"]),
+        "{shown:#}"
+    );
 }
 
 #[test]
