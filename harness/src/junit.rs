@@ -60,9 +60,12 @@ pub fn check_report(
     paths: &[String],
     files: &[String],
 ) -> Result<ReportSummary, ReportFailure> {
-    let full = workspace.join(report);
-    let meta = match std::fs::metadata(&full) {
-        Ok(meta) => meta,
+    let found = gate_specs::within(workspace, report).and_then(|full| {
+        let meta = std::fs::metadata(&full)?;
+        Ok((full, meta))
+    });
+    let (full, meta) = match found {
+        Ok(found) => found,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ReportFailure::new(format!("report {report} not found")));
         }

@@ -32,7 +32,7 @@ pub use model::{
     Starts, Task, TaskTests,
 };
 pub use parse::from_toml_str;
-pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of};
+pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};
 
 /// The two spellings of a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,6 +41,23 @@ pub fn read_text_bounded(path: &Path, max: u64) -> io::Result<String> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// `rel` (workspace-relative, already checked for `..` and absolute
+/// paths) under `root`, followed through any symbolic link only while the
+/// file it reaches stays inside `root`; one that leads out is an
+/// [`io::ErrorKind::PermissionDenied`] error, so a link planted in the
+/// workspace never has the gate read a file outside it.
+pub fn within(root: &Path, rel: &str) -> io::Result<std::path::PathBuf> {
+    let real = root.join(rel).canonicalize()?;
+    if real.starts_with(root.canonicalize()?) {
+        Ok(real)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "it leads out of the workspace through a symbolic link",
+        ))
+    }
+}
+
 fn too_large(len: u64, max: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::FileTooLarge,
@@ -129,6 +146,41 @@ mod tests {
                     assert!(e.to_string().starts_with(text), "{name}: {e}");
                 }
                 (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn links_are_followed_only_while_they_stay_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("cases")).unwrap();
+        std::fs::write(ws.join("cases/a.png"), "in").unwrap();
+        std::fs::write(dir.path().join("secret.png"), "out").unwrap();
+        let link =
+            |target: &Path, at: &str| std::os::unix::fs::symlink(target, ws.join(at)).unwrap();
+        link(&ws.join("cases/a.png"), "inside.png");
+        link(&dir.path().join("secret.png"), "outside.png");
+        link(dir.path(), "up");
+        let cases: [(&str, Option<&str>); 5] = [
+            ("cases/a.png", Some("cases/a.png")),
+            ("inside.png", Some("cases/a.png")),
+            ("outside.png", None),
+            ("up/secret.png", None),
+            ("missing.png", None),
+        ];
+        let real_ws = ws.canonicalize().unwrap();
+        for (rel, want) in cases {
+            match (within(&ws, rel), want) {
+                (Ok(path), Some(want)) => assert_eq!(path, real_ws.join(want), "{rel}"),
+                (Err(e), None) if rel == "missing.png" => {
+                    assert_eq!(e.kind(), io::ErrorKind::NotFound, "{rel}");
+                }
+                (Err(e), None) => {
+                    assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{rel}");
+                    assert!(e.to_string().contains("leads out of the workspace"), "{e}");
+                }
+                (got, want) => panic!("{rel}: got {got:?}, want {want:?}"),
             }
         }
     }

@@ -46,7 +46,9 @@ impl RuleSet {
         for rule in &mut self.rules {
             for (image, (line, column)) in &rule.image_sites {
                 let problem = |why: String| RuleProblem::new(&rule.source, *line, *column, why);
-                match gate_specs::read_bounded(&workspace.join(image), CASE_IMAGE_MAX_BYTES) {
+                let read = gate_specs::within(workspace, image)
+                    .and_then(|path| gate_specs::read_bounded(&path, CASE_IMAGE_MAX_BYTES));
+                match read {
                     Ok(bytes) if bytes.starts_with(b"\x89PNG\r\n\x1a\n") => {
                         rule.image_digests
                             .insert(image.clone(), blake3::hash(&bytes).to_hex().to_string());

@@ -248,9 +248,9 @@ fn case_request(
     } else {
         let mut images = Vec::new();
         for path in &case.images {
-            let bytes =
-                gate_specs::read_bounded(&tester.workspace.join(path), CASE_IMAGE_MAX_BYTES)
-                    .map_err(|e| format!("cannot read {path}: {e}"))?;
+            let bytes = gate_specs::within(tester.workspace, path)
+                .and_then(|full| gate_specs::read_bounded(&full, CASE_IMAGE_MAX_BYTES))
+                .map_err(|e| format!("cannot read {path}: {e}"))?;
             let image = Image::fit(&bytes).map_err(|e| format!("{path}: {e}"))?;
             images.push((format!("{path} ({}×{})", image.width, image.height), image));
         }

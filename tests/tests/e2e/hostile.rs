@@ -66,6 +66,72 @@ fn odd_names_binary_files_symlink_loops_and_a_yaml_alias_bomb() {
     );
 }
 
+/// Files the spec or a rules file names by path, planted in the workspace
+/// as symbolic links to files outside it: a task's JUnit report (a passing
+/// one, so trusting it would pass the task) and a house rule's case
+/// screenshot (a real PNG, so reading it would go on to a model). The gate
+/// reads neither and says why.
+#[test]
+fn links_that_lead_out_of_the_workspace_are_never_read() {
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+    const JUNIT: &str =
+        r#"<testsuite name="t" tests="1" failures="0"><testcase name="ok"/></testsuite>"#;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("junit.xml"), JUNIT).unwrap();
+    std::fs::write(outside.path().join("shot.png"), PNG).unwrap();
+
+    // The report.
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"out\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         tests = { report = \"reports/junit.xml\" }\n",
+    );
+    env.write("src/a.py", "x = 1\n");
+    std::fs::create_dir_all(env.path().join("reports")).unwrap();
+    symlink(
+        outside.path().join("junit.xml"),
+        env.path().join("reports/junit.xml"),
+    )
+    .unwrap();
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    let tests = gate_tests::item(&doc, "t.tests").unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(tests["status"], "failed", "{tests:#}");
+    let reason = tests["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("leads out of the workspace"), "{reason}");
+
+    // The screenshot.
+    let env = TestEnv::new();
+    env.write("gate.toml", SPEC);
+    env.write(
+        "docs/review/rules.toml",
+        r#"[[rule]]
+id = "one-primary"
+applies = ["web/**"]
+mistake = "More than one primary button"
+fix = "Keep one"
+[[rule.cases.violating]]
+images = ["docs/review/cases/bad.png"]
+[[rule.cases.compliant]]
+images = ["docs/review/cases/good.png"]
+"#,
+    );
+    std::fs::create_dir_all(env.path().join("docs/review/cases")).unwrap();
+    std::fs::write(env.path().join("docs/review/cases/good.png"), PNG).unwrap();
+    symlink(
+        outside.path().join("shot.png"),
+        env.path().join("docs/review/cases/bad.png"),
+    )
+    .unwrap();
+    for command in [&["verify"][..], &["rules", "test"]] {
+        env.gate(command).run().assert_exit(2).stderr_has(
+            "`docs/review/cases/bad.png` cannot be read: it leads out of the workspace through a symbolic link",
+        );
+    }
+}
+
 #[test]
 fn a_hundred_thousand_files_and_a_two_gib_file_in_bounded_memory() {
     let env = TestEnv::new();
