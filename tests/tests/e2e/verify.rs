@@ -283,7 +283,7 @@ images = ["docs/review/cases/small.png"]
             also: &[
                 ("gate.toml", SPEC),
                 ("docs/review/rules.toml", DESIGN_RULE),
-                ("docs/review/cases/small.png", "\u{89}PNG"),
+                ("docs/review/cases/small.png", ""),
             ],
             commands: &[&["verify"], &["rules", "test"]],
             says: "`docs/review/cases/big.png` cannot be read: it is 65 MiB, over the 64 MiB",
@@ -300,6 +300,13 @@ images = ["docs/review/cases/small.png"]
         let env = TestEnv::new();
         for (path, text) in also {
             env.write(path, text);
+            if std::path::Path::new(path)
+                .extension()
+                .is_some_and(|ext| ext == "png")
+            {
+                // A PNG's signature, which is not UTF-8 text.
+                std::fs::write(env.path().join(path), b"\x89PNG\r\n\x1a\n").expect("write a PNG");
+            }
         }
         env.write(file, "");
         let big = std::fs::OpenOptions::new()
