@@ -65,6 +65,31 @@ pub fn ledger_exists(ctx: &Context) -> Result<bool, GateError> {
     })
 }
 
+/// What the state directory's own `.gitignore` says: ignore everything,
+/// itself included.
+const STATE_GITIGNORE: &str =
+    "# Written by gate: its state (signing key, ledger, bundles) stays out of git.\n*\n";
+
+/// Keeps git away from a state directory inside the workspace with a
+/// `.gitignore` of `*` in it (as pytest and ruff do for their caches): `git
+/// add -A` then never commits the signing key or the ledger, and `--base`
+/// never lists them as changed. Written when missing, never rewritten; a
+/// failure to write it is logged, not the run's.
+pub fn keep_state_out_of_git(ctx: &Context) {
+    let Some(state) = ctx.state_inside_workspace() else {
+        return;
+    };
+    let file = state.join(".gitignore");
+    if file.exists() {
+        return;
+    }
+    if let Err(e) =
+        std::fs::create_dir_all(&state).and_then(|()| std::fs::write(&file, STATE_GITIGNORE))
+    {
+        tracing::warn!(file = %file.display(), error = %e, "cannot keep the state directory out of git");
+    }
+}
+
 /// Marks of runs whose bundle may lack its ledger row, and the envelopes
 /// of runs whose row (or upload to a remote store) is still to come.
 pub fn spool_dir(ctx: &Context) -> PathBuf {
@@ -270,6 +295,7 @@ pub fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<PublicKey>, 
 
 /// `gate keys generate`: a new pair in the state directory, never replacing one.
 pub fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths), GateError> {
+    keep_state_out_of_git(ctx);
     let key = SigningKey::generate()?;
     let paths = key.write_pair(&keys_dir(ctx))?;
     Ok((key, paths))

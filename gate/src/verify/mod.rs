@@ -183,6 +183,7 @@ pub async fn run_with(
     let prompts = load_prompts(ctx, &routing)?;
     let store = attest::bundle_store(ctx)?;
     let (key, created_key) = attest::signing_key(ctx)?;
+    attest::keep_state_out_of_git(ctx);
     events.emit(RunEvent::RunStarted {
         run_id: start.run_id.clone(),
         spec_id: spec.spec.id.clone(),

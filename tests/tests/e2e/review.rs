@@ -280,10 +280,12 @@ fn trivial_workspace(server: &ModelServer, api: &str) -> TestEnv {
     env
 }
 
-/// A git workspace that does not ignore the gate's state directory: git
+/// A git workspace whose `.gitignore` does not name the gate's state
+/// directory. The gate keeps git out of it with a `.gitignore` of its own;
+/// and where that file says otherwise (the gate never rewrites it), git
 /// lists `.gate/` (the signing key, the ledger, the bundles) as untracked,
-/// so as part of the change. The gate's own files are never the change: no
-/// reviewer is sent them, least of all the private key.
+/// so as part of the change, and the gate still leaves its own files out:
+/// no reviewer is sent them, least of all the private key.
 #[test]
 fn the_state_directory_is_never_sent_for_review() {
     let server = ModelServer::start();
@@ -314,14 +316,33 @@ fn the_state_directory_is_never_sent_for_review() {
         "src/a.py",
         "def total(lines):\n    return sum(l.cost for l in lines)\n",
     );
-    // The first run makes the key, the ledger and a bundle; the second has
-    // them all untracked beside its change.
-    for _ in 0..2 {
-        env.gate(&["verify", "--base", "main", "--format", "json"])
-            .run()
-            .assert_exit(0);
-    }
+    let git_status = || {
+        #[allow(clippy::disallowed_methods)] // what git sees
+        let out = std::process::Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all"])
+            .current_dir(env.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The first run makes the key, the ledger and a bundle, and the state
+    // directory's `.gitignore`: git sees only the change.
+    env.gate(&["verify", "--base", "main", "--format", "json"])
+        .run()
+        .assert_exit(0);
     assert!(env.path().join(".gate/keys/signing.key").exists());
+    assert_eq!(git_status(), " M src/a.py\n");
+    // A `.gitignore` of the workspace's own there is kept as it is: git now
+    // lists the key, the ledger and the bundle beside the change.
+    env.write(".gate/.gitignore", "# kept by hand\n");
+    env.gate(&["verify", "--base", "main", "--format", "json"])
+        .run()
+        .assert_exit(0);
+    assert!(
+        git_status().contains("?? .gate/keys/signing.key"),
+        "{}",
+        git_status()
+    );
     let requests = server.requests();
     assert!(!requests.is_empty(), "the review ran");
     for r in &requests {
