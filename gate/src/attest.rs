@@ -73,14 +73,18 @@ const STATE_GITIGNORE: &str =
 /// Keeps git away from a state directory inside the workspace with a
 /// `.gitignore` of `*` in it (as pytest and ruff do for their caches): `git
 /// add -A` then never commits the signing key or the ledger, and `--base`
-/// never lists them as changed. Written when missing, never rewritten; a
-/// failure to write it is logged, not the run's.
+/// never lists them as changed. Written when missing, never rewritten, and
+/// only into a directory that is the gate's: the default `.gate/`, or one
+/// the gate is about to create (a `--state` naming an existing folder, the
+/// workspace itself say, is left alone). A failure to write it is logged,
+/// not the run's.
 pub fn keep_state_out_of_git(ctx: &Context) {
     let Some(state) = ctx.state_inside_workspace() else {
         return;
     };
+    let ours = matches!(ctx.state_source, config::Source::Default(_)) || !state.exists();
     let file = state.join(".gitignore");
-    if file.exists() {
+    if !ours || file.exists() || ctx.workspace.canonicalize().is_ok_and(|ws| ws == state) {
         return;
     }
     if let Err(e) =
@@ -634,4 +638,75 @@ pub fn import_files(
         clear_spool(ctx, &record.run_id);
     }
     Ok(imported)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Source;
+
+    #[test]
+    fn only_a_state_directory_of_the_gates_own_gets_a_gitignore() {
+        struct Case {
+            name: &'static str,
+            state: &'static str,
+            flag: bool,
+            before: Option<&'static str>,
+            after: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "the default .gate/",
+                state: ".gate",
+                flag: false,
+                before: None,
+                after: Some(STATE_GITIGNORE),
+            },
+            Case {
+                name: "a --state folder the gate creates",
+                state: "ci/state",
+                flag: true,
+                before: None,
+                after: Some(STATE_GITIGNORE),
+            },
+            Case {
+                name: "a --state folder of the workspace's",
+                state: "src",
+                flag: true,
+                before: None,
+                after: None,
+            },
+            Case {
+                name: "--state naming the workspace itself",
+                state: ".",
+                flag: true,
+                before: None,
+                after: None,
+            },
+            Case {
+                name: "a .gitignore kept by hand",
+                state: ".gate",
+                flag: false,
+                before: Some("# mine\n"),
+                after: Some("# mine\n"),
+            },
+        ];
+        for case in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let ws = dir.path().canonicalize().unwrap();
+            std::fs::create_dir_all(ws.join("src")).unwrap();
+            if let Some(text) = case.before {
+                std::fs::create_dir_all(ws.join(case.state)).unwrap();
+                std::fs::write(ws.join(case.state).join(".gitignore"), text).unwrap();
+            }
+            let mut ctx = Context::quiet(ws.clone());
+            ctx.state_dir = ws.join(case.state);
+            if case.flag {
+                ctx.state_source = Source::Flag("--state");
+            }
+            keep_state_out_of_git(&ctx);
+            let written = std::fs::read_to_string(ws.join(case.state).join(".gitignore")).ok();
+            assert_eq!(written.as_deref(), case.after, "{}", case.name);
+        }
+    }
 }
