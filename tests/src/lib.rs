@@ -109,6 +109,23 @@ impl TestEnv {
         std::fs::read_to_string(self.path().join(rel)).expect("read workspace file")
     }
 
+    /// Runs git in the workspace as a fixed author (tests make repositories
+    /// for `--base`), failing the test when git fails; returns its stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        #[allow(clippy::disallowed_methods)] // tests set up a repository
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// A `gate` command with `args`, run in the workspace.
     pub fn gate(&self, args: &[&str]) -> GateCommand {
         GateCommand::new(self.path(), args)

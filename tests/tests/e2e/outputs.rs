@@ -447,27 +447,9 @@ fn results_written_into_the_workspace_are_not_part_of_the_change() {
         env.write("src/app.py", "print('hello')\n");
         env.write(".gitignore", ".gate/\n");
         if base.is_some() {
-            for args in [
-                &["init", "-q", "-b", "main"][..],
-                &["add", "."],
-                &[
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@example.com",
-                    "commit",
-                    "-qm",
-                    "base",
-                ],
-            ] {
-                #[allow(clippy::disallowed_methods)] // tests set up a repository
-                let out = Command::new("git")
-                    .args(args)
-                    .current_dir(env.path())
-                    .output()
-                    .unwrap();
-                assert!(out.status.success(), "git {args:?}: {out:?}");
-            }
+            env.git(&["init", "-q", "-b", "main"]);
+            env.git(&["add", "."]);
+            env.git(&["commit", "-qm", "base"]);
             env.write("src/app.py", "print('hello, world')\n");
         }
         let base_arg = base.map_or(String::new(), |b| format!("--base {b}"));

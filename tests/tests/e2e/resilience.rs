@@ -839,22 +839,9 @@ fn an_operator_override_is_not_a_change_the_self_guard_flags() {
         &routing_toml(&server.url(), &server.url(), ""),
     );
     env.write(".gitignore", ".gate/\n");
-    let git = |args: &[&str]| {
-        #[allow(clippy::disallowed_methods)] // tests set up a repository
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(env.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "base"]);
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
     env.write("src/app.py", "def main():\n    return 2\n");
     let out = env
         .gate(&["verify", "--base", "main", "--format", "json"])

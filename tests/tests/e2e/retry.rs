@@ -237,26 +237,13 @@ fn an_override_lets_the_same_content_pass_and_is_recorded() {
 #[test]
 fn deleting_the_failing_criterion_at_base_is_caught() {
     let env = TestEnv::new();
-    let git = |args: &[&str]| {
-        #[allow(clippy::disallowed_methods)]
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(env.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    };
     let spec = "[spec]\nid = \"g\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"keep\"\ntext = \"k\"\nrun = \"true\"\n[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n";
     env.write("gate.toml", spec);
     env.write(".gitignore", ".gate/\n");
     env.write("src/x.txt", "todo\n");
-    git(&["init", "-q", "-b", "main"]);
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "base"]);
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
     // The agent deletes the criterion it cannot pass.
     let without = spec.replace(
         "[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n",

@@ -291,40 +291,14 @@ fn the_state_directory_is_never_sent_for_review() {
     let server = ModelServer::start();
     server.default_reply(Reply::openai(&answer(json!([]), json!([]))));
     let env = trivial_workspace(&server, "openai");
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["add", "."],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "commit",
-            "-qm",
-            "base",
-        ],
-    ] {
-        #[allow(clippy::disallowed_methods)] // tests set up a repository
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(env.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-qm", "base"]);
     env.write(
         "src/a.py",
         "def total(lines):\n    return sum(l.cost for l in lines)\n",
     );
-    let git_status = || {
-        #[allow(clippy::disallowed_methods)] // what git sees
-        let out = std::process::Command::new("git")
-            .args(["status", "--porcelain", "--untracked-files=all"])
-            .current_dir(env.path())
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let git_status = || env.git(&["status", "--porcelain", "--untracked-files=all"]);
     // The first run makes the key, the ledger and a bundle, and the state
     // directory's `.gitignore`: git sees only the change.
     env.gate(&["verify", "--base", "main", "--format", "json"])
