@@ -22,6 +22,7 @@ pub mod exit;
 pub mod findings;
 pub mod guard;
 pub mod init;
+pub mod interrupt;
 pub mod output;
 pub mod pages;
 pub mod plan;

@@ -9,7 +9,7 @@
 //! grandchild that escaped the group and keeps a pipe open delays the result
 //! by at most [`DRAIN`], never forever.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -298,6 +298,23 @@ pub struct ProcessGroup {
     done: bool,
 }
 
+/// Every group started and not yet stopped or dropped, by group id: what
+/// [`kill_all_groups`] kills when the gate must end at once.
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Kills (SIGKILL) every process group started and not yet stopped, for a
+/// gate that must end now rather than wait out a stop's grace period (a
+/// second interrupt): nothing it started outlives it.
+pub fn kill_all_groups() {
+    for pgid in live_groups().iter() {
+        signal_group(Pid::from_raw(*pgid), Signal::SIGKILL);
+    }
+}
+
 /// The one place a command is built; everything else goes through here.
 #[allow(
     clippy::disallowed_methods,
@@ -402,6 +419,7 @@ impl ProcessGroup {
             readers.spawn(pump(err, stderr_sink));
         }
         tracing::debug!(pid, command = %description, "spawned");
+        live_groups().insert(pgid.as_raw());
         Ok(Self {
             child,
             pgid,
@@ -486,7 +504,7 @@ impl ProcessGroup {
             }
         }
         self.drain(DRAIN).await;
-        self.done = true;
+        self.settled();
     }
 
     /// After the leader exited: stops what it left in its group, ends
@@ -498,9 +516,15 @@ impl ProcessGroup {
             if !settled || group_alive(self.pgid) {
                 self.stop().await;
             }
-            self.done = true;
+            self.settled();
         }
         self.output()
+    }
+
+    /// The group is stopped or ended: nothing to kill at exit any more.
+    fn settled(&mut self) {
+        self.done = true;
+        live_groups().remove(&self.pgid.as_raw());
     }
 
     /// Waits up to `limit` for the readers to reach end of file, then gives up
@@ -530,6 +554,7 @@ impl Drop for ProcessGroup {
             // The readers are aborted as their set drops.
             signal_group(self.pgid, Signal::SIGKILL);
         }
+        live_groups().remove(&self.pgid.as_raw());
     }
 }
 

@@ -163,6 +163,16 @@ impl ReviewOutput {
             duplicates: 0,
         }
     }
+
+    /// A review the run stopped waiting for when it was interrupted: it
+    /// leaves the run undecided.
+    pub fn interrupted() -> Self {
+        let reason = "the run was interrupted during review";
+        Self {
+            incomplete: vec![reason.to_owned()],
+            ..Self::skipped(reason)
+        }
+    }
 }
 
 /// What one specialist was shown.

@@ -15,6 +15,7 @@ use gate_specs::Spec;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::EventSink;
+use crate::interrupt::Interrupt;
 use crate::plan::{self, Plan};
 
 /// Hashes every workspace file but the run's own outputs.
@@ -48,7 +49,7 @@ pub(super) async fn fingerprint(
 pub(super) struct Harnessed {
     /// Results by item id (only items this attempt ran).
     pub results: HashMap<String, ItemResult>,
-    /// Whether Ctrl-C stopped the run.
+    /// Whether an interruption (Ctrl-C, SIGTERM, SIGHUP) stopped the run.
     pub interrupted: bool,
 }
 
@@ -62,6 +63,7 @@ pub(super) struct HarnessInput<'a> {
     pub has_base: bool,
     pub changed: &'a [String],
     pub redact: Vec<String>,
+    pub interrupt: &'a Interrupt,
 }
 
 /// Runs what the plan runs; carried items count as passed for `after`.
@@ -75,6 +77,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         has_base,
         changed,
         redact,
+        interrupt,
     } = input;
     let items: Vec<_> = plan
         .items
@@ -110,10 +113,8 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
     let (tx, forward) = events.harness();
     let interrupted = AtomicBool::new(false);
     let cancel = async {
-        // Ctrl-C stops every process group instead of leaving them behind.
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        // An interruption stops every process group instead of leaving them behind.
+        interrupt.wait().await;
         interrupted.store(true, Ordering::SeqCst);
     };
     let results = gate_harness::run(items, opts, Some(tx), cancel).await;

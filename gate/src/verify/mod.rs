@@ -23,6 +23,7 @@ use gate_specs::{InputGlobs, Spec};
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::events::{EventSink, PlannedEvent, RunEvent};
+use crate::interrupt::Interrupt;
 use crate::output;
 use crate::plan;
 use crate::record::{FORMAT_VERSION, Finding, ReviewRecord, RunRecord, Tier, Verdict};
@@ -166,6 +167,7 @@ pub async fn run_with(
     events: &EventSink,
 ) -> Result<RunRecord, GateError> {
     let mut start = Start::now();
+    let interrupt = Interrupt::listen();
 
     // Everything that can make this a usage or configuration error comes
     // first: nothing runs when the spec, the table or the key is wrong.
@@ -341,6 +343,7 @@ pub async fn run_with(
         has_base: base.is_some(),
         changed: &changed,
         redact,
+        interrupt: &interrupt,
     })
     .await?;
 
@@ -364,7 +367,7 @@ pub async fn run_with(
     } else if req.offline {
         ReviewOutput::skipped("offline (--offline)")
     } else {
-        review::ReviewStage {
+        let stage = review::ReviewStage {
             ctx,
             spec: &spec,
             snapshot: &snapshot,
@@ -380,9 +383,11 @@ pub async fn run_with(
             rule_set: &rule_set,
             events,
             pages: &page_shots,
+        };
+        tokio::select! {
+            review = stage.run() => review?,
+            () = interrupt.wait() => ReviewOutput::interrupted(),
         }
-        .run()
-        .await?
     };
     if let Some(reason) = &review.record.reason {
         events.emit(RunEvent::ReviewSkipped {

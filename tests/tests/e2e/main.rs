@@ -7,6 +7,7 @@ mod eval;
 mod evidence;
 mod example;
 mod hostile;
+mod interrupt;
 mod outputs;
 mod pages;
 mod resilience;

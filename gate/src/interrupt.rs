@@ -1,0 +1,82 @@
+//! Stopping a run on request. Ctrl-C sends SIGINT; a CI runner cancelling a
+//! job, a container being stopped or a scheduler pre-empting one send
+//! SIGTERM; a closed terminal sends SIGHUP. The first of any of them
+//! interrupts the run: the harness stops every process group it started,
+//! review is not asked (or stops waiting), and the run is recorded as
+//! interrupted, so it ends incomplete with its verdict printed. A second
+//! signal ends the process at once, as a second Ctrl-C does elsewhere,
+//! killing what the harness still runs; the ledger is transactional, so
+//! that loses nothing recorded.
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+/// Whether the run was asked to stop, shared by the stages that must stop.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    asked: watch::Receiver<bool>,
+}
+
+impl Interrupt {
+    /// Starts listening for SIGINT, SIGTERM and SIGHUP on the current
+    /// runtime. Signals that cannot be listened for (a platform without
+    /// them) simply never interrupt.
+    pub fn listen() -> Self {
+        let (tx, asked) = watch::channel(false);
+        tokio::spawn(async move {
+            let kinds = [
+                (SignalKind::interrupt(), 2),
+                (SignalKind::terminate(), 15),
+                (SignalKind::hangup(), 1),
+            ];
+            let mut streams = Vec::new();
+            for (kind, number) in kinds {
+                match signal(kind) {
+                    Ok(stream) => streams.push((stream, number)),
+                    Err(e) => {
+                        tracing::warn!(signal = number, error = %e, "cannot listen for a signal");
+                    }
+                }
+            }
+            if streams.is_empty() {
+                return;
+            }
+            let mut received = 0;
+            loop {
+                let waits = streams.iter_mut().map(|(stream, number)| {
+                    let number = *number;
+                    Box::pin(async move { stream.recv().await.map(|()| number) })
+                });
+                let (got, _, _) = futures::future::select_all(waits).await;
+                let Some(number) = got else {
+                    return;
+                };
+                received += 1;
+                if received == 1 {
+                    tracing::info!(signal = number, "interrupted: stopping the run");
+                    let _ = tx.send(true);
+                } else {
+                    // Nothing started may outlive the gate; then the
+                    // shell's convention for a death by signal.
+                    gate_harness::process::kill_all_groups();
+                    std::process::exit(128 + number);
+                }
+            }
+        });
+        Self { asked }
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_set(&self) -> bool {
+        *self.asked.borrow()
+    }
+
+    /// Resolves once a stop is asked for; never, if none is.
+    pub async fn wait(&self) {
+        let mut asked = self.asked.clone();
+        if asked.wait_for(|asked| *asked).await.is_err() {
+            // The listener is gone without being asked: nothing will ask.
+            std::future::pending::<()>().await;
+        }
+    }
+}
