@@ -31,6 +31,11 @@ impl Interrupt {
             ];
             let mut streams = Vec::new();
             for (kind, number) in kinds {
+                if ignored_at_start(number) {
+                    // `nohup` ignores SIGHUP, a script's `cmd &` SIGINT:
+                    // what the gate was started deaf to stays ignored.
+                    continue;
+                }
                 match signal(kind) {
                     Ok(stream) => streams.push((stream, number)),
                     Err(e) => {
@@ -79,4 +84,18 @@ impl Interrupt {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// Whether the gate was started with signal `number` ignored. Linux lists
+/// a process's ignored signals in `/proc/self/status` (`SigIgn`, a hex mask
+/// of bit `number - 1`); elsewhere none is taken as ignored.
+fn ignored_at_start(number: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (number - 1)) != 0)
 }

@@ -4,12 +4,12 @@
 //! interrupted (incomplete) run; a second signal ends it at once.
 
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
-use gate_tests::{RunOutput, TestEnv, item};
+use gate_tests::{RunOutput, TestEnv, gate_bin, hermetic, item};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -101,6 +101,33 @@ fn a_signal_stops_the_run_and_its_processes_and_the_run_is_recorded_interrupted(
         );
         assert_eq!(ledger_runs(&env), 1, "{signal}: the run is in the ledger");
     }
+}
+
+#[test]
+fn a_signal_the_gate_was_started_ignoring_stays_ignored() {
+    // As `nohup gate verify` starts it: SIGHUP ignored.
+    let env = long_check(false);
+    #[allow(clippy::disallowed_methods)] // a real shell that ignores SIGHUP
+    let child = hermetic(&mut Command::new("bash"))
+        .args(["-c", "trap '' HUP; exec \"$GATE\" verify --format json"])
+        .env("GATE", gate_bin())
+        .current_dir(env.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gate = Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let check = pid_in(&env, "long.pid");
+    kill(gate, Signal::SIGHUP).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        alive(gate) && alive(check),
+        "SIGHUP stopped a run started under nohup"
+    );
+    kill(gate, Signal::SIGTERM).unwrap();
+    ended_within(child, Duration::from_secs(20)).assert_exit(4);
+    assert!(gone_soon(check), "the check's process was left running");
 }
 
 #[test]
