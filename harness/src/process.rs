@@ -321,8 +321,24 @@ pub fn kill_all_groups() {
     reason = "the process module is where subprocesses are made, with a process group and capture"
 )]
 fn new_command(program: &str) -> Command {
-    Command::new(program)
+    let mut command = Command::new(program);
+    // The gate's own settings are not the workspace's: its signing key, its
+    // ledger's URL (password and all), its bundle store. A check runs code
+    // an agent wrote, which must not be able to sign or record as the gate.
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_str()
+            .is_some_and(|n| n.starts_with(GATE_ENV_PREFIX))
+        {
+            command.env_remove(name);
+        }
+    }
+    command
 }
+
+/// The prefix of the gate's own environment variables, which no process
+/// the gate starts inherits.
+const GATE_ENV_PREFIX: &str = "GATE_";
 
 impl ProcessGroup {
     /// Starts `sh -c <run>` in `cwd`, keeping the last `cap` bytes of its

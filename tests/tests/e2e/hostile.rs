@@ -132,6 +132,43 @@ images = ["docs/review/cases/good.png"]
     }
 }
 
+/// A check runs code an agent wrote: it must not see the gate's own
+/// settings, least of all the signing key (PEM text in `GATE_SIGNING_KEY`)
+/// or the ledger's URL with its password, or it could sign and record as
+/// the gate.
+#[test]
+fn checks_never_see_the_gates_own_settings() {
+    let keys = TestEnv::new();
+    keys.gate(&["keys", "generate"]).run().assert_exit(0);
+    let pem = keys.read(".gate/keys/signing.key");
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"env\"\n[[check]]\nid = \"peek\"\nrun = \"env > seen.txt\"\n",
+    );
+    let ledger = env.path().join("elsewhere/ledger.db");
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATE_SIGNING_KEY", &pem)
+        .env("GATE_LEDGER", &ledger)
+        .env("GATE_OFFLINE", "1")
+        .run();
+    out.assert_exit(0);
+    assert!(ledger.exists(), "the gate itself used GATE_LEDGER");
+    let seen = env.read("seen.txt");
+    assert!(
+        seen.contains("PATH="),
+        "the check saw an environment: {seen}"
+    );
+    for line in seen.lines() {
+        assert!(!line.starts_with("GATE_"), "the check saw {line}");
+    }
+    assert!(
+        !seen.contains("PRIVATE KEY"),
+        "the check saw the signing key"
+    );
+}
+
 #[test]
 fn a_hundred_thousand_files_and_a_two_gib_file_in_bounded_memory() {
     let env = TestEnv::new();
