@@ -138,17 +138,40 @@ impl Redactor {
 
     /// `text` with every secret replaced by [`REDACTED`].
     pub fn redact(&self, text: &str) -> String {
+        self.redact_as(text, false)
+    }
+
+    /// As [`Redactor::redact`], keeping every line where it was: a key
+    /// block becomes [`REDACTED`] followed by as many line breaks as it
+    /// spanned, so line numbers into the text still hold (a file shown to
+    /// a reviewer, whose findings name lines).
+    pub fn redact_keeping_lines(&self, text: &str) -> String {
+        self.redact_as(text, true)
+    }
+
+    fn redact_as(&self, text: &str, keep_lines: bool) -> String {
+        let stand_in = |replaced: &str| {
+            let breaks = if keep_lines {
+                replaced.matches('\n').count()
+            } else {
+                0
+            };
+            format!("{REDACTED}{}", "\n".repeat(breaks))
+        };
         // Exact values first: a shape match could otherwise split one.
         let mut out = text.to_owned();
         for value in &self.extra {
             if out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), REDACTED);
+                out = out.replace(value.as_str(), &stand_in(value));
             }
         }
-        let mut out = PEM_BLOCK_RE.replace_all(&out, REDACTED).into_owned();
+        let mut out = PEM_BLOCK_RE
+            .replace_all(&out, |caps: &regex::Captures<'_>| stand_in(&caps[0]))
+            .into_owned();
         // An END with no BEGIN before it: the text starts inside a key block.
         if let Some(end) = PEM_END_RE.find(&out) {
-            out.replace_range(..end.end(), REDACTED);
+            let replaced = stand_in(&out[..end.end()]);
+            out.replace_range(..end.end(), &replaced);
         }
         let out = URL_PASSWORD_RE.replace_all(&out, format!("${{head}}{REDACTED}@"));
         SHAPES_RE.replace_all(&out, REDACTED).into_owned()
@@ -274,6 +297,29 @@ mod tests {
         }
         // Not a committed secret: the built-in check does not fail on it.
         assert!(find("DATABASE_URL=postgres://postgres:postgres@localhost/db").is_empty());
+    }
+
+    #[test]
+    fn redaction_can_keep_every_line_where_it_was() {
+        let begin = fake("-----BEGIN ", "PRIVATE KEY-----");
+        let end = fake("-----END ", "PRIVATE KEY-----");
+        let text = format!(
+            "line 1\n{begin}\nAAAA\nBBBB\n{end}\nline 6 postgres://a:pw@h\nmulti\nline value\nline 9\n"
+        );
+        let redactor = Redactor::new(&["multi\nline value"]);
+        let kept = redactor.redact_keeping_lines(&text);
+        assert_eq!(kept.lines().count(), text.lines().count(), "{kept}");
+        assert_eq!(
+            kept.lines().nth(5),
+            Some("line 6 postgres://a:[REDACTED]@h")
+        );
+        assert_eq!(kept.lines().nth(8), Some("line 9"));
+        assert!(
+            !kept.contains("AAAA") && !kept.contains("line value"),
+            "{kept}"
+        );
+        // The plain form folds each secret into one marker.
+        assert_eq!(redactor.redact(&text).lines().count(), 5);
     }
 
     #[test]

@@ -383,6 +383,7 @@ pub async fn run_with(
             rule_set: &rule_set,
             events,
             pages: &page_shots,
+            redactor: &redactor,
         };
         tokio::select! {
             review = stage.run() => review?,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use gate_evidence::Snapshot;
 use gate_harness::ItemResult;
+use gate_harness::secrets::Redactor;
 use gate_specs::{Decider, InputGlobs, Spec};
 
 use crate::config::{self, Context};
@@ -43,6 +44,22 @@ pub(super) struct ReviewStage<'a> {
     pub events: &'a EventSink,
     /// Pages captured in this run whose check passed, with their screenshots.
     pub pages: &'a [rules::design::PageShots],
+    /// What no model is sent: the run's secret values and secret shapes.
+    pub redactor: &'a Redactor,
+}
+
+/// `files` as a model may see them: a secret in one (a `.env`, a URL with
+/// its password, a value of the run's secret variables) is not sent to a
+/// provider, and lines stay where they were, so findings name the right
+/// ones.
+fn redacted(
+    mut files: Vec<context::ChangedFile>,
+    redactor: &Redactor,
+) -> Vec<context::ChangedFile> {
+    for text in files.iter_mut().filter_map(|f| f.text.as_mut()) {
+        *text = redactor.redact_keeping_lines(text);
+    }
+    files
 }
 
 impl ReviewStage<'_> {
@@ -78,11 +95,11 @@ impl ReviewStage<'_> {
             })
             .collect();
         let judge_paths = judge_inputs(spec, self.snapshot);
+        let redactor = self.redactor.clone();
         let (change, judge_files) = tokio::task::spawn_blocking(move || {
-            (
-                context::read_change(&workspace, &changed_owned),
-                context::read_change(&workspace, &judge_paths),
-            )
+            let read =
+                |paths: &[String]| redacted(context::read_change(&workspace, paths), &redactor);
+            (read(&changed_owned), read(&judge_paths))
         })
         .await
         .map_err(|e| GateError::Workspace {
@@ -103,8 +120,10 @@ impl ReviewStage<'_> {
             .map(|f| f.path.clone())
             .collect();
         let asked = rules::ask::asked(self.rule_set, &shown);
-        let rule_references =
-            context::read_change(&self.ctx.workspace, &rules::ask::references(&asked));
+        let rule_references = redacted(
+            context::read_change(&self.ctx.workspace, &rules::ask::references(&asked)),
+            self.redactor,
+        );
         let page_asks: Vec<rules::design::PageAsk> = self
             .pages
             .iter()

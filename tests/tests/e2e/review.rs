@@ -339,6 +339,42 @@ fn the_state_directory_is_never_sent_for_review() {
     );
 }
 
+/// A changed file holding a secret (a URL with its password, a value of
+/// one of the run's secret variables) is shown to reviewers with the
+/// secret redacted and every line where it was.
+#[test]
+fn secrets_in_changed_files_are_not_sent_to_a_model() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::openai(&answer(json!([]), json!([]))));
+    let env = trivial_workspace(&server, "openai");
+    env.write(
+        "src/settings.py",
+        "DEBUG = False\nDATABASE = \"postgres://app:s3cretpw@db:5432/app\"\nSHOP_TOKEN = \"shop-value-0123456789\"\nTIMEOUT = 5\n",
+    );
+    env.gate(&["verify", "--format", "json"])
+        .env("SHOP_TOKEN", "shop-value-0123456789")
+        .run()
+        .assert_exit(0);
+    let requests = server.requests();
+    assert!(!requests.is_empty(), "the review ran");
+    let mut shown = false;
+    for r in &requests {
+        let text = r.text();
+        for secret in ["s3cretpw", "shop-value-0123456789"] {
+            assert!(
+                !text.contains(secret),
+                "a request holds {secret:?}:\n{text}"
+            );
+        }
+        // Every line where it was: findings name lines of the real file.
+        shown |= text.contains(
+            "DEBUG = False\nDATABASE = \"postgres://app:[REDACTED]@db:5432/app\"\n\
+             SHOP_TOKEN = \"[REDACTED]\"\nTIMEOUT = 5\n",
+        );
+    }
+    assert!(shown, "the file was shown, redacted");
+}
+
 #[test]
 fn a_malformed_reply_is_repaired_once_then_did_not_run() {
     // Repaired: the second reply is valid.
