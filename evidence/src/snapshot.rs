@@ -505,9 +505,9 @@ fn error_path(err: &ignore::Error) -> Option<PathBuf> {
     }
 }
 
-/// `path` relative to `root`, `/`-separated; `None` for `root` itself or a
-/// name that is not UTF-8.
-fn relative(root: &Path, path: &Path) -> Option<String> {
+/// `path` relative to `root`, `/`-separated as the snapshot's keys are;
+/// `None` for `root` itself, a path outside it or a name that is not UTF-8.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let mut out = String::new();
     for component in rel.components() {

@@ -85,8 +85,9 @@ pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, Gate
     Ok(files)
 }
 
-/// The workspace-relative paths of those of `files` that lie inside the
-/// workspace (compared canonically; a file not there yet is skipped).
+/// The workspace-relative paths, as the snapshot names them, of those of
+/// `files` that lie inside the workspace (compared canonically; a file not
+/// there yet is skipped).
 pub fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
     let Ok(root) = workspace.canonicalize() else {
         return Vec::new();
@@ -94,12 +95,7 @@ pub fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
     files
         .iter()
         .filter_map(|f| f.canonicalize().ok())
-        .filter_map(|f| {
-            let rel = f.strip_prefix(&root).ok()?;
-            // Spec paths are `/`-separated, whatever the platform.
-            let parts: Option<Vec<&str>> = rel.iter().map(|c| c.to_str()).collect();
-            Some(parts?.join("/"))
-        })
+        .filter_map(|f| gate_evidence::snapshot::relative(&root, &f))
         .collect()
 }
 
