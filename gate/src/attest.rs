@@ -84,7 +84,7 @@ pub fn keep_state_out_of_git(ctx: &Context) {
     };
     let ours = matches!(ctx.state_source, config::Source::Default(_)) || !state.exists();
     let file = state.join(".gitignore");
-    if !ours || file.exists() || ctx.workspace.canonicalize().is_ok_and(|ws| ws == state) {
+    if !ours || file.exists() || state == ctx.workspace {
         return;
     }
     if let Err(e) =

@@ -46,7 +46,6 @@ impl Interrupt {
             if streams.is_empty() {
                 return;
             }
-            let mut received = 0;
             loop {
                 let waits = streams.iter_mut().map(|(stream, number)| {
                     let number = *number;
@@ -56,24 +55,18 @@ impl Interrupt {
                 let Some(number) = got else {
                     return;
                 };
-                received += 1;
-                if received == 1 {
-                    tracing::info!(signal = number, "interrupted: stopping the run");
-                    let _ = tx.send(true);
-                } else {
+                // The value is replaced even once the run has stopped
+                // listening, so the second signal is always known as one.
+                if tx.send_replace(true) {
                     // Nothing started may outlive the gate; then the
                     // shell's convention for a death by signal.
                     gate_harness::process::kill_all_groups();
                     std::process::exit(128 + number);
                 }
+                tracing::info!(signal = number, "interrupted: stopping the run");
             }
         });
         Self { asked }
-    }
-
-    /// Whether a stop was asked for.
-    pub fn is_set(&self) -> bool {
-        *self.asked.borrow()
     }
 
     /// Resolves once a stop is asked for; never, if none is.

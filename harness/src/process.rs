@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -322,23 +322,23 @@ pub fn kill_all_groups() {
 )]
 fn new_command(program: &str) -> Command {
     let mut command = Command::new(program);
-    // The gate's own settings are not the workspace's: its signing key, its
-    // ledger's URL (password and all), its bundle store. A check runs code
-    // an agent wrote, which must not be able to sign or record as the gate.
-    for (name, _) in std::env::vars_os() {
-        if name
-            .to_str()
-            .is_some_and(|n| n.starts_with(GATE_ENV_PREFIX))
-        {
-            command.env_remove(name);
-        }
+    for name in GATE_ENV.iter() {
+        command.env_remove(name);
     }
     command
 }
 
-/// The prefix of the gate's own environment variables, which no process
-/// the gate starts inherits.
-const GATE_ENV_PREFIX: &str = "GATE_";
+/// The gate's own settings in its environment (`GATE_*`), read once: not
+/// the workspace's. Its signing key, its ledger's URL (password and all),
+/// its bundle store; a check runs code an agent wrote, which must not be
+/// able to sign or record as the gate, so no process the gate starts
+/// inherits them.
+static GATE_ENV: LazyLock<Vec<std::ffi::OsString>> = LazyLock::new(|| {
+    std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| name.to_str().is_some_and(|n| n.starts_with("GATE_")))
+        .collect()
+});
 
 impl ProcessGroup {
     /// Starts `sh -c <run>` in `cwd`, keeping the last `cap` bytes of its
