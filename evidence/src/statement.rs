@@ -286,23 +286,20 @@ fn resolve(root: &Path, name: &str) -> Result<PathBuf, StatementError> {
             Component::CurDir => return Err(invalid("contains `.`")),
         }
     }
-    let path = root.join(rel);
     // A link inside the workspace may point anywhere: follow it only if the
     // file it reaches is still inside.
-    let real_root = root.canonicalize().map_err(|source| StatementError::Read {
-        path: root.to_path_buf(),
-        source,
-    })?;
-    let real = path.canonicalize().map_err(|source| StatementError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    if !real.starts_with(&real_root) {
-        return Err(invalid(
-            "leads outside the workspace through a symbolic link",
-        ));
-    }
-    Ok(real)
+    gate_specs::within(root, name).map_err(|source| {
+        // `within`'s own refusal carries its message; the system's EACCES
+        // (same kind) carries none and is a read error like any other.
+        if source.kind() == std::io::ErrorKind::PermissionDenied && source.get_ref().is_some() {
+            invalid("leads outside the workspace through a symbolic link")
+        } else {
+            StatementError::Read {
+                path: root.join(rel),
+                source,
+            }
+        }
+    })
 }
 
 fn digest_file(root: &Path, name: &str) -> Result<DigestSet, StatementError> {
