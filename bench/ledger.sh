@@ -51,7 +51,7 @@ INSERT INTO runs (seq, $columns) SELECT COALESCE(tip.seq, 0) + 1, id, ${row_valu
   LEFT JOIN (SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1) AS tip ON true;
 COMMIT;"
 printf '\\startpipeline\n%s\n\\endpipeline\n' "$chained" >"$work/ceiling.sql"
-printf '\\startpipeline\n%s\nSELECT txid_current();\n\\endpipeline\n' "$chained" >"$work/durable.sql"
+printf '\\startpipeline\n%s\nSELECT pg_logical_emit_message(true, %s, %s);\n\\endpipeline\n' "$chained" "'gate'" "''" >"$work/durable.sql"
 
 tps() {
     "$pgbench" -n -M prepared -c "$writers" -j "$(nproc)" -T "$seconds" -f "$work/$1.sql" "$db" 2>&1 |

@@ -6,11 +6,19 @@
 #
 # Usage: scripts/peer-postgres.sh start DIR   # prints the URL, also in DIR/url
 #        scripts/peer-postgres.sh stop DIR    # stops it and removes DIR
+#        scripts/peer-postgres.sh crash DIR   # kills it at once: WAL it had
+#                                             # not yet written out is lost
+#        scripts/peer-postgres.sh restart DIR # starts it again on its data
 # Then:  export GATE_TEST_POSTGRES=$(cat DIR/url)
+# PEER_POSTGRES_SETTINGS="name=value ..." adds server settings at start.
 set -euo pipefail
 
-if [ "$#" -ne 2 ] || { [ "$1" != start ] && [ "$1" != stop ]; }; then
-    echo "usage: $0 start|stop DIR" >&2
+case "${1:-}" in
+start | stop | crash | restart) ;;
+*) set -- usage ;;
+esac
+if [ "$#" -ne 2 ]; then
+    echo "usage: $0 start|stop|crash|restart DIR" >&2
     exit 2
 fi
 cmd=$1
@@ -77,13 +85,15 @@ start() {
         cat "$dir/initdb.log" >&2
         exit 1
     }
-    local port tries=0
+    local port tries=0 settings="" setting
+    for setting in ${PEER_POSTGRES_SETTINGS:-}; do
+        settings="$settings -c $setting"
+    done
     while :; do
         port=$((20000 + RANDOM % 40000))
         in_use "$port" && continue
-        if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-            -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir/sock -c max_connections=400" \
-            start >/dev/null; then
+        echo "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir/sock -c max_connections=400$settings" >"$dir/options"
+        if serve "$bin"; then
             break
         fi
         tries=$((tries + 1))
@@ -95,6 +105,31 @@ start() {
     local url="postgres://postgres@127.0.0.1:$port/postgres"
     echo "$url" >"$dir/url"
     echo "$url"
+}
+
+# Starts the server in DIR/data with the options of its first start.
+serve() {
+    as_owner "$1/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "$(cat "$dir/options")" start >/dev/null
+}
+
+# An immediate shutdown: the server stops at once, without a checkpoint or
+# a flush, and replays its WAL when it starts again.
+crash() {
+    local bin
+    bin=$(bindir)
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null
+}
+
+restart() {
+    local bin
+    bin=$(bindir)
+    dir=$(cd "$dir" && pwd)
+    serve "$bin" || {
+        cat "$dir/server.log" >&2
+        exit 1
+    }
+    cat "$dir/url"
 }
 
 stop() {

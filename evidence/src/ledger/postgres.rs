@@ -14,12 +14,16 @@
 //! The append's requests are pipelined (sent together, answered together):
 //! one round trip per append. Its commit does not wait for the WAL flush
 //! while the chain lock is held (`synchronous_commit` off for that
-//! transaction only); the append then waits for a durable commit of its own
-//! (`txid_current()` in a normal transaction), whose flush covers the
-//! append's commit. So concurrent appends share WAL flushes, the lock is
-//! held only for the work, and an append reports success only once its row
-//! is durable. A crash before the flush loses the newest appends together,
-//! never one in the middle: WAL replays a prefix.
+//! transaction only); the append then commits a transaction that writes WAL
+//! (`pg_logical_emit_message`, transactional and empty), whose flush
+//! covers the append's commit. A transaction that writes no WAL would not
+//! do: the server commits it without a flush even with `synchronous_commit`
+//! on. So concurrent appends share WAL flushes, the lock is held only for
+//! the work, and an append reports success only once its row is durable.
+//! Where the operator has revoked that function, appends commit
+//! synchronously under the lock instead: slower, as durable. A crash before
+//! the flush loses the newest appends together, never one in the middle:
+//! WAL replays a prefix.
 
 mod bundles;
 mod events;
@@ -28,6 +32,7 @@ mod report;
 mod series;
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -99,6 +104,11 @@ const BEGIN_APPEND: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
      SELECT set_config('synchronous_commit', 'off', true), \
      set_config('lock_timeout', '30s', true), pg_advisory_xact_lock(1734440037, 1)";
 
+/// [`BEGIN_APPEND`] for a server without [`DURABLE`]: the commit flushes
+/// under the lock, as the server's `synchronous_commit` says.
+const BEGIN_APPEND_SYNC: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
+     SELECT set_config('lock_timeout', '30s', true), pg_advisory_xact_lock(1734440037, 1)";
+
 /// Inserts one run after the tip, in one statement: seq and chain link come
 /// from the tip as this statement sees it. For a live run ($17 false) it
 /// inserts nothing when the attempt neither starts a series nor follows the
@@ -142,8 +152,15 @@ static COPY_ROW: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The durability wait after an append: a normal commit of a transaction
-/// with an id, whose WAL flush covers every earlier commit.
-const DURABLE: &str = "SELECT txid_current()";
+/// that writes WAL (one empty logical message, which logical decoding
+/// consumers see under the prefix `gate` and may ignore), whose flush
+/// covers every earlier commit.
+const DURABLE: &str = "SELECT pg_logical_emit_message(true, 'gate', '')";
+
+/// How an append's commit is made durable on this server, found at the
+/// first append (`0` until then).
+const DURABLE_WAIT: u8 = 1;
+const DURABLE_COMMIT: u8 = 2;
 
 /// The PostgreSQL ledger at one URL.
 #[derive(Debug)]
@@ -152,6 +169,8 @@ pub struct PgLedger {
     pool: deadpool_postgres::Pool,
     exec: Arc<Exec>,
     name: String,
+    /// `DURABLE_WAIT` or `DURABLE_COMMIT` once the first append found out.
+    durability: AtomicU8,
 }
 
 impl PgLedger {
@@ -171,6 +190,7 @@ impl PgLedger {
             pool: exec::pool(config),
             exec: Arc::new(exec),
             name,
+            durability: AtomicU8::new(0),
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -359,6 +379,7 @@ impl PgLedger {
             })
             .collect::<Result<_, LedgerError>>()?;
         let conn = self.conn().await?;
+        let wait = self.durability(&conn).await? == DURABLE_WAIT;
         let insert = conn.prepare_cached(&INSERT_NEXT).await.map_err(&err)?;
         // Everything goes out at once; the server answers in order.
         let inserts = futures::future::join_all(prepared.iter().map(|(_, params)| {
@@ -368,11 +389,23 @@ impl PgLedger {
             let conn = &conn;
             async move { conn.query_opt(insert, &refs).await }
         }));
+        let begin = if wait {
+            BEGIN_APPEND
+        } else {
+            BEGIN_APPEND_SYNC
+        };
+        let durable = async {
+            if wait {
+                conn.batch_execute(DURABLE).await
+            } else {
+                Ok(())
+            }
+        };
         let (begun, inserted, committed, durable) = futures::join!(
-            conn.batch_execute(BEGIN_APPEND),
+            conn.batch_execute(begin),
             inserts,
             conn.batch_execute("COMMIT"),
-            conn.batch_execute(DURABLE),
+            durable,
         );
         begun.map_err(&err)?;
         let mut out = Vec::with_capacity(runs.len());
@@ -406,6 +439,32 @@ impl PgLedger {
             tracing::debug!(seq = row.seq, run_id = %row.entry.run_id, "ledger row appended");
         }
         Ok(out)
+    }
+
+    /// How appends are made durable here: `DURABLE_WAIT` when the server
+    /// lets this role run [`DURABLE`] (trying it once, which costs one
+    /// empty WAL record), else `DURABLE_COMMIT`.
+    async fn durability(&self, conn: &Conn) -> Result<u8, LedgerError> {
+        let known = self.durability.load(Ordering::Relaxed);
+        if known != 0 {
+            return Ok(known);
+        }
+        let found = match conn.batch_execute(DURABLE).await {
+            Ok(()) => DURABLE_WAIT,
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some(&SqlState::INSUFFICIENT_PRIVILEGE | &SqlState::UNDEFINED_FUNCTION)
+                ) =>
+            {
+                tracing::debug!(ledger = %self.name, error = %e,
+                    "appends commit synchronously under the chain lock");
+                DURABLE_COMMIT
+            }
+            Err(e) => return Err(self.pg_err("appending a run")(e)),
+        };
+        self.durability.store(found, Ordering::Relaxed);
+        Ok(found)
     }
 
     /// Why an insert returned no row: its attempt does not continue the series.

@@ -1,9 +1,11 @@
 //! Evidence end to end: independent tools verify what we sign, every
-//! tampering is rejected, and the ledger holds up on a real SQLite file.
+//! tampering is rejected, the ledger holds up on a real SQLite file, and a
+//! PostgreSQL append that returned survives the server crashing.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures panic on a failed setup")]
 
 mod common;
+mod durability;
 mod ledger;
 mod openssl;
 mod peer;
