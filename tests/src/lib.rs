@@ -13,6 +13,7 @@ pub mod chromium;
 pub mod model_server;
 pub mod peers;
 pub mod postgres;
+pub mod private_postgres;
 pub mod s3;
 
 use std::net::TcpListener;

@@ -28,7 +28,7 @@ impl Location {
         }
         let lower = text.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            text.parse::<tokio_postgres::Config>().map_err(|e| {
+            super::postgres::tls::split(text).map_err(|e| {
                 LedgerError::BadLocation(format!("{} is not a PostgreSQL URL: {e}", redact(text)))
             })?;
             return Ok(Self::Postgres(text.to_owned()));

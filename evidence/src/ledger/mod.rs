@@ -290,7 +290,7 @@ pub enum LedgerError {
         reason: String,
     },
     /// A PostgreSQL statement failed.
-    #[error("ledger {ledger} failed while {action}: {source}")]
+    #[error("ledger {ledger} failed while {action}: {}", postgres::reason(source))]
     Postgres {
         /// The URL, without its password.
         ledger: String,

@@ -30,6 +30,7 @@ mod events;
 mod exec;
 mod report;
 mod series;
+pub(super) mod tls;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -179,15 +180,15 @@ impl PgLedger {
     /// (5 s unless the URL's `connect_timeout` says otherwise).
     pub fn open(url: &str) -> Result<Self, LedgerError> {
         let name = super::redact(url);
-        let config: tokio_postgres::Config = url.parse().map_err(|e| {
-            LedgerError::BadLocation(format!("{name} is not a PostgreSQL URL: {e}"))
-        })?;
+        let bad = |e: String| LedgerError::BadLocation(format!("{name}: {e}"));
+        let (config, tls) = tls::split(url).map_err(&bad)?;
+        let tls = tls.connector().map_err(&bad)?;
         let exec = Exec::new().map_err(|e| LedgerError::Unreachable {
             ledger: name.clone(),
             reason: format!("cannot start the client runtime: {e}"),
         })?;
         let ledger = Self {
-            pool: exec::pool(config),
+            pool: exec::pool(config, tls),
             exec: Arc::new(exec),
             name,
             durability: AtomicU8::new(0),
@@ -739,9 +740,14 @@ impl PgLedger {
             conn.release();
             rows.iter()
                 .map(|r| {
-                    let seq: i64 = r.try_get(0).map_err(|e| corrupt(0, format!("seq: {e}")))?;
+                    let seq: i64 = r
+                        .try_get(0)
+                        .map_err(|e| corrupt(0, format!("seq: {}", reason(&e))))?;
                     let leaf: String = r.try_get(1).map_err(|e| {
-                        corrupt(u64::try_from(seq).unwrap_or(0), format!("leaf_hash: {e}"))
+                        corrupt(
+                            u64::try_from(seq).unwrap_or(0),
+                            format!("leaf_hash: {}", reason(&e)),
+                        )
                     })?;
                     Ok((seq, leaf))
                 })
@@ -785,6 +791,29 @@ fn same_in_batch(earlier: &[LedgerRow], entry: &RunEntry, sealed: &Sealed) -> Op
             None
         }
     })
+}
+
+/// A client error in words: the server's own message for a server error,
+/// else the error and its causes (tokio-postgres names only its kind, such
+/// as "db error", and keeps the rest in its `source()`).
+pub(super) fn reason(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut text = format!("{}: {}", db.severity(), db.message());
+        if let Some(detail) = db.detail() {
+            let _ = write!(text, " ({detail})");
+        }
+        if let Some(hint) = db.hint() {
+            let _ = write!(text, "; hint: {hint}");
+        }
+        return text;
+    }
+    let mut text = e.to_string();
+    let mut next = std::error::Error::source(e);
+    while let Some(cause) = next {
+        let _ = write!(text, ": {cause}");
+        next = cause.source();
+    }
+    text
 }
 
 fn version(v: i64) -> u32 {
@@ -855,9 +884,12 @@ fn copy_params(row: &LedgerRow) -> Vec<Box<dyn ToSql + Sync + Send>> {
 /// A row as PostgreSQL returns it, in `COLUMNS` order. A value of the
 /// wrong type or a NULL where none belongs is a corrupt row, not a panic.
 fn read_row(r: &tokio_postgres::Row) -> Result<LedgerRow, LedgerError> {
-    let seq_raw: i64 = r.try_get(0).map_err(|e| corrupt(0, format!("seq: {e}")))?;
+    let seq_raw: i64 = r
+        .try_get(0)
+        .map_err(|e| corrupt(0, format!("seq: {}", reason(&e))))?;
     let seq = u64::try_from(seq_raw).map_err(|_| corrupt(0, format!("seq {seq_raw}")))?;
-    let bad = |field: &str, e: tokio_postgres::Error| corrupt(seq, format!("{field}: {e}"));
+    let bad =
+        |field: &str, e: tokio_postgres::Error| corrupt(seq, format!("{field}: {}", reason(&e)));
     let text = |i: usize, field: &str| -> Result<String, LedgerError> {
         r.try_get(i).map_err(|e| bad(field, e))
     };

@@ -70,7 +70,8 @@ impl Fixture {
     }
 }
 
-fn entry(run_id: &str, spec: &str, bundle_path: &Path) -> RunEntry {
+/// A run of `spec` whose bundle is at `bundle_path`.
+pub(crate) fn entry(run_id: &str, spec: &str, bundle_path: &Path) -> RunEntry {
     RunEntry {
         run_id: run_id.to_owned(),
         spec_id: spec.to_owned(),

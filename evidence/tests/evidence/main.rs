@@ -10,3 +10,4 @@ mod ledger;
 mod openssl;
 mod peer;
 mod tamper;
+mod tls;

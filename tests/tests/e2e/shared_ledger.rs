@@ -10,6 +10,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use gate_tests::postgres::{self, Database, Proxy};
+use gate_tests::private_postgres::TlsServer;
 use gate_tests::{RunOutput, TestEnv, gate_command};
 use serde_json::Value;
 use sha2::Digest as _;
@@ -649,4 +650,36 @@ fn a_spec_elsewhere_names_its_own_ledger() {
         .assert_exit(0);
     assert!(ledger.is_file());
     assert!(!ws.path().join(".gate/ledger.db").exists());
+}
+
+#[test]
+fn a_ledger_over_tls_records_and_a_server_it_cannot_trust_is_named() {
+    let tls = TlsServer::start();
+    let url = |root: &Path| {
+        format!(
+            "{}?sslmode=verify-full&sslrootcert={}",
+            tls.server.url_as("ledger", "localhost", "ledger"),
+            root.display()
+        )
+    };
+    let ws = TestEnv::new();
+    ws.write("gate.toml", &passing_spec("t"));
+    // The server takes no plain-text client: a run recorded went over TLS.
+    let fleet = Fleet::with(url(&tls.file("ca.pem")), None, None);
+    let out = fleet.gate(&ws, &["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["recorded"], true);
+    fleet.gate(&ws, &["ledger", "verify"]).run().assert_exit(0);
+    assert_eq!(fleet.rows(&ws).len(), 1);
+    // A server whose certificate no trusted CA issued is never used.
+    let fleet = Fleet::with(url(&tls.file("other-ca.pem")), None, None);
+    let out = fleet.gate(&ws, &["verify", "--format", "json"]).run();
+    out.assert_exit(4);
+    assert_eq!(out.json()["recorded"], false);
+    out.stderr_has("invalid peer certificate");
+    // A root file that is not there is a configuration error.
+    let fleet = Fleet::with(url(Path::new("/nowhere/ca.pem")), None, None);
+    let out = fleet.gate(&ws, &["runs"]).run();
+    out.assert_exit(2);
+    out.stderr_has("sslrootcert /nowhere/ca.pem");
 }

@@ -32,7 +32,7 @@ impl PgLedger {
             conn.release();
             row.map(|r| r.try_get(0))
                 .transpose()
-                .map_err(|e| super::corrupt(0, format!("bundles: {e}")))
+                .map_err(|e| super::corrupt(0, format!("bundles: {}", super::reason(&e))))
         })
     }
 
@@ -72,7 +72,7 @@ impl PgLedger {
             rows.iter()
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
                 .collect::<Result<_, tokio_postgres::Error>>()
-                .map_err(|e| super::corrupt(0, format!("bundles: {e}")))
+                .map_err(|e| super::corrupt(0, format!("bundles: {}", super::reason(&e))))
         })
     }
 

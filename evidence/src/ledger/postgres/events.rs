@@ -67,7 +67,7 @@ const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opene
 fn bad(table: &str, e: &tokio_postgres::Error) -> LedgerError {
     LedgerError::Corrupt {
         seq: 0,
-        reason: format!("{table}: {e}"),
+        reason: format!("{table}: {}", super::reason(e)),
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::ledger::LedgerError;
 
@@ -75,9 +76,10 @@ impl Drop for Exec {
     }
 }
 
-/// The connection pool for `config`, with short connect timeouts and TCP
-/// keepalives so a vanished server is noticed within a minute.
-pub(super) fn pool(mut config: tokio_postgres::Config) -> Pool {
+/// The connection pool for `config`, connecting through `tls`, with short
+/// connect timeouts and TCP keepalives so a vanished server is noticed
+/// within a minute.
+pub(super) fn pool(mut config: tokio_postgres::Config, tls: MakeRustlsConnect) -> Pool {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
@@ -95,7 +97,7 @@ pub(super) fn pool(mut config: tokio_postgres::Config) -> Pool {
         .unwrap_or(CONNECT_TIMEOUT);
     let manager = Manager::from_config(
         config,
-        tokio_postgres::NoTls,
+        tls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -119,7 +121,7 @@ pub(super) fn pool_error(ledger: &str, e: deadpool_postgres::PoolError) -> Ledge
         PoolError::Timeout(_) => {
             "no connection within the connect timeout (is the server up and reachable?)".to_owned()
         }
-        PoolError::Backend(e) => e.to_string(),
+        PoolError::Backend(e) => super::reason(&e),
         other => other.to_string(),
     };
     LedgerError::Unreachable {

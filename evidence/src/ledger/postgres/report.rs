@@ -222,7 +222,7 @@ fn count(r: &Row, i: usize) -> Result<u64, tokio_postgres::Error> {
 }
 
 fn seq_of(r: &Row) -> Result<u64, LedgerError> {
-    count(r, 0).map_err(|e| corrupt(0, format!("seq: {e}")))
+    count(r, 0).map_err(|e| corrupt(0, format!("seq: {}", super::reason(&e))))
 }
 
 impl PgLedger {
@@ -320,7 +320,7 @@ impl PgLedger {
                     superseded: count(r, 14)?,
                 })
             })()
-            .map_err(|e| corrupt(seq, format!("run_facts: {e}")))?;
+            .map_err(|e| corrupt(seq, format!("run_facts: {}", super::reason(&e))))?;
             each(&facts);
             Ok(())
         })
@@ -348,7 +348,7 @@ impl PgLedger {
             let seq = seq_of(r)?;
             let model: &str = r
                 .try_get(1)
-                .map_err(|e| corrupt(seq, format!("run_models: {e}")))?;
+                .map_err(|e| corrupt(seq, format!("run_models: {}", super::reason(&e))))?;
             each(seq, model);
             Ok(())
         })
@@ -388,7 +388,7 @@ impl PgLedger {
                     cost_usd: r.try_get(7)?,
                 })
             })()
-            .map_err(|e| corrupt(seq, format!("run_roles: {e}")))?;
+            .map_err(|e| corrupt(seq, format!("run_roles: {}", super::reason(&e))))?;
             each(&facts);
             Ok(())
         })
@@ -421,7 +421,7 @@ impl PgLedger {
                         overridden_at: r.try_get(3)?,
                     })
                 })()
-                .map_err(|e| corrupt(seq, format!("outcomes: {e}")))?;
+                .map_err(|e| corrupt(seq, format!("outcomes: {}", super::reason(&e))))?;
                 states.push(state);
                 Ok(())
             },
@@ -444,7 +444,7 @@ impl PgLedger {
                     seq,
                     finding_id: r
                         .try_get(1)
-                        .map_err(|e| corrupt(seq, format!("dismissals: {e}")))?,
+                        .map_err(|e| corrupt(seq, format!("dismissals: {}", super::reason(&e))))?,
                 });
                 Ok(())
             },

@@ -1,0 +1,445 @@
+//! TLS to a PostgreSQL ledger, set in its URL as for libpq: `sslmode`
+//! (`disable`, `allow`, `prefer` — the default —, `require`, `verify-ca`,
+//! `verify-full`), `sslrootcert` (a PEM file of trusted CAs, or `system`
+//! for the operating system's), and `sslcert`/`sslkey` (a client
+//! certificate and its key, PEM). tokio-postgres reads the rest of the URL
+//! and knows only three of those modes, so these settings are taken out
+//! before it parses the URL.
+//!
+//! As in libpq: `prefer` and `require` encrypt without checking who
+//! answers unless `sslrootcert` is given (then the chain is checked),
+//! `verify-ca` checks the chain, `verify-full` the chain and the host name,
+//! and `sslrootcert=system` is only allowed with `verify-full`. Unlike
+//! libpq, no file is read unless the URL names it (libpq's
+//! `~/.postgresql/root.crt` is the default only for the `verify-*` modes,
+//! which need a root), and `allow` tries TLS first, like `prefer`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use percent_encoding::percent_decode_str;
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use tokio_postgres::config::SslMode;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The URL parameters this module reads in place of tokio-postgres.
+const TLS_KEYS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
+
+/// How much of the server's certificate is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Nothing: the connection is encrypted, not authenticated.
+    Nothing,
+    /// That a trusted CA issued it.
+    Chain,
+    /// That, and that it names the host connected to.
+    Full,
+}
+
+/// Where trusted CAs come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Roots {
+    File(PathBuf),
+    System,
+}
+
+/// A ledger URL's TLS settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::ledger) struct Tls {
+    mode: SslMode,
+    check: Check,
+    roots: Option<Roots>,
+    client: Option<(PathBuf, PathBuf)>,
+}
+
+/// Splits a ledger URL into what tokio-postgres reads and its TLS
+/// settings; the error says what is wrong with the URL.
+pub(in crate::ledger) fn split(url: &str) -> Result<(tokio_postgres::Config, Tls), String> {
+    let (head, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut kept = Vec::new();
+    let mut found: [Option<String>; 4] = Default::default();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = decode(key)?;
+        match TLS_KEYS.iter().position(|k| *k == key) {
+            Some(i) => found[i] = Some(decode(value)?),
+            None => kept.push(pair),
+        }
+    }
+    let [mode, roots, cert, key] = found;
+    let rest = if kept.is_empty() {
+        head.to_owned()
+    } else {
+        format!("{head}?{}", kept.join("&"))
+    };
+    let mut config = rest.parse::<tokio_postgres::Config>().map_err(|e| {
+        match std::error::Error::source(&e) {
+            // The source says which option is wrong.
+            Some(why) => format!("{e}: {why}"),
+            None => e.to_string(),
+        }
+    })?;
+    let tls = Tls::new(mode.as_deref(), roots, cert, key)?;
+    config.ssl_mode(tls.mode);
+    Ok((config, tls))
+}
+
+fn decode(text: &str) -> Result<String, String> {
+    percent_decode_str(text)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| format!("`{text}` is not UTF-8 once decoded"))
+}
+
+impl Tls {
+    fn new(
+        mode: Option<&str>,
+        roots: Option<String>,
+        cert: Option<String>,
+        key: Option<String>,
+    ) -> Result<Self, String> {
+        let roots = roots.filter(|r| !r.is_empty()).map(|r| match r.as_str() {
+            "system" => Roots::System,
+            _ => Roots::File(PathBuf::from(r)),
+        });
+        let given = roots.is_some();
+        let (mode, check) = match mode.unwrap_or("prefer") {
+            "disable" => (SslMode::Disable, Check::Nothing),
+            "allow" | "prefer" => (
+                SslMode::Prefer,
+                if given { Check::Chain } else { Check::Nothing },
+            ),
+            "require" => (
+                SslMode::Require,
+                if given { Check::Chain } else { Check::Nothing },
+            ),
+            "verify-ca" => (SslMode::Require, Check::Chain),
+            "verify-full" => (SslMode::Require, Check::Full),
+            other => {
+                return Err(format!(
+                    "sslmode `{other}` is not one of disable, allow, prefer, require, verify-ca, verify-full"
+                ));
+            }
+        };
+        if roots == Some(Roots::System) && check != Check::Full {
+            return Err(
+                "sslrootcert=system checks the server against the system's CAs, which needs sslmode=verify-full"
+                    .to_owned(),
+            );
+        }
+        // A verify mode with no root named uses libpq's default file.
+        let roots = match (roots, check) {
+            (None, Check::Chain | Check::Full) => Some(Roots::File(default_root()?)),
+            (roots, _) => roots,
+        };
+        let client = match (
+            cert.filter(|c| !c.is_empty()),
+            key.filter(|k| !k.is_empty()),
+        ) {
+            (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+            (None, None) => None,
+            _ => return Err("sslcert and sslkey go together: name both or neither".to_owned()),
+        };
+        Ok(Self {
+            mode,
+            check,
+            roots,
+            client,
+        })
+    }
+
+    /// The connector for these settings, with the files they name read.
+    pub(in crate::ledger) fn connector(&self) -> Result<MakeRustlsConnect, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?;
+        let verifier: Arc<dyn ServerCertVerifier> = match (&self.roots, self.check) {
+            (_, Check::Nothing) | (None, _) => Arc::new(Unchecked(Arc::clone(&provider))),
+            (Some(roots), check) => {
+                let store = Arc::new(root_store(roots)?);
+                let webpki =
+                    WebPkiServerVerifier::builder_with_provider(store, Arc::clone(&provider))
+                        .build()
+                        .map_err(|e| format!("TLS: {e}"))?;
+                match check {
+                    Check::Full => webpki,
+                    _ => Arc::new(ChainOnly(webpki)),
+                }
+            }
+        };
+        let builder = builder
+            .dangerous()
+            .with_custom_certificate_verifier(verifier);
+        let config = match &self.client {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let certs = CertificateDer::pem_file_iter(cert)
+                    .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                    .map_err(|e| format!("sslcert {}: {e}", cert.display()))?;
+                let key = PrivateKeyDer::from_pem_file(key)
+                    .map_err(|e| format!("sslkey {}: {e}", key.display()))?;
+                builder
+                    .with_client_auth_cert(certs, key)
+                    .map_err(|e| format!("sslcert and sslkey: {e}"))?
+            }
+        };
+        Ok(MakeRustlsConnect::new(config))
+    }
+}
+
+/// libpq's default root file, `~/.postgresql/root.crt`.
+fn default_root() -> Result<PathBuf, String> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|home| Path::new(&home).join(".postgresql/root.crt"))
+        .ok_or_else(|| {
+            "sslmode verify-ca and verify-full check the server against trusted CAs: \
+             name them with sslrootcert=FILE (or sslrootcert=system)"
+                .to_owned()
+        })
+}
+
+fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    match roots {
+        Roots::File(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "sslrootcert {}: no certificate in it",
+                    path.display()
+                ));
+            }
+            for cert in certs {
+                store
+                    .add(cert)
+                    .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+            }
+        }
+        Roots::System => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _) = store.add_parsable_certificates(found.certs);
+            if added == 0 {
+                return Err(format!(
+                    "sslrootcert=system: no CA certificate found on this system{}",
+                    found
+                        .errors
+                        .first()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+    }
+    Ok(store)
+}
+
+/// `verify-ca`: the chain must lead to a trusted CA; the name may differ.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // The verifier checks the chain before the name, so a wrong name
+        // means the chain was good.
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// `prefer` and `require` without a root: any certificate is taken (the
+/// handshake's signatures are still checked, so the session is the one
+/// the certificate's key holder set up).
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_config_and_tls() {
+        let home = std::env::var("HOME").unwrap_or_default();
+        let root = |p: &str| Some(Roots::File(PathBuf::from(p)));
+        // (url, mode, check, roots, client, or the error's start)
+        type Want = Result<(SslMode, Check, Option<Roots>, bool), &'static str>;
+        let cases: Vec<(&str, Want)> = vec![
+            (
+                "postgres://u@h/db",
+                Ok((SslMode::Prefer, Check::Nothing, None, false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=disable",
+                Ok((SslMode::Disable, Check::Nothing, None, false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=allow",
+                Ok((SslMode::Prefer, Check::Nothing, None, false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=require&connect_timeout=2",
+                Ok((SslMode::Require, Check::Nothing, None, false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=require&sslrootcert=%2Fetc%2Fca.pem",
+                Ok((SslMode::Require, Check::Chain, root("/etc/ca.pem"), false)),
+            ),
+            (
+                "postgres://u@h/db?sslrootcert=/ca.pem",
+                Ok((SslMode::Prefer, Check::Chain, root("/ca.pem"), false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=verify-ca&sslrootcert=/ca.pem",
+                Ok((SslMode::Require, Check::Chain, root("/ca.pem"), false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=verify-full&sslrootcert=system",
+                Ok((SslMode::Require, Check::Full, Some(Roots::System), false)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=verify-full",
+                Ok((
+                    SslMode::Require,
+                    Check::Full,
+                    Some(Roots::File(Path::new(&home).join(".postgresql/root.crt"))),
+                    false,
+                )),
+            ),
+            (
+                "postgres://u@h/db?sslmode=require&sslcert=/c.pem&sslkey=/k.pem",
+                Ok((SslMode::Require, Check::Nothing, None, true)),
+            ),
+            (
+                "postgres://u@h/db?sslmode=verify",
+                Err("sslmode `verify` is not one of"),
+            ),
+            (
+                "postgres://u@h/db?sslmode=require&sslrootcert=system",
+                Err("sslrootcert=system checks"),
+            ),
+            (
+                "postgres://u@h/db?sslcert=/c.pem",
+                Err("sslcert and sslkey go together"),
+            ),
+            (
+                "postgres://u@h/db?sslmode=require&nonsense=1",
+                Err("invalid connection string: unknown option `nonsense`"),
+            ),
+        ];
+        for (url, want) in cases {
+            let got = split(url).map(|(config, tls)| {
+                assert_eq!(config.get_ssl_mode(), tls.mode, "{url}");
+                (tls.mode, tls.check, tls.roots, tls.client.is_some())
+            });
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{url}"),
+                (Err(e), Err(start)) => assert!(e.starts_with(start), "{url}: {e}"),
+                (got, want) => panic!("{url}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn other_parameters_reach_tokio_postgres() {
+        let (config, _) =
+            split("postgres://u@h:5433/db?connect_timeout=7&sslmode=require&application_name=ci")
+                .unwrap();
+        assert_eq!(
+            config.get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(7))
+        );
+        assert_eq!(config.get_application_name(), Some("ci"));
+        assert_eq!(config.get_dbname(), Some("db"));
+    }
+}
