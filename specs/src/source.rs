@@ -90,8 +90,11 @@ fn size(bytes: u64) -> String {
 
 /// A TOML or JSON file's bytes as text. Both formats are UTF-8, so a byte
 /// that is not is an error at its line and column, never a silent
-/// replacement.
+/// replacement. A leading byte order mark, which Windows editors write and
+/// JSON parsers refuse, is dropped: editors do not show it, so positions
+/// are counted from the first character a user sees.
 pub fn text_of<'a>(bytes: &'a [u8], file: &Path) -> Result<&'a str, SpecError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     std::str::from_utf8(bytes).map_err(|e| {
         let good = e.valid_up_to();
         // The bytes before the bad one are UTF-8 by definition.

@@ -797,3 +797,34 @@ fn bytes_that_are_not_utf8_are_placed_not_replaced() {
         );
     }
 }
+
+#[test]
+fn a_byte_order_mark_is_ignored_and_positions_skip_it() {
+    // (file, text after the mark, Ok or the error's line:column)
+    let cases: [(&str, &str, Result<(), &str>); 4] = [
+        ("gate.toml", "[spec]\nid = \"a\"\n", Ok(())),
+        ("gate.json", "{\"spec\": {\"id\": \"a\"}}", Ok(())),
+        ("gate.json", "{\"spec\": {\"id\": }}", Err("1:17")),
+        (
+            "gate.toml",
+            "[spec]\nid = \"a\"\nsummary = \"caf\u{e9}\n",
+            Err("3:16"),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, want) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, [&b"\xEF\xBB\xBF"[..], text.as_bytes()].concat()).unwrap();
+        let got = gate_specs::load(&path)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        match (got, want) {
+            (Ok(()), Ok(())) => {}
+            (Err(e), Err(at)) => {
+                let place = format!("{}:{at}:", path.display());
+                assert!(e.starts_with(&place), "{name} {text:?}: {e}");
+            }
+            (got, want) => panic!("{name} {text:?}: got {got:?}, want {want:?}"),
+        }
+    }
+}
