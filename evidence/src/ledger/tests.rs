@@ -488,6 +488,27 @@ fn series_lock_excludes_other_runs_of_the_spec(store: &Store) {
     });
 }
 
+#[test]
+fn postgres_series_lock_outlives_the_servers_idle_session_timeout() {
+    let store = Store::postgres();
+    store.execute(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = %L', \
+         current_database(), '1s'); END $$",
+    );
+    let (a, b) = (store.open(), store.open());
+    let held = a.lock_series("shop", Duration::ZERO).unwrap();
+    assert!(held.is_some());
+    // Longer than the timeout: the holder's session is still there.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(b.lock_series("shop", Duration::ZERO).unwrap().is_none());
+    drop(held);
+    assert!(
+        b.lock_series("shop", Duration::from_secs(5))
+            .unwrap()
+            .is_some()
+    );
+}
+
 fn run_with_outcomes(store: &Store) -> Ledger {
     let mut l = store.open();
     l.append(&entry("r1", "s", "pass", 1), b"envelope").unwrap();

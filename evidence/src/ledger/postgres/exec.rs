@@ -14,7 +14,9 @@ use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{
+    ClientWrapper, Hook, HookError, Manager, ManagerConfig, Object, Pool, RecyclingMethod,
+};
 use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -76,6 +78,15 @@ impl Drop for Exec {
     }
 }
 
+/// Run on every new connection: the server never ends the session for
+/// idling. The series lock's session idles for a whole run, and the pool's
+/// others between a run's reads and its append, so a server whose
+/// `idle_session_timeout` (PostgreSQL 14 on) is shorter than a run would
+/// void the lock and hand out closed connections. Older servers know no
+/// such setting, and the `WHERE` keeps them from being asked.
+const SESSION_SETUP: &str = "SELECT set_config('idle_session_timeout', '0', false) \
+     WHERE current_setting('server_version_num')::int >= 140000";
+
 /// The connection pool for `config`, connecting through `tls`, with short
 /// connect timeouts and TCP keepalives so a vanished server is noticed
 /// within a minute.
@@ -105,6 +116,14 @@ pub(super) fn pool(mut config: tokio_postgres::Config, tls: MakeRustlsConnect) -
     // The whole login (TCP, startup, authentication) is bounded, not only
     // the socket connect that `connect_timeout` covers.
     Pool::builder(manager)
+        .post_create(Hook::async_fn(|client, _| {
+            Box::pin(async move {
+                client
+                    .batch_execute(SESSION_SETUP)
+                    .await
+                    .map_err(HookError::Backend)
+            })
+        }))
         .max_size(POOL_SIZE)
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .create_timeout(Some(connect + Duration::from_secs(1)))
@@ -121,7 +140,9 @@ pub(super) fn pool_error(ledger: &str, e: deadpool_postgres::PoolError) -> Ledge
         PoolError::Timeout(_) => {
             "no connection within the connect timeout (is the server up and reachable?)".to_owned()
         }
-        PoolError::Backend(e) => super::reason(&e),
+        PoolError::Backend(e) | PoolError::PostCreateHook(HookError::Backend(e)) => {
+            super::reason(&e)
+        }
         other => other.to_string(),
     };
     LedgerError::Unreachable {
