@@ -73,8 +73,9 @@ fn script(cmd: &str, dir: &Path, settings: &str) -> String {
 /// connect in plain text, to set things up), with a certificate for
 /// `localhost` from a CA of the test's own, and the client-side files.
 ///
-/// Roles: `ledger` (password-less over TLS, owns database `ledger`) and
-/// `certuser` (only with a client certificate, owns database `certdb`).
+/// Roles: `ledger` (password-less over TLS, owns database `ledger`),
+/// `certuser` (only with a client certificate, owns database `certdb`) and
+/// `scram` (password `hunter2`, SCRAM-SHA-256, owns database `scramdb`).
 pub struct TlsServer {
     /// The server.
     pub server: PrivateServer,
@@ -101,6 +102,7 @@ impl TlsServer {
                 &dir.join("hba.conf"),
                 "local   all all                      trust\n\
                  hostssl all certuser 127.0.0.1/32    cert\n\
+                 hostssl all scram    127.0.0.1/32    scram-sha-256\n\
                  hostssl all all      127.0.0.1/32    trust\n\
                  host    all postgres 127.0.0.1/32    trust\n\
                  host    all all      127.0.0.1/32    reject\n",
@@ -116,6 +118,8 @@ impl TlsServer {
             "CREATE DATABASE ledger OWNER ledger",
             "CREATE ROLE certuser LOGIN",
             "CREATE DATABASE certdb OWNER certuser",
+            "CREATE ROLE scram LOGIN PASSWORD 'hunter2'",
+            "CREATE DATABASE scramdb OWNER scram",
         ] {
             execute(server.url(), sql);
         }
