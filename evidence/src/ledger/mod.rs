@@ -29,8 +29,6 @@ mod store;
 pub mod verify;
 
 #[cfg(test)]
-mod testdb;
-#[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;

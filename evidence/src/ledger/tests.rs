@@ -8,14 +8,15 @@ use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
 
-use super::testdb::{self, TestDb};
+use gate_tests::postgres::{Database, execute as pg_execute};
+
 use super::*;
 use crate::merkle;
 
 /// A database for one test, and handles on it.
 enum Store {
     Sqlite(tempfile::TempDir),
-    Postgres(TestDb),
+    Postgres(Database),
 }
 
 impl Store {
@@ -24,7 +25,7 @@ impl Store {
     }
 
     fn postgres() -> Self {
-        Self::Postgres(testdb::fresh())
+        Self::Postgres(Database::fresh())
     }
 
     fn location(&self) -> Location {
@@ -51,7 +52,7 @@ impl Store {
                     .execute_batch(sql)
                     .unwrap();
             }
-            Self::Postgres(db) => testdb::execute(&db.url, sql),
+            Self::Postgres(db) => pg_execute(&db.url, sql),
         }
     }
 }
@@ -1088,7 +1089,7 @@ fn copy_sqlite_to_sqlite() {
 fn copy_sqlite_to_postgres() {
     let dir = tempfile::tempdir().unwrap();
     let from = full_sqlite(dir.path(), 2_345);
-    let db = testdb::fresh();
+    let db = Database::fresh();
     let mut to = Ledger::open(Location::Postgres(db.url.clone())).unwrap();
     check_copy(&from, &mut to, 2_345);
 }
@@ -1096,7 +1097,7 @@ fn copy_sqlite_to_postgres() {
 #[test]
 fn copy_postgres_to_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let db = testdb::fresh();
+    let db = Database::fresh();
     let mut pg = Ledger::open(Location::Postgres(db.url.clone())).unwrap();
     copy(&full_sqlite(dir.path(), 1_234), &mut pg).unwrap();
     let mut to = Ledger::open(dir.path().join("back.db")).unwrap();
@@ -1111,7 +1112,7 @@ fn both_stores_have_one_schema() {
     let path = dir.path().join("ledger.db");
     drop(Ledger::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let db = testdb::fresh();
+    let db = Database::fresh();
     drop(Ledger::open(Location::Postgres(db.url.clone())).unwrap());
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -1120,8 +1121,7 @@ fn both_stores_have_one_schema() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    let pg_tables = testdb::column(
-        &db.url,
+    let pg_tables = db.column(
         "SELECT table_name FROM information_schema.tables \
          WHERE table_schema = 'public' ORDER BY table_name",
     );
@@ -1136,13 +1136,10 @@ fn both_stores_have_one_schema() {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        let pg_cols = testdb::column(
-            &db.url,
-            &format!(
-                "SELECT column_name FROM information_schema.columns \
+        let pg_cols = db.column(&format!(
+            "SELECT column_name FROM information_schema.columns \
                  WHERE table_schema = 'public' AND table_name = '{table}' ORDER BY ordinal_position"
-            ),
-        );
+        ));
         assert_eq!(sqlite_cols, pg_cols, "table {table}");
     }
 }
@@ -1194,7 +1191,7 @@ fn an_unreachable_server_fails_fast_and_clearly() {
 /// runtime.
 #[test]
 fn postgres_calls_work_inside_any_runtime() {
-    let db = testdb::fresh();
+    let db = Database::fresh();
     let location = Location::Postgres(db.url.clone());
     for flavor in ["multi", "current"] {
         let rt = match flavor {
