@@ -33,8 +33,7 @@ mod series;
 pub(super) mod tls;
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -158,10 +157,14 @@ static COPY_ROW: LazyLock<String> = LazyLock::new(|| {
 /// covers every earlier commit.
 const DURABLE: &str = "SELECT pg_logical_emit_message(true, 'gate', '')";
 
-/// How an append's commit is made durable on this server, found at the
-/// first append (`0` until then).
-const DURABLE_WAIT: u8 = 1;
-const DURABLE_COMMIT: u8 = 2;
+/// How a server makes an append's commit durable, found at the first append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// Commit without waiting under the chain lock, then commit [`DURABLE`].
+    Wait,
+    /// Commit synchronously under the lock: this role may not run [`DURABLE`].
+    Commit,
+}
 
 /// The PostgreSQL ledger at one URL.
 #[derive(Debug)]
@@ -170,8 +173,8 @@ pub struct PgLedger {
     pool: deadpool_postgres::Pool,
     exec: Arc<Exec>,
     name: String,
-    /// `DURABLE_WAIT` or `DURABLE_COMMIT` once the first append found out.
-    durability: AtomicU8,
+    /// Set by the first append.
+    durability: OnceLock<Durability>,
 }
 
 impl PgLedger {
@@ -191,7 +194,7 @@ impl PgLedger {
             pool: exec::pool(config, tls),
             exec: Arc::new(exec),
             name,
-            durability: AtomicU8::new(0),
+            durability: OnceLock::new(),
         };
         ledger.migrate()?;
         Ok(ledger)
@@ -380,7 +383,7 @@ impl PgLedger {
             })
             .collect::<Result<_, LedgerError>>()?;
         let conn = self.conn().await?;
-        let wait = self.durability(&conn).await? == DURABLE_WAIT;
+        let wait = self.durability(&conn).await? == Durability::Wait;
         let insert = conn.prepare_cached(&INSERT_NEXT).await.map_err(&err)?;
         // Everything goes out at once; the server answers in order.
         let inserts = futures::future::join_all(prepared.iter().map(|(_, params)| {
@@ -442,16 +445,15 @@ impl PgLedger {
         Ok(out)
     }
 
-    /// How appends are made durable here: `DURABLE_WAIT` when the server
-    /// lets this role run [`DURABLE`] (trying it once, which costs one
-    /// empty WAL record), else `DURABLE_COMMIT`.
-    async fn durability(&self, conn: &Conn) -> Result<u8, LedgerError> {
-        let known = self.durability.load(Ordering::Relaxed);
-        if known != 0 {
-            return Ok(known);
+    /// How appends are made durable here: [`Durability::Wait`] when the
+    /// server lets this role run [`DURABLE`] (tried once, which costs one
+    /// empty WAL record).
+    async fn durability(&self, conn: &Conn) -> Result<Durability, LedgerError> {
+        if let Some(known) = self.durability.get() {
+            return Ok(*known);
         }
         let found = match conn.batch_execute(DURABLE).await {
-            Ok(()) => DURABLE_WAIT,
+            Ok(()) => Durability::Wait,
             Err(e)
                 if matches!(
                     e.code(),
@@ -460,11 +462,11 @@ impl PgLedger {
             {
                 tracing::debug!(ledger = %self.name, error = %e,
                     "appends commit synchronously under the chain lock");
-                DURABLE_COMMIT
+                Durability::Commit
             }
             Err(e) => return Err(self.pg_err("appending a run")(e)),
         };
-        self.durability.store(found, Ordering::Relaxed);
+        let _ = self.durability.set(found);
         Ok(found)
     }
 
