@@ -51,12 +51,16 @@ impl Location {
         Ok(Self::Sqlite(PathBuf::from(path)))
     }
 
-    /// A relative SQLite path taken from `base`; anything else unchanged.
+    /// A relative SQLite path, or a PostgreSQL URL's relative TLS file
+    /// paths, taken from `base`; anything else unchanged.
     #[must_use]
     pub fn relative_to(self, base: &Path) -> Self {
         match self {
             Self::Sqlite(p) if p.is_relative() => Self::Sqlite(base.join(p)),
-            other => other,
+            Self::Postgres(url) => {
+                Self::Postgres(super::postgres::tls::files_relative_to(&url, base))
+            }
+            sqlite @ Self::Sqlite(_) => sqlite,
         }
     }
 

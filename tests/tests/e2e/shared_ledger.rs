@@ -671,6 +671,34 @@ fn a_ledger_over_tls_records_and_a_server_it_cannot_trust_is_named() {
     assert_eq!(out.json()["recorded"], true);
     fleet.gate(&ws, &["ledger", "verify"]).run().assert_exit(0);
     assert_eq!(fleet.rows(&ws).len(), 1);
+    // A spec's URL names its CA file relative to the workspace, wherever
+    // the gate is started.
+    let ca = std::fs::read_to_string(tls.file("ca.pem")).unwrap();
+    ws.write("certs/db-ca.pem", &ca);
+    let spec = ws.write(
+        "remote.toml",
+        &format!(
+            "{}[ledger]\nurl = \"{}?sslmode=verify-full&sslrootcert=certs/db-ca.pem\"\n",
+            passing_spec("t2"),
+            tls.server.url_as("ledger", "localhost", "ledger")
+        ),
+    );
+    let elsewhere = TestEnv::new();
+    let workspace = ws.path().display().to_string();
+    let spec = spec.display().to_string();
+    let out = elsewhere
+        .gate(&[
+            "verify",
+            "--workspace",
+            &workspace,
+            "--spec",
+            &spec,
+            "--format",
+            "json",
+        ])
+        .run();
+    out.assert_exit(0);
+    assert_eq!(out.json()["recorded"], true);
     // A server whose certificate no trusted CA issued is never used.
     let fleet = Fleet::with(url(&tls.file("other-ca.pem")), None, None);
     let out = fleet.gate(&ws, &["verify", "--format", "json"]).run();

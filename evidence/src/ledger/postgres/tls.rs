@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use percent_encoding::percent_decode_str;
+use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -89,6 +89,46 @@ pub(in crate::ledger) fn split(url: &str) -> Result<(tokio_postgres::Config, Tls
     let tls = Tls::new(mode.as_deref(), roots, cert, key)?;
     config.ssl_mode(tls.mode);
     Ok((config, tls))
+}
+
+/// What a file path in a URL's query must have escaped.
+const QUERY_VALUE: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'&')
+    .add(b'+')
+    .add(b'=')
+    .add(b'?');
+
+/// `url` with its relative `sslrootcert`, `sslcert` and `sslkey` paths
+/// taken from `base`, as a relative SQLite path is: a URL in a spec names
+/// files in its workspace wherever the gate was started.
+pub(in crate::ledger) fn files_relative_to(url: &str, base: &Path) -> String {
+    let Some((head, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let file = match decode(key).as_deref() {
+                Ok("sslrootcert") => decode(value).ok().filter(|v| v != "system"),
+                Ok("sslcert" | "sslkey") => decode(value).ok(),
+                _ => None,
+            };
+            match file.filter(|f| !f.is_empty() && Path::new(f).is_relative()) {
+                Some(f) => {
+                    let joined = base.join(f);
+                    let joined = joined.to_string_lossy();
+                    format!("{key}={}", utf8_percent_encode(&joined, QUERY_VALUE))
+                }
+                None => pair.to_owned(),
+            }
+        })
+        .collect();
+    format!("{head}?{}", pairs.join("&"))
 }
 
 fn decode(text: &str) -> Result<String, String> {
@@ -428,6 +468,45 @@ mod tests {
                 (got, want) => panic!("{url}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn relative_files_are_taken_from_the_base() {
+        let base = Path::new("/work/shop");
+        let cases = [
+            ("postgres://h/db", "postgres://h/db"),
+            (
+                "postgres://h/db?sslmode=verify-full&sslrootcert=ci/ca.pem",
+                "postgres://h/db?sslmode=verify-full&sslrootcert=/work/shop/ci/ca.pem",
+            ),
+            (
+                "postgres://h/db?sslmode=verify-full&sslrootcert=system",
+                "postgres://h/db?sslmode=verify-full&sslrootcert=system",
+            ),
+            (
+                "postgres://h/db?sslrootcert=/etc/ca.pem",
+                "postgres://h/db?sslrootcert=/etc/ca.pem",
+            ),
+            (
+                "postgres://h/db?sslcert=c%20d.pem&sslkey=k%26.pem&application_name=a%26b",
+                "postgres://h/db?sslcert=/work/shop/c%20d.pem&sslkey=/work/shop/k%26.pem&application_name=a%26b",
+            ),
+        ];
+        for (url, want) in cases {
+            let got = files_relative_to(url, base);
+            assert_eq!(got, want);
+            // What the rewritten URL names, once decoded, is the joined path.
+            split(&got).unwrap();
+        }
+        let (_, tls) = split(&files_relative_to(
+            "postgres://h/db?sslcert=c%20d.pem&sslkey=k%26.pem",
+            base,
+        ))
+        .unwrap();
+        assert_eq!(
+            tls.client,
+            Some((base.join("c d.pem"), base.join("k&.pem")))
+        );
     }
 
     #[test]
