@@ -138,7 +138,16 @@ pub fn redact(url: &str) -> String {
         let params: Vec<String> = query
             .split('&')
             .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                // `password`, libpq's `sslpassword` (the client key's), and
+                // either spelled with escapes.
+                Some((k, _))
+                    if percent_encoding::percent_decode_str(k)
+                        .decode_utf8_lossy()
+                        .to_ascii_lowercase()
+                        .contains("password") =>
+                {
+                    format!("{k}=***")
+                }
                 _ => kv.to_owned(),
             })
             .collect();
@@ -213,6 +222,10 @@ mod tests {
                 "postgres://db/gate?user=gate&password=***&sslmode=disable",
             ),
             ("postgres://a:b:c@h/d", "postgres://a:***@h/d"),
+            (
+                "postgres://h/d?sslpassword=s3cret&pass%77ord=s3cret",
+                "postgres://h/d?sslpassword=***&pass%77ord=***",
+            ),
         ];
         for (url, want) in cases {
             assert_eq!(redact(url), want);
