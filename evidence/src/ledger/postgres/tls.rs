@@ -201,20 +201,22 @@ impl Tls {
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("TLS: {e}"))?;
-        let verifier: Arc<dyn ServerCertVerifier> = match (&self.roots, self.check) {
-            (_, Check::Nothing) | (None, _) => Arc::new(Unchecked(Arc::clone(&provider))),
-            (Some(roots), check) => {
-                let store = Arc::new(root_store(roots)?);
-                let webpki =
-                    WebPkiServerVerifier::builder_with_provider(store, Arc::clone(&provider))
-                        .build()
-                        .map_err(|e| format!("TLS: {e}"))?;
-                match check {
-                    Check::Full => webpki,
-                    _ => Arc::new(ChainOnly(webpki)),
-                }
-            }
+        let webpki = match (&self.roots, self.check) {
+            (Some(roots), Check::Chain | Check::Full) => Some(
+                WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(root_store(roots)?),
+                    Arc::clone(&provider),
+                )
+                .build()
+                .map_err(|e| format!("TLS: {e}"))?,
+            ),
+            _ => None,
         };
+        let verifier = Arc::new(CertCheck {
+            check: self.check,
+            webpki,
+            provider,
+        });
         let builder = builder
             .dangerous()
             .with_custom_certificate_verifier(verifier);
@@ -284,11 +286,18 @@ fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
     Ok(store)
 }
 
-/// `verify-ca`: the chain must lead to a trusted CA; the name may differ.
+/// Checks the server's certificate as far as the mode says; the
+/// handshake's signatures are checked in every mode, so even unchecked the
+/// session is the one the certificate's key holder set up.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct CertCheck {
+    check: Check,
+    /// The trusted CAs' verifier, for `Chain` and `Full`.
+    webpki: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for CertCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -297,15 +306,23 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        // The verifier checks the chain before the name, so a wrong name
-        // means the chain was good.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        if self.check == Check::Nothing {
+            return Ok(ServerCertVerified::assertion());
+        }
+        // A check with nothing to check against fails closed.
+        let Some(webpki) = &self.webpki else {
+            return Err(rustls::Error::General(
+                "no trusted CA to check against".into(),
+            ));
+        };
+        let verified =
+            webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        match verified {
+            // The verifier checks the chain before the name, so a wrong
+            // name means the chain was good: enough for `verify-ca`.
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if self.check == Check::Chain => Ok(ServerCertVerified::assertion()),
             other => other,
         }
     }
@@ -316,7 +333,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -325,62 +343,14 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require` without a root: any certificate is taken (the
-/// handshake's signatures are still checked, so the session is the one
-/// the certificate's key holder set up).
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
