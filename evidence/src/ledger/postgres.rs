@@ -224,6 +224,13 @@ impl PgLedger {
     }
 
     async fn conn(&self) -> Result<Conn, LedgerError> {
+        // The pool's connections are driven only while the ledger works,
+        // so one whose session the server ended meanwhile (a restart, a
+        // failover, an administrator) has not read the news yet. Yielding
+        // lets the runtime poll its sockets and each connection task see
+        // its end, so the pool finds it closed and opens another.
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
         self.pool
             .get()
             .await

@@ -510,6 +510,22 @@ fn postgres_series_lock_outlives_the_servers_idle_session_timeout() {
     );
 }
 
+#[test]
+fn postgres_connections_the_server_ended_are_replaced() {
+    let store = Store::postgres();
+    let mut ledger = store.open();
+    ledger.append(&entry("r1", "s", "pass", 1), b"one").unwrap();
+    // An administrator ends the database's other sessions, as a failover
+    // or a restart ends them all, while the pool holds them idle.
+    store.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    ledger.append(&entry("r2", "s", "pass", 2), b"two").unwrap();
+    assert_eq!(ledger.len().unwrap(), 2);
+}
+
 fn run_with_outcomes(store: &Store) -> Ledger {
     let mut l = store.open();
     l.append(&entry("r1", "s", "pass", 1), b"envelope").unwrap();
