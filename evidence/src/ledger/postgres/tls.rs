@@ -10,9 +10,9 @@
 //! answers unless `sslrootcert` is given (then the chain is checked),
 //! `verify-ca` checks the chain, `verify-full` the chain and the host name,
 //! and `sslrootcert=system` is only allowed with `verify-full`. Unlike
-//! libpq, no file is read unless the URL names it (libpq's
-//! `~/.postgresql/root.crt` is the default only for the `verify-*` modes,
-//! which need a root), and `allow` tries TLS first, like `prefer`.
+//! libpq, no file is read unless the URL names it (so the `verify-*` modes
+//! need `sslrootcert`, where libpq would read `~/.postgresql/root.crt`),
+//! and `allow` tries TLS first, like `prefer`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -150,7 +150,8 @@ impl Tls {
             _ => Roots::File(PathBuf::from(r)),
         });
         let given = roots.is_some();
-        let (mode, check) = match mode.unwrap_or("prefer") {
+        let asked = mode.unwrap_or("prefer");
+        let (mode, check) = match asked {
             "disable" => (SslMode::Disable, Check::Nothing),
             "allow" | "prefer" => (
                 SslMode::Prefer,
@@ -174,11 +175,14 @@ impl Tls {
                     .to_owned(),
             );
         }
-        // A verify mode with no root named uses libpq's default file.
-        let roots = match (roots, check) {
-            (None, Check::Chain | Check::Full) => Some(Roots::File(default_root()?)),
-            (roots, _) => roots,
-        };
+        // libpq would fall back to ~/.postgresql/root.crt; the gate reads
+        // only what the URL names (and library crates read no environment).
+        if roots.is_none() && check != Check::Nothing {
+            return Err(format!(
+                "sslmode={asked} checks the server against trusted CAs: name them with \
+                 sslrootcert=FILE (PEM) or sslrootcert=system"
+            ));
+        }
         let client = match (
             cert.filter(|c| !c.is_empty()),
             key.filter(|k| !k.is_empty()),
@@ -235,18 +239,6 @@ impl Tls {
         };
         Ok(MakeRustlsConnect::new(config))
     }
-}
-
-/// libpq's default root file, `~/.postgresql/root.crt`.
-fn default_root() -> Result<PathBuf, String> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|home| Path::new(&home).join(".postgresql/root.crt"))
-        .ok_or_else(|| {
-            "sslmode verify-ca and verify-full check the server against trusted CAs: \
-             name them with sslrootcert=FILE (or sslrootcert=system)"
-                .to_owned()
-        })
 }
 
 fn root_store(roots: &Roots) -> Result<RootCertStore, String> {
@@ -360,7 +352,6 @@ mod tests {
 
     #[test]
     fn urls_split_into_config_and_tls() {
-        let home = std::env::var("HOME").unwrap_or_default();
         let root = |p: &str| Some(Roots::File(PathBuf::from(p)));
         // (url, mode, check, roots, client, or the error's start)
         type Want = Result<(SslMode, Check, Option<Roots>, bool), &'static str>;
@@ -399,12 +390,7 @@ mod tests {
             ),
             (
                 "postgres://u@h/db?sslmode=verify-full",
-                Ok((
-                    SslMode::Require,
-                    Check::Full,
-                    Some(Roots::File(Path::new(&home).join(".postgresql/root.crt"))),
-                    false,
-                )),
+                Err("sslmode=verify-full checks the server against trusted CAs"),
             ),
             (
                 "postgres://u@h/db?sslmode=require&sslcert=/c.pem&sslkey=/k.pem",
