@@ -25,12 +25,15 @@ pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, Gate
             reason: "a commit or branch name cannot start with `-`".to_owned(),
         });
     }
-    let merge_base = git(workspace, &["merge-base", base, "HEAD"])
-        .await
-        .map_err(|e| GateError::Base {
-            base: base.to_owned(),
-            reason: e,
-        })?;
+    let merge_base = match git(workspace, &["merge-base", base, "HEAD"]).await {
+        Ok(found) => found,
+        Err(failed) => {
+            return Err(GateError::Base {
+                base: base.to_owned(),
+                reason: no_merge_base(workspace, base, failed).await,
+            });
+        }
+    };
     let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
     // `--relative` keeps the diff to the workspace and its paths relative to it,
     // which matters when the workspace is a folder inside a larger repository.
@@ -119,6 +122,34 @@ pub fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
         .filter(|(p, _)| paths.is_match(p))
         .map(|(p, _)| p.to_owned())
         .collect()
+}
+
+/// Why `base` and HEAD gave no merge-base, in words a pipeline's author
+/// can act on: CI checks out shallow clones by default, where the base is
+/// missing or its history does not reach HEAD's.
+async fn no_merge_base(workspace: &Path, base: &str, failed: String) -> String {
+    let commit = format!("{base}^{{commit}}");
+    let resolves = git(workspace, &["rev-parse", "--verify", "--quiet", &commit])
+        .await
+        .is_ok();
+    // git says nothing when both exist but never meet.
+    let reason = if resolves {
+        format!("HEAD and `{base}` have no common ancestor in this clone")
+    } else {
+        failed
+    };
+    let shallow = git(workspace, &["rev-parse", "--is-shallow-repository"])
+        .await
+        .is_ok_and(|out| out.trim_ascii() == b"true");
+    if shallow {
+        format!(
+            "{reason}; this clone is shallow, so fetch the history `--base` needs \
+             (`fetch-depth: 0` for actions/checkout, `GIT_DEPTH: 0` in GitLab CI, \
+             or `git fetch --unshallow`)"
+        )
+    } else {
+        reason
+    }
 }
 
 async fn git(workspace: &Path, args: &[&str]) -> Result<Vec<u8>, String> {

@@ -508,3 +508,79 @@ fn init_writes_a_spec_a_routing_table_and_a_key_once() {
         .stderr_has("already exists");
     assert_eq!(env.read("gate.toml"), before);
 }
+
+#[test]
+fn a_base_git_cannot_reach_says_why_and_what_to_fetch() {
+    // origin: main (two commits), a branch from the first, an orphan branch.
+    let origin = TestEnv::new();
+    origin.write(
+        "gate.toml",
+        "[spec]\nid = \"b\"\n[[check]]\nid = \"ok\"\nrun = \"true\"\n",
+    );
+    origin.git(&["init", "-q", "-b", "main"]);
+    origin.git(&["add", "."]);
+    origin.git(&["commit", "-q", "-m", "one"]);
+    origin.write("a.txt", "a\n");
+    origin.git(&["add", "."]);
+    origin.git(&["commit", "-q", "-m", "two"]);
+    origin.git(&["checkout", "-q", "-b", "feature", "HEAD~1"]);
+    origin.write("b.txt", "b\n");
+    origin.git(&["add", "."]);
+    origin.git(&["commit", "-q", "-m", "three"]);
+    origin.git(&["checkout", "-q", "--orphan", "lonely"]);
+    origin.git(&["commit", "-q", "-m", "orphan"]);
+    let url = format!("file://{}", origin.path().display());
+    const SHALLOW: &str = "this clone is shallow, so fetch the history";
+    // (clone depth, refs fetched after, --base, what stderr says, shallow hint)
+    let cases = [
+        (
+            Some("1"),
+            None,
+            "HEAD~1",
+            "Not a valid object name HEAD~1",
+            true,
+        ),
+        (
+            Some("1"),
+            Some("main"),
+            "origin/main",
+            "HEAD and `origin/main` have no common ancestor",
+            true,
+        ),
+        (
+            None,
+            None,
+            "origin/lonely",
+            "HEAD and `origin/lonely` have no common ancestor",
+            false,
+        ),
+        (None, None, "origin/main", "", false),
+    ];
+    for (depth, fetch, base, says, shallow) in cases {
+        let ws = TestEnv::new();
+        let mut clone = vec!["clone", "-q", "--branch", "feature"];
+        if let Some(depth) = depth {
+            clone.extend(["--depth", depth]);
+        }
+        clone.extend([url.as_str(), "."]);
+        ws.git(&clone);
+        if let Some(branch) = fetch {
+            let refspec = format!("{branch}:refs/remotes/origin/{branch}");
+            ws.git(&["fetch", "-q", "--depth", "1", "origin", &refspec]);
+        }
+        let out = ws.gate(&["verify", "--base", base]).run();
+        if says.is_empty() {
+            out.assert_exit(0);
+            continue;
+        }
+        out.assert_exit(2);
+        out.stderr_has(&format!("base `{base}`: "));
+        out.stderr_has(says);
+        assert_eq!(
+            out.stderr.contains(SHALLOW),
+            shallow,
+            "{base}: {}",
+            out.stderr
+        );
+    }
+}
