@@ -306,10 +306,19 @@ impl Context {
                 self.state_dir.display()
             )));
         }
-        if !path.is_file() {
-            return Err(GateError::NoSpec { path });
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(meta) => Err(GateError::Usage(format!(
+                "the spec {} is {}, not a file",
+                path.display(),
+                if meta.is_dir() {
+                    "a directory"
+                } else {
+                    "a device, pipe or socket"
+                }
+            ))),
+            Err(_) => Err(GateError::NoSpec { path }),
         }
-        Ok(path)
     }
 
     /// The state directory when it lies inside the workspace (the walk skips it).

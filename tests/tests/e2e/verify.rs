@@ -157,13 +157,24 @@ fn verify_cases() {
 }
 
 #[test]
-fn missing_spec_is_a_usage_error() {
+fn a_spec_that_is_missing_or_no_file_is_a_usage_error() {
     let env = TestEnv::new();
-    env.gate(&["verify"])
-        .run()
-        .assert_exit(2)
-        .stderr_has("no spec at")
-        .stderr_has("gate init");
+    std::fs::create_dir(env.path().join("specs")).unwrap();
+    // (--spec, what stderr says)
+    let cases: [(Option<&str>, &str); 3] = [
+        (None, "no spec at"),
+        (Some("specs"), "is a directory, not a file"),
+        (Some("/dev/null"), "is a device, pipe or socket, not a file"),
+    ];
+    for (spec, says) in cases {
+        let mut args = vec!["verify"];
+        args.extend(spec.map(|s| ["--spec", s]).into_iter().flatten());
+        let out = env.gate(&args).run();
+        out.assert_exit(2).stderr_has(says);
+        if spec.is_none() {
+            out.stderr_has("gate init");
+        }
+    }
 }
 
 /// A TOML file of the gate's in Latin-1 is refused at its first byte that
