@@ -15,6 +15,7 @@ pub mod peers;
 pub mod postgres;
 pub mod private_postgres;
 pub mod s3;
+pub mod tls;
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;

@@ -4,6 +4,8 @@
 //!
 //! It runs on plain threads, so synchronous tests (driving the `gate` binary)
 //! and async tests can both use it. Every reply closes its connection.
+//! [`ModelServer::start_tls`] serves HTTPS with a certificate from a test's
+//! own CA, as a self-hosted model server behind an internal CA does.
 //!
 //! ```no_run
 //! use gate_tests::model_server::{Matcher, ModelServer, Reply};
@@ -46,6 +48,38 @@ pub struct ModelServer {
 struct Shared {
     state: Mutex<State>,
     stopping: AtomicBool,
+    /// Set for HTTPS.
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// A connection the server answers on: TCP, or TLS over it.
+trait Conn: Read + Write {
+    fn tcp(&self) -> &TcpStream;
+
+    /// Ends the reply: a TLS peer is told the stream is complete (a body
+    /// that runs to the connection's end is otherwise cut, to the client).
+    fn finish(&mut self) {
+        let _ = self.flush();
+        let _ = self.tcp().shutdown(Shutdown::Both);
+    }
+}
+
+impl Conn for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Conn for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    fn finish(&mut self) {
+        self.conn.send_close_notify();
+        let _ = self.flush();
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
 }
 
 struct State {
@@ -63,6 +97,31 @@ struct Script {
 impl ModelServer {
     /// Starts a server on an ephemeral loopback port.
     pub fn start() -> Self {
+        Self::serve(None)
+    }
+
+    /// Starts an HTTPS server whose certificate `ca` issued, for
+    /// `127.0.0.1` and `localhost`.
+    pub fn start_tls(ca: &crate::tls::Ca) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let (cert, key) = ca.issue("model server", &["localhost", "127.0.0.1"]);
+        let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("the server certificate");
+        let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("the server key");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("a server TLS configuration");
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Self::serve(Some(Arc::new(config)))
+    }
+
+    fn serve(tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = listener.local_addr().expect("the listener's address");
         let shared = Arc::new(Shared {
@@ -75,6 +134,7 @@ impl ModelServer {
                 requests: Vec::new(),
             }),
             stopping: AtomicBool::new(false),
+            tls,
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
@@ -87,9 +147,14 @@ impl ModelServer {
         }
     }
 
-    /// `http://127.0.0.1:<port>`, without a trailing slash.
+    /// `http://127.0.0.1:<port>` (`https://` for TLS), without a trailing slash.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The server's address.
@@ -149,15 +214,23 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         if shared.stopping.load(Ordering::SeqCst) {
             break;
         }
-        let Ok(stream) = stream else { continue };
+        let Ok(mut stream) = stream else { continue };
         let shared = Arc::clone(shared);
-        std::thread::spawn(move || handle(stream, &shared));
+        std::thread::spawn(move || match &shared.tls {
+            None => handle(&mut stream, &shared),
+            Some(config) => {
+                let Ok(conn) = rustls::ServerConnection::new(Arc::clone(config)) else {
+                    return;
+                };
+                handle(&mut rustls::StreamOwned::new(conn, stream), &shared);
+            }
+        });
     }
 }
 
-fn handle(mut stream: TcpStream, shared: &Shared) {
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-    let Some(request) = read_request(&stream) else {
+fn handle(stream: &mut dyn Conn, shared: &Shared) {
+    let _ = stream.tcp().set_read_timeout(Some(READ_TIMEOUT));
+    let Some(request) = read_request(stream) else {
         return;
     };
     let reply = {
@@ -168,9 +241,8 @@ fn handle(mut stream: TcpStream, shared: &Shared) {
     if !pause(shared, reply.delay) {
         return;
     }
-    let _ = serve(&mut stream, shared, &reply, &request);
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Both);
+    let _ = serve(stream, shared, &reply, &request);
+    stream.finish();
 }
 
 fn choose(state: &mut State, request: &Request) -> Reply {
@@ -307,7 +379,7 @@ impl Request {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<Request> {
+fn read_request(stream: &mut dyn Conn) -> Option<Request> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -589,7 +661,7 @@ impl Reply {
 }
 
 fn serve(
-    stream: &mut TcpStream,
+    stream: &mut dyn Conn,
     shared: &Shared,
     reply: &Reply,
     request: &Request,
@@ -615,8 +687,8 @@ fn serve(
 }
 
 /// Holds the connection open until the server stops or the peer hangs up.
-fn hang(stream: &mut TcpStream, shared: &Shared) {
-    let _ = stream.set_read_timeout(Some(TICK));
+fn hang(stream: &mut dyn Conn, shared: &Shared) {
+    let _ = stream.tcp().set_read_timeout(Some(TICK));
     let mut buf = [0u8; 256];
     while !shared.stopping.load(Ordering::SeqCst) {
         match stream.read(&mut buf) {
@@ -659,7 +731,7 @@ fn head(
 }
 
 fn write_json(
-    stream: &mut TcpStream,
+    stream: &mut dyn Conn,
     status: u16,
     extra: &[(String, String)],
     body: &Value,
@@ -670,7 +742,7 @@ fn write_json(
 }
 
 fn write_events(
-    stream: &mut TcpStream,
+    stream: &mut dyn Conn,
     shared: &Shared,
     extra: &[(String, String)],
     steps: &[SseStep],

@@ -595,3 +595,40 @@ fn a_fixed_critical_finding_is_resolved_on_the_retry() {
     let fates = &shown["run"]["finding_fates"];
     assert_eq!(fates, &json!([{"id": id, "disposition": "resolved"}]));
 }
+
+/// A self-hosted model server behind an internal CA: the provider client
+/// trusts the system's CAs, which `SSL_CERT_FILE` may name, and a server
+/// no trusted CA vouches for is never sent a byte of the code.
+#[test]
+fn a_model_server_behind_an_internal_ca_is_trusted_through_ssl_cert_file() {
+    let ca = gate_tests::tls::Ca::new("internal CA");
+    let server = ModelServer::start_tls(&ca);
+    server.script(
+        Matcher::any(),
+        vec![Reply::openai(&answer(json!([]), json!([])))],
+    );
+    let env = trivial_workspace(&server, "openai");
+    let outside = tempfile::tempdir().unwrap();
+    let ca_file = outside.path().join("internal-ca.pem");
+    std::fs::write(&ca_file, &ca.cert_pem).unwrap();
+    // (SSL_CERT_FILE, the specialist's status, requests the server has seen)
+    let cases = [(Some(&ca_file), "ok", 1), (None, "did_not_run", 1)];
+    for (trust, status, seen) in cases {
+        let mut gate = env
+            .gate(&["verify", "--format", "json"])
+            .env_remove("SSL_CERT_DIR");
+        gate = match trust {
+            Some(file) => gate.env("SSL_CERT_FILE", file),
+            None => gate.env_remove("SSL_CERT_FILE"),
+        };
+        let out = gate.run();
+        out.assert_exit(0);
+        let s = &out.json()["review"]["specialists"][0];
+        assert_eq!(s["status"], status, "{s}");
+        if trust.is_none() {
+            let reason = s["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("certificate"), "{s}");
+        }
+        assert_eq!(server.requests().len(), seen);
+    }
+}
