@@ -257,7 +257,10 @@ pub enum LedgerError {
         seq: u64,
     },
     /// No run has this id or prefix.
-    #[error("no run {0} in the ledger")]
+    #[error("{}", match .0.as_str() {
+        "" => "an empty run id names no run".to_owned(),
+        id => format!("no run {id} in the ledger"),
+    })]
     NotFound(String),
     /// A prefix matches several runs.
     #[error("run id prefix {prefix} is ambiguous: {}", matches.join(", "))]

@@ -293,7 +293,9 @@ fn queries(store: &Store) {
         ledger.resolve("0199"),
         Err(LedgerError::NotFound(_))
     ));
-    assert!(matches!(ledger.resolve(""), Err(LedgerError::NotFound(_))));
+    let empty = ledger.resolve("").unwrap_err();
+    assert!(matches!(empty, LedgerError::NotFound(_)));
+    assert_eq!(empty.to_string(), "an empty run id names no run");
     // A LIKE wildcard in a prefix is not a wildcard.
     assert!(matches!(
         ledger.resolve("0197_"),
