@@ -38,7 +38,8 @@ pub enum Api {
 pub struct ProviderDef {
     /// The API it speaks.
     pub api: Api,
-    /// Where it listens.
+    /// Where it listens: an absolute `http://` or `https://` URL.
+    #[serde(deserialize_with = "http_url")]
     pub base_url: String,
     /// The environment variable holding the API key; none for a local server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,6 +47,24 @@ pub struct ProviderDef {
     /// Set by a routing override: never call it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+}
+
+/// A provider's `base_url` as written, refused where it is read (so with
+/// its line and column) unless it is an absolute HTTP(S) URL with a host:
+/// anything else could only fail later, at the first request.
+fn http_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    use serde::de::Error as _;
+    let url = String::deserialize(d)?;
+    match reqwest::Url::parse(&url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(url),
+        Ok(u) => Err(D::Error::custom(format!(
+            "`{url}`: a provider is reached over http:// or https://, not {}:",
+            u.scheme()
+        ))),
+        Err(e) => Err(D::Error::custom(format!(
+            "`{url}` is not a URL ({e}); write it as https://host/path"
+        ))),
+    }
 }
 
 /// `price = { … }`: USD per million tokens.
@@ -358,6 +377,18 @@ impl Routing {
             }
         }
         for (name, p) in &t.providers {
+            if let Ok(url) = reqwest::Url::parse(&p.base_url)
+                && url.scheme() == "http"
+                && !url.host_str().is_some_and(patch::is_loopback)
+            {
+                problems.push(Problem {
+                    row: format!("provider.{name}"),
+                    message: "plain HTTP to another machine: prompts, code and any API key \
+                              travel unencrypted"
+                        .to_owned(),
+                    fatal: false,
+                });
+            }
             if let Some(var) = &p.api_key_env
                 && !env(var)
             {
@@ -475,6 +506,9 @@ base_url = "http://127.0.0.1:1/v1"
 api = "anthropic"
 base_url = "https://example.invalid"
 api_key_env = "NO_SUCH_KEY_VAR"
+[provider.lan]
+api = "openai"
+base_url = "http://10.0.0.7:8000/v1"
 [model.a]
 provider = "local"
 name = "m-a"
@@ -508,6 +542,7 @@ name = "m-c"
             "route.rules.trivial: missing: the trivial tier can use the rules role",
             "route.coordinator.full: missing: the full tier can use the coordinator role",
             "provider.keyed: NO_SUCH_KEY_VAR is not set: this provider will not be called here",
+            "provider.lan: plain HTTP to another machine: prompts, code and any API key travel unencrypted",
         ] {
             assert!(
                 text.iter().any(|t| t == want),
@@ -515,6 +550,23 @@ name = "m-c"
             );
         }
         assert!(!problems.iter().any(|p| p.row == "provider.local"));
+    }
+
+    #[test]
+    fn a_base_url_that_is_no_http_url_is_refused_where_written() {
+        let cases = [
+            ("not a url", "is not a URL"),
+            ("/v1", "is not a URL"),
+            ("ftp://models.internal/v1", "not ftp:"),
+            ("unix:/run/llm.sock", "not unix:"),
+        ];
+        for (url, says) in cases {
+            let text = format!("[provider.x]\napi = \"openai\"\nbase_url = \"{url}\"\n");
+            let err = gate_specs::from_toml_str::<RoutingTable>(&text, Path::new("routing.toml"))
+                .unwrap_err();
+            assert_eq!((err.line, err.column), (3, 12), "{url}: {err}");
+            assert!(err.to_string().contains(says), "{url}: {err}");
+        }
     }
 
     #[test]

@@ -210,7 +210,8 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, PatchError> {
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+/// True for `localhost` and loopback addresses, bracketed or not.
+pub(crate) fn is_loopback(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     bare.eq_ignore_ascii_case("localhost")
         || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
