@@ -544,13 +544,16 @@ pub fn provider_keys(
     routing: &crate::routing::Routing,
 ) -> std::collections::BTreeMap<String, Option<String>> {
     routing
-        .configured_providers(&env_is_set)
+        .configured_providers(&key_is_set)
         .into_iter()
         .map(|name| {
             let key = routing.table.providers[&name]
                 .api_key_env
                 .as_deref()
-                .and_then(|var| std::env::var(var).ok());
+                .and_then(|var| std::env::var(var).ok())
+                // Secret stores often keep a pasted key's newline, which
+                // no HTTP header may carry.
+                .map(|key| key.trim().to_owned());
             (name, key)
         })
         .collect()
@@ -574,6 +577,12 @@ pub fn dumb_terminal() -> bool {
 /// Whether an environment variable is set to something.
 pub fn env_is_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+/// Whether the variable `name` holds an API key: something besides
+/// whitespace, which [`provider_keys`] trims off.
+pub fn key_is_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.to_string_lossy().trim().is_empty())
 }
 
 /// A path given on the command line, made absolute against the current directory.

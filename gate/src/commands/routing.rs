@@ -41,7 +41,7 @@ pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError
             None => writeln!(text, "routing override: {} applied\n", status.url),
         };
     }
-    text.push_str(&render(&routing, &config::env_is_set));
+    text.push_str(&render(&routing, &config::key_is_set));
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }
@@ -51,7 +51,7 @@ pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError
 /// the house rules' cases; 4 when a model could not be asked.
 pub async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateError> {
     let routing = resolve(ctx, &args.routing)?;
-    let problems = routing.check(&config::env_is_set);
+    let problems = routing.check(&config::key_is_set);
     let mut out = String::new();
     let _ = writeln!(out, "routing table: {}", routing.origin);
     for p in &problems {

@@ -632,3 +632,36 @@ fn a_model_server_behind_an_internal_ca_is_trusted_through_ssl_cert_file() {
         assert_eq!(server.requests().len(), seen);
     }
 }
+
+/// A key pasted with a trailing newline (as secret stores often keep it)
+/// is sent without it: it was an invalid header, and no request went out.
+/// A key of only whitespace is no key: the provider is not configured.
+#[test]
+fn an_api_key_is_sent_without_surrounding_whitespace() {
+    // (the variable's value, what the review did, requests the server saw)
+    let cases = [("sk-test-123\n", "ran", 1), (" \n", "did_not_run", 0)];
+    for (key, review, seen) in cases {
+        let server = ModelServer::start();
+        server.script(
+            Matcher::any(),
+            vec![Reply::openai(&answer(json!([]), json!([])))],
+        );
+        let env = trivial_workspace(&server, "openai");
+        let table = env.read("routing.toml").replace(
+            "[provider.local]\n",
+            "[provider.local]\napi_key_env = \"TEST_PROVIDER_KEY\"\n",
+        );
+        env.write("routing.toml", &table);
+        let out = env
+            .gate(&["verify", "--format", "json"])
+            .env("TEST_PROVIDER_KEY", key)
+            .run();
+        out.assert_exit(0);
+        assert_eq!(out.json()["review"]["status"], review, "{key:?}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), seen, "{key:?}");
+        if let Some(request) = requests.first() {
+            assert_eq!(request.header("authorization"), Some("Bearer sk-test-123"));
+        }
+    }
+}
