@@ -67,6 +67,38 @@ fn http_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> 
     }
 }
 
+/// What may be wrong with a provider's `base_url` though it parses: plain
+/// HTTP off this machine, and the version segment the two APIs place
+/// differently (the OpenAI client appends `/chat/completions` to a URL
+/// that ends in the version, the Anthropic one `/v1/messages` to the root).
+fn url_warnings(p: &ProviderDef) -> Vec<String> {
+    let Ok(url) = reqwest::Url::parse(&p.base_url) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if url.scheme() == "http" && !url.host_str().is_some_and(patch::is_loopback) {
+        out.push(
+            "plain HTTP to another machine: prompts, code and any API key travel unencrypted"
+                .to_owned(),
+        );
+    }
+    let path = url.path().trim_end_matches('/');
+    match p.api {
+        Api::Anthropic if path.ends_with("/v1") => out.push(format!(
+            "requests would go to {path}/v1/messages: give the API root \
+             (https://api.anthropic.com), without /v1"
+        )),
+        Api::Openai if url.host_str() == Some("api.openai.com") && path != "/v1" => {
+            out.push(format!(
+                "requests would go to {path}/chat/completions: OpenAI's base_url is \
+                 https://api.openai.com/v1"
+            ));
+        }
+        _ => {}
+    }
+    out
+}
+
 /// `price = { … }`: USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -377,15 +409,10 @@ impl Routing {
             }
         }
         for (name, p) in &t.providers {
-            if let Ok(url) = reqwest::Url::parse(&p.base_url)
-                && url.scheme() == "http"
-                && !url.host_str().is_some_and(patch::is_loopback)
-            {
+            for message in url_warnings(p) {
                 problems.push(Problem {
                     row: format!("provider.{name}"),
-                    message: "plain HTTP to another machine: prompts, code and any API key \
-                              travel unencrypted"
-                        .to_owned(),
+                    message,
                     fatal: false,
                 });
             }
@@ -509,6 +536,12 @@ api_key_env = "NO_SUCH_KEY_VAR"
 [provider.lan]
 api = "openai"
 base_url = "http://10.0.0.7:8000/v1"
+[provider.claude]
+api = "anthropic"
+base_url = "https://api.anthropic.com/v1/"
+[provider.gpt]
+api = "openai"
+base_url = "https://api.openai.com"
 [model.a]
 provider = "local"
 name = "m-a"
@@ -543,6 +576,8 @@ name = "m-c"
             "route.coordinator.full: missing: the full tier can use the coordinator role",
             "provider.keyed: NO_SUCH_KEY_VAR is not set: this provider will not be called here",
             "provider.lan: plain HTTP to another machine: prompts, code and any API key travel unencrypted",
+            "provider.claude: requests would go to /v1/v1/messages: give the API root (https://api.anthropic.com), without /v1",
+            "provider.gpt: requests would go to /chat/completions: OpenAI's base_url is https://api.openai.com/v1",
         ] {
             assert!(
                 text.iter().any(|t| t == want),
