@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::network::{
-    CookieParam, Headers, SetCookiesParams, SetExtraHttpHeadersParams,
+    CookieParam, EventResponseReceived, Headers, ResourceType, SetCookiesParams,
+    SetExtraHttpHeadersParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, EventLifecycleEvent};
 use chromiumoxide::handler::HandlerConfig;
@@ -58,6 +59,10 @@ const QUIET: Duration = Duration::from_millis(500);
 
 /// Bound on each DevTools command that is not a page load.
 const COMMAND: Duration = Duration::from_secs(30);
+
+/// How long a completed navigation's response may take to be found among
+/// the events already received.
+const DOCUMENT_RESPONSE: Duration = Duration::from_secs(2);
 
 /// A task aborted when its handle drops.
 struct AbortOnDrop(JoinHandle<()>);
@@ -255,9 +260,11 @@ impl Session {
                 // Straight to the protocol: the library refuses cookies on a blank tab.
                 page.execute(SetCookiesParams::new(cookies)).await?;
             }
-            page.event_listener::<EventLifecycleEvent>().await
+            let lifecycle = page.event_listener::<EventLifecycleEvent>().await?;
+            let responses = page.event_listener::<EventResponseReceived>().await?;
+            Ok((lifecycle, responses))
         };
-        let mut lifecycle = bounded(setup)
+        let (mut lifecycle, mut responses) = bounded(setup)
             .await
             .map_err(|e| format!("the browser could not prepare the tab: {e}"))?;
         match tokio::time::timeout(capture.load_timeout, page.goto(url.as_str())).await {
@@ -270,11 +277,7 @@ impl Session {
             Ok(Err(e)) => return Err(format!("{url} did not load at {size}: {e}")),
             Ok(Ok(_)) => {}
         }
-        let response = bounded(page.wait_for_navigation_response())
-            .await
-            .ok()
-            .flatten();
-        match response.as_ref().and_then(|r| r.response.as_ref()) {
+        match document_response(&page, &mut responses).await {
             Some(r) if r.status >= 400 => {
                 return Err(format!(
                     "{url} answered HTTP {} {} at {size}",
@@ -284,7 +287,12 @@ impl Session {
             }
             Some(_) => {}
             None => {
-                if let Some(failure) = response.as_ref().and_then(|r| r.failure_text.clone()) {
+                // No response at all: the navigation failed on the way.
+                let request = bounded(page.wait_for_navigation_response())
+                    .await
+                    .ok()
+                    .flatten();
+                if let Some(failure) = request.and_then(|r| r.failure_text.clone()) {
                     return Err(format!("{url} did not load at {size}: {failure}"));
                 }
             }
@@ -340,6 +348,33 @@ async fn bounded<T>(future: impl Future<Output = chromiumoxide::Result<T>>) -> R
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {} s", COMMAND.as_secs())),
     }
+}
+
+/// The response the main frame's document came with, from the responses
+/// seen since before the navigation. chromiumoxide's own
+/// `wait_for_navigation_response` answers with whichever of the frame's
+/// requests finished last, so a missing favicon's 404 could fail a page
+/// that loaded fine.
+async fn document_response(
+    page: &Page,
+    responses: &mut EventStream<EventResponseReceived>,
+) -> Option<chromiumoxide::cdp::browser_protocol::network::Response> {
+    let main = bounded(page.mainframe()).await.ok().flatten();
+    // The navigation has completed, so its response is already queued.
+    tokio::time::timeout(DOCUMENT_RESPONSE, async {
+        while let Some(event) = responses.next().await {
+            let main_frame = main
+                .as_ref()
+                .is_none_or(|m| event.frame_id.as_ref() == Some(m));
+            if event.r#type == ResourceType::Document && main_frame {
+                return Some(event.response.clone());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Waits until the main frame's new document went network-idle, at most

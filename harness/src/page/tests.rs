@@ -60,6 +60,11 @@ const FAINT: &str = r#"<!doctype html><html><head><meta charset="utf-8">
 <style>body{margin:0;font:16px sans-serif;background:#fff} .hint{color:#bbb}</style></head>
 <body><main><h1 style="color:#111">Sign in</h1><p class="hint">Forgot your password?</p></main></body></html>"#;
 
+/// A page whose one image is missing, and answers last.
+const LATE_IMAGE: &str = r#"<!doctype html><html><head><meta name="viewport" content="width=device-width">
+<style>body{margin:0;font:16px sans-serif}</style></head>
+<body><main><h1>Catalogue</h1><img src="/missing.png" alt="" width="10" height="10"></main></body></html>"#;
+
 /// A loopback HTTP server for fixture pages: `/good`, `/wide`, `/faint`,
 /// `/error` (500), `/hang` (never answers), `/private` (200 only with the
 /// right header and cookie, else 401).
@@ -118,6 +123,13 @@ fn serve(mut stream: TcpStream, stop: &AtomicBool) {
         "/good" => ("200 OK", GOOD),
         "/wide" => ("200 OK", WIDE),
         "/faint" => ("200 OK", FAINT),
+        "/late-image" => ("200 OK", LATE_IMAGE),
+        // Finishes after the document: a navigation's response must not
+        // be taken from it.
+        "/missing.png" => {
+            std::thread::sleep(Duration::from_millis(300));
+            ("404 Not Found", "")
+        }
         "/error" => ("500 Internal Server Error", "<h1>boom</h1>"),
         "/hang" => {
             while !stop.load(Ordering::SeqCst) {
@@ -196,6 +208,14 @@ async fn pages_are_captured_measured_or_failed_with_the_browser_s_words() {
         (
             "a good page",
             fixtures.url("/good"),
+            |_| {},
+            true,
+            vec![],
+            2,
+        ),
+        (
+            "a page whose image is missing",
+            fixtures.url("/late-image"),
             |_| {},
             true,
             vec![],
