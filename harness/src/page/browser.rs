@@ -12,7 +12,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
     CookieParam, EventResponseReceived, Headers, ResourceType, SetCookiesParams,
     SetExtraHttpHeadersParams,
 };
-use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, EventLifecycleEvent};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, EventLifecycleEvent, FrameId,
+};
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::listeners::EventStream;
 use chromiumoxide::page::ScreenshotParams;
@@ -277,7 +279,10 @@ impl Session {
             Ok(Err(e)) => return Err(format!("{url} did not load at {size}: {e}")),
             Ok(Ok(_)) => {}
         }
-        match document_response(&page, &mut responses).await {
+        // The main frame, whose events both the response and the settling
+        // are read from (`None`: take any frame's).
+        let main = bounded(page.mainframe()).await.ok().flatten();
+        match document_response(main.as_ref(), &mut responses).await {
             Some(r) if r.status >= 400 => {
                 return Err(format!(
                     "{url} answered HTTP {} {} at {size}",
@@ -297,7 +302,7 @@ impl Session {
                 }
             }
         }
-        let settled = settle(&page, &mut lifecycle).await;
+        let settled = settle(main.as_ref(), &mut lifecycle).await;
         Ok(Loaded { page, settled })
     }
 
@@ -356,16 +361,13 @@ async fn bounded<T>(future: impl Future<Output = chromiumoxide::Result<T>>) -> R
 /// requests finished last, so a missing favicon's 404 could fail a page
 /// that loaded fine.
 async fn document_response(
-    page: &Page,
+    main: Option<&FrameId>,
     responses: &mut EventStream<EventResponseReceived>,
 ) -> Option<chromiumoxide::cdp::browser_protocol::network::Response> {
-    let main = bounded(page.mainframe()).await.ok().flatten();
     // The navigation has completed, so its response is already queued.
     tokio::time::timeout(DOCUMENT_RESPONSE, async {
         while let Some(event) = responses.next().await {
-            let main_frame = main
-                .as_ref()
-                .is_none_or(|m| event.frame_id.as_ref() == Some(m));
+            let main_frame = main.is_none_or(|m| event.frame_id.as_ref() == Some(m));
             if event.r#type == ResourceType::Document && main_frame {
                 return Some(event.response.clone());
             }
@@ -380,14 +382,13 @@ async fn document_response(
 /// Waits until the main frame's new document went network-idle, at most
 /// [`SETTLE_MAX`]; a page that keeps the network busy gets a [`QUIET`]
 /// period instead.
-async fn settle(page: &Page, events: &mut EventStream<EventLifecycleEvent>) -> String {
-    let main = bounded(page.mainframe()).await.ok().flatten();
+async fn settle(main: Option<&FrameId>, events: &mut EventStream<EventLifecycleEvent>) -> String {
     let started = Instant::now();
     let idle = tokio::time::timeout(SETTLE_MAX, async {
         let mut loader = None;
         while let Some(event) = events.next().await {
             let event: Arc<EventLifecycleEvent> = event;
-            if main.as_ref().is_some_and(|m| *m != event.frame_id) {
+            if main.is_some_and(|m| *m != event.frame_id) {
                 continue;
             }
             match event.name.as_str() {
