@@ -65,8 +65,7 @@ pub(in crate::ledger) fn split(url: &str) -> Result<(tokio_postgres::Config, Tls
     let (head, query) = url.split_once('?').unwrap_or((url, ""));
     let mut kept = Vec::new();
     let mut found: [Option<String>; 4] = Default::default();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+    for (pair, key, value) in params(query) {
         let key = decode(key)?;
         match TLS_KEYS.iter().position(|k| *k == key) {
             Some(i) => found[i] = Some(decode(value)?),
@@ -109,10 +108,8 @@ pub(in crate::ledger) fn files_relative_to(url: &str, base: &Path) -> String {
     let Some((head, query)) = url.split_once('?') else {
         return url.to_owned();
     };
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+    let pairs: Vec<String> = params(query)
+        .map(|(pair, key, value)| {
             let file = match decode(key).as_deref() {
                 Ok("sslrootcert") => decode(value).ok().filter(|v| v != "system"),
                 Ok("sslcert" | "sslkey") => decode(value).ok(),
@@ -129,6 +126,15 @@ pub(in crate::ledger) fn files_relative_to(url: &str, base: &Path) -> String {
         })
         .collect();
     format!("{head}?{}", pairs.join("&"))
+}
+
+/// A URL query's parameters as (the pair as written, key, value), both
+/// still percent-encoded; a key without `=` has an empty value.
+fn params(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
+    query.split('&').filter(|p| !p.is_empty()).map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (pair, key, value)
+    })
 }
 
 fn decode(text: &str) -> Result<String, String> {
