@@ -8,6 +8,8 @@
 //! - [`locate`]: key paths to line and column, for TOML and JSON alike.
 //! - [`source`]: reading the files the gate is configured by, bounded in
 //!   size, and their bytes as UTF-8 text.
+//! - [`verifier`]: the workspace paths a check's or criterion's command
+//!   line names (the verifiers the gate protects).
 //!
 //! This crate does no I/O beyond reading configuration files and depends on
 //! no other crate of the workspace.
@@ -20,6 +22,7 @@ pub mod model;
 mod parse;
 pub mod source;
 mod validate;
+pub mod verifier;
 
 use std::path::Path;
 
@@ -33,6 +36,7 @@ pub use model::{
 };
 pub use parse::from_toml_str;
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};
+pub use verifier::{NamedPath, named_paths};
 
 /// The two spellings of a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
