@@ -37,6 +37,11 @@ async fn main() {
             timeout: Duration::from_secs(30),
         })
         .collect();
+    let launcher = Arc::new(gate_harness::Launcher::new(
+        std::env::var_os("PATH")
+            .map(|p| vec![("PATH".into(), p)])
+            .unwrap_or_default(),
+    ));
     let opts = RunOptions {
         workspace: workspace.clone(),
         concurrency: CONCURRENCY,
@@ -44,6 +49,8 @@ async fn main() {
         files: Arc::new(Vec::new()),
         satisfied: HashSet::new(),
         redact: Arc::new(Vec::new()),
+        launcher: Arc::clone(&launcher),
+        requires: Arc::default(),
     };
     let started = Instant::now();
     let results = gate_harness::run(items, opts, None, std::future::pending())
@@ -63,6 +70,7 @@ async fn main() {
         &workspace,
         Duration::from_secs(120),
         1 << 16,
+        &launcher,
     )
     .await
     .expect("sh runs");

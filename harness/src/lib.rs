@@ -13,6 +13,8 @@
 //!   measured.
 //! - [`secrets`]: the secret shapes the secrets check looks for and that
 //!   captured output is redacted of.
+//! - [`sandbox`]: the isolation policy every process for the workspace runs
+//!   under, and the one place it becomes a bubblewrap command line.
 //!
 //! Workers report [`Event`]s over a channel and never print.
 
@@ -22,6 +24,7 @@ pub mod junit;
 pub mod page;
 pub mod probe;
 pub mod process;
+pub mod sandbox;
 pub mod schedule;
 pub mod secrets;
 #[cfg(test)]
@@ -36,6 +39,7 @@ use gate_specs::Starts;
 use serde::{Deserialize, Serialize};
 
 pub use errors::HarnessError;
+pub use sandbox::{Launcher, Sandbox};
 pub use schedule::run;
 
 /// What kind of spec entry an item stands for (for grouping in reports).
@@ -67,6 +71,20 @@ pub struct Item {
     pub after: Vec<String>,
     /// Time limit for a command (a service's readiness window is in `starts`).
     pub timeout: Duration,
+}
+
+/// A workspace path an item's command names, which must exist when the
+/// item is about to start (after the checks it runs `after`): a verifier
+/// the spec relies on, not one the change may create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// Workspace-relative.
+    pub path: String,
+    /// The command runs it directly, so it must be executable.
+    pub direct: bool,
+    /// It must exist: it did not before the change, so the change cannot
+    /// have removed it (one that did is the protected-verifier rule's).
+    pub must_exist: bool,
 }
 
 /// What an item does.
@@ -132,6 +150,11 @@ pub struct RunOptions {
     pub satisfied: HashSet<String>,
     /// Exact strings (secret environment values) to redact from captured output.
     pub redact: Arc<Vec<String>>,
+    /// How every process is started: its environment and its sandbox.
+    pub launcher: Arc<Launcher>,
+    /// By item id: workspace paths its command names that must be there
+    /// when it is about to start.
+    pub requires: Arc<std::collections::HashMap<String, Vec<Requirement>>>,
 }
 
 /// Final state of one item.
@@ -191,6 +214,10 @@ pub struct ItemResult {
     pub output: Output,
     /// Places a built-in or report check pointed at.
     pub locations: Vec<Location>,
+    /// Set when the item could not start because the spec names a verifier
+    /// that is not there: a fault of the spec, not of the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_error: Option<String>,
 }
 
 /// Progress, reported as it happens.

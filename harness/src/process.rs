@@ -1,7 +1,9 @@
 //! One subprocess, in its own process group, that cannot wedge the gate.
 //!
 //! Every command runs as the leader of a new process group, with the
-//! workspace as working directory, the gate's environment and a null stdin.
+//! workspace as working directory, a null stdin, and exactly the environment
+//! its [`Launcher`] gives (nothing of the gate's own is inherited), inside
+//! the launcher's sandbox when it has one.
 //! stdout and stderr are read concurrently into capped buffers while the
 //! process runs. Stopping a process means stopping its group: SIGTERM, a short
 //! grace, then SIGKILL. After the leader exits, whatever it left behind in its
@@ -13,7 +15,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -24,6 +26,7 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
 
 use crate::HarnessError;
+use crate::sandbox::Launcher;
 
 /// How long a stopped group has between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -59,6 +62,7 @@ pub async fn run_argv(
     cwd: &Path,
     timeout: Duration,
     cap: usize,
+    launcher: &Launcher,
 ) -> Result<ProcessOutput, HarnessError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(HarnessError::Spawn {
@@ -69,9 +73,8 @@ pub async fn run_argv(
     let stdout = Capture::shared(Keep::Head, cap);
     let stderr = Capture::shared(Keep::Tail, cap);
     let mut group = ProcessGroup::spawn(
-        new_command(program).args(args),
+        &mut new_command(launcher, program, args, cwd),
         &argv.join(" "),
-        cwd,
         Arc::clone(&stdout),
         Arc::clone(&stderr),
     )?;
@@ -136,9 +139,10 @@ pub async fn run_shell(
     timeout: Duration,
     cap: usize,
     cancel: impl Future<Output = ()>,
+    launcher: &Launcher,
 ) -> Result<ShellRun, HarnessError> {
     let started = Instant::now();
-    let mut group = ProcessGroup::spawn_shell(run, cwd, cap, None)?;
+    let mut group = ProcessGroup::spawn_shell(run, cwd, cap, None, launcher)?;
     let ending = tokio::select! {
         status = group.wait() => status.map(Ending::Exited),
         () = tokio::time::sleep(timeout) => Ok(Ending::TimedOut),
@@ -316,29 +320,26 @@ pub fn kill_all_groups() {
 }
 
 /// The one place a command is built; everything else goes through here.
+/// The process gets exactly the launcher's environment, so nothing of the
+/// gate's own (its signing key, its ledger's URL, a provider's key) reaches
+/// code the agent wrote; a sandbox launcher is started with that same clean
+/// environment, since whatever starts the sandbox shows its own environment
+/// inside.
 #[allow(
     clippy::disallowed_methods,
     reason = "the process module is where subprocesses are made, with a process group and capture"
 )]
-fn new_command(program: &str) -> Command {
+fn new_command(launcher: &Launcher, program: &str, args: &[&str], cwd: &Path) -> Command {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let (program, args) = launcher.argv(std::ffi::OsStr::new(program), &args, cwd);
     let mut command = Command::new(program);
-    for name in GATE_ENV.iter() {
-        command.env_remove(name);
-    }
+    command
+        .args(args)
+        .env_clear()
+        .envs(launcher.env().iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd);
     command
 }
-
-/// The gate's own settings in its environment (`GATE_*`), read once: not
-/// the workspace's. Its signing key, its ledger's URL (password and all),
-/// its bundle store; a check runs code an agent wrote, which must not be
-/// able to sign or record as the gate, so no process the gate starts
-/// inherits them.
-static GATE_ENV: LazyLock<Vec<std::ffi::OsString>> = LazyLock::new(|| {
-    std::env::vars_os()
-        .map(|(name, _)| name)
-        .filter(|name| name.to_str().is_some_and(|n| n.starts_with("GATE_")))
-        .collect()
-});
 
 impl ProcessGroup {
     /// Starts `sh -c <run>` in `cwd`, keeping the last `cap` bytes of its
@@ -348,11 +349,11 @@ impl ProcessGroup {
         cwd: &Path,
         cap: usize,
         watch_for: Option<&str>,
+        launcher: &Launcher,
     ) -> Result<Self, HarnessError> {
         let combined = Self::combined(cap, watch_for);
-        let mut command = new_command("sh");
-        command.arg("-c").arg(run);
-        Self::spawn(&mut command, run, cwd, Arc::clone(&combined), combined)
+        let mut command = new_command(launcher, "sh", &["-c", run], cwd);
+        Self::spawn(&mut command, run, Arc::clone(&combined), combined)
     }
 
     /// Starts `argv` (no shell) in `cwd`, like [`ProcessGroup::spawn_shell`].
@@ -361,6 +362,7 @@ impl ProcessGroup {
         cwd: &Path,
         cap: usize,
         watch_for: Option<&str>,
+        launcher: &Launcher,
     ) -> Result<Self, HarnessError> {
         let Some((program, args)) = argv.split_first() else {
             return Err(HarnessError::Spawn {
@@ -369,12 +371,10 @@ impl ProcessGroup {
             });
         };
         let combined = Self::combined(cap, watch_for);
-        let mut command = new_command(program);
-        command.args(args);
+        let mut command = new_command(launcher, program, args, cwd);
         Self::spawn(
             &mut command,
             &argv.join(" "),
-            cwd,
             Arc::clone(&combined),
             combined,
         )
@@ -399,7 +399,6 @@ impl ProcessGroup {
     fn spawn(
         command: &mut Command,
         description: &str,
-        cwd: &Path,
         stdout_sink: Arc<Mutex<Capture>>,
         stderr_sink: Arc<Mutex<Capture>>,
     ) -> Result<Self, HarnessError> {
@@ -411,7 +410,6 @@ impl ProcessGroup {
             source,
         };
         let mut child = command
-            .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -648,7 +646,7 @@ pub fn describe_status(status: ExitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{bounded, gone, pids_in, write_script};
+    use crate::testutil::{bounded, gone, launcher, pids_in, write_script};
 
     #[test]
     fn tail_capture_keeps_the_last_bytes() {
@@ -726,6 +724,7 @@ mod tests {
             Duration::from_millis(500),
             1024,
             std::future::pending(),
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -756,6 +755,7 @@ mod tests {
                 Duration::from_secs(30),
                 1024,
                 std::future::pending(),
+                &launcher(),
             ))
             .await
             .unwrap();
@@ -794,6 +794,7 @@ mod tests {
             Duration::from_secs(30),
             1024,
             std::future::pending(),
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -820,6 +821,7 @@ mod tests {
             Duration::from_secs(120),
             1 << 20,
             std::future::pending(),
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -846,6 +848,7 @@ mod tests {
             Duration::from_secs(30),
             1024,
             std::future::pending(),
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -867,6 +870,7 @@ mod tests {
             Duration::from_secs(60),
             1024,
             cancel,
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -884,6 +888,7 @@ mod tests {
             dir.path(),
             Duration::from_secs(30),
             4,
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -898,6 +903,7 @@ mod tests {
             dir.path(),
             Duration::from_millis(200),
             4,
+            &launcher(),
         ))
         .await
         .unwrap();
@@ -909,14 +915,21 @@ mod tests {
             dir.path(),
             Duration::from_secs(5),
             4,
+            &launcher(),
         ))
         .await
         .unwrap_err();
         assert!(err.to_string().contains("/no/such/program"), "{err}");
         assert!(
-            bounded(run_argv(&[], dir.path(), Duration::from_secs(5), 4))
-                .await
-                .is_err()
+            bounded(run_argv(
+                &[],
+                dir.path(),
+                Duration::from_secs(5),
+                4,
+                &launcher()
+            ))
+            .await
+            .is_err()
         );
     }
 }

@@ -401,7 +401,47 @@ fn result(item: &Item, status: Status, duration: Duration) -> ItemResult {
         reason: None,
         output: Output::default(),
         locations: Vec::new(),
+        spec_error: None,
     }
+}
+
+/// Why `item` cannot start: a path its command names is missing, or is run
+/// directly and is not executable.
+fn missing_verifier(ctx: &Ctx, item: &Item) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let overlays = ctx
+        .opts
+        .launcher
+        .sandbox()
+        .map(|s| s.overlays.as_slice())
+        .unwrap_or_default();
+    for req in ctx.opts.requires.get(&item.id)? {
+        let mut path = ctx.workspace.join(&req.path);
+        // What the sandbox shows there is what runs.
+        if let Some(o) = overlays.iter().find(|o| o.target == path) {
+            path.clone_from(&o.source);
+        }
+        match std::fs::metadata(&path) {
+            Err(_) if !req.must_exist => {}
+            Err(_) => {
+                return Some(format!(
+                    "`{}` runs `{}`, which is not in the workspace and was not before the \
+                     change: a verifier must exist before the change it judges (add it to the \
+                     base, or fix the path in `run`)",
+                    item.id, req.path
+                ));
+            }
+            Ok(meta) if req.direct && meta.is_file() && meta.permissions().mode() & 0o111 == 0 => {
+                return Some(format!(
+                    "`{}` runs `{}` directly, but it is not executable (`chmod +x {}` in the \
+                     base, or run it through its interpreter)",
+                    item.id, req.path, req.path
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+    None
 }
 
 fn skipped(item: &Item, reason: String) -> ItemResult {
@@ -432,6 +472,14 @@ async fn run_item(
     let Some(permit) = ctx.permit().await else {
         return skipped(&item, "cancelled".to_owned());
     };
+    if let Some(why) = missing_verifier(&ctx, &item) {
+        drop(permit);
+        return ItemResult {
+            reason: Some(why.clone()),
+            spec_error: Some(why),
+            ..result(&item, Status::Failed, Duration::ZERO)
+        };
+    }
     tracing::debug!(id = %item.id, "started");
     ctx.emit(Event::Started {
         id: item.id.clone(),
@@ -468,6 +516,7 @@ async fn command(ctx: &Ctx, item: &Item, run: &str, permit: OwnedSemaphorePermit
         item.timeout,
         ctx.opts.output_cap,
         ctx.cancelled(),
+        &ctx.opts.launcher,
     )
     .await;
     drop(permit);
@@ -526,6 +575,7 @@ impl Service<'_> {
             &self.ctx.workspace,
             self.ctx.opts.output_cap,
             starts.ready_log.as_deref(),
+            &self.ctx.opts.launcher,
         );
         let mut group = match spawned {
             Ok(group) => group,
@@ -592,7 +642,13 @@ async fn page_item(
     permit: OwnedSemaphorePermit,
 ) -> ItemResult {
     let started = Instant::now();
-    let work = crate::page::check(&item.id, capture, &ctx.workspace, ctx.opts.output_cap);
+    let work = crate::page::check(
+        &item.id,
+        capture,
+        &ctx.workspace,
+        ctx.opts.output_cap,
+        &ctx.opts.launcher,
+    );
     let done = tokio::select! {
         done = tokio::time::timeout(item.timeout, work) => Some(done),
         () = ctx.cancelled() => None,

@@ -19,6 +19,15 @@ pub(crate) async fn bounded<T>(what: impl Future<Output = T>) -> T {
         .expect("test ran past its time limit")
 }
 
+/// A launcher for tests: unisolated, with only `PATH` from the test's environment.
+pub(crate) fn launcher() -> crate::sandbox::Launcher {
+    crate::sandbox::Launcher::new(
+        std::env::var_os("PATH")
+            .map(|p| vec![("PATH".into(), p)])
+            .unwrap_or_default(),
+    )
+}
+
 /// Writes an executable `sh` script and returns its absolute path.
 pub(crate) fn write_script(dir: &Path, name: &str, body: &str) -> String {
     let path = dir.join(name);
@@ -104,5 +113,7 @@ pub(crate) fn options(workspace: &Path, concurrency: usize) -> RunOptions {
         files: Arc::new(Vec::new()),
         satisfied: std::collections::HashSet::new(),
         redact: Arc::new(Vec::new()),
+        launcher: Arc::new(launcher()),
+        requires: Arc::default(),
     }
 }

@@ -91,18 +91,20 @@ impl Session {
         workspace: &Path,
         cap: usize,
         load_timeout: Duration,
+        launcher: &crate::Launcher,
     ) -> Result<Self, String> {
-        let profile = tempfile::Builder::new()
-            .prefix(&format!("gate-chromium-{}-", std::process::id()))
-            .tempdir()
+        // The profile is in the run's private /tmp when the browser is
+        // sandboxed, so the browser can write it and nothing else sees it.
+        let (profile, inside) = launcher
+            .temp_dir(&format!("gate-chromium-{}-", std::process::id()))
             .map_err(|e| format!("cannot create a browser profile folder: {e}"))?;
         let exe = executable.to_string_lossy();
-        let data_dir = format!("--user-data-dir={}", profile.path().display());
+        let data_dir = format!("--user-data-dir={}", inside.display());
         let mut argv: Vec<&str> = vec![&exe];
         argv.extend(FLAGS);
         argv.push(&data_dir);
         argv.push("about:blank");
-        let mut group = ProcessGroup::spawn_argv(&argv, workspace, cap, Some(LISTENING))
+        let mut group = ProcessGroup::spawn_argv(&argv, workspace, cap, Some(LISTENING), launcher)
             .map_err(|e| format!("cannot start the browser: {e}"))?;
         let started = Instant::now();
         while !group.saw_text() {

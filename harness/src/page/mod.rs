@@ -160,7 +160,13 @@ pub fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
 
 /// Runs the page check of page `id`: starts a browser, captures the page at
 /// every viewport, measures, and stops the browser's whole process group.
-pub async fn check(id: &str, capture: &PageCapture, workspace: &Path, cap: usize) -> PageOutcome {
+pub async fn check(
+    id: &str,
+    capture: &PageCapture,
+    workspace: &Path,
+    cap: usize,
+    launcher: &crate::Launcher,
+) -> PageOutcome {
     let outcome = PageOutcome::default();
     let unset: Vec<String> = capture
         .headers
@@ -186,7 +192,9 @@ pub async fn check(id: &str, capture: &PageCapture, workspace: &Path, cap: usize
         return outcome.fail(format!("cannot create {}: {e}", capture.out_dir.display()));
     }
     let mut session =
-        match browser::Session::start(&executable, workspace, cap, capture.load_timeout).await {
+        match browser::Session::start(&executable, workspace, cap, capture.load_timeout, launcher)
+            .await
+        {
             Ok(session) => session,
             Err(why) => return outcome.fail(why),
         };
