@@ -55,6 +55,30 @@ pub fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
     }
 }
 
+/// What no process the gate starts for the workspace may reach: the state
+/// directory (keys, ledger, bundles, spool), the signing key's file when
+/// `GATE_SIGNING_KEY` names one, and a ledger file or bundle folder kept
+/// elsewhere.
+pub fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
+    let mut paths = vec![ctx.state_dir.clone()];
+    if let Some(value) = config::signing_key_env()
+        && !value.contains("-----BEGIN")
+    {
+        paths.push(config::from_cwd(Path::new(value.trim())));
+    }
+    if let Ok(Location::Sqlite(file)) = ledger_location(ctx) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = file.clone().into_os_string();
+            name.push(suffix);
+            paths.push(PathBuf::from(name));
+        }
+    }
+    if let Target::Dir(dir) = store.target() {
+        paths.push(dir.clone());
+    }
+    paths
+}
+
 /// Whether there can be anything to read: a shared ledger always, a SQLite
 /// file when it exists (reading must not create one). An error when the
 /// location itself is wrong.

@@ -5,19 +5,17 @@
 //! one, every file under the tasks' `paths`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use gate_evidence::Snapshot;
-use gate_harness::process;
 use gate_specs::InputGlobs;
 
 use crate::errors::GateError;
+use crate::git::Git;
 
-const GIT_TIMEOUT: Duration = Duration::from_secs(60);
-const GIT_OUTPUT_CAP: usize = 64 * 1024 * 1024;
-
-/// The changed files, workspace-relative, sorted and unique.
-pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, GateError> {
+/// The commit `base` names, resolved before anything of the workspace
+/// runs: everything the run compares with the base uses this id, so what a
+/// check does to the repository's refs later changes nothing.
+pub async fn resolve_base(git: &Git, workspace: &Path, base: &str) -> Result<String, GateError> {
     // git would read it as one of its options, not as a revision.
     if base.starts_with('-') {
         return Err(GateError::Base {
@@ -25,43 +23,79 @@ pub async fn with_base(workspace: &Path, base: &str) -> Result<Vec<String>, Gate
             reason: "a commit or branch name cannot start with `-`".to_owned(),
         });
     }
-    let merge_base = match git(workspace, &["merge-base", base, "HEAD"]).await {
+    match git.resolve_commit(workspace, base).await {
+        Ok(commit) => Ok(commit),
+        Err(failed) => {
+            // `rev-parse --quiet` says nothing when the name resolves to nothing.
+            let reason = if failed.ends_with(": ") {
+                format!("`{base}` does not name a commit in this clone")
+            } else {
+                failed
+            };
+            Err(GateError::Base {
+                base: base.to_owned(),
+                reason: shallow_hint(git, workspace, reason).await,
+            })
+        }
+    }
+}
+
+/// The changed files, workspace-relative, sorted and unique: what differs
+/// between the working tree and the merge-base of `commit` (what `base`
+/// resolved to) and HEAD.
+pub async fn with_base(
+    git: &Git,
+    workspace: &Path,
+    base: &str,
+    commit: &str,
+) -> Result<Vec<String>, GateError> {
+    let merge_base = match git.run(workspace, &["merge-base", commit, "HEAD"]).await {
         Ok(found) => found,
         Err(failed) => {
+            // git says nothing when both exist but never meet.
+            let reason = if failed.ends_with(": ") || failed.ends_with(':') {
+                format!("HEAD and `{base}` have no common ancestor in this clone")
+            } else {
+                failed
+            };
             return Err(GateError::Base {
                 base: base.to_owned(),
-                reason: no_merge_base(workspace, base, failed).await,
+                reason: shallow_hint(git, workspace, reason).await,
             });
         }
     };
     let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
     // `--relative` keeps the diff to the workspace and its paths relative to it,
     // which matters when the workspace is a folder inside a larger repository.
-    let diffed = git(
-        workspace,
-        &[
-            "diff",
-            "--name-only",
-            "--no-renames",
-            "--relative",
-            "-z",
-            &merge_base,
-            "--",
-        ],
-    )
-    .await;
-    let untracked = git(
-        workspace,
-        &[
-            "ls-files",
-            "--others",
-            "--exclude-standard",
-            "-z",
-            "--",
-            ".",
-        ],
-    )
-    .await;
+    let diffed = git
+        .run(
+            workspace,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--name-only",
+                "--no-renames",
+                "--relative",
+                "-z",
+                &merge_base,
+                "--",
+            ],
+        )
+        .await;
+    let untracked = git
+        .run(
+            workspace,
+            &[
+                "ls-files",
+                "--others",
+                "--exclude-standard",
+                "-z",
+                "--",
+                ".",
+            ],
+        )
+        .await;
     let mut files: Vec<String> = [diffed, untracked]
         .into_iter()
         .map(|r| {
@@ -124,21 +158,12 @@ pub fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
         .collect()
 }
 
-/// Why `base` and HEAD gave no merge-base, in words a pipeline's author
-/// can act on: CI checks out shallow clones by default, where the base is
-/// missing or its history does not reach HEAD's.
-async fn no_merge_base(workspace: &Path, base: &str, failed: String) -> String {
-    let commit = format!("{base}^{{commit}}");
-    let resolves = git(workspace, &["rev-parse", "--verify", "--quiet", &commit])
-        .await
-        .is_ok();
-    // git says nothing when both exist but never meet.
-    let reason = if resolves {
-        format!("HEAD and `{base}` have no common ancestor in this clone")
-    } else {
-        failed
-    };
-    let shallow = git(workspace, &["rev-parse", "--is-shallow-repository"])
+/// `reason`, and when the clone is shallow (CI checks out shallow clones by
+/// default, where the base is missing or its history does not reach
+/// HEAD's), what to fetch.
+async fn shallow_hint(git: &Git, workspace: &Path, reason: String) -> String {
+    let shallow = git
+        .run(workspace, &["rev-parse", "--is-shallow-repository"])
         .await
         .is_ok_and(|out| out.trim_ascii() == b"true");
     if shallow {
@@ -150,23 +175,6 @@ async fn no_merge_base(workspace: &Path, base: &str, failed: String) -> String {
     } else {
         reason
     }
-}
-
-async fn git(workspace: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
-    let mut argv = vec!["git"];
-    argv.extend_from_slice(args);
-    let out = process::run_argv(&argv, workspace, GIT_TIMEOUT, GIT_OUTPUT_CAP)
-        .await
-        .map_err(|e| e.to_string())?;
-    if out.timed_out {
-        return Err(format!("`git {}` timed out", args.join(" ")));
-    }
-    if out.exit_code != Some(0) {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let line = stderr.lines().next().unwrap_or("").trim();
-        return Err(format!("`git {}` failed: {line}", args.join(" ")));
-    }
-    Ok(out.stdout)
 }
 
 #[cfg(test)]
@@ -213,7 +221,8 @@ mod tests {
     async fn a_base_that_git_would_read_as_an_option_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         for base in ["--all", "-h", "--output=/tmp/x"] {
-            let err = with_base(dir.path(), base).await.unwrap_err();
+            let git = Git::new(gate_harness::Launcher::new(Vec::new()));
+            let err = resolve_base(&git, dir.path(), base).await.unwrap_err();
             assert_eq!(
                 err.to_string(),
                 format!("base `{base}`: a commit or branch name cannot start with `-`")

@@ -367,6 +367,31 @@ pub struct VerifyArgs {
     /// Print the effective configuration, and where each value came from, then exit.
     #[arg(long)]
     pub print_config: bool,
+    /// The least isolation the run gets; the spec's `[sandbox] mode` can only
+    /// make it stricter (default: `GATE_SANDBOX`, else auto).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
+}
+
+/// `--sandbox`: the operator's floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    /// Isolate where the machine allows; otherwise run unisolated and say so.
+    Auto,
+    /// Isolate, or refuse to run (exit 2).
+    Required,
+    /// Do not isolate (a spec can still ask for isolation).
+    Off,
+}
+
+impl From<SandboxArg> for gate_specs::SandboxMode {
+    fn from(arg: SandboxArg) -> Self {
+        match arg {
+            SandboxArg::Auto => Self::Auto,
+            SandboxArg::Required => Self::Required,
+            SandboxArg::Off => Self::Off,
+        }
+    }
 }
 
 /// Output formats of `gate verify`.

@@ -31,6 +31,8 @@ pub mod env {
     pub const OFFLINE: &str = "GATE_OFFLINE";
     /// Test suite only: panic right after start-up, to exercise the panic path.
     pub const TEST_PANIC: &str = "GATE_TEST_PANIC";
+    /// The sandbox floor: `auto`, `required` or `off` (`--sandbox` wins).
+    pub const SANDBOX: &str = "GATE_SANDBOX";
 }
 
 /// Where a setting's value came from, strongest first: flag, environment,
@@ -377,6 +379,10 @@ pub struct VerifySettings {
     pub offline_source: Source,
     /// `--routing`, absolute.
     pub routing: Option<PathBuf>,
+    /// The sandbox floor the spec can only tighten.
+    pub sandbox: gate_specs::SandboxMode,
+    /// Where the floor came from.
+    pub sandbox_source: Source,
 }
 
 impl VerifySettings {
@@ -412,6 +418,22 @@ impl VerifySettings {
                 _ => (false, Source::Default("")),
             }
         };
+        let (sandbox, sandbox_source) = match (args.sandbox, std::env::var(env::SANDBOX).ok()) {
+            (Some(mode), _) => (mode.into(), Source::Flag("--sandbox")),
+            (None, Some(v)) if !v.trim().is_empty() => {
+                let mode = crate::cli::SandboxArg::from_str(v.trim(), true).map_err(|_| {
+                    GateError::Usage(format!(
+                        "{}={v} is not a sandbox mode; one of auto, required, off",
+                        env::SANDBOX
+                    ))
+                })?;
+                (mode.into(), Source::Env(env::SANDBOX))
+            }
+            _ => (
+                gate_specs::SandboxMode::Auto,
+                Source::Default("auto: isolate where the machine allows"),
+            ),
+        };
         let mut reports: Vec<(Format, PathBuf)> = Vec::new();
         for r in &args.reports {
             let path = from_cwd(&r.path);
@@ -432,6 +454,8 @@ impl VerifySettings {
             offline,
             offline_source,
             routing: args.routing.as_deref().map(from_cwd),
+            sandbox,
+            sandbox_source,
         })
     }
 }
@@ -454,6 +478,12 @@ fn truthy(name: &str, value: &str) -> Result<bool, GateError> {
             "{name}={value} is not a boolean; use 1/true/yes or 0/false/no"
         ))),
     }
+}
+
+/// The gate's whole environment, read once: what the isolation of a run
+/// picks the processes' environment from.
+pub fn process_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os().collect()
 }
 
 /// `GATE_LEDGER`: a shared ledger's URL.

@@ -5,36 +5,21 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-use gate_harness::process;
 use gate_specs::{Criterion, Policy, Spec};
 
 use crate::findings::finding_id;
+use crate::git::Git;
 use crate::record::Finding;
 use crate::routing::{Routing, RoutingTable};
 
 /// The role findings of the gate's own guard carry.
 pub const GUARD_ROLE: &str = "gate";
 
-/// Reads `path` as it was at `base`, `None` when it did not exist there.
-pub async fn read_at_base(base: &str, path: &Path) -> Option<String> {
-    let dir = path.parent()?;
-    let name = path.file_name()?.to_str()?;
-    // `REV:./name` is relative to the directory git runs in.
-    let spec = format!("{base}:./{name}");
-    let out = process::run_argv(
-        &["git", "show", &spec],
-        dir,
-        Duration::from_secs(30),
-        16 * 1024 * 1024,
-    )
-    .await
-    .ok()?;
-    if out.exit_code != Some(0) {
-        return None;
-    }
-    String::from_utf8(out.stdout).ok()
+/// Reads `path` as text as it was at `commit`, `None` when it did not
+/// exist there.
+pub async fn read_at_base(git: &Git, commit: &str, path: &Path) -> Option<String> {
+    String::from_utf8(git.read_at(commit, path).await?).ok()
 }
 
 /// A loosening, before it becomes a finding.
@@ -176,6 +161,61 @@ pub fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosening> {
     for (title, detail) in compare_policy(&base.policy, &now.policy) {
         flag(title, detail);
     }
+    for (title, detail) in compare_sandbox(base, now) {
+        flag(title, detail);
+    }
+    out
+}
+
+/// What of `[sandbox]` and `[spec] protected` the change widened: a weaker
+/// mode or a wider network, more writable paths or passed variables, fewer
+/// hidden paths or protected globs.
+fn compare_sandbox(base: &Spec, now: &Spec) -> Vec<(String, String)> {
+    let (b, n) = (&base.sandbox, &now.sandbox);
+    let mut out = Vec::new();
+    let (bm, nm) = (b.mode.unwrap_or_default(), n.mode.unwrap_or_default());
+    if nm < bm {
+        out.push((
+            "The change weakens [sandbox] mode".to_owned(),
+            format!("\"{}\" at the base, \"{}\" now.", bm.as_str(), nm.as_str()),
+        ));
+    }
+    let (bn, nn) = (b.network.unwrap_or_default(), n.network.unwrap_or_default());
+    if nn < bn {
+        out.push((
+            "The change widens [sandbox] network".to_owned(),
+            format!("\"{}\" at the base, \"{}\" now.", bn.as_str(), nn.as_str()),
+        ));
+    }
+    for path in n.writable.iter().filter(|p| !b.writable.contains(p)) {
+        out.push((
+            format!("The change makes `{path}` writable to what the gate runs"),
+            "[sandbox] writable did not name it at the base.".to_owned(),
+        ));
+    }
+    for name in n.pass_env.iter().filter(|p| !b.pass_env.contains(p)) {
+        out.push((
+            format!("The change passes `{name}` to what the gate runs"),
+            "[sandbox] pass_env did not name it at the base.".to_owned(),
+        ));
+    }
+    for path in b.hidden.iter().filter(|p| !n.hidden.contains(p)) {
+        out.push((
+            format!("The change stops hiding `{path}` from what the gate runs"),
+            "[sandbox] hidden named it at the base.".to_owned(),
+        ));
+    }
+    for glob in base
+        .spec
+        .protected
+        .iter()
+        .filter(|g| !now.spec.protected.contains(g))
+    {
+        out.push((
+            format!("The change drops the protected verifiers `{glob}`"),
+            "[spec] protected named them at the base.".to_owned(),
+        ));
+    }
     out
 }
 
@@ -311,13 +351,28 @@ pub fn compare_routing(
     out
 }
 
-/// Reads the gate's own inputs at `base` and compares: the spec, the routing
+/// The spec as it was at `base` (a commit id): `None` when it did not
+/// exist there or does not parse (then it cannot be compared).
+pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Option<Spec> {
+    let text = read_at_base(git, base, spec_path).await?;
+    match gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)) {
+        Ok(spec) => Some(spec),
+        Err(e) => {
+            tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
+            None
+        }
+    }
+}
+
+/// Compares the gate's own inputs with what they were at `base` (a commit
+/// id): the spec (`base_spec`, as [`spec_at_base`] read it), the routing
 /// table and prompt override files.
 pub async fn check(
+    git: &Git,
     workspace: &Path,
     base: &str,
     spec_path: &Path,
-    spec: &Spec,
+    (spec, base_spec): (&Spec, Option<&Spec>),
     routing: &Routing,
 ) -> Vec<Finding> {
     let rel = |p: &Path| {
@@ -327,20 +382,15 @@ pub async fn check(
             .replace('\\', "/")
     };
     let mut found = Vec::new();
-    if let Some(text) = read_at_base(base, spec_path).await {
-        match gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)) {
-            Ok(base_spec) => found.extend(compare_specs(&rel(spec_path), &base_spec, spec)),
-            Err(e) => {
-                tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
-            }
-        }
+    if let Some(base_spec) = base_spec {
+        found.extend(compare_specs(&rel(spec_path), base_spec, spec));
     }
     let routing_path = match &routing.origin {
         crate::routing::Origin::File(p) => Some(p.clone()),
         crate::routing::Origin::Builtin => spec_path.parent().map(|d| d.join("routing.toml")),
     };
     if let Some(path) = routing_path
-        && let Some(text) = read_at_base(base, &path).await
+        && let Some(text) = read_at_base(git, base, &path).await
         && let Ok(base_table) = gate_specs::from_toml_str::<RoutingTable>(&text, &path)
     {
         let now = match routing.origin {
@@ -356,7 +406,7 @@ pub async fn check(
                 }
                 let file = dir.join(p);
                 let (was, is) = (
-                    read_at_base(base, &file).await,
+                    read_at_base(git, base, &file).await,
                     gate_specs::read_text_bounded(&file, gate_specs::TEXT_MAX_BYTES).ok(),
                 );
                 if was.is_some() && was != is {
@@ -383,6 +433,13 @@ mod tests {
     const BASE: &str = r#"
 [spec]
 id = "s"
+protected = ["tests/acceptance/**"]
+[sandbox]
+mode = "required"
+network = "loopback"
+writable = ["~/.cache/a"]
+hidden = ["/srv/secrets"]
+pass_env = ["A"]
 [[check]]
 id = "build"
 run = "make"
@@ -463,6 +520,41 @@ builtin_secrets = true
                 "builtin_contrast = false",
                 "The change turns off the built-in check builtin_contrast",
             ),
+            (
+                "[sandbox]\nmode = \"required\"",
+                "[sandbox]\nmode = \"auto\"",
+                "The change weakens [sandbox] mode",
+            ),
+            (
+                "[sandbox]\nmode = \"required\"",
+                "[sandbox]",
+                "The change weakens [sandbox] mode",
+            ),
+            (
+                "network = \"loopback\"",
+                "network = \"host\"",
+                "The change widens [sandbox] network",
+            ),
+            (
+                "writable = [\"~/.cache/a\"]",
+                "writable = [\"~/.cache/a\", \"/opt\"]",
+                "The change makes `/opt` writable to what the gate runs",
+            ),
+            (
+                "pass_env = [\"A\"]",
+                "pass_env = [\"A\", \"B_TOKEN\"]",
+                "The change passes `B_TOKEN` to what the gate runs",
+            ),
+            (
+                "hidden = [\"/srv/secrets\"]",
+                "hidden = []",
+                "The change stops hiding `/srv/secrets` from what the gate runs",
+            ),
+            (
+                "protected = [\"tests/acceptance/**\"]",
+                "protected = []",
+                "The change drops the protected verifiers `tests/acceptance/**`",
+            ),
         ];
         for (from, to, want) in cases {
             assert!(BASE.contains(from), "{from:?}");
@@ -483,6 +575,17 @@ builtin_secrets = true
             "builtin_secrets = true",
             "judge_threshold = 0.9\nmax_attempts = 3",
         );
+        assert!(compare_specs("gate.toml", &spec(BASE), &spec(&tighter)).is_empty());
+        let tighter = BASE
+            .replace(
+                "hidden = [\"/srv/secrets\"]",
+                "hidden = [\"/srv/secrets\", \"/x\"]",
+            )
+            .replace("pass_env = [\"A\"]", "pass_env = []")
+            .replace(
+                "protected = [\"tests/acceptance/**\"]",
+                "protected = [\"tests/acceptance/**\", \"t/**\"]",
+            );
         assert!(compare_specs("gate.toml", &spec(BASE), &spec(&tighter)).is_empty());
         let looser = BASE.replace("builtin_secrets = true", "judge_threshold = 0.5");
         let found = compare_specs("gate.toml", &spec(BASE), &spec(&looser));

@@ -20,9 +20,11 @@ pub mod eval;
 pub mod events;
 pub mod exit;
 pub mod findings;
+pub mod git;
 pub mod guard;
 pub mod init;
 pub mod interrupt;
+pub mod isolation;
 pub mod output;
 pub mod pages;
 pub mod plan;
@@ -35,6 +37,7 @@ pub mod routing;
 pub mod rules;
 pub mod tier;
 pub mod verdict;
+pub mod verifiers;
 pub mod verify;
 
 use std::ffi::OsString;
@@ -174,6 +177,7 @@ async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateErro
         offline: settings.offline,
         routing: settings.routing.clone(),
         own_files: output::own_files(&settings),
+        sandbox: (settings.sandbox, settings.sandbox_source.clone()),
     };
     let live = output::Live::start(ctx, &settings);
     let result = verify::run_with(ctx, &req, live.sink()).await;

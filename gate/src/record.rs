@@ -3,9 +3,11 @@
 //! Every renderer and the evidence bundle are views of a [`RunRecord`]; none
 //! of them recomputes a verdict or a status.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use gate_harness::{Location, Output};
+
 use serde::{Deserialize, Serialize};
 
 /// Version of the run record and of `--format json`.
@@ -301,6 +303,47 @@ pub struct ShotRecord {
     pub digest: gate_evidence::statement::DigestSet,
 }
 
+/// What isolated the processes a run started for the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolationRecord {
+    /// `bwrap` (each process in a bubblewrap sandbox) or `none`.
+    pub kind: String,
+    /// `host` or `loopback`.
+    pub network: String,
+    /// Why the run was not isolated, when it was not.
+    pub reason: Option<String>,
+}
+
+impl IsolationRecord {
+    /// Whether the run's processes ran unisolated.
+    pub fn unisolated(&self) -> bool {
+        self.kind != "bwrap"
+    }
+}
+
+/// A protected verifier file as the series' first attempt found it (what a
+/// retry without a base compares with).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtectedState {
+    /// blake3 of its content (of its target, for a link).
+    pub digest: String,
+    /// Whether it was executable.
+    pub executable: bool,
+    /// Whether it was a symbolic link.
+    pub link: bool,
+}
+
+impl Default for IsolationRecord {
+    /// What a record from before isolation was recorded reads as.
+    fn default() -> Self {
+        Self {
+            kind: "none".to_owned(),
+            network: "host".to_owned(),
+            reason: Some("not recorded".to_owned()),
+        }
+    }
+}
+
 /// One gate run, whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -326,6 +369,13 @@ pub struct RunRecord {
     pub spec_digest: String,
     /// The base revision the change was measured from, if any.
     pub base: Option<String>,
+    /// The commit `base` resolved to before anything of the workspace ran:
+    /// what the change, the self-guard and the verifiers were compared with.
+    #[serde(default)]
+    pub base_commit: Option<String>,
+    /// What isolated the processes the run started.
+    #[serde(default)]
+    pub isolation: IsolationRecord,
     /// The decision.
     pub verdict: Verdict,
     /// Why, one line each, strongest first.
@@ -378,6 +428,10 @@ pub struct RunRecord {
     /// Pages the change touched, with their screenshots' digests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pages: Vec<PageRecord>,
+    /// The protected verifiers as the series' first attempt found them:
+    /// what an attempt without a base compares with.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protected_reference: BTreeMap<String, ProtectedState>,
     /// Path of the evidence bundle, when one was written (not in the bundle itself).
     #[serde(default)]
     pub bundle: Option<String>,

@@ -9,7 +9,7 @@
 //! - [`source`]: reading the files the gate is configured by, bounded in
 //!   size, and their bytes as UTF-8 text.
 //! - [`verifier`]: the workspace paths a check's or criterion's command
-//!   line names (the verifiers the gate protects).
+//!   line runs (the verifiers the gate protects).
 //!
 //! This crate does no I/O beyond reading configuration files and depends on
 //! no other crate of the workspace.
@@ -31,12 +31,12 @@ pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
 pub use model::{
-    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Page, Policy, Spec, SpecMeta,
-    Starts, Task, TaskTests,
+    Check, Criterion, Decider, LedgerSection, OnReviewUnavailable, Page, Policy, SandboxMode,
+    SandboxNetwork, SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
 };
 pub use parse::from_toml_str;
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};
-pub use verifier::{NamedPath, named_paths};
+pub use verifier::{VerifierPath, verifier_paths};
 
 /// The two spellings of a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,6 +30,10 @@ pub struct Spec {
     /// `[ledger]`: where the ledger lives when shared.
     #[serde(default, skip_serializing_if = "LedgerSection::is_empty")]
     pub ledger: LedgerSection,
+    /// `[sandbox]`: how the processes the gate starts for the workspace are
+    /// isolated.
+    #[serde(default, skip_serializing_if = "SandboxSection::is_empty")]
+    pub sandbox: SandboxSection,
 }
 
 /// `[spec]`.
@@ -47,6 +51,10 @@ pub struct SpecMeta {
     /// The coding agent that made the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Globs of verifiers the change must not alter, besides the files the
+    /// checks' and criteria's `run` commands name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<String>,
 }
 
 /// `[[check]]`: a plain-code cross-check.
@@ -364,6 +372,86 @@ pub struct LedgerSection {
 impl LedgerSection {
     fn is_empty(&self) -> bool {
         self.url.is_none()
+    }
+}
+
+/// `[sandbox]`: how the processes the gate starts for the workspace are
+/// isolated. Every key is optional; what the gate does without one is its
+/// documented default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// `auto`, `required` or `off`; the operator's floor (`--sandbox`,
+    /// `GATE_SANDBOX`) wins when it is stricter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SandboxMode>,
+    /// `host` or `loopback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SandboxNetwork>,
+    /// Absolute or `~/` paths outside the workspace made writable (shared
+    /// with later runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+    /// Absolute or `~/` paths made unreachable, besides the built-in list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<String>,
+    /// Environment variables passed to the processes, by exact name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
+}
+
+impl SandboxSection {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Whether the gate isolates what it runs, from weakest to strictest.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Never isolate.
+    Off,
+    /// Isolate where the machine allows; otherwise run unisolated and say so.
+    #[default]
+    Auto,
+    /// Isolate, or refuse to run.
+    Required,
+}
+
+impl SandboxMode {
+    /// The name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Auto => "auto",
+            Self::Required => "required",
+        }
+    }
+}
+
+/// The network the processes see, from widest to narrowest.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxNetwork {
+    /// The host's network.
+    #[default]
+    Host,
+    /// One private network namespace for the whole run: loopback only.
+    Loopback,
+}
+
+impl SandboxNetwork {
+    /// The name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Loopback => "loopback",
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::globs::InputGlobs;
 use crate::graph::{CheckGraph, TaskGraph};
 use crate::key_path;
 use crate::locate::{Locator, Position, Seg};
-use crate::model::{Check, Criterion, Page, Policy, Starts, Task, TaskTests};
+use crate::model::{Check, Criterion, Page, Policy, SandboxSection, Starts, Task, TaskTests};
 use crate::{Format, Spec, SpecError, SpecErrorKind, SpecErrors};
 
 pub(crate) fn validate(
@@ -36,6 +36,8 @@ pub(crate) fn validate(
         v.page(i, page);
     }
     v.policy(&spec.policy);
+    v.globs(&key_path!["spec"], "protected", &spec.spec.protected);
+    v.sandbox(&spec.sandbox);
     if v.found.is_empty() {
         return Ok(());
     }
@@ -476,6 +478,48 @@ impl Validator {
         self.globs(&here, "sensitive_paths", &policy.sensitive_paths);
     }
 
+    fn sandbox(&mut self, sandbox: &SandboxSection) {
+        let here = key_path!["sandbox"];
+        for (key, paths) in [("writable", &sandbox.writable), ("hidden", &sandbox.hidden)] {
+            for (k, path) in paths.iter().enumerate() {
+                if let Err(reason) = host_path(path) {
+                    let mut at = join(&here, key);
+                    at.push(Seg::Index(k));
+                    self.value(
+                        &at,
+                        SpecErrorKind::OutOfRange {
+                            key: format!("sandbox.{key}"),
+                            reason: format!("entry `{path}` {reason}"),
+                        },
+                    );
+                }
+            }
+        }
+        for (k, name) in sandbox.pass_env.iter().enumerate() {
+            let mut at = join(&here, "pass_env");
+            at.push(Seg::Index(k));
+            if !env_name(name) {
+                self.value(
+                    &at,
+                    SpecErrorKind::BadEnvName {
+                        key: "sandbox.pass_env".to_owned(),
+                        name: name.clone(),
+                    },
+                );
+            } else if name.starts_with("GATE_") {
+                self.value(
+                    &at,
+                    SpecErrorKind::OutOfRange {
+                        key: "sandbox.pass_env".to_owned(),
+                        reason: format!(
+                            "cannot name `{name}`: the gate's own settings never reach what it runs"
+                        ),
+                    },
+                );
+            }
+        }
+    }
+
     /// `run` must hold a command.
     fn command(&mut self, here: &[Seg], id: &str, run: &str) {
         if run.trim().is_empty() {
@@ -666,6 +710,26 @@ fn token(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// A path of `[sandbox] writable` or `hidden`: absolute or under the home
+/// folder (`~/…`), never the whole file system or the whole home, and
+/// without `..`.
+fn host_path(path: &str) -> Result<(), String> {
+    let rest = if let Some(rest) = path.strip_prefix("~/") {
+        rest
+    } else if let Some(rest) = path.strip_prefix('/') {
+        rest
+    } else {
+        return Err("must be absolute or start with `~/`".to_owned());
+    };
+    if rest.split('/').any(|c| c == "..") {
+        return Err("must not contain `..`".to_owned());
+    }
+    if rest.split('/').all(|c| c.is_empty() || c == ".") {
+        return Err("must name a folder or file, not the whole tree".to_owned());
+    }
+    Ok(())
 }
 
 /// A portable environment variable name.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use gate_specs::{Check, Criterion, Page, SpecMeta, Starts, Task, TaskTests};
 use gate_specs::{
     CheckGraph, Decider, Format, LedgerSection, Locator, OnReviewUnavailable, Policy, Position,
-    Spec, SpecErrorKind, TaskGraph, key_path, load, parse_str,
+    SandboxSection, Spec, SpecErrorKind, TaskGraph, key_path, load, parse_str,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -27,6 +27,7 @@ fn shop() -> Spec {
             summary: "Add the checkout flow".into(),
             base: Some("main".into()),
             agent: Some("claude-code".into()),
+            protected: vec![],
         },
         checks: vec![
             Check {
@@ -109,6 +110,7 @@ fn shop() -> Spec {
         }],
         policy: Policy::default(),
         ledger: LedgerSection::default(),
+        sandbox: SandboxSection::default(),
     }
 }
 

@@ -147,6 +147,12 @@ pub(crate) fn record() -> RunRecord {
         tool_version: "0.1.0".to_owned(),
         spec_digest: "f".repeat(64),
         base: Some("main".to_owned()),
+        base_commit: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
+        isolation: crate::record::IsolationRecord {
+            kind: "bwrap".to_owned(),
+            network: "host".to_owned(),
+            reason: None,
+        },
         verdict: Verdict::Fail,
         verdict_reasons: vec![
             "check `build` failed".to_owned(),
@@ -224,6 +230,7 @@ pub(crate) fn record() -> RunRecord {
         pages: Vec::new(),
         bundle: Some(".gate/bundles/0190aaaa-bbbb-7ccc-8ddd-eeeeffff0000.dsse.json".to_owned()),
         routing_override: None,
+        protected_reference: std::collections::BTreeMap::new(),
     }
 }
 

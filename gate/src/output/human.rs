@@ -16,6 +16,15 @@ pub fn render(record: &RunRecord) -> String {
     render_styled(record, Style::PLAIN)
 }
 
+/// How the run's processes were isolated, in one line.
+pub fn isolation_line(isolation: &crate::record::IsolationRecord) -> String {
+    match (&isolation.reason, isolation.unisolated()) {
+        (Some(why), true) => format!("none — {why}"),
+        (None, true) => "none".to_owned(),
+        (_, false) => format!("{} sandbox, {} network", isolation.kind, isolation.network),
+    }
+}
+
 /// Renders `record` for a terminal: marks and the verdict in colour when
 /// `style` says so.
 pub fn render_styled(record: &RunRecord, style: Style) -> String {
@@ -29,6 +38,7 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
         let _ = writeln!(out, "overridden: {note}");
     }
     let _ = writeln!(out, "tier: {} ({})", record.tier, record.tier_reason);
+    let _ = writeln!(out, "isolation: {}", isolation_line(&record.isolation));
 
     if !record.checks.is_empty() {
         let _ = writeln!(out, "\nchecks");

@@ -263,6 +263,7 @@ mod tests {
             reason: Some("exited with status 1".into()),
             output: Output::default(),
             locations: Vec::new(),
+            spec_error: None,
         };
         let cases: Vec<(RunEvent, &str)> = vec![
             (

@@ -62,6 +62,12 @@ fn heading(out: &mut String, record: &RunRecord) {
         record.tier,
         md_inline(&record.tier_reason)
     ));
+    if record.isolation.unisolated() {
+        line.push(format!(
+            "**unisolated** ({})",
+            md_inline(&crate::output::human::isolation_line(&record.isolation))
+        ));
+    }
     line.push(duration(Duration::from_millis(record.duration_ms)));
     let _ = writeln!(out, "{}\n", line.join(" · "));
     for r in &record.verdict_reasons {

@@ -183,6 +183,7 @@ mod tests {
             reason: None,
             output: Output::default(),
             locations: Vec::new(),
+            spec_error: None,
         }))
     }
 

@@ -64,6 +64,8 @@ pub(super) struct HarnessInput<'a> {
     pub changed: &'a [String],
     pub redact: Vec<String>,
     pub interrupt: &'a Interrupt,
+    pub launcher: gate_harness::Launcher,
+    pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
 }
 
 /// Runs what the plan runs; carried items count as passed for `after`.
@@ -78,6 +80,8 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         changed,
         redact,
         interrupt,
+        launcher,
+        required,
     } = input;
     let items: Vec<_> = plan
         .items
@@ -109,6 +113,13 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         files: Arc::new(files),
         satisfied,
         redact: Arc::new(redact),
+        launcher: Arc::new(launcher),
+        requires: Arc::new(
+            required
+                .iter()
+                .map(|(id, r)| (id.clone(), r.clone()))
+                .collect(),
+        ),
     };
     let (tx, forward) = events.harness();
     let interrupted = AtomicBool::new(false);

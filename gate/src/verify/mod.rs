@@ -23,10 +23,14 @@ use gate_specs::{InputGlobs, Spec};
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::events::{EventSink, PlannedEvent, RunEvent};
+use crate::git::Git;
 use crate::interrupt::Interrupt;
+use crate::isolation::{self, Isolation};
 use crate::output;
 use crate::plan;
-use crate::record::{FORMAT_VERSION, Finding, ReviewRecord, RunRecord, Tier, Verdict};
+use crate::record::{
+    FORMAT_VERSION, Finding, IsolationRecord, ReviewRecord, RunRecord, Tier, Verdict,
+};
 use crate::retry::doom::{self, FailingAttempt, Thresholds};
 use crate::retry::memory::{self, Disposition};
 use crate::retry::{self, History};
@@ -36,7 +40,7 @@ use crate::review::prompts::Prompts;
 use crate::routing::Routing;
 use crate::routing::patch::{self, OverrideStatus};
 use crate::rules::RuleSet;
-use crate::{attest, change, guard, pages, rules, tier, verdict};
+use crate::{attest, change, guard, pages, rules, tier, verdict, verifiers};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -56,6 +60,8 @@ pub struct VerifyRequest {
     /// The files this run writes its results to (see
     /// [`crate::output::own_files`]): left out of the workspace it verifies.
     pub own_files: Vec<PathBuf>,
+    /// The operator's sandbox floor, and where it came from.
+    pub sandbox: (gate_specs::SandboxMode, config::Source),
 }
 
 /// A spec, loaded: its parsed form and the bytes it was parsed from.
@@ -115,6 +121,8 @@ impl Start {
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             spec_digest: self.spec_digest.clone(),
             base: None,
+            base_commit: None,
+            isolation: IsolationRecord::default(),
             verdict,
             verdict_reasons: reasons,
             overridden: false,
@@ -138,6 +146,7 @@ impl Start {
             pages: Vec::new(),
             bundle: None,
             routing_override: None,
+            protected_reference: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -185,12 +194,61 @@ pub async fn run_with(
     let prompts = load_prompts(ctx, &routing)?;
     let store = attest::bundle_store(ctx)?;
     let (key, created_key) = attest::signing_key(ctx)?;
+    // Isolation before anything touches the workspace: the gate's own git
+    // runs through it too. The state directory exists first, so it is
+    // hidden from the start.
     attest::keep_state_out_of_git(ctx);
+    std::fs::create_dir_all(&ctx.state_dir).map_err(|e| GateError::Workspace {
+        path: ctx.state_dir.clone(),
+        reason: format!("cannot create the state directory: {e}"),
+    })?;
+    let host_env = config::process_env();
+    let isolation = Isolation::prepare(isolation::Setup {
+        floor: req.sandbox.clone(),
+        section: &spec.sandbox,
+        workspace: &ctx.workspace,
+        secret_paths: attest::secret_paths(ctx, &store),
+        never_env: never_env(ctx, &spec, &routing, &store),
+        host_env: &host_env,
+    })
+    .await?;
+    let git = Git::new(isolation.tools());
+    // Order of trust: the base is resolved to a commit, and the gate's own
+    // inputs are compared with it, before anything of the workspace runs;
+    // what an item later does to the repository's refs changes nothing.
+    let base = req.base.clone().or_else(|| spec.spec.base.clone());
+    let base_commit = match &base {
+        Some(rev) => Some(change::resolve_base(&git, &ctx.workspace, rev).await?),
+        None => None,
+    };
+    let base_spec = match &base_commit {
+        Some(commit) => guard::spec_at_base(&git, commit, &req.spec_path).await,
+        None => None,
+    };
+    let guard_findings = match &base_commit {
+        Some(commit) => {
+            guard::check(
+                &git,
+                &ctx.workspace,
+                commit,
+                &req.spec_path,
+                (&spec, base_spec.as_ref()),
+                &local_routing,
+            )
+            .await
+        }
+        None => Vec::new(),
+    };
     events.emit(RunEvent::RunStarted {
         run_id: start.run_id.clone(),
         spec_id: spec.spec.id.clone(),
         started_at: start.started_at.clone(),
     });
+    if let Some(why) = &isolation.record.reason {
+        events.emit(RunEvent::Warning(format!(
+            "gate: what this run starts for the workspace runs unisolated: {why}"
+        )));
+    }
     if let Some(path) = created_key {
         events.emit(RunEvent::Notice(format!(
             "gate: created a signing key at {}",
@@ -264,7 +322,6 @@ pub async fn run_with(
     }
 
     let snapshot = harness::fingerprint(ctx, &spec, &req.own_files).await?;
-    let base = req.base.clone().or_else(|| spec.spec.base.clone());
     let task_paths = InputGlobs::new(
         &spec
             .tasks
@@ -273,9 +330,9 @@ pub async fn run_with(
             .collect::<Vec<_>>(),
     )
     .map_err(|e| GateError::Usage(e.to_string()))?;
-    let mut changed = match &base {
-        Some(base) => change::with_base(&ctx.workspace, base).await?,
-        None => change::by_paths(&snapshot, &task_paths),
+    let mut changed = match (&base, &base_commit) {
+        (Some(base), Some(commit)) => change::with_base(&git, &ctx.workspace, base, commit).await?,
+        _ => change::by_paths(&snapshot, &task_paths),
     };
     // The gate's own files are never the change, though git lists them as
     // untracked when nothing ignores them: the state directory (the signing
@@ -299,6 +356,58 @@ pub async fn run_with(
         .map(str::to_owned)
         .collect();
     let rule_set = RuleSet::load(&ctx.workspace, &rule_files)?;
+
+    // The exam out of the examinee's reach: verifiers compared with the
+    // base (or the series' first attempt), and everything the gate reads
+    // read-only to what it runs.
+    let spec_file = change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
+        .pop()
+        .unwrap_or_else(|| req.spec_path.display().to_string());
+    let protection = verifiers::protect(verifiers::Inputs {
+        spec: &spec,
+        base_spec: base_spec.as_ref(),
+        spec_file: &spec_file,
+        workspace: &ctx.workspace,
+        snapshot: &snapshot,
+        base: base_commit.as_deref().map(|c| (&git, c)),
+        previous: history
+            .previous
+            .as_ref()
+            .map(|p| &p.record.protected_reference)
+            .filter(|r| base_commit.is_none() && !r.is_empty()),
+        base_dir: isolation.base_dir(),
+    })
+    .await?;
+    let mut read_only: Vec<PathBuf> = config_files(req, &routing, &prompts)
+        .into_iter()
+        .map(Path::to_path_buf)
+        .collect();
+    read_only.extend(
+        rule_set
+            .files
+            .iter()
+            .map(|(path, _)| ctx.workspace.join(path)),
+    );
+    read_only.push(ctx.workspace.join(".git"));
+    read_only.extend(protection.read_only.iter().cloned());
+    let launcher = isolation.items(read_only, protection.overlays.clone());
+    if !protection.unprotected.is_empty() {
+        events.emit(RunEvent::Warning(format!(
+            "gate: {} run{} no file of the workspace, so nothing protects what decides {}: \
+             name the files in `[spec] protected`",
+            list_ids(&protection.unprotected),
+            if protection.unprotected.len() == 1 {
+                "s"
+            } else {
+                ""
+            },
+            if protection.unprotected.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        )));
+    }
 
     let mut plan = plan::first_attempt(&spec, &snapshot);
     // The pages the change touches are looked at in a browser, as checks.
@@ -344,8 +453,18 @@ pub async fn run_with(
         changed: &changed,
         redact,
         interrupt: &interrupt,
+        launcher,
+        required: &protection.required,
     })
     .await?;
+    // A verifier a `run` names that did not exist when its item was to
+    // start is the spec's fault, not a failure to hand the agent.
+    if let Some(why) = results.values().find_map(|r| r.spec_error.clone()) {
+        return Err(GateError::Usage(format!("{spec_file}: {why}")));
+    }
+    // What the items changed of the fingerprinted workspace.
+    let after = harness::fingerprint(ctx, &spec, &req.own_files).await?;
+    let tampered = tamper_findings(&snapshot, &after, &spec_file, &protection, &rule_set);
 
     let (page_records, page_shots) = pages::collect(&spec, &changed, &results, &shots_dir);
 
@@ -396,13 +515,6 @@ pub async fn run_with(
         });
     }
 
-    let guard_findings = match &base {
-        Some(base) => {
-            guard::check(&ctx.workspace, base, &req.spec_path, &spec, &local_routing).await
-        }
-        None => Vec::new(),
-    };
-
     let (mut checks, mut criteria) = records::records(
         &spec,
         &plan,
@@ -423,10 +535,18 @@ pub async fn run_with(
     records::apply_judgements(&mut criteria, &review.judgements);
 
     // Finding memory: ids kept across attempts, dismissals, resolutions.
+    // The gate's own findings are decided afresh each run, never remembered.
     let earlier: Vec<Finding> = history
         .previous
         .as_ref()
-        .map(|p| p.record.findings.clone())
+        .map(|p| {
+            p.record
+                .findings
+                .iter()
+                .filter(|f| f.role != guard::GUARD_ROLE)
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let earlier_digests = history
         .previous
@@ -443,6 +563,8 @@ pub async fn run_with(
     );
     let mut findings = remembered.findings;
     findings.extend(guard_findings);
+    findings.extend(protection.findings);
+    findings.extend(tampered);
     sort_worst_first(&mut findings);
 
     let (mut verdict, mut verdict_reasons) = verdict::decide(&verdict::Inputs {
@@ -456,6 +578,9 @@ pub async fn run_with(
 
     let mut record = start.bare(&spec, history.attempt, verdict, Vec::new());
     record.base = base;
+    record.base_commit = base_commit;
+    record.isolation = isolation.record.clone();
+    record.protected_reference = protection.reference;
     record.tier = tier.tier;
     record.tier_reason = tier.reason;
     record.changed_files = changed;
@@ -545,6 +670,82 @@ pub async fn run_with(
         "run timings"
     );
     Ok(record)
+}
+
+/// Variables no process of the run may see, even when `[sandbox] pass_env`
+/// names them: the providers' keys, page credentials, and the ledger's and
+/// bundle store's credentials.
+fn never_env(
+    ctx: &Context,
+    spec: &Spec,
+    routing: &Routing,
+    store: &BundleStore,
+) -> std::collections::BTreeSet<String> {
+    let mut never: std::collections::BTreeSet<String> =
+        routing.key_variables().into_iter().collect();
+    never.extend(pages::credential_variables(spec));
+    if attest::ledger_location(ctx).is_ok_and(|l| l.is_postgres()) {
+        never.extend(["PGPASSWORD", "PGPASSFILE"].map(str::to_owned));
+    }
+    if matches!(store.target(), gate_evidence::store::Target::S3 { .. }) {
+        never.extend(
+            [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN",
+            ]
+            .map(str::to_owned),
+        );
+    }
+    never
+}
+
+/// Findings for fingerprinted files that changed while the items ran:
+/// critical for the spec, the gate's other inputs and protected verifiers
+/// (which the sandbox keeps read-only, so only an unisolated run can change
+/// them), a warning for the rest.
+fn tamper_findings(
+    before: &gate_evidence::Snapshot,
+    after: &gate_evidence::Snapshot,
+    spec_file: &str,
+    protection: &verifiers::Protection,
+    rule_set: &RuleSet,
+) -> Vec<Finding> {
+    let guarded = |path: &str| {
+        path == spec_file
+            || path == ".git"
+            || rule_set.files.iter().any(|(p, _)| p == path)
+            || protection.paths.iter().any(|p| {
+                path.strip_prefix(p.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+    };
+    before
+        .entries()
+        .filter(|(path, entry)| after.get(path).is_none_or(|now| now.digest != entry.digest))
+        .map(|(path, _)| {
+            let critical = guarded(path);
+            let title = format!("`{path}` changed while the checks ran");
+            Finding {
+                id: crate::findings::finding_id(guard::GUARD_ROLE, path, &title),
+                severity: if critical { "critical" } else { "warning" }.to_owned(),
+                role: guard::GUARD_ROLE.to_owned(),
+                file: path.to_owned(),
+                line: None,
+                title,
+                detail: if critical {
+                    "It is part of the exam the change is judged by; what the gate runs must not \
+                     change it."
+                        .to_owned()
+                } else {
+                    "What the gate ran changed a file the change is made of, so the run looked \
+                     at something other than the change."
+                        .to_owned()
+                },
+                confidence: 1.0,
+            }
+        })
+        .collect()
 }
 
 /// How long a run waits for another run of its spec to finish.
@@ -729,6 +930,20 @@ pub(crate) fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, 
         base.as_deref().unwrap_or(&ctx.workspace),
     )
     .map_err(|e| GateError::Usage(e.to_string()))
+}
+
+/// "criterion `a`", "criteria `a`, `b`".
+fn list_ids(ids: &[String]) -> String {
+    let names: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
+    format!(
+        "{} {}",
+        if ids.len() == 1 {
+            "criterion"
+        } else {
+            "criteria"
+        },
+        names.join(", ")
+    )
 }
 
 fn notice(events: &EventSink, line: &str) {

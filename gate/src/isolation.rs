@@ -1,0 +1,639 @@
+//! What isolates the processes a run starts for the workspace: the
+//! environment they get and the sandbox they run in, resolved once per run
+//! from the spec's `[sandbox]`, the operator's floor (`--sandbox`,
+//! `GATE_SANDBOX`) and what this machine allows.
+//!
+//! Everything here is decided from values passed in (the process
+//! environment is read by `config` alone), so the rules are unit-tested as
+//! tables; [`Isolation::prepare`] is the one place that touches the machine
+//! (a scratch folder for the run, one probe of bubblewrap).
+
+use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gate_harness::sandbox::{Bind, Hidden, Home, Network, Overlay};
+use gate_harness::{Launcher, Sandbox, process};
+use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
+
+use crate::config::Source;
+use crate::errors::GateError;
+use crate::record::IsolationRecord;
+
+/// Environment variables every process gets when the host has them.
+const PASSED: [&str; 46] = [
+    "PATH",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "TZ",
+    "TERM",
+    "SHELL",
+    // Where toolchains are installed.
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "VIRTUAL_ENV",
+    "GOPATH",
+    "GOROOT",
+    "NVM_DIR",
+    "NVM_BIN",
+    "JAVA_HOME",
+    // Which certificate authorities to trust.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    // Which CI this is and what it builds (never its tokens).
+    "CI",
+    "GITHUB_ACTIONS",
+    "GITHUB_WORKFLOW",
+    "GITHUB_RUN_ID",
+    "GITHUB_RUN_NUMBER",
+    "GITHUB_SHA",
+    "GITHUB_REF",
+    "GITHUB_REF_NAME",
+    "GITHUB_HEAD_REF",
+    "GITHUB_BASE_REF",
+    "GITHUB_REPOSITORY",
+    "GITHUB_EVENT_NAME",
+    "RUNNER_OS",
+    "RUNNER_ARCH",
+    "GITLAB_CI",
+    "CI_PIPELINE_ID",
+    "CI_JOB_ID",
+    "CI_COMMIT_SHA",
+    "CI_COMMIT_REF_NAME",
+    "CI_MERGE_REQUEST_IID",
+    "CI_PROJECT_PATH",
+    "BUILDKITE",
+    "CIRCLECI",
+];
+
+/// Name endings of secrets: passed only when `pass_env` names them exactly.
+const SECRET_SUFFIXES: [&str; 4] = ["_TOKEN", "_PASSWORD", "_SECRET", "_KEY"];
+
+/// Credential files and folders of the gate's user, relative to its home,
+/// made unreachable whatever `[sandbox] hidden` says.
+pub const HIDDEN_IN_HOME: [&str; 16] = [
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker",
+    ".kube",
+    ".gnupg",
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".config/git/credentials",
+];
+
+/// Sockets and folders outside the home made unreachable: the user's
+/// session services (agents, keyrings) and container engines.
+pub const HIDDEN_ELSEWHERE: [&str; 4] = [
+    "/run/user",
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd",
+];
+
+/// Toolchain folders of the home shown read-only in the private home, so
+/// the common toolchains work without their downloads and caches becoming
+/// writable by the agent's code.
+pub const TOOLCHAIN_DIRS: [&str; 17] = [
+    ".cargo/bin",
+    ".cargo/env",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    ".pyenv",
+    ".nvm",
+    ".local/bin",
+    ".local/lib",
+    ".volta",
+    ".bun",
+    ".deno",
+    "go/bin",
+    "go/pkg/mod",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+];
+
+/// The environment a process the gate starts for the workspace gets: the
+/// allow-list, then what `pass_env` names exactly; never a `GATE_*`
+/// variable or one of `never` (provider keys, the ledger's and the bundle
+/// store's credentials), even when named. `home` and `tmp` replace `HOME`
+/// and `TMPDIR` when the process runs with a private home and `/tmp`.
+pub fn environment(
+    host: &[(OsString, OsString)],
+    pass_env: &[String],
+    never: &BTreeSet<String>,
+    home: Option<&Path>,
+    tmp: Option<&Path>,
+    cargo_home: Option<&Path>,
+) -> Vec<(OsString, OsString)> {
+    let refused = |name: &str| name.starts_with("GATE_") || never.contains(name);
+    let mut out: Vec<(OsString, OsString)> = Vec::new();
+    for (name, value) in host {
+        let Some(n) = name.to_str() else { continue };
+        if refused(n) {
+            continue;
+        }
+        let allowed = PASSED.contains(&n) || n.starts_with("LC_");
+        let named = pass_env.iter().any(|p| p == n);
+        let secret_shaped =
+            SECRET_SUFFIXES.iter().any(|s| n.ends_with(s)) || n.starts_with("ACTIONS_");
+        if named || (allowed && !secret_shaped) {
+            out.push((name.clone(), value.clone()));
+        }
+    }
+    let mut set = |name: &str, value: &OsStr| {
+        out.retain(|(n, _)| n != name);
+        out.push((name.into(), value.to_owned()));
+    };
+    match home {
+        Some(home) => set("HOME", home.as_os_str()),
+        None => {
+            if let Some((_, v)) = host.iter().find(|(n, _)| n == "HOME") {
+                set("HOME", v);
+            }
+        }
+    }
+    match tmp {
+        Some(tmp) => set("TMPDIR", tmp.as_os_str()),
+        None => {
+            if let Some((_, v)) = host.iter().find(|(n, _)| n == "TMPDIR") {
+                set("TMPDIR", v);
+            }
+        }
+    }
+    if let Some(cargo) = cargo_home {
+        set("CARGO_HOME", cargo.as_os_str());
+    }
+    out.sort();
+    out
+}
+
+/// `~/x` under `home`, an absolute path as it is, anything else `None`.
+pub fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if let Some(rest) = path.strip_prefix("~/") {
+        return home.map(|h| h.join(rest));
+    }
+    Path::new(path).is_absolute().then(|| PathBuf::from(path))
+}
+
+/// The mode in effect: the spec's when it is at least the operator's floor,
+/// else the floor. A spec that sets nothing gets the floor.
+pub fn effective_mode(floor: SandboxMode, spec: Option<SandboxMode>) -> SandboxMode {
+    spec.map_or(floor, |s| s.max(floor))
+}
+
+/// What the run's isolation is built from.
+#[derive(Debug)]
+pub struct Setup<'a> {
+    /// The operator's floor and where it came from.
+    pub floor: (SandboxMode, Source),
+    /// The spec's `[sandbox]`.
+    pub section: &'a SandboxSection,
+    /// The workspace (canonical).
+    pub workspace: &'a Path,
+    /// Paths the gate keeps out of reach: the state directory, the signing
+    /// key's file, a ledger or bundle store outside the state directory.
+    pub secret_paths: Vec<PathBuf>,
+    /// Variables never passed: provider keys, the ledger's and the bundle
+    /// store's credentials, page credentials.
+    pub never_env: BTreeSet<String>,
+    /// The gate's environment, read once.
+    pub host_env: &'a [(OsString, OsString)],
+}
+
+/// The run's isolation: how its processes are started, and what its
+/// record says of it.
+#[derive(Debug)]
+pub struct Isolation {
+    /// What the record, bundle and ledger row say.
+    pub record: IsolationRecord,
+    /// The items' environment.
+    env: Vec<(OsString, OsString)>,
+    /// The sandbox every item runs in (before the run's read-only paths
+    /// and overlays), `None` when unisolated.
+    sandbox: Option<Sandbox>,
+    /// The gate's own tools' environment.
+    tools_env: Vec<(OsString, OsString)>,
+    /// The run's scratch folder (private `/tmp`, `HOME`, base files),
+    /// removed when the run ends.
+    scratch: Option<tempfile::TempDir>,
+    /// Every path to hide, whether or not it exists yet: what exists is
+    /// hidden each time a launcher is made (a ledger file is created after
+    /// the run starts).
+    candidates: Vec<PathBuf>,
+}
+
+/// How long the sandbox probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl Isolation {
+    /// Resolves the run's isolation and checks it works here. With `mode =
+    /// "required"` a sandbox that cannot start is a configuration error
+    /// (exit 2) naming why; with `auto` the run goes on unisolated and says
+    /// so.
+    pub async fn prepare(setup: Setup<'_>) -> Result<Self, GateError> {
+        let mode = effective_mode(setup.floor.0, setup.section.mode);
+        let network = setup.section.network.unwrap_or_default();
+        let host_home = lookup(setup.host_env, "HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir());
+        let tools_env =
+            crate::git::environment(lookup(setup.host_env, "PATH").map(OsStr::to_owned), None);
+        let unisolated = |reason: Option<String>| {
+            let env = environment(
+                setup.host_env,
+                &setup.section.pass_env,
+                &setup.never_env,
+                None,
+                None,
+                None,
+            );
+            Self {
+                record: IsolationRecord {
+                    kind: "none".to_owned(),
+                    network: SandboxNetwork::Host.as_str().to_owned(),
+                    reason,
+                },
+                env,
+                sandbox: None,
+                tools_env: tools_env.clone(),
+                scratch: None,
+                candidates: Vec::new(),
+            }
+        };
+        if mode == SandboxMode::Off {
+            return Ok(unisolated(Some(format!(
+                "the sandbox is off ({})",
+                if setup.section.mode == Some(SandboxMode::Off) && setup.floor.0 == SandboxMode::Off
+                {
+                    "[sandbox] mode = \"off\"".to_owned()
+                } else {
+                    setup.floor.1.to_string()
+                }
+            ))));
+        }
+        let refuse = |why: String| -> Result<Self, GateError> {
+            if mode == SandboxMode::Required {
+                Err(GateError::Usage(format!(
+                    "the sandbox is required ([sandbox] mode or {}) but cannot run here: {why}",
+                    setup.floor.1
+                )))
+            } else {
+                Ok(unisolated(Some(why)))
+            }
+        };
+        let Some(bwrap) = find_on_path(lookup(setup.host_env, "PATH"), "bwrap") else {
+            return refuse(
+                "bubblewrap (`bwrap`) is not installed; install it (Debian and Ubuntu: \
+                 `apt-get install bubblewrap`) to isolate what the gate runs"
+                    .to_owned(),
+            );
+        };
+        let scratch = tempfile::Builder::new()
+            .prefix("gate-run-")
+            .tempdir()
+            .map_err(|e| {
+                GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
+            })?;
+        for sub in ["tmp", "home", "base"] {
+            std::fs::create_dir(scratch.path().join(sub)).map_err(|e| {
+                GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
+            })?;
+        }
+        let (home, cargo_home) = match &host_home {
+            Some(real) => {
+                let (binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
+                (
+                    Some(Home {
+                        path: real.clone(),
+                        source: scratch.path().join("home"),
+                        read_only: binds,
+                    }),
+                    cargo,
+                )
+            }
+            None => (None, None),
+        };
+        let mut candidates: Vec<PathBuf> = setup.secret_paths.clone();
+        if let Some(home) = &host_home {
+            candidates.extend(HIDDEN_IN_HOME.iter().map(|rel| home.join(rel)));
+        }
+        candidates.extend(HIDDEN_ELSEWHERE.iter().map(PathBuf::from));
+        candidates.extend(
+            setup
+                .section
+                .hidden
+                .iter()
+                .filter_map(|p| expand(p, host_home.as_deref())),
+        );
+        let writable: Vec<PathBuf> = setup
+            .section
+            .writable
+            .iter()
+            .filter_map(|p| expand(p, host_home.as_deref()))
+            .filter(|p| p.exists())
+            .collect();
+        let sandbox = Sandbox {
+            bwrap,
+            workspace: setup.workspace.to_path_buf(),
+            read_only: Vec::new(),
+            overlays: Vec::new(),
+            hidden: hidden(&candidates),
+            writable,
+            tmp: scratch.path().join("tmp"),
+            home,
+            network: match network {
+                SandboxNetwork::Host => Network::Host,
+                SandboxNetwork::Loopback => Network::Private,
+            },
+        };
+        let env = environment(
+            setup.host_env,
+            &setup.section.pass_env,
+            &setup.never_env,
+            host_home.as_deref(),
+            Some(Path::new("/tmp")),
+            cargo_home.as_deref(),
+        );
+        // The probe starts the sandbox exactly as an item would.
+        let probe = Launcher::sandboxed(env.clone(), sandbox.clone());
+        match process::run_argv(&["true"], setup.workspace, PROBE_TIMEOUT, 4096, &probe).await {
+            Ok(out) if out.exit_code == Some(0) => {}
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let line = stderr.lines().next().unwrap_or("no reason given").trim();
+                return refuse(format!("bubblewrap cannot start a sandbox here: {line}"));
+            }
+            Err(e) => return refuse(format!("bubblewrap cannot start a sandbox here: {e}")),
+        }
+        Ok(Self {
+            record: IsolationRecord {
+                kind: "bwrap".to_owned(),
+                network: network.as_str().to_owned(),
+                reason: None,
+            },
+            env,
+            sandbox: Some(sandbox),
+            tools_env,
+            scratch: Some(scratch),
+            candidates,
+        })
+    }
+
+    /// The launcher of the gate's own tools (`git`): an environment of
+    /// their own and, where the machine isolates, a sandbox in which the
+    /// workspace is read-only and no network is reachable.
+    pub fn tools(&self) -> Launcher {
+        match &self.sandbox {
+            None => Launcher::new(self.tools_env.clone()),
+            Some(sandbox) => {
+                let mut tools = sandbox.clone();
+                tools.hidden = hidden(&self.candidates);
+                tools.read_only = vec![sandbox.workspace.clone()];
+                tools.writable.clear();
+                tools.network = Network::Private;
+                Launcher::sandboxed(self.tools_env.clone(), tools)
+            }
+        }
+    }
+
+    /// The launcher of the run's items: the paths in `read_only` stay
+    /// read-only inside the workspace and each overlay shows its file.
+    pub fn items(&self, read_only: Vec<PathBuf>, overlays: Vec<Overlay>) -> Launcher {
+        match &self.sandbox {
+            None => Launcher::new(self.env.clone()),
+            Some(sandbox) => {
+                let mut items = sandbox.clone();
+                items.hidden = hidden(&self.candidates);
+                items.read_only = read_only
+                    .into_iter()
+                    .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_symlink()))
+                    .collect();
+                items.overlays = overlays;
+                Launcher::sandboxed(self.env.clone(), items)
+            }
+        }
+    }
+
+    /// A folder of the run's, outside the workspace and out of the items'
+    /// sight, for files the gate shows them (the base's verifiers).
+    pub fn base_dir(&self) -> Option<PathBuf> {
+        self.scratch.as_ref().map(|s| s.path().join("base"))
+    }
+}
+
+/// What of `candidates` exists, each path as given and with its links
+/// resolved (a link is never masked itself: what it leads to is).
+fn hidden(candidates: &[PathBuf]) -> Vec<Hidden> {
+    let mut out: Vec<Hidden> = Vec::new();
+    for path in candidates {
+        for p in [Some(path.clone()), path.canonicalize().ok()]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(meta) = std::fs::symlink_metadata(&p)
+                && !meta.file_type().is_symlink()
+                && !out.iter().any(|h| h.path == p)
+            {
+                out.push(Hidden {
+                    dir: meta.is_dir(),
+                    path: p,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The toolchain folders of `home` to show read-only, and the `CARGO_HOME`
+/// processes get when cargo's home lies outside the home: cargo writes its
+/// locks at the top of its home, so it gets a writable one in the private
+/// home with the real one's binaries and downloads shown read-only in it.
+fn toolchains(home: &Path, cargo_home: Option<&OsStr>) -> (Vec<Bind>, Option<PathBuf>) {
+    let mut binds: Vec<Bind> = TOOLCHAIN_DIRS
+        .iter()
+        .map(|rel| home.join(rel))
+        .filter(|p| p.exists())
+        .map(|p| Bind {
+            source: p.clone(),
+            target: p,
+        })
+        .collect();
+    let mut relocated = None;
+    if let Some(cargo) = cargo_home.map(PathBuf::from)
+        && cargo.is_absolute()
+        && cargo != home.join(".cargo")
+    {
+        let inside = home.join(".cargo");
+        for sub in ["bin", "env", "registry", "git"] {
+            let source = cargo.join(sub);
+            if source.exists() && !binds.iter().any(|b| b.target == inside.join(sub)) {
+                binds.push(Bind {
+                    source,
+                    target: inside.join(sub),
+                });
+            }
+        }
+        relocated = Some(inside);
+    }
+    (binds, relocated)
+}
+
+fn lookup<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a OsStr> {
+    env.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_os_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// The first executable `name` on `path`.
+fn find_on_path(path: Option<&OsStr>, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn only_the_allow_list_and_what_pass_env_names_get_through() {
+        let host = env(&[
+            ("PATH", "/usr/bin"),
+            ("HOME", "/root"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("CI", "true"),
+            ("GITHUB_SHA", "abc"),
+            ("GITHUB_TOKEN", "ghs_x"),
+            ("ACTIONS_RUNTIME_TOKEN", "x"),
+            ("ACTIONS_CACHE_URL", "x"),
+            ("GATE_SIGNING_KEY", "pem"),
+            ("OPENAI_API_KEY", "sk-x"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+            ("PGPASSWORD", "x"),
+            ("MY_TOKEN", "needed"),
+            ("DATABASE_URL", "postgres://x"),
+            ("TMPDIR", "/var/tmp"),
+        ]);
+        let never: BTreeSet<String> = ["OPENAI_API_KEY".to_owned()].into();
+        let pass = [
+            "MY_TOKEN".to_owned(),
+            "OPENAI_API_KEY".to_owned(),
+            "GATE_SIGNING_KEY".to_owned(),
+        ];
+        let got = environment(
+            &host,
+            &pass,
+            &never,
+            Some(Path::new("/root")),
+            Some(Path::new("/tmp")),
+            None,
+        );
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.to_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "CI",
+                "GITHUB_SHA",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "MY_TOKEN",
+                "PATH",
+                "TMPDIR"
+            ]
+        );
+        assert!(got.contains(&("TMPDIR".into(), "/tmp".into())));
+        // Unisolated: the host's HOME and TMPDIR as they are.
+        let got = environment(&host, &[], &never, None, None, None);
+        assert!(got.contains(&("TMPDIR".into(), "/var/tmp".into())));
+        assert!(got.contains(&("HOME".into(), "/root".into())));
+        assert!(!got.iter().any(|(n, _)| n == "MY_TOKEN"));
+    }
+
+    #[test]
+    fn the_spec_can_only_tighten_the_operators_floor() {
+        use SandboxMode::{Auto, Off, Required};
+        // (floor, spec, effective)
+        let cases = [
+            (Auto, None, Auto),
+            (Off, None, Off),
+            (Required, None, Required),
+            (Auto, Some(Off), Auto),
+            (Auto, Some(Required), Required),
+            (Required, Some(Off), Required),
+            (Off, Some(Auto), Auto),
+        ];
+        for (floor, spec, want) in cases {
+            assert_eq!(effective_mode(floor, spec), want, "{floor:?} {spec:?}");
+        }
+    }
+
+    #[test]
+    fn paths_expand_from_the_home_or_stay_absolute() {
+        let home = Path::new("/home/ci");
+        assert_eq!(
+            expand("~/.cache/x", Some(home)),
+            Some(PathBuf::from("/home/ci/.cache/x"))
+        );
+        assert_eq!(
+            expand("/opt/cache", Some(home)),
+            Some(PathBuf::from("/opt/cache"))
+        );
+        assert_eq!(expand("~/.cache", None), None);
+        assert_eq!(expand("relative", Some(home)), None);
+    }
+
+    #[test]
+    fn a_cargo_home_outside_the_home_is_shown_inside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let cargo = dir.path().join("usr-local-cargo");
+        std::fs::create_dir_all(home.join(".rustup")).unwrap();
+        std::fs::create_dir_all(cargo.join("bin")).unwrap();
+        std::fs::create_dir_all(cargo.join("registry")).unwrap();
+        let (binds, relocated) = toolchains(&home, Some(cargo.as_os_str()));
+        assert_eq!(relocated, Some(home.join(".cargo")));
+        let pairs: Vec<(PathBuf, PathBuf)> =
+            binds.into_iter().map(|b| (b.source, b.target)).collect();
+        assert_eq!(
+            pairs,
+            [
+                (home.join(".rustup"), home.join(".rustup")),
+                (cargo.join("bin"), home.join(".cargo/bin")),
+                (cargo.join("registry"), home.join(".cargo/registry")),
+            ]
+        );
+        let (_, relocated) = toolchains(&home, Some(home.join(".cargo").as_os_str()));
+        assert_eq!(relocated, None);
+    }
+}
