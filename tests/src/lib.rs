@@ -344,6 +344,49 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// Whether a process is still alive (zombies count as gone).
+/// A word no other process holds: put it in a test process's command line
+/// (a script's file name) to find the process from outside, whatever PID
+/// namespace it runs in.
+pub fn unique_token(what: &str) -> String {
+    let mut bytes = [0_u8; 6];
+    getrandom::fill(&mut bytes).expect("random bytes");
+    format!("{what}-{}", hex::encode(bytes))
+}
+
+/// The pids (as the test sees them) of running processes whose command line
+/// holds `token`.
+pub fn pids_with(token: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
+        })
+        .filter(|pid| pid_alive(*pid))
+        .collect()
+}
+
+/// Waits up to 30 s for a process whose command line holds `token`, and
+/// returns its pid.
+pub fn pid_with(token: &str) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(pid) = pids_with(token).first() {
+            return *pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no process with `{token}` started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` is running (a zombie is not).
 pub fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state is the field after the parenthesised command name.

@@ -9,36 +9,37 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
-use gate_tests::{RunOutput, TestEnv, gate_bin, hermetic, item};
+use gate_tests::{RunOutput, TestEnv, gate_bin, hermetic, item, pid_with, unique_token};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// A spec whose one check starts a process that runs for five minutes
-/// (its pid in `long.pid`), trapping SIGTERM when `stubborn`.
-fn long_check(stubborn: bool) -> TestEnv {
+/// A spec whose one check runs a script for five minutes, trapping
+/// SIGTERM when `stubborn`; the script's name is the token its process is
+/// found by.
+fn long_check(stubborn: bool) -> (TestEnv, String) {
     let env = TestEnv::new();
-    let trap = if stubborn { "trap '' TERM; " } else { "" };
+    let token = unique_token("long");
+    let trap = if stubborn { "trap '' TERM\n" } else { "" };
+    // The marker says the trap is set.
+    env.script(
+        &format!("{token}.sh"),
+        &format!("#!/bin/sh\n{trap}: > started\nsleep 300\n"),
+    );
     env.write(
         "gate.toml",
-        &format!(
-            "[spec]\nid = \"stop\"\n[[check]]\nid = \"long\"\nrun = \"{trap}echo $$ > long.pid; sleep 300\"\n"
-        ),
+        &format!("[spec]\nid = \"stop\"\n[[check]]\nid = \"long\"\nrun = \"./{token}.sh\"\n"),
     );
-    env
+    (env, token)
 }
 
-/// Waits until `file` (in the workspace) holds a pid, and returns it.
-fn pid_in(env: &TestEnv, file: &str) -> Pid {
+/// The check's process, once it runs and has set its trap.
+fn pid_in(env: &TestEnv, token: &str) -> Pid {
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(env.path().join(file))
-            && let Ok(pid) = text.trim().parse()
-        {
-            return Pid::from_raw(pid);
-        }
+    while !env.path().join("started").exists() {
         assert!(Instant::now() < deadline, "the check never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    Pid::from_raw(i32::try_from(pid_with(token)).unwrap())
 }
 
 /// The run's output, failing the test (and killing the gate) when it has
@@ -82,10 +83,10 @@ fn ledger_runs(env: &TestEnv) -> usize {
 #[test]
 fn a_signal_stops_the_run_and_its_processes_and_the_run_is_recorded_interrupted() {
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        let env = long_check(false);
+        let (env, token) = long_check(false);
         let child = env.gate(&["verify", "--format", "json"]).spawn();
         let gate = Pid::from_raw(i32::try_from(child.id()).unwrap());
-        let check = pid_in(&env, "long.pid");
+        let check = pid_in(&env, &token);
         kill(gate, signal).unwrap();
         let out = ended_within(child, Duration::from_secs(20));
         out.assert_exit(4);
@@ -106,7 +107,7 @@ fn a_signal_stops_the_run_and_its_processes_and_the_run_is_recorded_interrupted(
 #[test]
 fn a_signal_the_gate_was_started_ignoring_stays_ignored() {
     // As `nohup gate verify` starts it: SIGHUP ignored.
-    let env = long_check(false);
+    let (env, token) = long_check(false);
     #[allow(clippy::disallowed_methods)] // a real shell that ignores SIGHUP
     let child = hermetic(&mut Command::new("bash"))
         .args(["-c", "trap '' HUP; exec \"$GATE\" verify --format json"])
@@ -118,7 +119,7 @@ fn a_signal_the_gate_was_started_ignoring_stays_ignored() {
         .spawn()
         .unwrap();
     let gate = Pid::from_raw(i32::try_from(child.id()).unwrap());
-    let check = pid_in(&env, "long.pid");
+    let check = pid_in(&env, &token);
     kill(gate, Signal::SIGHUP).unwrap();
     std::thread::sleep(Duration::from_millis(500));
     assert!(
@@ -133,10 +134,13 @@ fn a_signal_the_gate_was_started_ignoring_stays_ignored() {
 #[test]
 fn a_second_signal_ends_the_gate_at_once() {
     // The check ignores SIGTERM, so stopping it takes the grace period.
-    let env = long_check(true);
-    let child = env.gate(&["verify", "--format", "json"]).spawn();
+    // Unisolated: in a sandbox the check dies with its sandbox at once.
+    let (env, token) = long_check(true);
+    let child = env
+        .gate(&["verify", "--format", "json", "--sandbox", "off"])
+        .spawn();
     let gate = Pid::from_raw(i32::try_from(child.id()).unwrap());
-    let check = pid_in(&env, "long.pid");
+    let check = pid_in(&env, &token);
     kill(gate, Signal::SIGTERM).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     kill(gate, Signal::SIGTERM).unwrap();

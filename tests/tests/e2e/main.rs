@@ -14,6 +14,7 @@ mod resilience;
 mod retry;
 mod review;
 mod rules;
+mod sandbox;
 mod shared_ledger;
 mod store;
 mod verify;

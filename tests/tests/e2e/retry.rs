@@ -28,12 +28,15 @@ fn a_retry_reruns_only_what_the_fix_could_have_changed() {
     let log = outside.path().join("ran.log");
     let env = TestEnv::new();
     let log_s = log.display();
+    let outside_s = outside.path().display();
     env.write(
         "gate.toml",
         &format!(
             r#"
 [spec]
 id = "delta"
+[sandbox]
+writable = ["{outside_s}"]
 [policy]
 builtin_parse = false
 [[check]]
@@ -147,10 +150,13 @@ fn a_doom_loop_escalates_and_stays_escalated() {
             r#"
 [spec]
 id = "loop"
+[sandbox]
+writable = ["{}"]
 [[check]]
 id = "flaky-fix"
 run = "echo ran >> {}; echo \"error at $(date +%s%N) in /tmp/tmp.$$ pid $$\"; exit 1"
 "#,
+            outside.path().display(),
             log.display()
         ),
     );

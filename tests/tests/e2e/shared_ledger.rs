@@ -421,7 +421,8 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
             ""
         };
         format!(
-            "[spec]\nid = \"{id}\"\n[[check]]\nid = \"build\"\nrun = \"touch {}; sleep 2{tail}\"\n",
+            "[spec]\nid = \"{id}\"\n[sandbox]\nwritable = [\"{}\"]\n[[check]]\nid = \"build\"\nrun = \"touch {}; sleep 2{tail}\"\n",
+            marks.path().display(),
             mark.display()
         )
     };

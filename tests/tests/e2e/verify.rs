@@ -1,7 +1,7 @@
 //! `gate verify` over small fixture workspaces: exit codes, the item named
 //! in the output, and the JSON document field by field.
 
-use gate_tests::{TestEnv, free_port, pid_alive};
+use gate_tests::{TestEnv, free_port, pids_with, unique_token};
 
 /// One fixture: files to write, then the expected exit code and texts.
 struct Case {
@@ -463,9 +463,11 @@ fn a_symlink_out_of_the_workspace_is_never_read() {
 fn a_service_is_stopped_after_its_dependents() {
     let env = TestEnv::new();
     let port = free_port();
+    // The script's name is the token its process is found by.
+    let token = unique_token("serve");
     env.script(
-        "serve.sh",
-        "#!/bin/sh\necho $$ > server.pid\nexec python3 -m http.server --bind 127.0.0.1 \"$1\"\n",
+        &format!("{token}.sh"),
+        "#!/bin/sh\npython3 -m http.server --bind 127.0.0.1 \"$1\" &\nwait\n",
     );
     env.write(
         "gate.toml",
@@ -475,7 +477,7 @@ fn a_service_is_stopped_after_its_dependents() {
 id = "svc"
 [[check]]
 id = "server"
-run = "./serve.sh {port}"
+run = "./{token}.sh {port}"
 starts = {{ within_s = 15, ready_http = "http://127.0.0.1:{port}/" }}
 [[task]]
 id = "t"
@@ -491,8 +493,11 @@ after = ["server"]
         .run()
         .assert_exit(0)
         .stdout_has("✓ answers");
-    let pid: u32 = env.read("server.pid").trim().parse().unwrap();
-    assert!(!pid_alive(pid), "the service (pid {pid}) outlived the run");
+    let left = pids_with(&token);
+    assert!(
+        left.is_empty(),
+        "the service (pids {left:?}) outlived the run"
+    );
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "port {port} still answers after the run"
@@ -548,7 +553,7 @@ fn a_base_git_cannot_reach_says_why_and_what_to_fetch() {
             Some("1"),
             None,
             "HEAD~1",
-            "Not a valid object name HEAD~1",
+            "`HEAD~1` does not name a commit in this clone",
             true,
         ),
         (

@@ -1,0 +1,671 @@
+//! The agent under review cannot touch the gate: each probe is a check the
+//! "agent" wrote, trying one way to reach the gate's secrets, records or
+//! process, or to outlive the run. Each probe writes what it saw into the
+//! workspace and passes, so the run itself passes; the test then reads what
+//! each probe saw. As root (CI runs as root) and as an unprivileged user.
+
+use std::fmt::Write as _;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gate_tests::{TestEnv, pids_with, unique_token};
+use serde_json::Value;
+
+/// Who runs the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum As {
+    Root,
+    Nobody,
+}
+
+const NOBODY: u32 = 65534;
+
+/// Gives `path` (and everything under it) to `nobody`.
+fn give_to_nobody(path: &Path) {
+    #[allow(clippy::disallowed_methods)] // test set-up
+    let ok = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "chown {}", path.display());
+}
+
+/// A copy of the gate binary that `nobody` can run (the build's own may sit
+/// under a home folder only root can enter).
+fn gate_for_nobody(dir: &Path) -> PathBuf {
+    let bin = dir.join("gate");
+    std::fs::copy(gate_tests::gate_bin(), &bin).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The probes: check id → shell command. `{KEY}` is the key file's path,
+/// `{STATE}` the state directory, `{TOKEN}` this run's token.
+const PROBES: &[(&str, &str)] = &[
+    (
+        "environ",
+        "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\"; done > probe/environ.txt 2>/dev/null; exit 0",
+    ),
+    ("env", "env > probe/env.txt; exit 0"),
+    ("keyfile", "cat '{KEY}' > probe/keyfile.txt 2>&1; exit 0"),
+    ("symlink", "cat key-link > probe/symlink.txt 2>&1; exit 0"),
+    (
+        "umount",
+        "(umount '{KEY}'; umount -l '{KEY}'; umount '{STATE}'; cat '{KEY}') > probe/umount.txt 2>&1; exit 0",
+    ),
+    (
+        "state-read",
+        "(ls -la '{STATE}' '{STATE}/keys'; head -c 200 '{STATE}/ledger.db') > probe/state-read.txt 2>&1; exit 0",
+    ),
+    (
+        "state-write",
+        "(mkdir -p '{STATE}/bundles' && touch '{STATE}/bundles/planted' && echo WROTE) > probe/state-write.txt 2>&1; exit 0",
+    ),
+    (
+        "processes",
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done > probe/processes.txt 2>/dev/null; exit 0",
+    ),
+    (
+        "signal",
+        // The word is split so this command line does not match itself.
+        "w=ver; w=${w}ify; for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q \" $w\"; then kill -STOP ${p#/proc/} && echo \"stopped ${p#/proc/}\"; fi; done > probe/signal.txt 2>&1; exit 0",
+    ),
+    (
+        "daemon",
+        "setsid sh -c 'sleep 300' {TOKEN}-daemon > /dev/null 2>&1 < /dev/null & nohup sh -c 'sleep 300' {TOKEN}-nohup > /dev/null 2>&1 & exit 0",
+    ),
+    (
+        "host-tmp",
+        "(touch /tmp/{TOKEN}-tmp && echo WROTE) > probe/host-tmp.txt 2>&1; exit 0",
+    ),
+    (
+        "home",
+        "(touch \"$HOME/{TOKEN}-home\" && echo WROTE; touch '{HOME}/{TOKEN}-realhome' && echo WROTE) > probe/home.txt 2>&1; exit 0",
+    ),
+];
+
+/// The secrets the gate's environment holds while the probes run.
+const SECRETS: &[(&str, &str)] = &[
+    ("OPENAI_API_KEY", "sk-probe-openai-0123456789abcdef"),
+    ("AWS_SECRET_ACCESS_KEY", "probe-aws-secret-0123456789"),
+    ("PGPASSWORD", "probe-pg-password-0123456789"),
+    ("GITHUB_TOKEN", "ghp_probe0123456789abcdef0123456789ab"),
+    ("DEPLOY_PASSWORD", "probe-deploy-password-0123"),
+];
+
+fn probe_spec(key: &Path, state: &Path, home: &Path, token: &str) -> String {
+    let mut spec = String::from("[spec]\nid = \"probes\"\n[policy]\nbuiltin_secrets = false\n");
+    for (id, run) in PROBES {
+        let run = run
+            .replace("{KEY}", &key.display().to_string())
+            .replace("{STATE}", &state.display().to_string())
+            .replace("{HOME}", &home.display().to_string())
+            .replace("{TOKEN}", token);
+        let _ = writeln!(spec, "[[check]]\nid = \"{id}\"\nrun = '''{run}'''");
+    }
+    spec
+}
+
+/// Runs the probes with the key given as PEM text (`in_env`) or as a path,
+/// as `who`, and returns the workspace and what each probe wrote.
+fn probe(who: As, key_in_env: bool) -> (TestEnv, String, Value) {
+    let env = TestEnv::new();
+    let outside = tempfile::tempdir().unwrap();
+    let state = outside.path().join("state");
+    let home = outside.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let token = unique_token("probe");
+    // A key pair the gate signs with.
+    let keys = outside.path().join("keys");
+    env.gate(&["keys", "generate", "--state", &keys.display().to_string()])
+        .run()
+        .assert_exit(0);
+    let key = keys.join("keys/signing.key");
+    let pem = std::fs::read_to_string(&key).unwrap();
+    env.write("gate.toml", &probe_spec(&key, &state, &home, &token));
+    std::fs::create_dir_all(env.path().join("probe")).unwrap();
+    // The agent links the key file into the workspace before the run.
+    symlink(&key, env.path().join("key-link")).unwrap();
+    let bin_dir = tempfile::tempdir().unwrap();
+    let mut cmd = match who {
+        As::Root => {
+            #[allow(clippy::disallowed_methods)] // tests drive the real binary
+            Command::new(gate_tests::gate_bin())
+        }
+        As::Nobody => {
+            let bin = gate_for_nobody(bin_dir.path());
+            for p in [env.path(), outside.path()] {
+                give_to_nobody(p);
+            }
+            std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+            #[allow(clippy::disallowed_methods)] // the gate as an unprivileged user
+            let mut c = Command::new("setpriv");
+            c.args([
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+            ])
+            .arg(bin);
+            c
+        }
+    };
+    gate_tests::hermetic(&mut cmd);
+    cmd.args(["verify", "--offline", "--format", "json"])
+        .current_dir(env.path())
+        .env("HOME", &home)
+        .env("GATE_STATE_DIR", &state)
+        .env(
+            "GATE_SIGNING_KEY",
+            if key_in_env {
+                pem
+            } else {
+                key.display().to_string()
+            },
+        );
+    for (name, value) in SECRETS {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{who:?}: the run itself passes\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    // Nothing the probes started outlives the run.
+    for leftover in ["daemon", "nohup"] {
+        let pids = pids_with(&format!("{token}-{leftover}"));
+        assert!(
+            pids.is_empty(),
+            "{who:?}: a {leftover} outlived the run: {pids:?}"
+        );
+    }
+    for written in [
+        PathBuf::from(format!("/tmp/{token}-tmp")),
+        home.join(format!("{token}-home")),
+        home.join(format!("{token}-realhome")),
+        state.join("bundles/planted"),
+    ] {
+        assert!(
+            !written.exists(),
+            "{who:?}: a probe wrote {} outside the workspace",
+            written.display()
+        );
+    }
+    drop(outside);
+    drop(bin_dir);
+    (env, token, doc)
+}
+
+#[test]
+fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
+    for who in [As::Root, As::Nobody] {
+        for key_in_env in [true, false] {
+            let case = format!(
+                "{who:?}, key {}",
+                if key_in_env { "in env" } else { "in a file" }
+            );
+            let (env, _token, doc) = probe(who, key_in_env);
+            assert_eq!(doc["isolation"]["kind"], "bwrap", "{case}: {doc}");
+            let saw = |probe: &str| env.read(&format!("probe/{probe}.txt"));
+            for probe in [
+                "environ",
+                "env",
+                "keyfile",
+                "symlink",
+                "umount",
+                "state-read",
+            ] {
+                let text = saw(probe);
+                assert!(
+                    !text.contains("PRIVATE KEY"),
+                    "{case}: {probe} read the signing key:\n{text}"
+                );
+                for (name, value) in SECRETS {
+                    assert!(!text.contains(value), "{case}: {probe} saw {name}:\n{text}");
+                }
+                assert!(
+                    !text.contains("GATE_"),
+                    "{case}: {probe} saw a GATE_ variable:\n{text}"
+                );
+            }
+            // The state directory is there but empty: no ledger, no keys.
+            let state = saw("state-read");
+            assert!(
+                !state.contains("SQLite"),
+                "{case}: the ledger was read:\n{state}"
+            );
+            assert!(
+                !state.contains("signing"),
+                "{case}: the keys were listed:\n{state}"
+            );
+            // The gate's process is out of sight, so nothing could signal it.
+            let processes = saw("processes");
+            assert!(
+                !processes.contains(" verify"),
+                "{case}: the gate's process is visible:\n{processes}"
+            );
+            assert!(
+                !saw("signal").contains("stopped"),
+                "{case}: a probe signalled a process: {}",
+                saw("signal")
+            );
+        }
+    }
+}
+
+/// A repository whose base holds one criterion, decided by the verifier
+/// `scripts/e2e.sh`, and a change that does not implement the feature.
+fn exam() -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"exam\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         [[task.criterion]]\nid = \"e2e\"\ntext = \"the feature works\"\nrun = \"./scripts/e2e.sh\"\n",
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.script("scripts/e2e.sh", "#!/bin/sh\ngrep -q feature src/app.txt\n");
+    env.write("src/app.txt", "old\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.write("src/app.txt", "still old\n");
+    env
+}
+
+fn titles(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f["severity"].as_str().unwrap(),
+                f["title"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// How the agent edits the exam it fails.
+fn tamper(env: &TestEnv, how: &str) {
+    let path = env.path().join("scripts/e2e.sh");
+    match how {
+        "edited" => {
+            env.script("scripts/e2e.sh", "#!/bin/sh\nexit 0\n");
+        }
+        "deleted" => std::fs::remove_file(&path).unwrap(),
+        "chmod -x" => {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        "symlink" => {
+            std::fs::remove_file(&path).unwrap();
+            symlink("/bin/true", &path).unwrap();
+        }
+        "renamed" => {
+            std::fs::rename(&path, env.path().join("scripts/e2e-old.sh")).unwrap();
+            env.script("scripts/e2e2.sh", "#!/bin/sh\nexit 0\n");
+            let spec = env.read("gate.toml").replace("e2e.sh", "e2e2.sh");
+            env.write("gate.toml", &spec);
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_change_that_edits_its_exam_is_caught_with_a_base_and_across_attempts() {
+    // (how, the finding's title, whether the base's version ran)
+    let cases = [
+        (
+            "edited",
+            "critical The change modifies the verifier `scripts/e2e.sh`",
+            true,
+        ),
+        (
+            "deleted",
+            "critical The change deletes or renames the verifier `scripts/e2e.sh`",
+            false,
+        ),
+        (
+            "chmod -x",
+            "critical The change makes non-executable the verifier `scripts/e2e.sh`",
+            true,
+        ),
+        (
+            "symlink",
+            "critical The change replaces with a symbolic link the verifier `scripts/e2e.sh`",
+            false,
+        ),
+        (
+            "renamed",
+            "critical The change deletes or renames the verifier `scripts/e2e.sh`",
+            false,
+        ),
+    ];
+    for (how, title, base_version_ran) in cases {
+        // With a base: the comparison is with the base commit.
+        let env = exam();
+        tamper(&env, how);
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .run();
+        out.assert_exit(1);
+        let doc = out.json();
+        let found = titles(&doc);
+        assert!(found.iter().any(|t| t == title), "{how}: {found:#?}");
+        let e2e = gate_tests::item(&doc, "e2e").unwrap_or(&Value::Null);
+        if base_version_ran {
+            // The base's version ran, and it fails the missing feature.
+            assert_eq!(e2e["status"], "failed", "{how}: {e2e}");
+            assert_eq!(e2e["reason"], "exited with status 1", "{how}: {e2e}");
+        }
+
+        // Without a base: the series' first attempt is the reference.
+        let env = exam();
+        env.gate(&["verify"]).run().assert_exit(1);
+        tamper(&env, how);
+        let out = env.gate(&["verify", "--format", "json"]).run();
+        out.assert_exit(1);
+        let doc = out.json();
+        assert_eq!(doc["attempt"], 2, "{how}");
+        let found = titles(&doc);
+        assert!(
+            found.iter().any(|t| t == title),
+            "{how}, no base: {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_new_acceptance_script_is_allowed_and_said_to_be_self_certified() {
+    let env = exam();
+    env.write("src/app.txt", "feature\n");
+    let spec = env.read("gate.toml")
+        + "[[task.criterion]]\nid = \"new\"\ntext = \"also\"\nrun = \"python3 tests/new_check.py\"\n";
+    env.write("gate.toml", &spec);
+    env.write("tests/new_check.py", "print('ok')\n");
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(0);
+    let found = titles(&out.json());
+    assert!(
+        found.contains(&"warning `new` runs `tests/new_check.py`, which the change created: its acceptance is self-certified".to_owned()),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn an_override_lets_an_edited_exam_through_signed_and_counted() {
+    let env = exam();
+    tamper(&env, "edited");
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let run = out.json()["run_id"].as_str().unwrap().to_owned();
+    env.gate(&[
+        "override",
+        &run,
+        "--reason",
+        "the script was wrong",
+        "--by",
+        "ana",
+    ])
+    .run()
+    .assert_exit(0);
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["overridden"], true);
+    // The critical finding stays on the record the override let through.
+    assert!(
+        titles(&doc)
+            .iter()
+            .any(|t| t.contains("modifies the verifier"))
+    );
+    let report = env.gate(&["report", "--format", "json"]).run();
+    report.assert_exit(0);
+    assert!(report.json()["override_rate"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_verifier_that_never_existed_is_the_specs_fault_once_its_checks_ran() {
+    // (what the spec runs, set-up, exit, what stderr says)
+    let cases = [
+        (
+            "./scripts/check_feed.sh",
+            "",
+            2,
+            "`c` runs `scripts/check_feed.sh`, which is not in the workspace and was not before the change",
+        ),
+        (
+            "./scripts/plain.sh",
+            "plain",
+            2,
+            "`c` runs `scripts/plain.sh` directly, but it is not executable",
+        ),
+        // A verifier a build check makes counts.
+        ("./bin/check", "build", 0, ""),
+    ];
+    for (run, setup, exit, says) in cases {
+        let env = TestEnv::new();
+        let mut spec = String::from("[spec]\nid = \"v\"\n");
+        if setup == "build" {
+            spec.push_str(
+                "[[check]]\nid = \"build\"\nrun = \"mkdir -p bin && printf '#!/bin/sh\\\\nexit 0\\\\n' > bin/check && chmod +x bin/check\"\n",
+            );
+        }
+        let _ = writeln!(
+            spec,
+            "[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"{run}\""
+        );
+        if setup == "build" {
+            spec.push_str("after = [\"build\"]\n");
+        }
+        env.write("gate.toml", &spec);
+        if setup == "plain" {
+            env.write("scripts/plain.sh", "#!/bin/sh\nexit 0\n");
+        }
+        let out = env.gate(&["verify"]).run();
+        out.assert_exit(exit);
+        if !says.is_empty() {
+            out.stderr_has(says);
+        }
+    }
+}
+
+#[test]
+fn the_gates_own_git_runs_nothing_the_workspace_configures_and_reads_the_base_it_resolved() {
+    let env = TestEnv::new();
+    let token = unique_token("git");
+    let marker = std::env::temp_dir().join(&token);
+    let spec = "[spec]\nid = \"g\"\n[[check]]\nid = \"rewrite-base\"\nrun = \"git update-ref refs/heads/main HEAD; git config core.fsmonitor true; exit 0\"\n\
+                [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n";
+    env.write("gate.toml", spec);
+    env.write(".gitignore", ".gate/\n");
+    env.write("src/x.txt", "todo\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    let base = env.git(&["rev-parse", "HEAD"]);
+    env.git(&["checkout", "-q", "-b", "feature"]);
+    env.write("src/x.txt", "todo, still\n");
+    env.git(&["commit", "-qam", "work"]);
+    // The agent deletes the criterion it cannot pass, and configures the
+    // repository to run its own commands when git looks at it.
+    let touch = format!("touch {}", marker.display());
+    env.write(
+        "gate.toml",
+        &spec.replace(
+            "[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n",
+            "",
+        ),
+    );
+    env.write(".gitattributes", "*.txt filter=evil diff=evil\n");
+    for (key, value) in [
+        ("core.fsmonitor", touch.as_str()),
+        ("core.hooksPath", "hooks"),
+        ("filter.evil.clean", touch.as_str()),
+        ("diff.evil.textconv", touch.as_str()),
+        ("diff.external", touch.as_str()),
+    ] {
+        env.git(&["config", key, value]);
+    }
+    env.script("hooks/post-checkout", &format!("#!/bin/sh\n{touch}\n"));
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert!(
+        titles(&doc)
+            .contains(&"critical The change removes acceptance criterion `hard`".to_owned()),
+        "{:#?}",
+        titles(&doc)
+    );
+    assert_eq!(doc["base_commit"].as_str().unwrap(), base.trim());
+    assert!(!marker.exists(), "a command the repository configured ran");
+    // The check could not move the base: `.git` is read-only to it.
+    assert_eq!(env.git(&["rev-parse", "main"]).trim(), base.trim());
+    assert!(
+        !env.git(&["config", "--list"])
+            .contains("core.fsmonitor=true")
+    );
+}
+
+/// A `bwrap` that cannot start a sandbox, as on a kernel without user
+/// namespaces.
+fn broken_bwrap(dir: &Path) -> String {
+    let bin = dir.join("bwrap");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn where_the_sandbox_cannot_run_required_refuses_and_auto_says_so() {
+    let fake = tempfile::tempdir().unwrap();
+    let path = broken_bwrap(fake.path());
+    // (how the mode is set, exit, what is said)
+    let cases: &[(&[&str], &str, i32, &str)] = &[
+        (&["--sandbox", "required"], "", 2, "the sandbox is required"),
+        (
+            &[],
+            "[sandbox]\nmode = \"required\"\n",
+            2,
+            "No permissions to create a new namespace",
+        ),
+        (
+            &[],
+            "",
+            0,
+            "runs unisolated: bubblewrap cannot start a sandbox here",
+        ),
+        (
+            &["--sandbox", "off"],
+            "",
+            0,
+            "the sandbox is off (--sandbox)",
+        ),
+    ];
+    for (flags, section, exit, says) in cases {
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            &format!("[spec]\nid = \"m\"\n{section}[[check]]\nid = \"c\"\nrun = \"true\"\n"),
+        );
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(flags);
+        let out = env.gate(&args).env("PATH", &path).run();
+        out.assert_exit(*exit);
+        let all = format!("{}{}", out.stdout, out.stderr);
+        assert!(all.contains(says), "{flags:?} {section:?}: {all}");
+        if *exit == 0 {
+            let doc = out.json();
+            assert_eq!(doc["isolation"]["kind"], "none");
+            assert!(doc["isolation"]["reason"].as_str().is_some());
+        }
+    }
+}
+
+#[test]
+fn an_unisolated_check_that_changes_the_exam_while_it_runs_is_caught() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"t\"\n[[check]]\nid = \"sneaky\"\nrun = \"printf '#ED''ITED' >> gate.toml; printf x >> notes.txt\"\n",
+    );
+    env.write("notes.txt", "notes\n");
+    let out = env
+        .gate(&["verify", "--sandbox", "off", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let found = titles(&out.json());
+    assert!(
+        found.contains(&"critical `gate.toml` changed while the checks ran".to_owned()),
+        "{found:#?}"
+    );
+    assert!(
+        found.contains(&"warning `notes.txt` changed while the checks ran".to_owned()),
+        "{found:#?}"
+    );
+    // In the sandbox the spec is read-only: the same check cannot change it.
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"t\"\n[[check]]\nid = \"sneaky\"\nrun = \"printf '#ED''ITED' >> gate.toml\"\n",
+    );
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    assert!(!env.read("gate.toml").contains("EDITED"));
+}
+
+#[test]
+fn a_change_that_widens_the_sandbox_is_a_loosening() {
+    let env = TestEnv::new();
+    let spec = "[spec]\nid = \"w\"\n[sandbox]\nmode = \"required\"\n[[check]]\nid = \"c\"\nrun = \"true\"\n";
+    env.write("gate.toml", spec);
+    env.write(".gitignore", ".gate/\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.write(
+        "gate.toml",
+        &spec.replace(
+            "mode = \"required\"",
+            "mode = \"off\"\npass_env = [\"DEPLOY_TOKEN\"]",
+        ),
+    );
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let found = titles(&out.json());
+    for want in [
+        "critical The change weakens [sandbox] mode",
+        "critical The change passes `DEPLOY_TOKEN` to what the gate runs",
+    ] {
+        assert!(found.contains(&want.to_owned()), "{found:#?}");
+    }
+}
