@@ -581,6 +581,7 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         "dispositions": crate::verify::dispositions(record),
         crate::retry::FAILURES_KEY: record.failures,
         "doom_loop": record.doom_loop,
+        "isolation": record.isolation,
     })
 }
 

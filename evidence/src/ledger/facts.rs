@@ -62,6 +62,9 @@ pub struct RunFacts<'a> {
     pub resolved: u64,
     /// Earlier findings this run found superseded.
     pub superseded: u64,
+    /// Whether the processes it started ran without a sandbox (a run
+    /// recorded before isolation was recorded ran without one).
+    pub unisolated: bool,
 }
 
 /// One specialist of one run, as a report reads it.
@@ -127,6 +130,7 @@ pub(crate) struct StoredFacts {
     pub(crate) duplicates: u64,
     pub(crate) resolved: u64,
     pub(crate) superseded: u64,
+    pub(crate) unisolated: bool,
     /// Distinct, in first-seen order.
     pub(crate) models: Vec<String>,
     /// One per role, the first entry of a role kept.
@@ -191,6 +195,11 @@ impl StoredFacts {
             duplicates: count(extra.get("duplicates")),
             resolved: array_len(dispositions.and_then(|d| d.get("resolved"))),
             superseded: array_len(dispositions.and_then(|d| d.get("superseded"))),
+            unisolated: extra
+                .get("isolation")
+                .and_then(|i| i.get("kind"))
+                .and_then(Value::as_str)
+                != Some("bwrap"),
             models,
             roles,
         }
@@ -219,8 +228,16 @@ mod tests {
 
     #[test]
     fn facts_from_extra() {
+        let unisolated = StoredFacts {
+            unisolated: true,
+            ..StoredFacts::default()
+        };
         let cases = [
-            (json!({}), StoredFacts::default()),
+            (json!({}), unisolated.clone()),
+            (
+                json!({"isolation": {"kind": "none", "network": "host"}}),
+                unisolated.clone(),
+            ),
             (
                 json!({"agent": "claude-code", "review": "ran", "models": ["a", "b", "a", 3],
                        "roles": [
@@ -230,7 +247,8 @@ mod tests {
                            {"model": "no role"},
                            {"role": "security", "input_tokens": -1, "cost_usd": null}],
                        "findings": [{}, {}, {}], "duplicates": 2,
-                       "dispositions": {"resolved": ["x", "y"], "superseded": ["z"]}}),
+                       "dispositions": {"resolved": ["x", "y"], "superseded": ["z"]},
+                       "isolation": {"kind": "bwrap", "network": "host", "reason": null}}),
                 StoredFacts {
                     agent: Some("claude-code".into()),
                     review: Some("ran".into()),
@@ -238,6 +256,7 @@ mod tests {
                     duplicates: 2,
                     resolved: 2,
                     superseded: 1,
+                    unisolated: false,
                     models: vec!["a".into(), "b".into()],
                     roles: vec![
                         StoredRole {
@@ -263,8 +282,8 @@ mod tests {
             ),
             (
                 json!({"agent": 7, "models": "a", "findings": 3, "duplicates": 1.5,
-                       "dispositions": {"resolved": "x"}}),
-                StoredFacts::default(),
+                       "dispositions": {"resolved": "x"}, "isolation": "bwrap"}),
+                unisolated,
             ),
         ];
         for (extra, want) in cases {

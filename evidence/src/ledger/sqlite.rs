@@ -40,6 +40,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_2_EVENTS,
     report::MIGRATION_3_FACTS,
     bundles::MIGRATION_4_BUNDLES,
+    report::MIGRATION_5_ISOLATION,
 ];
 
 const MIGRATION_1_RUNS: &str = "

@@ -145,8 +145,10 @@ pub(crate) fn extras() -> Vec<serde_json::Value> {
                     "input_tokens": null, "cached_input_tokens": null, "output_tokens": null,
                     "cost_usd": null}],
                "findings": [{"id": "f1"}, {"id": "f2"}], "overridden": false,
-               "dispositions": {"resolved": ["a"], "superseded": ["b", "c"]}, "duplicates": 4}),
-        serde_json::json!({"agent": null, "review": "did_not_run", "models": [], "roles": [], "findings": []}),
+               "dispositions": {"resolved": ["a"], "superseded": ["b", "c"]}, "duplicates": 4,
+               "isolation": {"kind": "bwrap", "network": "host", "reason": null}}),
+        serde_json::json!({"agent": null, "review": "did_not_run", "models": [], "roles": [], "findings": [],
+               "isolation": {"kind": "none", "network": "host", "reason": "off"}}),
         serde_json::json!({}),
         serde_json::json!({"agent": 3, "models": ["m1", "m1", 2, "m3"], "roles": [
                    {"role": "docs", "model": "m3", "input_tokens": -4, "cost_usd": 2},
@@ -904,8 +906,8 @@ fn report_dump(l: &Ledger) -> Vec<String> {
     out
 }
 
-/// Migration 3 fills the report tables from the rows already there; what
-/// it reads out of each run's `extra` must be what an append reads.
+/// Migrations 3 and 5 fill the report tables from the rows already there;
+/// what they read out of each run's `extra` must be what an append reads.
 fn migration_3_backfills_what_append_writes(store: &Store) {
     let mut l = store.open();
     for (i, x) in extras().into_iter().enumerate() {

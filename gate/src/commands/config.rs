@@ -127,6 +127,20 @@ pub fn effective(
             Source::Default("the tasks' paths are the change"),
         ),
     };
+    // The floor, and what the spec makes of it.
+    let sandbox_mode = crate::isolation::effective_mode(settings.sandbox, spec.sandbox.mode);
+    let sandbox_source = match spec.sandbox.mode {
+        Some(m) if m > settings.sandbox => {
+            in_spec(&key_path!["sandbox", "mode"]).unwrap_or(Source::File(spec_name.clone()))
+        }
+        _ => settings.sandbox_source.clone(),
+    };
+    let network = spec.sandbox.network.unwrap_or_default();
+    let network_source = if spec.sandbox.network.is_some() {
+        in_spec(&key_path!["sandbox", "network"]).unwrap_or(Source::File(spec_name.clone()))
+    } else {
+        Source::Default("")
+    };
     let reports: Vec<Value> = settings
         .reports
         .iter()
@@ -176,6 +190,8 @@ pub fn effective(
         entry("bundle_store", bundle_store, &bundle_store_source),
         entry("signing_key", key, &key_source),
         entry("base", base, &base_source),
+        entry("sandbox", json!(sandbox_mode.as_str()), &sandbox_source),
+        entry("sandbox_network", json!(network.as_str()), &network_source),
         entry(
             "format",
             json!(settings.format.as_str()),

@@ -294,8 +294,9 @@ pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
             percent(t.escalation_rate())
         ),
         &format!(
-            "review did not run in {} of runs",
-            percent(t.did_not_run_rate())
+            "review did not run in {} of runs; {} ran unisolated",
+            percent(t.did_not_run_rate()),
+            percent(t.unisolated_rate())
         ),
     );
     let f = &card_.findings;

@@ -55,6 +55,7 @@ pub fn render(card: &Scorecard) -> Value {
         "override_rate": t.override_rate(),
         "escalation_rate": t.escalation_rate(),
         "did_not_run_rate": t.did_not_run_rate(),
+        "unisolated_rate": t.unisolated_rate(),
         "findings": {"acceptance_rate": f.acceptance_rate(), "noise_rate": f.noise_rate(),
                      "resolved": f.resolved, "dismissed": f.dismissed,
                      "superseded": f.superseded, "open": f.open},

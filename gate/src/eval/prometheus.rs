@@ -384,6 +384,11 @@ pub fn render(card: &Scorecard) -> String {
         t.did_not_run_rate(),
     );
     e.ratio(
+        "gate_unisolated_ratio",
+        "Runs whose processes ran without a sandbox, of all runs.",
+        t.unisolated_rate(),
+    );
+    e.ratio(
         "gate_finding_acceptance_ratio",
         "Resolved findings of resolved and dismissed ones (superseded excluded).",
         f.acceptance_rate(),

@@ -127,6 +127,8 @@ pub struct Group {
     pub overridden: u64,
     /// Runs whose review did not run.
     pub did_not_run: u64,
+    /// Runs whose processes ran without a sandbox.
+    pub unisolated: u64,
     /// Runs with a known cost.
     pub costed: u64,
     /// Their cost in US dollars.
@@ -232,6 +234,11 @@ impl Group {
     /// Runs whose review did not run ÷ runs.
     pub fn did_not_run_rate(&self) -> Option<f64> {
         stats::ratio(self.did_not_run, self.runs)
+    }
+
+    /// Runs whose processes ran unisolated ÷ runs.
+    pub fn unisolated_rate(&self) -> Option<f64> {
+        stats::ratio(self.unisolated, self.runs)
     }
 
     /// Cached input tokens ÷ input tokens.
@@ -508,6 +515,7 @@ impl Pass {
                 f.output_tokens,
             );
             g.did_not_run += u64::from(did_not_run);
+            g.unisolated += u64::from(f.unisolated);
         };
         add(&mut self.total);
         add(self.tiers.at(st.tier));
@@ -872,7 +880,8 @@ mod tests {
                 (Some(0.05), 400, 200),
                 json!({
                 "agent": "codex", "review": "ran", "models": ["m2"],
-                "roles": [role("quality", "m2", "ok", 400, Some(0.05))], "findings": []}),
+                "roles": [role("quality", "m2", "ok", 400, Some(0.05))], "findings": [],
+                "isolation": {"kind": "bwrap", "network": "host", "reason": null}}),
             ),
             run(
                 "r4",
@@ -885,7 +894,8 @@ mod tests {
                 "agent": "codex", "review": "ran", "models": ["m1", "m3"],
                 "roles": [role("quality", "m1", "ok", 1000, Some(0.2)),
                           role("integration", "m3", "did_not_run", 0, None)],
-                "findings": findings(&["f7", "f8", "f9"]), "duplicates": 2}),
+                "findings": findings(&["f7", "f8", "f9"]), "duplicates": 2,
+                "isolation": {"kind": "bwrap", "network": "loopback", "reason": null}}),
             ),
             run(
                 "r5",
@@ -1038,6 +1048,7 @@ mod tests {
                     ("/override_rate", json!(null)),
                     ("/escalation_rate", json!(null)),
                     ("/did_not_run_rate", json!(null)),
+                    ("/unisolated_rate", json!(null)),
                     ("/findings/acceptance_rate", json!(null)),
                     ("/findings/noise_rate", json!(null)),
                     (
@@ -1096,6 +1107,8 @@ mod tests {
                     ("/override_rate", json!(2.0 / 7.0)),
                     ("/escalation_rate", json!(1.0 / 7.0)),
                     ("/did_not_run_rate", json!(2.0 / 7.0)),
+                    // Only r3 and r4 recorded a sandbox.
+                    ("/unisolated_rate", json!(5.0 / 7.0)),
                     // f1 resolved; f2 superseded (excluded); f8 dismissed twice, f2 once;
                     // published: (2 + 1 duplicate) + 1 + (3 + 2 duplicates) = 9.
                     (
@@ -1301,7 +1314,7 @@ mod tests {
             r#"{"format_version": 1, "since": null, "runs": 0,
  "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0, "broken": 0, "with_outcome": 0, "unknown": 0},
  "false_fail": {"rate": 0.0, "low": 0.0, "high": 0.0, "fine": 0, "with_outcome": 0, "unknown": 0},
- "override_rate": 0.0, "escalation_rate": 0.0, "did_not_run_rate": 0.0,
+ "override_rate": 0.0, "escalation_rate": 0.0, "did_not_run_rate": 0.0, "unisolated_rate": 0.0,
  "findings": {"acceptance_rate": 0.0, "noise_rate": 0.0, "resolved": 0, "dismissed": 0, "superseded": 0, "open": 0},
  "cost_usd": {"median": 0.0, "p90": 0.0, "total": 0.0}, "input_tokens": {"median": 0, "p90": 0, "total": 0},
  "cached_input_share": 0.0,

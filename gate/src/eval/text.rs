@@ -135,6 +135,7 @@ pub fn render(card: &Scorecard) -> String {
         ("override rate", t.override_rate()),
         ("escalation rate", t.escalation_rate()),
         ("review did not run", t.did_not_run_rate()),
+        ("ran unisolated", t.unisolated_rate()),
     ] {
         let _ = writeln!(out, "{label:<LABEL$}{:>7}", percent(rate));
     }

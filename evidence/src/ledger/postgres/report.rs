@@ -118,6 +118,18 @@ DROP FUNCTION pg_temp.gate_length(json);
 DROP FUNCTION pg_temp.gate_text(json);
 ";
 
+/// Schema 5: whether each run's processes ran unisolated (a run recorded
+/// before isolation was recorded ran without a sandbox).
+pub(super) const MIGRATION_5_ISOLATION: &str = r"
+ALTER TABLE run_facts ADD COLUMN unisolated BOOLEAN NOT NULL DEFAULT TRUE;
+UPDATE run_facts f SET unisolated = FALSE
+FROM runs r
+WHERE r.seq = f.seq
+  AND json_typeof(r.extra_json) = 'object'
+  AND json_typeof(r.extra_json -> 'isolation') = 'object'
+  AND r.extra_json -> 'isolation' ->> 'kind' = 'bwrap';
+";
+
 /// The data-modifying `WITH` clauses that write the report rows of the run
 /// an `ins` clause inserted (it returns the `runs` columns the facts
 /// copy); their own parameters start at `$first`. Nothing is written when
@@ -127,10 +139,11 @@ pub(super) fn facts_clauses(first: usize) -> String {
     format!(
         "facts AS (INSERT INTO run_facts (seq, spec_id, verdict, tier, started_at, agent, \
          review, input_tokens, cached_input_tokens, output_tokens, cost_usd, findings, \
-         duplicates, resolved, superseded) \
+         duplicates, resolved, superseded, unisolated) \
          SELECT seq, spec_id, verdict, tier, started_at, {agent}::text, {review}::text, \
          input_tokens, cached_input_tokens, output_tokens, cost_usd, {findings}::bigint, \
-         {duplicates}::bigint, {resolved}::bigint, {superseded}::bigint FROM ins), \
+         {duplicates}::bigint, {resolved}::bigint, {superseded}::bigint, {unisolated}::boolean \
+         FROM ins), \
          models AS (INSERT INTO run_models (seq, model) \
          SELECT ins.seq, m FROM ins, unnest({models}::text[]) AS m), \
          roles AS (INSERT INTO run_roles (seq, role, model, status, input_tokens, \
@@ -152,6 +165,7 @@ pub(super) fn facts_clauses(first: usize) -> String {
         cached = p(11),
         outputs = p(12),
         costs = p(13),
+        unisolated = p(14),
     )
 }
 
@@ -193,6 +207,7 @@ pub(super) fn facts_params(extra: &serde_json::Value) -> Vec<Box<dyn ToSql + Syn
                 .collect::<Vec<_>>(),
         ),
         Box::new(roles.iter().map(|r| r.cost_usd).collect::<Vec<_>>()),
+        Box::new(f.unisolated),
     ]
 }
 
@@ -296,7 +311,7 @@ impl PgLedger {
         let sql = format!(
             "SELECT seq, spec_id, verdict, tier, started_at, agent, review, input_tokens, \
              cached_input_tokens, output_tokens, cost_usd, findings, duplicates, resolved, \
-             superseded FROM run_facts f WHERE {filter} ORDER BY seq"
+             superseded, unisolated FROM run_facts f WHERE {filter} ORDER BY seq"
         );
         self.stream(&sql, &params, "reading run facts", |r| {
             let seq = seq_of(r)?;
@@ -318,6 +333,7 @@ impl PgLedger {
                     duplicates: count(r, 12)?,
                     resolved: count(r, 13)?,
                     superseded: count(r, 14)?,
+                    unisolated: r.try_get(15)?,
                 })
             })()
             .map_err(|e| corrupt(seq, format!("run_facts: {}", super::reason(&e))))?;

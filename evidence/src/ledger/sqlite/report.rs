@@ -99,6 +99,17 @@ WHERE j.type = 'object' AND json_type(j.value, '$.role') = 'text'
 ORDER BY r.seq, j.key;
 ";
 
+/// Schema 5: whether each run's processes ran unisolated, for the report's
+/// unisolated share. A run recorded before isolation was recorded ran
+/// without a sandbox.
+pub(super) const MIGRATION_5_ISOLATION: &str = "
+ALTER TABLE run_facts ADD COLUMN unisolated INTEGER NOT NULL DEFAULT 1;
+UPDATE run_facts SET unisolated = 0 WHERE seq IN (
+    SELECT seq FROM runs
+    WHERE json_valid(extra_json) AND json_extract(extra_json, '$.isolation.kind') = 'bwrap'
+);
+";
+
 /// Writes the report rows of a run just inserted (inside its transaction).
 pub(super) fn insert_facts(
     conn: &Connection,
@@ -114,8 +125,8 @@ pub(super) fn insert_facts(
     conn.prepare_cached(
         "INSERT INTO run_facts (seq, spec_id, verdict, tier, started_at, agent, review, \
          input_tokens, cached_input_tokens, output_tokens, cost_usd, findings, duplicates, \
-         resolved, superseded) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+         resolved, superseded, unisolated) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?
     .execute(params![
         seq,
@@ -133,6 +144,7 @@ pub(super) fn insert_facts(
         facts.duplicates,
         facts.resolved,
         facts.superseded,
+        facts.unisolated,
     ])?;
     let mut models = conn.prepare_cached("INSERT INTO run_models (seq, model) VALUES (?1, ?2)")?;
     for m in &facts.models {
@@ -214,7 +226,7 @@ impl SqliteLedger {
             .prepare_cached(&format!(
                 "SELECT seq, spec_id, verdict, tier, started_at, agent, review, input_tokens, \
                  cached_input_tokens, output_tokens, cost_usd, findings, duplicates, resolved, \
-                 superseded FROM run_facts f WHERE {filter} ORDER BY seq"
+                 superseded, unisolated FROM run_facts f WHERE {filter} ORDER BY seq"
             ))
             .map_err(&err)?;
         let mut rows = stmt.query(params_from_iter(args)).map_err(&err)?;
@@ -240,6 +252,7 @@ impl SqliteLedger {
                     duplicates: r.get(12)?,
                     resolved: r.get(13)?,
                     superseded: r.get(14)?,
+                    unisolated: r.get(15)?,
                 })
             })()
             .map_err(&err)?;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Sandbox benchmark: one spec of 40 trivial checks (`true`), run isolated
+# (each check in its own bubblewrap sandbox) and unisolated (--sandbox off),
+# RUNS times each, alternating, in one go. Prints the median time per check
+# as the run's JSON records it (spawn to end) for both, and their
+# difference: the cost the sandbox adds to one item.
+# Target: at most 15 ms added per item (median).
+# As root it also runs the gate as an unprivileged user (uid 65534), where
+# bubblewrap makes a user namespace per item too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+cargo build --release -q -p gate --bin gate
+command -v bwrap >/dev/null || { echo "bubblewrap (bwrap) is not installed" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+cp target/release/gate "$work/gate"
+ws=$work/ws
+mkdir -p "$ws"
+{
+  printf '[spec]\nid = "bench-sandbox"\n[policy]\nbuiltin_parse = false\nbuiltin_secrets = false\nbuiltin_conflicts = false\n'
+  for i in $(seq -w 1 40); do
+    printf '[[check]]\nid = "c%s"\nrun = "true"\n' "$i"
+  done
+} > "$ws/gate.toml"
+
+# Median of the checks' durations (ms) over the JSON documents given.
+median_item_ms() {
+  python3 - "$@" <<'EOF'
+import json, statistics, sys
+durations = []
+for path in sys.argv[1:]:
+    doc = json.load(open(path))
+    durations += [c["duration_ms"] for c in doc["checks"] if c["id"].startswith("c")]
+print(statistics.median(durations))
+EOF
+}
+
+# Runs the spec RUNS times per mode as "$@" (a command prefix), alternating.
+measure_as() {
+  local who=$1; shift
+  local state=$work/state-$who
+  rm -rf "$state"; mkdir -p "$state"
+  [ "$who" = root ] || chown -R 65534:65534 "$ws" "$state"
+  "$@" "$work/gate" keys generate --workspace "$ws" --state "$state" >/dev/null
+  local i
+  for ((i = 0; i < RUNS; i++)); do
+    for mode in required off; do
+      "$@" "$work/gate" verify --workspace "$ws" --state "$state" --sandbox "$mode" --format json \
+        > "$work/$who-$mode-$i.json" 2>/dev/null || { echo "the $mode run failed" >&2; exit 1; }
+    done
+  done
+  python3 - "$work/$who-required-0.json" <<'EOF'
+import json, sys
+kind = json.load(open(sys.argv[1]))["isolation"]["kind"]
+assert kind == "bwrap", f"the isolated runs were not isolated: {kind}"
+EOF
+  local isolated unisolated
+  isolated=$(median_item_ms "$work/$who"-required-*.json)
+  unisolated=$(median_item_ms "$work/$who"-off-*.json)
+  awk -v who="$who" -v i="$isolated" -v u="$unisolated" -v runs="$RUNS" 'BEGIN {
+    printf "%-8s 40 checks x %d runs: median per check isolated %.1f ms, unisolated %.1f ms; added %.1f ms per item (ratio %.2f; target <= 15 ms added)\n",
+      who, runs, i, u, i - u, (u > 0 ? i / u : 0)
+  }'
+}
+
+measure_as "$(id -un)"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  measure_as nobody setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --
+fi
