@@ -559,8 +559,8 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         .specialists
         .iter()
         .flat_map(|s| s.attempts.iter())
-        // A model skipped by its open breaker was never asked.
-        .filter(|a| a.outcome != crate::review::call::AttemptOutcome::BreakerOpen)
+        // A model skipped by its open breaker, or for the budget, was never asked.
+        .filter(|a| a.outcome.asked())
         .map(|a| a.model.as_str())
         .collect();
     json!({

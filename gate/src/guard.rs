@@ -8,7 +8,6 @@ use std::path::Path;
 
 use gate_specs::{Criterion, Policy, Spec};
 
-use crate::findings::finding_id;
 use crate::git::Git;
 use crate::record::Finding;
 use crate::routing::{Routing, RoutingTable};
@@ -36,16 +35,15 @@ pub struct Loosening {
 impl Loosening {
     /// As a critical finding.
     pub fn into_finding(self) -> Finding {
-        Finding {
-            id: finding_id(GUARD_ROLE, &self.file, &self.title),
-            severity: "critical".to_owned(),
-            role: GUARD_ROLE.to_owned(),
-            file: self.file,
-            line: None,
-            title: self.title,
-            detail: self.detail,
-            confidence: 1.0,
-        }
+        Finding::raised(
+            GUARD_ROLE,
+            "critical",
+            self.file,
+            None,
+            self.title,
+            self.detail,
+            1.0,
+        )
     }
 }
 
@@ -288,6 +286,12 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
             ));
         }
     }
+    if !b.coordinator_may_drop_critical && n.coordinator_may_drop_critical {
+        out.push((
+            "The change lets the coordinator drop corroborated critical findings".to_owned(),
+            "[policy] coordinator_may_drop_critical was false at the base, true now.".to_owned(),
+        ));
+    }
     for path in &b.sensitive_paths {
         if !n.sensitive_paths.contains(path) {
             out.push((
@@ -519,6 +523,11 @@ builtin_secrets = true
                 "builtin_secrets = true",
                 "builtin_contrast = false",
                 "The change turns off the built-in check builtin_contrast",
+            ),
+            (
+                "builtin_secrets = true",
+                "coordinator_may_drop_critical = true",
+                "The change lets the coordinator drop corroborated critical findings",
             ),
             (
                 "[sandbox]\nmode = \"required\"",

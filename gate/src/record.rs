@@ -199,8 +199,12 @@ pub struct ReviewRecord {
     pub status: ReviewStatus,
     /// Why it did not run.
     pub reason: Option<String>,
-    /// One entry per specialist asked.
+    /// One entry per seat the tier plans (asked, skipped or not run), then
+    /// the model coordinator when it was asked.
     pub specialists: Vec<SpecialistRecord>,
+    /// The input-token budget: what the run planned and what it sent.
+    #[serde(default)]
+    pub budget: Option<BudgetRecord>,
 }
 
 impl ReviewRecord {
@@ -210,8 +214,22 @@ impl ReviewRecord {
             status: ReviewStatus::DidNotRun,
             reason: Some(reason.into()),
             specialists: Vec::new(),
+            budget: None,
         }
     }
+}
+
+/// `[policy] max_input_tokens` as a run spent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetRecord {
+    /// The budget.
+    pub max_input_tokens: u64,
+    /// The pre-flight estimate: every request the review may send (system
+    /// prompt, schema, every role, one repair each, the coordinator).
+    pub estimated: u64,
+    /// Input tokens sent: as providers reported them, or as estimated for a
+    /// request whose usage was not reported.
+    pub sent: u64,
 }
 
 /// One specialist's part in a review.
@@ -221,9 +239,9 @@ pub struct SpecialistRecord {
     pub role: String,
     /// The model that answered (or was tried last), as the routing table names it.
     pub model: String,
-    /// `ok` or `did_not_run`.
+    /// `ok`, `skipped` (nothing in its remit: not asked) or `did_not_run`.
     pub status: String,
-    /// Why it did not run.
+    /// Why it was skipped or did not run.
     pub reason: Option<String>,
     /// Input tokens as reported (cached included); `None` when not reported.
     pub input_tokens: Option<u64>,
@@ -269,6 +287,123 @@ pub struct Finding {
     pub detail: String,
     /// 0–1.
     pub confidence: f64,
+    /// Who raised it and what became of it.
+    #[serde(default)]
+    pub lineage: Lineage,
+}
+
+impl Finding {
+    /// A finding as `role` raised it, before anything decided its fate.
+    pub fn raised(
+        role: &str,
+        severity: &str,
+        file: String,
+        line: Option<u32>,
+        title: String,
+        detail: String,
+        confidence: f64,
+    ) -> Self {
+        Self {
+            id: crate::findings::finding_id(role, &file, &title),
+            severity: severity.to_owned(),
+            role: role.to_owned(),
+            file,
+            line,
+            title,
+            detail,
+            confidence,
+            lineage: Lineage::raised(role, severity),
+        }
+    }
+
+    /// This finding, dropped or merged away by `by`, with why.
+    #[must_use]
+    pub fn dropped(mut self, by: FateBy, why: impl Into<String>) -> Self {
+        self.lineage.fate = Fate::Dropped;
+        self.lineage.by = Some(by);
+        self.lineage.why = Some(why.into());
+        self
+    }
+
+    /// This finding, merged by `by` into `into` (the finding that stands for it).
+    #[must_use]
+    pub fn merged(mut self, by: FateBy, into: &Finding, why: impl Into<String>) -> Self {
+        self.lineage.fate = Fate::Merged;
+        self.lineage.by = Some(by);
+        self.lineage.why = Some(why.into());
+        self.lineage.merged_into = Some(into.id.clone());
+        self
+    }
+}
+
+/// What became of a raised finding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    /// It stands as raised (perhaps rephrased).
+    #[default]
+    Kept,
+    /// It stands at a lower severity than raised.
+    Downgraded,
+    /// It stands at a higher severity than raised.
+    Upgraded,
+    /// Another finding stands for it (`merged_into`).
+    Merged,
+    /// It does not stand.
+    Dropped,
+}
+
+/// Who decided a finding's fate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FateBy {
+    /// The reply's validation: the finding broke the answer's schema.
+    Validation,
+    /// The change's bounds: it cites a file outside the change.
+    OutsideChange,
+    /// `[policy] confidence_floor`.
+    ConfidenceFloor,
+    /// The deterministic fusion of duplicates across roles.
+    Dedupe,
+    /// The model coordinator.
+    Coordinator,
+    /// A dismissal (`gate dismiss`) of the same finding on the same code.
+    Dismissal,
+}
+
+/// A finding's lineage: who raised it and what became of it, by whom and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Lineage {
+    /// The roles that raised this defect: its own first, then those whose
+    /// duplicates were merged into it.
+    pub raised_by: Vec<String>,
+    /// Its severity as raised.
+    pub raised_severity: String,
+    /// Its title as raised, when the coordinator rephrased it.
+    pub raised_title: Option<String>,
+    /// Its detail as raised, when the coordinator rephrased it.
+    pub raised_detail: Option<String>,
+    /// What became of it.
+    pub fate: Fate,
+    /// Who decided, when something other than keeping it as raised happened.
+    pub by: Option<FateBy>,
+    /// Why, in the decider's words.
+    pub why: Option<String>,
+    /// The finding that stands for it, when merged.
+    pub merged_into: Option<String>,
+    /// What the coordinator asked of it that did not hold, and why not.
+    pub overruled: Option<String>,
+}
+
+impl Lineage {
+    /// The lineage of a finding just raised by `role`.
+    pub fn raised(role: &str, severity: &str) -> Self {
+        Self {
+            raised_by: vec![role.to_owned()],
+            raised_severity: severity.to_owned(),
+            ..Self::default()
+        }
+    }
 }
 
 /// A page the change touched, as captured in this run.
@@ -399,8 +534,13 @@ pub struct RunRecord {
     pub criteria: Vec<CriterionRecord>,
     /// The model review.
     pub review: ReviewRecord,
-    /// Findings kept by the coordinator.
+    /// Findings that stand: kept by the coordinator, not dismissed.
     pub findings: Vec<Finding>,
+    /// Every other finding raised, each with what became of it and why
+    /// (`lineage`): invalid, outside the change, below the confidence
+    /// floor, merged as a duplicate, dropped by the coordinator, dismissed.
+    #[serde(default)]
+    pub dropped_findings: Vec<Finding>,
     /// The doom-loop detector's conclusion, when it escalated.
     pub doom_loop: Option<crate::retry::doom::DoomLoop>,
     /// blake3 over every fingerprinted file and its digest: the content an
@@ -413,9 +553,6 @@ pub struct RunRecord {
     /// What became of the previous attempt's open findings.
     #[serde(default)]
     pub finding_fates: Vec<crate::retry::memory::Fate>,
-    /// Findings raised again but suppressed by a dismissal.
-    #[serde(default)]
-    pub suppressed_findings: Vec<Finding>,
     /// Findings the coordinator dropped as duplicates of others.
     #[serde(default)]
     pub duplicates: usize,

@@ -29,7 +29,7 @@ use crate::errors::GateError;
 use crate::findings::finding_id;
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
-use crate::record::{Finding, ProtectedState};
+use crate::record::{Finding, Lineage, ProtectedState};
 
 /// Who protects a path: the items whose `run` names it, or the spec's
 /// `protected` globs.
@@ -397,6 +397,7 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
                 }
             ),
             confidence: 1.0,
+            lineage: Lineage::raised(GUARD_ROLE, "critical"),
         });
     }
     for (file, folder) in &added {
@@ -631,5 +632,6 @@ fn warning(file: &str, title: String, detail: String) -> Finding {
         title,
         detail,
         confidence: 1.0,
+        lineage: Lineage::raised(GUARD_ROLE, "warning"),
     }
 }

@@ -288,6 +288,10 @@ pub struct Policy {
     pub rule_threshold: f64,
     /// Findings below this confidence are dropped.
     pub confidence_floor: f64,
+    /// Whether the model coordinator may drop or downgrade (with a reason) a
+    /// critical finding that two or more roles raised, or that one raised
+    /// with confidence 0.9 or more.
+    pub coordinator_may_drop_critical: bool,
     /// Estimated input tokens a run may send.
     pub max_input_tokens: u64,
     /// Share of its remit a review must have seen.
@@ -351,6 +355,7 @@ impl Default for Policy {
             judge_threshold: 0.8,
             rule_threshold: 0.8,
             confidence_floor: 0.5,
+            coordinator_may_drop_critical: false,
             max_input_tokens: 5_000_000,
             min_coverage: 0.0,
             max_attempts: 6,

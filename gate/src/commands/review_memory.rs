@@ -58,7 +58,13 @@ pub fn dismiss(ctx: &Context, run: &str, finding: &str, reason: &str) -> Result<
         .record
         .findings
         .iter()
-        .chain(&loaded.record.suppressed_findings)
+        .chain(
+            loaded
+                .record
+                .dropped_findings
+                .iter()
+                .filter(|f| f.lineage.by == Some(crate::record::FateBy::Dismissal)),
+        )
         .filter(|f| f.id.starts_with(finding))
         .collect();
     let f = match matches.as_slice() {

@@ -633,6 +633,11 @@ impl Scorecard {
         let mut seats: HashMap<(u32, u32), Seat> = HashMap::new();
         ledger.scan_run_roles(scope, |r: &RoleFacts<'_>| {
             let Some(st) = state_of(r.seq) else { return };
+            // A reviewer with nothing to review was not asked: it decided
+            // nothing and cost nothing, so its role is not credited the run.
+            if r.status == "skipped" {
+                return;
+            }
             let role = roles.keys.get(r.role);
             let g = roles.at(role);
             g.count(st);
@@ -893,7 +898,8 @@ mod tests {
                 json!({
                 "agent": "codex", "review": "ran", "models": ["m1", "m3"],
                 "roles": [role("quality", "m1", "ok", 1000, Some(0.2)),
-                          role("integration", "m3", "did_not_run", 0, None)],
+                          role("integration", "m3", "did_not_run", 0, None),
+                          role("docs", "", "skipped", 0, Some(0.0))],
                 "findings": findings(&["f7", "f8", "f9"]), "duplicates": 2,
                 "isolation": {"kind": "bwrap", "network": "loopback", "reason": null}}),
             ),
@@ -1299,6 +1305,8 @@ mod tests {
         assert_eq!(card.week_cost["2025-W11"].median, Some(0.05));
         let quality = &card.seats[&("quality".to_owned(), "m1".to_owned())];
         assert_eq!((quality.statuses["ok"], quality.input_tokens), (4, 1500));
+        // A reviewer skipped for having nothing to review is not credited the run.
+        assert!(!card.seats.keys().any(|(role, _)| role == "docs"));
     }
 
     /// The JSON has exactly DESIGN.md's keys, nested as it gives them.

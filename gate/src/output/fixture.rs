@@ -1,15 +1,16 @@
 //! A run record with one of everything, for the renderers' tests: failed,
 //! passed, skipped and carried checks; a built-in pointing at hostile file
 //! names; failed, passed and unverified criteria; a review in which one
-//! specialist did not run; findings of every severity, two of them
-//! duplicate-looking (same id, different lines).
+//! specialist did not run and one was skipped; findings of every severity,
+//! two of them duplicate-looking (same id, different lines); findings
+//! dropped by the coordinator and below the confidence floor.
 
 use gate_harness::{Location, Output};
 
 use super::site::Site;
 use crate::record::{
-    CheckKind, CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, Finding, ItemStatus,
-    ReviewRecord, ReviewStatus, RunRecord, SpecialistRecord, Tier, Verdict,
+    CheckKind, CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, FateBy, Finding,
+    ItemStatus, Lineage, ReviewRecord, ReviewStatus, RunRecord, SpecialistRecord, Tier, Verdict,
 };
 use crate::review::Coverage;
 use crate::review::call::{Attempt, AttemptOutcome};
@@ -96,6 +97,7 @@ fn finding(
         title: title.to_owned(),
         detail: format!("{title}: details"),
         confidence: 0.9,
+        lineage: Lineage::raised(role, severity),
     }
 }
 
@@ -183,7 +185,17 @@ pub(crate) fn record() -> RunRecord {
                     "did_not_run",
                     Some("rate limited (429) on every model"),
                 ),
+                SpecialistRecord {
+                    model: String::new(),
+                    attempts: Vec::new(),
+                    input_tokens: Some(0),
+                    output_tokens: Some(0),
+                    cost_usd: Some(0.0),
+                    latency_ms: 0,
+                    ..specialist("performance", "skipped", Some("no code in the change"))
+                },
             ],
+            budget: None,
         },
         findings: vec![
             finding(
@@ -219,11 +231,42 @@ pub(crate) fn record() -> RunRecord {
                 "README names the old flag",
             ),
         ],
+        dropped_findings: vec![
+            finding(
+                "ddddddddddd4",
+                "warning",
+                "quality",
+                "src/orders/handler.rs",
+                Some(12),
+                "Variable named `x`",
+            )
+            .dropped(FateBy::Coordinator, "a naming preference"),
+            finding(
+                "eeeeeeeeeee5",
+                "critical",
+                "performance",
+                "src/orders/handler.rs",
+                Some(60),
+                "Loop *might* be slow | <b>",
+            )
+            .dropped(FateBy::Coordinator, "no realistic input makes it slow"),
+            finding(
+                "fffffffffff6",
+                "suggestion",
+                "docs",
+                "README.md",
+                Some(3),
+                "Unsure wording",
+            )
+            .dropped(
+                FateBy::ConfidenceFloor,
+                "confidence 0.30 below the floor 0.50",
+            ),
+        ],
         doom_loop: None,
         content_digest: "c".repeat(64),
         previous_bundle: None,
         finding_fates: Vec::new(),
-        suppressed_findings: Vec::new(),
         duplicates: 0,
         failures: Vec::new(),
         override_note: None,

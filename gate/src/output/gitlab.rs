@@ -100,6 +100,7 @@ mod tests {
             title: title.into(),
             detail: String::new(),
             confidence: 0.9,
+            lineage: crate::record::Lineage::raised(role, "warning"),
         }
     }
 

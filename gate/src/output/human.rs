@@ -135,17 +135,16 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
             );
         }
     }
+    if let Some(line) = super::fates::line(record, &str::to_owned) {
+        let _ = writeln!(out, "{line}");
+    }
     let resolved = record
         .finding_fates
         .iter()
         .filter(|f| f.disposition == crate::retry::memory::Disposition::Resolved)
         .count();
-    if resolved > 0 || !record.suppressed_findings.is_empty() {
-        let _ = writeln!(
-            out,
-            "earlier findings: {resolved} resolved; {} kept quiet by a dismissal",
-            record.suppressed_findings.len()
-        );
+    if resolved > 0 {
+        let _ = writeln!(out, "earlier findings: {resolved} resolved");
     }
     if let Some(d) = &record.doom_loop {
         let _ = writeln!(out, "\n{}", d.message);
@@ -208,6 +207,10 @@ fn review_lines(out: &mut String, specialists: &[SpecialistRecord]) {
                     .map(|f| format!(" · fell back: {f}"))
                     .unwrap_or_default()
             ),
+            (None, "skipped") => format!(
+                "skipped — {}",
+                short(s.reason.as_deref().unwrap_or("nothing to review"))
+            ),
             (None, _) => {
                 let why = short(s.reason.as_deref().unwrap_or("no reason given"));
                 if s.input_tokens.is_some() || s.output_tokens.is_some() {
@@ -235,6 +238,8 @@ fn fell_back(attempts: &[Attempt]) -> Option<String> {
                 AttemptOutcome::Retryable => "retryable",
                 AttemptOutcome::Fatal => "fatal",
                 AttemptOutcome::BreakerOpen => "breaker open",
+                AttemptOutcome::Malformed => "malformed",
+                AttemptOutcome::OverBudget => "over budget",
             };
             match &a.error {
                 Some(e) if a.outcome != AttemptOutcome::BreakerOpen => {

@@ -1,4 +1,5 @@
-//! `--format json`: one object, DESIGN.md's shape, `format_version` first.
+//! `--format json`: one object, `format_version` first (its fields are
+//! listed in `docs/output-formats.md`).
 
 use serde_json::{Value, json};
 
@@ -54,6 +55,7 @@ pub fn render(record: &RunRecord) -> Value {
         "criteria": criteria,
         "review": record.review,
         "findings": record.findings,
+        "dropped_findings": record.dropped_findings,
         "doom_loop": record.doom_loop,
         "bundle": record.bundle,
     });

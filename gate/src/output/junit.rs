@@ -292,9 +292,14 @@ fn specialist_case(s: &SpecialistRecord) -> Case {
     let end = if s.status == "ok" {
         End::Passed
     } else {
+        let what = if s.status == "skipped" {
+            "skipped"
+        } else {
+            "did not run"
+        };
         End::Skipped {
             message: format!(
-                "did not run: {}",
+                "{what}: {}",
                 s.reason.as_deref().unwrap_or("no reason given")
             ),
         }
@@ -386,7 +391,8 @@ mod tests {
                 "criteria",
                 "review.quality",
                 "review.security",
-                "review.docs"
+                "review.docs",
+                "review.performance"
             ]
         );
         let checks = &doc["suites"][0];
@@ -420,6 +426,13 @@ mod tests {
         assert_eq!(doc["suites"][2]["failures"], 0);
         assert_eq!(doc["suites"][3]["failures"], 1);
         assert_eq!(doc["suites"][4]["skipped"], 1);
+        // A reviewer with nothing to review is a skipped case that says so.
+        let skipped = &doc["suites"][5];
+        assert_eq!(skipped["skipped"], 1);
+        assert_eq!(
+            skipped["cases"][0]["texts"][0][0],
+            "skipped: no code in the change"
+        );
         assert_eq!(doc["failures"], 4);
     }
 

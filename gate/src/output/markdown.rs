@@ -116,7 +116,12 @@ fn failed(out: &mut String, record: &RunRecord) {
 }
 
 fn findings(out: &mut String, record: &RunRecord) {
+    let fates = super::fates::line(record, &md_inline);
     if record.findings.is_empty() {
+        if let Some(line) = fates {
+            section(out, "Findings");
+            let _ = writeln!(out, "{line}");
+        }
         return;
     }
     let mut list: Vec<&Finding> = record.findings.iter().collect();
@@ -149,6 +154,9 @@ fn findings(out: &mut String, record: &RunRecord) {
         );
     }
     more(out, list.len());
+    if let Some(line) = fates {
+        let _ = writeln!(out, "\n{line}");
+    }
 }
 
 fn did_not_run(out: &mut String, record: &RunRecord) {
@@ -165,8 +173,13 @@ fn did_not_run(out: &mut String, record: &RunRecord) {
         .iter()
         .filter(|s| s.status != "ok")
     {
+        let skipped = if s.status == "skipped" {
+            " skipped"
+        } else {
+            ""
+        };
         lines.push(format!(
-            "{} review: {}",
+            "{} review{skipped}: {}",
             md_inline(&s.role),
             md_inline(s.reason.as_deref().unwrap_or("did not run"))
         ));
@@ -252,6 +265,10 @@ mod tests {
         at("- ✗ criterion `orders-201` — exited with status 1");
         at("  warning: 100% <sure> & \"done\"");
         at("docs review: rate limited (429) on every model");
+        at("performance review skipped: no code in the change");
+        // What became of the findings that do not stand, in one escaped line.
+        assert!(at("| 🔵 suggestion") < at("2 findings dropped by the coordinator: "));
+        at("Loop \\*might\\* be slow \\| \\<b\\> (no realistic input makes it slow)");
         at("check `deploy-check` skipped: dependency \\`build\\` failed");
         at("criterion `orders-audit` unverified: the judge did not run: timed out");
         // No raw terminal codes; hostile title newlines do not break the table.
@@ -270,6 +287,7 @@ mod tests {
         record.criteria.retain(|c| c.status == ItemStatus::Passed);
         record.review.specialists.retain(|s| s.status == "ok");
         record.findings.clear();
+        record.dropped_findings.clear();
         let md = render(&record);
         assert!(md.starts_with("## ✅ gate: PASS"));
         assert!(!md.contains("###"), "{md}");

@@ -17,6 +17,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod bar;
+pub mod fates;
 pub mod github;
 pub mod gitlab;
 pub mod heartbeat;

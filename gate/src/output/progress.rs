@@ -131,6 +131,13 @@ impl Observer for Progress {
                         record.role,
                         record.model
                     ));
+                } else if record.status == "skipped" {
+                    self.line(&format!(
+                        "  {} {} skipped: {}",
+                        style.mark(ItemStatus::Skipped),
+                        record.role,
+                        record.reason.as_deref().unwrap_or("nothing to review")
+                    ));
                 } else {
                     self.line(&format!(
                         "  {} {} did not run: {}",

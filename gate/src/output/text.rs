@@ -42,6 +42,35 @@ pub fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// Text from a model made plain, before anything prints or keeps it: no
+/// terminal escape sequences, no control characters (line breaks and tabs
+/// become spaces, so it is one line that cannot start a line of its own in
+/// a log), no bidirectional or zero-width formatting characters (which can
+/// make a terminal show something other than what is there).
+pub fn plain(s: &str) -> String {
+    strip_ansi(s)
+        .chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() || is_invisible_format(c) => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
+/// Bidirectional controls and zero-width characters.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
+}
+
 /// Escapes text for XML 1.0 content and attribute values; characters XML
 /// cannot hold (most control characters) become U+FFFD.
 pub fn xml_escape(s: &str) -> String {
@@ -124,6 +153,10 @@ mod tests {
         assert_eq!(
             md_inline("*bold* [x](y) <b>@team | #1\nnext"),
             "\\*bold\\* \\[x\\](y) \\<b\\>\\@team \\| \\#1 next"
+        );
+        assert_eq!(
+            plain("\x1b[31mred\x1b[0m\x07 bell\rCR\n::error::x\u{9b}2J\u{202e}rev\u{200b}\ttab"),
+            "red bell CR ::error::x2Jrev tab"
         );
         assert_eq!(code_block("a ``` b\n"), "````text\na ``` b\n````\n");
         assert_eq!(code_block("plain"), "```text\nplain\n```\n");

@@ -110,11 +110,6 @@ impl Block {
             ..Self::new(text)
         }
     }
-
-    /// Input tokens it is estimated to cost: text bytes ÷ 4, plus its images.
-    pub fn estimated_tokens(&self) -> u64 {
-        self.text.len() as u64 / 4 + self.images.iter().map(Image::estimated_tokens).sum::<u64>()
-    }
 }
 
 /// One content part as sent: text or an image.
@@ -172,6 +167,37 @@ pub struct ModelRequest {
     pub followups: Vec<Turn>,
     /// Time bounds.
     pub timeouts: Timeouts,
+}
+
+impl ModelRequest {
+    /// Input tokens it is estimated to cost (see [`estimated_input_tokens`]).
+    pub fn estimated_tokens(&self) -> u64 {
+        estimated_input_tokens(&self.blocks, &self.schema, &self.followups)
+    }
+}
+
+/// Input tokens a request is estimated to cost: every byte of text it sends,
+/// divided by 4 and rounded up — the system prompt, the schema, each block,
+/// each follow-up turn, and an allowance for the wire format's own words
+/// (roles, part types, the model's name, a tool's description) — plus its
+/// images' own estimates.
+pub fn estimated_input_tokens(blocks: &[Block], schema: &Value, followups: &[Turn]) -> u64 {
+    /// Bytes of the wire format's own text a request carries at most.
+    const PER_REQUEST: usize = 512;
+    /// Bytes of the wire format's own text a content part carries at most.
+    const PER_PART: usize = 16;
+    let blocks_text: usize = blocks.iter().map(|b| b.text.len() + PER_PART).sum();
+    let turns: usize = followups
+        .iter()
+        .map(|t| t.assistant.len() + t.user.len() + 2 * PER_PART)
+        .sum();
+    let bytes = PER_REQUEST + SYSTEM_PROMPT.len() + schema.to_string().len() + blocks_text + turns;
+    let images: u64 = blocks
+        .iter()
+        .flat_map(|b| b.images.iter())
+        .map(Image::estimated_tokens)
+        .sum();
+    bytes.div_ceil(4) as u64 + images
 }
 
 /// Why the model stopped.

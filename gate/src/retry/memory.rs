@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::findings::{lines_overlap, titles_match};
-use crate::record::Finding;
+use crate::record::{FateBy, Finding};
 
 /// What became of an earlier finding in this attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +39,10 @@ pub struct Dismissed {
     pub id: String,
     /// Its file's digest when it was dismissed (`None`: unknown, always suppress).
     pub code_digest: Option<String>,
+    /// The run it was dismissed in.
+    pub run_id: String,
+    /// Why it was dismissed.
+    pub reason: String,
 }
 
 /// Whether `new` is the same finding as `earlier`: same role and file,
@@ -55,7 +59,8 @@ pub fn same_finding(new: &Finding, earlier: &Finding) -> bool {
 pub struct Remembered {
     /// This attempt's findings, with earlier ids taken over and dismissed ones removed.
     pub findings: Vec<Finding>,
-    /// Findings suppressed by a dismissal, with the dismissed id.
+    /// Findings suppressed by a dismissal, with the dismissed id, each
+    /// dropped with the dismissal's run and reason.
     pub suppressed: Vec<Finding>,
     /// What became of each earlier open finding.
     pub fates: Vec<Fate>,
@@ -85,14 +90,15 @@ pub fn remember(
             f.id.clone_from(&earlier[i].id);
         }
         let now = file_digest(&f.file);
-        let is_dismissed = dismissed.iter().any(|d| {
+        let dismissal = dismissed.iter().find(|d| {
             d.id == f.id
                 && d.code_digest
                     .as_ref()
                     .is_none_or(|dig| Some(dig) == now.as_ref())
         });
-        if is_dismissed {
-            out.suppressed.push(f);
+        if let Some(d) = dismissal {
+            let why = format!("dismissed on run {}: {}", d.run_id, d.reason);
+            out.suppressed.push(f.dropped(FateBy::Dismissal, why));
         } else {
             out.findings.push(f);
         }
@@ -121,16 +127,15 @@ mod tests {
     use crate::findings::finding_id;
 
     fn finding(role: &str, file: &str, line: u32, title: &str) -> Finding {
-        Finding {
-            id: finding_id(role, file, title),
-            severity: "warning".into(),
-            role: role.into(),
-            file: file.into(),
-            line: Some(line),
-            title: title.into(),
-            detail: String::new(),
-            confidence: 0.9,
-        }
+        Finding::raised(
+            role,
+            "warning",
+            file.into(),
+            Some(line),
+            title.into(),
+            String::new(),
+            0.9,
+        )
     }
 
     #[test]
@@ -171,11 +176,17 @@ mod tests {
         let dismissed = vec![Dismissed {
             id: finding_id("quality", "src/new.rs", "Noisy thing"),
             code_digest: Some("n1".into()),
+            run_id: "r1".into(),
+            reason: "noise".into(),
         }];
         let r = remember(current, &earlier, &dismissed, &digests, &now);
         assert_eq!(r.findings.len(), 1);
         assert_eq!(r.findings[0].id, earlier[0].id);
         assert_eq!(r.suppressed.len(), 1);
+        assert_eq!(
+            r.suppressed[0].lineage.why.as_deref(),
+            Some("dismissed on run r1: noise")
+        );
         let fates: Vec<Disposition> = r.fates.iter().map(|f| f.disposition).collect();
         assert_eq!(
             fates,
@@ -194,6 +205,8 @@ mod tests {
         let dismissed = vec![Dismissed {
             id: f.id.clone(),
             code_digest: Some("old".into()),
+            run_id: "r1".into(),
+            reason: "noise".into(),
         }];
         let r = remember(vec![f], &[], &dismissed, &BTreeMap::new(), &|_| {
             Some("new".into())

@@ -71,6 +71,8 @@ pub fn history(
         .map(|d| Dismissed {
             id: d.finding_id,
             code_digest: d.code_digest,
+            run_id: d.run_id,
+            reason: d.reason,
         })
         .collect();
     h.overrides = ledger.overrides(Some(spec_id))?;

@@ -1,6 +1,12 @@
 //! One reviewer's call: down its failback chain, with the one repair attempt
 //! for a reply that fails the schema and the one retry with a doubled output
 //! limit for a reply cut off at it.
+//!
+//! A reply still invalid after its repair is that model's failure, not the
+//! call's end: the chain moves on to its next model (the breaker is not told
+//! of an outage; the attempt is recorded as `malformed`). Every request
+//! reserves its estimate from the run's [`Budget`] before it is sent; one
+//! the budget cannot hold is not sent, and the call ends `over budget`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,11 +18,12 @@ use tokio::time::Instant;
 use crate::provider::anthropic::AnthropicProvider;
 use crate::provider::openai::OpenAiProvider;
 use crate::provider::{
-    Block, Class, Finish, ModelReply, ModelRequest, Price, Provider, ProviderError, Timeouts, Turn,
-    Usage, cost, http_client,
+    Block, Class, Finish, ModelRequest, Price, Provider, ProviderError, Timeouts, Turn, Usage,
+    cost, http_client,
 };
-use crate::review::answer::{self, Answer};
+use crate::review::answer::{Answer, Expect};
 use crate::review::breaker::{Admission, Breakers, Report};
+use crate::review::budget::Budget;
 use crate::review::watch::Live;
 use crate::routing::{Api, ChainModel, Routing};
 
@@ -35,6 +42,19 @@ pub enum AttemptOutcome {
     Fatal,
     /// The model's circuit breaker was open: skipped without a call.
     BreakerOpen,
+    /// The reply was still invalid after its one repair: the chain moved on
+    /// (the model is not unhealthy, so its breaker is not told).
+    Malformed,
+    /// The run's input-token budget could not hold the request: not sent,
+    /// and the chain stopped.
+    OverBudget,
+}
+
+impl AttemptOutcome {
+    /// Whether the model was sent a request in this attempt.
+    pub fn asked(self) -> bool {
+        !matches!(self, Self::BreakerOpen | Self::OverBudget)
+    }
 }
 
 /// One attempt, for the record.
@@ -100,6 +120,10 @@ pub struct CallPlan {
     pub deadline: Instant,
     /// No attempt starts with less than this left.
     pub min_attempt: Duration,
+    /// The answer it expects.
+    pub expect: Expect,
+    /// The run's input-token budget, shared by its calls.
+    pub budget: Budget,
 }
 
 /// What a call produced.
@@ -258,20 +282,21 @@ pub async fn ask(
             Err(failure) => failure,
         };
         let Failure {
-            class,
+            kind,
             message,
             retry_after,
         } = failure;
-        let outcome = if class == Class::Retryable {
-            AttemptOutcome::Retryable
-        } else {
-            AttemptOutcome::Fatal
+        let outcome = match kind {
+            Kind::Provider(Class::Retryable) => AttemptOutcome::Retryable,
+            Kind::Provider(_) => AttemptOutcome::Fatal,
+            Kind::Malformed => AttemptOutcome::Malformed,
+            Kind::OverBudget => AttemptOutcome::OverBudget,
         };
         push(&mut result, name, outcome, latency_ms, Some(&message));
         result.answer = Err(message.clone());
         live.publish(&result);
-        match class {
-            Class::Retryable => {
+        match kind {
+            Kind::Provider(Class::Retryable) => {
                 breakers
                     .report(&key, &owner, Report::Failure { retry_after })
                     .await;
@@ -289,13 +314,20 @@ pub async fn ask(
                     }
                 }
             }
+            // Another model may answer well; this one's health is not in question.
+            Kind::Malformed => {
+                breakers.report(&key, &owner, Report::Neutral).await;
+                next += 1;
+                waited = false;
+            }
             // A different model does not fix a bad key or a bad request.
-            Class::Auth => {
+            Kind::Provider(Class::Auth) => {
                 breakers.mark_misconfigured(&key, &message);
                 breakers.report(&key, &owner, Report::Neutral).await;
                 break;
             }
-            Class::Fatal => {
+            // Nor does it fit a request the budget cannot hold.
+            Kind::Provider(Class::Fatal) | Kind::OverBudget => {
                 breakers.report(&key, &owner, Report::Neutral).await;
                 break;
             }
@@ -332,11 +364,32 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// How an attempt failed, as the chain treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// As the provider's error is classified.
+    Provider(Class),
+    /// The reply was still invalid after its repair.
+    Malformed,
+    /// The budget could not hold the attempt's first request: nothing was sent.
+    OverBudget,
+}
+
 /// Why an attempt on one model failed.
 struct Failure {
-    class: Class,
+    kind: Kind,
     message: String,
     retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn of(kind: Kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
 }
 
 async fn attempt(
@@ -357,8 +410,8 @@ async fn attempt(
         run_id: plan.run_id.clone(),
         model: step.model.name.clone(),
         blocks: blocks.to_vec(),
-        schema_name: answer::SCHEMA_NAME.to_owned(),
-        schema: answer::schema(),
+        schema_name: plan.expect.name().to_owned(),
+        schema: plan.expect.schema(),
         max_output_tokens: step
             .model
             .max_output_tokens
@@ -376,41 +429,65 @@ async fn attempt(
     };
     let mut repaired = false;
     let mut doubled = false;
+    // Why the request about to be sent is a follow-up: what to report when
+    // the budget cannot hold it.
+    let mut pending: Option<Failure> = None;
     loop {
+        let reservation = match plan.budget.reserve(req.estimated_tokens()) {
+            Ok(r) => r,
+            Err(why) => {
+                return Err(match pending {
+                    None => Failure::of(Kind::OverBudget, why),
+                    Some(f) => Failure::of(f.kind, format!("{}; not sent again: {why}", f.message)),
+                });
+            }
+        };
         let reply = client.complete(&req).await;
         let reply = match reply {
             Ok(reply) => {
+                reservation.settle(reply.usage.input_tokens);
                 account(result, &reply.usage, price.as_ref());
                 reply
             }
             Err(e) => {
-                if let Some(bad) = e.bad_reply() {
-                    account(result, &bad.usage, price.as_ref());
+                match e.bad_reply() {
+                    Some(bad) => {
+                        reservation.settle(bad.usage.input_tokens);
+                        account(result, &bad.usage, price.as_ref());
+                    }
+                    None => reservation.settle(None),
                 }
                 match &e {
                     // Cut off at the output limit: once more with double the room.
                     ProviderError::Truncated(_) if !doubled => {
                         doubled = true;
                         req.max_output_tokens = req.max_output_tokens.saturating_mul(2);
+                        pending = Some(Failure::of(Kind::Provider(e.classify()), e.to_string()));
                         continue;
                     }
                     // Not JSON at all: one repair, with the error fed back.
                     ProviderError::Malformed(bad) if !repaired => {
                         repaired = true;
                         req.followups.push(repair_turn(&bad.raw, &bad.detail));
+                        pending = Some(Failure::of(
+                            Kind::Malformed,
+                            format!("malformed output: {}", bad.detail),
+                        ));
                         continue;
                     }
-                    ProviderError::Malformed(_) => {
-                        return Err(Failure {
-                            class: Class::Fatal,
-                            message: "malformed output: still not valid after one repair".into(),
-                            retry_after: None,
-                        });
+                    ProviderError::Malformed(bad) => {
+                        return Err(Failure::of(
+                            Kind::Malformed,
+                            format!(
+                                "malformed output: still not valid after one repair ({})",
+                                bad.detail
+                            ),
+                        ));
                     }
                     _ => {}
                 }
                 return Err(Failure {
-                    class: e.classify(),
+                    kind: Kind::Provider(e.classify()),
                     message: e.to_string(),
                     retry_after: e.retry_after(),
                 });
@@ -419,23 +496,29 @@ async fn attempt(
         if reply.finish == Finish::Length && !doubled {
             doubled = true;
             req.max_output_tokens = req.max_output_tokens.saturating_mul(2);
+            pending = Some(Failure::of(
+                Kind::Provider(Class::Fatal),
+                "the reply was cut off at the output limit",
+            ));
             continue;
         }
-        match answer::validate(&reply.answer) {
+        match plan.expect.validate(&reply.answer) {
             Ok(answer) => return Ok(answer),
             Err(why) if !repaired => {
                 repaired = true;
                 req.followups.push(repair_turn(&reply.raw, &why));
+                pending = Some(Failure::of(
+                    Kind::Malformed,
+                    format!("malformed output: {why}"),
+                ));
             }
             Err(why) => {
-                return Err(Failure {
-                    class: Class::Fatal,
-                    message: format!("malformed output: {why}"),
-                    retry_after: None,
-                });
+                return Err(Failure::of(
+                    Kind::Malformed,
+                    format!("malformed output: still not valid after one repair ({why})"),
+                ));
             }
         }
-        let _: &ModelReply = &reply;
     }
 }
 

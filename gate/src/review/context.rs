@@ -436,6 +436,11 @@ impl RemitBlock {
         block
     }
 
+    /// Whether no file of the change is in it (nothing to review).
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.cut.is_empty()
+    }
+
     /// Share of the remit's bytes shown (1 when the remit is empty).
     pub fn coverage(&self) -> f64 {
         if self.bytes_total == 0 {

@@ -7,11 +7,20 @@
 //!   fences, prefix-cache order).
 //! - [`panel`]: which roles review on which tier.
 //! - [`prompts`]: each role's instructions.
-//! - [`answer`]: the answer schema and its validation.
+//! - [`answer`]: the answer schemas and their validation (model text made
+//!   plain there, at the source).
+//! - [`budget`]: the run's input-token budget, reserved request by request.
 //! - [`call`]: one reviewer's call down its failback chain.
 //! - [`breaker`]: the circuit breaker per model, shared through the ledger.
 //! - [`watch`]: the calls as they run (for the heartbeat and the deadline).
-//! - [`coordinator`]: deterministic fusion, then the model coordinator.
+//! - [`coordinator`]: deterministic fusion, then the model coordinator; the
+//!   lineage of every finding raised.
+//!
+//! # Who is asked
+//! A reviewer whose remit holds no file of the change (no code for the code
+//! reviewers, no documentation for the docs reviewer) is not asked: it is
+//! `skipped`, with why, and costs nothing. The judge is asked whenever a
+//! model-judged criterion needs deciding, on that criterion's inputs.
 //!
 //! # Time
 //! Every call runs under a hard deadline: its role's timeout, capped by the
@@ -28,6 +37,7 @@
 
 pub mod answer;
 pub mod breaker;
+pub mod budget;
 pub mod call;
 pub mod context;
 pub mod coordinator;
@@ -44,9 +54,14 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::events::{RunEvent, SeatEvent};
-use crate::provider::Block;
-use crate::record::{Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier};
+use crate::output::text::plain;
+use crate::provider::{Block, estimated_input_tokens};
+use crate::record::{
+    BudgetRecord, FateBy, Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier,
+};
+use crate::review::answer::Expect;
 use crate::review::breaker::Breakers;
+use crate::review::budget::Budget;
 use crate::review::call::{CallPlan, CallResult, Clients};
 use crate::review::context::{ChangedFile, Fence, FileClass, RemitBlock};
 use crate::review::coordinator::Raised;
@@ -142,14 +157,14 @@ pub struct CarriedReview {
 pub struct ReviewOutput {
     /// For the run record.
     pub record: ReviewRecord,
-    /// Findings the coordinator kept, worst first.
+    /// Findings that stand, worst first.
     pub findings: Vec<Finding>,
+    /// Every other finding raised, each with its lineage.
+    pub dropped: Vec<Finding>,
     /// The judge's answers, by criterion id.
     pub judgements: BTreeMap<String, Judgement>,
     /// Why this review leaves the run undecided (budget, coverage).
     pub incomplete: Vec<String>,
-    /// Findings the coordinator dropped as duplicates.
-    pub duplicates: usize,
 }
 
 impl ReviewOutput {
@@ -158,9 +173,9 @@ impl ReviewOutput {
         Self {
             record: ReviewRecord::did_not_run(reason),
             findings: Vec::new(),
+            dropped: Vec::new(),
             judgements: BTreeMap::new(),
             incomplete: Vec::new(),
-            duplicates: 0,
         }
     }
 
@@ -175,7 +190,7 @@ impl ReviewOutput {
     }
 }
 
-/// What one specialist was shown.
+/// What one specialist saw of its remit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     /// Files shown (wholly or in part).
@@ -198,6 +213,15 @@ impl Coverage {
             c.cut.extend(b.cut.iter().cloned());
         }
         c
+    }
+
+    /// What a reviewer that did not run saw: nothing of the same remit.
+    #[must_use]
+    pub fn unseen(&self) -> Self {
+        Self {
+            bytes_total: self.bytes_total,
+            ..Self::default()
+        }
     }
 
     /// Share of the remit's bytes shown (1 for an empty remit).
@@ -389,12 +413,24 @@ pub(crate) fn instructions(prompts: &Prompts, prompt: Prompt, extra: &str) -> St
         out.push('\n');
         out.push_str(extra);
     }
-    let _ = write!(
-        out,
-        "\nAnswer with one JSON object: `findings` (each with severity, file, line, title, \
-         detail, confidence), `criteria` and `rules`; any of them may be empty. Cite files by \
-         their path in the change."
-    );
+    if prompt == Prompt::Role(Role::Coordinator) {
+        let _ = write!(
+            out,
+            "\nAnswer with one JSON object: `findings`, those that stand (each with the `id` it \
+             was shown with, the ids of shown findings it `merges`, its `severity`, `title` and \
+             `detail`, and `why` you changed any of them, empty if you did not), and `dropped`, \
+             those that do not (each with its `id` and `why`). Put every finding shown in one of \
+             the two, once. A finding you leave out stands as raised, and so does one you drop \
+             without a reason."
+        );
+    } else {
+        let _ = write!(
+            out,
+            "\nAnswer with one JSON object: `findings` (each with severity, file, line, title, \
+             detail, confidence), `criteria` and `rules`; any of them may be empty. Cite files \
+             by their path in the change."
+        );
+    }
     out
 }
 
@@ -407,6 +443,90 @@ fn judge_material(input: &ReviewInput<'_>) -> String {
         .fence
         .wrap("kind=\"criteria\"", &list, context::BLOCK_CAP);
     format!("## Criteria to decide\n{section}")
+}
+
+/// The most bytes of code the model coordinator is shown, whatever the
+/// budget leaves.
+const COORDINATOR_CODE_CAP: usize = 64 * 1024;
+/// What the pre-flight estimate allows for the model coordinator's findings
+/// and code, in tokens (the findings are not known before the panel answers).
+pub const COORDINATOR_ALLOWANCE: u64 = 2_000;
+
+/// Why a reviewer with nothing in its remit is not asked.
+fn nothing_to_review(prompt: Prompt, change: &[ChangedFile]) -> String {
+    if change.is_empty() {
+        return "the change is empty".to_owned();
+    }
+    if change.iter().all(|f| f.noise.is_some() || f.text.is_none()) {
+        return "nothing in the change to review (only deleted, unreadable or noise files)"
+            .to_owned();
+    }
+    match prompt {
+        Prompt::Generalist => "nothing in the change to review",
+        Prompt::Role(Role::Security) => "no code or configuration in the change",
+        Prompt::Role(Role::Docs) => "no documentation in the change",
+        Prompt::Role(_) => "no code in the change",
+    }
+    .to_owned()
+}
+
+/// Why the panel as planned leaves the run undecided under `[policy]
+/// min_coverage`: each reviewer asked (or carried) that saw less than that
+/// share of its remit, counting one that did not run as having seen none.
+fn under_covered(panel: &[SpecialistRecord], min_coverage: f64) -> Vec<String> {
+    panel
+        .iter()
+        .filter(|s| s.status != "skipped")
+        .filter_map(|s| {
+            let ran = s.status == "ok";
+            let share = if ran { s.coverage.share() } else { 0.0 };
+            (share < min_coverage).then(|| {
+                format!(
+                    "the {} review {}saw {:.0}% of its remit, below min_coverage {:.0}%",
+                    s.role,
+                    if ran { "" } else { "did not run, so " },
+                    share * 100.0,
+                    min_coverage * 100.0
+                )
+            })
+        })
+        .collect()
+}
+
+/// The record of a reviewer that was not asked: nothing to review.
+fn skipped_record(role: Role, why: String) -> SpecialistRecord {
+    SpecialistRecord {
+        role: role.as_str().to_owned(),
+        model: String::new(),
+        status: "skipped".to_owned(),
+        reason: Some(why),
+        input_tokens: Some(0),
+        cached_input_tokens: Some(0),
+        cache_write_tokens: Some(0),
+        output_tokens: Some(0),
+        cost_usd: Some(0.0),
+        latency_ms: 0,
+        attempts: Vec::new(),
+        coverage: Coverage::default(),
+        remit_digest: String::new(),
+        carried_from: None,
+    }
+}
+
+/// What the pre-flight estimate counts for the model coordinator: its
+/// request (shared context, instructions, [`COORDINATOR_ALLOWANCE`]) and
+/// its one repair.
+fn coordinator_estimate(input: &ReviewInput<'_>, shared: &str) -> u64 {
+    let blocks = [
+        Block::cached(shared),
+        Block::new(instructions(
+            input.prompts,
+            Prompt::Role(Role::Coordinator),
+            "",
+        )),
+    ];
+    2 * (estimated_input_tokens(&blocks, &Expect::Coordination.schema(), &[])
+        + COORDINATOR_ALLOWANCE)
 }
 
 /// Runs the review: the panel concurrently, then the coordinator.
@@ -446,14 +566,21 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     }
 
     // Every request, built before anything is sent, so the budget can refuse
-    // the run whole. A role whose remit did not change since the previous
-    // attempt is carried instead of asked.
-    let mut carried_seats: Vec<(Seat, &CarriedReview, String)> = Vec::new();
-    let mut requests: Vec<(Seat, Vec<Block>, Coverage, String)> = Vec::new();
-    for (seat, material) in &seats {
+    // the run whole. A reviewer with nothing in its remit is not asked; a
+    // role whose remit did not change since the previous attempt is carried
+    // instead of asked. Each keeps its seat's place for the record.
+    let mut skipped: Vec<(usize, SpecialistRecord)> = Vec::new();
+    let mut carried_seats: Vec<(usize, Seat, &CarriedReview, String)> = Vec::new();
+    let mut requests: Vec<(usize, Seat, Vec<Block>, Coverage, String)> = Vec::new();
+    for (place, (seat, material)) in seats.iter().enumerate() {
         let blocks = remits.for_prompt(seat.prompt);
-        let coverage = Coverage::of(&blocks);
         let asks_own_questions = matches!(seat.role, Role::Judge | Role::Rules);
+        if !asks_own_questions && blocks.iter().all(|b| b.is_empty()) {
+            let why = nothing_to_review(seat.prompt, input.change);
+            skipped.push((place, skipped_record(seat.role, why)));
+            continue;
+        }
+        let coverage = Coverage::of(&blocks);
         let extra = if asks_own_questions {
             material.clone()
         } else {
@@ -470,7 +597,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             && c.record.remit_digest == digest
             && !asks_own_questions
         {
-            carried_seats.push((*seat, c, digest));
+            carried_seats.push((place, *seat, c, digest));
             continue;
         }
         let mut request = vec![Block::cached(shared.clone())];
@@ -484,82 +611,115 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             });
         }
         request.push(Block::new(instructions(input.prompts, seat.prompt, &extra)));
-        requests.push((*seat, request, coverage, digest));
+        requests.push((place, *seat, request, coverage, digest));
     }
     // One request per page that design rules apply to, its screenshots attached.
     let code_requests = requests.len();
-    for p in input.pages {
+    for (p, page) in input.pages.iter().enumerate() {
         let seat = Seat {
             role: Role::Rules,
             prompt: Prompt::Role(Role::Rules),
         };
-        let extra = design::questions(input.fence, &p.asked);
+        let extra = design::questions(input.fence, &page.asked);
         let text = instructions(input.prompts, seat.prompt, &extra);
-        let blocks = design::request(&shared, input.fence, &p.page, text);
+        let blocks = design::request(&shared, input.fence, &page.page, text);
         let coverage = Coverage {
-            files: p.page.files.clone(),
+            files: page.page.files.clone(),
             ..Coverage::default()
         };
-        requests.push((seat, blocks, coverage, String::new()));
+        requests.push((seats.len() + p, seat, blocks, coverage, String::new()));
     }
-    let estimate: u64 = requests
+
+    // The pre-flight estimate: every request and its one repair, and the
+    // model coordinator when one may be asked.
+    let review_schema = Expect::Review.schema();
+    let mut estimate: u64 = requests
         .iter()
-        .map(|(_, blocks, _, _)| blocks.iter().map(Block::estimated_tokens).sum::<u64>())
+        .map(|(_, _, blocks, _, _)| 2 * estimated_input_tokens(blocks, &review_schema, &[]))
         .sum();
-    if estimate > policy.max_input_tokens {
-        let why = format!(
-            "over budget: about {estimate} input tokens, more than max_input_tokens = {}; \
-             nothing was sent. Narrow the change with --base or tighter task paths, or raise \
-             [policy] max_input_tokens",
-            policy.max_input_tokens
-        );
-        return ReviewOutput {
-            record: ReviewRecord::did_not_run(why.clone()),
-            findings: Vec::new(),
-            judgements: unjudged(input.judged, "the review was over budget"),
-            incomplete: vec![why],
-            duplicates: 0,
-        };
+    let reviewers_answer = requests[..code_requests]
+        .iter()
+        .map(|(_, seat, ..)| seat.role)
+        .chain(carried_seats.iter().map(|(_, seat, ..)| seat.role))
+        .any(|r| !matches!(r, Role::Rules));
+    let coordinated = tier == Tier::Full && reviewers_answer;
+    if coordinated {
+        estimate += coordinator_estimate(input, &shared);
     }
+    let budget = Budget::new(policy.max_input_tokens);
+    let refused = (estimate > policy.max_input_tokens).then(|| {
+        format!(
+            "over budget: about {estimate} input tokens (every request with its one repair{}), \
+             more than max_input_tokens = {}; nothing was sent. Narrow the change with --base \
+             or tighter task paths, or raise [policy] max_input_tokens",
+            if coordinated {
+                ", and the coordinator"
+            } else {
+                ""
+            },
+            policy.max_input_tokens
+        )
+    });
 
-    input.events.emit(RunEvent::ReviewStarted {
-        tier,
-        seats: requests
+    let mut specialists: Vec<(usize, SpecialistRecord)> = skipped;
+    let results: Vec<CallResult> = if let Some(why) = &refused {
+        requests
             .iter()
-            .map(|(seat, _, _, _)| seat_event(input, *seat, tier))
-            .collect(),
-    });
-    let calls = requests.iter().map(|(seat, blocks, coverage, _)| {
-        let (plan, why) = call_plan(input, *seat, tier, review_deadline);
-        async move {
-            let result = bounded_ask(input, &plan, blocks, &why).await;
-            input.events.emit(RunEvent::SpecialistFinished {
-                record: Box::new(specialist_record(seat.role, &result, coverage)),
-                raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
-            });
-            result
-        }
-    });
-    let results: Vec<CallResult> = futures::future::join_all(calls).await;
-
-    let mut specialists = Vec::new();
-    let mut raised = Vec::new();
-    let mut judgements = unjudged(input.judged, "the judge did not run");
-    let mut incomplete = Vec::new();
-    let mut rule_answers = Vec::new();
-    for (seat, c, digest) in &carried_seats {
-        specialists.push(SpecialistRecord {
-            input_tokens: Some(0),
-            cached_input_tokens: Some(0),
-            cache_write_tokens: Some(0),
-            output_tokens: Some(0),
-            cost_usd: Some(0.0),
-            latency_ms: 0,
-            attempts: Vec::new(),
-            remit_digest: digest.clone(),
-            carried_from: Some(c.from_run.clone()),
-            ..c.record.clone()
+            .map(|_| CallResult {
+                answer: Err(why.clone()),
+                ..CallResult::empty()
+            })
+            .collect()
+    } else {
+        input.events.emit(RunEvent::ReviewStarted {
+            tier,
+            seats: requests
+                .iter()
+                .map(|(_, seat, ..)| seat_event(input, *seat, tier))
+                .collect(),
         });
+        for (_, record) in &specialists {
+            input.events.emit(RunEvent::SpecialistFinished {
+                record: Box::new(record.clone()),
+                raised: 0,
+            });
+        }
+        let calls = requests.iter().map(|(_, seat, blocks, coverage, _)| {
+            let (plan, why) =
+                call_plan(input, *seat, tier, review_deadline, Expect::Review, &budget);
+            async move {
+                let result = bounded_ask(input, &plan, blocks, &why).await;
+                input.events.emit(RunEvent::SpecialistFinished {
+                    record: Box::new(specialist_record(seat.role, &result, coverage)),
+                    raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+                });
+                result
+            }
+        });
+        futures::future::join_all(calls).await
+    };
+
+    let mut raised = Vec::new();
+    let mut dropped: Vec<Finding> = Vec::new();
+    let mut judgements = unjudged(input.judged, "the judge did not run");
+    let mut incomplete: Vec<String> = refused.iter().cloned().collect();
+    let mut rule_answers = Vec::new();
+    for (place, seat, c, digest) in &carried_seats {
+        specialists.push((
+            *place,
+            SpecialistRecord {
+                input_tokens: Some(0),
+                cached_input_tokens: Some(0),
+                cache_write_tokens: Some(0),
+                output_tokens: Some(0),
+                cost_usd: Some(0.0),
+                latency_ms: 0,
+                attempts: Vec::new(),
+                remit_digest: digest.clone(),
+                carried_from: Some(c.from_run.clone()),
+                ..c.record.clone()
+            },
+        ));
         raised.extend(c.findings.iter().map(|f| Raised {
             role: seat.role,
             finding: answer::RawFinding {
@@ -573,10 +733,12 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         }));
     }
     let mut page_answers = Vec::new();
-    for (k, ((seat, _, coverage, digest), result)) in requests.iter().zip(&results).enumerate() {
+    for (k, ((place, seat, _, coverage, digest), result)) in
+        requests.iter().zip(&results).enumerate()
+    {
         let mut record = specialist_record(seat.role, result, coverage);
         record.remit_digest.clone_from(digest);
-        specialists.push(record);
+        specialists.push((*place, record));
         if let Some(p) = k.checked_sub(code_requests) {
             if let Ok(answer) = &result.answer {
                 page_answers.push((p, answer.rules.clone()));
@@ -586,37 +748,26 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         let Ok(answer) = &result.answer else {
             if seat.role == Role::Judge {
                 let why = result.answer.as_ref().err().cloned().unwrap_or_default();
-                judgements = unjudged(input.judged, &format!("the judge did not run: {why}"));
+                judgements = unjudged(
+                    input.judged,
+                    &format!("the judge did not run: {}", plain(&why)),
+                );
             }
             continue;
         };
-        if coverage.share() < policy.min_coverage {
-            incomplete.push(format!(
-                "the {} review saw {:.0}% of its remit, below min_coverage {:.0}%",
-                seat.role,
-                coverage.share() * 100.0,
-                policy.min_coverage * 100.0
-            ));
-        }
         if seat.role == Role::Judge {
             for c in input.judged {
-                if let Some(a) = answer.criteria.iter().find(|a| a.id == c.id) {
-                    judgements.insert(
-                        c.id.clone(),
-                        Judgement {
-                            met: Some(a.met),
-                            why: a.why.clone(),
-                        },
-                    );
-                } else {
-                    judgements.insert(
-                        c.id.clone(),
-                        Judgement {
-                            met: None,
-                            why: "the judge gave no answer for it".to_owned(),
-                        },
-                    );
-                }
+                let judgement = match answer.criteria.iter().find(|a| a.id == c.id) {
+                    Some(a) => Judgement {
+                        met: Some(a.met),
+                        why: a.why.clone(),
+                    },
+                    None => Judgement {
+                        met: None,
+                        why: "the judge gave no answer for it".to_owned(),
+                    },
+                };
+                judgements.insert(c.id.clone(), judgement);
             }
         }
         if seat.role == Role::Rules {
@@ -624,11 +775,18 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             rule_answers.extend(answer.rules.iter().cloned());
             continue;
         }
+        dropped.extend(answer.invalid.iter().map(|i| {
+            coordinator::to_finding(seat.role, &i.finding)
+                .dropped(FateBy::Validation, i.why.clone())
+        }));
         raised.extend(answer.findings.iter().map(|f| Raised {
             role: seat.role,
             finding: f.clone(),
         }));
     }
+    specialists.sort_by_key(|(place, _)| *place);
+    let mut specialists: Vec<SpecialistRecord> = specialists.into_iter().map(|(_, r)| r).collect();
+    incomplete.extend(under_covered(&specialists, policy.min_coverage));
 
     let changed: BTreeSet<String> = input
         .change
@@ -637,48 +795,23 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         .map(|f| f.path.clone())
         .collect();
     let fusion = coordinator::fuse(&raised, &changed, policy.confidence_floor);
-    let duplicates = fusion
-        .dropped
-        .iter()
-        .filter(|(_, why)| why.starts_with("duplicate of"))
-        .count();
     let mut findings = fusion.kept;
 
-    if tier == Tier::Full && !findings.is_empty() {
-        let seat = Seat {
-            role: Role::Coordinator,
-            prompt: Prompt::Role(Role::Coordinator),
-        };
-        let (section, _) = input.fence.wrap(
-            "kind=\"findings\"",
-            &coordinator::coordinator_payload(&findings),
-            context::BLOCK_CAP,
-        );
-        let blocks = vec![
-            Block::cached(shared.clone()),
-            Block::new(instructions(
-                input.prompts,
-                seat.prompt,
-                &format!("## Findings\n{section}"),
-            )),
-        ];
-        let (plan, why) = call_plan(input, seat, tier, review_deadline);
-        input
-            .events
-            .emit(RunEvent::SpecialistStarted(seat_event(input, seat, tier)));
-        let result = bounded_ask(input, &plan, &blocks, &why).await;
-        if let Ok(answer) = &result.answer {
-            findings = coordinator::reconcile(&findings, &answer.findings);
-        }
-        // When the model coordinator cannot answer, the deterministic
-        // fusion stands.
-        let record = specialist_record(Role::Coordinator, &result, &Coverage::default());
-        input.events.emit(RunEvent::SpecialistFinished {
-            record: Box::new(record.clone()),
-            raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
-        });
+    if tier == Tier::Full && !findings.is_empty() && refused.is_none() {
+        let (stands, gone, record) = model_coordinator(
+            input,
+            &shared,
+            findings,
+            &fusion.dropped,
+            &budget,
+            review_deadline,
+        )
+        .await;
+        findings = stands;
+        dropped.extend(gone);
         specialists.push(record);
     }
+    dropped.extend(fusion.dropped);
 
     let scored = ask::score(input.rules, &rule_answers);
     for a in input.rules {
@@ -697,19 +830,94 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             policy.rule_threshold,
         ));
     }
-    let findings = coordinator::merge_rule_findings(findings, rule_findings);
+    let (findings, merged) = coordinator::merge_rule_findings(findings, rule_findings);
+    dropped.extend(merged);
 
+    let (status, reason) = match &refused {
+        Some(why) => (ReviewStatus::DidNotRun, Some(why.clone())),
+        None => (ReviewStatus::Ran, None),
+    };
     ReviewOutput {
         record: ReviewRecord {
-            status: ReviewStatus::Ran,
-            reason: None,
+            status,
+            reason,
             specialists,
+            budget: Some(BudgetRecord {
+                max_input_tokens: policy.max_input_tokens,
+                estimated: estimate,
+                sent: budget.sent(),
+            }),
         },
         findings,
+        dropped,
         judgements,
         incomplete,
-        duplicates,
     }
+}
+
+/// The model coordinator over the fused findings: shown the code each
+/// cites (as much as the budget leaves room for, with its one repair), its
+/// decisions applied ([`coordinator::coordinate`]). When it cannot answer,
+/// the fusion stands. Returns what stands, what it dropped or merged, and
+/// its record.
+async fn model_coordinator(
+    input: &ReviewInput<'_>,
+    shared: &str,
+    fused: Vec<Finding>,
+    merged: &[Finding],
+    budget: &Budget,
+    review_deadline: Instant,
+) -> (Vec<Finding>, Vec<Finding>, SpecialistRecord) {
+    let tier = input.tier.tier;
+    let seat = Seat {
+        role: Role::Coordinator,
+        prompt: Prompt::Role(Role::Coordinator),
+    };
+    let blocks_with = |material: &str| {
+        vec![
+            Block::cached(shared),
+            Block::new(instructions(input.prompts, seat.prompt, material)),
+        ]
+    };
+    let schema = Expect::Coordination.schema();
+    let bare = coordinator::payload(&fused, &[], input.fence, 0);
+    let base = estimated_input_tokens(&blocks_with(&bare), &schema, &[]);
+    let room = budget.left().saturating_sub(2 * base) / 2;
+    let code_bytes = usize::try_from(room.saturating_mul(4))
+        .unwrap_or(usize::MAX)
+        .min(COORDINATOR_CODE_CAP);
+    let material = coordinator::payload(&fused, input.change, input.fence, code_bytes);
+    let blocks = blocks_with(&material);
+    let (plan, why) = call_plan(
+        input,
+        seat,
+        tier,
+        review_deadline,
+        Expect::Coordination,
+        budget,
+    );
+    input
+        .events
+        .emit(RunEvent::SpecialistStarted(seat_event(input, seat, tier)));
+    let result = bounded_ask(input, &plan, &blocks, &why).await;
+    let (stands, gone) = match &result.answer {
+        Ok(answer::Answer {
+            coordination: Some(decisions),
+            ..
+        }) => coordinator::coordinate(
+            fused,
+            merged,
+            decisions,
+            input.policy.coordinator_may_drop_critical,
+        ),
+        _ => (fused, Vec::new()),
+    };
+    let record = specialist_record(Role::Coordinator, &result, &Coverage::default());
+    input.events.emit(RunEvent::SpecialistFinished {
+        record: Box::new(record.clone()),
+        raised: stands.len(),
+    });
+    (stands, gone, record)
 }
 
 /// A role's findings from earlier attempts, for it to confirm or drop.
@@ -725,7 +933,7 @@ fn earlier_material(input: &ReviewInput<'_>, role: Role) -> String {
     }
     let (section, _) = input.fence.wrap(
         "kind=\"earlier-findings\"",
-        &coordinator::coordinator_payload(&own),
+        &coordinator::findings_json(&own),
         context::BLOCK_CAP,
     );
     format!(
@@ -790,6 +998,8 @@ fn call_plan(
     seat: Seat,
     tier: Tier,
     review_deadline: Instant,
+    expect: Expect,
+    budget: &Budget,
 ) -> (CallPlan, String) {
     let policy = input.policy;
     let own = policy
@@ -820,14 +1030,18 @@ fn call_plan(
         inactivity: Duration::from_secs(policy.inactivity_timeout_s),
         deadline,
         min_attempt: Duration::from_secs(policy.min_attempt_time_s),
+        expect,
+        budget: budget.clone(),
     };
     (plan, why)
 }
 
+/// A call's record. A reviewer that did not run saw nothing of its remit;
+/// providers' error text is made plain like any other model text.
 fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> SpecialistRecord {
-    let (status, reason) = match &result.answer {
-        Ok(_) => ("ok", None),
-        Err(why) => ("did_not_run", Some(why.clone())),
+    let (status, reason, coverage) = match &result.answer {
+        Ok(_) => ("ok", None, coverage.clone()),
+        Err(why) => ("did_not_run", Some(plain(why)), coverage.unseen()),
     };
     SpecialistRecord {
         role: role.as_str().to_owned(),
@@ -840,8 +1054,15 @@ fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> Sp
         output_tokens: result.usage.output_tokens,
         cost_usd: result.cost_usd,
         latency_ms: u64::try_from(result.latency.as_millis()).unwrap_or(u64::MAX),
-        attempts: result.attempts.clone(),
-        coverage: coverage.clone(),
+        attempts: result
+            .attempts
+            .iter()
+            .map(|a| call::Attempt {
+                error: a.error.as_deref().map(plain),
+                ..a.clone()
+            })
+            .collect(),
+        coverage,
         remit_digest: String::new(),
         carried_from: None,
     }

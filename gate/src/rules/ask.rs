@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::findings::finding_id;
 use crate::record::Finding;
 use crate::review::answer::RuleAnswer;
 use crate::review::context::{self, Fence};
@@ -189,16 +188,15 @@ fn finding(a: &Asked, s: &Scored, threshold: f64) -> Finding {
         let _ = writeln!(detail, "reference: {reference}");
     }
     let _ = write!(detail, "rule: {} in {}", rule.id, rule.source);
-    Finding {
-        id: finding_id(Role::Rules.as_str(), &file, &title),
-        severity: rule.severity.as_str().to_owned(),
-        role: Role::Rules.as_str().to_owned(),
+    Finding::raised(
+        Role::Rules.as_str(),
+        rule.severity.as_str(),
         file,
-        line: None,
+        None,
         title,
         detail,
-        confidence: ((1.0 - s.compliance).clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
-    }
+        ((1.0 - s.compliance).clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
+    )
 }
 
 /// The references of `asked`, workspace-relative, sorted and unique.

@@ -196,6 +196,9 @@ async fn score_case(
         inactivity: Duration::from_secs(policy.inactivity_timeout_s),
         deadline: Instant::now() + Duration::from_secs(timeout),
         min_attempt: Duration::from_secs(policy.min_attempt_time_s),
+        expect: crate::review::answer::Expect::Review,
+        // Scoring cases is not a run: `max_input_tokens` budgets runs.
+        budget: crate::review::budget::Budget::unlimited(),
     };
     // Each case is scored on its own: no breaker state carries between cases.
     let breakers = Breakers::in_memory(BreakerPolicy::with_cooldown(policy.breaker_cooldown_s));

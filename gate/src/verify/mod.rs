@@ -135,11 +135,11 @@ impl Start {
             criteria: Vec::new(),
             review: ReviewRecord::did_not_run("the series is escalated"),
             findings: Vec::new(),
+            dropped_findings: Vec::new(),
             doom_loop: None,
             content_digest: String::new(),
             previous_bundle: None,
             finding_fates: Vec::new(),
-            suppressed_findings: Vec::new(),
             duplicates: 0,
             failures: Vec::new(),
             override_note: None,
@@ -592,8 +592,13 @@ pub async fn run_with(
     record.content_digest = snapshot.digest_of(None).to_hex();
     record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
     record.finding_fates = remembered.fates;
-    record.suppressed_findings = remembered.suppressed;
-    record.duplicates = review.duplicates;
+    let mut dropped = review.dropped;
+    dropped.extend(remembered.suppressed);
+    record.duplicates = dropped
+        .iter()
+        .filter(|f| f.lineage.by == Some(crate::record::FateBy::Dedupe))
+        .count();
+    record.dropped_findings = dropped;
     record.failures = retry::failures(&record);
     record.routing_override = routing_override;
     record.pages = page_records;
@@ -743,6 +748,10 @@ fn tamper_findings(
                         .to_owned()
                 },
                 confidence: 1.0,
+                lineage: crate::record::Lineage::raised(
+                    guard::GUARD_ROLE,
+                    if critical { "critical" } else { "warning" },
+                ),
             }
         })
         .collect()

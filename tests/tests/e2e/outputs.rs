@@ -640,6 +640,7 @@ name = "scripted"
             .position(|n| *n == name)
             .unwrap_or_else(|| panic!("no {name}: {names:?}"))
     };
+    // Model text is one line: the detail's line break became a space.
     assert!(at("review_started") < at("specialist_finished"));
     assert!(at("specialist_finished") < at("verdict"));
     let started = &events[at("review_started")];
@@ -670,7 +671,7 @@ name = "scripted"
     assert!(
         gh.lines().any(|l| l
             == "::error file=src/app.py,line=2,title=Division by zero%3A total%2C count::\
-                Division by zero: total, count%0A%0Acount is 0 for an empty cart%0Aand the handler crashes"),
+                Division by zero: total, count%0A%0Acount is 0 for an empty cart and the handler crashes"),
         "{gh}"
     );
     let cq: Value = serde_json::from_str(&env.read(".gate/reports/cq.json")).unwrap();

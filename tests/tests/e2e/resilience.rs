@@ -138,7 +138,8 @@ struct Fault {
     name: &'static str,
     /// The faulty model's reply (`None`: nobody listens on its port).
     reply: Option<Reply>,
-    /// `retryable` or `fatal`.
+    /// `retryable`, `malformed` (the chain moves on, the breaker is not
+    /// told) or `fatal`.
     class: &'static str,
     /// Attempts on the faulty model (a fitting Retry-After is waited out once).
     tries: usize,
@@ -247,7 +248,7 @@ fn faults() -> Vec<Fault> {
         fault(
             "a reply that is not JSON",
             Some(Reply::openai_text("The change looks fine to me.")),
-            "fatal",
+            "malformed",
             1,
             2,
             ms(0),
@@ -255,7 +256,7 @@ fn faults() -> Vec<Fault> {
         fault(
             "a reply that breaks the schema twice",
             Some(Reply::openai(&json!({"verdict": "looks good"}))),
-            "fatal",
+            "malformed",
             1,
             2,
             ms(0),
@@ -342,7 +343,8 @@ fn run_cell(fault: &Fault, position: Position) -> Result<(), String> {
         want_attempts.push((PRIMARY.to_owned(), "retryable".to_owned()));
     }
     want_attempts.extend(std::iter::repeat_n(faulty, fault.tries));
-    let answered = position == Position::First && fault.class == "retryable";
+    // A failure another model may not have moves down the chain.
+    let answered = position == Position::First && fault.class != "fatal";
     if answered {
         want_attempts.push((FALLBACK.to_owned(), "ok".to_owned()));
     }
@@ -518,6 +520,10 @@ fn the_breaker_opens_and_later_runs_skip_the_dead_model() {
         .script(
             Matcher::any().model(PRIMARY),
             vec![Reply::openai_error(503, "server_error", "", "unavailable")],
+        )
+        .script(
+            Matcher::any().model(FALLBACK).role("coordinator"),
+            vec![Reply::openai(&json!({"findings": [], "dropped": []}))],
         )
         .script(
             Matcher::any().model(FALLBACK),

@@ -541,10 +541,17 @@ fn dismissed_findings_stay_quiet_until_their_code_changes() {
     };
     assert!(dismiss(&run).contains(&format!("has no finding nope (its findings: {id})")));
 
-    // Raised again on the same code: suppressed.
+    // Raised again on the same code: suppressed, and recorded as such.
     let out = env.gate(&["verify", "--format", "json"]).run();
     out.assert_exit(0);
     assert_eq!(out.json()["findings"], json!([]));
+    let quiet = &out.json()["dropped_findings"][0];
+    assert_eq!(quiet["id"], id.as_str());
+    assert_eq!(quiet["lineage"]["by"], "dismissal");
+    assert_eq!(
+        quiet["lineage"]["why"],
+        format!("dismissed on run {run}: quantity is always 1 here")
+    );
     assert!(dismiss(out.json()["run_id"].as_str().unwrap()).contains("has no findings to dismiss"));
 
     // The code under it changes: it is raised again.

@@ -388,6 +388,7 @@ judge = "model"
             "criteria",
             "review",
             "findings",
+            "dropped_findings",
             "doom_loop",
             "bundle"
         ]

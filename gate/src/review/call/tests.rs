@@ -81,6 +81,8 @@ impl Rig {
             inactivity: Duration::from_secs(2),
             deadline: Instant::now() + budget,
             min_attempt: Duration::from_secs(1),
+            expect: crate::review::answer::Expect::Review,
+            budget: crate::review::budget::Budget::unlimited(),
         }
     }
 
@@ -344,7 +346,8 @@ async fn truncation_doubles_the_limit_once_and_malformed_output_gets_one_repair(
     );
     assert_eq!(second, first * 2);
 
-    // Still malformed after its one repair: fatal, and the chain stops.
+    // Still malformed after its one repair: that model's failure; the
+    // chain moves on to the next, and the breaker is not told of an outage.
     let rig = Rig::new();
     rig.server
         .script(
@@ -356,9 +359,17 @@ async fn truncation_doubles_the_limit_once_and_malformed_output_gets_one_repair(
             vec![Reply::openai(&empty_answer())],
         );
     let result = rig.ask(Duration::from_secs(10)).await;
-    assert_eq!(outcomes(&result), [o(PRIMARY, AttemptOutcome::Fatal)]);
+    assert_eq!(
+        outcomes(&result),
+        [
+            o(PRIMARY, AttemptOutcome::Malformed),
+            o(FALLBACK, AttemptOutcome::Ok)
+        ]
+    );
+    assert!(result.answer.is_ok(), "{:?}", result.answer);
     assert_eq!(rig.requests_to(PRIMARY).len(), 2);
-    assert!(rig.requests_to(FALLBACK).is_empty());
+    assert_eq!(rig.requests_to(FALLBACK).len(), 1);
+    assert!(!rig.breakers.is_open(&format!("local/{PRIMARY}")).await);
 }
 
 #[tokio::test]
@@ -391,4 +402,40 @@ async fn no_attempt_starts_without_its_minimum_time() {
         result.answer
     );
     assert!(rig.requests_to(FALLBACK).is_empty());
+}
+
+/// The run's budget, request by request: a request it cannot hold is not
+/// sent; a repair it cannot hold ends that model's attempt, and the next
+/// model's request, which it cannot hold either, ends the call.
+#[tokio::test]
+async fn a_request_the_budget_cannot_hold_is_not_sent() {
+    let rig = Rig::new();
+    rig.server.default_reply(Reply::openai_text("not json"));
+    let blocks = [Block::new("review this")];
+    let one = crate::provider::estimated_input_tokens(&blocks, &Expect::Review.schema(), &[]);
+    // (budget, requests sent, outcomes)
+    let cases = [
+        (one - 1, 0, vec![o(PRIMARY, AttemptOutcome::OverBudget)]),
+        (
+            one + one / 2,
+            1,
+            vec![
+                o(PRIMARY, AttemptOutcome::Malformed),
+                o(FALLBACK, AttemptOutcome::OverBudget),
+            ],
+        ),
+    ];
+    let mut seen = 0;
+    for (limit, sent, want) in cases {
+        let mut plan = rig.plan(Duration::from_secs(10));
+        plan.budget = Budget::new(limit);
+        let result = rig.ask_with(&plan).await;
+        assert_eq!(outcomes(&result), want, "budget {limit}");
+        let why = result.answer.unwrap_err();
+        assert!(why.starts_with("over budget"), "{why}");
+        seen += sent;
+        assert_eq!(rig.server.requests().len(), seen, "budget {limit}");
+        // What was sent is what the budget counts: the usage reported.
+        assert_eq!(plan.budget.sent(), 1200 * sent as u64);
+    }
 }
