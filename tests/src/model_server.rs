@@ -86,6 +86,8 @@ struct State {
     scripts: Vec<Script>,
     default: Reply,
     requests: Vec<Request>,
+    /// Report each completion's input tokens as [`Request::tokens`] counts them.
+    count_usage: bool,
 }
 
 struct Script {
@@ -132,6 +134,7 @@ impl ModelServer {
                     json!({"error": {"message": "no scripted reply for this request", "type": "not_found_error"}}),
                 ),
                 requests: Vec::new(),
+                count_usage: false,
             }),
             stopping: AtomicBool::new(false),
             tls,
@@ -185,6 +188,20 @@ impl ModelServer {
         self.state().requests.clone()
     }
 
+    /// From now on, every completion reports as its input tokens what the
+    /// server counts of its request ([`Request::tokens`]), as a provider
+    /// reports what it billed.
+    pub fn count_usage(&self) -> &Self {
+        self.state().count_usage = true;
+        self
+    }
+
+    /// The input tokens of every request received so far, as
+    /// [`Request::tokens`] counts them.
+    pub fn tokens_received(&self) -> u64 {
+        self.state().requests.iter().map(Request::tokens).sum()
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.shared)
     }
@@ -236,7 +253,18 @@ fn handle(stream: &mut dyn Conn, shared: &Shared) {
     let reply = {
         let mut state = lock(shared);
         state.requests.push(request.clone());
-        choose(&mut state, &request)
+        let mut reply = choose(&mut state, &request);
+        if let Kind::Computed(Compute(answer)) = &reply.kind {
+            let (delay, headers) = (reply.delay, reply.headers.clone());
+            reply = answer(&request);
+            reply.delay += delay;
+            reply.headers.extend(headers);
+        }
+        if state.count_usage {
+            reply.counted(request.tokens())
+        } else {
+            reply
+        }
     };
     if !pause(shared, reply.delay) {
         return;
@@ -373,6 +401,14 @@ impl Request {
         out
     }
 
+    /// The input tokens this server counts for the request: the bytes of
+    /// every string in its body (what [`Request::text`] joins: system
+    /// prompt, instructions, content, schema, follow-ups), divided by 4 and
+    /// rounded up.
+    pub fn tokens(&self) -> u64 {
+        self.text().len().div_ceil(4) as u64
+    }
+
     /// Whether the request asked for a streamed reply.
     pub fn wants_stream(&self) -> bool {
         self.body.get("stream").and_then(Value::as_bool) == Some(true)
@@ -433,6 +469,17 @@ enum Kind {
     Events(Vec<SseStep>),
     Hang,
     Close,
+    Computed(Compute),
+}
+
+/// A reply worked out from the request it answers.
+#[derive(Clone)]
+struct Compute(Arc<dyn Fn(&Request) -> Reply + Send + Sync>);
+
+impl std::fmt::Debug for Compute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Compute(…)")
+    }
 }
 
 /// A model's answer, rendered in a provider's shape when served.
@@ -584,6 +631,13 @@ impl Reply {
         Self::of(Kind::Events(steps))
     }
 
+    /// A reply worked out from the request it answers (as a model reads
+    /// what it is sent): `answer` is called with the request and returns
+    /// the reply to serve.
+    pub fn computed(answer: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Self {
+        Self::of(Kind::Computed(Compute(Arc::new(answer))))
+    }
+
     /// Reads the request and never answers (until the server stops or the
     /// client hangs up).
     pub fn hang() -> Self {
@@ -652,6 +706,25 @@ impl Reply {
         self
     }
 
+    /// This reply with its usage reporting `input` input tokens (a
+    /// completion's only; other replies are left as they are).
+    fn counted(mut self, input: u64) -> Self {
+        match &mut self.kind {
+            Kind::OpenAi(c) => {
+                c.usage = Some(json!({"prompt_tokens": input, "completion_tokens": 80,
+                    "total_tokens": input + 80}));
+            }
+            Kind::Anthropic(c) => {
+                c.usage = Some(
+                    json!({"input_tokens": input, "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0, "output_tokens": 80}),
+                );
+            }
+            _ => {}
+        }
+        self
+    }
+
     fn completion(&mut self) -> &mut Completion {
         match &mut self.kind {
             Kind::OpenAi(c) | Kind::Anthropic(c) => c,
@@ -667,7 +740,7 @@ fn serve(
     request: &Request,
 ) -> std::io::Result<()> {
     match &reply.kind {
-        Kind::Close => Ok(()),
+        Kind::Close | Kind::Computed(_) => Ok(()),
         Kind::Hang => {
             hang(stream, shared);
             Ok(())
