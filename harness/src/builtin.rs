@@ -1,9 +1,11 @@
 //! Built-in checks over the workspace's files.
 //!
 //! Each check reads the snapshot's regular files (skipping those over
-//! [`MAX_FILE_BYTES`] and binary ones, with a NUL in the first
-//! [`BINARY_SNIFF_BYTES`]) and returns a [`Location`] per problem found; the
-//! item fails if there is any.
+//! [`MAX_FILE_BYTES`]) and returns a [`Location`] per problem found; the
+//! item fails if there is any. The conflict and secrets checks skip binary
+//! files (a NUL in the first [`BINARY_SNIFF_BYTES`]); the parse check reads
+//! every file named as one of its formats, since a NUL makes such a file
+//! invalid, not binary.
 
 use std::io::Read;
 use std::path::Path;
@@ -20,11 +22,12 @@ pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 pub fn check(builtin: Builtin, workspace: &Path, files: &[String]) -> Vec<Location> {
     let mut found = Vec::new();
     for file in files {
-        if builtin == Builtin::Parse && parse_kind(file).is_none() {
+        let kind = parse_kind(file);
+        if builtin == Builtin::Parse && kind.is_none() {
             continue;
         }
-        let (text, utf8) = match read_text(&workspace.join(file)) {
-            Ok(Some(text)) => text,
+        let bytes = match read_bytes(&workspace.join(file)) {
+            Ok(Some(bytes)) => bytes,
             Ok(None) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
@@ -36,17 +39,27 @@ pub fn check(builtin: Builtin, workspace: &Path, files: &[String]) -> Vec<Locati
                 continue;
             }
         };
-        match builtin {
-            Builtin::Conflicts => conflicts(file, &text, &mut found),
-            Builtin::Secrets => secret_shapes(file, &text, &mut found),
-            Builtin::Parse if !utf8 => found.push(Location {
-                file: file.clone(),
-                line: None,
-                message: "not valid UTF-8".to_owned(),
-            }),
-            Builtin::Parse => {
-                if let Some(kind) = parse_kind(file) {
-                    found.extend(parse(file, &text, kind));
+        match (builtin, kind) {
+            // A file named as a structured format is read whatever its bytes:
+            // a NUL in a `.json` file makes it invalid, not binary.
+            (Builtin::Parse, Some(kind)) => match decode(&bytes, kind) {
+                Ok(text) => found.extend(parse(file, &text, kind)),
+                Err(why) => found.push(Location {
+                    file: file.clone(),
+                    line: None,
+                    message: why.to_owned(),
+                }),
+            },
+            (Builtin::Parse, None) => {}
+            (Builtin::Conflicts | Builtin::Secrets, _) => {
+                if bytes.iter().take(BINARY_SNIFF_BYTES).any(|&b| b == 0) {
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                if builtin == Builtin::Conflicts {
+                    conflicts(file, &text, &mut found);
+                } else {
+                    secret_shapes(file, &text, &mut found);
                 }
             }
         }
@@ -54,9 +67,8 @@ pub fn check(builtin: Builtin, workspace: &Path, files: &[String]) -> Vec<Locati
     found
 }
 
-/// The file as text and whether it was valid UTF-8 (else it is decoded
-/// lossily), or `None` when it is too large, binary or not a regular file.
-fn read_text(path: &Path) -> std::io::Result<Option<(String, bool)>> {
+/// The file's bytes, or `None` when it is too large or not a regular file.
+fn read_bytes(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let meta = std::fs::symlink_metadata(path)?;
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return Ok(None);
@@ -65,14 +77,43 @@ fn read_text(path: &Path) -> std::io::Result<Option<(String, bool)>> {
     std::fs::File::open(path)?
         .take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES || bytes.iter().take(BINARY_SNIFF_BYTES).any(|&b| b == 0)
-    {
-        return Ok(None);
+    Ok((bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes))
+}
+
+/// A structured file's text: UTF-8, or for YAML also UTF-16 or UTF-32
+/// with a byte-order mark (YAML 1.2 reads all three; JSON and TOML are
+/// UTF-8 only).
+fn decode(bytes: &[u8], kind: ParseKind) -> Result<String, &'static str> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return Ok(text.to_owned());
     }
-    Ok(Some(match String::from_utf8(bytes) {
-        Ok(text) => (text, true),
-        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), false),
-    }))
+    let (width, big) = match bytes {
+        [0x00, 0x00, 0xFE, 0xFF, ..] => (4, true),
+        [0xFF, 0xFE, 0x00, 0x00, ..] => (4, false),
+        [0xFE, 0xFF, ..] => (2, true),
+        [0xFF, 0xFE, ..] => (2, false),
+        _ => return Err("not valid UTF-8"),
+    };
+    if kind != ParseKind::Yaml || bytes.len() % width != 0 {
+        return Err("not valid UTF-8");
+    }
+    // The units after the byte-order mark.
+    let units = bytes[width..].chunks(width).map(|c| {
+        let n = |b: &u8| u32::from(*b);
+        if big {
+            c.iter().fold(0, |acc, b| (acc << 8) | n(b))
+        } else {
+            c.iter().rev().fold(0, |acc, b| (acc << 8) | n(b))
+        }
+    });
+    if width == 4 {
+        units
+            .map(|u| char::from_u32(u).ok_or("not valid UTF-32"))
+            .collect()
+    } else {
+        let utf16: Vec<u16> = units.map(|u| u as u16).collect();
+        String::from_utf16(&utf16).map_err(|_| "not valid UTF-16")
+    }
 }
 
 /// Merge-conflict markers: `<<<<<<< ` and `>>>>>>> ` anywhere at a line
@@ -126,6 +167,9 @@ enum ParseKind {
     Json,
     /// JSON with comments and trailing commas, as editors and TypeScript read it.
     Jsonc,
+    /// JSON Lines (`.jsonl`, `.ndjson`): one JSON value per line; blank lines
+    /// are allowed.
+    JsonLines,
     Toml,
     Yaml,
 }
@@ -136,6 +180,7 @@ fn parse_kind(file: &str) -> Option<ParseKind> {
     match ext.as_str() {
         "json" if is_jsonc(file, name) => Some(ParseKind::Jsonc),
         "json" => Some(ParseKind::Json),
+        "jsonl" | "ndjson" => Some(ParseKind::JsonLines),
         "toml" => Some(ParseKind::Toml),
         "yaml" | "yml" => Some(ParseKind::Yaml),
         _ => None,
@@ -163,13 +208,24 @@ fn parse(file: &str, text: &str, kind: ParseKind) -> Option<Location> {
         line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
         message,
     };
+    // A byte-order mark is no part of the document: the JSON RFC lets a
+    // reader ignore it, and editors on Windows write one.
+    let json = || text.strip_prefix('\u{feff}').unwrap_or(text);
     match kind {
-        ParseKind::Json => serde_json::from_str::<serde::de::IgnoredAny>(text)
+        ParseKind::Json => serde_json::from_str::<serde::de::IgnoredAny>(json())
             .err()
             .map(|e| at(e.line(), format!("invalid JSON: {}", json_message(&e)))),
-        ParseKind::Jsonc => serde_json::from_str::<serde::de::IgnoredAny>(&strip_jsonc(text))
+        ParseKind::Jsonc => serde_json::from_str::<serde::de::IgnoredAny>(&strip_jsonc(json()))
             .err()
             .map(|e| at(e.line(), format!("invalid JSON: {}", json_message(&e)))),
+        ParseKind::JsonLines => json().lines().enumerate().find_map(|(n, line)| {
+            if line.trim().is_empty() {
+                return None;
+            }
+            serde_json::from_str::<serde::de::IgnoredAny>(line)
+                .err()
+                .map(|e| at(n + 1, format!("invalid JSON line: {}", json_message(&e))))
+        }),
         ParseKind::Toml => text.parse::<toml::Table>().err().map(|e| {
             let line = e
                 .span()
@@ -180,8 +236,19 @@ fn parse(file: &str, text: &str, kind: ParseKind) -> Option<Location> {
             None => None,
             // Templated YAML (Helm, Jinja) is only YAML after rendering.
             Some(_) if text.contains("{{") || text.contains("{%") => None,
-            Some(e) => Some(at(e.marker().line(), format!("invalid YAML: {}", e.info()))),
+            Some(e) => Some(at(e.marker().line(), yaml_message(&e))),
         },
+    }
+}
+
+/// What the parse check says of a YAML error: a repeated key is named as
+/// such (the text parses, but YAML requires a mapping's keys to be unique).
+fn yaml_message(e: &saphyr::ScanError) -> String {
+    if e.info().contains("duplicated key") {
+        "invalid YAML: duplicate key in a mapping (YAML requires a mapping's keys to be unique)"
+            .to_owned()
+    } else {
+        format!("invalid YAML: {}", e.info())
     }
 }
 
@@ -191,22 +258,27 @@ fn parse(file: &str, text: &str, kind: ParseKind) -> Option<Location> {
 /// laughs"); above this it is checked as a stream of events only.
 const YAML_EXPANDED_NODES: u64 = 1_000_000;
 
-/// Why `text` is not YAML, if it is not: its events first (syntax, unknown
-/// anchors), counting what the aliases expand to, then the built document
-/// (duplicate keys) when that stays small. Text without a `*` holds no
-/// alias, so nothing can expand and the document is built at once.
-fn yaml_error(text: &str) -> Option<yaml_rust2::ScanError> {
-    if !text.contains('*') {
-        return yaml_rust2::YamlLoader::load_from_str(text).err();
+/// Why `text` is not YAML (1.2), if it is not: its events first (syntax,
+/// unknown anchors), counting what the aliases expand to, then the built
+/// document (duplicate keys) when that stays small. Text without a `*`
+/// holds no alias, so nothing can expand and the document is built at once.
+fn yaml_error(text: &str) -> Option<saphyr::ScanError> {
+    if text.contains('*') {
+        let mut size = ExpandedSize::default();
+        if let Err(e) = saphyr_parser::Parser::new_from_str(text).load(&mut size, true) {
+            return Some(e);
+        }
+        if size.total > YAML_EXPANDED_NODES {
+            return None;
+        }
     }
-    let mut size = ExpandedSize::default();
-    if let Err(e) = yaml_rust2::parser::Parser::new_from_str(text).load(&mut size, true) {
+    let mut loader = saphyr::YamlLoader::<saphyr::Yaml>::default();
+    // Counted above: what is built here stays within the bound.
+    loader.alias_limit(usize::try_from(YAML_EXPANDED_NODES).unwrap_or(usize::MAX));
+    if let Err(e) = saphyr_parser::Parser::new_from_str(text).load(&mut loader, true) {
         return Some(e);
     }
-    if size.total > YAML_EXPANDED_NODES {
-        return None;
-    }
-    yaml_rust2::YamlLoader::load_from_str(text).err()
+    loader.error().cloned()
 }
 
 /// The number of nodes a YAML stream holds with every alias expanded, as
@@ -221,9 +293,9 @@ struct ExpandedSize {
     total: u64,
 }
 
-impl yaml_rust2::parser::EventReceiver for ExpandedSize {
-    fn on_event(&mut self, event: yaml_rust2::Event) {
-        use yaml_rust2::Event;
+impl saphyr_parser::EventReceiver<'_> for ExpandedSize {
+    fn on_event(&mut self, event: saphyr_parser::Event<'_>) {
+        use saphyr_parser::Event;
         let (anchor, nodes) = match event {
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 self.open.push((anchor, 1));
@@ -491,6 +563,75 @@ mod tests {
         assert!(found[2].2.starts_with("invalid YAML: "), "{}", found[2].2);
     }
 
+    /// Regression: flow pairs whose value is a collection (ESLint's
+    /// `no-console: [2, allow: [warn, error]]`) were refused by the YAML
+    /// reader the parse check used before.
+    #[test]
+    fn what_the_formats_accept_is_accepted() {
+        let utf16 = |big: bool, text: &str| -> Vec<u8> {
+            let mut out = if big { vec![0xFE, 0xFF] } else { vec![0xFF, 0xFE] };
+            for u in text.encode_utf16() {
+                out.extend(if big { u.to_be_bytes() } else { u.to_le_bytes() });
+            }
+            out
+        };
+        // (file, bytes, what the check says: None = accepted)
+        let cases: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+            (
+                ".eslintrc.yml",
+                b"rules:\n  no-console: [2, allow: [warn, error]]\n".to_vec(),
+                None,
+            ),
+            ("a.yaml", b"[a: [b]]\n".to_vec(), None),
+            ("b.yaml", b"[a: {b: c}]\n".to_vec(), None),
+            ("c.yaml", b"- [a: b, c: d]\n".to_vec(), None),
+            ("le.yaml", utf16(false, "a: [1, 2]\n"), None),
+            ("be.yaml", utf16(true, "a: 1\n"), None),
+            (
+                "dup.yaml",
+                b"a: 1\na: 2\n".to_vec(),
+                Some("invalid YAML: duplicate key in a mapping"),
+            ),
+            ("bom.json", b"\xEF\xBB\xBF{\"a\": 1}\n".to_vec(), None),
+            ("utf16.json", utf16(false, "{}"), Some("not valid UTF-8")),
+            ("nul.json", b"{\"a\": 1}\x00".to_vec(), Some("invalid JSON: ")),
+            (
+                "events.jsonl",
+                b"{\"a\": 1}\n\n[2]\r\n\"three\"\n".to_vec(),
+                None,
+            ),
+            (
+                "bad.ndjson",
+                b"{\"a\": 1}\n{\"b\": }\n".to_vec(),
+                Some("invalid JSON line: "),
+            ),
+            (
+                "stream.json",
+                b"{\"a\": 1}\n{\"b\": 2}\n".to_vec(),
+                Some("invalid JSON: trailing characters"),
+            ),
+        ];
+        let found = run(
+            Builtin::Parse,
+            &cases
+                .iter()
+                .map(|(f, b, _)| (*f, b.clone()))
+                .collect::<Vec<_>>(),
+        );
+        for (file, _, want) in &cases {
+            let got = found.iter().find(|(f, _, _)| f == file);
+            match (want, got) {
+                (None, None) => {}
+                (Some(want), Some((_, _, message))) => {
+                    assert!(message.starts_with(want), "{file}: {message}");
+                }
+                _ => panic!("{file}: wanted {want:?}, got {got:?}"),
+            }
+        }
+        let bad = found.iter().find(|(f, _, _)| f == "bad.ndjson").unwrap();
+        assert_eq!(bad.1, Some(2), "the line of the bad JSON line");
+    }
+
     /// `levels` anchors, each a list of nine aliases of the one before:
     /// 9^levels leaves once expanded, from a few hundred bytes.
     fn laughs(levels: u32, first: &str) -> String {
@@ -521,7 +662,7 @@ mod tests {
                 "a duplicate key, found in the built document",
                 "a: 1\na: 2\n".into(),
                 Some(5),
-                Some("duplicated key"),
+                Some("duplicate key"),
             ),
             (
                 "an unknown anchor",
@@ -546,9 +687,9 @@ mod tests {
         ];
         for (what, text, nodes, error) in cases {
             let mut size = ExpandedSize::default();
-            let events = yaml_rust2::parser::Parser::new_from_str(&text).load(&mut size, true);
+            let events = saphyr_parser::Parser::new_from_str(&text).load(&mut size, true);
             assert_eq!(events.is_ok().then_some(size.total), nodes, "{what}");
-            let got = yaml_error(&text).map(|e| e.info().to_owned());
+            let got = yaml_error(&text).map(|e| yaml_message(&e));
             match error {
                 None => assert_eq!(got, None, "{what}"),
                 Some(want) => assert!(
