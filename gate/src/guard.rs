@@ -292,6 +292,17 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
             "[policy] coordinator_may_drop_critical was false at the base, true now.".to_owned(),
         ));
     }
+    for check in ["conflicts", "secrets", "parse"] {
+        let was = b.builtin_exclude.for_check(check);
+        for glob in n.builtin_exclude.for_check(check) {
+            if !was.contains(&glob) {
+                out.push((
+                    format!("The change exempts `{glob}` from the built-in check builtin_{check}"),
+                    "[policy] builtin_exclude did not exempt it at the base.".to_owned(),
+                ));
+            }
+        }
+    }
     for path in &b.sensitive_paths {
         if !n.sensitive_paths.contains(path) {
             out.push((
@@ -563,6 +574,16 @@ builtin_secrets = true
                 "protected = [\"tests/acceptance/**\"]",
                 "protected = []",
                 "The change drops the protected verifiers `tests/acceptance/**`",
+            ),
+            (
+                "builtin_secrets = true",
+                "builtin_exclude = [\"src/**\"]",
+                "The change exempts `src/**` from the built-in check builtin_secrets",
+            ),
+            (
+                "builtin_secrets = true",
+                "builtin_exclude = { parse = [\"fixtures/**\"] }",
+                "The change exempts `fixtures/**` from the built-in check builtin_parse",
             ),
         ];
         for (from, to, want) in cases {

@@ -156,7 +156,7 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
         });
     }
 
-    for (enabled, builtin, what) in [
+    for (enabled, check, what) in [
         (
             policy.builtin_conflicts,
             Builtin::Conflicts,
@@ -170,23 +170,28 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
         (
             policy.builtin_parse,
             Builtin::Parse,
-            "JSON, TOML and YAML files that do not parse",
+            "JSON, JSON Lines, TOML and YAML files that do not parse",
         ),
     ] {
         if !enabled {
             continue;
         }
+        let exclude = policy.builtin_exclude.for_check(check.name());
+        let definition = canonical(&(check.id(), &exclude));
         items.push(PlannedItem {
-            id: builtin.id().to_owned(),
+            id: check.id().to_owned(),
             kind: ItemKind::Builtin,
             command: format!("built-in: {what}"),
             task: None,
-            inputs_digest: item_digest(builtin.id().as_bytes(), None, snapshot),
+            inputs_digest: item_digest(&definition, None, snapshot),
             decision: run(),
             work: Some(Item {
-                id: builtin.id().to_owned(),
+                id: check.id().to_owned(),
                 kind: ItemKind::Builtin,
-                action: Action::Builtin(builtin),
+                action: Action::Builtin {
+                    check,
+                    exclude: globs(&exclude),
+                },
                 after: Vec::new(),
                 timeout: default_timeout,
             }),

@@ -569,9 +569,17 @@ mod tests {
     #[test]
     fn what_the_formats_accept_is_accepted() {
         let utf16 = |big: bool, text: &str| -> Vec<u8> {
-            let mut out = if big { vec![0xFE, 0xFF] } else { vec![0xFF, 0xFE] };
+            let mut out = if big {
+                vec![0xFE, 0xFF]
+            } else {
+                vec![0xFF, 0xFE]
+            };
             for u in text.encode_utf16() {
-                out.extend(if big { u.to_be_bytes() } else { u.to_le_bytes() });
+                out.extend(if big {
+                    u.to_be_bytes()
+                } else {
+                    u.to_le_bytes()
+                });
             }
             out
         };
@@ -594,7 +602,11 @@ mod tests {
             ),
             ("bom.json", b"\xEF\xBB\xBF{\"a\": 1}\n".to_vec(), None),
             ("utf16.json", utf16(false, "{}"), Some("not valid UTF-8")),
-            ("nul.json", b"{\"a\": 1}\x00".to_vec(), Some("invalid JSON: ")),
+            (
+                "nul.json",
+                b"{\"a\": 1}\x00".to_vec(),
+                Some("invalid JSON: "),
+            ),
             (
                 "events.jsonl",
                 b"{\"a\": 1}\n\n[2]\r\n\"three\"\n".to_vec(),

@@ -106,7 +106,12 @@ pub enum Action {
         paths: Vec<String>,
     },
     /// A check built into the gate.
-    Builtin(Builtin),
+    Builtin {
+        /// Which one.
+        check: Builtin,
+        /// Files it does not look at (`[policy] builtin_exclude`).
+        exclude: Option<gate_specs::InputGlobs>,
+    },
     /// A page captured in a headless browser (boxed: it is much larger than the rest).
     Page(Box<page::PageCapture>),
 }
@@ -124,6 +129,18 @@ pub enum Builtin {
 }
 
 impl Builtin {
+    /// Every built-in check, in the order a run lists them.
+    pub const ALL: [Self; 3] = [Self::Conflicts, Self::Secrets, Self::Parse];
+
+    /// Its name in `[policy]` (`builtin_<name>`, `builtin_exclude.<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Conflicts => "conflicts",
+            Self::Secrets => "secrets",
+            Self::Parse => "parse",
+        }
+    }
+
     /// The item id the gate gives this check.
     pub fn id(self) -> &'static str {
         match self {

@@ -501,7 +501,7 @@ async fn run_item(
         }
         (Action::Command { run, .. }, _) => command(&ctx, &item, run, permit).await,
         (Action::Page(capture), _) => page_item(&ctx, &item, capture, permit).await,
-        (Action::JunitReport { .. } | Action::Builtin(_), _) => {
+        (Action::JunitReport { .. } | Action::Builtin { .. }, _) => {
             in_process(&ctx, &item, permit).await
         }
     }
@@ -798,12 +798,25 @@ fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> Ver
                 },
             }
         }
-        Action::Builtin(which) => {
-            let locations = builtin::check(*which, workspace, files);
-            let reason = (!locations.is_empty()).then(|| builtin_reason(*which, &locations));
+        Action::Builtin { check, exclude } => {
+            let (looked_at, exempt): (Vec<String>, Vec<String>) = files
+                .iter()
+                .cloned()
+                .partition(|f| exclude.as_ref().is_none_or(|g| !g.is_match(f)));
+            let locations = builtin::check(*check, workspace, &looked_at);
+            let reason = (!locations.is_empty()).then(|| builtin_reason(*check, &locations));
+            let mut summary = reason
+                .clone()
+                .unwrap_or_else(|| "no problems found".to_owned());
+            if !exempt.is_empty() {
+                summary.push_str(&format!(
+                    "\n{} exempt by [policy] builtin_exclude",
+                    plural_files(exempt.len())
+                ));
+            }
             Verdict {
                 passed: locations.is_empty(),
-                text: render(reason.as_deref().unwrap_or("no problems found"), &locations),
+                text: render(&summary, &locations),
                 reason,
                 locations,
             }
@@ -827,10 +840,25 @@ fn builtin_reason(which: Builtin, locations: &[Location]) -> String {
     let n = locations.len();
     let files: HashSet<&str> = locations.iter().map(|l| l.file.as_str()).collect();
     let what = if n == 1 { one } else { many };
-    match (which, files.len()) {
+    let found = match (which, files.len()) {
         (Builtin::Parse, _) => format!("{n} {what}"),
         (_, 1) => format!("{n} {what} in 1 file"),
         (_, f) => format!("{n} {what} in {f} files"),
+    };
+    // The way out for a file that is meant to be so (a test fixture),
+    // short of turning the check off.
+    format!(
+        "{found} (exempt a deliberate fixture with [policy] builtin_exclude = {{ {} = [\"<glob>\"] }})",
+        which.name()
+    )
+}
+
+/// "1 file", "13 files".
+fn plural_files(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{n} files")
     }
 }
 

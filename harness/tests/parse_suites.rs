@@ -101,7 +101,11 @@ fn yaml_test_suite() {
         invalid.len(),
         &missed,
     );
-    assert_eq!((valid.len(), invalid.len()), (603, 94), "the suite as vendored");
+    assert_eq!(
+        (valid.len(), invalid.len()),
+        (603, 94),
+        "the suite as vendored"
+    );
     assert_eq!(missed, Vec::<String>::new(), "invalid YAML accepted");
 }
 
@@ -147,7 +151,11 @@ fn json_test_suite() {
         either.len(),
         accepted.len()
     );
-    assert_eq!((valid.len(), invalid.len()), (95, 188), "the suite as vendored");
+    assert_eq!(
+        (valid.len(), invalid.len()),
+        (95, 188),
+        "the suite as vendored"
+    );
     assert_eq!(missed, Vec::<String>::new(), "invalid JSON accepted");
 }
 
@@ -188,6 +196,9 @@ fn toml_test_suite() {
         invalid.len(),
         &missed,
     );
-    assert!(valid.len() > 200 && invalid.len() > 400, "the suite as published");
+    assert!(
+        valid.len() > 200 && invalid.len() > 400,
+        "the suite as published"
+    );
     assert_eq!(missed, Vec::<String>::new(), "invalid TOML accepted");
 }

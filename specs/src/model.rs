@@ -258,6 +258,8 @@ pub struct Policy {
     pub builtin_conflicts: bool,
     /// Built-in check: JSON, TOML and YAML files that do not parse.
     pub builtin_parse: bool,
+    /// Files the built-in checks do not look at: for every check, or per check.
+    pub builtin_exclude: BuiltinExclude,
     /// Built-in page check: horizontal overflow at phone width.
     pub builtin_overflow: bool,
     /// Built-in page check: colour contrast below WCAG AA (axe-core).
@@ -340,6 +342,7 @@ impl Default for Policy {
             builtin_secrets: true,
             builtin_conflicts: true,
             builtin_parse: true,
+            builtin_exclude: BuiltinExclude::default(),
             builtin_overflow: true,
             builtin_contrast: true,
             check_timeout_s: 300,
@@ -362,6 +365,94 @@ impl Default for Policy {
             repeat_attempts: 3,
             no_progress_attempts: 4,
         }
+    }
+}
+
+/// `[policy] builtin_exclude`: globs of files the built-in checks do not
+/// look at (a test fixture that is meant not to parse, a fake key), either
+/// a list for every built-in check or a table by check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum BuiltinExclude {
+    /// `builtin_exclude = ["tests/fixtures/**"]`: every built-in check.
+    Every(Vec<String>),
+    /// `builtin_exclude = { parse = [...], secrets = [...] }`.
+    ByCheck(BuiltinExcludeByCheck),
+}
+
+/// The table form of `builtin_exclude`: globs by built-in check, and `all`
+/// for every check.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinExcludeByCheck {
+    /// Every built-in check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub all: Vec<String>,
+    /// The merge-conflict marker check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// The secrets check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// The parse check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parse: Vec<String>,
+}
+
+impl Default for BuiltinExclude {
+    fn default() -> Self {
+        Self::Every(Vec::new())
+    }
+}
+
+impl BuiltinExclude {
+    /// The globs that apply to the built-in check `name` (`conflicts`,
+    /// `secrets` or `parse`): those for every check, then its own.
+    pub fn for_check(&self, name: &str) -> Vec<String> {
+        match self {
+            Self::Every(globs) => globs.clone(),
+            Self::ByCheck(t) => {
+                let own = match name {
+                    "conflicts" => &t.conflicts,
+                    "secrets" => &t.secrets,
+                    "parse" => &t.parse,
+                    _ => return t.all.clone(),
+                };
+                t.all.iter().chain(own).cloned().collect()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BuiltinExclude {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shapes;
+        impl<'de> serde::de::Visitor<'de> for Shapes {
+            type Value = BuiltinExclude;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of globs, or a table of them by built-in check")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(BuiltinExclude::Every)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                BuiltinExcludeByCheck::deserialize(serde::de::value::MapAccessDeserializer::new(
+                    map,
+                ))
+                .map(BuiltinExclude::ByCheck)
+            }
+        }
+        deserializer.deserialize_any(Shapes)
     }
 }
 

@@ -476,6 +476,20 @@ impl Validator {
             }
         }
         self.globs(&here, "sensitive_paths", &policy.sensitive_paths);
+        match &policy.builtin_exclude {
+            crate::BuiltinExclude::Every(globs) => self.globs(&here, "builtin_exclude", globs),
+            crate::BuiltinExclude::ByCheck(t) => {
+                let table = join(&here, "builtin_exclude");
+                for (key, globs) in [
+                    ("all", &t.all),
+                    ("conflicts", &t.conflicts),
+                    ("secrets", &t.secrets),
+                    ("parse", &t.parse),
+                ] {
+                    self.globs(&table, key, globs);
+                }
+            }
+        }
     }
 
     fn sandbox(&mut self, sandbox: &SandboxSection) {

@@ -472,6 +472,38 @@ fn cases() -> Vec<Case> {
                 (6, 9, range("role_timeout_s.judge", "must be at least 1")),
             ],
         ),
+        // --- builtin_exclude -----------------------------------------------
+        toml(
+            "builtin_exclude names an unknown check",
+            "[spec]\nid = \"s\"\n[policy]\nbuiltin_exclude = { parse = [\"a/**\"], lint = [\"b\"] }\n",
+            vec![(4, 39, unknown("lint"))],
+        ),
+        toml(
+            "builtin_exclude is neither a list nor a table",
+            "[spec]\nid = \"s\"\n[policy]\nbuiltin_exclude = \"fixtures/**\"\n",
+            vec![(
+                4,
+                19,
+                Want::Syntax(
+                    "`policy.builtin_exclude`: invalid type: string \"fixtures/**\", expected a list of globs, or a table of them by built-in check",
+                ),
+            )],
+        ),
+        toml(
+            "builtin_exclude globs are checked where they are written",
+            "[spec]\nid = \"s\"\n[policy.builtin_exclude]\nall = [\"../x\"]\nsecrets = [\"k/[a\"]\n",
+            vec![
+                (4, 8, escape("../x")),
+                (
+                    5,
+                    12,
+                    is(SpecErrorKind::BadGlob {
+                        glob: "k/[a".into(),
+                        reason: "unclosed character class; missing ']'".into(),
+                    }),
+                ),
+            ],
+        ),
         // --- pages ---------------------------------------------------------
         toml(
             "unknown key in [[page]]",

@@ -259,6 +259,54 @@ url = "postgres://gate@db/gate"
 }
 
 #[test]
+fn builtin_exclude_as_a_list_or_by_check() {
+    let parse = |policy: &str| {
+        parse_str(
+            &format!("[spec]\nid = \"x\"\n[policy]\n{policy}\n"),
+            Path::new("gate.toml"),
+            Format::Toml,
+        )
+        .unwrap()
+        .policy
+        .builtin_exclude
+    };
+    // (policy line, globs for conflicts, secrets, parse)
+    let cases: &[(&str, [&[&str]; 3])] = &[
+        ("", [&[], &[], &[]]),
+        (
+            r#"builtin_exclude = ["fixtures/**"]"#,
+            [&["fixtures/**"], &["fixtures/**"], &["fixtures/**"]],
+        ),
+        (
+            r#"builtin_exclude = { all = ["vendor/**"], parse = ["tests/**/*.json"], secrets = ["tests/keys/**"] }"#,
+            [
+                &["vendor/**"],
+                &["vendor/**", "tests/keys/**"],
+                &["vendor/**", "tests/**/*.json"],
+            ],
+        ),
+    ];
+    for (line, want) in cases {
+        let exclude = parse(line);
+        for (check, want) in ["conflicts", "secrets", "parse"].iter().zip(want) {
+            assert_eq!(exclude.for_check(check), strings(want), "{line}: {check}");
+        }
+    }
+    // JSON spells both shapes the same way.
+    let json = parse_str(
+        r#"{"spec": {"id": "x"}, "policy": {"builtin_exclude": {"parse": ["a/**"]}}}"#,
+        Path::new("gate.json"),
+        Format::Json,
+    )
+    .unwrap();
+    assert_eq!(
+        json.policy.builtin_exclude.for_check("parse"),
+        strings(&["a/**"])
+    );
+    assert!(json.policy.builtin_exclude.for_check("secrets").is_empty());
+}
+
+#[test]
 fn locate_in_nested_arrays_of_tables() {
     let cases: [(&[gate_specs::Seg], Position, Position); 5] = [
         (

@@ -509,7 +509,10 @@ async fn in_process_checks() {
     };
     let builtin = |b: Builtin| Item {
         kind: ItemKind::Builtin,
-        action: Action::Builtin(b),
+        action: Action::Builtin {
+            check: b,
+            exclude: None,
+        },
         ..check(b.id(), "", &[])
     };
     let items = vec![
@@ -530,13 +533,19 @@ async fn in_process_checks() {
         (
             "builtin.conflicts",
             Status::Failed,
-            Some("1 merge conflict marker in 1 file"),
+            Some(
+                "1 merge conflict marker in 1 file (exempt a deliberate fixture with \
+                 [policy] builtin_exclude = { conflicts = [\"<glob>\"] })",
+            ),
         ),
         ("builtin.secrets", Status::Passed, None),
         (
             "builtin.parse",
             Status::Failed,
-            Some("1 file that does not parse"),
+            Some(
+                "1 file that does not parse (exempt a deliberate fixture with \
+                 [policy] builtin_exclude = { parse = [\"<glob>\"] })",
+            ),
         ),
     ];
     for (id, status, reason) in want {
@@ -552,5 +561,50 @@ async fn in_process_checks() {
             .output
             .tail
             .contains("notes.md:1: merge conflict marker")
+    );
+}
+
+#[tokio::test]
+async fn a_builtin_exclusion_leaves_its_files_unread() {
+    let ws = tempfile::tempdir().unwrap();
+    write_file(ws.path(), "tests/fixtures/bad.json", b"{\"a\": }\n", ago(0));
+    write_file(ws.path(), "conf/bad.toml", b"a = \n", ago(0));
+    let mut opts = options(ws.path(), 2);
+    opts.files = Arc::new(
+        ["tests/fixtures/bad.json", "conf/bad.toml"]
+            .map(str::to_owned)
+            .to_vec(),
+    );
+    let parse = |id: &str, exclude: &[&str]| Item {
+        kind: ItemKind::Builtin,
+        action: Action::Builtin {
+            check: Builtin::Parse,
+            exclude: Some(gate_specs::InputGlobs::new(exclude).unwrap()),
+        },
+        ..check(id, "", &[])
+    };
+    let items = vec![
+        parse("fixtures", &["tests/fixtures/**"]),
+        parse("both", &["tests/fixtures/**", "conf/*.toml"]),
+    ];
+    let (r, _) = run_all(items, opts).await;
+    let files: Vec<&str> = r["fixtures"]
+        .locations
+        .iter()
+        .map(|l| l.file.as_str())
+        .collect();
+    assert_eq!(files, ["conf/bad.toml"], "the exempt fixture is not read");
+    assert!(
+        r["fixtures"]
+            .output
+            .tail
+            .contains("1 file exempt by [policy] builtin_exclude")
+    );
+    assert_eq!(r["both"].status, Status::Passed);
+    assert!(
+        r["both"]
+            .output
+            .tail
+            .contains("2 files exempt by [policy] builtin_exclude")
     );
 }
