@@ -15,6 +15,7 @@ pub mod change;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod coverage;
 pub mod errors;
 pub mod eval;
 pub mod events;

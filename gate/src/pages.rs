@@ -46,6 +46,9 @@ pub fn touched<'a>(spec: &'a Spec, changed: &[String]) -> Vec<(&'a Page, Vec<Str
 
 /// What the page checks need from the gate's surroundings.
 pub struct Surroundings<'a> {
+    /// Whether the change was measured from a base (else it is the files
+    /// under the tasks' paths): said when a page is not looked at.
+    pub has_base: bool,
     /// Where this run's screenshots go.
     pub out_dir: PathBuf,
     /// The browser, or why there is none.
@@ -56,7 +59,20 @@ pub struct Surroundings<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// The page checks of the pages the change touches, to add to the plan.
+/// Why a page the change does not touch is not looked at.
+fn not_touched(has_base: bool) -> String {
+    if has_base {
+        "not looked at: the change touches none of its `files`".to_owned()
+    } else {
+        "not looked at: without a base the change is the files under the tasks' `paths`, \
+         and none of them matches its `files` (pass --base to measure the change from a revision)"
+            .to_owned()
+    }
+}
+
+/// A page check for every `[[page]]`, in spec order, to add to the plan:
+/// those the change touches run, the others are skipped with the reason,
+/// so every page the spec declares has its line in every output.
 pub fn plan_items(
     spec: &Spec,
     snapshot: &Snapshot,
@@ -64,9 +80,13 @@ pub fn plan_items(
     around: &Surroundings<'_>,
 ) -> Vec<PlannedItem> {
     let policy = &spec.policy;
-    touched(spec, changed)
+    let touched: Vec<&str> = touched(spec, changed)
         .into_iter()
-        .map(|(page, _)| {
+        .map(|(page, _)| page.id.as_str())
+        .collect();
+    spec.pages
+        .iter()
+        .map(|page| {
             let credentials = |map: &std::collections::BTreeMap<String, String>| {
                 map.iter()
                     .map(|(name, env)| Credential {
@@ -99,15 +119,23 @@ pub fn plan_items(
             let definition =
                 serde_json::to_vec(&(page, policy.builtin_overflow, policy.builtin_contrast))
                     .unwrap_or_default();
+            let decision = if touched.contains(&page.id.as_str()) {
+                Decision::Run {
+                    why: "first attempt".to_owned(),
+                }
+            } else {
+                Decision::Skip {
+                    why: not_touched(around.has_base),
+                }
+            };
             PlannedItem {
                 id: page.id.clone(),
                 kind: ItemKind::Page,
                 command: format!("page {} at 1440×900 and 390×844", page.url),
                 task: None,
                 inputs_digest: item_digest(&definition, globs.as_ref(), snapshot),
-                decision: Decision::Run {
-                    why: "first attempt".to_owned(),
-                },
+                unmatched: crate::plan::unmatched(&page.files, snapshot),
+                decision,
                 work: Some(Item {
                     id: page.id.clone(),
                     kind: ItemKind::Page,

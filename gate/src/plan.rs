@@ -25,12 +25,22 @@ pub enum Decision {
         /// That run's bundle (sha256 of its bytes).
         from_bundle: String,
     },
+    /// Not looked at in this run, and why (a page the change did not touch).
+    Skip {
+        /// "no changed file matches its `files`", …
+        why: String,
+    },
 }
 
 impl Decision {
     /// Whether the item runs in this attempt.
     pub fn runs(&self) -> bool {
         matches!(self, Self::Run { .. })
+    }
+
+    /// Whether an earlier result stands for the item in this attempt.
+    pub fn carries(&self) -> bool {
+        matches!(self, Self::Carry { .. })
     }
 }
 
@@ -47,6 +57,9 @@ pub struct PlannedItem {
     pub task: Option<String>,
     /// Fingerprint of the definition and the input files.
     pub inputs_digest: Digest,
+    /// The globs of its inputs (or its task's `paths`) that match no file:
+    /// an item with any is never carried.
+    pub unmatched: Vec<String>,
     /// What this attempt does with it.
     pub decision: Decision,
     /// What the harness runs; `None` for a model-judged criterion.
@@ -61,14 +74,22 @@ pub struct Plan {
     pub items: Vec<PlannedItem>,
 }
 
-/// Globs of every item's `inputs` and every task's `paths` (hashed even when
-/// `.gitignore` ignores them) — `None` when there are none.
+/// Globs of every item's `inputs` and every task's test report: hashed even
+/// when `.gitignore` ignores them (a report under an ignored `reports/` is
+/// still its `tests` item's evidence) — `None` when there are none. A task's
+/// `paths` are not among them: what they own is what git tracks, and a
+/// build's ignored output there would make every report look stale.
 pub fn forced_inputs(spec: &Spec) -> Option<InputGlobs> {
     let globs: Vec<&str> = spec
         .checks
         .iter()
         .flat_map(|c| c.inputs.iter())
         .chain(spec.criteria().flat_map(|(_, c)| c.inputs.iter()))
+        .chain(
+            spec.tasks
+                .iter()
+                .filter_map(|t| t.tests.as_ref()?.report.as_ref()),
+        )
         .map(String::as_str)
         .collect();
     if globs.is_empty() {
@@ -95,6 +116,7 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             command: check.run.clone(),
             task: None,
             inputs_digest: item_digest(&canonical(check), inputs.as_ref(), snapshot),
+            unmatched: unmatched(&check.inputs, snapshot),
             decision: run(),
             work: Some(Item {
                 id: check.id.clone(),
@@ -145,6 +167,7 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             command,
             task: Some(task.id.clone()),
             inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
+            unmatched: unmatched(&input_globs, snapshot),
             decision: run(),
             work: Some(Item {
                 id,
@@ -184,6 +207,7 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             command: format!("built-in: {what}"),
             task: None,
             inputs_digest: item_digest(&definition, None, snapshot),
+            unmatched: Vec::new(),
             decision: run(),
             work: Some(Item {
                 id: check.id().to_owned(),
@@ -200,11 +224,12 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
 
     for (task, criterion) in spec.criteria() {
         // A criterion without inputs depends on its task's files.
-        let inputs = if criterion.inputs.is_empty() {
-            globs(&task.paths)
+        let patterns = if criterion.inputs.is_empty() {
+            &task.paths
         } else {
-            globs(&criterion.inputs)
+            &criterion.inputs
         };
+        let inputs = globs(patterns);
         let definition = canonical(&(task.id.as_str(), criterion));
         let (command, work) = match criterion.decider() {
             Decider::Code(run) => (
@@ -228,6 +253,7 @@ pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             command,
             task: Some(task.id.clone()),
             inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
+            unmatched: unmatched(patterns, snapshot),
             decision: run(),
             work,
         });
@@ -243,6 +269,18 @@ fn globs(patterns: &[String]) -> Option<InputGlobs> {
     } else {
         InputGlobs::new(patterns).ok()
     }
+}
+
+/// The patterns that match no entry of `snapshot`, each on its own.
+pub fn unmatched(patterns: &[String], snapshot: &Snapshot) -> Vec<String> {
+    patterns
+        .iter()
+        .filter(|p| {
+            InputGlobs::new(std::slice::from_ref(*p))
+                .is_ok_and(|g| snapshot.matching(&g).next().is_none())
+        })
+        .cloned()
+        .collect()
 }
 
 /// The canonical bytes of a definition: its JSON in field order.

@@ -94,7 +94,7 @@ fn decode(bytes: &[u8], kind: ParseKind) -> Result<String, &'static str> {
         [0xFF, 0xFE, ..] => (2, false),
         _ => return Err("not valid UTF-8"),
     };
-    if kind != ParseKind::Yaml || bytes.len() % width != 0 {
+    if kind != ParseKind::Yaml || !bytes.len().is_multiple_of(width) {
         return Err("not valid UTF-8");
     }
     // The units after the byte-order mark.

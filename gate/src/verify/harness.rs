@@ -68,7 +68,8 @@ pub(super) struct HarnessInput<'a> {
     pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
 }
 
-/// Runs what the plan runs; carried items count as passed for `after`.
+/// Runs what the plan runs; carried items count as passed for `after`
+/// (skipped ones do not).
 pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError> {
     let HarnessInput {
         ctx,
@@ -92,7 +93,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
     let satisfied: HashSet<String> = plan
         .items
         .iter()
-        .filter(|i| !i.decision.runs())
+        .filter(|i| i.decision.carries())
         .map(|i| i.id.clone())
         .collect();
     // With a base the built-in checks look at what the change touched (old

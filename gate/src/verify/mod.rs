@@ -40,7 +40,7 @@ use crate::review::prompts::Prompts;
 use crate::routing::Routing;
 use crate::routing::patch::{self, OverrideStatus};
 use crate::rules::RuleSet;
-use crate::{attest, change, guard, pages, rules, tier, verdict, verifiers};
+use crate::{attest, change, coverage, guard, pages, rules, tier, verdict, verifiers};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -71,6 +71,8 @@ pub struct LoadedSpec {
     pub spec: Spec,
     /// blake3 of the file's bytes.
     pub digest: Digest,
+    /// The text it was parsed from (findings about the spec point into it).
+    pub text: String,
 }
 
 /// Reads and validates the spec.
@@ -86,6 +88,7 @@ pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
     Ok(LoadedSpec {
         spec,
         digest: Digest::of(&bytes),
+        text: text.to_owned(),
     })
 }
 
@@ -180,7 +183,11 @@ pub async fn run_with(
 
     // Everything that can make this a usage or configuration error comes
     // first: nothing runs when the spec, the table or the key is wrong.
-    let LoadedSpec { spec, digest } = load_spec(&req.spec_path)?;
+    let LoadedSpec {
+        spec,
+        digest,
+        text: spec_text,
+    } = load_spec(&req.spec_path)?;
     start.spec_digest = digest.to_hex();
     let policy = &spec.policy;
     let mut routing = Routing::resolve(
@@ -409,6 +416,32 @@ pub async fn run_with(
         )));
     }
 
+    // What the spec's globs cover: one that matches no file fails the run;
+    // with a base, changed files nothing of the spec names are a warning.
+    let mut coverage_findings = coverage::unmatched_globs(
+        &spec,
+        &coverage::SpecSource {
+            file: &spec_file,
+            text: &spec_text,
+            format: gate_specs::Format::from_path(&req.spec_path),
+        },
+        &snapshot,
+    );
+    let globs_unmatched = !coverage_findings.is_empty();
+    if base.is_some() {
+        let mut own = change::relative_to(
+            &ctx.workspace,
+            &config_files(req, &routing, &prompts)
+                .into_iter()
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>(),
+        );
+        own.extend(rule_files.iter().cloned());
+        coverage_findings.extend(coverage::uncovered_changes(
+            &spec, &spec_file, &changed, &own,
+        ));
+    }
+
     let mut plan = plan::first_attempt(&spec, &snapshot);
     // The pages the change touches are looked at in a browser, as checks.
     let shots_dir = pages::shots_dir(&ctx.state_dir, &start.run_id);
@@ -417,6 +450,7 @@ pub async fn run_with(
         &snapshot,
         &changed,
         &pages::Surroundings {
+            has_base: base.is_some(),
             out_dir: shots_dir.clone(),
             browser: config::chromium(),
             axe: config::axe_core(&ctx.workspace),
@@ -426,13 +460,13 @@ pub async fn run_with(
     retry::delta::apply(&mut plan, &spec, history.previous.as_ref(), req.full);
     events.emit(RunEvent::Planned(planned_events(&plan)));
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
+    let carried = plan.items.iter().filter(|i| i.decision.carries()).count();
     if history.previous.is_some() && !req.full {
         notice(
             events,
             &format!(
-                "gate: re-running {reruns} of {} items; carrying {} forward",
-                plan.items.len(),
-                plan.items.len() - reruns
+                "gate: re-running {reruns} of {} items; carrying {carried} forward",
+                reruns + carried
             ),
         );
     }
@@ -483,6 +517,8 @@ pub async fn run_with(
         ReviewOutput::skipped("the run was interrupted")
     } else if cross_checks_failed {
         ReviewOutput::skipped("a cross-check failed; no model is asked until they pass")
+    } else if globs_unmatched {
+        ReviewOutput::skipped("a glob of the spec matches no file; no model is asked until it does")
     } else if req.offline {
         ReviewOutput::skipped("offline (--offline)")
     } else {
@@ -565,6 +601,7 @@ pub async fn run_with(
     findings.extend(guard_findings);
     findings.extend(protection.findings);
     findings.extend(tampered);
+    findings.extend(coverage_findings);
     sort_worst_first(&mut findings);
 
     let (mut verdict, mut verdict_reasons) = verdict::decide(&verdict::Inputs {

@@ -44,11 +44,17 @@ pub(super) fn records(
                 from_run,
                 from_bundle,
             } => (Some(from_run.clone()), Some(from_bundle.clone())),
-            Decision::Run { .. } => (None, None),
+            Decision::Run { .. } | Decision::Skip { .. } => (None, None),
+        };
+        let planned_skip = match &item.decision {
+            Decision::Skip { why } => Some(why.clone()),
+            Decision::Run { .. } | Decision::Carry { .. } => None,
         };
         let result = results.get(&item.id);
         let status = if carried_from.is_some() {
             ItemStatus::Carried
+        } else if planned_skip.is_some() {
+            ItemStatus::Skipped
         } else {
             result.map_or(ItemStatus::Unverified, |r| match r.status {
                 Status::Passed => ItemStatus::Passed,
@@ -110,7 +116,7 @@ pub(super) fn records(
                 inputs_digest: item.inputs_digest.to_hex(),
                 carried_from,
                 carried_bundle,
-                reason: result.and_then(|r| r.reason.clone()),
+                reason: planned_skip.or_else(|| result.and_then(|r| r.reason.clone())),
                 output,
                 locations: result.map(|r| r.locations.clone()).unwrap_or_default(),
             });
@@ -148,7 +154,8 @@ pub(super) fn apply_judgements(
 
 /// Files a bundle names as subjects: the spec, the routing table, prompt
 /// and rules files, every file an item's inputs or a task's paths match,
-/// and every file shown to a model — those inside the workspace.
+/// every task's test report, and every file shown to a model — those
+/// inside the workspace.
 pub(super) fn subject_names(
     ctx: &Context,
     config_files: &[&Path],
@@ -167,6 +174,11 @@ pub(super) fn subject_names(
         .iter()
         .flat_map(|c| c.inputs.iter())
         .chain(spec.tasks.iter().flat_map(|t| t.paths.iter()))
+        .chain(
+            spec.tasks
+                .iter()
+                .filter_map(|t| t.tests.as_ref()?.report.as_ref()),
+        )
         .chain(spec.criteria().flat_map(|(_, c)| c.inputs.iter()))
         .collect();
     if let Ok(globs) = InputGlobs::new(&globs)

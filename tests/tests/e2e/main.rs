@@ -7,6 +7,7 @@ mod audit;
 mod eval;
 mod evidence;
 mod example;
+mod grounds;
 mod hostile;
 mod interrupt;
 mod outputs;

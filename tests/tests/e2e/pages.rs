@@ -282,6 +282,7 @@ fn pages_that_do_not_load_or_overflow_fail_their_checks_before_any_model() {
          [[page]]\nid = \"untouched\"\nurl = \"http://127.0.0.1:{port}/\"\nfiles = [\"docs/**/*.md\"]\nafter = [\"serve\"]\n"
     );
     env.write("gate.toml", &spec(port, &pages));
+    env.write("docs/guide.md", "# Guide\n");
     server.default_reply(answer(&[]));
     let out = env
         .gate(&["verify", "--format", "json"])
@@ -310,10 +311,11 @@ fn pages_that_do_not_load_or_overflow_fail_their_checks_before_any_model() {
     let wide = item(&run, "wide").cloned().unwrap();
     let located = wide["locations"][0]["message"].as_str().unwrap();
     assert!(located.contains("`div#grid` spans 0..700 px"), "{located}");
-    assert!(
-        check("untouched").is_none(),
-        "a page the change does not touch is not looked at"
-    );
+    // A page the change does not touch is not looked at, and says so.
+    let untouched = check("untouched").expect("a line for the untouched page");
+    assert_eq!(untouched["status"], "skipped");
+    let why = untouched["reason"].as_str().unwrap();
+    assert!(why.starts_with("not looked at: without a base"), "{why}");
     assert!(
         server.requests().is_empty(),
         "no model is asked when a page check fails"
