@@ -140,18 +140,15 @@ pub fn uncovered_changes(
     } else {
         format!("{n} changed files belong to no task and are named by no item's inputs")
     };
-    let mut list: Vec<&str> = uncovered
-        .iter()
-        .take(UNCOVERED_SHOWN)
-        .map(|f| f.as_str())
-        .collect();
+    let mut list: Vec<&str> = uncovered.iter().map(|f| f.as_str()).collect();
+    list.sort_unstable();
+    list.truncate(UNCOVERED_SHOWN);
     let more = n.saturating_sub(UNCOVERED_SHOWN);
     let more = if more > 0 {
         format!(" and {more} more")
     } else {
         String::new()
     };
-    list.sort_unstable();
     let detail = format!(
         "{}{more}: no task's `paths` owns them and no `inputs` glob names them, so no task's \
          tests or criteria answer for them. Add them to the `paths` of the task that made \

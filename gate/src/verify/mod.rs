@@ -281,6 +281,10 @@ pub async fn run_with(
             reasons.push(d.message.clone());
         }
         let mut record = start.bare(&spec, history.attempt, Verdict::Escalate, reasons);
+        (record.checks, record.criteria) = records::not_run(
+            &spec,
+            "not run: the series is escalated (start a new series or override)",
+        );
         record.doom_loop.clone_from(doom);
         record.routing_override = routing_override;
         return Ok(record);
@@ -293,6 +297,8 @@ pub async fn run_with(
             Verdict::Escalate,
             vec![d.message.clone()],
         );
+        (record.checks, record.criteria) =
+            records::not_run(&spec, "not run: the attempt budget is spent");
         record.doom_loop = Some(d);
         record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
         record.routing_override = routing_override;

@@ -71,7 +71,9 @@ pub(super) fn records(
                 continue;
             };
             let model = item.work.is_none();
-            let reason = if model && carried_from.is_none() {
+            let reason = if let Some(why) = &planned_skip {
+                Some(why.clone())
+            } else if model && carried_from.is_none() {
                 Some(match &review.reason {
                     Some(r) => format!("review did not run ({r})"),
                     None => "the judge gave no answer".to_owned(),
@@ -122,6 +124,37 @@ pub(super) fn records(
             });
         }
     }
+    (checks, criteria)
+}
+
+/// Records of every item the spec declares, none of them run, each
+/// `skipped` with `why`: a run that decided nothing of its own (an
+/// escalated series) still lists what it did not look at.
+pub(super) fn not_run(spec: &Spec, why: &str) -> (Vec<CheckRecord>, Vec<CriterionRecord>) {
+    let mut plan = crate::plan::first_attempt(spec, &Snapshot::default());
+    for item in &mut plan.items {
+        item.decision = Decision::Skip {
+            why: why.to_owned(),
+        };
+    }
+    let review = ReviewRecord::did_not_run(why);
+    let (mut checks, criteria) = records(spec, &plan, &HashMap::new(), &review, false, None);
+    // Pages after the built-ins, where a run that plans them lists them.
+    let pages = spec.pages.iter().map(|page| CheckRecord {
+        id: page.id.clone(),
+        kind: ItemKind::Page,
+        command: format!("page {} at 1440×900 and 390×844", page.url),
+        status: ItemStatus::Skipped,
+        exit_code: None,
+        duration_ms: 0,
+        inputs_digest: String::new(),
+        carried_from: None,
+        carried_bundle: None,
+        reason: Some(why.to_owned()),
+        output: gate_harness::Output::default(),
+        locations: Vec::new(),
+    });
+    checks.extend(pages);
     (checks, criteria)
 }
 

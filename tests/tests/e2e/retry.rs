@@ -182,6 +182,16 @@ run = "echo ran >> {}; echo \"error at $(date +%s%N) in /tmp/tmp.$$ pid $$\"; ex
     out.assert_exit(3);
     out.stdout_has("escalated");
     assert_eq!(ran(&log).len(), 3, "an escalated series ran something");
+    // What it did not run still has its line, and says why.
+    let out = verify(&[]);
+    out.assert_exit(3);
+    let check = item(&out.json(), "flaky-fix").cloned().unwrap();
+    assert_eq!(check["status"], "skipped");
+    assert_eq!(
+        check["reason"],
+        "not run: the series is escalated (start a new series or override)"
+    );
+    assert_eq!(ran(&log).len(), 3);
 
     // A human starts a new series.
     let out = verify(&["--new-series"]);
