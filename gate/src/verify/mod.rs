@@ -449,7 +449,8 @@ pub async fn run_with(
     }
 
     let mut plan = plan::first_attempt(&spec, &snapshot);
-    // The pages the change touches are looked at in a browser, as checks.
+    // Every page is planned: those the change touches are looked at in a
+    // browser, as checks; the others are skipped, with why.
     let shots_dir = pages::shots_dir(&ctx.state_dir, &start.run_id);
     plan.items.extend(pages::plan_items(
         &spec,
