@@ -71,8 +71,12 @@ id = "feed"
 text = "the feed lists posts"
 run = "echo feed >> {log}; grep -q feed api/feed.py"
 inputs = ["api/feed.py"]
+
+[sandbox]
+writable = ["{outside}"]
 "#,
-        log = log.display()
+        log = log.display(),
+        outside = outside.path().display()
     );
     env.write("gate.toml", &spec);
     env.write(".gitignore", ".gate/\n");
@@ -300,9 +304,12 @@ id = "feed-served"
 text = "the feed is served"
 run = "echo feed-served >> {log}; test -f {upstream}"
 after = ["server-starts"]
+[sandbox]
+writable = ["{outside}"]
 "#,
             log = log.display(),
-            upstream = upstream.display()
+            upstream = upstream.display(),
+            outside = outside.path().display()
         ),
     );
     env.write(".gitignore", ".gate/\ndist/\n");
