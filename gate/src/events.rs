@@ -72,6 +72,10 @@ pub struct PlannedEvent {
     pub kind: ItemKind,
     /// Decided by a model rather than run by the harness.
     pub judged: bool,
+    /// The task that owns it (a criterion, a task's tests), if any.
+    pub task: Option<String>,
+    /// A criterion's text (redacted like everything the run records).
+    pub text: Option<String>,
     /// The plan's decision (`{"decision": "run", "why": …}`).
     pub decision: serde_json::Value,
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use gate_specs::{Criterion, Policy, Spec};
+use gate_specs::{Criterion, Policy, ReviewUnavailable, Spec};
 
 use crate::git::Git;
 use crate::record::Finding;
@@ -311,13 +311,22 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
             ));
         }
     }
-    if b.on_review_unavailable == gate_specs::OnReviewUnavailable::Fail
-        && n.on_review_unavailable == gate_specs::OnReviewUnavailable::Pass
+    // A tier whose runs could not pass without their review now can.
+    for ((tier, was), (_, now)) in b
+        .on_review_unavailable
+        .by_tier()
+        .into_iter()
+        .zip(n.on_review_unavailable.by_tier())
     {
-        out.push((
-            "The change lets runs pass when a reviewer did not run".to_owned(),
-            "on_review_unavailable was \"fail\" at the base, \"pass\" now.".to_owned(),
-        ));
+        if was != ReviewUnavailable::Pass && now == ReviewUnavailable::Pass {
+            out.push((
+                format!("The change lets {tier} runs pass when a reviewer did not run"),
+                format!(
+                    "on_review_unavailable was \"{}\" for {tier} runs at the base, \"pass\" now.",
+                    was.as_str()
+                ),
+            ));
+        }
     }
     out
 }
@@ -366,17 +375,28 @@ pub fn compare_routing(
     out
 }
 
-/// The spec as it was at `base` (a commit id): `None` when it did not
-/// exist there or does not parse (then it cannot be compared).
-pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Option<Spec> {
-    let text = read_at_base(git, base, spec_path).await?;
-    match gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)) {
-        Ok(spec) => Some(spec),
-        Err(e) => {
+/// Why the spec at the base cannot be compared with the spec now: the
+/// self-guard is then off, and the run says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoBaseSpec {
+    /// The spec did not exist at the base.
+    Missing,
+    /// It did, but does not parse.
+    Unparsable,
+}
+
+/// The spec as it was at `base` (a commit id), or why there is none to
+/// compare with.
+pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Result<Spec, NoBaseSpec> {
+    let text = read_at_base(git, base, spec_path)
+        .await
+        .ok_or(NoBaseSpec::Missing)?;
+    gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)).map_err(
+        |e| {
             tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
-            None
-        }
-    }
+            NoBaseSpec::Unparsable
+        },
+    )
 }
 
 /// Compares the gate's own inputs with what they were at `base` (a commit
@@ -479,6 +499,7 @@ files = ["web/**"]
 after = ["build"]
 [policy]
 builtin_secrets = true
+on_review_unavailable = { full = "incomplete", light = "fail" }
 "#;
 
     #[test]
@@ -584,6 +605,11 @@ builtin_secrets = true
                 "builtin_secrets = true",
                 "builtin_exclude = { parse = [\"fixtures/**\"] }",
                 "The change exempts `fixtures/**` from the built-in check builtin_parse",
+            ),
+            (
+                "on_review_unavailable = { full = \"incomplete\", light = \"fail\" }",
+                "on_review_unavailable = { light = \"fail\" }",
+                "The change lets full runs pass when a reviewer did not run",
             ),
         ];
         for (from, to, want) in cases {

@@ -10,8 +10,10 @@ use gate_harness::{Location, Output};
 
 use serde::{Deserialize, Serialize};
 
-/// Version of the run record and of `--format json`.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the run record, as the bundle's predicate keeps it. Version
+/// 2 made `verdict_reasons` data objects (version 1 kept one line of text
+/// each; such records still read, see [`Reason`]).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -43,6 +45,209 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// What a verdict reason is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonKind {
+    /// A cross-check (a `[[check]]`, a task's tests, a built-in, a page).
+    Check,
+    /// An acceptance criterion.
+    Criterion,
+    /// A review finding.
+    Finding,
+    /// The review itself: a reviewer that did not run, the budget, coverage.
+    Review,
+    /// The doom-loop detector or the attempt budget.
+    DoomLoop,
+    /// The gate's guard over its own inputs (a loosening at the base).
+    Guard,
+    /// A human's override.
+    Override,
+}
+
+impl ReasonKind {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Check => "check",
+            Self::Criterion => "criterion",
+            Self::Finding => "finding",
+            Self::Review => "review",
+            Self::DoomLoop => "doom_loop",
+            Self::Guard => "guard",
+            Self::Override => "override",
+        }
+    }
+}
+
+/// One reason for a verdict, as data: what it is about and why, in a
+/// sentence that stands on its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reason {
+    /// What it is about.
+    pub kind: ReasonKind,
+    /// The item, finding, role or run it names.
+    pub id: String,
+    /// The sentence every format shows.
+    pub why: String,
+    /// The verdict this reason alone calls for.
+    pub verdict: Verdict,
+}
+
+impl Reason {
+    /// A reason about `id` calling for `verdict`.
+    pub fn new(kind: ReasonKind, id: impl Into<String>, verdict: Verdict, why: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id: id.into(),
+            why: why.into(),
+            verdict,
+        }
+    }
+
+    /// A reason as a record of version 1 kept it (one line of text):
+    /// what it is about read back from its words.
+    fn from_line(line: String) -> Self {
+        let id = line
+            .split('`')
+            .nth(1)
+            .map(str::to_owned)
+            .unwrap_or_default();
+        let (kind, verdict) = if line.starts_with("check ") {
+            (ReasonKind::Check, Verdict::Fail)
+        } else if line.starts_with("criterion ") {
+            (ReasonKind::Criterion, Verdict::Fail)
+        } else if line.starts_with("critical finding") {
+            (ReasonKind::Finding, Verdict::Fail)
+        } else if line.starts_with("overridden by") {
+            (ReasonKind::Override, Verdict::Pass)
+        } else if line.starts_with("the series of") || line.contains("attempt") {
+            (ReasonKind::DoomLoop, Verdict::Escalate)
+        } else {
+            (ReasonKind::Review, Verdict::Incomplete)
+        };
+        let verdict = if line.contains("could not be judged") || line.contains("was not decided") {
+            Verdict::Incomplete
+        } else {
+            verdict
+        };
+        Self {
+            kind,
+            id,
+            why: line,
+            verdict,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A reason as either version of the record wrote it.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Data {
+                kind: ReasonKind,
+                id: String,
+                why: String,
+                verdict: Verdict,
+            },
+            Line(String),
+        }
+        Ok(match Either::deserialize(d)? {
+            Either::Data {
+                kind,
+                id,
+                why,
+                verdict,
+            } => Reason {
+                kind,
+                id,
+                why,
+                verdict,
+            },
+            Either::Line(line) => Reason::from_line(line),
+        })
+    }
+}
+
+/// What a pass leaves unsaid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QualifierKind {
+    /// No reviewer looked at the change.
+    Unreviewed,
+    /// More than half of the planned reviewers did not run.
+    UnderReviewed,
+}
+
+impl QualifierKind {
+    /// The words on the verdict line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unreviewed => "unreviewed",
+            Self::UnderReviewed => "under-reviewed",
+        }
+    }
+}
+
+/// A pass with something left unsaid, and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Qualifier {
+    /// Which.
+    pub kind: QualifierKind,
+    /// Why, in a few words ("no provider configured").
+    pub why: String,
+}
+
+/// The verdict as every format words it: `PASS`, `PASS (overridden)`,
+/// `PASS (unreviewed: no provider configured)`, `FAIL`, …
+pub fn verdict_line(record: &RunRecord) -> String {
+    match (record.verdict, &record.qualifier) {
+        (Verdict::Pass, _) if record.overridden => "PASS (overridden)".to_owned(),
+        (Verdict::Pass, Some(q)) => format!("PASS ({}: {})", q.kind.as_str(), q.why),
+        (v, _) => v.as_str().to_uppercase(),
+    }
+}
+
+/// Whether the gate guarded its own inputs in a run.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SelfGuard {
+    /// `on`: the spec, routing table and prompts were compared with the base's.
+    pub status: GuardStatus,
+    /// Why it was off.
+    pub reason: Option<String>,
+}
+
+impl SelfGuard {
+    /// The guard compared the gate's inputs with the base.
+    pub fn on() -> Self {
+        Self {
+            status: GuardStatus::On,
+            reason: None,
+        }
+    }
+
+    /// The guard could not compare, and why.
+    pub fn off(reason: impl Into<String>) -> Self {
+        Self {
+            status: GuardStatus::Off,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardStatus {
+    /// Compared with the base.
+    On,
+    /// Not compared (records from before the guard was recorded read as off).
+    #[default]
+    Off,
 }
 
 /// The risk tier.
@@ -113,6 +318,9 @@ pub struct CheckRecord {
     pub id: String,
     /// A `[[check]]`, a task's tests, or a built-in.
     pub kind: CheckKind,
+    /// The task that owns it (a task's `tests` item), if any.
+    #[serde(default)]
+    pub task: Option<String>,
     /// The command line, or what a built-in or report check looked at.
     pub command: String,
     /// Final state.
@@ -121,6 +329,10 @@ pub struct CheckRecord {
     pub exit_code: Option<i32>,
     /// Wall time.
     pub duration_ms: u64,
+    /// When it started, in milliseconds after the run started (items that
+    /// did not run this attempt have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
     /// blake3 of the check's definition and input files.
     pub inputs_digest: String,
     /// The run that verified it, when carried.
@@ -169,6 +381,10 @@ pub struct CriterionRecord {
     pub exit_code: Option<i32>,
     /// Wall time.
     pub duration_ms: u64,
+    /// When it started, in milliseconds after the run started (items that
+    /// did not run this attempt have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
     /// blake3 of the criterion's definition and input files.
     pub inputs_digest: String,
     /// The run that verified it, when carried.
@@ -513,8 +729,15 @@ pub struct RunRecord {
     pub isolation: IsolationRecord,
     /// The decision.
     pub verdict: Verdict,
-    /// Why, one line each, strongest first.
-    pub verdict_reasons: Vec<String>,
+    /// Why, strongest first: each names what it is about.
+    pub verdict_reasons: Vec<Reason>,
+    /// What a pass leaves unsaid (review did not run, or most of it did
+    /// not): decided once here, shown by every format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qualifier: Option<Qualifier>,
+    /// Whether the gate compared its own inputs with the base (and why not).
+    #[serde(default)]
+    pub self_guard: SelfGuard,
     /// Whether a human override made this pass.
     pub overridden: bool,
     /// Whether the run's row reached the ledger (not in the bundle: known only after it).

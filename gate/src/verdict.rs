@@ -1,8 +1,13 @@
 //! The verdict, biased to approve: only something definite fails a run.
+//! A pass that rests on less review than planned says so (its qualifier).
 
-use gate_specs::OnReviewUnavailable;
+use gate_specs::ReviewUnavailable;
 
-use crate::record::{CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewRecord, Verdict};
+use crate::guard::GUARD_ROLE;
+use crate::record::{
+    CheckRecord, CriterionRecord, Finding, ItemStatus, Qualifier, QualifierKind, Reason,
+    ReasonKind, ReviewRecord, ReviewStatus, Verdict,
+};
 
 /// Everything the verdict is derived from.
 pub struct Inputs<'a> {
@@ -14,22 +19,38 @@ pub struct Inputs<'a> {
     pub review: &'a ReviewRecord,
     /// Findings the coordinator kept.
     pub findings: &'a [Finding],
-    /// What a specialist that did not run means.
-    pub on_review_unavailable: OnReviewUnavailable,
+    /// What a reviewer that did not run means in this run's tier.
+    pub on_review_unavailable: ReviewUnavailable,
     /// Why the review leaves the run undecided (over budget, too little coverage).
     pub review_incomplete: &'a [String],
 }
 
+/// The verdict, its reasons (strongest first) and what a pass leaves unsaid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, strongest first.
+    pub reasons: Vec<Reason>,
+    /// For a pass: whether review was missing, wholly or mostly.
+    pub qualifier: Option<Qualifier>,
+}
+
 /// The verdict and its reasons, strongest first. When several apply the
 /// strongest wins: escalate > fail > incomplete > pass.
-pub fn decide(inputs: &Inputs<'_>) -> (Verdict, Vec<String>) {
-    let mut reasons: Vec<(Verdict, String)> = Vec::new();
+pub fn decide(inputs: &Inputs<'_>) -> Decision {
+    let mut reasons: Vec<Reason> = Vec::new();
     for c in inputs.checks {
         match c.status {
-            ItemStatus::Failed => {
-                reasons.push((Verdict::Fail, failed("check", &c.id, c.reason.as_deref())));
-            }
-            ItemStatus::Unverified => reasons.push((
+            ItemStatus::Failed => reasons.push(Reason::new(
+                ReasonKind::Check,
+                &c.id,
+                Verdict::Fail,
+                failed("check", &c.id, c.reason.as_deref()),
+            )),
+            ItemStatus::Unverified => reasons.push(Reason::new(
+                ReasonKind::Check,
+                &c.id,
                 Verdict::Incomplete,
                 format!(
                     "check `{}` was not decided: {}",
@@ -42,13 +63,15 @@ pub fn decide(inputs: &Inputs<'_>) -> (Verdict, Vec<String>) {
     }
     for c in inputs.criteria {
         match c.status {
-            ItemStatus::Failed => {
-                reasons.push((
-                    Verdict::Fail,
-                    failed("criterion", &c.id, c.reason.as_deref()),
-                ));
-            }
-            ItemStatus::Unverified => reasons.push((
+            ItemStatus::Failed => reasons.push(Reason::new(
+                ReasonKind::Criterion,
+                &c.id,
+                Verdict::Fail,
+                failed("criterion", &c.id, c.reason.as_deref()),
+            )),
+            ItemStatus::Unverified => reasons.push(Reason::new(
+                ReasonKind::Criterion,
+                &c.id,
                 Verdict::Incomplete,
                 format!(
                     "criterion `{}` could not be judged: {}",
@@ -59,35 +82,162 @@ pub fn decide(inputs: &Inputs<'_>) -> (Verdict, Vec<String>) {
             ItemStatus::Passed | ItemStatus::Carried | ItemStatus::Skipped => {}
         }
     }
-    for f in inputs.findings {
-        if f.severity == "critical" {
-            reasons.push((
-                Verdict::Fail,
-                format!("critical finding in {}: {}", f.file, f.title),
+    for f in inputs.findings.iter().filter(|f| f.severity == "critical") {
+        let kind = if f.role == GUARD_ROLE {
+            ReasonKind::Guard
+        } else {
+            ReasonKind::Finding
+        };
+        reasons.push(Reason::new(
+            kind,
+            &f.id,
+            Verdict::Fail,
+            format!("critical finding in {}: {}", f.file, f.title),
+        ));
+    }
+    // A review skipped because a cross-check failed was not unavailable:
+    // the failure decides.
+    let failed_first = inputs
+        .checks
+        .iter()
+        .any(|c| c.status == ItemStatus::Failed)
+        || inputs
+            .criteria
+            .iter()
+            .any(|c| c.status == ItemStatus::Failed && c.decided_by == crate::record::DecidedBy::Code);
+    let missing = if failed_first {
+        Missing::default()
+    } else {
+        Missing::of(inputs.review)
+    };
+    let policy = inputs.on_review_unavailable;
+    if let Some(verdict) = match policy {
+        ReviewUnavailable::Pass => None,
+        ReviewUnavailable::Incomplete => Some(Verdict::Incomplete),
+        ReviewUnavailable::Fail => Some(Verdict::Fail),
+    } {
+        for (id, why) in &missing.reviewers {
+            let what = if id == "review" {
+                "the review".to_owned()
+            } else {
+                format!("reviewer `{id}`")
+            };
+            reasons.push(Reason::new(
+                ReasonKind::Review,
+                id,
+                verdict,
+                format!(
+                    "{what} did not run ({why}) and policy says on_review_unavailable = \"{}\"",
+                    policy.as_str()
+                ),
             ));
         }
     }
-    if inputs.on_review_unavailable == OnReviewUnavailable::Fail {
-        for s in &inputs.review.specialists {
-            if s.status == "did_not_run" {
-                reasons.push((
-                    Verdict::Fail,
-                    format!(
-                        "reviewer `{}` did not run ({}) and policy says on_review_unavailable = \"fail\"",
-                        s.role,
-                        s.reason.as_deref().unwrap_or("no reason given")
-                    ),
-                ));
-            }
-        }
-    }
     for why in inputs.review_incomplete {
-        reasons.push((Verdict::Incomplete, why.clone()));
+        reasons.push(Reason::new(
+            ReasonKind::Review,
+            "review",
+            Verdict::Incomplete,
+            why.clone(),
+        ));
     }
     // Stable sort: strongest first, file order within a strength.
-    reasons.sort_by_key(|r| std::cmp::Reverse(r.0));
-    let verdict = reasons.first().map_or(Verdict::Pass, |(v, _)| *v);
-    (verdict, reasons.into_iter().map(|(_, r)| r).collect())
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.verdict));
+    let verdict = reasons.first().map_or(Verdict::Pass, |r| r.verdict);
+    let qualifier = (verdict == Verdict::Pass)
+        .then(|| missing.qualifier())
+        .flatten();
+    Decision {
+        verdict,
+        reasons,
+        qualifier,
+    }
+}
+
+/// The review that should have run and did not.
+#[derive(Debug, Default)]
+struct Missing {
+    /// Each reviewer that did not run and why (`review` for the whole review).
+    reviewers: Vec<(String, String)>,
+    /// Reviewers planned: those asked or meant to be (never a skipped one).
+    planned: usize,
+    /// Whether no reviewer looked at the change at all.
+    none_ran: bool,
+}
+
+impl Missing {
+    fn of(review: &ReviewRecord) -> Self {
+        if review.status == ReviewStatus::DidNotRun {
+            let why = review
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no reason given".to_owned());
+            return Self {
+                reviewers: vec![("review".to_owned(), why)],
+                planned: 0,
+                none_ran: true,
+            };
+        }
+        let planned: Vec<_> = review
+            .specialists
+            .iter()
+            .filter(|s| s.status != "skipped")
+            .collect();
+        let reviewers: Vec<(String, String)> = planned
+            .iter()
+            .filter(|s| s.status == "did_not_run")
+            .map(|s| {
+                (
+                    s.role.clone(),
+                    s.reason
+                        .clone()
+                        .unwrap_or_else(|| "no reason given".to_owned()),
+                )
+            })
+            .collect();
+        Self {
+            none_ran: !planned.is_empty() && reviewers.len() == planned.len(),
+            planned: planned.len(),
+            reviewers,
+        }
+    }
+
+    /// `unreviewed` when nobody reviewed, `under-reviewed` when more than
+    /// half of the planned reviewers did not run.
+    fn qualifier(&self) -> Option<Qualifier> {
+        if self.none_ran {
+            let why = match self.reviewers.as_slice() {
+                [(id, why)] if id == "review" => why.clone(),
+                [(_, why)] => why.clone(),
+                all => format!(
+                    "none of {} reviewers ran ({})",
+                    all.len(),
+                    names(all)
+                ),
+            };
+            return Some(Qualifier {
+                kind: QualifierKind::Unreviewed,
+                why,
+            });
+        }
+        (self.reviewers.len() * 2 > self.planned).then(|| Qualifier {
+            kind: QualifierKind::UnderReviewed,
+            why: format!(
+                "{} of {} reviewers did not run: {}",
+                self.reviewers.len(),
+                self.planned,
+                names(&self.reviewers)
+            ),
+        })
+    }
+}
+
+fn names(reviewers: &[(String, String)]) -> String {
+    reviewers
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn failed(what: &str, id: &str, reason: Option<&str>) -> String {
@@ -100,16 +250,18 @@ fn failed(what: &str, id: &str, reason: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{CheckKind, DecidedBy};
+    use crate::record::{CheckKind, DecidedBy, SpecialistRecord};
 
     fn check(status: ItemStatus) -> CheckRecord {
         CheckRecord {
             id: "build".into(),
             kind: CheckKind::Check,
+            task: None,
             command: "make".into(),
             status,
             exit_code: None,
             duration_ms: 0,
+            started_ms: None,
             inputs_digest: String::new(),
             carried_from: None,
             carried_bundle: None,
@@ -131,12 +283,29 @@ mod tests {
             threshold: Some(0.8),
             exit_code: None,
             duration_ms: 0,
+            started_ms: None,
             inputs_digest: String::new(),
             carried_from: None,
             carried_bundle: None,
             reason: Some("review did not run".into()),
             output: gate_harness::Output::default(),
         }
+    }
+
+    fn decide_with(
+        checks: &[CheckRecord],
+        criteria: &[CriterionRecord],
+        review: &ReviewRecord,
+        policy: ReviewUnavailable,
+    ) -> Decision {
+        decide(&Inputs {
+            checks,
+            criteria,
+            review,
+            findings: &[],
+            on_review_unavailable: policy,
+            review_incomplete: &[],
+        })
     }
 
     #[test]
@@ -155,36 +324,130 @@ mod tests {
         for (checks, criteria, want) in cases {
             let checks: Vec<_> = checks.into_iter().map(check).collect();
             let criteria: Vec<_> = criteria.into_iter().map(criterion).collect();
-            let (v, reasons) = decide(&Inputs {
-                checks: &checks,
-                criteria: &criteria,
-                review: &review,
-                findings: &[],
-                on_review_unavailable: OnReviewUnavailable::Pass,
-                review_incomplete: &[],
-            });
-            assert_eq!(v, want, "{checks:?} {criteria:?}");
-            assert_eq!(reasons.is_empty(), want == Verdict::Pass);
+            let d = decide_with(&checks, &criteria, &review, ReviewUnavailable::Pass);
+            assert_eq!(d.verdict, want, "{checks:?} {criteria:?}");
+            assert_eq!(d.reasons.is_empty(), want == Verdict::Pass);
         }
     }
 
     #[test]
-    fn reasons_strongest_first() {
+    fn reasons_strongest_first_as_data() {
         let review = ReviewRecord::did_not_run("offline");
-        let (_, reasons) = decide(&Inputs {
-            checks: &[check(ItemStatus::Failed)],
-            criteria: &[criterion(ItemStatus::Unverified)],
-            review: &review,
-            findings: &[],
-            on_review_unavailable: OnReviewUnavailable::Pass,
-            review_incomplete: &[],
-        });
+        let d = decide_with(
+            &[check(ItemStatus::Failed)],
+            &[criterion(ItemStatus::Unverified)],
+            &review,
+            ReviewUnavailable::Pass,
+        );
         assert_eq!(
-            reasons,
+            d.reasons,
             [
-                "check `build` failed: exited with status 2",
-                "criterion `c` could not be judged: review did not run"
+                Reason::new(
+                    ReasonKind::Check,
+                    "build",
+                    Verdict::Fail,
+                    "check `build` failed: exited with status 2"
+                ),
+                Reason::new(
+                    ReasonKind::Criterion,
+                    "c",
+                    Verdict::Incomplete,
+                    "criterion `c` could not be judged: review did not run"
+                ),
             ]
         );
+        assert_eq!(d.qualifier, None, "a failure is not a qualified pass");
+    }
+
+    fn specialist(role: &str, status: &str) -> SpecialistRecord {
+        let mut s = crate::output::fixture::specialist(role, status, None);
+        if status == "did_not_run" {
+            s.reason = Some("HTTP 500".into());
+        }
+        s
+    }
+
+    fn ran(statuses: &[(&str, &str)]) -> ReviewRecord {
+        ReviewRecord {
+            status: ReviewStatus::Ran,
+            reason: None,
+            specialists: statuses.iter().map(|(r, s)| specialist(r, s)).collect(),
+        }
+    }
+
+    /// What review did not run means, by policy: the qualifier on a pass
+    /// (whatever the policy), or the verdict the policy asks for.
+    #[test]
+    fn missing_review_by_policy() {
+        use ReviewUnavailable::{Fail, Incomplete, Pass};
+        let none = ReviewRecord::did_not_run("no provider configured");
+        let most = ran(&[
+            ("quality", "did_not_run"),
+            ("security", "did_not_run"),
+            ("docs", "ok"),
+        ]);
+        let half = ran(&[("quality", "did_not_run"), ("security", "ok")]);
+        let skipped_do_not_count = ran(&[
+            ("quality", "did_not_run"),
+            ("security", "ok"),
+            ("docs", "skipped"),
+            ("performance", "skipped"),
+        ]);
+        let all = ran(&[("quality", "did_not_run"), ("security", "did_not_run")]);
+        let unreviewed = |why: &str| {
+            Some(Qualifier {
+                kind: QualifierKind::Unreviewed,
+                why: why.to_owned(),
+            })
+        };
+        let under = |why: &str| {
+            Some(Qualifier {
+                kind: QualifierKind::UnderReviewed,
+                why: why.to_owned(),
+            })
+        };
+        // (review, policy, verdict, qualifier)
+        let cases = [
+            (&none, Pass, Verdict::Pass, unreviewed("no provider configured")),
+            (&none, Incomplete, Verdict::Incomplete, None),
+            (&none, Fail, Verdict::Fail, None),
+            (
+                &most,
+                Pass,
+                Verdict::Pass,
+                under("2 of 3 reviewers did not run: quality, security"),
+            ),
+            (&most, Incomplete, Verdict::Incomplete, None),
+            (&half, Pass, Verdict::Pass, None),
+            (&half, Fail, Verdict::Fail, None),
+            (&skipped_do_not_count, Pass, Verdict::Pass, None),
+            (
+                &all,
+                Pass,
+                Verdict::Pass,
+                unreviewed("none of 2 reviewers ran (quality, security)"),
+            ),
+        ];
+        for (review, policy, verdict, qualifier) in cases {
+            let d = decide_with(&[check(ItemStatus::Passed)], &[], review, policy);
+            assert_eq!(
+                (d.verdict, &d.qualifier),
+                (verdict, &qualifier),
+                "{policy:?} {:?}",
+                review.specialists
+            );
+            if verdict != Verdict::Pass {
+                assert!(
+                    d.reasons
+                        .iter()
+                        .all(|r| r.kind == ReasonKind::Review && r.verdict == verdict),
+                    "{:?}",
+                    d.reasons
+                );
+            }
+        }
+        // A review skipped because a check failed is not "unavailable".
+        let d = decide_with(&[check(ItemStatus::Failed)], &[], &none, Fail);
+        assert_eq!(d.reasons.len(), 1, "{:?}", d.reasons);
     }
 }

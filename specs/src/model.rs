@@ -227,15 +227,144 @@ pub enum Decider<'a> {
     Model,
 }
 
-/// What one specialist that could not run means for the verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// What a reviewer that could not run means for the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum OnReviewUnavailable {
-    /// Ignore it: a flaky reviewer must not block merges.
+pub enum ReviewUnavailable {
+    /// Ignore it (the pass says it was unreviewed): a flaky reviewer must
+    /// not block merges.
     #[default]
     Pass,
-    /// Fail the run.
+    /// The run is `incomplete`: the gate could not decide without it.
+    Incomplete,
+    /// The run fails.
     Fail,
+}
+
+impl ReviewUnavailable {
+    /// The word as written in the spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Incomplete => "incomplete",
+            Self::Fail => "fail",
+        }
+    }
+
+    const NAMES: &'static [&'static str] = &["pass", "fail", "incomplete"];
+
+    fn parse<E: serde::de::Error>(word: &str) -> Result<Self, E> {
+        match word {
+            "pass" => Ok(Self::Pass),
+            "incomplete" => Ok(Self::Incomplete),
+            "fail" => Ok(Self::Fail),
+            other => Err(E::unknown_variant(other, Self::NAMES)),
+        }
+    }
+}
+
+/// `on_review_unavailable`: one value for every tier
+/// (`"incomplete"`), or one per tier (`{ trivial = "pass", light = "pass",
+/// full = "incomplete" }`, a tier left out is `"pass"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct OnReviewUnavailable {
+    /// For a trivial run.
+    pub trivial: ReviewUnavailable,
+    /// For a light run.
+    pub light: ReviewUnavailable,
+    /// For a full run.
+    pub full: ReviewUnavailable,
+}
+
+impl OnReviewUnavailable {
+    /// The tiers, in the order the spec names them.
+    pub const TIERS: [&'static str; 3] = ["trivial", "light", "full"];
+
+    /// The same value in every tier.
+    pub const fn all(value: ReviewUnavailable) -> Self {
+        Self {
+            trivial: value,
+            light: value,
+            full: value,
+        }
+    }
+
+    /// The value for a tier (`trivial`, `light` or `full`; anything else
+    /// reads as `full`, the strictest tier).
+    pub fn for_tier(&self, tier: &str) -> ReviewUnavailable {
+        match tier {
+            "trivial" => self.trivial,
+            "light" => self.light,
+            _ => self.full,
+        }
+    }
+
+    /// Each tier with its value.
+    pub fn by_tier(&self) -> [(&'static str, ReviewUnavailable); 3] {
+        [
+            ("trivial", self.trivial),
+            ("light", self.light),
+            ("full", self.full),
+        ]
+    }
+}
+
+impl Serialize for OnReviewUnavailable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        if self.trivial == self.light && self.light == self.full {
+            return self.full.serialize(s);
+        }
+        let mut map = s.serialize_map(Some(3))?;
+        for (tier, value) in self.by_tier() {
+            map.serialize_entry(tier, &value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for OnReviewUnavailable {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = OnReviewUnavailable;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "\"pass\", \"fail\" or \"incomplete\", or a table by tier such as \
+                     { trivial = \"pass\", light = \"pass\", full = \"incomplete\" }",
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                ReviewUnavailable::parse(v).map(OnReviewUnavailable::all)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = OnReviewUnavailable::default();
+                while let Some(tier) = map.next_key::<String>()? {
+                    let word: String = map.next_value()?;
+                    let value = ReviewUnavailable::parse(&word)?;
+                    match tier.as_str() {
+                        "trivial" => out.trivial = value,
+                        "light" => out.light = value,
+                        "full" => out.full = value,
+                        other => {
+                            return Err(serde::de::Error::unknown_field(
+                                other,
+                                &OnReviewUnavailable::TIERS,
+                            ));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// `[policy]`: every key has DESIGN.md's default.
@@ -282,7 +411,8 @@ pub struct Policy {
     pub role_timeout_s: BTreeMap<String, u64>,
     /// Seconds an open circuit breaker waits before its probe.
     pub breaker_cooldown_s: u64,
-    /// What a specialist that did not run means.
+    /// What a reviewer that did not run (or a review that did not run at
+    /// all) means, by tier.
     pub on_review_unavailable: OnReviewUnavailable,
     /// Probability a judged criterion needs to pass.
     pub judge_threshold: f64,
@@ -354,7 +484,7 @@ impl Default for Policy {
             min_attempt_time_s: 120,
             role_timeout_s: BTreeMap::new(),
             breaker_cooldown_s: 120,
-            on_review_unavailable: OnReviewUnavailable::Pass,
+            on_review_unavailable: OnReviewUnavailable::all(ReviewUnavailable::Pass),
             judge_threshold: 0.8,
             rule_threshold: 0.8,
             confidence_floor: 0.5,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use gate_specs::{Check, Criterion, Page, SpecMeta, Starts, Task, TaskTests};
 use gate_specs::{
     CheckGraph, Decider, Format, LedgerSection, Locator, OnReviewUnavailable, Policy, Position,
-    SandboxSection, Spec, SpecErrorKind, TaskGraph, key_path, load, parse_str,
+    ReviewUnavailable, SandboxSection, Spec, SpecErrorKind, TaskGraph, key_path, load, parse_str,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -166,7 +166,10 @@ fn shop_toml_values() {
         (300, 1500, 60, 10, 120, 120)
     );
     assert!(p.role_timeout_s.is_empty());
-    assert_eq!(p.on_review_unavailable, OnReviewUnavailable::Pass);
+    assert_eq!(
+        p.on_review_unavailable,
+        OnReviewUnavailable::all(ReviewUnavailable::Pass)
+    );
     assert_eq!(
         (
             p.judge_threshold,
@@ -247,7 +250,10 @@ url = "postgres://gate@db/gate"
     assert_eq!((p.trivial_max_tasks, p.light_max_tasks), (2, 2));
     assert_eq!(p.sensitive_paths, strings(&["infra/**"]));
     assert!(!p.builtin_parse && p.builtin_secrets);
-    assert_eq!(p.on_review_unavailable, OnReviewUnavailable::Fail);
+    assert_eq!(
+        p.on_review_unavailable,
+        OnReviewUnavailable::all(ReviewUnavailable::Fail)
+    );
     assert_eq!((p.judge_threshold, p.min_coverage), (1.0, 0.25));
     assert_eq!((p.max_attempts, p.output_cap_bytes), (1, 1024));
     assert_eq!(
@@ -304,6 +310,36 @@ fn builtin_exclude_as_a_list_or_by_check() {
         strings(&["a/**"])
     );
     assert!(json.policy.builtin_exclude.for_check("secrets").is_empty());
+}
+
+#[test]
+fn on_review_unavailable_by_tier_or_for_all() {
+    use ReviewUnavailable::{Fail, Incomplete, Pass};
+    // (the value as written, trivial, light, full)
+    let cases = [
+        ("\"incomplete\"", Incomplete, Incomplete, Incomplete),
+        (
+            "{ trivial = \"pass\", light = \"pass\", full = \"incomplete\" }",
+            Pass,
+            Pass,
+            Incomplete,
+        ),
+        ("{ full = \"fail\" }", Pass, Pass, Fail),
+    ];
+    for (value, trivial, light, full) in cases {
+        let text = format!("[spec]\nid = \"s\"\n[policy]\non_review_unavailable = {value}\n");
+        let spec = parse_str(&text, Path::new("gate.toml"), Format::Toml).unwrap();
+        let got = spec.policy.on_review_unavailable;
+        assert_eq!(
+            (got.trivial, got.light, got.full),
+            (trivial, light, full),
+            "{value}"
+        );
+        // It serialises back to what parses to the same value.
+        let back = toml::to_string(&spec).unwrap();
+        let again = parse_str(&back, Path::new("gate.toml"), Format::Toml).unwrap();
+        assert_eq!(again.policy.on_review_unavailable, got, "{back}");
+    }
 }
 
 #[test]

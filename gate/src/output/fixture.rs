@@ -10,7 +10,8 @@ use gate_harness::{Location, Output};
 use super::site::Site;
 use crate::record::{
     CheckKind, CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, FateBy, Finding,
-    ItemStatus, Lineage, ReviewRecord, ReviewStatus, RunRecord, SpecialistRecord, Tier, Verdict,
+    ItemStatus, Lineage, Reason, ReasonKind, ReviewRecord, ReviewStatus, RunRecord, SelfGuard,
+    SpecialistRecord, Tier, Verdict,
 };
 use crate::review::Coverage;
 use crate::review::call::{Attempt, AttemptOutcome};
@@ -19,10 +20,12 @@ fn check(id: &str, kind: CheckKind, status: ItemStatus) -> CheckRecord {
     CheckRecord {
         id: id.to_owned(),
         kind,
+        task: (kind == CheckKind::TaskTests).then(|| "orders".to_owned()),
         command: format!("./{id}.sh"),
         status,
         exit_code: (status == ItemStatus::Passed).then_some(0),
         duration_ms: 1234,
+        started_ms: Some(100),
         inputs_digest: "d".repeat(64),
         carried_from: None,
         carried_bundle: None,
@@ -44,6 +47,7 @@ fn criterion(id: &str, by: DecidedBy, status: ItemStatus) -> CriterionRecord {
         threshold: None,
         exit_code: None,
         duration_ms: 250,
+        started_ms: Some(200),
         inputs_digest: "e".repeat(64),
         carried_from: None,
         carried_bundle: None,
@@ -52,7 +56,7 @@ fn criterion(id: &str, by: DecidedBy, status: ItemStatus) -> CriterionRecord {
     }
 }
 
-fn specialist(role: &str, status: &str, reason: Option<&str>) -> SpecialistRecord {
+pub(crate) fn specialist(role: &str, status: &str, reason: Option<&str>) -> SpecialistRecord {
     SpecialistRecord {
         role: role.to_owned(),
         model: "claude-sonnet-4-5".to_owned(),
@@ -157,9 +161,21 @@ pub(crate) fn record() -> RunRecord {
         },
         verdict: Verdict::Fail,
         verdict_reasons: vec![
-            "check `build` failed".to_owned(),
-            "criterion `orders-201` not met".to_owned(),
+            Reason::new(
+                ReasonKind::Check,
+                "build",
+                Verdict::Fail,
+                "check `build` failed: exited with status 3",
+            ),
+            Reason::new(
+                ReasonKind::Criterion,
+                "orders-201",
+                Verdict::Fail,
+                "criterion `orders-201` failed: exited with status 1",
+            ),
         ],
+        qualifier: None,
+        self_guard: SelfGuard::on(),
         overridden: false,
         recorded: true,
         tier: Tier::Light,

@@ -115,7 +115,7 @@ pub fn render(record: &RunRecord, site: &Site) -> String {
         "::group::{}",
         escape_data(&format!(
             "gate: {} ({}, attempt {})",
-            record.verdict.as_str().to_uppercase(),
+            crate::record::verdict_line(record),
             record.spec_id,
             record.attempt
         ))

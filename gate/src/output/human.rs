@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::progress::duration;
 use super::style::Style;
-use crate::record::{ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, Verdict};
+use crate::record::{GuardStatus, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, verdict_line};
 use crate::review::call::{Attempt, AttemptOutcome};
 
 /// Lines of a failing item's output shown.
@@ -150,17 +150,16 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
         let _ = writeln!(out, "\n{}", d.message);
     }
 
-    let verdict = match record.verdict {
-        Verdict::Pass if record.overridden => "PASS (overridden)",
-        Verdict::Pass => "PASS",
-        Verdict::Fail => "FAIL",
-        Verdict::Incomplete => "INCOMPLETE",
-        Verdict::Escalate => "ESCALATE",
-    };
-    let verdict = style.strong(verdict, Style::verdict_paint(record.verdict));
+    if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
+        let _ = writeln!(out, "self-guard: off — {why}");
+    }
+    let verdict = style.strong(
+        &verdict_line(record),
+        Style::verdict_paint(record.verdict),
+    );
     let _ = writeln!(out, "\nverdict: {verdict}");
     for r in &record.verdict_reasons {
-        let _ = writeln!(out, "  · {r}");
+        let _ = writeln!(out, "  · {}", r.why);
     }
     if let Some(bundle) = &record.bundle {
         let _ = writeln!(out, "evidence: {bundle}");

@@ -11,14 +11,17 @@ use std::sync::{Arc, Mutex};
 use gate_harness::{Event, ItemKind, ItemResult};
 use serde_json::{Map, Value, json};
 
+use super::json::FORMAT_VERSION;
 use super::stream::{Observer, Waiting, WaitingOn};
-use crate::events::RunEvent;
-use crate::record::FORMAT_VERSION;
+use crate::events::{PlannedEvent, RunEvent};
+
+/// The planned items by id: what a start or a result names only by its id.
+pub type Planned = HashMap<String, PlannedEvent>;
 
 /// Writes events as JSON lines.
 pub struct JsonlWriter {
     out: Box<dyn Write + Send>,
-    kinds: HashMap<String, ItemKind>,
+    planned: Planned,
     closed: bool,
 }
 
@@ -36,7 +39,7 @@ impl JsonlWriter {
     fn to(out: Box<dyn Write + Send>) -> Self {
         Self {
             out,
-            kinds: HashMap::new(),
+            planned: HashMap::new(),
             closed: false,
         }
     }
@@ -63,10 +66,10 @@ impl Observer for JsonlWriter {
     fn event(&mut self, event: &RunEvent) {
         if let RunEvent::Planned(items) = event {
             for i in items {
-                self.kinds.insert(i.id.clone(), i.kind);
+                self.planned.insert(i.id.clone(), i.clone());
             }
         }
-        let value = event_json(event, &self.kinds);
+        let value = event_json(event, &self.planned);
         self.write(&value);
     }
 
@@ -86,12 +89,9 @@ impl Observer for JsonlWriter {
     }
 }
 
-/// An event as one JSON object. `kinds` maps planned item ids to their
-/// kind (a start names only the id).
-pub fn event_json<S: std::hash::BuildHasher>(
-    event: &RunEvent,
-    kinds: &HashMap<String, ItemKind, S>,
-) -> Value {
+/// An event as one JSON object. `planned` gives an item's kind, task and
+/// text (a start or a result names only the id).
+pub fn event_json(event: &RunEvent, planned: &Planned) -> Value {
     match event {
         RunEvent::RunStarted {
             run_id,
@@ -131,7 +131,7 @@ pub fn event_json<S: std::hash::BuildHasher>(
             json!({"role": seat.role, "model": seat.model}),
         ),
         RunEvent::Harness(Event::Started { id }) => {
-            let kind = kinds.get(id).copied().unwrap_or(ItemKind::Check);
+            let kind = planned.get(id).map_or(ItemKind::Check, |p| p.kind);
             line(
                 &format!("{}_started", stage(kind)),
                 json!({"id": id, "kind": kind_str(kind)}),
@@ -139,9 +139,10 @@ pub fn event_json<S: std::hash::BuildHasher>(
         }
         RunEvent::Harness(Event::Ready { id }) => line("service_ready", json!({ "id": id })),
         RunEvent::Harness(Event::Stopped { id }) => line("service_stopped", json!({ "id": id })),
-        RunEvent::Harness(Event::Finished(r)) => {
-            line(&format!("{}_finished", stage(r.kind)), finished(r))
-        }
+        RunEvent::Harness(Event::Finished(r)) => line(
+            &format!("{}_finished", stage(r.kind)),
+            finished(r, planned.get(&r.id)),
+        ),
         RunEvent::ReviewStarted { tier, seats } => {
             let seats: Vec<Value> = seats
                 .iter()
@@ -190,10 +191,15 @@ fn line(name: &str, fields: Value) -> Value {
     Value::Object(o)
 }
 
-fn finished(r: &ItemResult) -> Value {
-    json!({
+/// An item's result, with what an agent acts on when it failed: its task,
+/// a criterion's text, the output tail (redacted, as the bundle keeps it)
+/// and the places a built-in pointed at.
+fn finished(r: &ItemResult, planned: Option<&PlannedEvent>) -> Value {
+    let failed = r.status == gate_harness::Status::Failed;
+    let mut v = json!({
         "id": r.id,
         "kind": kind_str(r.kind),
+        "task": planned.and_then(|p| p.task.clone()),
         "status": match r.status {
             gate_harness::Status::Passed => "passed",
             gate_harness::Status::Failed => "failed",
@@ -202,7 +208,18 @@ fn finished(r: &ItemResult) -> Value {
         "exit_code": r.exit_code,
         "duration_ms": u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
         "reason": r.reason,
-    })
+        "output_tail": failed.then_some(r.output.tail.as_str()),
+        "locations": if failed { json!(r.locations) } else { json!([]) },
+    });
+    if r.kind == ItemKind::Criterion
+        && let Some(obj) = v.as_object_mut()
+    {
+        obj.insert(
+            "text".into(),
+            planned.and_then(|p| p.text.clone()).into(),
+        );
+    }
+    v
 }
 
 /// "check" or "criterion": the event family of an item.
@@ -248,12 +265,22 @@ mod tests {
     use gate_harness::{Output, Status};
 
     use super::*;
-    use crate::events::PlannedEvent;
     use crate::output::fixture;
 
     #[test]
     fn every_line_starts_with_the_version_and_the_event_name() {
-        let kinds: HashMap<String, ItemKind> = [("c1".to_owned(), ItemKind::Criterion)].into();
+        let planned: Planned = [(
+            "c1".to_owned(),
+            PlannedEvent {
+                id: "c1".into(),
+                kind: ItemKind::Criterion,
+                judged: false,
+                task: Some("orders".into()),
+                text: Some("POST /orders returns 201".into()),
+                decision: json!({"decision": "run"}),
+            },
+        )]
+        .into();
         let result = ItemResult {
             id: "c1".into(),
             kind: ItemKind::Criterion,
@@ -261,10 +288,32 @@ mod tests {
             exit_code: Some(1),
             duration: Duration::from_millis(1500),
             reason: Some("exited with status 1".into()),
-            output: Output::default(),
+            output: Output {
+                tail: "expected 201, got 500\n".into(),
+                ..Output::default()
+            },
             locations: Vec::new(),
             spec_error: None,
         };
+        let failed = event_json(
+            &RunEvent::Harness(Event::Finished(result.clone())),
+            &planned,
+        );
+        assert_eq!(
+            (
+                &failed["task"],
+                &failed["text"],
+                &failed["output_tail"],
+                &failed["reason"]
+            ),
+            (
+                &json!("orders"),
+                &json!("POST /orders returns 201"),
+                &json!("expected 201, got 500\n"),
+                &json!("exited with status 1")
+            ),
+            "a failed criterion's event carries what an agent acts on: {failed}"
+        );
         let cases: Vec<(RunEvent, &str)> = vec![
             (
                 RunEvent::RunStarted {
@@ -279,6 +328,8 @@ mod tests {
                     id: "c1".into(),
                     kind: ItemKind::Criterion,
                     judged: false,
+                    task: Some("orders".into()),
+                    text: None,
                     decision: json!({"decision": "run", "why": "first attempt"}),
                 }]),
                 "plan",
@@ -311,7 +362,7 @@ mod tests {
             ),
         ];
         for (event, name) in cases {
-            let v = event_json(&event, &kinds);
+            let v = event_json(&event, &planned);
             let text = v.to_string();
             assert!(
                 text.starts_with(&format!("{{\"format_version\":1,\"event\":\"{name}\"")),
@@ -324,10 +375,7 @@ mod tests {
     #[test]
     fn the_verdict_event_carries_the_json_documents_fields() {
         let record = fixture::record();
-        let v = event_json(
-            &RunEvent::Verdict(Box::new(record.clone())),
-            &HashMap::new(),
-        );
+        let v = event_json(&RunEvent::Verdict(Box::new(record.clone())), &Planned::new());
         let doc = super::super::json::render(&record);
         for (k, want) in doc.as_object().unwrap() {
             assert_eq!(&v[k], want, "field {k}");

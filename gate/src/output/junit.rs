@@ -4,19 +4,24 @@
 //!
 //! Failed items carry a `<failure>` with their output tail; skipped,
 //! unverified and not-run items a `<skipped>` with the reason; times are in
-//! seconds.
+//! seconds, a suite's the wall time its items spanned (they run
+//! concurrently), never more than the run's. A last `verdict` suite holds
+//! one case, failed unless the run passed, its output the verdict line
+//! (`PASS (unreviewed: …)` included).
 
 use std::fmt::Write;
 
 use super::text::{strip_ansi, xml_escape};
 use crate::record::{
     CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord,
+    Verdict, verdict_line,
 };
 
 /// The JUnit document of a run.
 pub fn render(record: &RunRecord) -> String {
     let mut suites = vec![checks_suite(record), criteria_suite(record)];
     suites.extend(review_suites(record));
+    suites.push(verdict_suite(record));
     let total = |f: fn(&Suite) -> usize| suites.iter().map(f).sum::<usize>();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -40,6 +45,9 @@ pub fn render(record: &RunRecord) -> String {
 struct Suite {
     name: String,
     cases: Vec<Case>,
+    /// Its wall time when known (items that ran concurrently), else the
+    /// sum of its cases'.
+    wall_ms: Option<u64>,
 }
 
 /// One test case and how it ended.
@@ -80,7 +88,10 @@ impl Suite {
     }
 
     fn write(&self, out: &mut String, record: &RunRecord) {
-        let ms: u64 = self.cases.iter().map(|c| c.ms).sum();
+        let ms = self
+            .wall_ms
+            .unwrap_or_else(|| self.cases.iter().map(|c| c.ms).sum())
+            .min(record.duration_ms);
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
@@ -96,6 +107,7 @@ impl Suite {
             ("gate.run_id", record.run_id.as_str()),
             ("gate.spec_id", record.spec_id.as_str()),
             ("gate.verdict", record.verdict.as_str()),
+            ("gate.verdict_line", verdict_line(record).as_str()),
             ("gate.tier", record.tier.as_str()),
         ] {
             let _ = writeln!(
@@ -184,11 +196,68 @@ fn carried_note(status: ItemStatus, from: Option<&str>) -> Option<String> {
     })
 }
 
+/// The wall time items spanned: from the first start to the last end of
+/// those that ran this attempt (none ran: `None`).
+fn span<'a>(items: impl Iterator<Item = (Option<u64>, u64)> + 'a) -> Option<u64> {
+    let (mut first, mut last) = (u64::MAX, 0);
+    for (start, ms) in items {
+        let Some(start) = start else { continue };
+        first = first.min(start);
+        last = last.max(start.saturating_add(ms));
+    }
+    (first <= last).then(|| last - first)
+}
+
 fn checks_suite(record: &RunRecord) -> Suite {
     let cases = record.checks.iter().map(check_case).collect();
     Suite {
         name: "checks".to_owned(),
         cases,
+        wall_ms: span(record.checks.iter().map(|c| {
+            (
+                c.started_ms.filter(|_| ran(c.status)),
+                c.duration_ms,
+            )
+        })),
+    }
+}
+
+/// Whether an item ran this attempt (so its time counts).
+fn ran(status: ItemStatus) -> bool {
+    matches!(status, ItemStatus::Passed | ItemStatus::Failed)
+}
+
+/// One case: the verdict, failed unless the run passed.
+fn verdict_suite(record: &RunRecord) -> Suite {
+    let line = verdict_line(record);
+    let reasons: Vec<&str> = record.verdict_reasons.iter().map(|r| r.why.as_str()).collect();
+    let end = if record.verdict == Verdict::Pass {
+        End::Passed
+    } else {
+        End::Failed {
+            message: line.clone(),
+            kind: record.verdict.as_str().to_owned(),
+            text: reasons.join("\n"),
+        }
+    };
+    let out = (record.verdict == Verdict::Pass).then(|| {
+        let mut text = line.clone();
+        for r in &reasons {
+            text.push_str("\n");
+            text.push_str(r);
+        }
+        text
+    });
+    Suite {
+        name: "verdict".to_owned(),
+        cases: vec![Case {
+            name: "verdict".to_owned(),
+            classname: "gate.verdict".to_owned(),
+            ms: 0,
+            end,
+            out,
+        }],
+        wall_ms: Some(0),
     }
 }
 
@@ -208,6 +277,12 @@ fn criteria_suite(record: &RunRecord) -> Suite {
     Suite {
         name: "criteria".to_owned(),
         cases,
+        wall_ms: span(record.criteria.iter().map(|c| {
+            (
+                c.started_ms.filter(|_| ran(c.status)),
+                c.duration_ms,
+            )
+        })),
     }
 }
 
@@ -250,6 +325,7 @@ fn review_suites(record: &RunRecord) -> Vec<Suite> {
                 },
                 out: None,
             }],
+            wall_ms: None,
         }];
     }
     let mut roles: Vec<&str> = record
@@ -283,6 +359,7 @@ fn review_suites(record: &RunRecord) -> Vec<Suite> {
             Suite {
                 name: format!("review.{role}"),
                 cases,
+                wall_ms: None,
             }
         })
         .collect()
@@ -392,7 +469,8 @@ mod tests {
                 "review.quality",
                 "review.security",
                 "review.docs",
-                "review.performance"
+                "review.performance",
+                "verdict"
             ]
         );
         let checks = &doc["suites"][0];
@@ -433,7 +511,55 @@ mod tests {
             skipped["cases"][0]["texts"][0][0],
             "skipped: no code in the change"
         );
-        assert_eq!(doc["failures"], 4);
+        assert_eq!(doc["suites"][6]["failures"], 1, "the verdict: FAIL");
+        assert_eq!(doc["failures"], 5);
+    }
+
+    /// A suite's time is the wall time its items spanned: concurrent items
+    /// do not add up past it, nor past the run's.
+    #[test]
+    fn a_suites_time_is_its_wall_time() {
+        let mut record = fixture::record();
+        record.duration_ms = 5_000;
+        for c in &mut record.checks {
+            // Three at once: 0–4 s, 0–4 s, 1–5 s.
+            c.duration_ms = 4_000;
+            c.started_ms = Some(0);
+        }
+        record.checks[2].started_ms = Some(1_000);
+        let xml = render(&record);
+        assert!(
+            xml.contains("<testsuite name=\"checks\" tests=\"5\" failures=\"2\" errors=\"0\" skipped=\"1\" time=\"5.000\""),
+            "{xml}"
+        );
+        // With no start times (older records) the sum is capped at the run's.
+        for c in &mut record.checks {
+            c.started_ms = None;
+        }
+        assert!(render(&record).contains("skipped=\"1\" time=\"5.000\""));
+    }
+
+    /// An escalated run is a failure, an unreviewed pass is said.
+    #[test]
+    fn the_verdict_is_a_case_of_its_own() {
+        let mut record = fixture::record();
+        record.verdict = Verdict::Escalate;
+        let xml = render(&record);
+        assert!(
+            xml.contains("<failure message=\"ESCALATE\" type=\"escalate\">"),
+            "{xml}"
+        );
+        record.verdict = Verdict::Pass;
+        record.verdict_reasons.clear();
+        record.qualifier = Some(crate::record::Qualifier {
+            kind: crate::record::QualifierKind::Unreviewed,
+            why: "no provider configured".into(),
+        });
+        let xml = render(&record);
+        assert!(
+            xml.contains("<system-out>PASS (unreviewed: no provider configured)</system-out>"),
+            "{xml}"
+        );
     }
 
     #[test]

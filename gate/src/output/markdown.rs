@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::problems::{self, Level};
 use super::progress::duration;
-use super::text::{code_block, last_lines, md_inline, strip_ansi};
-use crate::record::{Finding, ItemStatus, ReviewStatus, RunRecord, Verdict};
+use super::text::{code_block, last_lines, md_inline, md_quoting, strip_ansi};
+use crate::record::{GuardStatus, Finding, ItemStatus, ReviewStatus, RunRecord, Verdict, verdict_line};
 
 /// Lines of a failing item's output quoted.
 const TAIL_LINES: usize = 20;
@@ -40,16 +40,17 @@ pub fn render(record: &RunRecord) -> String {
 }
 
 fn heading(out: &mut String, record: &RunRecord) {
-    let (icon, word) = match record.verdict {
-        Verdict::Pass if record.overridden => ("✅", "PASS (overridden)"),
-        Verdict::Pass => ("✅", "PASS"),
-        Verdict::Fail => ("❌", "FAIL"),
-        Verdict::Incomplete => ("⚠️", "INCOMPLETE"),
-        Verdict::Escalate => ("🛑", "ESCALATE"),
+    let icon = match record.verdict {
+        Verdict::Pass if record.qualifier.is_some() && !record.overridden => "☑️",
+        Verdict::Pass => "✅",
+        Verdict::Fail => "❌",
+        Verdict::Incomplete => "⚠️",
+        Verdict::Escalate => "🛑",
     };
     let _ = writeln!(
         out,
-        "## {icon} gate: {word} — {}, attempt {}\n",
+        "## {icon} gate: {} — {}, attempt {}\n",
+        md_inline(&verdict_line(record)),
         code(&record.spec_id),
         record.attempt
     );
@@ -71,7 +72,10 @@ fn heading(out: &mut String, record: &RunRecord) {
     line.push(duration(Duration::from_millis(record.duration_ms)));
     let _ = writeln!(out, "{}\n", line.join(" · "));
     for r in &record.verdict_reasons {
-        let _ = writeln!(out, "- {}", md_inline(r));
+        let _ = writeln!(out, "- {}", md_quoting(&r.why));
+    }
+    if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
+        let _ = writeln!(out, "- self-guard off: {}", md_quoting(why));
     }
 }
 
@@ -197,7 +201,7 @@ fn did_not_run(out: &mut String, record: &RunRecord) {
         lines.push(format!(
             "{what} {} skipped: {}",
             code(&c.id),
-            md_inline(c.reason.as_deref().unwrap_or("not run"))
+            md_quoting(c.reason.as_deref().unwrap_or("not run"))
         ));
     }
     for c in &record.criteria {
@@ -209,7 +213,7 @@ fn did_not_run(out: &mut String, record: &RunRecord) {
         lines.push(format!(
             "criterion {} {what}: {}",
             code(&c.id),
-            md_inline(c.reason.as_deref().unwrap_or("not decided"))
+            md_quoting(c.reason.as_deref().unwrap_or("not decided"))
         ));
     }
     if lines.is_empty() {
@@ -274,7 +278,9 @@ mod tests {
         // What became of the findings that do not stand, in one escaped line.
         assert!(at("| 🔵 suggestion") < at("2 findings dropped by the coordinator: "));
         at("Loop \\*might\\* be slow \\| \\<b\\> (no realistic input makes it slow)");
-        at("check `deploy-check` skipped: dependency \\`build\\` failed");
+        at("check `deploy-check` skipped: dependency `build` failed");
+        // Verdict bullets quote ids as code, not as escaped backticks.
+        at("- check `build` failed: exited with status 3\n");
         at("criterion `orders-audit` unverified: the judge did not run: timed out");
         // No raw terminal codes; hostile title newlines do not break the table.
         assert!(!md.contains('\x1b'));

@@ -77,7 +77,7 @@ pub fn render(format: Format, record: &RunRecord, site: &Site, style: Style) -> 
             // The stream's last line, on its own.
             let mut line = jsonl::event_json(
                 &RunEvent::Verdict(Box::new(record.clone())),
-                &std::collections::HashMap::new(),
+                &jsonl::Planned::new(),
             )
             .to_string();
             line.push('\n');

@@ -4,7 +4,9 @@
 //! SARIF, GitHub annotations and the GitLab report are views of this list.
 //! It only reads statuses and severities; it decides nothing.
 
-use crate::record::{CheckKind, CheckRecord, CriterionRecord, ItemStatus, RunRecord};
+use crate::record::{
+    CheckKind, CheckRecord, CriterionRecord, ItemStatus, RunRecord, Verdict, verdict_line,
+};
 
 use super::site::Site;
 
@@ -56,9 +58,59 @@ pub struct Problem {
 /// Lines of a failing item's output a problem message quotes.
 const TAIL_LINES: usize = 5;
 
-/// Every problem of `record`, failed items first (in record order), then
+/// The rule a verdict that is not a clean pass falls under.
+pub const VERDICT_RULE: &str = "verdict";
+
+/// The verdict itself, when it is not a clean pass: an escalated or
+/// incomplete run is an error (a failed one too when nothing else says it
+/// failed, as when a reviewer that policy requires did not run), a pass
+/// that was unreviewed or under-reviewed a warning. It points at the spec,
+/// whose series it belongs to.
+pub fn verdict_problem(record: &RunRecord, site: &Site) -> Option<Problem> {
+    let line = verdict_line(record);
+    let level = match record.verdict {
+        Verdict::Pass if record.qualifier.is_some() && !record.overridden => Level::Warning,
+        Verdict::Pass => return None,
+        Verdict::Fail | Verdict::Incomplete | Verdict::Escalate => Level::Failed,
+    };
+    let title = match record.verdict {
+        Verdict::Escalate => format!("gate: {line}: hand this series to a human"),
+        Verdict::Incomplete => format!("gate: {line}: the gate could not decide"),
+        _ => format!("gate: {line}"),
+    };
+    let mut message = format!("{title} (spec `{}`, attempt {})", record.spec_id, record.attempt);
+    for r in &record.verdict_reasons {
+        message.push_str("\n- ");
+        message.push_str(&r.why);
+    }
+    Some(Problem {
+        rule: VERDICT_RULE.to_owned(),
+        level,
+        title,
+        message,
+        file: site.spec_file.clone(),
+        line: 1,
+        key: format!("verdict:{}", record.spec_id),
+    })
+}
+
+/// Every problem of `record`: the verdict when it is not a clean pass
+/// (see [`verdict_problem`]), then failed items (in record order), then
 /// findings worst first.
 pub fn collect(record: &RunRecord, site: &Site) -> Vec<Problem> {
+    let mut out = items_and_findings(record, site);
+    let said = out
+        .iter()
+        .any(|p| matches!(p.level, Level::Failed | Level::Critical));
+    if let Some(v) = verdict_problem(record, site)
+        && !(record.verdict == Verdict::Fail && said)
+    {
+        out.insert(0, v);
+    }
+    out
+}
+
+fn items_and_findings(record: &RunRecord, site: &Site) -> Vec<Problem> {
     let mut out = Vec::new();
     for c in record
         .checks
@@ -189,6 +241,50 @@ fn first_line(s: &str) -> &str {
 mod tests {
     use super::*;
     use crate::output::fixture;
+    use crate::record::{Qualifier, QualifierKind};
+
+    /// A run that did not pass cleanly never renders as one with no problem.
+    #[test]
+    fn a_verdict_short_of_a_clean_pass_is_a_problem() {
+        let site = fixture::site();
+        let bare = || {
+            let mut r = fixture::record();
+            r.checks.clear();
+            r.criteria.clear();
+            r.findings.clear();
+            r.verdict_reasons.clear();
+            r
+        };
+        let unreviewed = Some(Qualifier {
+            kind: QualifierKind::Unreviewed,
+            why: "no provider configured".into(),
+        });
+        // (verdict, qualifier, the verdict problem's level)
+        let cases = [
+            (Verdict::Escalate, None, Some(Level::Failed)),
+            (Verdict::Incomplete, None, Some(Level::Failed)),
+            (Verdict::Fail, None, Some(Level::Failed)),
+            (Verdict::Pass, unreviewed, Some(Level::Warning)),
+            (Verdict::Pass, None, None),
+        ];
+        for (verdict, qualifier, want) in cases {
+            let mut r = bare();
+            r.verdict = verdict;
+            r.qualifier = qualifier;
+            let problems = collect(&r, &site);
+            assert_eq!(
+                problems.first().map(|p| (p.rule.as_str(), p.level)),
+                want.map(|l| (VERDICT_RULE, l)),
+                "{verdict:?}"
+            );
+        }
+        // A failure its failed items already say is not said twice.
+        let rules: Vec<String> = collect(&fixture::record(), &site)
+            .into_iter()
+            .map(|p| p.rule)
+            .collect();
+        assert!(!rules.contains(&VERDICT_RULE.to_owned()), "{rules:?}");
+    }
 
     #[test]
     fn failed_items_then_findings_worst_first() {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::problems::{self, Level, Problem};
 use super::site::Site;
-use crate::record::RunRecord;
+use crate::record::{RunRecord, Verdict};
 
 /// SARIF's JSON schema.
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -37,6 +37,13 @@ struct Rule {
 
 /// Every rule the gate reports under, in `ruleIndex` order.
 const RULES: &[Rule] = &[
+    Rule {
+        id: "verdict",
+        name: "VerdictShortOfPass",
+        short: "The run did not pass cleanly",
+        full: "The gate escalated the series (a doom loop or the attempt budget), could not decide (incomplete), failed without a failed item to show, or passed with review missing (unreviewed, under-reviewed).",
+        level: "error",
+    },
     Rule {
         id: "check",
         name: "FailedCheck",
@@ -169,10 +176,7 @@ pub fn render(record: &RunRecord, site: &Site) -> Value {
                 "rules": rules,
             }},
             "automationDetails": {"id": format!("gate/{}/{}", record.spec_id, record.run_id)},
-            "invocations": [{
-                "executionSuccessful": true,
-                "startTimeUtc": record.started_at,
-            }],
+            "invocations": [invocation(record, site)],
             "results": results,
             "properties": {
                 "verdict": record.verdict.as_str(),
@@ -182,6 +186,26 @@ pub fn render(record: &RunRecord, site: &Site) -> Value {
             },
         }],
     })
+}
+
+/// The invocation: an escalated or incomplete run did not execute
+/// successfully, and says why in an error notification; a pass that was
+/// unreviewed or under-reviewed says so in a warning one.
+fn invocation(record: &RunRecord, site: &Site) -> Value {
+    let mut inv = json!({
+        "executionSuccessful": !matches!(record.verdict, Verdict::Escalate | Verdict::Incomplete),
+        "startTimeUtc": record.started_at,
+    });
+    if let Some(p) = problems::verdict_problem(record, site)
+        && record.verdict != Verdict::Fail
+    {
+        inv["toolExecutionNotifications"] = json!([{
+            "level": if p.level == Level::Warning { "warning" } else { "error" },
+            "message": {"text": p.message},
+            "descriptor": {"id": problems::VERDICT_RULE},
+        }]);
+    }
+    inv
 }
 
 fn rule_json(r: &Rule) -> Value {
@@ -257,6 +281,40 @@ mod tests {
         ] {
             assert_eq!(uri_path(path), want);
         }
+    }
+
+    /// An escalated run is no clean run: it did not execute successfully,
+    /// a notification says so at error level, and a result too.
+    #[test]
+    fn an_escalated_run_is_not_clean() {
+        let mut record = fixture::record();
+        record.verdict = Verdict::Escalate;
+        record.checks.clear();
+        record.criteria.clear();
+        record.findings.clear();
+        let doc = render(&record, &fixture::site());
+        let inv = &doc["runs"][0]["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        let note = &inv["toolExecutionNotifications"][0];
+        assert_eq!(note["level"], "error");
+        assert!(
+            note["message"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("ESCALATE"),
+            "{note}"
+        );
+        assert_eq!(doc["runs"][0]["results"][0]["ruleId"], "verdict");
+        assert_eq!(doc["runs"][0]["results"][0]["level"], "error");
+        // What the multitool, with GitHub's rules, accepts.
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("escalated.sarif");
+        std::fs::write(&log, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+        let errors = gate_tests::peers::sarif_errors(&log);
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+        record.verdict = Verdict::Fail;
+        let doc = render(&record, &fixture::site());
+        assert_eq!(doc["runs"][0]["invocations"][0]["executionSuccessful"], true);
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn render_json(e: &Effective) -> Value {
     let mut doc = Map::new();
     doc.insert(
         "format_version".into(),
-        crate::record::FORMAT_VERSION.into(),
+        super::json::FORMAT_VERSION.into(),
     );
     doc.extend(pairs(&e.entries));
     doc.insert("policy".into(), Value::Object(pairs(&e.policy)));

@@ -90,6 +90,30 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// Inline Markdown for a sentence that quotes ids in backticks ("check
+/// `build` failed: …"): each quoted part a code span, the rest escaped as
+/// [`md_inline`]. A sentence whose backticks do not pair is escaped whole.
+pub fn md_quoting(s: &str) -> String {
+    let parts: Vec<&str> = s.split('`').collect();
+    if parts.len() % 2 == 0 {
+        return md_inline(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, part) in parts.iter().enumerate() {
+        if i % 2 == 0 {
+            out.push_str(&md_inline(part));
+        } else if part.trim().is_empty() {
+            out.push_str(&md_inline(&format!("`{part}`")));
+        } else {
+            // Code spans are literal; only a line break would end one.
+            out.push('`');
+            out.push_str(&part.replace(['\n', '\r'], " "));
+            out.push('`');
+        }
+    }
+    out
+}
+
 /// Escapes inline Markdown so user text (titles, ids, reasons) renders as
 /// text: no emphasis, links, HTML, tables or mentions.
 pub fn md_inline(s: &str) -> String {
@@ -158,6 +182,18 @@ mod tests {
             plain("\x1b[31mred\x1b[0m\x07 bell\rCR\n::error::x\u{9b}2J\u{202e}rev\u{200b}\ttab"),
             "red bell CR ::error::x2Jrev tab"
         );
+        // (sentence, Markdown): quoted ids as code, the rest escaped.
+        for (text, md) in [
+            (
+                "check `build` failed: *boom* <b>",
+                "check `build` failed: \\*boom\\* \\<b\\>",
+            ),
+            ("odd ` backtick `x`", "odd \\` backtick \\`x\\`"),
+            ("empty `` span", "empty \\`\\` span"),
+            ("`a|b`", "`a|b`"),
+        ] {
+            assert_eq!(md_quoting(text), md, "{text}");
+        }
         assert_eq!(code_block("a ``` b\n"), "````text\na ``` b\n````\n");
         assert_eq!(code_block("plain"), "```text\nplain\n```\n");
         assert_eq!(truncate_bytes("aé", 2), "a");

@@ -157,6 +157,18 @@ pub enum Pattern {
     Budget,
 }
 
+impl Pattern {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Repeat => "repeat",
+            Self::Oscillation => "oscillation",
+            Self::NoProgress => "no_progress",
+            Self::Budget => "budget",
+        }
+    }
+}
+
 /// The detector's conclusion, recorded in the bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DoomLoop {

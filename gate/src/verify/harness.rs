@@ -51,6 +51,8 @@ pub(super) struct Harnessed {
     pub results: HashMap<String, ItemResult>,
     /// Whether an interruption (Ctrl-C, SIGTERM, SIGHUP) stopped the run.
     pub interrupted: bool,
+    /// When each item that ran started, in milliseconds after the run started.
+    pub started_ms: HashMap<String, u64>,
 }
 
 /// What the harness stage needs besides the plan.
@@ -66,6 +68,8 @@ pub(super) struct HarnessInput<'a> {
     pub interrupt: &'a Interrupt,
     pub launcher: gate_harness::Launcher,
     pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
+    /// When the run started: item start times are kept relative to it.
+    pub run_clock: Instant,
 }
 
 /// Runs what the plan runs; carried items count as passed for `after`
@@ -83,6 +87,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         interrupt,
         launcher,
         required,
+        run_clock,
     } = input;
     let items: Vec<_> = plan
         .items
@@ -122,7 +127,23 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
                 .collect(),
         ),
     };
-    let (tx, forward) = events.harness();
+    let (sink_tx, forward) = events.harness();
+    // Start times are noted on the way to the sink (a report's suite time
+    // is the wall time its items spanned, not the sum of theirs).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<gate_harness::Event>();
+    let note_starts = tokio::spawn(async move {
+        let mut started = HashMap::new();
+        while let Some(event) = rx.recv().await {
+            if let gate_harness::Event::Started { id } = &event {
+                started.insert(
+                    id.clone(),
+                    u64::try_from(run_clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+                );
+            }
+            let _ = sink_tx.send(event);
+        }
+        started
+    });
     let interrupted = AtomicBool::new(false);
     let cancel = async {
         // An interruption stops every process group instead of leaving them behind.
@@ -130,6 +151,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         interrupted.store(true, Ordering::SeqCst);
     };
     let results = gate_harness::run(items, opts, Some(tx), cancel).await;
+    let started_ms = note_starts.await.unwrap_or_default();
     let _ = forward.await;
     let mut results: HashMap<String, ItemResult> =
         results?.into_iter().map(|r| (r.id.clone(), r)).collect();
@@ -143,5 +165,6 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
     Ok(Harnessed {
         results,
         interrupted,
+        started_ms,
     })
 }

@@ -29,7 +29,8 @@ use crate::isolation::{self, Isolation};
 use crate::output;
 use crate::plan;
 use crate::record::{
-    FORMAT_VERSION, Finding, IsolationRecord, ReviewRecord, RunRecord, Tier, Verdict,
+    FORMAT_VERSION, Finding, IsolationRecord, Reason, ReasonKind, ReviewRecord, RunRecord,
+    SelfGuard, Tier, Verdict,
 };
 use crate::retry::doom::{self, FailingAttempt, Thresholds};
 use crate::retry::memory::{self, Disposition};
@@ -111,7 +112,7 @@ impl Start {
     }
 
     /// A record of a run that decided nothing of its own (an escalated series).
-    fn bare(&self, spec: &Spec, attempt: u32, verdict: Verdict, reasons: Vec<String>) -> RunRecord {
+    fn bare(&self, spec: &Spec, attempt: u32, verdict: Verdict, reasons: Vec<Reason>) -> RunRecord {
         RunRecord {
             format_version: FORMAT_VERSION,
             run_id: self.run_id.clone(),
@@ -128,6 +129,8 @@ impl Start {
             isolation: IsolationRecord::default(),
             verdict,
             verdict_reasons: reasons,
+            qualifier: None,
+            self_guard: SelfGuard::off("nothing ran"),
             overridden: false,
             recorded: false,
             tier: Tier::Trivial,
@@ -228,10 +231,28 @@ pub async fn run_with(
         Some(rev) => Some(change::resolve_base(&git, &ctx.workspace, rev).await?),
         None => None,
     };
-    let base_spec = match &base_commit {
-        Some(commit) => guard::spec_at_base(&git, commit, &req.spec_path).await,
+    let spec_file = change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
+        .pop()
+        .unwrap_or_else(|| req.spec_path.display().to_string());
+    let spec_then = match &base_commit {
+        Some(commit) => Some(guard::spec_at_base(&git, commit, &req.spec_path).await),
         None => None,
     };
+    let self_guard = match (&base, &spec_then) {
+        (_, Some(Ok(_))) => SelfGuard::on(),
+        (Some(rev), Some(Err(guard::NoBaseSpec::Missing))) => SelfGuard::off(format!(
+            "base `{rev}` has no {spec_file}, so the spec's checks and criteria were not \
+             compared with it"
+        )),
+        (Some(rev), Some(Err(guard::NoBaseSpec::Unparsable))) => SelfGuard::off(format!(
+            "{spec_file} at base `{rev}` does not parse, so nothing was compared with it"
+        )),
+        _ => SelfGuard::off(
+            "no base given: pass `--base REV` to compare the spec, routing table and prompts \
+             with the base's",
+        ),
+    };
+    let base_spec = spec_then.and_then(Result::ok);
     let guard_findings = match &base_commit {
         Some(commit) => {
             guard::check(
@@ -251,6 +272,11 @@ pub async fn run_with(
         spec_id: spec.spec.id.clone(),
         started_at: start.started_at.clone(),
     });
+    if let (Some(_), Some(why)) = (&base, &self_guard.reason) {
+        events.emit(RunEvent::Warning(format!(
+            "gate: the self-guard is off: {why}"
+        )));
+    }
     if let Some(why) = &isolation.record.reason {
         events.emit(RunEvent::Warning(format!(
             "gate: what this run starts for the workspace runs unisolated: {why}"
@@ -272,13 +298,18 @@ pub async fn run_with(
     let thresholds = Thresholds::from(policy);
     if let Some((run, doom)) = &history.escalated {
         // Nothing runs until a human starts a new series or overrides.
-        let mut reasons = vec![format!(
-            "the series of `{}` is escalated since run {run}; start a new series with \
-             `gate verify --new-series` or let it through with `gate override {run}`",
-            spec.spec.id
+        let mut reasons = vec![Reason::new(
+            ReasonKind::DoomLoop,
+            run,
+            Verdict::Escalate,
+            format!(
+                "the series of `{}` is escalated since run {run}; start a new series with \
+                 `gate verify --new-series` or let it through with `gate override {run}`",
+                spec.spec.id
+            ),
         )];
         if let Some(d) = doom {
-            reasons.push(d.message.clone());
+            reasons.push(doom_reason(d));
         }
         let mut record = start.bare(&spec, history.attempt, Verdict::Escalate, reasons);
         (record.checks, record.criteria) = records::not_run(
@@ -295,7 +326,7 @@ pub async fn run_with(
             &spec,
             history.attempt,
             Verdict::Escalate,
-            vec![d.message.clone()],
+            vec![doom_reason(&d)],
         );
         (record.checks, record.criteria) =
             records::not_run(&spec, "not run: the attempt budget is spent");
@@ -373,9 +404,6 @@ pub async fn run_with(
     // The exam out of the examinee's reach: verifiers compared with the
     // base (or the series' first attempt), and everything the gate reads
     // read-only to what it runs.
-    let spec_file = change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
-        .pop()
-        .unwrap_or_else(|| req.spec_path.display().to_string());
     let protection = verifiers::protect(verifiers::Inputs {
         spec: &spec,
         base_spec: base_spec.as_ref(),
@@ -465,7 +493,11 @@ pub async fn run_with(
         },
     ));
     retry::delta::apply(&mut plan, &spec, history.previous.as_ref(), req.full);
-    events.emit(RunEvent::Planned(planned_events(&plan)));
+    let mut secret_names = routing.key_variables();
+    secret_names.extend(pages::credential_variables(&spec));
+    let redact = config::secret_env_values(&secret_names);
+    let redactor = gate_harness::secrets::Redactor::new(&redact);
+    events.emit(RunEvent::Planned(planned_events(&plan, &spec, &redactor)));
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
     let carried = plan.items.iter().filter(|i| i.decision.carries()).count();
     if history.previous.is_some() && !req.full {
@@ -477,14 +509,7 @@ pub async fn run_with(
             ),
         );
     }
-    let mut secret_names = routing.key_variables();
-    secret_names.extend(pages::credential_variables(&spec));
-    let redact = config::secret_env_values(&secret_names);
-    let redactor = gate_harness::secrets::Redactor::new(&redact);
-    let harness::Harnessed {
-        results,
-        interrupted,
-    } = harness::run(harness::HarnessInput {
+    let harnessed = harness::run(harness::HarnessInput {
         ctx,
         events,
         spec: &spec,
@@ -496,8 +521,10 @@ pub async fn run_with(
         interrupt: &interrupt,
         launcher,
         required: &protection.required,
+        run_clock: start.clock,
     })
     .await?;
+    let (results, interrupted) = (&harnessed.results, harnessed.interrupted);
     // A verifier a `run` names that did not exist when its item was to
     // start is the spec's fault, not a failure to hand the agent.
     if let Some(why) = results.values().find_map(|r| r.spec_error.clone()) {
@@ -507,7 +534,7 @@ pub async fn run_with(
     let after = harness::fingerprint(ctx, &spec, &req.own_files).await?;
     let tampered = tamper_findings(&snapshot, &after, &spec_file, &protection, &rule_set);
 
-    let (page_records, page_shots) = pages::collect(&spec, &changed, &results, &shots_dir);
+    let (page_records, page_shots) = pages::collect(&spec, &changed, results, &shots_dir);
 
     let sensitive =
         InputGlobs::new(&policy.sensitive_paths).map_err(|e| GateError::Usage(e.to_string()))?;
@@ -537,7 +564,7 @@ pub async fn run_with(
             tier: &tier,
             routing: &routing,
             prompts: &prompts,
-            results: &results,
+            results,
             plan: &plan,
             run_id: &start.run_id,
             previous: history.previous.as_ref(),
@@ -561,9 +588,8 @@ pub async fn run_with(
     let (mut checks, mut criteria) = records::records(
         &spec,
         &plan,
-        &results,
+        &harnessed,
         &review.record,
-        interrupted,
         history.previous.as_ref(),
     );
     // Commands and texts come from the spec: a key pasted into one must not
@@ -611,14 +637,15 @@ pub async fn run_with(
     findings.extend(coverage_findings);
     sort_worst_first(&mut findings);
 
-    let (mut verdict, mut verdict_reasons) = verdict::decide(&verdict::Inputs {
+    let decision = verdict::decide(&verdict::Inputs {
         checks: &checks,
         criteria: &criteria,
         review: &review.record,
         findings: &findings,
-        on_review_unavailable: policy.on_review_unavailable,
+        on_review_unavailable: policy.on_review_unavailable.for_tier(tier.tier.as_str()),
         review_incomplete: &review.incomplete,
     });
+    let (mut verdict, mut verdict_reasons) = (decision.verdict, decision.reasons);
 
     let mut record = start.bare(&spec, history.attempt, verdict, Vec::new());
     record.base = base;
@@ -646,6 +673,8 @@ pub async fn run_with(
     record.failures = retry::failures(&record);
     record.routing_override = routing_override;
     record.pages = page_records;
+    record.qualifier = decision.qualifier;
+    record.self_guard = self_guard;
 
     // The doom-loop detector reads this failing attempt with the series'.
     if verdict == Verdict::Fail {
@@ -656,7 +685,7 @@ pub async fn run_with(
         });
         if let Some(d) = doom::detect(&failing, thresholds) {
             verdict = Verdict::Escalate;
-            verdict_reasons.insert(0, d.message.clone());
+            verdict_reasons.insert(0, doom_reason(&d));
             record.doom_loop = Some(d);
         }
     }
@@ -669,10 +698,16 @@ pub async fn run_with(
     {
         verdict_reasons.insert(
             0,
-            format!("overridden by {} (run {}): {}", o.by, o.run_id, o.reason),
+            Reason::new(
+                ReasonKind::Override,
+                &o.run_id,
+                Verdict::Pass,
+                format!("overridden by {} (run {}): {}", o.by, o.run_id, o.reason),
+            ),
         );
         record.override_note = Some(format!("{}: {}", o.by, o.reason));
         record.overridden = true;
+        record.qualifier = None;
         verdict = Verdict::Pass;
     }
     record.verdict = verdict;
@@ -886,6 +921,16 @@ fn lock_series(
         })
 }
 
+/// The doom-loop detector's conclusion as a verdict reason.
+fn doom_reason(d: &doom::DoomLoop) -> Reason {
+    Reason::new(
+        ReasonKind::DoomLoop,
+        d.pattern.as_str(),
+        Verdict::Escalate,
+        d.message.clone(),
+    )
+}
+
 /// The gate's own configuration files, which the bundle names as subjects.
 fn config_files<'a>(
     req: &'a VerifyRequest,
@@ -1003,15 +1048,35 @@ fn notice(events: &EventSink, line: &str) {
     events.emit(RunEvent::Notice(line.to_owned()));
 }
 
-/// The plan as events report it.
-fn planned_events(plan: &plan::Plan) -> Vec<PlannedEvent> {
+/// The plan as events report it, each item with its task and (a
+/// criterion) its text.
+fn planned_events(
+    plan: &plan::Plan,
+    spec: &Spec,
+    redactor: &gate_harness::secrets::Redactor,
+) -> Vec<PlannedEvent> {
+    let mut owner: std::collections::HashMap<String, (String, Option<String>)> = spec
+        .criteria()
+        .map(|(t, c)| (c.id.clone(), (t.id.clone(), Some(redactor.redact(&c.text)))))
+        .collect();
+    owner.extend(
+        spec.tasks
+            .iter()
+            .filter(|t| t.tests.is_some())
+            .map(|t| (Spec::tests_check_id(t), (t.id.clone(), None))),
+    );
     plan.items
         .iter()
-        .map(|i| PlannedEvent {
-            id: i.id.clone(),
-            kind: i.kind,
-            judged: i.work.is_none(),
-            decision: serde_json::to_value(&i.decision).unwrap_or_default(),
+        .map(|i| {
+            let (task, text) = owner.get(&i.id).cloned().unzip();
+            PlannedEvent {
+                id: i.id.clone(),
+                kind: i.kind,
+                judged: i.work.is_none(),
+                task,
+                text: text.flatten(),
+                decision: serde_json::to_value(&i.decision).unwrap_or_default(),
+            }
         })
         .collect()
 }

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use gate_evidence::Snapshot;
-use gate_harness::{ItemKind, ItemResult, Status};
+use gate_harness::{ItemKind, Status};
 use gate_specs::{InputGlobs, Spec};
 
 use crate::config::Context;
@@ -18,11 +18,18 @@ use crate::review;
 pub(super) fn records(
     spec: &Spec,
     plan: &Plan,
-    results: &HashMap<String, ItemResult>,
+    harnessed: &super::harness::Harnessed,
     review: &ReviewRecord,
-    interrupted: bool,
     previous: Option<&Previous>,
 ) -> (Vec<CheckRecord>, Vec<CriterionRecord>) {
+    let results = &harnessed.results;
+    let interrupted = harnessed.interrupted;
+    let tests_of: HashMap<String, &str> = spec
+        .tasks
+        .iter()
+        .filter(|t| t.tests.is_some())
+        .map(|t| (Spec::tests_check_id(t), t.id.as_str()))
+        .collect();
     let criteria_of: HashMap<&str, (&gate_specs::Task, &gate_specs::Criterion)> = spec
         .criteria()
         .map(|(t, c)| (c.id.as_str(), (t, c)))
@@ -65,6 +72,7 @@ pub(super) fn records(
         };
         let exit_code = result.and_then(|r| r.exit_code);
         let duration_ms = result.map_or(0, |r| super::millis(r.duration));
+        let started_ms = harnessed.started_ms.get(&item.id).copied();
         let output = result.map(|r| r.output.clone()).unwrap_or_default();
         if item.kind == ItemKind::Criterion {
             let Some((task, c)) = criteria_of.get(item.id.as_str()) else {
@@ -101,6 +109,7 @@ pub(super) fn records(
                 threshold: model.then(|| c.threshold.unwrap_or(spec.policy.judge_threshold)),
                 exit_code,
                 duration_ms,
+                started_ms,
                 inputs_digest: item.inputs_digest.to_hex(),
                 carried_from,
                 carried_bundle,
@@ -111,10 +120,12 @@ pub(super) fn records(
             checks.push(CheckRecord {
                 id: item.id.clone(),
                 kind: item.kind,
+                task: tests_of.get(item.id.as_str()).map(|t| (*t).to_owned()),
                 command: item.command.clone(),
                 status,
                 exit_code,
                 duration_ms,
+                started_ms,
                 inputs_digest: item.inputs_digest.to_hex(),
                 carried_from,
                 carried_bundle,
