@@ -273,6 +273,18 @@ pub fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
     Ledger::open(ledger_location(ctx)?).map_err(GateError::from)
 }
 
+/// Opens the ledger there is, never creating one (nor the state directory
+/// around it): what reads and what records about past runs use.
+/// [`GateError::NoLedger`] when there is none yet.
+pub fn open_existing_ledger(ctx: &Context) -> Result<Ledger, GateError> {
+    if !ledger_exists(ctx)? {
+        return Err(GateError::NoLedger {
+            at: ledger_location(ctx)?.to_string(),
+        });
+    }
+    open_ledger(ctx)
+}
+
 /// The signing key: `GATE_SIGNING_KEY` (PEM text or a path), else the state
 /// directory's key. Outside CI a missing key is created and its path
 /// returned; in CI it is an error rather than a throwaway key nobody trusts.

@@ -212,13 +212,15 @@ pub enum EvidenceCommand {
         #[arg(long = "key", value_name = "PUB")]
         keys: Vec<PathBuf>,
     },
-    /// Print what the gate decided in a run, and why.
+    /// Print what the gate decided in a run, and why, in any output format
+    /// (from its bundle: nothing runs again).
     Show {
         /// A bundle file, or a run id (or unique prefix) from the ledger.
         target: String,
-        /// Human summary or the decoded predicate as JSON.
-        #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
-        format: ShowFormat,
+        /// How to print it: as `gate verify --format` would have, or the
+        /// bundle's decoded predicate.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = EvidenceFormat::Human)]
+        format: EvidenceFormat,
         /// A public key to verify the signature with; repeatable.
         #[arg(long = "key", value_name = "PUB")]
         keys: Vec<PathBuf>,
@@ -231,6 +233,43 @@ pub enum EvidenceCommand {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+}
+
+/// Output formats of `gate evidence show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvidenceFormat {
+    /// The readable summary, after the bundle's signature and plan.
+    Human,
+    /// The document `gate verify --format json` prints.
+    Json,
+    /// One Markdown comment for a pull or merge request.
+    Markdown,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// JUnit XML: one test suite per stage.
+    Junit,
+    /// GitHub Actions workflow commands (annotations).
+    Github,
+    /// A GitLab Code Quality report.
+    Gitlab,
+    /// The bundle's decoded predicate, whole.
+    Predicate,
+}
+
+impl EvidenceFormat {
+    /// The same format of `gate verify`, where there is one.
+    pub fn as_verify(self) -> Option<Format> {
+        Some(match self {
+            Self::Human => Format::Human,
+            Self::Json => Format::Json,
+            Self::Markdown => Format::Markdown,
+            Self::Sarif => Format::Sarif,
+            Self::Junit => Format::Junit,
+            Self::Github => Format::Github,
+            Self::Gitlab => Format::Gitlab,
+            Self::Predicate => return None,
+        })
+    }
 }
 
 /// Output formats of the audit commands.

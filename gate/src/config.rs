@@ -94,6 +94,11 @@ pub struct Context {
     pub verbosity: Verbosity,
     /// Whether `--workspace` was given (audit commands then check files against it).
     pub workspace_given: bool,
+    /// Where the workspace came from.
+    pub workspace_source: Source,
+    /// With no `--workspace` and no `gate.toml` found: the folders searched,
+    /// from the current directory up to where the search stopped.
+    pub searched: Option<(PathBuf, PathBuf)>,
     /// Where the state directory came from.
     pub state_source: Source,
     /// `--color` as given.
@@ -213,6 +218,8 @@ impl Context {
             workspace,
             verbosity: Verbosity::Quiet,
             workspace_given: true,
+            workspace_source: Source::Flag("--workspace"),
+            searched: None,
             state_source: Source::Default(".gate/ in the workspace"),
             color: crate::cli::ColorChoice::Never,
             colors: Colors {
@@ -238,14 +245,36 @@ impl Context {
         ctx
     }
 
-    /// Resolves the global options against the current directory.
-    pub fn resolve(global: &GlobalArgs) -> Result<Self, GateError> {
+    /// Resolves the global options against the current directory. Without
+    /// `--workspace`, and when `discover` is set, the workspace is found as
+    /// git finds a repository (see [`discover_workspace`]); `gate init`
+    /// does not discover: it writes where it is run.
+    pub fn resolve(global: &GlobalArgs, discover: bool) -> Result<Self, GateError> {
         let cwd = std::env::current_dir().map_err(|e| GateError::Workspace {
             path: PathBuf::from("."),
             reason: format!("cannot read the current directory: {e}"),
         })?;
-        let raw = global.workspace.clone().unwrap_or_else(|| cwd.clone());
-        let raw = absolute(&cwd, &raw);
+        let (raw, workspace_source, searched) = match &global.workspace {
+            Some(dir) => (absolute(&cwd, dir), Source::Flag("--workspace"), None),
+            None if discover => match discover_workspace(&cwd) {
+                Found::At(dir) if dir == cwd => (
+                    dir,
+                    Source::Default("the current directory, which holds gate.toml"),
+                    None,
+                ),
+                Found::At(dir) => (
+                    dir,
+                    Source::Default("the nearest folder above the current directory holding gate.toml"),
+                    None,
+                ),
+                Found::Nowhere { top } => (
+                    cwd.clone(),
+                    Source::Default("the current directory"),
+                    Some((cwd.clone(), top)),
+                ),
+            },
+            None => (cwd.clone(), Source::Default("the current directory"), None),
+        };
         let workspace = raw.canonicalize().map_err(|e| GateError::Workspace {
             path: raw.clone(),
             reason: e.to_string(),
@@ -283,6 +312,8 @@ impl Context {
             state_dir,
             verbosity,
             workspace_given: global.workspace.is_some(),
+            workspace_source,
+            searched,
             state_source,
             color: global.color,
             colors,
@@ -319,7 +350,10 @@ impl Context {
                     "a device, pipe or socket"
                 }
             ))),
-            Err(_) => Err(GateError::NoSpec { path }),
+            Err(_) => Err(GateError::NoSpec {
+                path,
+                searched: flag.is_none().then(|| self.searched.clone()).flatten(),
+            }),
         }
     }
 
@@ -331,6 +365,36 @@ impl Context {
             .unwrap_or_else(|_| self.state_dir.clone());
         state.starts_with(&self.workspace).then_some(state)
     }
+}
+
+/// What the search for a workspace found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// The workspace: the nearest folder holding `gate.toml`.
+    At(PathBuf),
+    /// None, searching from the start up to `top`.
+    Nowhere {
+        /// The last folder searched: the repository root, or `/`.
+        top: PathBuf,
+    },
+}
+
+/// The workspace as git finds a repository: the nearest folder at or above
+/// `start` that holds `gate.toml`, looking no higher than the repository
+/// root (the nearest folder holding `.git`) — or the filesystem's root
+/// outside any repository.
+pub fn discover_workspace(start: &Path) -> Found {
+    let mut top = start.to_path_buf();
+    for dir in start.ancestors() {
+        top = dir.to_path_buf();
+        if dir.join("gate.toml").is_file() {
+            return Found::At(dir.to_path_buf());
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    Found::Nowhere { top }
 }
 
 /// Whether stdout and stderr get colour: `--color always|never` decides;
@@ -684,5 +748,39 @@ pub fn axe_core(workspace: &Path) -> Result<PathBuf, String> {
         Ok(local)
     } else {
         Err(format!("axe-core not found for the contrast check: {HOW}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The workspace is found as git finds a repository, and never above
+    /// the repository the command runs in.
+    #[test]
+    fn the_workspace_is_the_nearest_gate_toml_within_the_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for folder in ["repo/.git", "repo/api/src/deep", "repo/web", "outer/repo2/.git", "outer/repo2/sub"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        for spec in ["repo/gate.toml", "repo/api/gate.toml", "outer/gate.toml"] {
+            std::fs::write(root.join(spec), "").unwrap();
+        }
+        // (where the command runs, what it finds)
+        let cases = [
+            ("repo", Found::At(root.join("repo"))),
+            ("repo/web", Found::At(root.join("repo"))),
+            ("repo/api/src/deep", Found::At(root.join("repo/api"))),
+            (
+                "outer/repo2/sub",
+                Found::Nowhere {
+                    top: root.join("outer/repo2"),
+                },
+            ),
+        ];
+        for (from, want) in cases {
+            assert_eq!(discover_workspace(&root.join(from)), want, "from {from}");
+        }
     }
 }

@@ -15,10 +15,22 @@ pub enum GateError {
     #[error("{0}")]
     Spec(#[from] gate_specs::SpecErrors),
     /// The spec file is missing.
-    #[error("no spec at {}: write one with `gate init` or pass --spec", path.display())]
+    #[error("{}", no_spec(path, searched.as_ref()))]
     NoSpec {
         /// Where it was looked for.
         path: PathBuf,
+        /// The folders searched for a `gate.toml` when none was named: from
+        /// the current directory up to this one.
+        searched: Option<(PathBuf, PathBuf)>,
+    },
+    /// There is no ledger yet: nothing has been recorded where a command
+    /// that reads the ledger looked.
+    #[error(
+        "no ledger yet at {at}: no run has been recorded here (`gate verify` records each run)"
+    )]
+    NoLedger {
+        /// Where it would be.
+        at: String,
     },
     /// The workspace cannot be used.
     #[error("workspace {}: {reason}", path.display())]
@@ -83,6 +95,22 @@ pub enum GateError {
     },
 }
 
+/// Says where no spec was found, and what to do.
+fn no_spec(path: &std::path::Path, searched: Option<&(PathBuf, PathBuf)>) -> String {
+    match searched {
+        Some((from, to)) if from != to => format!(
+            "no gate.toml in {} or any folder above it up to {}: write one with `gate init` \
+             (in the folder the workspace starts at), pass --workspace DIR or --spec FILE",
+            from.display(),
+            to.display()
+        ),
+        _ => format!(
+            "no spec at {}: write one with `gate init` or pass --spec",
+            path.display()
+        ),
+    }
+}
+
 impl GateError {
     /// Writing a result to stdout failed.
     pub fn stdout(source: std::io::Error) -> Self {
@@ -107,6 +135,7 @@ impl GateError {
             Self::Usage(_)
             | Self::Spec(_)
             | Self::NoSpec { .. }
+            | Self::NoLedger { .. }
             | Self::Workspace { .. }
             | Self::Base { .. }
             | Self::Harness(_)

@@ -70,7 +70,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             return exit::code(code);
         }
     };
-    let ctx = match Context::resolve(&cli.global) {
+    let discover = !matches!(cli.command, Command::Init);
+    let ctx = match Context::resolve(&cli.global, discover) {
         Ok(ctx) => ctx,
         Err(e) => return fail(&e),
     };

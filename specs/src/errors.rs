@@ -57,10 +57,12 @@ pub enum SpecErrorKind {
     #[error("{0}")]
     Syntax(String),
     /// A key the schema does not have.
-    #[error("unknown key `{key}`")]
+    #[error("unknown key `{key}`{}", mean(suggestion.as_deref()))]
     UnknownKey {
         /// The key as written.
         key: String,
+        /// A key of the schema spelled much like it.
+        suggestion: Option<String>,
     },
     /// A required key is absent.
     #[error("missing key `{0}`")]
@@ -72,12 +74,14 @@ pub enum SpecErrorKind {
     #[error("invalid id `{0}`: use letters, digits, `.`, `_` and `-`")]
     InvalidId(String),
     /// `after` names nothing that exists (or the wrong kind of thing).
-    #[error("`after` names `{name}`, which is not {expected}")]
+    #[error("`after` names `{name}`, which is not {expected}{}", mean(suggestion.as_deref()))]
     UnknownAfter {
         /// The name as written.
         name: String,
         /// "a check" or "a task".
         expected: &'static str,
+        /// An id of that kind spelled much like it.
+        suggestion: Option<String>,
     },
     /// The task graph or the check graph has a cycle; the path closes on itself.
     #[error("{graph} graph has a cycle: {}", path.join(" -> "))]
@@ -137,9 +141,18 @@ pub enum SpecErrorKind {
     },
     /// A key of `[policy.role_timeout_s]` that names no role.
     #[error(
-        "`role_timeout_s` names `{0}`, which is not a role (quality, security, performance, docs, integration, judge, coordinator, rules)"
+        "`role_timeout_s` names `{role}`, which is not a role (quality, security, performance, docs, integration, judge, coordinator, rules){}",
+        mean(suggestion.as_deref())
     )]
-    UnknownRole(String),
+    UnknownRole {
+        /// The name as written.
+        role: String,
+        /// The role spelled much like it.
+        suggestion: Option<String>,
+    },
+    /// More problems than are shown at once.
+    #[error("{0} more problem(s) not shown: fix these and run again")]
+    More(usize),
     /// A value that must not be empty, such as a `tests.report` path.
     #[error("`{0}` is empty")]
     EmptyValue(String),
@@ -182,11 +195,67 @@ pub enum SpecErrorKind {
     },
 }
 
+/// `; did you mean `x`?`, or nothing.
+fn mean(suggestion: Option<&str>) -> String {
+    suggestion.map_or_else(String::new, |s| format!("; did you mean `{s}`?"))
+}
+
+/// The candidate spelled most like `word` (a typo's edit distance: at most
+/// one edit per three characters, at least one), if any.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let budget = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != word)
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= budget)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_owned())
+}
+
+/// Levenshtein distance over characters, a swap of neighbours counting one.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rows: two back for a swap (optimal string alignment).
+    let mut before = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                cur[j] = cur[j].min(before[j - 2] + 1);
+            }
+        }
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
 /// All problems found in one spec, in file order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpecErrors(pub Vec<SpecError>);
 
 impl SpecErrors {
+    /// `errors` in file order (a problem with the whole file first), at most
+    /// [`crate::parse::MAX_ERRORS`] of them, then a note of how many more.
+    pub fn capped(mut errors: Vec<SpecError>) -> Self {
+        errors.sort_by_key(|e| (e.line, e.column));
+        errors.dedup();
+        let max = crate::parse::MAX_ERRORS;
+        if errors.len() > max {
+            let more = errors.len() - max;
+            let file = errors[0].file.clone();
+            errors.truncate(max);
+            errors.push(SpecError::new(&file, 0, 0, SpecErrorKind::More(more)));
+        }
+        Self(errors)
+    }
+
     /// The problems, in file order.
     pub fn iter(&self) -> impl Iterator<Item = &SpecError> {
         self.0.iter()
@@ -212,3 +281,27 @@ impl fmt::Display for SpecErrors {
 }
 
 impl std::error::Error for SpecErrors {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typos_find_what_was_meant() {
+        let keys = ["id", "title", "paths", "after", "tests", "criterion"];
+        // (typed, suggested)
+        let cases = [
+            ("tittle", Some("title")),
+            ("afer", Some("after")),
+            ("aftre", Some("after")),
+            ("test", Some("tests")),
+            ("weight", None),
+            ("bad", None),
+            ("title", None),
+        ];
+        for (typed, want) in cases {
+            assert_eq!(did_you_mean(typed, keys), want.map(str::to_owned), "{typed}");
+        }
+        assert_eq!(edit_distance("ready_tpc", "ready_tcp"), 1);
+    }
+}

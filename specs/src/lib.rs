@@ -35,7 +35,7 @@ pub use model::{
     OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode, SandboxNetwork,
     SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
 };
-pub use parse::from_toml_str;
+pub use parse::{MAX_ERRORS, from_toml_str};
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};
 pub use verifier::{VerifierPath, verifier_paths};
 
@@ -74,6 +74,6 @@ pub fn load(path: &Path) -> Result<Spec, SpecErrors> {
 /// Parses and validates spec text; `file` is only used to name it in errors.
 pub fn parse_str(text: &str, file: &Path, format: Format) -> Result<Spec, SpecErrors> {
     let spec = parse::parse(text, file, format)?;
-    validate::validate(&spec, text, file, format)?;
+    validate::validate(&spec, text, file, format).map_err(|e| SpecErrors::capped(e.0))?;
     Ok(spec)
 }

@@ -10,6 +10,7 @@ use crate::globs::InputGlobs;
 use crate::graph::{CheckGraph, TaskGraph};
 use crate::key_path;
 use crate::locate::{Locator, Position, Seg};
+use crate::errors::did_you_mean;
 use crate::model::{Check, Criterion, Page, Policy, SandboxSection, Starts, Task, TaskTests};
 use crate::{Format, Spec, SpecError, SpecErrorKind, SpecErrors};
 
@@ -149,50 +150,31 @@ impl Validator {
                     .map(Spec::tests_check_id),
             )
             .collect();
-        let tasks: HashSet<&str> = spec.tasks.iter().map(|t| t.id.as_str()).collect();
+        let mut checks: Vec<&str> = checks.iter().map(String::as_str).collect();
+        checks.sort_unstable();
+        let tasks: Vec<&str> = spec.tasks.iter().map(|t| t.id.as_str()).collect();
         for (i, check) in spec.checks.iter().enumerate() {
-            self.after_list(
-                &key_path!["check", i],
-                &check.after,
-                |n| checks.contains(n),
-                "a check",
-            );
+            self.after_list(&key_path!["check", i], &check.after, &checks, "a check");
         }
         for (i, task) in spec.tasks.iter().enumerate() {
-            self.after_list(
-                &key_path!["task", i],
-                &task.after,
-                |n| tasks.contains(n),
-                "a task",
-            );
+            self.after_list(&key_path!["task", i], &task.after, &tasks, "a task");
             for (j, criterion) in task.criteria.iter().enumerate() {
                 self.after_list(
                     &key_path!["task", i, "criterion", j],
                     &criterion.after,
-                    |n| checks.contains(n),
+                    &checks,
                     "a check",
                 );
             }
         }
         for (i, page) in spec.pages.iter().enumerate() {
-            self.after_list(
-                &key_path!["page", i],
-                &page.after,
-                |n| checks.contains(n),
-                "a check",
-            );
+            self.after_list(&key_path!["page", i], &page.after, &checks, "a check");
         }
     }
 
-    fn after_list(
-        &mut self,
-        item: &[Seg],
-        after: &[String],
-        exists: impl Fn(&str) -> bool,
-        expected: &'static str,
-    ) {
+    fn after_list(&mut self, item: &[Seg], after: &[String], ids: &[&str], expected: &'static str) {
         for (k, name) in after.iter().enumerate() {
-            if !exists(name) {
+            if !ids.contains(&name.as_str()) {
                 let mut path = item.to_vec();
                 path.extend(key_path!["after", k]);
                 self.value(
@@ -200,6 +182,7 @@ impl Validator {
                     SpecErrorKind::UnknownAfter {
                         name: name.clone(),
                         expected,
+                        suggestion: did_you_mean(name, ids.iter().copied()),
                     },
                 );
             }
@@ -466,7 +449,10 @@ impl Validator {
             if !Policy::ROLES.contains(&role.as_str()) {
                 self.key(
                     &join(&roles, role),
-                    SpecErrorKind::UnknownRole(role.clone()),
+                    SpecErrorKind::UnknownRole {
+                        role: role.clone(),
+                        suggestion: did_you_mean(role, Policy::ROLES),
+                    },
                 );
             } else if *seconds < 1 {
                 self.value(

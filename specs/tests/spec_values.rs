@@ -129,6 +129,7 @@ fn design_example_names_a_task_it_does_not_define() {
             &SpecErrorKind::UnknownAfter {
                 name: "db".into(),
                 expected: "a task",
+                suggestion: None,
             }
         )]
     );

@@ -133,11 +133,11 @@ impl TestEnv {
         GateCommand::new(self.path(), args)
     }
 
-    /// What `run`'s bundle records (`gate evidence show RUN --format json`,
-    /// which must succeed).
+    /// What `run`'s bundle records (`gate evidence show RUN --format
+    /// predicate`, which must succeed).
     pub fn shown(&self, run: &str) -> Value {
         let out = self
-            .gate(&["evidence", "show", run, "--format", "json"])
+            .gate(&["evidence", "show", run, "--format", "predicate"])
             .run();
         out.assert_exit(0);
         out.json()

@@ -157,11 +157,7 @@ pub fn effective(
         on_off(ctx.colors.stdout),
         on_off(ctx.colors.stderr)
     ));
-    let workspace_source = if ctx.workspace_given {
-        Source::Flag("--workspace")
-    } else {
-        Source::Default("the current directory")
-    };
+    let workspace_source = ctx.workspace_source.clone();
     let routing_url = config::routing_url_env();
     let routing_url_source = match (&routing_url, settings.offline) {
         (Some(_), true) => Source::Default("set, but not fetched: offline"),

@@ -8,11 +8,13 @@ use gate_evidence::store::{BundleRef, StoreError};
 use gate_evidence::{LedgerRow, PublicKey};
 
 use crate::attest::{self, PREDICATE_TYPE};
-use crate::cli::ShowFormat;
+use crate::cli::EvidenceFormat;
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::output::site::Site;
+use crate::output::style::Style;
 use crate::record::RunRecord;
 
 /// A bundle found by file or by run id.
@@ -38,7 +40,7 @@ pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
     }
     if !attest::ledger_exists(ctx)? {
         return Err(GateError::Usage(format!(
-            "{target} is neither a bundle file nor a run in a ledger (no ledger at {})",
+            "{target} is neither a bundle file nor a run in a ledger (no ledger yet at {})",
             attest::ledger_location(ctx)?
         )));
     }
@@ -143,59 +145,88 @@ pub fn verify(
     Ok(code)
 }
 
-/// `gate evidence show`.
+/// Whether the ledger records the run a bundle holds: its row when it does.
+/// A bundle found through the ledger has its row; one given as a file is
+/// looked up by its run id (in the ledger there is, never creating one).
+fn ledger_row(ctx: &Context, found: &Located, run_id: &str) -> Option<LedgerRow> {
+    if let Some(row) = &found.row {
+        return Some(row.clone());
+    }
+    if !attest::ledger_exists(ctx).unwrap_or(false) {
+        return None;
+    }
+    attest::open_ledger(ctx)
+        .ok()?
+        .get(run_id)
+        .ok()
+        .flatten()
+}
+
+/// `gate evidence show`: a past run from its bundle, in any format `gate
+/// verify` prints (or the decoded predicate), with the ledger's word on
+/// whether it is recorded. Nothing runs again.
 pub fn show(
     ctx: &Context,
     target: &str,
-    format: ShowFormat,
+    format: EvidenceFormat,
     keys: &[PathBuf],
 ) -> Result<u8, GateError> {
     let found = locate(ctx, target)?;
     let trusted = attest::trusted_keys(ctx, keys)?;
     let opened = open(&found, &trusted)?;
     let predicate = &opened.statement.predicate;
-    let text = match format {
-        ShowFormat::Json => {
-            let mut s = serde_json::to_string_pretty(predicate).unwrap_or_default();
-            s.push('\n');
-            s
-        }
-        ShowFormat::Human => {
-            let record: RunRecord =
-                serde_json::from_value(predicate["run"].clone()).map_err(|e| {
-                    GateError::BadEvidence(format!(
-                        "{} verifies, but its run does not parse: {e}",
-                        found.at
-                    ))
-                })?;
-            let mut out = format!(
-                "bundle {} (signed by {}, sha256 {})\nstarted {} · took {} ms · gate {}\n",
-                found.at,
-                opened.keyid,
-                opened.sha256,
-                record.started_at,
-                record.duration_ms,
-                record.tool_version
-            );
-            if let Some(plan) = predicate["plan"].as_array() {
-                let _ = writeln!(out, "plan:");
-                for p in plan {
-                    let what = match p["decision"].as_str() {
-                        Some("carry") => format!(
-                            "carried from {}",
-                            p["from"].as_str().unwrap_or("an earlier bundle")
-                        ),
-                        Some(d) => format!("{d}: {}", p["why"].as_str().unwrap_or("")),
-                        None => String::new(),
-                    };
-                    let _ = writeln!(out, "  {} — {what}", p["id"].as_str().unwrap_or("?"));
-                }
-            }
-            out.push('\n');
-            out.push_str(&output::human::render(&record));
-            out
-        }
+    let Some(verify_format) = format.as_verify() else {
+        let mut s = serde_json::to_string_pretty(predicate).unwrap_or_default();
+        s.push('\n');
+        output::stdout(&s).map_err(GateError::stdout)?;
+        return Ok(exit::PASS);
     };
+    let mut record: RunRecord = serde_json::from_value(predicate["run"].clone()).map_err(|e| {
+        GateError::BadEvidence(format!(
+            "{} verifies, but its run does not parse: {e}",
+            found.at
+        ))
+    })?;
+    // Neither is in the bundle: both are known only once it exists.
+    let row = ledger_row(ctx, &found, &record.run_id);
+    record.recorded = row.as_ref().is_some_and(|r| r.envelope_sha256 == opened.sha256);
+    record.bundle = Some(found.at.clone());
+    let mut text = String::new();
+    if format == EvidenceFormat::Human {
+        let _ = writeln!(
+            text,
+            "bundle {} (signed by {}, sha256 {})\nstarted {} · took {} ms · gate {}",
+            found.at,
+            opened.keyid,
+            opened.sha256,
+            record.started_at,
+            record.duration_ms,
+            record.tool_version
+        );
+        if let Some(row) = row.as_ref().filter(|_| record.recorded) {
+            let _ = writeln!(text, "ledger: row {}", row.seq);
+        }
+        if let Some(plan) = predicate["plan"].as_array() {
+            let _ = writeln!(text, "plan:");
+            for p in plan {
+                let what = match p["decision"].as_str() {
+                    Some("carry") => format!(
+                        "carried from {}",
+                        p["from"].as_str().unwrap_or("an earlier bundle")
+                    ),
+                    Some(d) => format!("{d}: {}", p["why"].as_str().unwrap_or("")),
+                    None => String::new(),
+                };
+                let _ = writeln!(text, "  {} — {what}", p["id"].as_str().unwrap_or("?"));
+            }
+        }
+        text.push('\n');
+    }
+    let site = Site::locate(&ctx.workspace, &ctx.workspace.join("gate.toml"));
+    let style = Style {
+        color: ctx.colors.stdout,
+    };
+    text.push_str(&output::render(verify_format, &record, &site, style));
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }

@@ -26,7 +26,7 @@ pub fn key_name(public: &PublicKey) -> String {
 
 /// `gate ledger checkpoint`.
 pub fn checkpoint(ctx: &Context) -> Result<u8, GateError> {
-    let ledger = attest::open_ledger(ctx)?;
+    let ledger = attest::open_existing_ledger(ctx)?;
     let (key, _) = attest::signing_key(ctx)?;
     let cp = ledger.checkpoint(ORIGIN)?;
     let note = cp
@@ -76,17 +76,13 @@ fn load_bundle(store: &BundleStore, row: &gate_evidence::LedgerRow) -> Result<Ve
 /// rewritten; 4 when a bundle could not be read. Every bundle is fetched
 /// from wherever its row says it is and checked, in parallel.
 pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u8, GateError> {
-    if !attest::ledger_exists(ctx)? {
-        return Err(GateError::Usage(format!(
-            "no ledger at {}",
-            attest::ledger_location(ctx)?
-        )));
-    }
+    // Reading never creates a ledger (nor the state directory).
+    let ledger = attest::open_existing_ledger(ctx)?;
     let trusted = attest::trusted_keys(ctx, keys)?;
     let checkpoint = since
         .map(|p| read_checkpoint(&config::from_cwd(p), &trusted))
         .transpose()?;
-    let rows = attest::open_ledger(ctx)?.rows()?;
+    let rows = ledger.rows()?;
     let store = attest::bundle_store(ctx)?;
     let bar = output::bar::Bar::start(
         "fetching and checking bundles",

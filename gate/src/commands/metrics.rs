@@ -2,7 +2,6 @@
 
 use gate_evidence::ledger::ReportScope;
 
-use crate::attest;
 use crate::cli::MetricsArgs;
 use crate::config::{self, Context};
 use crate::errors::GateError;
@@ -13,8 +12,11 @@ use crate::output;
 /// `gate metrics [-o FILE]`: on stdout, or written atomically to FILE (what
 /// node_exporter's textfile collector needs: it must never read half a file).
 pub fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError> {
-    let ledger = attest::open_ledger(ctx)?;
-    let card = Scorecard::build(&ledger, &ReportScope::default())?;
+    let (ledger, none_yet) = super::report::existing_or_empty(ctx)?;
+    if let Some(why) = &none_yet {
+        output::stderr(&format!("gate: {why}"));
+    }
+    let card = Scorecard::build(&ledger.ledger, &ReportScope::default())?;
     let text = prometheus::render(&card);
     match &args.output {
         Some(path) => {

@@ -23,15 +23,62 @@ pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(
     gate_evidence::replace_file(path, bytes).map_err(err)
 }
 
+/// A ledger to read: the one there is, or, when there is none yet, an
+/// empty one in a temporary folder (so a report of nothing is the same
+/// document with nothing in it), with the words that say so. Reading never
+/// creates a ledger or the state directory.
+pub(crate) fn existing_or_empty(ctx: &Context) -> Result<(Readable, Option<String>), GateError> {
+    match attest::open_existing_ledger(ctx) {
+        Ok(ledger) => Ok((
+            Readable {
+                ledger,
+                _scratch: None,
+            },
+            None,
+        )),
+        Err(e @ GateError::NoLedger { .. }) => {
+            let scratch = tempfile::tempdir().map_err(|source| GateError::Write {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+            let ledger = gate_evidence::Ledger::open(gate_evidence::ledger::Location::Sqlite(
+                scratch.path().join("empty.db"),
+            ))?;
+            Ok((
+                Readable {
+                    ledger,
+                    _scratch: Some(scratch),
+                },
+                Some(e.to_string()),
+            ))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A ledger to read, and the temporary folder an empty one lives in.
+pub(crate) struct Readable {
+    /// The ledger.
+    pub ledger: gate_evidence::Ledger,
+    _scratch: Option<tempfile::TempDir>,
+}
+
 /// `gate report [--html F] [--format human|json] [--since DATE] [--spec ID]`.
 pub fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
     let scope = ReportScope {
         spec_id: args.spec.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,
     };
-    let ledger = attest::open_ledger(ctx)?;
+    let (ledger, none_yet) = existing_or_empty(ctx)?;
+    if let (Some(why), ShowFormat::Human, None) = (&none_yet, args.format, &args.html) {
+        output::stdout(&format!("{why}\n")).map_err(GateError::stdout)?;
+        return Ok(exit::PASS);
+    }
+    if let Some(why) = &none_yet {
+        output::stderr(&format!("gate: {why}"));
+    }
     let started = std::time::Instant::now();
-    let card = Scorecard::build(&ledger, &scope)?;
+    let card = Scorecard::build(&ledger.ledger, &scope)?;
     tracing::info!(
         runs = card.total.runs,
         elapsed_ms = started.elapsed().as_millis(),

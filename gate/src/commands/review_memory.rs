@@ -99,7 +99,7 @@ pub fn dismiss(ctx: &Context, run: &str, finding: &str, reason: &str) -> Result<
         .iter()
         .find(|s| s.name == f.file)
         .map(|s| s.digest.blake3.clone());
-    let mut ledger = attest::open_ledger(ctx)?;
+    let mut ledger = attest::open_existing_ledger(ctx)?;
     ledger.add_dismissal(&Dismissal {
         run_id: loaded.record.run_id.clone(),
         spec_id: loaded.record.spec_id.clone(),
@@ -157,7 +157,7 @@ pub fn override_run(ctx: &Context, run: &str, reason: &str, by: &str) -> Result<
     let envelope = bundle::seal(&statement, &key);
     let stored =
         attest::bundle_store(ctx)?.put(&format!("{}.override", record.run_id), &envelope)?;
-    let mut ledger = attest::open_ledger(ctx)?;
+    let mut ledger = attest::open_existing_ledger(ctx)?;
     if matches!(stored, BundleRef::Ledger { .. }) {
         // No run row carries it in: kept on its own, before the override's row.
         ledger.put_bundle(&envelope)?;

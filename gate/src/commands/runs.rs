@@ -43,9 +43,17 @@ pub fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
         since: args.since.as_deref().map(parse_since).transpose()?,
         limit: args.limit,
     };
-    let rows = attest::open_ledger(ctx)?.list(&filter)?;
+    // Listing never creates a ledger: with none, there are no runs yet.
+    let (rows, none_yet) = match attest::open_existing_ledger(ctx) {
+        Ok(ledger) => (ledger.list(&filter)?, None),
+        Err(e @ GateError::NoLedger { .. }) => (Vec::new(), Some(e.to_string())),
+        Err(e) => return Err(e),
+    };
     let text = match args.format {
         ShowFormat::Json => {
+            if let Some(why) = &none_yet {
+                output::stderr(&format!("gate: {why}"));
+            }
             let doc = json!({"format_version": 1, "runs": rows});
             let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
             s.push('\n');
@@ -53,8 +61,16 @@ pub fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
         }
         ShowFormat::Human => {
             let mut out = String::new();
-            if rows.is_empty() {
+            if let Some(why) = &none_yet {
+                let _ = writeln!(out, "{why}");
+            } else if rows.is_empty() {
                 let _ = writeln!(out, "no runs");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "{:>5}  {:<16}  {:<36}  {:<20} {:<3} {:<10} {:<7} cost",
+                    "seq", "started (UTC)", "run", "spec", "#", "verdict", "tier"
+                );
             }
             for r in &rows {
                 let e = &r.entry;

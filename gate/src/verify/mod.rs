@@ -350,12 +350,10 @@ pub async fn run_with(
         return Ok(record);
     }
     if history.attempt > 1 {
+        // The run's start already said "verifying": this says which attempt.
         notice(
             events,
-            &format!(
-                "gate: verifying `{}`, attempt {} (run {})",
-                spec.spec.id, history.attempt, start.run_id
-            ),
+            &format!("gate: attempt {} of the series", history.attempt),
         );
     }
     if let Some(why) = &history.previous_unusable {

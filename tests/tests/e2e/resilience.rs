@@ -776,7 +776,7 @@ fn a_routing_override_disables_a_model_before_any_request() {
     assert_eq!(server.requests().len(), before);
     let run = out.json()["run_id"].as_str().unwrap().to_owned();
     let shown = env
-        .gate(&["evidence", "show", &run, "--format", "json"])
+        .gate(&["evidence", "show", &run, "--format", "predicate"])
         .timeout(Duration::from_secs(30))
         .run();
     assert_ne!(shown.json()["routing"]["blake3"], overridden_digest);

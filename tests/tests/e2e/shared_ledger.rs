@@ -353,7 +353,8 @@ fn postgres_keeps_every_bundle_and_any_machine_audits_by_run_id() {
             .stdout_has(at);
         let out = on_laptop(&["evidence", "show", run, "--key", key, "--format", "json"]);
         out.assert_exit(0);
-        assert_eq!(out.json()["run"]["run_id"], run.as_str());
+        assert_eq!(out.json()["run_id"], run.as_str());
+        assert_eq!(out.json()["recorded"], true, "the ledger's word");
         let file = laptop.path().join(format!("{run}.dsse.json"));
         on_laptop(&["evidence", "fetch", run, "-o", file.to_str().unwrap()]).assert_exit(0);
         let sha = hex::encode(sha2::Sha256::digest(std::fs::read(&file).unwrap()));

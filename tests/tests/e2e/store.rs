@@ -114,7 +114,8 @@ fn bundles_live_in_the_bucket_and_every_audit_works_by_run_id_from_another_machi
     out.assert_exit(0).stdout_has("carried");
     let out = on_laptop(&["evidence", "show", run, "--key", key, "--format", "json"]);
     out.assert_exit(0);
-    assert_eq!(out.json()["run"]["run_id"], run);
+    assert_eq!(out.json()["run_id"], run);
+    assert_eq!(out.json()["recorded"], true, "the ledger's word");
     let fetched = laptop.path().join("fetched.dsse.json");
     on_laptop(&["evidence", "fetch", run, "-o", fetched.to_str().unwrap()]).assert_exit(0);
     assert_eq!(
