@@ -550,6 +550,24 @@ pub fn process_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     std::env::vars_os().collect()
 }
 
+/// Whether `gate verify` prints GitHub output: `--format github`, else
+/// `GATE_FORMAT=github`.
+pub fn github_format(flag: Option<Format>) -> bool {
+    match flag {
+        Some(f) => f == Format::Github,
+        None => std::env::var(env::FORMAT).is_ok_and(|v| v.trim().eq_ignore_ascii_case("github")),
+    }
+}
+
+/// Whether a command line that did not parse asked for GitHub output
+/// (`--format github`, `--format=github`, or `GATE_FORMAT=github`).
+pub fn github_format_asked(args: &[std::ffi::OsString]) -> bool {
+    let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let flagged = words.windows(2).any(|w| w[0] == "--format" && w[1] == "github")
+        || words.contains(&"--format=github");
+    flagged || github_format(None)
+}
+
 /// `GATE_LEDGER`: a shared ledger's URL.
 pub fn ledger_env() -> Option<String> {
     std::env::var(env::LEDGER)

@@ -99,8 +99,9 @@ pub enum GateError {
 fn no_spec(path: &std::path::Path, searched: Option<&(PathBuf, PathBuf)>) -> String {
     match searched {
         Some((from, to)) if from != to => format!(
-            "no gate.toml in {} or any folder above it up to {}: write one with `gate init` \
-             (in the folder the workspace starts at), pass --workspace DIR or --spec FILE",
+            "no spec: no gate.toml in {} or any folder above it up to {}: write one with \
+             `gate init` (in the folder the workspace starts at), or pass --workspace DIR or \
+             --spec FILE",
             from.display(),
             to.display()
         ),

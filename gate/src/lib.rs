@@ -57,7 +57,8 @@ use crate::record::{RunRecord, Verdict};
 /// Runs the command line `args` and returns the process exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     install_panic_hook();
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are successes that clap reports as errors.
@@ -67,6 +68,14 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
                 exit::PASS
             };
             let _ = e.print();
+            if e.use_stderr() && config::github_format_asked(&args) {
+                let first = e.to_string();
+                let first = first.lines().next().unwrap_or("usage error");
+                let _ = output::stdout(&format!(
+                    "{}\n",
+                    output::github::error_line("gate: usage error", None, first)
+                ));
+            }
             return exit::code(code);
         }
     };
@@ -165,6 +174,23 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
 }
 
 async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError> {
+    let result = verify_inner(ctx, args).await;
+    // In GitHub output, a usage or configuration error is also an
+    // annotation, so the check run shows why nothing was decided.
+    if let Err(e) = &result
+        && e.exit_code() == exit::USAGE
+        && config::github_format(args.format)
+    {
+        let text: String = output::github::error_annotations(e, &ctx.workspace)
+            .into_iter()
+            .map(|l| l + "\n")
+            .collect();
+        let _ = output::stdout(&text);
+    }
+    result
+}
+
+async fn verify_inner(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError> {
     let settings = config::VerifySettings::resolve(ctx, args)?;
     // A spec other than the workspace's gate.toml may name its own ledger.
     let ctx = &ctx.with_spec_ledger(&settings.spec_path);

@@ -15,6 +15,7 @@ use std::path::Path;
 use super::problems::{self, Level, Problem};
 use super::site::Site;
 use super::text;
+use crate::errors::GateError;
 use crate::record::RunRecord;
 
 /// Error annotations GitHub shows per step.
@@ -55,6 +56,58 @@ pub fn annotation(p: &Problem) -> String {
         escape_property(&text::strip_ansi(&p.title)),
         escape_data(&text::strip_ansi(&p.message)),
     )
+}
+
+/// One `::error` command: `title`, an optional place (`file`, line,
+/// column; the file relative to the repository root) and the message.
+pub fn error_line(title: &str, at: Option<(&str, usize, usize)>, message: &str) -> String {
+    let place = match at {
+        Some((file, line, column)) if line > 0 => format!(
+            "file={},line={line},col={},",
+            escape_property(file),
+            column.max(1)
+        ),
+        Some((file, _, _)) => format!("file={},", escape_property(file)),
+        None => String::new(),
+    };
+    format!(
+        "::error {place}title={}::{}",
+        escape_property(title),
+        escape_data(&text::strip_ansi(message))
+    )
+}
+
+/// A usage or configuration error as annotations: one per spec problem, at
+/// its place, else one for the error.
+pub fn error_annotations(e: &GateError, workspace: &Path) -> Vec<String> {
+    let relative = |p: &Path| -> String {
+        let root = workspace
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .unwrap_or(workspace);
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    };
+    match e {
+        GateError::Spec(errors) => errors
+            .iter()
+            .map(|s| {
+                let file = relative(&s.file);
+                error_line(
+                    "gate: spec error",
+                    Some((&file, s.line, s.column)),
+                    &s.kind.to_string(),
+                )
+            })
+            .collect(),
+        other => vec![error_line(
+            "gate: usage or configuration error",
+            None,
+            &other.to_string(),
+        )],
+    }
 }
 
 /// The annotations of a run, capped per kind; a final notice counts what
@@ -198,6 +251,42 @@ mod tests {
             })
             .collect();
         (cmd.to_owned(), props, unescape(data, false))
+    }
+
+    /// A spec that does not load is one error annotation per problem, at
+    /// its place; any other usage error is one annotation.
+    #[test]
+    fn usage_and_spec_errors_are_annotations() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("gate.toml");
+        let errors = gate_specs::parse_str(
+            "[spec]\nid = \"s\"\nsumary = \"x\"\n[[check]]\nid = \"a\"\nrun = \"b\"\nafer = []\n",
+            &spec,
+            gate_specs::Format::Toml,
+        )
+        .unwrap_err();
+        let lines = error_annotations(&GateError::Spec(errors), dir.path());
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let (command, props, data) = parse(&lines[0]);
+        assert_eq!(command, "error");
+        let prop = |k: &str| {
+            props
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| unescape(v, true))
+        };
+        assert_eq!(prop("file").as_deref(), Some("gate.toml"));
+        assert_eq!(prop("line").as_deref(), Some("3"));
+        assert_eq!(prop("col").as_deref(), Some("1"));
+        assert!(unescape(&data, false).contains("did you mean `summary`"), "{data}");
+        let lines = error_annotations(
+            &GateError::Usage("CI is set and no signing key is configured".into()),
+            dir.path(),
+        );
+        assert_eq!(
+            lines,
+            ["::error title=gate%3A usage or configuration error::CI is set and no signing key is configured"]
+        );
     }
 
     #[test]

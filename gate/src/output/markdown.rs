@@ -74,9 +74,7 @@ fn heading(out: &mut String, record: &RunRecord) {
     for r in &record.verdict_reasons {
         let _ = writeln!(out, "- {}", md_quoting(&r.why));
     }
-    if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
-        let _ = writeln!(out, "- self-guard off: {}", md_quoting(why));
-    }
+
 }
 
 fn failed(out: &mut String, record: &RunRecord) {
@@ -165,6 +163,9 @@ fn findings(out: &mut String, record: &RunRecord) {
 
 fn did_not_run(out: &mut String, record: &RunRecord) {
     let mut lines = Vec::new();
+    if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
+        lines.push(format!("self-guard: {}", md_quoting(why)));
+    }
     if record.review.status == ReviewStatus::DidNotRun {
         lines.push(format!(
             "review: {}",

@@ -137,7 +137,7 @@ fn several_reports_in_one_run_each_read_by_its_own_reader() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(suites, ["checks", "criteria", "review"]);
+    assert_eq!(suites, ["checks", "criteria", "review", "verdict"]);
     let checks = &junit["suites"][0];
     let build = checks["cases"]
         .as_array()

@@ -162,7 +162,7 @@ fn a_spec_that_is_missing_or_no_file_is_a_usage_error() {
     std::fs::create_dir(env.path().join("specs")).unwrap();
     // (--spec, what stderr says)
     let cases: [(Option<&str>, &str); 3] = [
-        (None, "no spec at"),
+        (None, "no spec: no gate.toml in"),
         (Some("specs"), "is a directory, not a file"),
         (Some("/dev/null"), "is a device, pipe or socket, not a file"),
     ];
@@ -377,6 +377,8 @@ judge = "model"
             "spec_id",
             "attempt",
             "verdict",
+            "verdict_line",
+            "qualifier",
             "overridden",
             "recorded",
             "tier",
@@ -384,6 +386,8 @@ judge = "model"
             "base",
             "base_commit",
             "isolation",
+            "self_guard",
+            "verdict_reasons",
             "checks",
             "criteria",
             "review",
