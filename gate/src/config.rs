@@ -264,7 +264,9 @@ impl Context {
                 ),
                 Found::At(dir) => (
                     dir,
-                    Source::Default("the nearest folder above the current directory holding gate.toml"),
+                    Source::Default(
+                        "the nearest folder above the current directory holding gate.toml",
+                    ),
                     None,
                 ),
                 Found::Nowhere { top } => (
@@ -563,7 +565,9 @@ pub fn github_format(flag: Option<Format>) -> bool {
 /// (`--format github`, `--format=github`, or `GATE_FORMAT=github`).
 pub fn github_format_asked(args: &[std::ffi::OsString]) -> bool {
     let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
-    let flagged = words.windows(2).any(|w| w[0] == "--format" && w[1] == "github")
+    let flagged = words
+        .windows(2)
+        .any(|w| w[0] == "--format" && w[1] == "github")
         || words.contains(&"--format=github");
     flagged || github_format(None)
 }
@@ -779,7 +783,13 @@ mod tests {
     fn the_workspace_is_the_nearest_gate_toml_within_the_repository() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        for folder in ["repo/.git", "repo/api/src/deep", "repo/web", "outer/repo2/.git", "outer/repo2/sub"] {
+        for folder in [
+            "repo/.git",
+            "repo/api/src/deep",
+            "repo/web",
+            "outer/repo2/.git",
+            "outer/repo2/sub",
+        ] {
             std::fs::create_dir_all(root.join(folder)).unwrap();
         }
         for spec in ["repo/gate.toml", "repo/api/gate.toml", "outer/gate.toml"] {

@@ -391,12 +391,10 @@ pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Result<Spe
     let text = read_at_base(git, base, spec_path)
         .await
         .ok_or(NoBaseSpec::Missing)?;
-    gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)).map_err(
-        |e| {
-            tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
-            NoBaseSpec::Unparsable
-        },
-    )
+    gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)).map_err(|e| {
+        tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
+        NoBaseSpec::Unparsable
+    })
 }
 
 /// Compares the gate's own inputs with what they were at `base` (a commit

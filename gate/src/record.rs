@@ -98,7 +98,12 @@ pub struct Reason {
 
 impl Reason {
     /// A reason about `id` calling for `verdict`.
-    pub fn new(kind: ReasonKind, id: impl Into<String>, verdict: Verdict, why: impl Into<String>) -> Self {
+    pub fn new(
+        kind: ReasonKind,
+        id: impl Into<String>,
+        verdict: Verdict,
+        why: impl Into<String>,
+    ) -> Self {
         Self {
             kind,
             id: id.into(),

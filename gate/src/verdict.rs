@@ -97,14 +97,10 @@ pub fn decide(inputs: &Inputs<'_>) -> Decision {
     }
     // A review skipped because a cross-check failed was not unavailable:
     // the failure decides.
-    let failed_first = inputs
-        .checks
-        .iter()
-        .any(|c| c.status == ItemStatus::Failed)
-        || inputs
-            .criteria
-            .iter()
-            .any(|c| c.status == ItemStatus::Failed && c.decided_by == crate::record::DecidedBy::Code);
+    let failed_first = inputs.checks.iter().any(|c| c.status == ItemStatus::Failed)
+        || inputs.criteria.iter().any(|c| {
+            c.status == ItemStatus::Failed && c.decided_by == crate::record::DecidedBy::Code
+        });
     let missing = if failed_first {
         Missing::default()
     } else {
@@ -209,11 +205,7 @@ impl Missing {
             let why = match self.reviewers.as_slice() {
                 [(id, why)] if id == "review" => why.clone(),
                 [(_, why)] => why.clone(),
-                all => format!(
-                    "none of {} reviewers ran ({})",
-                    all.len(),
-                    names(all)
-                ),
+                all => format!("none of {} reviewers ran ({})", all.len(), names(all)),
             };
             return Some(Qualifier {
                 kind: QualifierKind::Unreviewed,
@@ -408,7 +400,12 @@ mod tests {
         };
         // (review, policy, verdict, qualifier)
         let cases = [
-            (&none, Pass, Verdict::Pass, unreviewed("no provider configured")),
+            (
+                &none,
+                Pass,
+                Verdict::Pass,
+                unreviewed("no provider configured"),
+            ),
             (&none, Incomplete, Verdict::Incomplete, None),
             (&none, Fail, Verdict::Fail, None),
             (

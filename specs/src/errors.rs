@@ -202,7 +202,10 @@ fn mean(suggestion: Option<&str>) -> String {
 
 /// The candidate spelled most like `word` (a typo's edit distance: at most
 /// one edit per three characters, at least one), if any.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let budget = (word.chars().count() / 3).max(1);
     candidates
         .into_iter()
@@ -300,7 +303,11 @@ mod tests {
             ("title", None),
         ];
         for (typed, want) in cases {
-            assert_eq!(did_you_mean(typed, keys), want.map(str::to_owned), "{typed}");
+            assert_eq!(
+                did_you_mean(typed, keys),
+                want.map(str::to_owned),
+                "{typed}"
+            );
         }
         assert_eq!(edit_distance("ready_tpc", "ready_tcp"), 1);
     }

@@ -228,7 +228,9 @@ pub enum Decider<'a> {
 }
 
 /// What a reviewer that could not run means for the verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ReviewUnavailable {
     /// Ignore it (the pass says it was unreviewed): a flaky reviewer must

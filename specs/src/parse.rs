@@ -41,13 +41,17 @@ pub(crate) fn parse(text: &str, file: &Path, format: Format) -> Result<Spec, Spe
             break;
         };
         let fix = match &problem.kind {
-            SpecErrorKind::UnknownKey { .. } => Fix::TakeOut { meant: problem.meant.clone() },
+            SpecErrorKind::UnknownKey { .. } => Fix::TakeOut {
+                meant: problem.meant.clone(),
+            },
             SpecErrorKind::Syntax(_) if matches!(path.last(), Some(Seg::Key(_))) => {
                 Fix::TakeOut { meant: None }
             }
             SpecErrorKind::MissingKey(key) => {
                 let (table, key) = (path[..path.len().saturating_sub(1)].to_vec(), key.clone());
-                match set_aside.iter().position(|a| a.table == table && (a.meant.as_deref() == Some(key.as_str()) || a.key == key)) {
+                match set_aside.iter().position(|a| {
+                    a.table == table && (a.meant.as_deref() == Some(key.as_str()) || a.key == key)
+                }) {
                     // The key is the one a typo took out: put it back under its name.
                     Some(i) if set_aside[i].key != key => Fix::PutBack(i),
                     // Its value had the wrong type, which is already said.
@@ -65,7 +69,9 @@ pub(crate) fn parse(text: &str, file: &Path, format: Format) -> Result<Spec, Spe
                 };
                 found.push((at, problem.kind));
                 let Some(value) = tree.take(&path) else { break };
-                let Some(Seg::Key(key)) = path.last() else { break };
+                let Some(Seg::Key(key)) = path.last() else {
+                    break;
+                };
                 set_aside.push(SetAside {
                     table: path[..path.len() - 1].to_vec(),
                     key: key.clone(),
@@ -93,13 +99,10 @@ pub(crate) fn parse(text: &str, file: &Path, format: Format) -> Result<Spec, Spe
             Err(next) => {
                 // Where it is in the file as written: by its key path.
                 problem = Problem {
-                    at: next
-                        .path
-                        .as_deref()
-                        .map_or(next.at, |p| match next.kind {
-                            SpecErrorKind::UnknownKey { .. } => original.key_or_ancestor(p),
-                            _ => original.value_or_ancestor(p),
-                        }),
+                    at: next.path.as_deref().map_or(next.at, |p| match next.kind {
+                        SpecErrorKind::UnknownKey { .. } => original.key_or_ancestor(p),
+                        _ => original.value_or_ancestor(p),
+                    }),
                     ..next
                 };
             }
@@ -277,7 +280,11 @@ fn deserialize<T: serde::de::DeserializeOwned>(text: &str, format: Format) -> Re
             if let SpecErrorKind::Syntax(m) = &mut problem.kind
                 && let (Some(path), Some(tree)) = (&problem.path, Tree::parse(text, Format::Toml))
             {
-                m.push_str(&expected_form(path, tree.string_at(path).as_deref(), Format::Toml));
+                m.push_str(&expected_form(
+                    path,
+                    tree.string_at(path).as_deref(),
+                    Format::Toml,
+                ));
             }
             problem
         }),
@@ -296,7 +303,11 @@ fn deserialize<T: serde::de::DeserializeOwned>(text: &str, format: Format) -> Re
                     && let (Some(path), Some(tree)) =
                         (&problem.path, Tree::parse(text, Format::Json))
                 {
-                    m.push_str(&expected_form(path, tree.string_at(path).as_deref(), Format::Json));
+                    m.push_str(&expected_form(
+                        path,
+                        tree.string_at(path).as_deref(),
+                        Format::Json,
+                    ));
                 }
                 problem
             } else {
@@ -320,7 +331,8 @@ pub fn from_toml_str<T: serde::de::DeserializeOwned>(
     text: &str,
     file: &Path,
 ) -> Result<T, SpecError> {
-    deserialize(text, Format::Toml).map_err(|p| SpecError::new(file, p.at.line, p.at.column, p.kind))
+    deserialize(text, Format::Toml)
+        .map_err(|p| SpecError::new(file, p.at.line, p.at.column, p.kind))
 }
 
 /// The form a value needs, when its key says it (`tests = "cmd"` is
@@ -399,7 +411,11 @@ fn classify(message: &str, offset: Option<usize>, locator: &Locator, anchor: Anc
         let pos = offset.map_or(Position::START, |o| {
             at(locator.innermost_at(o).map_or(o, |(_, start)| start))
         });
-        return problem(SpecErrorKind::Syntax(format!("duplicate key `{key}`")), pos, None);
+        return problem(
+            SpecErrorKind::Syntax(format!("duplicate key `{key}`")),
+            pos,
+            None,
+        );
     }
     if let Some(key) = quoted_after(message, "unknown field `") {
         let found = offset.and_then(|o| locator.innermost_at(o));

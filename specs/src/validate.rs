@@ -6,11 +6,11 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use crate::errors::did_you_mean;
 use crate::globs::InputGlobs;
 use crate::graph::{CheckGraph, TaskGraph};
 use crate::key_path;
 use crate::locate::{Locator, Position, Seg};
-use crate::errors::did_you_mean;
 use crate::model::{Check, Criterion, Page, Policy, SandboxSection, Starts, Task, TaskTests};
 use crate::{Format, Spec, SpecError, SpecErrorKind, SpecErrors};
 

@@ -483,10 +483,14 @@ fn cases() -> Vec<Case> {
             "unknown role in role_timeout_s",
             "[spec]\nid = \"s\"\n[policy.role_timeout_s]\nquality = 600\nqualty = 600\njudge = 0\n",
             vec![
-                (5, 1, is(SpecErrorKind::UnknownRole {
+                (
+                    5,
+                    1,
+                    is(SpecErrorKind::UnknownRole {
                         role: "qualty".into(),
                         suggestion: None,
-                    })),
+                    }),
+                ),
                 (6, 9, range("role_timeout_s.judge", "must be at least 1")),
             ],
         ),

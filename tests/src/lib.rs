@@ -206,6 +206,13 @@ impl GateCommand {
         self
     }
 
+    /// Runs in `dir` rather than the workspace (a subdirectory, say).
+    #[must_use]
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
     /// Removes an environment variable for the run.
     #[must_use]
     pub fn env_remove(mut self, key: &str) -> Self {

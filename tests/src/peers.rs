@@ -74,7 +74,7 @@ pub fn sarif_errors(log: &Path) -> Vec<String> {
 }
 
 /// Reads a JUnit XML file with Python's junitparser and returns what it
-/// saw: `{"tests", "failures", "suites": [{"name", "tests", "failures",
+/// saw: `{"tests", "failures", "time", "suites": [{"name", "tests", "failures",
 /// "skipped", "time", "cases": [{"name", "classname", "time", "results",
 /// "texts", "out"}]}]}`.
 pub fn junit_read(path: &Path) -> Value {
@@ -92,7 +92,8 @@ for suite in xml:
                       "out": case.system_out})
     suites.append({"name": suite.name, "tests": suite.tests, "failures": suite.failures,
                    "skipped": suite.skipped, "time": suite.time, "cases": cases})
-print(json.dumps({"tests": xml.tests, "failures": xml.failures, "suites": suites}))
+print(json.dumps({"tests": xml.tests, "failures": xml.failures, "time": xml.time,
+                  "suites": suites}))
 "#;
     #[allow(clippy::disallowed_methods)] // tests drive the real parser
     let out = Command::new(python())

@@ -155,11 +155,7 @@ fn ledger_row(ctx: &Context, found: &Located, run_id: &str) -> Option<LedgerRow>
     if !attest::ledger_exists(ctx).unwrap_or(false) {
         return None;
     }
-    attest::open_ledger(ctx)
-        .ok()?
-        .get(run_id)
-        .ok()
-        .flatten()
+    attest::open_ledger(ctx).ok()?.get(run_id).ok().flatten()
 }
 
 /// `gate evidence show`: a past run from its bundle, in any format `gate
@@ -189,7 +185,9 @@ pub fn show(
     })?;
     // Neither is in the bundle: both are known only once it exists.
     let row = ledger_row(ctx, &found, &record.run_id);
-    record.recorded = row.as_ref().is_some_and(|r| r.envelope_sha256 == opened.sha256);
+    record.recorded = row
+        .as_ref()
+        .is_some_and(|r| r.envelope_sha256 == opened.sha256);
     record.bundle = Some(found.at.clone());
     let mut text = String::new();
     if format == EvidenceFormat::Human {

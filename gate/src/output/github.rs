@@ -278,14 +278,19 @@ mod tests {
         assert_eq!(prop("file").as_deref(), Some("gate.toml"));
         assert_eq!(prop("line").as_deref(), Some("3"));
         assert_eq!(prop("col").as_deref(), Some("1"));
-        assert!(unescape(&data, false).contains("did you mean `summary`"), "{data}");
+        assert!(
+            unescape(&data, false).contains("did you mean `summary`"),
+            "{data}"
+        );
         let lines = error_annotations(
             &GateError::Usage("CI is set and no signing key is configured".into()),
             dir.path(),
         );
         assert_eq!(
             lines,
-            ["::error title=gate%3A usage or configuration error::CI is set and no signing key is configured"]
+            [
+                "::error title=gate%3A usage or configuration error::CI is set and no signing key is configured"
+            ]
         );
     }
 

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use super::progress::duration;
 use super::style::Style;
-use crate::record::{GuardStatus, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, verdict_line};
+use crate::record::{
+    GuardStatus, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, verdict_line,
+};
 use crate::review::call::{Attempt, AttemptOutcome};
 
 /// Lines of a failing item's output shown.
@@ -153,10 +155,7 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
     if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
         let _ = writeln!(out, "self-guard: off — {why}");
     }
-    let verdict = style.strong(
-        &verdict_line(record),
-        Style::verdict_paint(record.verdict),
-    );
+    let verdict = style.strong(&verdict_line(record), Style::verdict_paint(record.verdict));
     let _ = writeln!(out, "\nverdict: {verdict}");
     for r in &record.verdict_reasons {
         let _ = writeln!(out, "  · {}", r.why);

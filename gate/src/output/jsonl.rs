@@ -214,10 +214,7 @@ fn finished(r: &ItemResult, planned: Option<&PlannedEvent>) -> Value {
     if r.kind == ItemKind::Criterion
         && let Some(obj) = v.as_object_mut()
     {
-        obj.insert(
-            "text".into(),
-            planned.and_then(|p| p.text.clone()).into(),
-        );
+        obj.insert("text".into(), planned.and_then(|p| p.text.clone()).into());
     }
     v
 }
@@ -375,7 +372,10 @@ mod tests {
     #[test]
     fn the_verdict_event_carries_the_json_documents_fields() {
         let record = fixture::record();
-        let v = event_json(&RunEvent::Verdict(Box::new(record.clone())), &Planned::new());
+        let v = event_json(
+            &RunEvent::Verdict(Box::new(record.clone())),
+            &Planned::new(),
+        );
         let doc = super::super::json::render(&record);
         for (k, want) in doc.as_object().unwrap() {
             assert_eq!(&v[k], want, "field {k}");

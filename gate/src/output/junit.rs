@@ -213,12 +213,12 @@ fn checks_suite(record: &RunRecord) -> Suite {
     Suite {
         name: "checks".to_owned(),
         cases,
-        wall_ms: span(record.checks.iter().map(|c| {
-            (
-                c.started_ms.filter(|_| ran(c.status)),
-                c.duration_ms,
-            )
-        })),
+        wall_ms: span(
+            record
+                .checks
+                .iter()
+                .map(|c| (c.started_ms.filter(|_| ran(c.status)), c.duration_ms)),
+        ),
     }
 }
 
@@ -230,7 +230,11 @@ fn ran(status: ItemStatus) -> bool {
 /// One case: the verdict, failed unless the run passed.
 fn verdict_suite(record: &RunRecord) -> Suite {
     let line = verdict_line(record);
-    let reasons: Vec<&str> = record.verdict_reasons.iter().map(|r| r.why.as_str()).collect();
+    let reasons: Vec<&str> = record
+        .verdict_reasons
+        .iter()
+        .map(|r| r.why.as_str())
+        .collect();
     let end = if record.verdict == Verdict::Pass {
         End::Passed
     } else {
@@ -277,12 +281,12 @@ fn criteria_suite(record: &RunRecord) -> Suite {
     Suite {
         name: "criteria".to_owned(),
         cases,
-        wall_ms: span(record.criteria.iter().map(|c| {
-            (
-                c.started_ms.filter(|_| ran(c.status)),
-                c.duration_ms,
-            )
-        })),
+        wall_ms: span(
+            record
+                .criteria
+                .iter()
+                .map(|c| (c.started_ms.filter(|_| ran(c.status)), c.duration_ms)),
+        ),
     }
 }
 

@@ -10,7 +10,9 @@ use std::time::Duration;
 use super::problems::{self, Level};
 use super::progress::duration;
 use super::text::{code_block, last_lines, md_inline, md_quoting, strip_ansi};
-use crate::record::{GuardStatus, Finding, ItemStatus, ReviewStatus, RunRecord, Verdict, verdict_line};
+use crate::record::{
+    Finding, GuardStatus, ItemStatus, ReviewStatus, RunRecord, Verdict, verdict_line,
+};
 
 /// Lines of a failing item's output quoted.
 const TAIL_LINES: usize = 20;
@@ -74,7 +76,6 @@ fn heading(out: &mut String, record: &RunRecord) {
     for r in &record.verdict_reasons {
         let _ = writeln!(out, "- {}", md_quoting(&r.why));
     }
-
 }
 
 fn failed(out: &mut String, record: &RunRecord) {

@@ -78,7 +78,10 @@ pub fn verdict_problem(record: &RunRecord, site: &Site) -> Option<Problem> {
         Verdict::Incomplete => format!("gate: {line}: the gate could not decide"),
         _ => format!("gate: {line}"),
     };
-    let mut message = format!("{title} (spec `{}`, attempt {})", record.spec_id, record.attempt);
+    let mut message = format!(
+        "{title} (spec `{}`, attempt {})",
+        record.spec_id, record.attempt
+    );
     for r in &record.verdict_reasons {
         message.push_str("\n- ");
         message.push_str(&r.why);

@@ -314,7 +314,10 @@ mod tests {
         assert!(errors.is_empty(), "{}", errors.join("\n"));
         record.verdict = Verdict::Fail;
         let doc = render(&record, &fixture::site());
-        assert_eq!(doc["runs"][0]["invocations"][0]["executionSuccessful"], true);
+        assert_eq!(
+            doc["runs"][0]["invocations"][0]["executionSuccessful"],
+            true
+        );
     }
 
     #[test]

@@ -78,10 +78,7 @@ pub fn render_json(e: &Effective) -> Value {
         m
     };
     let mut doc = Map::new();
-    doc.insert(
-        "format_version".into(),
-        super::json::FORMAT_VERSION.into(),
-    );
+    doc.insert("format_version".into(), super::json::FORMAT_VERSION.into());
     doc.extend(pairs(&e.entries));
     doc.insert("policy".into(), Value::Object(pairs(&e.policy)));
     Value::Object(doc)

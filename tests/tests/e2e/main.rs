@@ -3,6 +3,7 @@
 // Helpers here are test code: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+mod actionable;
 mod audit;
 mod eval;
 mod evidence;
