@@ -23,7 +23,7 @@ pub const MAX_ERRORS: usize = 20;
 pub(crate) fn parse(text: &str, file: &Path, format: Format) -> Result<Spec, SpecErrors> {
     let first = match deserialize::<Spec>(text, format) {
         Ok(spec) => return Ok(spec),
-        Err(problem) => problem,
+        Err(problem) => *problem,
     };
     let original = Locator::new(text, format);
     let Some(mut tree) = Tree::parse(text, format) else {
@@ -97,6 +97,7 @@ pub(crate) fn parse(text: &str, file: &Path, format: Format) -> Result<Spec, Spe
                 break;
             }
             Err(next) => {
+                let next = *next;
                 // Where it is in the file as written: by its key path.
                 problem = Problem {
                     at: next.path.as_deref().map_or(next.at, |p| match next.kind {
@@ -271,7 +272,10 @@ fn json_at<'a>(root: &'a mut serde_json::Value, path: &[Seg]) -> Option<&'a mut 
 }
 
 /// Parses `text` as a `T` of the gate's, the first problem located.
-fn deserialize<T: serde::de::DeserializeOwned>(text: &str, format: Format) -> Result<T, Problem> {
+fn deserialize<T: serde::de::DeserializeOwned>(
+    text: &str,
+    format: Format,
+) -> Result<T, Box<Problem>> {
     match format {
         Format::Toml => toml::from_str(text).map_err(|e| {
             let locator = Locator::new(text, Format::Toml);
@@ -286,7 +290,7 @@ fn deserialize<T: serde::de::DeserializeOwned>(text: &str, format: Format) -> Re
                     Format::Toml,
                 ));
             }
-            problem
+            Box::new(problem)
         }),
         Format::Json => serde_json::from_str(text).map_err(|e| {
             let locator = Locator::new(text, Format::Json);
@@ -309,15 +313,15 @@ fn deserialize<T: serde::de::DeserializeOwned>(text: &str, format: Format) -> Re
                         Format::Json,
                     ));
                 }
-                problem
+                Box::new(problem)
             } else {
                 let at = offset.map_or(Position::START, |o| locator.position(o));
-                Problem {
+                Box::new(Problem {
                     kind: SpecErrorKind::Syntax(message.to_owned()),
                     at,
                     path: None,
                     meant: None,
-                }
+                })
             }
         }),
     }

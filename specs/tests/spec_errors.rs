@@ -784,8 +784,9 @@ fn json_problems_at_once_and_a_cap() {
         "{errors}"
     );
 
-    let many: String = (0..30).map(|i| format!("bogus{i} = 1\n")).collect();
-    let text = format!("[spec]\nid = \"s\"\n{many}");
+    let many: Vec<String> = (0..30).map(|i| format!("bogus{i} = 1")).collect();
+    let many = many.join("\n");
+    let text = format!("[spec]\nid = \"s\"\n{many}\n");
     let errors = parse_str(&text, Path::new("gate.toml"), Format::Toml).unwrap_err();
     let got: Vec<&gate_specs::SpecError> = errors.iter().collect();
     assert_eq!(got.len(), gate_specs::MAX_ERRORS + 1);

@@ -247,7 +247,7 @@ fn verdict_suite(record: &RunRecord) -> Suite {
     let out = (record.verdict == Verdict::Pass).then(|| {
         let mut text = line.clone();
         for r in &reasons {
-            text.push_str("\n");
+            text.push('\n');
             text.push_str(r);
         }
         text

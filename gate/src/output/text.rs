@@ -95,7 +95,7 @@ pub fn xml_escape(s: &str) -> String {
 /// [`md_inline`]. A sentence whose backticks do not pair is escaped whole.
 pub fn md_quoting(s: &str) -> String {
     let parts: Vec<&str> = s.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return md_inline(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
