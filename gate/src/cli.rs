@@ -19,7 +19,9 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// The workspace (default: the current directory).
+    /// The workspace (default: the nearest folder at or above the current
+    /// directory holding gate.toml, within the repository; else the current
+    /// directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// The state directory (default: `GATE_STATE_DIR`, else `.gate/` inside the workspace).

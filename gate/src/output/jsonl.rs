@@ -112,6 +112,7 @@ pub fn event_json(event: &RunEvent, planned: &Planned) -> Value {
                         "decided_by".into(),
                         (if i.judged { "model" } else { "code" }).into(),
                     );
+                    o.insert("task".into(), i.task.clone().into());
                     if let Value::Object(d) = &i.decision {
                         o.extend(d.clone());
                     }

@@ -130,7 +130,8 @@ impl Start {
             verdict,
             verdict_reasons: reasons,
             qualifier: None,
-            self_guard: SelfGuard::off("nothing ran"),
+            // Nothing of the workspace was looked at: no guard to speak of.
+            self_guard: SelfGuard::default(),
             overridden: false,
             recorded: false,
             tier: Tier::Trivial,
