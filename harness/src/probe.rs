@@ -4,7 +4,12 @@
 //! `within_s` (TCP connect, an HTTP GET answering 2xx, a text on its output);
 //! with no probe, when it is still running after `within_s`. It is not ready
 //! if it exits first. Every failure is one line saying what was last seen.
+//!
+//! The network probes reach the service where it listens: from the gate's
+//! own process, or, when the run has a network namespace of its own, from a
+//! [`Helper`] subprocess inside it that runs the same probes.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gate_specs::Starts;
@@ -12,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::process::{ProcessGroup, describe_status};
+use crate::sandbox::{Helper, Launcher};
 
 /// How often the probes are tried.
 const POLL: Duration = Duration::from_millis(50);
@@ -22,33 +28,96 @@ const ATTEMPT: Duration = Duration::from_secs(2);
 /// The most of an HTTP answer read to find its status line.
 const STATUS_LINE_MAX: usize = 8 * 1024;
 
-/// One readiness probe.
+/// How long past its own deadline a helper may take to answer.
+const HELPER_GRACE: Duration = Duration::from_secs(5);
+
+/// Bytes of a helper's output kept (its answer is one line).
+const HELPER_OUTPUT: usize = 4096;
+
+/// One network readiness probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Probe {
     Tcp(String),
     Http(String),
-    Log(String),
 }
 
 /// Waits until the service in `group` is ready by the rules of `starts`;
-/// the error is the one-line reason it is not.
-pub async fn await_ready(group: &mut ProcessGroup, starts: &Starts) -> Result<(), String> {
+/// the error is the one-line reason it is not. The network probes run as
+/// the service's `launcher` says: inside the run's network namespace when
+/// it has one (a helper started in `cwd`).
+pub async fn await_ready(
+    group: &mut ProcessGroup,
+    starts: &Starts,
+    launcher: &Launcher,
+    cwd: &Path,
+) -> Result<(), String> {
     let within = Duration::from_secs(starts.within_s());
     let deadline = Instant::now() + within;
     let probes = probes(starts)?;
-    if probes.is_empty() {
+    let not_ready = |why: String| format!("not ready within {} s: {why}", starts.within_s());
+    if probes.is_empty() && starts.ready_log.is_none() {
         return tokio::select! {
             status = group.wait() => Err(exited_early(status)),
             () = tokio::time::sleep_until(deadline.into()) => Ok(()),
         };
     }
-    loop {
-        if let Some(status) = group.try_status() {
-            return Err(exited_early(Ok(status)));
+    if !probes.is_empty() {
+        let reached = async {
+            match launcher.helpers() {
+                None => until_reachable(&probes, deadline).await,
+                Some(helpers) => in_namespace(starts, &helpers, cwd, deadline).await,
+            }
+        };
+        tokio::select! {
+            status = group.wait() => return Err(exited_early(status)),
+            reached = reached => reached.map_err(not_ready)?,
         }
+    }
+    if let Some(text) = &starts.ready_log {
+        loop {
+            if group.saw_text() {
+                break;
+            }
+            if let Some(status) = group.try_status() {
+                return Err(exited_early(Ok(status)));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(not_ready(format!(
+                    "`{text}` has not appeared on its output"
+                )));
+            }
+            tokio::select! {
+                status = group.wait() => return Err(exited_early(status)),
+                () = tokio::time::sleep(POLL.min(deadline - now)) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Tries `tcp` and `http` until both answer, at most until `deadline`: what
+/// a [`Helper::Ready`] does inside the run's network namespace.
+pub(crate) async fn reachable(
+    tcp: Option<String>,
+    http: Option<String>,
+    deadline: Instant,
+) -> Result<(), String> {
+    let starts = Starts {
+        ready_tcp: tcp,
+        ready_http: http,
+        ..Starts::default()
+    };
+    until_reachable(&probes(&starts)?, deadline).await
+}
+
+/// Tries every probe until all answer in one round; the error is the last
+/// failure once `deadline` has passed.
+async fn until_reachable(probes: &[Probe], deadline: Instant) -> Result<(), String> {
+    loop {
         let mut failure = None;
-        for probe in &probes {
-            if let Err(why) = attempt(probe, group, deadline).await {
+        for probe in probes {
+            if let Err(why) = attempt(probe, deadline).await {
                 failure = Some(why);
                 break;
             }
@@ -58,12 +127,52 @@ pub async fn await_ready(group: &mut ProcessGroup, starts: &Starts) -> Result<()
         };
         let now = Instant::now();
         if now >= deadline {
-            return Err(format!("not ready within {} s: {why}", starts.within_s()));
+            return Err(why);
         }
-        tokio::select! {
-            status = group.wait() => return Err(exited_early(status)),
-            () = tokio::time::sleep(POLL.min(deadline - now)) => {}
-        }
+        tokio::time::sleep(POLL.min(deadline - now)).await;
+    }
+}
+
+/// Runs the network probes of `starts` in a helper inside the run's network
+/// namespace; the error is the helper's last failure.
+async fn in_namespace(
+    starts: &Starts,
+    helpers: &Launcher,
+    cwd: &Path,
+    deadline: Instant,
+) -> Result<(), String> {
+    let Some(namespace) = helpers.namespace() else {
+        return Err("no network namespace to probe in".to_owned());
+    };
+    let helper = Helper::Ready {
+        tcp: starts.ready_tcp.clone(),
+        http: starts.ready_http.clone(),
+        within: deadline.saturating_duration_since(Instant::now()),
+    };
+    let argv = helper.argv(namespace);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let mut probe = ProcessGroup::spawn_argv(&argv, cwd, HELPER_OUTPUT, None, helpers)
+        .map_err(|e| format!("the readiness probe could not start: {e}"))?;
+    let limit = deadline.saturating_duration_since(Instant::now()) + ATTEMPT + HELPER_GRACE;
+    let status = tokio::select! {
+        status = probe.wait() => status.ok(),
+        () = tokio::time::sleep(limit) => None,
+    };
+    let Some(status) = status else {
+        probe.stop().await;
+        return Err("the readiness probe did not answer".to_owned());
+    };
+    let output = probe.finish().await;
+    let said = String::from_utf8_lossy(&output.bytes);
+    let said = said
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(str::trim);
+    match (status.success(), said) {
+        (true, _) => Ok(()),
+        (false, Some(why)) => Err(why.to_owned()),
+        (false, None) => Err(format!("the readiness probe {}", describe_status(status))),
     }
 }
 
@@ -74,7 +183,7 @@ fn exited_early(status: std::io::Result<std::process::ExitStatus>) -> String {
     }
 }
 
-/// The probes `starts` names; an unsupported one is an error at once.
+/// The network probes `starts` names; an unsupported one is an error at once.
 fn probes(starts: &Starts) -> Result<Vec<Probe>, String> {
     let mut probes = Vec::new();
     if let Some(addr) = &starts.ready_tcp {
@@ -89,14 +198,11 @@ fn probes(starts: &Starts) -> Result<Vec<Probe>, String> {
         }
         probes.push(Probe::Http(url.clone()));
     }
-    if let Some(text) = &starts.ready_log {
-        probes.push(Probe::Log(text.clone()));
-    }
     Ok(probes)
 }
 
 /// Tries one probe once, giving up at `deadline` (but trying at least briefly).
-async fn attempt(probe: &Probe, group: &ProcessGroup, deadline: Instant) -> Result<(), String> {
+async fn attempt(probe: &Probe, deadline: Instant) -> Result<(), String> {
     let limit = deadline
         .saturating_duration_since(Instant::now())
         .clamp(Duration::from_millis(100), ATTEMPT);
@@ -108,13 +214,6 @@ async fn attempt(probe: &Probe, group: &ProcessGroup, deadline: Instant) -> Resu
         Probe::Http(url) => tokio::time::timeout(limit, http(url))
             .await
             .unwrap_or_else(|_| Err(timed_out(url))),
-        Probe::Log(text) => {
-            if group.saw_text() {
-                Ok(())
-            } else {
-                Err(format!("`{text}` has not appeared on its output"))
-            }
-        }
     }
 }
 

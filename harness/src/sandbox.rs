@@ -19,15 +19,28 @@
 //! - hidden paths (the state directory, the signing key's file, credential
 //!   files) replaced by an empty directory or an empty file;
 //! - a new session, so no terminal of the gate's can be reached;
-//! - with [`Network::Private`], a network namespace with only loopback.
+//! - with [`Network::Private`], a network namespace of its own with only
+//!   loopback; with [`Network::Join`], the run's network namespace.
+//!
+//! A run with a private network has one namespace for all its processes,
+//! so a service and the criteria that talk to it meet on its loopback. One
+//! process, the [`Holder`], keeps it alive. Bubblewrap cannot join an
+//! existing namespace, so a process is started through `nsenter` into the
+//! holder's namespace, and bubblewrap inside it shares that network. The
+//! gate's own code that must reach the run's services (readiness probes,
+//! the bridge to a sandboxed browser's DevTools endpoint) runs there as a
+//! [`Helper`] subprocess of the gate's own executable.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::process::{ProcessGroup, describe_status};
+
 /// Which network a sandboxed process sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Network {
     /// The host's network.
@@ -35,6 +48,39 @@ pub enum Network {
     Host,
     /// A network namespace of its own with only loopback.
     Private,
+    /// The run's network namespace, shared by all its processes.
+    Join(Namespace),
+}
+
+/// A network namespace one process of the run holds, which the run's
+/// processes join through `nsenter`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Namespace {
+    /// The `nsenter` executable.
+    pub nsenter: PathBuf,
+    /// The holder's pid.
+    pub pid: u32,
+    /// Whether the holder's user namespace is joined too: when the gate is
+    /// unprivileged the network namespace belongs to the user namespace the
+    /// holder made, and only a member of it may enter.
+    pub user: bool,
+    /// The program that runs a [`Helper`] inside: the gate's own executable.
+    pub helper: PathBuf,
+}
+
+impl Namespace {
+    /// The `nsenter` arguments that run a command inside the namespace; the
+    /// command and its arguments follow them.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["--target".into(), self.pid.to_string().into()];
+        if self.user {
+            // Joining a user namespace maps the caller to root there unless
+            // told otherwise: the process keeps the gate's uid and gid.
+            a.extend(["--user".into(), "--preserve-credentials".into()]);
+        }
+        a.extend(["--net".into(), "--".into()]);
+        a
+    }
 }
 
 /// A path made unreachable inside the sandbox.
@@ -122,8 +168,10 @@ impl Sandbox {
             "--unshare-uts",
             "--unshare-cgroup-try",
         ]);
-        if self.network == Network::Private {
-            a.flags(&["--unshare-net"]);
+        match self.network {
+            Network::Private => a.flags(&["--unshare-net"]),
+            // Started inside the run's namespace: sharing it is the point.
+            Network::Host | Network::Join(_) => {}
         }
         a.flags(&["--cap-drop", "ALL"]);
         a.pair("--ro-bind", Path::new("/"), Path::new("/"));
@@ -215,30 +263,71 @@ impl Args {
 }
 
 /// How the processes of a run are started: exactly this environment, and
-/// the sandbox when there is one.
+/// the sandbox or the network namespace when there is one.
 #[derive(Debug, Clone, Default)]
 pub struct Launcher {
     env: Vec<(OsString, OsString)>,
-    sandbox: Option<Sandbox>,
+    how: How,
+}
+
+/// Where a launcher's processes run.
+#[derive(Debug, Clone, Default)]
+enum How {
+    /// As they are.
+    #[default]
+    Direct,
+    /// In a sandbox (inside the run's network namespace when its network
+    /// says so).
+    Sandboxed(Box<Sandbox>),
+    /// Only inside the run's network namespace: the gate's own helpers.
+    Joined(Namespace),
 }
 
 impl Launcher {
     /// Processes get exactly `env` and run unisolated.
     pub fn new(env: Vec<(OsString, OsString)>) -> Self {
-        Self { env, sandbox: None }
+        Self {
+            env,
+            how: How::Direct,
+        }
     }
 
     /// Processes get exactly `env` and run in `sandbox`.
     pub fn sandboxed(env: Vec<(OsString, OsString)>, sandbox: Sandbox) -> Self {
         Self {
             env,
-            sandbox: Some(sandbox),
+            how: How::Sandboxed(Box::new(sandbox)),
         }
     }
 
     /// The sandbox, if processes run in one.
     pub fn sandbox(&self) -> Option<&Sandbox> {
-        self.sandbox.as_ref()
+        match &self.how {
+            How::Sandboxed(sandbox) => Some(sandbox),
+            How::Direct | How::Joined(_) => None,
+        }
+    }
+
+    /// The run's network namespace, if processes run inside one.
+    pub fn namespace(&self) -> Option<&Namespace> {
+        match &self.how {
+            How::Sandboxed(sandbox) => match &sandbox.network {
+                Network::Join(namespace) => Some(namespace),
+                Network::Host | Network::Private => None,
+            },
+            How::Joined(namespace) => Some(namespace),
+            How::Direct => None,
+        }
+    }
+
+    /// The launcher of the gate's own [`Helper`]s, when processes run in a
+    /// network namespace the gate's own process is outside of: the helpers
+    /// join the namespace, with this environment, and nothing else.
+    pub fn helpers(&self) -> Option<Self> {
+        self.namespace().map(|namespace| Self {
+            env: self.env.clone(),
+            how: How::Joined(namespace.clone()),
+        })
     }
 
     /// The environment every process gets.
@@ -252,13 +341,13 @@ impl Launcher {
     pub fn temp_dir(&self, prefix: &str) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
         let mut builder = tempfile::Builder::new();
         builder.prefix(prefix);
-        match &self.sandbox {
-            None => {
+        match &self.how {
+            How::Direct | How::Joined(_) => {
                 let dir = builder.tempdir()?;
                 let inside = dir.path().to_path_buf();
                 Ok((dir, inside))
             }
-            Some(sandbox) => {
+            How::Sandboxed(sandbox) => {
                 let dir = builder.tempdir_in(&sandbox.tmp)?;
                 let name = dir.path().file_name().unwrap_or_default().to_owned();
                 Ok((dir, Path::new("/tmp").join(name)))
@@ -273,16 +362,278 @@ impl Launcher {
         args: &[&OsStr],
         cwd: &Path,
     ) -> (OsString, Vec<OsString>) {
-        match &self.sandbox {
-            None => (
+        let command =
+            std::iter::once(program.to_owned()).chain(args.iter().map(|a| (*a).to_owned()));
+        match &self.how {
+            How::Direct => (
                 program.to_owned(),
                 args.iter().map(|a| (*a).to_owned()).collect(),
             ),
-            Some(sandbox) => {
+            How::Joined(namespace) => {
+                let mut all = namespace.args();
+                all.extend(command);
+                (namespace.nsenter.clone().into_os_string(), all)
+            }
+            How::Sandboxed(sandbox) => {
                 let mut all = sandbox.args(cwd);
-                all.push(program.to_owned());
-                all.extend(args.iter().map(|a| (*a).to_owned()));
-                (sandbox.bwrap.clone().into_os_string(), all)
+                all.extend(command);
+                match &sandbox.network {
+                    Network::Join(namespace) => {
+                        let mut joined = namespace.args();
+                        joined.push(sandbox.bwrap.clone().into_os_string());
+                        joined.extend(all);
+                        (namespace.nsenter.clone().into_os_string(), joined)
+                    }
+                    Network::Host | Network::Private => {
+                        (sandbox.bwrap.clone().into_os_string(), all)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How long the holder may take to say where its namespace is.
+const HOLDER_START: Duration = Duration::from_secs(10);
+
+/// The process that holds a run's private network namespace: bubblewrap
+/// with a network namespace of its own (loopback up, nothing else), running
+/// a command that only waits. It is stopped with the run: its process group
+/// is SIGKILLed when it is dropped, and it dies with the gate.
+#[derive(Debug)]
+pub struct Holder {
+    group: ProcessGroup,
+    namespace: Namespace,
+}
+
+impl Holder {
+    /// Starts the holder with `env` in `cwd`; processes join its namespace
+    /// through `nsenter`, and `helper` runs the gate's [`Helper`]s there.
+    /// The error says why the namespace could not be made.
+    pub async fn start(
+        bwrap: &Path,
+        nsenter: &Path,
+        helper: &Path,
+        cwd: &Path,
+        env: Vec<(OsString, OsString)>,
+    ) -> Result<Self, String> {
+        let program = bwrap
+            .to_str()
+            .ok_or_else(|| format!("the path of bubblewrap is not UTF-8: {}", bwrap.display()))?;
+        let mut argv = vec![program];
+        argv.extend(HOLDER_ARGS);
+        // bubblewrap prints the namespace's process (`{"child-pid": N, …}`)
+        // on the info descriptor, here its stdout.
+        let mut group = ProcessGroup::spawn_argv(&argv, cwd, 4096, Some("}"), &Launcher::new(env))
+            .map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        while !group.saw_text() {
+            if let Some(status) = group.try_status() {
+                return Err(format!(
+                    "bubblewrap {} before the namespace was made: {}",
+                    describe_status(status),
+                    first_line(&group)
+                ));
+            }
+            if started.elapsed() > HOLDER_START {
+                group.stop().await;
+                return Err(format!(
+                    "bubblewrap did not make the namespace within {} s",
+                    HOLDER_START.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let text = String::from_utf8_lossy(&group.output().bytes).into_owned();
+        let Some(pid) = child_pid(&text) else {
+            group.stop().await;
+            return Err(format!(
+                "bubblewrap did not say where the namespace is: {text}"
+            ));
+        };
+        let ns = |pid: &str, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}"));
+        let (Ok(net), Ok(user)) = (ns(&pid.to_string(), "net"), ns(&pid.to_string(), "user"))
+        else {
+            group.stop().await;
+            return Err(format!("the namespace's process {pid} is gone"));
+        };
+        if ns("self", "net").is_ok_and(|own| own == net) {
+            group.stop().await;
+            return Err("bubblewrap's network namespace is the host's".to_owned());
+        }
+        let user = ns("self", "user").map_or(true, |own| own != user);
+        Ok(Self {
+            group,
+            namespace: Namespace {
+                nsenter: nsenter.to_path_buf(),
+                pid,
+                user,
+                helper: helper.to_path_buf(),
+            },
+        })
+    }
+
+    /// The namespace, for the processes that join it.
+    pub fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// Stops the holder: its namespace goes with it.
+    pub async fn stop(mut self) {
+        self.group.stop().await;
+    }
+}
+
+/// bubblewrap's arguments for the holder: a network namespace (bubblewrap
+/// brings its loopback up) and a PID namespace of its own, every capability
+/// dropped, nothing writable, and a command that waits. No `/dev` of its
+/// own: for that an unprivileged bubblewrap nests a second user namespace,
+/// and a process joining the holder's (the inner one) would have no right
+/// over the network namespace, which belongs to the outer.
+const HOLDER_ARGS: [&str; 15] = [
+    "--unshare-net",
+    "--unshare-pid",
+    "--die-with-parent",
+    "--cap-drop",
+    "ALL",
+    "--ro-bind",
+    "/",
+    "/",
+    "--proc",
+    "/proc",
+    "--info-fd",
+    "1",
+    "--",
+    "sleep",
+    "infinity",
+];
+
+/// The `child-pid` of bubblewrap's info (`{"child-pid": 12, …}`).
+fn child_pid(info: &str) -> Option<u32> {
+    let start = info.find('{')?;
+    let end = start + info[start..].find('}')?;
+    let value: serde_json::Value = serde_json::from_str(&info[start..=end]).ok()?;
+    value.get("child-pid")?.as_u64()?.try_into().ok()
+}
+
+/// The first line a process printed, or a word that it printed nothing.
+fn first_line(group: &ProcessGroup) -> String {
+    let text = String::from_utf8_lossy(&group.output().bytes).into_owned();
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .map_or_else(|| "no reason given".to_owned(), |l| l.trim().to_owned())
+}
+
+/// The hidden subcommand of the gate's executable that runs a [`Helper`].
+pub const HELPER_COMMAND: &str = "sandbox-helper";
+
+/// What the gate's own code does inside the run's network namespace, as a
+/// subprocess of the gate's executable (`gate sandbox-helper …`): the
+/// gate's own process is outside the namespace and cannot reach in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Helper {
+    /// Tries a service's network readiness probes until they all answer,
+    /// for at most `within`; says the last failure when they do not.
+    Ready {
+        /// `ready_tcp`'s `host:port`.
+        tcp: Option<String>,
+        /// `ready_http`'s URL.
+        http: Option<String>,
+        /// How long it may try.
+        within: Duration,
+    },
+    /// Listens on the Unix socket `socket` (reachable from outside the
+    /// namespace through the file system) and connects each connection to
+    /// `to` inside it: the bridge to a sandboxed browser's DevTools.
+    Forward {
+        /// The socket's path.
+        socket: PathBuf,
+        /// `host:port` inside the namespace.
+        to: String,
+    },
+}
+
+impl Helper {
+    /// The whole command line that runs the helper with `namespace`'s
+    /// helper program.
+    pub fn argv(&self, namespace: &Namespace) -> Vec<String> {
+        std::iter::once(namespace.helper.as_os_str().to_owned())
+            .chain(self.args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The command line after the program: the subcommand and its arguments.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec![HELPER_COMMAND.into()];
+        match self {
+            Self::Ready { tcp, http, within } => {
+                a.extend([
+                    "ready".into(),
+                    "--within-ms".into(),
+                    within.as_millis().to_string().into(),
+                ]);
+                if let Some(tcp) = tcp {
+                    a.extend(["--tcp".into(), tcp.into()]);
+                }
+                if let Some(http) = http {
+                    a.extend(["--http".into(), http.into()]);
+                }
+            }
+            Self::Forward { socket, to } => {
+                a.extend(["forward".into(), socket.into(), to.into()]);
+            }
+        }
+        a
+    }
+
+    /// The helper a command line (after the subcommand) asks for.
+    pub fn parse(args: &[OsString]) -> Result<Self, String> {
+        let words: Vec<&str> = args
+            .iter()
+            .map(|a| {
+                a.to_str()
+                    .ok_or_else(|| format!("not UTF-8: {}", a.to_string_lossy()))
+            })
+            .collect::<Result<_, _>>()?;
+        match words.as_slice() {
+            ["forward", socket, to] => Ok(Self::Forward {
+                socket: PathBuf::from(socket),
+                to: (*to).to_owned(),
+            }),
+            ["ready", rest @ ..] => {
+                let (mut tcp, mut http, mut within) = (None, None, None);
+                for pair in rest.chunks(2) {
+                    match pair {
+                        ["--tcp", v] => tcp = Some((*v).to_owned()),
+                        ["--http", v] => http = Some((*v).to_owned()),
+                        ["--within-ms", v] => {
+                            within = Some(Duration::from_millis(
+                                v.parse()
+                                    .map_err(|_| format!("not a number of milliseconds: {v}"))?,
+                            ));
+                        }
+                        other => return Err(format!("unknown arguments: {}", other.join(" "))),
+                    }
+                }
+                Ok(Self::Ready {
+                    tcp,
+                    http,
+                    within: within.ok_or("--within-ms is missing")?,
+                })
+            }
+            other => Err(format!("unknown helper: {}", other.join(" "))),
+        }
+    }
+
+    /// Runs the helper; `say` prints one line on its stdout.
+    pub async fn run(self, say: impl Fn(&str)) -> Result<(), String> {
+        match self {
+            Self::Ready { tcp, http, within } => {
+                crate::probe::reachable(tcp, http, Instant::now() + within).await
+            }
+            Self::Forward { socket, to } => {
+                crate::page::browser::forward_inside(&socket, &to, say).await
             }
         }
     }
@@ -361,12 +712,160 @@ mod tests {
         assert_eq!(line, want);
     }
 
+    fn namespace(user: bool) -> Namespace {
+        Namespace {
+            nsenter: "/usr/bin/nsenter".into(),
+            pid: 4242,
+            user,
+            helper: "/usr/local/bin/gate".into(),
+        }
+    }
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_str().unwrap().to_owned())
+            .collect()
+    }
+
     #[test]
-    fn a_private_network_is_its_own_namespace() {
-        let mut p = policy();
-        p.network = Network::Private;
-        let args = p.args(Path::new("/tmp/ws"));
-        assert!(args.iter().any(|a| a == "--unshare-net"));
+    fn a_private_network_is_its_own_namespace_and_the_runs_is_shared() {
+        // (network, whether bubblewrap unshares the network)
+        let cases = [
+            (Network::Host, false),
+            (Network::Private, true),
+            (Network::Join(namespace(false)), false),
+        ];
+        for (network, unshares) in cases {
+            let mut p = policy();
+            p.network = network.clone();
+            let args = p.args(Path::new("/tmp/ws"));
+            assert_eq!(
+                args.iter().any(|a| a == "--unshare-net"),
+                unshares,
+                "{network:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_process_joins_the_runs_network_through_nsenter_then_bubblewrap() {
+        // (the gate's user has the holder's user namespace to join, the
+        // nsenter arguments before the command)
+        let cases: [(bool, &[&str]); 2] = [
+            (false, &["--target", "4242", "--net", "--"]),
+            (
+                true,
+                &[
+                    "--target",
+                    "4242",
+                    "--user",
+                    "--preserve-credentials",
+                    "--net",
+                    "--",
+                ],
+            ),
+        ];
+        for (user, nsenter) in cases {
+            let mut p = policy();
+            p.network = Network::Join(namespace(user));
+            let bwrap = strings(&p.args(Path::new("/tmp/ws")));
+            let l = Launcher::sandboxed(Vec::new(), p);
+            let (program, args) = l.argv(
+                OsStr::new("sh"),
+                &[OsStr::new("-c"), OsStr::new("true")],
+                Path::new("/tmp/ws"),
+            );
+            assert_eq!(program, "/usr/bin/nsenter");
+            let mut want: Vec<String> = nsenter.iter().map(|a| (*a).to_owned()).collect();
+            want.push("/usr/bin/bwrap".to_owned());
+            want.extend(bwrap);
+            want.extend(["sh", "-c", "true"].map(str::to_owned));
+            assert_eq!(strings(&args), want, "user {user}");
+
+            // The gate's helpers join the namespace and nothing else.
+            let helpers = l.helpers().expect("a joined launcher has helpers");
+            assert!(helpers.sandbox().is_none());
+            let (program, args) = helpers.argv(
+                OsStr::new("/usr/local/bin/gate"),
+                &[OsStr::new("sandbox-helper")],
+                Path::new("/tmp/ws"),
+            );
+            assert_eq!(program, "/usr/bin/nsenter");
+            let mut want: Vec<String> = nsenter.iter().map(|a| (*a).to_owned()).collect();
+            want.extend(["/usr/local/bin/gate", "sandbox-helper"].map(str::to_owned));
+            assert_eq!(strings(&args), want, "user {user}");
+        }
+        // Without the run's namespace the gate's own process reaches the
+        // services: no helpers.
+        assert!(
+            Launcher::sandboxed(Vec::new(), policy())
+                .helpers()
+                .is_none()
+        );
+        assert!(Launcher::new(Vec::new()).helpers().is_none());
+    }
+
+    #[test]
+    fn the_holder_is_a_network_namespace_that_only_waits() {
+        let line = HOLDER_ARGS.join(" ");
+        assert_eq!(
+            line,
+            "--unshare-net --unshare-pid --die-with-parent --cap-drop ALL --ro-bind / / \
+             --proc /proc --info-fd 1 -- sleep infinity"
+        );
+        // A `/dev` of its own would nest a second user namespace.
+        assert!(!HOLDER_ARGS.contains(&"--dev"));
+        // (bubblewrap's info, the pid read from it)
+        let cases = [
+            (
+                "{\n    \"child-pid\": 22043,\n    \"net-namespace\": 4026532195\n}\n",
+                Some(22043),
+            ),
+            ("bwrap: No permissions to create a new namespace", None),
+            ("{\"net-namespace\": 1}", None),
+        ];
+        for (info, pid) in cases {
+            assert_eq!(child_pid(info), pid, "{info}");
+        }
+    }
+
+    #[test]
+    fn helper_command_lines_are_read_back_or_refused() {
+        // (arguments after the subcommand, what they ask for)
+        let cases: [(&[&str], Result<Helper, &str>); 5] = [
+            (
+                &["ready", "--within-ms", "250", "--http", "http://h/"],
+                Ok(Helper::Ready {
+                    tcp: None,
+                    http: Some("http://h/".to_owned()),
+                    within: Duration::from_millis(250),
+                }),
+            ),
+            (
+                &["forward", "/s", "127.0.0.1:1"],
+                Ok(Helper::Forward {
+                    socket: "/s".into(),
+                    to: "127.0.0.1:1".to_owned(),
+                }),
+            ),
+            (&["ready", "--tcp", "h:1"], Err("--within-ms is missing")),
+            (
+                &["ready", "--within-ms", "soon"],
+                Err("not a number of milliseconds: soon"),
+            ),
+            (
+                &["shell", "rm -rf /"],
+                Err("unknown helper: shell rm -rf /"),
+            ),
+        ];
+        for (args, want) in cases {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            assert_eq!(
+                Helper::parse(&args),
+                want.map_err(str::to_owned),
+                "{args:?}"
+            );
+        }
     }
 
     #[test]

@@ -587,7 +587,12 @@ impl Service<'_> {
             }
         };
         let readiness = tokio::select! {
-            ready = probe::await_ready(&mut group, starts) => Some(ready),
+            ready = probe::await_ready(
+                &mut group,
+                starts,
+                &self.ctx.opts.launcher,
+                &self.ctx.workspace,
+            ) => Some(ready),
             () = self.ctx.cancelled() => None,
         };
         drop(permit);

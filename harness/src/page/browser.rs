@@ -2,8 +2,13 @@
 //! [`crate::process`] in its own process group with a fresh profile, driven
 //! over the DevTools protocol, and stopped as a group (or SIGKILLed as its
 //! handle drops, when the check is cut short).
+//!
+//! In a run with a network namespace of its own the browser runs inside it,
+//! where the workspace's server is, and its DevTools endpoint listens there:
+//! a [`Bridge`] carries the gate's connection in, through a Unix socket
+//! (the file system crosses namespaces) and a forwarder inside.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,12 +25,14 @@ use chromiumoxide::listeners::EventStream;
 use chromiumoxide::page::ScreenshotParams;
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
 use crate::page::{
     Contrast, PageCapture, PageOutcome, Shot, VIEWPORTS, Viewport, dom, png_size, shot_path,
 };
 use crate::process::ProcessGroup;
+use crate::sandbox::Helper;
 
 /// The flags every browser starts with: headless, no sandbox (containers and
 /// CI runners rarely allow one), no GPU, nothing fetched in the background,
@@ -76,10 +83,12 @@ impl Drop for AbortOnDrop {
 }
 
 /// A running browser and the connection to it. Fields drop in order: the
-/// connection, then the process group (killed), then the profile folder.
+/// connection, then the bridge into the run's network namespace, then the
+/// process group (killed), then the profile folder.
 pub struct Session {
     browser: Browser,
     _handler: AbortOnDrop,
+    bridge: Option<Bridge>,
     group: ProcessGroup,
     _profile: tempfile::TempDir,
 }
@@ -129,6 +138,18 @@ impl Session {
             group.stop().await;
             return Err("the browser's DevTools address could not be read".to_owned());
         };
+        // Inside the run's network namespace, the endpoint is reached
+        // through a bridge.
+        let (ws, bridge) = match launcher.helpers() {
+            None => (ws, None),
+            Some(helpers) => match Bridge::start(&ws, &helpers, workspace, cap).await {
+                Ok(bridge) => (bridge.url.clone(), Some(bridge)),
+                Err(why) => {
+                    group.stop().await;
+                    return Err(why);
+                }
+            },
+        };
         let config = HandlerConfig {
             viewport: None,
             // Our own bounds decide; the handler's must not cut in first.
@@ -138,6 +159,9 @@ impl Session {
         let (browser, mut handler) = match Browser::connect_with_config(ws, config).await {
             Ok(connected) => connected,
             Err(e) => {
+                if let Some(bridge) = bridge {
+                    bridge.stop().await;
+                }
                 group.stop().await;
                 return Err(format!("cannot connect to the browser: {e}"));
             }
@@ -153,6 +177,7 @@ impl Session {
         Ok(Self {
             browser,
             _handler: AbortOnDrop(handler),
+            bridge,
             group,
             _profile: profile,
         })
@@ -337,7 +362,135 @@ impl Session {
     /// Closes the connection and stops the browser's whole process group.
     pub async fn stop(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.browser.close()).await;
+        if let Some(bridge) = self.bridge.take() {
+            bridge.stop().await;
+        }
         self.group.stop().await;
+    }
+}
+
+/// What the forwarder prints once its socket listens.
+const FORWARDING: &str = "forwarding";
+
+/// The way from the gate's process to a DevTools endpoint inside the run's
+/// network namespace: a loopback port of the gate's whose connections go
+/// to a Unix socket, on which a forwarder inside the namespace (a
+/// [`Helper::Forward`]) listens and connects on to the endpoint. Dropping
+/// it stops both ends.
+struct Bridge {
+    /// The endpoint's address as the gate reaches it.
+    url: String,
+    _accept: AbortOnDrop,
+    forwarder: ProcessGroup,
+    /// Holds the socket, out of the sandbox's reach: the browser's
+    /// neighbours in the namespace cannot replace it.
+    _dir: tempfile::TempDir,
+}
+
+impl Bridge {
+    /// Starts the forwarder to `ws`'s host and port with `helpers`, and the
+    /// gate's end of the bridge.
+    async fn start(
+        ws: &str,
+        helpers: &crate::Launcher,
+        cwd: &Path,
+        cap: usize,
+    ) -> Result<Self, String> {
+        let Some((authority, path)) = ws
+            .strip_prefix("ws://")
+            .and_then(|rest| rest.split_once('/'))
+        else {
+            return Err(format!("the browser's DevTools address is not ws://: {ws}"));
+        };
+        let Some(namespace) = helpers.namespace() else {
+            return Err("no network namespace to bridge into".to_owned());
+        };
+        let cannot = |e: std::io::Error| format!("cannot bridge to the browser's DevTools: {e}");
+        let dir = tempfile::Builder::new()
+            .prefix("gate-devtools-")
+            .tempdir()
+            .map_err(cannot)?;
+        let socket = dir.path().join("s");
+        let helper = Helper::Forward {
+            socket: socket.clone(),
+            to: authority.to_owned(),
+        };
+        let argv = helper.argv(namespace);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let mut forwarder = ProcessGroup::spawn_argv(&argv, cwd, cap, Some(FORWARDING), helpers)
+            .map_err(|e| format!("cannot start the bridge to the browser: {e}"))?;
+        let started = Instant::now();
+        while !forwarder.saw_text() {
+            if let Some(status) = forwarder.try_status() {
+                return Err(format!(
+                    "the bridge to the browser {}: {}",
+                    crate::process::describe_status(status),
+                    tail(&forwarder)
+                ));
+            }
+            if started.elapsed() > STARTUP {
+                forwarder.stop().await;
+                return Err("the bridge to the browser did not start".to_owned());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").await.map_err(cannot)?;
+        let port = listener.local_addr().map_err(cannot)?.port();
+        let accept = tokio::spawn(bridge_accept(listener, socket));
+        Ok(Self {
+            url: format!("ws://127.0.0.1:{port}/{path}"),
+            _accept: AbortOnDrop(accept),
+            forwarder,
+            _dir: dir,
+        })
+    }
+
+    /// Stops the forwarder's group.
+    async fn stop(mut self) {
+        self.forwarder.stop().await;
+    }
+}
+
+/// The gate's end of a [`Bridge`]: each connection to `listener` is carried
+/// to `socket`.
+async fn bridge_accept(listener: TcpListener, socket: PathBuf) {
+    let mut links = tokio::task::JoinSet::new();
+    while let Ok((mut tcp, _)) = listener.accept().await {
+        let socket = socket.clone();
+        links.spawn(async move {
+            if let Ok(mut unix) = UnixStream::connect(&socket).await {
+                let _ = tokio::io::copy_bidirectional(&mut tcp, &mut unix).await;
+            }
+        });
+        while links.try_join_next().is_some() {}
+    }
+}
+
+/// The forwarder's end of a [`Bridge`], run inside the namespace by a
+/// [`Helper::Forward`]: listens on `socket`, says [`FORWARDING`], and
+/// carries each connection to `to`, until it is stopped.
+pub(crate) async fn forward_inside(
+    socket: &Path,
+    to: &str,
+    say: impl Fn(&str),
+) -> Result<(), String> {
+    let listener = UnixListener::bind(socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    say(FORWARDING);
+    let mut links = tokio::task::JoinSet::new();
+    loop {
+        let (mut unix, _) = listener
+            .accept()
+            .await
+            .map_err(|e| format!("cannot accept on {}: {e}", socket.display()))?;
+        let to = to.to_owned();
+        links.spawn(async move {
+            if let Ok(mut tcp) = TcpStream::connect(&to).await {
+                let _ = tokio::io::copy_bidirectional(&mut unix, &mut tcp).await;
+            }
+        });
+        // Finished links are let go of as new ones come.
+        while links.try_join_next().is_some() {}
     }
 }
 
