@@ -99,6 +99,14 @@ pub enum Command {
     Report(ReportArgs),
     /// The scorecard as Prometheus text, for a textfile collector or a scrape.
     Metrics(MetricsArgs),
+    /// The gate's own code inside a run's network namespace (readiness
+    /// probes, the bridge to a sandboxed browser): started by the gate only.
+    #[command(name = "sandbox-helper", hide = true)]
+    SandboxHelper {
+        /// What to run, as the gate wrote it.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 /// `gate rules [--files PATH…] | check | test`.

@@ -13,7 +13,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gate_harness::sandbox::{Bind, Hidden, Home, Network, Overlay};
+use gate_harness::sandbox::{Bind, Hidden, Holder, Home, Network, Overlay};
 use gate_harness::{Launcher, Sandbox, process};
 use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 
@@ -231,8 +231,12 @@ pub struct Isolation {
     sandbox: Option<Sandbox>,
     /// The gate's own tools' environment.
     tools_env: Vec<(OsString, OsString)>,
-    /// The run's scratch folder (private `/tmp`, `HOME`, base files),
-    /// removed when the run ends.
+    /// The process that holds the run's network namespace, when it has
+    /// one: held until the run ends, when dropping it kills it (before the
+    /// scratch folder goes).
+    _holder: Option<Holder>,
+    /// The run's scratch folder (private `/tmp`, `HOME`, base files, a
+    /// copy of the gate's executable), removed when the run ends.
     scratch: Option<tempfile::TempDir>,
     /// Every path to hide, whether or not it exists yet: what exists is
     /// hidden each time a launcher is made (a ledger file is created after
@@ -276,6 +280,7 @@ impl Isolation {
                 tools_env: tools_env.clone(),
                 scratch: None,
                 candidates: Vec::new(),
+                _holder: None,
             }
         };
         if mode == SandboxMode::Off {
@@ -350,7 +355,7 @@ impl Isolation {
             .filter_map(|p| expand(p, host_home.as_deref()))
             .filter(|p| p.exists())
             .collect();
-        let sandbox = Sandbox {
+        let mut sandbox = Sandbox {
             bwrap,
             workspace: setup.workspace.to_path_buf(),
             read_only: Vec::new(),
@@ -359,10 +364,7 @@ impl Isolation {
             writable,
             tmp: scratch.path().join("tmp"),
             home,
-            network: match network {
-                SandboxNetwork::Host => Network::Host,
-                SandboxNetwork::Loopback => Network::Private,
-            },
+            network: Network::Host,
         };
         let env = environment(
             setup.host_env,
@@ -372,28 +374,66 @@ impl Isolation {
             Some(Path::new("/tmp")),
             cargo_home.as_deref(),
         );
-        // The probe starts the sandbox exactly as an item would.
-        let probe = Launcher::sandboxed(env.clone(), sandbox.clone());
-        match process::run_argv(&["true"], setup.workspace, PROBE_TIMEOUT, 4096, &probe).await {
-            Ok(out) if out.exit_code == Some(0) => {}
-            Ok(out) => {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                let line = stderr.lines().next().unwrap_or("no reason given").trim();
-                return refuse(format!("bubblewrap cannot start a sandbox here: {line}"));
+        // The run's network namespace, when the spec asks for one: what
+        // prevents it is said, and the run goes on with the host's network
+        // (or, required, refuses).
+        let mut holder = None;
+        let mut network_reason = None;
+        if network == SandboxNetwork::Loopback {
+            match start_holder(&sandbox, setup.host_env, scratch.path(), env.clone()).await {
+                Ok(started) => {
+                    sandbox.network = Network::Join(started.namespace().clone());
+                    holder = Some(started);
+                }
+                Err(why) => network_reason = Some(why),
             }
-            Err(e) => return refuse(format!("bubblewrap cannot start a sandbox here: {e}")),
+        }
+        // The probe starts the sandbox exactly as an item would.
+        let mut probed = probe_sandbox(setup.workspace, &env, &sandbox).await;
+        if let Err(why) = &probed
+            && let Some(started) = holder.take()
+        {
+            started.stop().await;
+            network_reason = Some(format!(
+                "a sandbox cannot start inside the run's network namespace: {why}"
+            ));
+            sandbox.network = Network::Host;
+            probed = probe_sandbox(setup.workspace, &env, &sandbox).await;
+        }
+        if let Err(why) = probed {
+            return refuse(format!("bubblewrap cannot start a sandbox here: {why}"));
+        }
+        let network_reason = network_reason.map(|why| {
+            format!(
+                "the host's network instead of a private one ([sandbox] network = \"loopback\"): {why}"
+            )
+        });
+        if let Some(why) = &network_reason
+            && mode == SandboxMode::Required
+        {
+            return Err(GateError::Usage(format!(
+                "the sandbox is required ([sandbox] mode or {}) but cannot run here: {why}",
+                setup.floor.1
+            )));
         }
         Ok(Self {
             record: IsolationRecord {
                 kind: "bwrap".to_owned(),
-                network: network.as_str().to_owned(),
-                reason: None,
+                network: if holder.is_some() {
+                    SandboxNetwork::Loopback
+                } else {
+                    SandboxNetwork::Host
+                }
+                .as_str()
+                .to_owned(),
+                reason: network_reason,
             },
             env,
             sandbox: Some(sandbox),
             tools_env,
             scratch: Some(scratch),
             candidates,
+            _holder: holder,
         })
     }
 
@@ -436,6 +476,76 @@ impl Isolation {
     /// sight, for files the gate shows them (the base's verifiers).
     pub fn base_dir(&self) -> Option<PathBuf> {
         self.scratch.as_ref().map(|s| s.path().join("base"))
+    }
+}
+
+/// Starts the process that holds the run's network namespace, with the
+/// items' environment; the error says why there cannot be one here.
+async fn start_holder(
+    sandbox: &Sandbox,
+    host_env: &[(OsString, OsString)],
+    cwd: &Path,
+    env: Vec<(OsString, OsString)>,
+) -> Result<Holder, String> {
+    let Some(nsenter) = find_on_path(lookup(host_env, "PATH"), "nsenter") else {
+        return Err(
+            "`nsenter` is not installed (Debian and Ubuntu: `apt-get install \
+                    util-linux`)"
+                .to_owned(),
+        );
+    };
+    let helper = own_executable(sandbox, cwd)?;
+    Holder::start(&sandbox.bwrap, &nsenter, &helper, cwd, env).await
+}
+
+/// The gate's executable, which runs the helpers inside the namespace: the
+/// file this process runs from, when it is still at its path and nothing
+/// the run starts can write there; else a copy of it in the run's scratch
+/// folder `scratch`. (A check may rebuild the very file, when the gate
+/// verifies its own workspace; `/proc/self/exe` itself cannot be run from
+/// inside the user namespace an unprivileged run joins.)
+fn own_executable(sandbox: &Sandbox, scratch: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let running = std::fs::metadata("/proc/self/exe")
+        .map_err(|e| format!("cannot find the gate's own executable: {e}"))?;
+    if let Ok(path) = std::env::current_exe()
+        && path.to_str().is_some()
+        && std::fs::metadata(&path)
+            .is_ok_and(|m| (m.dev(), m.ino()) == (running.dev(), running.ino()))
+        && !path.starts_with(&sandbox.workspace)
+        && !sandbox
+            .writable
+            .iter()
+            .any(|w| path.starts_with(w.canonicalize().as_deref().unwrap_or(w)))
+    {
+        return Ok(path);
+    }
+    let copy = scratch.join("gate");
+    std::fs::copy("/proc/self/exe", &copy)
+        .map_err(|e| format!("cannot copy the gate's own executable: {e}"))?;
+    Ok(copy)
+}
+
+/// Runs `true` in `sandbox` as an item would; the error is bubblewrap's
+/// first line.
+async fn probe_sandbox(
+    workspace: &Path,
+    env: &[(OsString, OsString)],
+    sandbox: &Sandbox,
+) -> Result<(), String> {
+    let probe = Launcher::sandboxed(env.to_vec(), sandbox.clone());
+    match process::run_argv(&["true"], workspace, PROBE_TIMEOUT, 4096, &probe).await {
+        Ok(out) if out.exit_code == Some(0) => Ok(()),
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            Err(stderr
+                .lines()
+                .next()
+                .unwrap_or("no reason given")
+                .trim()
+                .to_owned())
+        }
+        Err(e) => Err(e.to_string()),
     }
 }
 

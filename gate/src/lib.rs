@@ -79,6 +79,9 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             return exit::code(code);
         }
     };
+    if let Command::SandboxHelper { args } = &cli.command {
+        return sandbox_helper(args);
+    }
     let discover = !matches!(cli.command, Command::Init);
     let ctx = match Context::resolve(&cli.global, discover) {
         Ok(ctx) => ctx,
@@ -124,8 +127,42 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     }
 }
 
+/// Runs a helper the gate started inside a run's network namespace: none of
+/// the gate's settings apply, its answer is one line on stdout, and it
+/// exits 0 when it succeeded.
+fn sandbox_helper(args: &[OsString]) -> ExitCode {
+    let helper = match gate_harness::sandbox::Helper::parse(args) {
+        Ok(helper) => helper,
+        Err(why) => {
+            output::stderr(&format!("gate: {why}"));
+            return exit::code(exit::USAGE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            output::stderr(&format!("gate: cannot start the runtime: {e}"));
+            return exit::code(exit::INCOMPLETE);
+        }
+    };
+    let say = |line: &str| {
+        let _ = output::stdout(&format!("{line}\n"));
+    };
+    match runtime.block_on(helper.run(say)) {
+        Ok(()) => exit::code(exit::PASS),
+        Err(why) => {
+            say(&why);
+            exit::code(exit::FAIL)
+        }
+    }
+}
+
 async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
     match command {
+        Command::SandboxHelper { .. } => Ok(exit::USAGE),
         Command::Init => init::run(ctx),
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,
@@ -278,6 +315,31 @@ fn install_panic_hook() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_helper_command_line_the_harness_writes_is_one_the_gate_reads() {
+        use gate_harness::sandbox::Helper;
+        let helpers = [
+            Helper::Ready {
+                tcp: Some("127.0.0.1:8080".to_owned()),
+                http: Some("http://127.0.0.1:8080/health".to_owned()),
+                within: std::time::Duration::from_millis(1500),
+            },
+            Helper::Forward {
+                socket: "/tmp/gate-devtools-x/s".into(),
+                to: "127.0.0.1:9222".to_owned(),
+            },
+        ];
+        for helper in helpers {
+            let mut argv = vec![OsString::from("gate")];
+            argv.extend(helper.args());
+            let cli = Cli::try_parse_from(argv).expect("the gate parses the helper's command line");
+            let Command::SandboxHelper { args } = cli.command else {
+                panic!("{:?} is not the helper subcommand", cli.command);
+            };
+            assert_eq!(Helper::parse(&args), Ok(helper));
+        }
+    }
 
     #[test]
     fn a_run_not_recorded_never_exits_as_a_pass() {

@@ -666,7 +666,8 @@ pub struct IsolationRecord {
     pub kind: String,
     /// `host` or `loopback`.
     pub network: String,
-    /// Why the run was not isolated, when it was not.
+    /// Why the run was not isolated, or had the host's network when the
+    /// spec asked for a private one.
     pub reason: Option<String>,
 }
 

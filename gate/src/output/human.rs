@@ -23,7 +23,11 @@ pub fn isolation_line(isolation: &crate::record::IsolationRecord) -> String {
     match (&isolation.reason, isolation.unisolated()) {
         (Some(why), true) => format!("none — {why}"),
         (None, true) => "none".to_owned(),
-        (_, false) => format!("{} sandbox, {} network", isolation.kind, isolation.network),
+        (Some(why), false) => format!(
+            "{} sandbox, {} network — {why}",
+            isolation.kind, isolation.network
+        ),
+        (None, false) => format!("{} sandbox, {} network", isolation.kind, isolation.network),
     }
 }
 

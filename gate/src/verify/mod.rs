@@ -279,9 +279,11 @@ pub async fn run_with(
         )));
     }
     if let Some(why) = &isolation.record.reason {
-        events.emit(RunEvent::Warning(format!(
-            "gate: what this run starts for the workspace runs unisolated: {why}"
-        )));
+        events.emit(RunEvent::Warning(if isolation.record.unisolated() {
+            format!("gate: what this run starts for the workspace runs unisolated: {why}")
+        } else {
+            format!("gate: {why}")
+        }));
     }
     if let Some(path) = created_key {
         events.emit(RunEvent::Notice(format!(
