@@ -43,6 +43,37 @@ fn gate_for_nobody(dir: &Path) -> PathBuf {
     bin
 }
 
+/// The gate run as `who`, hermetic: for `nobody`, a copy of the binary in
+/// `bin_dir`, and the folders of `owned` given to it (and opened to it).
+fn gate_as(who: As, bin_dir: &Path, owned: &[&Path]) -> Command {
+    let mut cmd = match who {
+        As::Root => {
+            #[allow(clippy::disallowed_methods)] // tests drive the real binary
+            Command::new(gate_tests::gate_bin())
+        }
+        As::Nobody => {
+            let bin = gate_for_nobody(bin_dir);
+            for p in owned {
+                give_to_nobody(p);
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            #[allow(clippy::disallowed_methods)] // the gate as an unprivileged user
+            let mut c = Command::new("setpriv");
+            c.args([
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+            ])
+            .arg(bin);
+            c
+        }
+    };
+    gate_tests::hermetic(&mut cmd);
+    cmd
+}
+
 /// The probes: check id → shell command. `{KEY}` is the key file's path,
 /// `{STATE}` the state directory, `{TOKEN}` this run's token.
 const PROBES: &[(&str, &str)] = &[
@@ -131,32 +162,7 @@ fn probe(who: As, key_in_env: bool) -> (TestEnv, String, Value) {
     // The agent links the key file into the workspace before the run.
     symlink(&key, env.path().join("key-link")).unwrap();
     let bin_dir = tempfile::tempdir().unwrap();
-    let mut cmd = match who {
-        As::Root => {
-            #[allow(clippy::disallowed_methods)] // tests drive the real binary
-            Command::new(gate_tests::gate_bin())
-        }
-        As::Nobody => {
-            let bin = gate_for_nobody(bin_dir.path());
-            for p in [env.path(), outside.path()] {
-                give_to_nobody(p);
-            }
-            std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755))
-                .unwrap();
-            #[allow(clippy::disallowed_methods)] // the gate as an unprivileged user
-            let mut c = Command::new("setpriv");
-            c.args([
-                &format!("--reuid={NOBODY}"),
-                &format!("--regid={NOBODY}"),
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--",
-            ])
-            .arg(bin);
-            c
-        }
-    };
-    gate_tests::hermetic(&mut cmd);
+    let mut cmd = gate_as(who, bin_dir.path(), &[env.path(), outside.path()]);
     cmd.args(["verify", "--offline", "--format", "json"])
         .current_dir(env.path())
         .env("HOME", &home)
@@ -668,4 +674,340 @@ fn a_change_that_widens_the_sandbox_is_a_loosening() {
     ] {
         assert!(found.contains(&want.to_owned()), "{found:#?}");
     }
+}
+
+/// A server on the host's loopback that answers every connection with an
+/// HTTP 503: what a process inside the run's network must not reach, and
+/// must not mistake for the run's own service on the same port.
+fn host_server() -> u16 {
+    use std::io::Write as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let _ = conn.write_all(b"HTTP/1.0 503 Service Unavailable\r\n\r\nthe host\n");
+        }
+    });
+    port
+}
+
+/// The run's own service: answers `inside` to every GET.
+const SERVE_PY: &str = r#"import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = open("page.html", "rb").read() if self.path == "/page" else b"inside"
+        self.send_response(200)
+        self.send_header("content-type", "text/html; charset=utf-8")
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+
+/// The criterion: the run's service answers `inside`.
+const TALK_PY: &str = r#"import sys, urllib.request
+body = urllib.request.urlopen("http://127.0.0.1:%s/" % sys.argv[1], timeout=10).read()
+sys.exit(0 if body == b"inside" else 1)
+"#;
+
+/// Processes (as the test sees them) in the network namespace `netns`
+/// (`net:[…]`).
+fn processes_in(netns: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|l| l.to_string_lossy() == netns)
+        })
+        .filter(|pid| gate_tests::pid_alive(*pid))
+        .collect()
+}
+
+#[test]
+fn under_loopback_the_hosts_loopback_is_out_of_reach_and_the_runs_service_is_not() {
+    // (network, who, what a check that dials the host's server sees)
+    let cases = [
+        ("loopback", As::Root, "refused"),
+        ("loopback", As::Nobody, "refused"),
+        ("host", As::Root, "reached"),
+    ];
+    for (network, who, dialled) in cases {
+        let case = format!("{network}, {who:?}");
+        let host = host_server();
+        // Under loopback the service listens on the host server's port:
+        // only inside the run's own network is that port free, and only
+        // there does it answer `inside` rather than 503.
+        let port = if network == "loopback" {
+            host
+        } else {
+            gate_tests::free_port()
+        };
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            &format!(
+                r#"[spec]
+id = "net"
+[sandbox]
+network = "{network}"
+[policy]
+builtin_secrets = false
+[[check]]
+id = "dial-host"
+run = "if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{host}' 2>/dev/null; then echo reached; else echo refused; fi > probe/dial.txt; readlink /proc/self/ns/net > probe/netns.txt"
+[[check]]
+id = "serve"
+run = "python3 serve.py {port}"
+starts = {{ within_s = 20, ready_http = "http://127.0.0.1:{port}/" }}
+[[task]]
+id = "t"
+[[task.criterion]]
+id = "talk"
+text = "the run's own service answers"
+run = "python3 talk.py {port}"
+after = ["serve"]
+"#
+            ),
+        );
+        env.write("serve.py", SERVE_PY);
+        env.write("talk.py", TALK_PY);
+        std::fs::create_dir_all(env.path().join("probe")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let home = outside.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let bin_dir = tempfile::tempdir().unwrap();
+        let out = gate_as(who, bin_dir.path(), &[env.path(), outside.path()])
+            .args(["verify", "--offline", "--format", "json"])
+            .current_dir(env.path())
+            .env("HOME", &home)
+            .env("GATE_STATE_DIR", outside.path().join("state"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{case}: the service is ready by its probe and answers its criterion\n--- stdout\n{stdout}\n--- stderr\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(doc["isolation"]["kind"], "bwrap", "{case}: {doc}");
+        assert_eq!(doc["isolation"]["network"], network, "{case}: {doc}");
+        assert_eq!(doc["isolation"]["reason"], Value::Null, "{case}: {doc}");
+        assert_eq!(env.read("probe/dial.txt").trim(), dialled, "{case}");
+        // Nothing is left in the run's network namespace, its holder
+        // included.
+        let netns = env.read("probe/netns.txt").trim().to_owned();
+        let own = std::fs::read_link("/proc/self/ns/net").unwrap();
+        if network == "loopback" {
+            assert_ne!(netns, own.to_string_lossy(), "{case}");
+            let left = processes_in(&netns);
+            assert!(left.is_empty(), "{case}: {left:?} outlived the run");
+        } else {
+            assert_eq!(netns, own.to_string_lossy(), "{case}");
+        }
+    }
+}
+
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("GATE_CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    assert!(
+        path.is_file(),
+        "Chromium is missing at {}: install Debian's `chromium` (scripts/test does) or set GATE_CHROMIUM",
+        path.display()
+    );
+    path
+}
+
+/// axe-core's `axe.min.js`, as `scripts/test` installs it.
+fn axe() -> PathBuf {
+    let path = std::env::var_os("GATE_TEST_AXE").map_or_else(
+        || gate_tests::repo_root().join("target/axe-core/node_modules/axe-core/axe.min.js"),
+        PathBuf::from,
+    );
+    assert!(
+        path.is_file(),
+        "axe-core is missing at {}: run `scripts/axe-core.sh target/axe-core` (scripts/test does) or set GATE_TEST_AXE",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn under_loopback_a_page_is_captured_inside_the_runs_network() {
+    for who in [As::Root, As::Nobody] {
+        // The host's server holds the page's port and answers 503: a
+        // browser outside the run's network would capture that and fail.
+        let port = host_server();
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            &format!(
+                r#"[spec]
+id = "page"
+[sandbox]
+network = "loopback"
+[policy]
+builtin_secrets = false
+[[check]]
+id = "serve"
+run = "python3 serve.py {port}"
+starts = {{ within_s = 20, ready_tcp = "127.0.0.1:{port}" }}
+[[task]]
+id = "web"
+paths = ["page.html"]
+[[page]]
+id = "home"
+url = "http://127.0.0.1:{port}/page"
+files = ["page.html"]
+after = ["serve"]
+"#
+            ),
+        );
+        env.write("serve.py", SERVE_PY);
+        env.write(
+            "page.html",
+            "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>Shop</title></head><body><h1>Checkout</h1></body></html>",
+        );
+        let outside = tempfile::tempdir().unwrap();
+        let home = outside.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        // axe-core where the gate's user can read it.
+        let axe_copy = outside.path().join("axe.min.js");
+        std::fs::copy(axe(), &axe_copy).unwrap();
+        let bin_dir = tempfile::tempdir().unwrap();
+        let out = gate_as(who, bin_dir.path(), &[env.path(), outside.path()])
+            .args(["verify", "--offline", "--format", "json"])
+            .current_dir(env.path())
+            .env("HOME", &home)
+            .env("GATE_STATE_DIR", outside.path().join("state"))
+            .env("GATE_CHROMIUM", chromium())
+            .env("GATE_AXE_CORE", &axe_copy)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{who:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
+        let doc: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(doc["isolation"]["network"], "loopback", "{who:?}: {doc}");
+        let home_check = gate_tests::item(&doc, "home").expect("the page check");
+        assert_eq!(home_check["status"], "passed", "{who:?}: {home_check}");
+    }
+}
+
+/// An `nsenter` that cannot enter, as where the kernel refuses it.
+fn broken_nsenter(dir: &Path) -> String {
+    let bin = dir.join("nsenter");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh\necho \"nsenter: reassociate to namespace 'ns/net' failed: Operation not permitted\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn where_the_runs_network_cannot_be_joined_required_refuses_and_auto_says_so() {
+    let fake = tempfile::tempdir().unwrap();
+    let path = broken_nsenter(fake.path());
+    // (mode, exit)
+    for (mode, exit) in [("auto", 0), ("required", 2)] {
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            &format!(
+                "[spec]\nid = \"n\"\n[sandbox]\nmode = \"{mode}\"\nnetwork = \"loopback\"\n\
+                 [[check]]\nid = \"c\"\nrun = \"true\"\n"
+            ),
+        );
+        let out = env
+            .gate(&["verify", "--offline", "--format", "json"])
+            .env("PATH", &path)
+            .run();
+        out.assert_exit(exit);
+        let says = "reassociate to namespace 'ns/net' failed: Operation not permitted";
+        if exit == 0 {
+            let doc = out.json();
+            // Isolated still, but on the host's network, and the record says so.
+            assert_eq!(doc["isolation"]["kind"], "bwrap", "{doc}");
+            assert_eq!(doc["isolation"]["network"], "host", "{doc}");
+            let reason = doc["isolation"]["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("the host's network instead of a private one"),
+                "{reason}"
+            );
+            assert!(reason.contains(says), "{reason}");
+            out.stderr_has(says);
+        } else {
+            out.stderr_has("the sandbox is required");
+            out.stderr_has(says);
+        }
+    }
+}
+
+#[test]
+fn a_gate_run_from_the_workspace_runs_its_helpers_from_a_copy_a_check_cannot_replace() {
+    // The gate verifies the workspace it was built in: its executable is a
+    // file the checks may write. A check replaces it with a script; the
+    // readiness probe, which runs the gate's executable outside the
+    // sandbox, must not run that script.
+    let env = TestEnv::new();
+    let token = unique_token("helper");
+    let marker = std::env::temp_dir().join(&token);
+    let bin = env.path().join("bin/gate");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(gate_tests::gate_bin(), &bin).unwrap();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"self\"\n[sandbox]\nnetwork = \"loopback\"\n[policy]\nbuiltin_secrets = false\n\
+         [[check]]\nid = \"swap\"\nrun = \"sh swap.sh\"\n\
+         [[check]]\nid = \"serve\"\nrun = \"python3 -m http.server 8000 --bind 127.0.0.1\"\n\
+         after = [\"swap\"]\nstarts = { within_s = 20, ready_tcp = \"127.0.0.1:8000\" }\n",
+    );
+    env.write(
+        "swap.sh",
+        &format!(
+            "rm -f bin/gate && printf '#!/bin/sh\\ntouch {}\\nexit 0\\n' > bin/gate && chmod +x bin/gate\n",
+            marker.display()
+        ),
+    );
+    #[allow(clippy::disallowed_methods)] // the gate from inside the workspace
+    let mut cmd = Command::new(&bin);
+    gate_tests::hermetic(&mut cmd);
+    let out = cmd
+        .args(["verify", "--offline", "--format", "json"])
+        .current_dir(env.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|_| {
+        panic!(
+            "{stdout}\n--- stderr\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        env.read("bin/gate").contains("touch"),
+        "the check replaced the executable"
+    );
+    assert!(
+        !marker.exists(),
+        "the script the check wrote ran outside the sandbox"
+    );
+    assert_eq!(doc["isolation"]["network"], "loopback", "{doc}");
+    let serve = gate_tests::item(&doc, "serve").unwrap();
+    assert_eq!(serve["status"], "passed", "{serve}");
 }
