@@ -364,6 +364,7 @@ mod tests {
             status: ReviewStatus::Ran,
             reason: None,
             specialists: statuses.iter().map(|(r, s)| specialist(r, s)).collect(),
+            budget: None,
         }
     }
 

@@ -149,15 +149,22 @@ pub(super) fn not_run(spec: &Spec, why: &str) -> (Vec<CheckRecord>, Vec<Criterio
         };
     }
     let review = ReviewRecord::did_not_run(why);
-    let (mut checks, criteria) = records(spec, &plan, &HashMap::new(), &review, false, None);
+    let harnessed = super::harness::Harnessed {
+        results: HashMap::new(),
+        interrupted: false,
+        started_ms: HashMap::new(),
+    };
+    let (mut checks, criteria) = records(spec, &plan, &harnessed, &review, None);
     // Pages after the built-ins, where a run that plans them lists them.
     let pages = spec.pages.iter().map(|page| CheckRecord {
         id: page.id.clone(),
         kind: ItemKind::Page,
+        task: None,
         command: format!("page {} at 1440×900 and 390×844", page.url),
         status: ItemStatus::Skipped,
         exit_code: None,
         duration_ms: 0,
+        started_ms: None,
         inputs_digest: String::new(),
         carried_from: None,
         carried_bundle: None,
