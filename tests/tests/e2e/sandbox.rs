@@ -143,10 +143,19 @@ fn probe_spec(key: &Path, state: &Path, home: &Path, token: &str) -> String {
 
 /// Runs the probes with the key given as PEM text (`in_env`) or as a path,
 /// as `who`, and returns the workspace and what each probe wrote.
-fn probe(who: As, key_in_env: bool) -> (TestEnv, String, Value) {
+fn probe(who: As, key_in_env: bool, state_in_workspace: bool) -> (TestEnv, String, Value) {
     let env = TestEnv::new();
-    let outside = tempfile::tempdir().unwrap();
-    let state = outside.path().join("state");
+    // Outside /tmp, which the sandbox replaces anyway: what hides the key,
+    // the state directory and the home is the sandbox's masks.
+    let outside = tempfile::Builder::new()
+        .prefix("gate-probe-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let state = if state_in_workspace {
+        env.path().join(".gate")
+    } else {
+        outside.path().join("state")
+    };
     let home = outside.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let token = unique_token("probe");
@@ -165,8 +174,11 @@ fn probe(who: As, key_in_env: bool) -> (TestEnv, String, Value) {
     let mut cmd = gate_as(who, bin_dir.path(), &[env.path(), outside.path()]);
     cmd.args(["verify", "--offline", "--format", "json"])
         .current_dir(env.path())
-        .env("HOME", &home)
-        .env("GATE_STATE_DIR", &state)
+        .env("HOME", &home);
+    if !state_in_workspace {
+        cmd.env("GATE_STATE_DIR", &state);
+    }
+    cmd
         .env(
             "GATE_SIGNING_KEY",
             if key_in_env {
@@ -215,12 +227,19 @@ fn probe(who: As, key_in_env: bool) -> (TestEnv, String, Value) {
 #[test]
 fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
     for who in [As::Root, As::Nobody] {
-        for key_in_env in [true, false] {
+        // (the key as PEM text in the environment, the state directory in
+        // the workspace rather than outside it)
+        for (key_in_env, state_in_workspace) in [(true, false), (false, false), (false, true)] {
             let case = format!(
-                "{who:?}, key {}",
-                if key_in_env { "in env" } else { "in a file" }
+                "{who:?}, key {}, state {}",
+                if key_in_env { "in env" } else { "in a file" },
+                if state_in_workspace {
+                    "in the workspace"
+                } else {
+                    "outside"
+                }
             );
-            let (env, _token, doc) = probe(who, key_in_env);
+            let (env, _token, doc) = probe(who, key_in_env, state_in_workspace);
             assert_eq!(doc["isolation"]["kind"], "bwrap", "{case}: {doc}");
             let saw = |probe: &str| env.read(&format!("probe/{probe}.txt"));
             for probe in [
@@ -244,6 +263,10 @@ fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
                     "{case}: {probe} saw a GATE_ variable:\n{text}"
                 );
             }
+            assert!(
+                !saw("state-write").contains("WROTE"),
+                "{case}: the state directory was written"
+            );
             // The state directory is there but empty: no ledger, no keys.
             let state = saw("state-read");
             assert!(
@@ -1010,4 +1033,33 @@ fn a_gate_run_from_the_workspace_runs_its_helpers_from_a_copy_a_check_cannot_rep
     assert_eq!(doc["isolation"]["network"], "loopback", "{doc}");
     let serve = gate_tests::item(&doc, "serve").unwrap();
     assert_eq!(serve["status"], "passed", "{serve}");
+}
+
+#[test]
+fn the_common_toolchains_work_inside_the_sandbox() {
+    let env = TestEnv::new();
+    env.write(
+        "app/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    env.write("app/src/main.rs", "fn main() { println!(\"built\"); }\n");
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"tools\"\n\
+         [[check]]\nid = \"cargo\"\nrun = \"cd app && cargo build --offline -q && ./target/debug/app\"\n\
+         [[check]]\nid = \"venv\"\nrun = \"python3 -m venv .venv && .venv/bin/python -c 'print(1)'\"\n\
+         [[check]]\nid = \"node\"\nrun = \"node -e 'console.log(1)' && npm --version\"\n\
+         [[check]]\nid = \"git\"\nrun = \"git --version\"\n",
+    );
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .timeout(std::time::Duration::from_secs(300))
+        .run();
+    let doc = out.json();
+    assert_eq!(doc["isolation"]["kind"], "bwrap");
+    for id in ["cargo", "venv", "node", "git"] {
+        let item = gate_tests::item(&doc, id).unwrap();
+        assert_eq!(item["status"], "passed", "{id}: {item}\n{}", out.stderr);
+    }
+    out.assert_exit(0);
 }
