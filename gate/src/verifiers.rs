@@ -247,7 +247,7 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
                     .push(Requirement {
                         path: named.path.clone(),
                         direct: named.direct,
-                        must_exist: true,
+                        must_exist: named.first,
                     });
             } else if named.direct {
                 direct_known.push((id.clone(), named.path.clone()));

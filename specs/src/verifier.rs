@@ -20,6 +20,14 @@
 //! A path a command only reads or checks (`test -f dist/app.js`, `grep x
 //! src/app.py`) is what the change is judged on, not the exam, and is not
 //! a verifier.
+//!
+//! `cd DIR` moves what follows it: in `cd app && ./bin/check` the verifier
+//! is `app/bin/check`. After a `cd` whose directory is not known from the
+//! text (`cd "$DIR"`, `cd /abs`, `cd ..`) nothing more is read: the paths
+//! are no longer the workspace's. A path is `first` when nothing in the
+//! line ran before it (only `cd`, `set`, `export` and the like): a path a
+//! later command runs may be made by an earlier one (`cargo build &&
+//! ./target/debug/app`).
 
 /// A workspace path a command line runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +36,9 @@ pub struct VerifierPath {
     pub path: String,
     /// Whether the shell runs it directly (it must be executable).
     pub direct: bool,
+    /// Whether it is run before anything of the line that could have made
+    /// it: such a path must exist when the command starts.
+    pub first: bool,
 }
 
 /// Interpreters whose first operand is the script they run.
@@ -59,31 +70,78 @@ const SHELLS: [&str; 5] = ["sh", "bash", "dash", "zsh", "ksh"];
 /// How deep `sh -c '…'` is looked into.
 const MAX_NESTING: usize = 4;
 
+/// Commands that change nothing on disk: what runs after them is still
+/// run before anything could have made it.
+const INERT: [&str; 7] = ["cd", "set", "export", ":", "true", "umask", "ulimit"];
+
+/// Where the line has got to: the directory `cd` moved to (workspace
+/// relative, empty at the root; `None` once it is not known) and whether
+/// anything that could write a file has run yet.
+struct Cursor {
+    dir: Option<String>,
+    first: bool,
+}
+
 /// The workspace paths `run` runs, in order, each once.
 pub fn verifier_paths(run: &str) -> Vec<VerifierPath> {
     let mut out: Vec<VerifierPath> = Vec::new();
-    collect(run, &mut out, 0);
+    let mut cursor = Cursor {
+        dir: Some(String::new()),
+        first: true,
+    };
+    collect(run, &mut out, &mut cursor, 0);
     out
 }
 
-fn collect(run: &str, out: &mut Vec<VerifierPath>, depth: usize) {
+fn collect(run: &str, out: &mut Vec<VerifierPath>, cursor: &mut Cursor, depth: usize) {
     for command in simple_commands(run) {
+        let Some(dir) = cursor.dir.clone() else {
+            return;
+        };
+        if command[0].text == "cd" && !command[0].expands {
+            cursor.dir = match command.get(1) {
+                Some(w) if !w.expands && command.len() == 2 => {
+                    normalise(&w.text).map(|d| join(&dir, &d))
+                }
+                _ => None,
+            };
+            continue;
+        }
         let mut found = Vec::new();
         let nested = runs(&command, &mut found);
-        for path in found {
+        for mut path in found {
+            path.path = join(&dir, &path.path);
+            path.first = cursor.first;
             add(out, path);
         }
         if let Some(line) = nested
             && depth < MAX_NESTING
         {
-            collect(&line, out, depth + 1);
+            // `sh -c` is a shell of its own: its `cd` stays in it.
+            collect(&line, out, cursor, depth + 1);
+            cursor.dir = Some(dir);
         }
+        if !INERT.contains(&command[0].text.as_str()) {
+            cursor.first = false;
+        }
+    }
+}
+
+/// `path` under the workspace-relative directory `dir`.
+fn join(dir: &str, path: &str) -> String {
+    if dir.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{dir}/{path}")
     }
 }
 
 fn add(out: &mut Vec<VerifierPath>, found: VerifierPath) {
     match out.iter_mut().find(|v| v.path == found.path) {
-        Some(seen) => seen.direct |= found.direct,
+        Some(seen) => {
+            seen.direct |= found.direct;
+            seen.first |= found.first;
+        }
         None => out.push(found),
     }
 }
@@ -125,7 +183,11 @@ fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
     if command.text.contains('/')
         && let Some(path) = normalise(&command.text)
     {
-        found.push(VerifierPath { path, direct: true });
+        found.push(VerifierPath {
+            path,
+            direct: true,
+            first: true,
+        });
         return None;
     }
     let name = base_name(&command.text);
@@ -172,6 +234,7 @@ fn interpreted(name: &str, args: &[Word], found: &mut Vec<VerifierPath>) -> Opti
             found.push(VerifierPath {
                 path,
                 direct: false,
+                first: true,
             });
         }
         return None;
@@ -198,6 +261,7 @@ fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
             found.push(VerifierPath {
                 path,
                 direct: false,
+                first: true,
             });
         }
     }
@@ -469,7 +533,7 @@ mod tests {
             ),
             (
                 "cd sub; ./x.sh > out/log.txt 2>&1 | tee a.log",
-                &[d("x.sh")],
+                &[d("sub/x.sh")],
             ),
             (
                 "(cat x) > probe/out.txt; (./y.sh) 2> err/log.txt",
@@ -493,6 +557,45 @@ mod tests {
         ];
         for (run, want) in cases {
             assert_eq!(paths(run), *want, "{run}");
+        }
+    }
+
+    /// Where `cd` moves the paths after it, and which paths are run before
+    /// anything could have made them: (line, [(path, first)]).
+    #[test]
+    fn cd_and_what_ran_first() {
+        let cases: &[(&str, &[(&str, bool)])] = &[
+            ("./a.sh", &[("a.sh", true)]),
+            ("cd app && ./bin/check", &[("app/bin/check", true)]),
+            ("cd app/ && cd sub && ./x", &[("app/sub/x", true)]),
+            ("set -e; export A=1; ./x", &[("x", true)]),
+            (
+                "cd app && cargo build && ./target/debug/app",
+                &[("app/target/debug/app", false)],
+            ),
+            (
+                "python3 -m venv .venv && .venv/bin/python t.py",
+                &[(".venv/bin/python", false)],
+            ),
+            ("./a.sh && ./b.sh", &[("a.sh", true), ("b.sh", false)]),
+            // A directory not known from the text: nothing after it is read.
+            ("cd \"$D\" && ./x; cd /abs; ./y", &[]),
+            ("./a.sh; cd ..; ./b.sh", &[("a.sh", true)]),
+            ("cd; ./x", &[]),
+            // A `cd` inside `sh -c` stays there.
+            (
+                "sh -c 'cd sub && ./in.sh' && ./out.sh",
+                &[("sub/in.sh", true), ("out.sh", false)],
+            ),
+        ];
+        for (run, want) in cases {
+            let got: Vec<(String, bool)> = verifier_paths(run)
+                .into_iter()
+                .map(|v| (v.path, v.first))
+                .collect();
+            let want: Vec<(String, bool)> =
+                want.iter().map(|(p, f)| ((*p).to_owned(), *f)).collect();
+            assert_eq!(got, want, "{run}");
         }
     }
 }

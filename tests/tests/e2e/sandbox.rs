@@ -166,6 +166,11 @@ fn probe(who: As, key_in_env: bool, state_in_workspace: bool) -> (TestEnv, Strin
         .assert_exit(0);
     let key = keys.join("keys/signing.key");
     let pem = std::fs::read_to_string(&key).unwrap();
+    if key_in_env {
+        // The key lives only in the environment: a file the gate is not
+        // told of is not the gate's to hide.
+        std::fs::remove_file(&key).unwrap();
+    }
     env.write("gate.toml", &probe_spec(&key, &state, &home, &token));
     std::fs::create_dir_all(env.path().join("probe")).unwrap();
     // The agent links the key file into the workspace before the run.
@@ -178,15 +183,14 @@ fn probe(who: As, key_in_env: bool, state_in_workspace: bool) -> (TestEnv, Strin
     if !state_in_workspace {
         cmd.env("GATE_STATE_DIR", &state);
     }
-    cmd
-        .env(
-            "GATE_SIGNING_KEY",
-            if key_in_env {
-                pem
-            } else {
-                key.display().to_string()
-            },
-        );
+    cmd.env(
+        "GATE_SIGNING_KEY",
+        if key_in_env {
+            pem
+        } else {
+            key.display().to_string()
+        },
+    );
     for (name, value) in SECRETS {
         cmd.env(name, value);
     }
