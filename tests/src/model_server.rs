@@ -573,6 +573,36 @@ impl Reply {
         )
     }
 
+    /// LiteLLM's budget refusal as its proxy sends it (`ProxyException`:
+    /// `type` `budget_exceeded`, `code` the status as text), with `message`
+    /// its own words: "Budget has been exceeded! Current cost: …, Max
+    /// budget: …" or "ExceededBudget: User=… over budget. Spend=…, Budget=…".
+    pub fn litellm_budget(status: u16, message: &str) -> Self {
+        Self::json(
+            status,
+            json!({"error": {"message": message, "type": "budget_exceeded", "param": null, "code": status.to_string()}}),
+        )
+    }
+
+    /// An Azure OpenAI (Cognitive Services) error: `{"error":{"code":"<status>","message"}}`,
+    /// as for its exhausted call volume (403 "Out of call volume quota …")
+    /// or its per-minute token rate limit (429).
+    pub fn azure_error(status: u16, message: &str) -> Self {
+        Self::json(
+            status,
+            json!({"error": {"code": status.to_string(), "message": message}}),
+        )
+    }
+
+    /// An Amazon Bedrock error: `{"message"}` with the exception named in
+    /// `x-amzn-ErrorType` (`ThrottlingException` 429, `ServiceQuotaExceededException` 400).
+    pub fn bedrock_error(status: u16, exception: &str, message: &str) -> Self {
+        Self::json(status, json!({"message": message})).header(
+            "x-amzn-ErrorType",
+            &format!("{exception}:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+        )
+    }
+
     /// A successful OpenAI chat completion whose content is `answer`, streamed
     /// when the request asked for it (usage then only with `include_usage`).
     pub fn openai(answer: &Value) -> Self {

@@ -18,6 +18,10 @@ pub enum Class {
     Fatal,
     /// The credentials were refused (401/403): fatal, and worth saying so.
     Auth,
+    /// Quota, credits or a budget ran out: fatal for every model behind the
+    /// same endpoint and key (a gateway's budget covers all its models), and
+    /// nothing to do with any model's health.
+    Quota,
 }
 
 /// An error `code` as providers send it: OpenAI a string, OpenRouter and
@@ -43,7 +47,8 @@ impl fmt::Display for ErrorCode {
 /// event. Every field is optional because every provider spells it differently.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApiError {
-    /// `error.type` (OpenAI `insufficient_quota`, Anthropic `overloaded_error`).
+    /// `error.type` (OpenAI `insufficient_quota`, Anthropic `overloaded_error`,
+    /// LiteLLM `budget_exceeded`), or Bedrock's `x-amzn-ErrorType` header.
     pub kind: Option<String>,
     /// `error.code` (OpenAI `context_length_exceeded`, OpenRouter `402`).
     pub code: Option<ErrorCode>,
@@ -123,15 +128,25 @@ impl ApiError {
         needles.iter().any(|n| message.contains(n))
     }
 
-    /// Quota, credit or billing exhausted: waiting a minute will not help,
-    /// whatever the status says (OpenAI sends `insufficient_quota` as a 429,
-    /// Anthropic its tier spend cap as a 429 without `retry-after`).
+    /// Quota, credit, billing or a gateway's budget exhausted: waiting a
+    /// minute will not help, whatever the status says. OpenAI sends
+    /// `insufficient_quota` and `billing_not_active` as 429s, Anthropic its
+    /// tier spend cap as a 429 without `retry-after`; LiteLLM its
+    /// `budget_exceeded` as a 429, 400 or 422 (older releases: a 401
+    /// `auth_error` saying `ExceededBudget`), and wraps an upstream's own
+    /// words into its message; OpenRouter a 402; Azure its exhausted call
+    /// volume as a 403; Bedrock its daily token quota as a 429
+    /// `ThrottlingException` and its service quota as a 400
+    /// `ServiceQuotaExceededException`.
     fn is_quota(&self) -> bool {
         self.code_is(&[
             "insufficient_quota",
             "billing_error",
             "billing_hard_limit_reached",
+            "billing_not_active",
             "enforced_spend_limit_reached",
+            "budget_exceeded",
+            "ServiceQuotaExceededException",
         ]) || self.numeric_code() == Some(402)
             || self.message_has(&[
                 "credit balance is too low",
@@ -140,6 +155,13 @@ impl ApiError {
                 "reached your api usage limits",
                 "exceeded your current quota",
                 "insufficient credits",
+                "your account is not active, please check your billing",
+                "budget has been exceeded",
+                "exceededbudget",
+                "exceededtokenbudget",
+                "out of call volume quota",
+                "too many tokens per day",
+                "exceeds the service quota for your account",
             ])
     }
 
@@ -164,11 +186,19 @@ impl ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A code that is only the HTTP status again ("429", LiteLLM's and
+        // Azure's way) says less than the type beside it.
+        let code = self.code.as_ref().filter(|c| match c {
+            ErrorCode::Number(_) => false,
+            ErrorCode::Text(t) => !t.is_empty() && !t.bytes().all(|b| b.is_ascii_digit()),
+        });
         let label = self
             .detail_code
             .clone()
+            .or_else(|| code.map(ToString::to_string))
+            .or_else(|| self.kind.clone())
             .or_else(|| self.code.as_ref().map(ToString::to_string))
-            .or_else(|| self.kind.clone());
+            .filter(|l| !l.is_empty());
         match label {
             Some(label) if self.message.is_empty() => f.write_str(&label),
             Some(label) => write!(f, "{label}: {}", self.message),
@@ -280,10 +310,10 @@ impl ProviderError {
             Self::StreamError { error, .. } => {
                 // A failure after the reply began is the provider's, except
                 // when it names the account (rare, but then failback is moot).
-                if error.is_auth() {
+                if error.is_quota() {
+                    Class::Quota
+                } else if error.is_auth() {
                     Class::Auth
-                } else if error.is_quota() {
-                    Class::Fatal
                 } else {
                     Class::Retryable
                 }
@@ -345,8 +375,11 @@ impl ProviderError {
 }
 
 fn classify_http(status: u16, error: &ApiError) -> Class {
-    // Quota first: it arrives as 429 as often as 402 or 400.
-    if status == 402 || error.is_quota() || error.flagged {
+    // Quota first: it arrives as 429 as often as 402, 400, 403 or 422.
+    if status == 402 || error.is_quota() {
+        return Class::Quota;
+    }
+    if error.flagged {
         return Class::Fatal;
     }
     match status {

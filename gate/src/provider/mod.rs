@@ -438,15 +438,26 @@ async fn http_error(response: reqwest::Response) -> ProviderError {
         header("retry-after-ms").as_deref(),
         std::time::SystemTime::now(),
     );
+    let amzn_error_type = header("x-amzn-errortype");
     // Only its start is kept in the error, so only that much is read.
     let body = match read_up_to(response, KEEP_BYTES).await {
         Ok((body, _)) => String::from_utf8_lossy(&body).into_owned(),
         Err(e) => format!("(the error body could not be read: {e})"),
     };
-    let error = ApiError::parse(&body).unwrap_or_else(|| ApiError {
+    let mut error = ApiError::parse(&body).unwrap_or_else(|| ApiError {
         message: body.chars().take(200).collect(),
         ..ApiError::default()
     });
+    // Bedrock names the exception in a header, not the body:
+    // `x-amzn-ErrorType: ServiceQuotaExceededException:http://…`.
+    if error.kind.is_none()
+        && let Some(amzn) = amzn_error_type
+    {
+        let name = amzn.split(':').next().unwrap_or_default().trim();
+        if !name.is_empty() {
+            error.kind = Some(name.to_owned());
+        }
+    }
     ProviderError::Http {
         status,
         retry_after,
@@ -543,7 +554,7 @@ fn parse_answer(raw: &str) -> Result<Value, String> {
             }
         )),
         Err(e) if raw.trim().is_empty() => Err(format!("the reply is empty ({e})")),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(format!("not JSON: {e}")),
     }
 }
 

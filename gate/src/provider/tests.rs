@@ -100,7 +100,7 @@ fn openai_chunk(delta: &serde_json::Value) -> SseStep {
 #[tokio::test]
 async fn failures_are_classified_as_providers_really_send_them() {
     use Api::{Anthropic, OpenAi};
-    use Class::{Auth, Fatal, Retryable};
+    use Class::{Auth, Fatal, Quota, Retryable};
     let anthropic_event = |name: &str, data: serde_json::Value| SseStep::event(name, &data);
     // Error statuses are checked on streamed and whole requests alike; error
     // events only exist in streams.
@@ -185,7 +185,7 @@ async fn failures_are_classified_as_providers_really_send_them() {
                 "insufficient_quota",
                 "You exceeded your current quota, please check your plan and billing details.",
             ),
-            Fatal,
+            Quota,
             BOTH,
         ),
         (
@@ -252,7 +252,7 @@ async fn failures_are_classified_as_providers_really_send_them() {
                     "details": {"error_code": "enforced_spend_limit_reached"}
                 }, "request_id": "req_1"}),
             ),
-            Fatal,
+            Quota,
             BOTH,
         ),
         (
@@ -263,7 +263,7 @@ async fn failures_are_classified_as_providers_really_send_them() {
                 "invalid_request_error",
                 "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
             ),
-            Fatal,
+            Quota,
             BOTH,
         ),
         (
@@ -274,7 +274,7 @@ async fn failures_are_classified_as_providers_really_send_them() {
                 "invalid_request_error",
                 "You have reached your specified workspace API usage limits. You will regain access on 2026-04-01 at 00:00 UTC.",
             ),
-            Fatal,
+            Quota,
             BOTH,
         ),
         (
@@ -292,12 +292,147 @@ async fn failures_are_classified_as_providers_really_send_them() {
             BOTH,
         ),
         ("Anthropic 401", Anthropic, Reply::anthropic_error(401, "authentication_error", "invalid x-api-key"), Auth, BOTH),
-        ("Anthropic 402", Anthropic, Reply::anthropic_error(402, "billing_error", "Payment required"), Fatal, BOTH),
+        ("Anthropic 402", Anthropic, Reply::anthropic_error(402, "billing_error", "Payment required"), Quota, BOTH),
+        (
+            "OpenAI 429 billing_not_active",
+            OpenAi,
+            Reply::openai_error(
+                429,
+                "billing_not_active",
+                "billing_not_active",
+                "Your account is not active, please check your billing details on our website.",
+            ),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 429 budget_exceeded",
+            OpenAi,
+            Reply::litellm_budget(429, "Budget has been exceeded! Current cost: 5.02, Max budget: 5.0"),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 400 budget_exceeded",
+            OpenAi,
+            Reply::litellm_budget(400, "Budget has been exceeded! Current cost: 78.99, Max budget: 65.0"),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 422 ExceededBudget, on its Anthropic API",
+            Anthropic,
+            Reply::litellm_budget(422, "ExceededBudget: User=ci-bot over budget. Spend=20.1, Budget=20.0"),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 401 auth_error naming ExceededBudget (older releases)",
+            OpenAi,
+            Reply::openai_error(
+                401,
+                "auth_error",
+                "401",
+                "Authentication Error, ExceededBudget: Team=platform over budget. Spend=51.0, Budget=50.0",
+            ),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 400 wrapping Anthropic's credit balance",
+            OpenAi,
+            Reply::openai_error(
+                400,
+                "None",
+                "400",
+                "litellm.BadRequestError: AnthropicException - {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\"}}",
+            ),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 429 wrapping Bedrock's daily token quota",
+            OpenAi,
+            Reply::openai_error(
+                429,
+                "throttling_error",
+                "429",
+                "litellm.RateLimitError: BedrockException - {\"message\":\"Too many tokens per day, please wait before trying again.\"}",
+            ),
+            Quota,
+            BOTH,
+        ),
+        (
+            "LiteLLM 429 rate limit (not a budget)",
+            OpenAi,
+            Reply::openai_error(429, "throttling_error", "429", "litellm.RateLimitError: Rate limit exceeded: Crossed TPM / RPM limit"),
+            Retryable,
+            BOTH,
+        ),
+        (
+            "Azure 403 out of call volume quota",
+            OpenAi,
+            Reply::azure_error(
+                403,
+                "Out of call volume quota for OpenAI F0 pricing tier. Please retry after 15 days. To increase your call volume switch to a paid tier.",
+            ),
+            Quota,
+            BOTH,
+        ),
+        (
+            "Azure 429 token rate limit (a rate limit, not a quota)",
+            OpenAi,
+            Reply::azure_error(
+                429,
+                "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 7 seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.",
+            )
+            .retry_after("7"),
+            Retryable,
+            BOTH,
+        ),
+        (
+            "Bedrock 429 daily token quota",
+            OpenAi,
+            Reply::bedrock_error(429, "ThrottlingException", "Too many tokens per day, please wait before trying again."),
+            Quota,
+            BOTH,
+        ),
+        (
+            "Bedrock 400 ServiceQuotaExceededException",
+            OpenAi,
+            Reply::bedrock_error(
+                400,
+                "ServiceQuotaExceededException",
+                "Your request exceeds the service quota for your account. You can view your quotas at Viewing service quotas. You can resubmit your request later.",
+            ),
+            Quota,
+            BOTH,
+        ),
+        (
+            "Bedrock 429 ThrottlingException (a rate limit, not a quota)",
+            OpenAi,
+            Reply::bedrock_error(429, "ThrottlingException", "Too many requests, please wait before trying again."),
+            Retryable,
+            BOTH,
+        ),
+        (
+            "LiteLLM budget error event mid-stream",
+            OpenAi,
+            Reply::sse(vec![
+                openai_chunk(&json!({"role": "assistant", "content": "{\"find"})),
+                SseStep::data(&json!({"error": {
+                    "message": "Budget has been exceeded! Current cost: 5.02, Max budget: 5.0",
+                    "type": "budget_exceeded", "param": null, "code": "429"
+                }})),
+            ]),
+            Quota,
+            STREAM,
+        ),
         (
             "OpenRouter 402 with a numeric code",
             OpenAi,
             Reply::openrouter_error(402, "Insufficient credits. Add more using https://openrouter.ai/credits"),
-            Fatal,
+            Quota,
             BOTH,
         ),
         (
@@ -360,6 +495,12 @@ async fn failures_are_classified_as_providers_really_send_them() {
                 .await
                 .expect_err(what);
             assert_eq!(err.classify(), class, "{what} (stream {stream}): {err}");
+            // The provider's own words survive into the one-line error.
+            if let ProviderError::Http { error, .. } | ProviderError::StreamError { error, .. } =
+                &err
+            {
+                assert!(err.to_string().contains(&error.message), "{what}: {err}");
+            }
             if modes == STREAM {
                 assert!(
                     matches!(err, ProviderError::StreamError { .. }),
@@ -368,6 +509,42 @@ async fn failures_are_classified_as_providers_really_send_them() {
             }
         }
     }
+}
+
+#[tokio::test]
+async fn a_gateway_budget_error_reads_as_its_type_and_words() {
+    let err = call(
+        Api::OpenAi,
+        Reply::litellm_budget(
+            429,
+            "Budget has been exceeded! Current cost: 5.02, Max budget: 5.0",
+        ),
+        &request(false),
+    )
+    .await
+    .expect_err("429");
+    assert_eq!(
+        err.to_string(),
+        "HTTP 429 from the model provider: budget_exceeded: Budget has been exceeded! \
+         Current cost: 5.02, Max budget: 5.0"
+    );
+    assert!(err.is_quota());
+    let err = call(
+        Api::OpenAi,
+        Reply::bedrock_error(
+            400,
+            "ServiceQuotaExceededException",
+            "Your request exceeds the service quota for your account.",
+        ),
+        &request(false),
+    )
+    .await
+    .expect_err("400");
+    assert_eq!(
+        err.to_string(),
+        "HTTP 400 from the model provider: ServiceQuotaExceededException: \
+         Your request exceeds the service quota for your account."
+    );
 }
 
 #[tokio::test]

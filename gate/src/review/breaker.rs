@@ -11,8 +11,10 @@
 //!
 //! Only retryable failures count. A fatal error (a bad request, a refusal, a
 //! malformed reply) says nothing about the model's health and is neutral; an
-//! auth error marks the model misconfigured for the rest of the run, in
-//! memory only (a key fixed between runs must not stay punished).
+//! auth error marks the model misconfigured for the rest of the run, and a
+//! quota, credit or budget error its provider account (endpoint and key),
+//! both in memory only (a key fixed or credits bought between runs must not
+//! stay punished).
 //!
 //! The state machine is pure functions over [`BreakerRecord`] and a clock
 //! ([`admit`], [`report`]); [`Breakers`] runs them inside the ledger's
@@ -260,11 +262,13 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
 
 /// The breakers of a run: kept in the ledger when one is open (shared with
 /// every other run on it), else in memory for this run; plus the models an
-/// auth error marked misconfigured, in memory.
+/// auth error marked misconfigured and the provider accounts (endpoint and
+/// key) whose quota or budget ran out, both in memory.
 pub struct Breakers {
     ledger: Option<Arc<Mutex<Ledger>>>,
     memory: Mutex<BTreeMap<String, BreakerRecord>>,
     misconfigured: Mutex<BTreeMap<String, String>>,
+    exhausted: Mutex<BTreeMap<String, String>>,
     policy: BreakerPolicy,
 }
 
@@ -275,6 +279,7 @@ impl Breakers {
             ledger: None,
             memory: Mutex::new(BTreeMap::new()),
             misconfigured: Mutex::new(BTreeMap::new()),
+            exhausted: Mutex::new(BTreeMap::new()),
             policy,
         }
     }
@@ -348,6 +353,20 @@ impl Breakers {
     pub fn mark_misconfigured(&self, key: &str, why: &str) {
         lock(&self.misconfigured)
             .entry(key.to_owned())
+            .or_insert_with(|| why.to_owned());
+    }
+
+    /// The quota or budget error that exhausted `account` in this run.
+    pub fn exhausted(&self, account: &str) -> Option<String> {
+        lock(&self.exhausted).get(account).cloned()
+    }
+
+    /// Marks `account` (an endpoint and key) out of quota for the rest of
+    /// the run: not in the ledger, since credits bought between runs must
+    /// count at once, and not a breaker, since no model is unhealthy.
+    pub fn mark_exhausted(&self, account: &str, why: &str) {
+        lock(&self.exhausted)
+            .entry(account.to_owned())
             .or_insert_with(|| why.to_owned());
     }
 

@@ -4,7 +4,10 @@
 //!
 //! A reply still invalid after its repair is that model's failure, not the
 //! call's end: the chain moves on to its next model (the breaker is not told
-//! of an outage; the attempt is recorded as `malformed`). Every request
+//! of an outage; the attempt is recorded as `malformed`). A quota, credit or
+//! budget error is fatal for every model behind the same endpoint and key
+//! (a gateway's budget covers all of them): they are not asked again in the
+//! run, and the chain goes on only to models of another account. Every request
 //! reserves its estimate from the run's [`Budget`] before it is sent; one
 //! the budget cannot hold is not sent, and the call ends `over budget`.
 
@@ -38,7 +41,9 @@ pub enum AttemptOutcome {
     Ok,
     /// A transient failure: the chain moved on.
     Retryable,
-    /// A failure another model would not fix: the chain stopped.
+    /// A failure another model would not fix: the chain stopped; or a
+    /// quota, credit or budget error (or a model not asked because of one),
+    /// after which only models of another provider account are tried.
     Fatal,
     /// The model's circuit breaker was open: skipped without a call.
     BreakerOpen,
@@ -162,6 +167,20 @@ pub fn breaker_key(step: &ChainModel) -> String {
     format!("{}/{}", step.provider_name, step.model.name)
 }
 
+/// The account a chain step bills: its endpoint's origin and the variable
+/// holding its key. Two providers of the routing table on one gateway with
+/// one key (its OpenAI and its Anthropic API, say) are one account.
+pub fn account_key(step: &ChainModel) -> String {
+    let origin = reqwest::Url::parse(&step.provider.base_url).map_or_else(
+        |_| step.provider.base_url.clone(),
+        |url| url.origin().ascii_serialization(),
+    );
+    format!(
+        "{origin} {}",
+        step.provider.api_key_env.as_deref().unwrap_or("(no key)")
+    )
+}
+
 /// No attempt starts with less than `min_attempt_time_s` left — or, when the
 /// call's whole budget is small, less than two fifths of it (the defaults'
 /// ratio, 120 s of 300 s), so a short budget still leaves a fallback room.
@@ -228,12 +247,16 @@ pub async fn ask(
     let owner = format!("{}/{}", plan.run_id, plan.role);
     let mut next = 0;
     let mut waited = false;
+    // The last failure a model itself sent: what the user needs to read,
+    // whatever skips came after it.
+    let mut last_reply: Option<String> = None;
     while let Some(step) = plan.chain.get(next) {
         let Some(client) = clients.get(&step.provider_name) else {
             next += 1;
             continue;
         };
         let key = breaker_key(step);
+        let account = account_key(step);
         let name = &step.model.name;
         result.model.clone_from(name);
         if let Some(why) = breakers.misconfigured(&key) {
@@ -241,6 +264,20 @@ pub async fn ask(
             push(&mut result, name, AttemptOutcome::Fatal, 0, Some(&message));
             result.answer = Err(message);
             break;
+        }
+        if let Some(why) = breakers.exhausted(&account) {
+            // Not asked: its provider account's quota or budget is spent.
+            let message = format!(
+                "not asked: the quota or budget of its provider's endpoint and key ran out \
+                 earlier in this run: {why}"
+            );
+            push(&mut result, name, AttemptOutcome::Fatal, 0, Some(&message));
+            last_reply.get_or_insert(why);
+            result.answer = Err(message);
+            live.publish(&result);
+            next += 1;
+            waited = false;
+            continue;
         }
         let left = plan.deadline.saturating_duration_since(Instant::now());
         if left < min_attempt {
@@ -293,6 +330,9 @@ pub async fn ask(
             Kind::OverBudget => AttemptOutcome::OverBudget,
         };
         push(&mut result, name, outcome, latency_ms, Some(&message));
+        if kind != Kind::OverBudget {
+            last_reply = Some(message.clone());
+        }
         result.answer = Err(message.clone());
         live.publish(&result);
         match kind {
@@ -320,6 +360,14 @@ pub async fn ask(
                 next += 1;
                 waited = false;
             }
+            // Every model on this endpoint and key would answer the same;
+            // one of another account may not. Nobody's health is in question.
+            Kind::Provider(Class::Quota) => {
+                breakers.mark_exhausted(&account, &message);
+                breakers.report(&key, &owner, Report::Neutral).await;
+                next += 1;
+                waited = false;
+            }
             // A different model does not fix a bad key or a bad request.
             Kind::Provider(Class::Auth) => {
                 breakers.mark_misconfigured(&key, &message);
@@ -337,7 +385,9 @@ pub async fn ask(
         && !result.attempts.is_empty()
         && let Err(last) = &result.answer
     {
-        result.answer = Err(format!("every model of its chain failed; last: {last}"));
+        // The provider's own words first: a one-line view cuts the end.
+        let words = last_reply.as_deref().unwrap_or(last);
+        result.answer = Err(format!("{words} (no model of its chain answered)"));
     }
     result.latency = started.elapsed();
     live.publish(&result);
@@ -476,13 +526,7 @@ async fn attempt(
                         continue;
                     }
                     ProviderError::Malformed(bad) => {
-                        return Err(Failure::of(
-                            Kind::Malformed,
-                            format!(
-                                "malformed output: still not valid after one repair ({})",
-                                bad.detail
-                            ),
-                        ));
+                        return Err(Failure::of(Kind::Malformed, still_malformed(&bad.detail)));
                     }
                     _ => {}
                 }
@@ -513,13 +557,16 @@ async fn attempt(
                 ));
             }
             Err(why) => {
-                return Err(Failure::of(
-                    Kind::Malformed,
-                    format!("malformed output: still not valid after one repair ({why})"),
-                ));
+                return Err(Failure::of(Kind::Malformed, still_malformed(&why)));
             }
         }
     }
+}
+
+/// A reply still invalid after its repair: what was wrong first, since that
+/// is what a reader needs (and what a one-line view keeps).
+fn still_malformed(why: &str) -> String {
+    format!("malformed output: {why} (still, after one repair)")
 }
 
 fn repair_turn(raw: &str, why: &str) -> Turn {

@@ -322,6 +322,66 @@ async fn an_auth_error_stops_the_chain_and_marks_the_model_for_the_run() {
 }
 
 #[tokio::test]
+async fn a_budget_error_spares_the_breakers_and_every_model_on_its_account() {
+    let rig = Rig::new();
+    let words = "Budget has been exceeded! Current cost: 5.02, Max budget: 5.0";
+    rig.server
+        .script(
+            Matcher::any().model(PRIMARY),
+            vec![Reply::litellm_budget(429, words)],
+        )
+        .script(
+            Matcher::any().model(FALLBACK),
+            vec![Reply::openai(&empty_answer())],
+        );
+    let first = rig.ask(Duration::from_secs(10)).await;
+    // The fallback is on the same endpoint and key: not asked.
+    assert_eq!(
+        outcomes(&first),
+        [
+            o(PRIMARY, AttemptOutcome::Fatal),
+            o(FALLBACK, AttemptOutcome::Fatal)
+        ]
+    );
+    let why = first.answer.as_ref().expect_err("no answer");
+    assert!(
+        why.starts_with(
+            "HTTP 429 from the model provider: budget_exceeded: Budget has been exceeded!"
+        ),
+        "{why}"
+    );
+    assert!(rig.requests_to(FALLBACK).is_empty());
+    // A later call of the run asks nobody on that account, and keeps the words.
+    let second = rig.ask(Duration::from_secs(10)).await;
+    assert!(
+        second.answer.as_ref().is_err_and(|e| e.contains(words)),
+        "{:?}",
+        second.answer
+    );
+    assert_eq!(rig.requests_to(PRIMARY).len(), 1);
+    for model in [PRIMARY, FALLBACK] {
+        assert!(!rig.breakers.is_open(&format!("local/{model}")).await);
+    }
+}
+
+#[test]
+fn an_account_is_an_endpoint_origin_and_a_key_variable() {
+    let step = |base_url: &str, key: Option<&str>| {
+        let mut step = Rig::new().plan_chain[0].clone();
+        step.provider.base_url = base_url.to_owned();
+        step.provider.api_key_env = key.map(str::to_owned);
+        account_key(&step)
+    };
+    let litellm = step("http://litellm:4000/v1", Some("LITELLM_KEY"));
+    assert_eq!(
+        litellm,
+        step("http://litellm:4000/anthropic", Some("LITELLM_KEY"))
+    );
+    assert_ne!(litellm, step("http://litellm:4000/v1", Some("OTHER_KEY")));
+    assert_ne!(litellm, step("http://litellm:4001/v1", Some("LITELLM_KEY")));
+}
+
+#[tokio::test]
 async fn truncation_doubles_the_limit_once_and_malformed_output_gets_one_repair() {
     let token_limit = |body: &Value| {
         body.get("max_completion_tokens")
