@@ -573,6 +573,17 @@ impl Reply {
         )
     }
 
+    /// The error message a JSON reply carries (`error.message`, or a flat
+    /// `message`), for a test that wants the provider's words kept.
+    pub fn message(&self) -> Option<&str> {
+        let Kind::Json { body, .. } = &self.kind else {
+            return None;
+        };
+        body.pointer("/error/message")
+            .or_else(|| body.get("message"))
+            .and_then(Value::as_str)
+    }
+
     /// LiteLLM's budget refusal as its proxy sends it (`ProxyException`:
     /// `type` `budget_exceeded`, `code` the status as text), with `message`
     /// its own words: "Budget has been exceeded! Current cost: …, Max

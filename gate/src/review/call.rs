@@ -387,7 +387,7 @@ pub async fn ask(
     {
         // The provider's own words first: a one-line view cuts the end.
         let words = last_reply.as_deref().unwrap_or(last);
-        result.answer = Err(format!("{words} (no model of its chain answered)"));
+        result.answer = Err(format!("{words}; no model of its chain answered"));
     }
     result.latency = started.elapsed();
     live.publish(&result);

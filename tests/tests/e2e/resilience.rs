@@ -139,7 +139,9 @@ struct Fault {
     /// The faulty model's reply (`None`: nobody listens on its port).
     reply: Option<Reply>,
     /// `retryable`, `malformed` (the chain moves on, the breaker is not
-    /// told) or `fatal`.
+    /// told), `fatal`, or `quota` (fatal for every model on the same
+    /// endpoint and key: in the matrix both models are on one server,
+    /// keyless, so the other is not asked either).
     class: &'static str,
     /// Attempts on the faulty model (a fitting Retry-After is waited out once).
     tries: usize,
@@ -275,6 +277,87 @@ fn faults() -> Vec<Fault> {
             ms(0),
         ),
         fault(
+            "LiteLLM 429 budget_exceeded",
+            Some(Reply::litellm_budget(
+                429,
+                "Budget has been exceeded! Current cost: 5.02, Max budget: 5.0",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "LiteLLM 422 ExceededBudget",
+            Some(Reply::litellm_budget(
+                422,
+                "ExceededBudget: User=ci-bot over budget. Spend=20.1, Budget=20.0",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "OpenRouter 402",
+            Some(Reply::openrouter_error(
+                402,
+                "Insufficient credits. Add more using https://openrouter.ai/credits",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "OpenAI 429 insufficient_quota",
+            Some(Reply::openai_error(
+                429,
+                "insufficient_quota",
+                "insufficient_quota",
+                "You exceeded your current quota, please check your plan and billing details.",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "Azure 403 out of call volume quota",
+            Some(Reply::azure_error(
+                403,
+                "Out of call volume quota for OpenAI F0 pricing tier. Please retry after 15 days.",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "Bedrock 429 daily token quota",
+            Some(Reply::bedrock_error(
+                429,
+                "ThrottlingException",
+                "Too many tokens per day, please wait before trying again.",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
+            "Bedrock 400 ServiceQuotaExceededException",
+            Some(Reply::bedrock_error(
+                400,
+                "ServiceQuotaExceededException",
+                "Your request exceeds the service quota for your account.",
+            )),
+            "quota",
+            1,
+            1,
+            ms(0),
+        ),
+        fault(
             "400 context length",
             Some(Reply::openai_error(
                 400,
@@ -337,16 +420,28 @@ fn run_cell(fault: &Fault, position: Position) -> Result<(), String> {
         .map_err(|e| format!("no JSON ({e}); stderr:\n{}", out.stderr))?;
     let quality = specialist(&doc, "quality");
 
-    let faulty = (faulty_model.to_owned(), fault.class.to_owned());
+    let quota = fault.class == "quota";
+    let recorded = if quota { "fatal" } else { fault.class };
+    let faulty = (faulty_model.to_owned(), recorded.to_owned());
     let mut want_attempts = Vec::new();
     if position == Position::Last {
         want_attempts.push((PRIMARY.to_owned(), "retryable".to_owned()));
     }
     want_attempts.extend(std::iter::repeat_n(faulty, fault.tries));
-    // A failure another model may not have moves down the chain.
-    let answered = position == Position::First && fault.class != "fatal";
+    // A failure another model may not have moves down the chain; a quota
+    // error only to another account, and here there is none.
+    let answered = position == Position::First && !matches!(fault.class, "fatal" | "quota");
     if answered {
         want_attempts.push((FALLBACK.to_owned(), "ok".to_owned()));
+    }
+    if quota && position == Position::First {
+        want_attempts.push((FALLBACK.to_owned(), "fatal".to_owned()));
+        if requests_to(&server, FALLBACK) != 0 {
+            return Err(format!(
+                "the fallback on the same endpoint and key was asked\n--- stderr\n{}",
+                out.stderr
+            ));
+        }
     }
     let (want_status, want_verdict, want_exit) = if answered {
         ("ok", "pass", 0)
@@ -363,6 +458,18 @@ fn run_cell(fault: &Fault, position: Position) -> Result<(), String> {
     }
     if !answered && quality["reason"].as_str().is_none_or(str::is_empty) {
         problems.push("a specialist that did not run gives no reason".to_owned());
+    }
+    // A quota error's reason is the provider's own words, whatever came after.
+    if quota {
+        let said = fault
+            .reply
+            .as_ref()
+            .and_then(Reply::message)
+            .unwrap_or_default();
+        let reason = quality["reason"].as_str().unwrap_or_default();
+        if said.is_empty() || !reason.contains(said) {
+            problems.push(format!("reason {reason:?} lacks the provider's {said:?}"));
+        }
     }
     if doc["verdict"] != want_verdict || out.code != Some(want_exit) {
         problems.push(format!(
@@ -586,6 +693,180 @@ fn the_breaker_opens_and_later_runs_skip_the_dead_model() {
         assert_eq!(s["attempts"][0]["latency_ms"], 0);
     }
     assert_eq!(requests_to(&server, PRIMARY), sent);
+}
+
+/// A routing table for one gateway (LiteLLM, say) at `gateway_url`, both
+/// of its APIs with one key: the primary on its OpenAI API falls back to a
+/// model on its Anthropic API, and that, when `other_url` is given, to a
+/// model of another account there.
+fn gateway_routing(gateway_url: &str, other_url: Option<&str>) -> String {
+    let mut out = format!(
+        r#"
+[provider.gateway]
+api = "openai"
+base_url = "{gateway_url}/v1"
+api_key_env = "GATEWAY_KEY"
+
+[provider.gateway_messages]
+api = "anthropic"
+base_url = "{gateway_url}"
+api_key_env = "GATEWAY_KEY"
+
+[model.primary]
+provider = "gateway"
+name = "{PRIMARY}"
+fallback = ["fallback"]
+
+[model.fallback]
+provider = "gateway_messages"
+name = "{FALLBACK}"
+"#
+    );
+    if let Some(other) = other_url {
+        let _ = write!(
+            out,
+            r#"fallback = ["elsewhere"]
+
+[provider.other]
+api = "openai"
+base_url = "{other}/v1"
+
+[model.elsewhere]
+provider = "other"
+name = "m-elsewhere"
+"#
+        );
+    }
+    out.push_str(&routes_to("primary"));
+    out
+}
+
+#[test]
+fn a_gateway_budget_stops_the_review_in_its_own_words_run_after_run() {
+    let words = "Budget has been exceeded! Current cost: 5.02, Max budget: 5.0";
+    let gateway = ModelServer::start();
+    gateway.default_reply(Reply::litellm_budget(429, words));
+    let env = workspace(&full_spec(), &gateway_routing(&gateway.url(), None));
+    for t in 0..5 {
+        env.write(&format!("src/t{t}/a.py"), "x = 1\n");
+    }
+    let panel = ["quality", "security", "performance", "integration"];
+    let mut asked = 0;
+    for run in 1..=2 {
+        let started = Instant::now();
+        let out = env
+            .gate(&["verify", "--format", "json"])
+            .env("GATEWAY_KEY", "sk-test")
+            .timeout(Duration::from_secs(60))
+            .run();
+        assert!(started.elapsed() < Duration::from_secs(20), "run {run}");
+        let doc = out.json();
+        assert_eq!(doc["tier"], "full");
+        for role in panel {
+            let s = specialist(&doc, role);
+            // Asked on the primary; the fallback, on the same gateway and
+            // key, is not asked at all.
+            assert_eq!(
+                attempts(s),
+                [
+                    (PRIMARY.to_owned(), "fatal".to_owned()),
+                    (FALLBACK.to_owned(), "fatal".to_owned())
+                ],
+                "run {run} {role}: {s}"
+            );
+            assert_eq!(s["status"], "did_not_run");
+            let reason = s["reason"].as_str().unwrap_or_default();
+            assert!(
+                reason.starts_with("HTTP 429 from the model provider: budget_exceeded: ")
+                    && reason.contains(words),
+                "run {run} {role}: {reason}"
+            );
+        }
+        assert!(
+            !out.stdout.contains("circuit breaker"),
+            "run {run}: {}",
+            out.stdout
+        );
+        assert_eq!(requests_to(&gateway, FALLBACK), 0, "run {run}");
+        // No breaker opened: the next run asks the primary again.
+        let now = requests_to(&gateway, PRIMARY);
+        assert!(now > asked, "run {run} asked nobody");
+        asked = now;
+    }
+
+    // The human view says it in the same words.
+    let out = env
+        .gate(&["verify"])
+        .env("GATEWAY_KEY", "sk-test")
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(
+        out.stdout.lines().any(|l| l.contains("quality")
+            && l.contains("did not run — HTTP 429 from the model provider: budget_exceeded: Budget has been exceeded!")),
+        "{}",
+        out.stdout
+    );
+
+    // The budget raised, every model is healthy: nothing of the above
+    // stayed in a breaker.
+    gateway.script(
+        Matcher::any().role("coordinator"),
+        vec![Reply::openai(&json!({"findings": [], "dropped": []}))],
+    );
+    gateway.script(Matcher::any(), vec![Reply::openai(&answer())]);
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATEWAY_KEY", "sk-test")
+        .timeout(Duration::from_secs(60))
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    for role in panel {
+        assert_eq!(
+            attempts(specialist(&doc, role)),
+            [(PRIMARY.to_owned(), "ok".to_owned())],
+            "{role}"
+        );
+    }
+}
+
+#[test]
+fn a_budget_spent_on_one_account_fails_back_to_another() {
+    let gateway = ModelServer::start();
+    gateway.default_reply(Reply::litellm_budget(
+        400,
+        "ExceededBudget: User=ci-bot over budget. Spend=20.1, Budget=20.0",
+    ));
+    let other = ModelServer::start();
+    other.default_reply(Reply::openai(&answer()));
+    let env = workspace(
+        &trivial_spec(""),
+        &gateway_routing(&gateway.url(), Some(&other.url())),
+    );
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATEWAY_KEY", "sk-test")
+        .timeout(Duration::from_secs(60))
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let quality = specialist(&doc, "quality");
+    assert_eq!(
+        attempts(quality),
+        [
+            (PRIMARY.to_owned(), "fatal".to_owned()),
+            (FALLBACK.to_owned(), "fatal".to_owned()),
+            ("m-elsewhere".to_owned(), "ok".to_owned())
+        ],
+        "{quality}"
+    );
+    assert!(
+        quality["attempts"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("ExceededBudget: User=ci-bot over budget")),
+        "{quality}"
+    );
+    assert_eq!(requests_to(&gateway, FALLBACK), 0);
 }
 
 #[test]

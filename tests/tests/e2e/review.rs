@@ -412,11 +412,28 @@ fn a_malformed_reply_is_repaired_once_then_did_not_run() {
     out.assert_exit(0);
     let s = &out.json()["review"]["specialists"][0];
     assert_eq!(s["status"], "did_not_run");
+    // The reason says what was wrong, first.
     assert!(
-        s["reason"].as_str().unwrap().contains("malformed output"),
+        s["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed output: does not match the schema: `findings` is not a list"),
         "{s}"
     );
     assert_eq!(server.requests().len(), 2);
+
+    // Not JSON at all, twice: the reason says so, and where.
+    let server = ModelServer::start();
+    server.script(
+        Matcher::any().role("quality"),
+        vec![Reply::openai_text("The change looks fine to me.")],
+    );
+    let env = trivial_workspace(&server, "openai");
+    let out = env.gate(&["verify"]).run();
+    out.assert_exit(0).stdout_has(
+        "did not run — malformed output: not JSON: expected value at line 1 column 1 \
+         (still, after one repair)",
+    );
 }
 
 #[test]
