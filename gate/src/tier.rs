@@ -69,7 +69,7 @@ mod tests {
     #[test]
     fn counts_land_in_one_tier() {
         let p = Policy::default();
-        // DESIGN.md's worked examples, and the edges around each bound.
+        // Worked examples, and the edges around each bound.
         let cases = [
             (0, 0, Tier::Trivial),
             (1, 5, Tier::Trivial),

@@ -369,7 +369,8 @@ impl<'de> Deserialize<'de> for OnReviewUnavailable {
     }
 }
 
-/// `[policy]`: every key has DESIGN.md's default.
+/// `[policy]`: the gate's thresholds, each key optional with the default
+/// `docs/configuration.md` lists.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {

@@ -19,7 +19,7 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// `shop.toml`: the DESIGN.md example plus the `db` task it builds on.
+/// `shop.toml`: the `orders` example plus the `db` task it builds on.
 fn shop() -> Spec {
     Spec {
         spec: SpecMeta {
@@ -115,10 +115,10 @@ fn shop() -> Spec {
 }
 
 #[test]
-fn design_example_names_a_task_it_does_not_define() {
-    // The DESIGN.md example, verbatim: its `orders` task builds on a `db`
+fn the_orders_example_names_a_task_it_does_not_define() {
+    // The `orders` example on its own: its `orders` task builds on a `db`
     // task the example leaves out; everything else is valid.
-    let path = fixture("design-example.toml");
+    let path = fixture("orders-example.toml");
     let errors = load(&path).unwrap_err();
     let got: Vec<_> = errors.iter().map(|e| (e.line, e.column, &e.kind)).collect();
     assert_eq!(
@@ -139,7 +139,7 @@ fn design_example_names_a_task_it_does_not_define() {
 fn shop_toml_values() {
     let spec = load(&fixture("shop.toml")).unwrap();
     assert_eq!(spec, shop());
-    // What the example leaves out takes DESIGN.md's defaults.
+    // What the example leaves out takes the documented defaults.
     let p = &spec.policy;
     assert_eq!(
         (

@@ -1,4 +1,4 @@
-//! `gate report --format json`: the object DESIGN.md gives, key for key.
+//! `gate report --format json`: one object of documented keys, in a fixed order.
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! from the ledger in three streamed passes (runs, the models they used,
 //! their specialists) plus the outcomes, overrides and dismissals.
 //!
-//! Definitions (DESIGN.md, False-pass eval):
+//! Definitions:
 //! - an **approved** run has verdict `pass` (an overridden pass included);
 //!   a **failed** run has verdict `fail`;
 //! - a run's **outcome** is its latest recorded outcome; an override counts
@@ -1309,7 +1309,7 @@ mod tests {
         assert!(!card.seats.keys().any(|(role, _)| role == "docs"));
     }
 
-    /// The JSON has exactly DESIGN.md's keys, nested as it gives them.
+    /// The JSON has exactly the documented keys, nested as documented.
     #[test]
     fn json_keys_are_the_contract() {
         fn shape(v: &Value) -> Value {
@@ -1338,7 +1338,7 @@ mod tests {
         assert_eq!(
             keys(&doc),
             keys(&design),
-            "top-level keys in DESIGN.md's order"
+            "top-level keys in the documented order"
         );
         // Every other breakdown has the tier breakdown's shape.
         for dim in ["spec", "week"] {

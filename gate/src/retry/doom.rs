@@ -320,7 +320,7 @@ mod tests {
         use Pattern::{Budget, NoProgress, Oscillation, Repeat};
         type Case<'a> = (&'a [&'a str], Option<(u32, Pattern)>);
         let cases: &[Case<'_>] = &[
-            // DESIGN.md's worked sequences.
+            // One worked sequence per pattern, and a run that is none.
             (&["A", "A", "A"], Some((3, Repeat))),
             (&["A", "B", "A", "B"], Some((4, Oscillation))),
             (&["A,B,C", "B,C", "C", ""], None),
