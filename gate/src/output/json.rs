@@ -150,4 +150,82 @@ mod tests {
             assert!(doc.get(key).is_some(), "{key} missing");
         }
     }
+
+    /// Every key, at every depth, of a document with every optional part
+    /// filled.
+    fn full_document() -> Value {
+        use crate::record::{BudgetRecord, Qualifier, QualifierKind};
+        use crate::retry::doom::{DoomLoop, Pattern};
+        use crate::routing::patch::OverrideStatus;
+        let mut record = fixture::record();
+        record.qualifier = Some(Qualifier {
+            kind: QualifierKind::UnderReviewed,
+            why: "2 of 4 reviewers did not run".into(),
+        });
+        record.doom_loop = Some(DoomLoop {
+            pattern: Pattern::Repeat,
+            attempts: vec![1, 2, 3],
+            failing: vec!["build".into()],
+            message: "the same failure three times".into(),
+        });
+        record.routing_override = Some(OverrideStatus {
+            url: "https://ops.example/routing.json".into(),
+            status: "failed".into(),
+            error: Some("HTTP 404".into()),
+            changed: vec!["model.cheap.disabled: true".into()],
+        });
+        record.review.budget = Some(BudgetRecord {
+            max_input_tokens: 5_000_000,
+            estimated: 120_000,
+            sent: 80_000,
+        });
+        render(&record)
+    }
+
+    fn keys(value: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    out.insert(k.clone());
+                    keys(v, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+
+    /// `docs/output-formats.md` describes the document field by field: no
+    /// key the gate writes may be missing from it.
+    #[test]
+    fn every_key_of_the_document_is_documented() {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/output-formats.md"),
+        )
+        .expect("docs/output-formats.md");
+        let from = page.find("## The JSON document").expect("its section");
+        let to = page[from..]
+            .find("## `jsonl` events")
+            .map_or(page.len(), |n| from + n);
+        let section = &page[from..to];
+        let mut all = std::collections::BTreeSet::new();
+        keys(&full_document(), &mut all);
+        assert!(
+            all.len() > 60,
+            "only {} keys: the fixture lost parts",
+            all.len()
+        );
+        let missing: Vec<&String> = all
+            .iter()
+            .filter(|k| {
+                ![format!("`{k}`"), format!("`{k}[]`"), format!("\"{k}\"")]
+                    .iter()
+                    .any(|form| section.contains(form.as_str()))
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/output-formats.md does not describe {missing:?}"
+        );
+    }
 }

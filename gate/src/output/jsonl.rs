@@ -370,6 +370,147 @@ mod tests {
         }
     }
 
+    /// Every event the stream writes, with its fields: `docs/output-formats.md`
+    /// names each one in that event's row.
+    #[test]
+    fn every_event_and_field_is_documented() {
+        use crate::events::SeatEvent;
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/output-formats.md"),
+        )
+        .expect("docs/output-formats.md");
+        let from = page.find("## `jsonl` events").expect("its section");
+        let rows: Vec<&str> = page[from..]
+            .lines()
+            .skip_while(|l| !l.starts_with("| event |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let seat = |role: &str| SeatEvent {
+            role: role.into(),
+            model: "m".into(),
+        };
+        let planned_item = |kind, text: Option<&str>| PlannedEvent {
+            id: "c1".into(),
+            kind,
+            judged: false,
+            task: Some("orders".into()),
+            text: text.map(str::to_owned),
+            decision: json!({"decision": "run", "why": "first attempt"}),
+        };
+        let planned: Planned = [(
+            "c1".to_owned(),
+            planned_item(ItemKind::Criterion, Some("holds")),
+        )]
+        .into();
+        let failed = |id: &str, kind| ItemResult {
+            id: id.into(),
+            kind,
+            status: Status::Failed,
+            exit_code: Some(1),
+            duration: Duration::from_millis(5),
+            reason: Some("exited with status 1".into()),
+            output: Output::default(),
+            locations: vec![gate_harness::Location {
+                file: "a.json".into(),
+                line: Some(3),
+                message: "not JSON".into(),
+            }],
+            spec_error: None,
+        };
+        let mut lines: Vec<Value> = [
+            RunEvent::RunStarted {
+                run_id: "r".into(),
+                spec_id: "s".into(),
+                started_at: "t".into(),
+            },
+            RunEvent::Planned(vec![planned_item(ItemKind::Criterion, None)]),
+            RunEvent::Notice("n".into()),
+            RunEvent::Warning("w".into()),
+            RunEvent::Harness(Event::Started { id: "c1".into() }),
+            RunEvent::Harness(Event::Started { id: "build".into() }),
+            RunEvent::Harness(Event::Finished(failed("c1", ItemKind::Criterion))),
+            RunEvent::Harness(Event::Finished(failed("build", ItemKind::Check))),
+            RunEvent::Harness(Event::Ready { id: "db".into() }),
+            RunEvent::Harness(Event::Stopped { id: "db".into() }),
+            RunEvent::ReviewStarted {
+                tier: crate::record::Tier::Full,
+                seats: vec![seat("quality")],
+            },
+            RunEvent::SpecialistStarted(seat("coordinator")),
+            RunEvent::AttemptStarted(seat("quality")),
+            RunEvent::SpecialistFinished {
+                record: Box::new(fixture::specialist("quality", "ok", None)),
+                raised: 2,
+            },
+            RunEvent::ReviewSkipped {
+                reason: "offline".into(),
+            },
+            RunEvent::Failed {
+                message: "boom".into(),
+                exit_code: 2,
+            },
+        ]
+        .iter()
+        .map(|e| event_json(e, &planned))
+        .collect();
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let mut writer = JsonlWriter::buffer(Arc::clone(&buf));
+        writer.heartbeat(&[
+            Waiting {
+                what: WaitingOn::Item,
+                id: "build".into(),
+                elapsed: Duration::from_secs(30),
+            },
+            Waiting {
+                what: WaitingOn::Model("m".into()),
+                id: "quality".into(),
+                elapsed: Duration::from_secs(60),
+            },
+        ]);
+        let written = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+        lines.push(serde_json::from_str(written.trim()).unwrap());
+
+        fn keys(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (k, v) in map {
+                        out.push(k.clone());
+                        // A location is the JSON document's, described there.
+                        if k != "locations" {
+                            keys(v, out);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
+                _ => {}
+            }
+        }
+        let mut problems = Vec::new();
+        for line in &lines {
+            let name = line["event"].as_str().unwrap();
+            let Some(row) = rows.iter().find(|r| {
+                r.split(" | ")
+                    .next()
+                    .is_some_and(|c| c.contains(&format!("`{name}`")))
+            }) else {
+                problems.push(format!("no row for `{name}`"));
+                continue;
+            };
+            let mut fields = Vec::new();
+            keys(line, &mut fields);
+            for field in fields {
+                if matches!(field.as_str(), "format_version" | "event") {
+                    continue;
+                }
+                if !row.contains(&format!("`{field}`")) {
+                    problems.push(format!("`{name}`: `{field}`"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "undocumented: {problems:?}");
+    }
+
     #[test]
     fn the_verdict_event_carries_the_json_documents_fields() {
         let record = fixture::record();
