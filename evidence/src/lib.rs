@@ -17,7 +17,11 @@
 //!   its verification.
 //!
 //! Verifying evidence touches no network and no database: [`store`] fetches
-//! the bytes, and verification needs nothing but them and a key.
+//! the bytes, and verification needs nothing but them and a key. Built
+//! without its default `stores` feature the crate is that verifier alone —
+//! digests, keys, DSSE, the statement, Merkle proofs, checkpoints, bundle
+//! and ledger-row checks — with no database, object-store or HTTP client in
+//! its dependency tree.
 
 pub mod bundle;
 pub mod checkpoint;
@@ -29,6 +33,7 @@ pub mod ledger;
 pub mod merkle;
 pub mod snapshot;
 pub mod statement;
+#[cfg(feature = "stores")]
 pub mod store;
 
 pub use digest::Digest;
@@ -36,5 +41,7 @@ pub use durable::replace_file;
 pub use snapshot::{Snapshot, SnapshotError, WalkOptions};
 
 pub use keys::{KeyId, PublicKey, SigningKey};
-pub use ledger::{Ledger, LedgerRow, RunEntry};
+#[cfg(feature = "stores")]
+pub use ledger::Ledger;
+pub use ledger::{LedgerRow, RunEntry};
 pub use statement::{Statement, Subject};

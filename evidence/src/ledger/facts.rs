@@ -9,6 +9,7 @@
 //! already decided and signed. Migration 3 derives the same facts in SQL
 //! for rows written before it; a test holds the two to the same answers.
 
+#[cfg(feature = "stores")]
 use serde_json::Value;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -109,6 +110,7 @@ pub struct DismissalRef {
     pub finding_id: String,
 }
 
+#[cfg(feature = "stores")]
 /// A specialist's figures as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct StoredRole {
@@ -121,6 +123,7 @@ pub(crate) struct StoredRole {
     pub(crate) cost_usd: Option<f64>,
 }
 
+#[cfg(feature = "stores")]
 /// The facts of one run's `extra`, as stored beside its row.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct StoredFacts {
@@ -137,18 +140,22 @@ pub(crate) struct StoredFacts {
     pub(crate) roles: Vec<StoredRole>,
 }
 
+#[cfg(feature = "stores")]
 fn text(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_owned)
 }
 
+#[cfg(feature = "stores")]
 fn count(v: Option<&Value>) -> u64 {
     v.and_then(Value::as_u64).unwrap_or(0)
 }
 
+#[cfg(feature = "stores")]
 fn array_len(v: Option<&Value>) -> u64 {
     v.and_then(Value::as_array).map_or(0, |a| a.len() as u64)
 }
 
+#[cfg(feature = "stores")]
 impl StoredFacts {
     /// Reads the facts out of a run's `extra` object.
     pub(crate) fn from_extra(extra: &Value) -> Self {
@@ -206,6 +213,7 @@ impl StoredFacts {
     }
 }
 
+#[cfg(feature = "stores")]
 /// The day of a stored timestamp (`YYYY-MM-DDT…`), read without a full parse.
 pub(crate) fn day_of(stored: &str) -> Option<NaiveDate> {
     let b = stored.as_bytes();
@@ -220,7 +228,7 @@ pub(crate) fn day_of(stored: &str) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(i32::try_from(num(0..4)?).ok()?, num(5..7)?, num(8..10)?)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "stores"))]
 mod tests {
     use serde_json::json;
 

@@ -22,15 +22,20 @@
 //! check keeps the two lists the same length).
 
 mod facts;
+#[cfg(feature = "stores")]
 mod location;
+#[cfg(feature = "stores")]
 mod postgres;
+#[cfg(feature = "stores")]
 mod sqlite;
+#[cfg(feature = "stores")]
 mod store;
 pub mod verify;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "stores"))]
 mod tests;
 
+#[cfg(feature = "stores")]
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
@@ -39,16 +44,22 @@ use serde::{Deserialize, Serialize};
 use crate::merkle::Hash;
 
 pub use facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
+#[cfg(feature = "stores")]
 pub use location::{Location, redact};
+#[cfg(feature = "stores")]
 pub use postgres::{PgLedger, SeriesPg};
+#[cfg(feature = "stores")]
 pub use sqlite::{SeriesFile, SqliteLedger};
+#[cfg(feature = "stores")]
 pub use store::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
 pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify};
 
 /// The schema version this build writes (both stores share the numbering).
+#[cfg(feature = "stores")]
 pub const SCHEMA_VERSION: u32 = sqlite::MIGRATIONS.len() as u32;
 
 // Every SQLite migration has its PostgreSQL twin under the same number.
+#[cfg(feature = "stores")]
 const _: () = assert!(sqlite::MIGRATIONS.len() == postgres::MIGRATIONS.len());
 
 /// How a row's `bundle_path` begins when its bundle is kept in the ledger
@@ -193,6 +204,7 @@ pub struct RunFilter {
 }
 
 /// A ledger operation failed.
+#[cfg(feature = "stores")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
@@ -360,6 +372,7 @@ pub enum LedgerError {
     },
 }
 
+#[cfg(feature = "stores")]
 impl LedgerError {
     /// True when the ledger could not be reached or used (the gate's exit 4),
     /// as opposed to a request about a run that is not there or is a duplicate.
@@ -378,6 +391,7 @@ impl LedgerError {
 
 /// Now, at the microsecond precision both stores keep, so a returned row
 /// equals the stored one.
+#[cfg(feature = "stores")]
 pub(crate) fn now() -> DateTime<Utc> {
     use chrono::SubsecRound as _;
     Utc::now().trunc_subsecs(6)
@@ -392,6 +406,7 @@ pub(crate) fn parse_hash(text: &str) -> Option<Hash> {
 
 /// What an append stores besides the entry, computed the same way by both
 /// stores from the exact envelope bytes.
+#[cfg(feature = "stores")]
 #[derive(Debug, Clone)]
 pub(crate) struct Sealed {
     /// Lowercase hex sha256 of the bytes.
@@ -400,6 +415,7 @@ pub(crate) struct Sealed {
     pub(crate) leaf_hash: String,
 }
 
+#[cfg(feature = "stores")]
 impl Sealed {
     pub(crate) fn of(envelope: &[u8]) -> Self {
         Self {
@@ -412,6 +428,7 @@ impl Sealed {
 /// True when `entry`'s bundle is kept in the ledger with its row (its
 /// `bundle_path` is `ledger:sha256:<hex>`); an error when that names other
 /// bytes than the envelope's.
+#[cfg(feature = "stores")]
 pub(crate) fn kept_in_ledger(entry: &RunEntry, envelope_sha256: &str) -> Result<bool, LedgerError> {
     let Some(named) = entry.bundle_path.strip_prefix(BUNDLE_IN_LEDGER) else {
         return Ok(false);
@@ -427,6 +444,7 @@ pub(crate) fn kept_in_ledger(entry: &RunEntry, envelope_sha256: &str) -> Result<
 }
 
 /// Whether an append checks the run's attempt against its spec's series.
+#[cfg(feature = "stores")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SeriesCheck {
     /// A live run: its attempt is 1 (a new series) or one more than the
@@ -438,6 +456,7 @@ pub(crate) enum SeriesCheck {
 
 /// Checks rows to be copied continue a ledger whose tip is `tip`
 /// (`(seq, envelope_sha256)`), and each other.
+#[cfg(feature = "stores")]
 pub(crate) fn check_continues(
     ledger: &str,
     tip: Option<(u64, String)>,
