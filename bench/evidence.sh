@@ -11,9 +11,9 @@ root=$PWD
 out=$root/bench/out/evidence
 mkdir -p "$out"
 
-cargo build --release -q -p gate --bin gate -p gate-evidence --example genledger
+cargo build --release -q -p gate --bin gate -p gate-evidence --example gen_ledger
 gate=$root/target/release/gate
-gen=$root/target/release/examples/genledger
+gen=$root/target/release/examples/gen_ledger
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 now() { date +%s.%N; }
@@ -37,7 +37,8 @@ echo "== gate ledger verify scaling"
 for n in 10000 100000; do
   if [ ! -f "$out/l$n/ledger.db" ]; then
     rm -rf "$out/l$n"
-    "$gen" "$out/l$n" "$n" >/dev/null
+    mkdir -p "$out/l$n"
+    "$gen" "$out/l$n/ledger.db" --runs "$n" --outcomes 0 --bundles >/dev/null
   fi
 done
 best() { # best of 3 wall times of a command

@@ -3,8 +3,12 @@
 //! verify` fills them), with no bundle files behind them.
 //!
 //! ```text
-//! cargo run --release -p gate-evidence --example gen_ledger -- DB [--runs N] [--outcomes M] [--seed S]
+//! cargo run --release -p gate-evidence --example gen_ledger -- DB [--runs N] [--outcomes M] [--seed S] [--bundles]
 //! ```
+//!
+//! With `--bundles` every run is also a signed bundle file, laid out as a
+//! state directory around `DB` (`keys/`, `bundles/`, the key derived from
+//! the seed), for the `gate ledger verify` benchmark.
 //!
 //! Defaults: 1,000,000 runs and 100,000 outcomes (about a tenth of them a
 //! second outcome for a run that already has one), plus overrides of some
@@ -25,8 +29,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use gate_evidence::Ledger;
 use gate_evidence::ledger::{Dismissal, OutcomeEntry, OverrideEntry, RunEntry};
+use gate_evidence::{Ledger, SigningKey, Statement, Subject, bundle};
 use serde_json::{Value, json};
 
 /// Rows per transaction.
@@ -71,6 +75,7 @@ struct Args {
     runs: u64,
     outcomes: u64,
     seed: u64,
+    bundles: bool,
 }
 
 fn parse(args: Vec<String>) -> Result<Args, String> {
@@ -79,6 +84,7 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
         runs: 1_000_000,
         outcomes: 100_000,
         seed: 7,
+        bundles: false,
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -91,12 +97,13 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
             "--runs" => out.runs = number("--runs")?,
             "--outcomes" => out.outcomes = number("--outcomes")?,
             "--seed" => out.seed = number("--seed")?,
+            "--bundles" => out.bundles = true,
             _ if out.db.as_os_str().is_empty() && !a.starts_with('-') => out.db = a.into(),
             _ => return Err(format!("unknown argument {a}")),
         }
     }
     if out.db.as_os_str().is_empty() {
-        return Err("usage: gen_ledger DB [--runs N] [--outcomes M] [--seed S]".into());
+        return Err("usage: gen_ledger DB [--runs N] [--outcomes M] [--seed S] [--bundles]".into());
     }
     Ok(out)
 }
@@ -195,12 +202,55 @@ fn run(rng: &mut Rng, i: u64, n: u64, start: DateTime<Utc>) -> RunEntry {
     }
 }
 
+/// Where `--bundles` writes: a key pair and a bundle file per run, beside
+/// the database as in a state directory.
+struct Signed {
+    key: SigningKey,
+    dir: PathBuf,
+}
+
+impl Signed {
+    fn new(args: &Args) -> Result<Self, Box<dyn std::error::Error>> {
+        let state = args.db.parent().ok_or("DB needs a directory")?;
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&args.seed.to_le_bytes());
+        let key = SigningKey::from_seed(&seed);
+        key.write_pair(&state.join("keys"))?;
+        let dir = state.join("bundles");
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self { key, dir })
+    }
+
+    /// Seals `entry`'s run, writes its bundle and points the row at it.
+    fn write(&self, entry: &mut RunEntry) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+        let statement = Statement::new(
+            vec![Subject::from_bytes("gate.toml", entry.spec_id.as_bytes())],
+            "https://gate.dev/attestation/run/v1",
+            json!({"format_version": 1, "run": {
+                "run_id": entry.run_id, "verdict": entry.verdict, "attempt": entry.attempt,
+            }}),
+        );
+        let envelope = bundle::seal(&statement, &self.key);
+        // A generator needs no durability: plain writes, not bundle::write's
+        // fsyncs (which make 100,000 files take many minutes).
+        let path = bundle::path_for(&self.dir, &entry.run_id)?;
+        std::fs::write(&path, &envelope)?;
+        entry.bundle_path = path.display().to_string();
+        Ok(envelope)
+    }
+}
+
 fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
     let started = Instant::now();
     let mut ledger = Ledger::open(&args.db)?;
     if !ledger.is_empty()? {
         return Err(format!("{} already holds runs", args.db.display()).into());
     }
+    let signed = if args.bundles {
+        Some(Signed::new(args)?)
+    } else {
+        None
+    };
     let mut rng = Rng(args.seed);
     let start = Utc
         .with_ymd_and_hms(2024, 1, 1, 0, 0, 0)
@@ -214,7 +264,7 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
     let mut with_findings: Vec<(u64, String, String)> = Vec::new();
     let mut i = 0;
     while i < n {
-        let batch: Vec<RunEntry> = (i..(i + BATCH as u64).min(n))
+        let mut batch: Vec<RunEntry> = (i..(i + BATCH as u64).min(n))
             .map(|k| run(&mut rng, k, n, start))
             .collect();
         for (k, e) in (i..).zip(&batch) {
@@ -233,10 +283,16 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
                 with_findings.push((k, e.spec_id.clone(), id.to_owned()));
             }
         }
-        let envelopes: Vec<Vec<u8>> = batch
-            .iter()
-            .map(|e| format!("envelope of {}", e.run_id).into_bytes())
-            .collect();
+        let envelopes: Vec<Vec<u8>> = match &signed {
+            Some(signed) => batch
+                .iter_mut()
+                .map(|e| signed.write(e))
+                .collect::<Result<_, _>>()?,
+            None => batch
+                .iter()
+                .map(|e| format!("envelope of {}", e.run_id).into_bytes())
+                .collect(),
+        };
         ledger.append_all(batch.iter().zip(envelopes.iter().map(Vec::as_slice)))?;
         i += batch.len() as u64;
     }
