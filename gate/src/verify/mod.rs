@@ -158,23 +158,6 @@ impl Start {
     }
 }
 
-/// Runs the gate once, progress on stderr, and returns the whole record of the run.
-pub async fn run(ctx: &Context, req: &VerifyRequest) -> Result<RunRecord, GateError> {
-    let progress = output::progress::Progress::stderr(
-        ctx.verbosity,
-        output::style::Style {
-            color: ctx.colors.stderr,
-        },
-    );
-    let (events, dispatcher) = output::stream::start(
-        vec![Box::new(progress)],
-        config::heartbeat_override().unwrap_or(output::stream::HEARTBEAT),
-    );
-    let result = run_with(ctx, req, &events).await;
-    dispatcher.finish(events).await;
-    result
-}
-
 /// Runs the gate once, reporting what happens to `events`, and returns the
 /// whole record of the run.
 pub async fn run_with(
