@@ -228,7 +228,8 @@ pub(crate) fn day_of(stored: &str) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(i32::try_from(num(0..4)?).ok()?, num(5..7)?, num(8..10)?)
 }
 
-#[cfg(all(test, feature = "stores"))]
+#[cfg(test)]
+#[cfg(feature = "stores")]
 mod tests {
     use serde_json::json;
 

@@ -32,7 +32,8 @@ mod sqlite;
 mod store;
 pub mod verify;
 
-#[cfg(all(test, feature = "stores"))]
+#[cfg(test)]
+#[cfg(feature = "stores")]
 mod tests;
 
 #[cfg(feature = "stores")]
