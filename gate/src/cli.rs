@@ -99,6 +99,20 @@ pub enum Command {
     Report(ReportArgs),
     /// The scorecard as Prometheus text, for a textfile collector or a scrape.
     Metrics(MetricsArgs),
+    /// Check what a run here would use, spending no tokens and changing nothing.
+    Doctor(DoctorArgs),
+    /// Print a shell's completion script (bash, zsh, fish, powershell).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// Print the manual page (roff), of gate or of one of its commands.
+    Man {
+        /// A command (`verify`, `ledger verify`, …); none for gate's own page.
+        #[arg(value_name = "COMMAND", num_args = 0..)]
+        command: Vec<String>,
+    },
     /// The gate's own code inside a run's network namespace (readiness
     /// probes, the bridge to a sandboxed browser): started by the gate only.
     #[command(name = "sandbox-helper", hide = true)]
@@ -107,6 +121,45 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+/// `gate doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Which spec and routing table.
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+    /// Reach nothing over the network: no provider endpoint, no routing
+    /// override, no bucket.
+    #[arg(long)]
+    pub offline: bool,
+    /// One line per check, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// The shells `gate completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
+}
+
+impl From<CompletionShell> for clap_complete::Shell {
+    fn from(shell: CompletionShell) -> Self {
+        match shell {
+            CompletionShell::Bash => Self::Bash,
+            CompletionShell::Zsh => Self::Zsh,
+            CompletionShell::Fish => Self::Fish,
+            CompletionShell::Powershell => Self::PowerShell,
+        }
+    }
 }
 
 /// `gate rules [--files PATH…] | check | test`.

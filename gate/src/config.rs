@@ -484,22 +484,7 @@ impl VerifySettings {
                 _ => (false, Source::Default("")),
             }
         };
-        let (sandbox, sandbox_source) = match (args.sandbox, std::env::var(env::SANDBOX).ok()) {
-            (Some(mode), _) => (mode.into(), Source::Flag("--sandbox")),
-            (None, Some(v)) if !v.trim().is_empty() => {
-                let mode = crate::cli::SandboxArg::from_str(v.trim(), true).map_err(|_| {
-                    GateError::Usage(format!(
-                        "{}={v} is not a sandbox mode; one of auto, required, off",
-                        env::SANDBOX
-                    ))
-                })?;
-                (mode.into(), Source::Env(env::SANDBOX))
-            }
-            _ => (
-                gate_specs::SandboxMode::Auto,
-                Source::Default("auto: isolate where the machine allows"),
-            ),
-        };
+        let (sandbox, sandbox_source) = sandbox_floor(args.sandbox)?;
         let mut reports: Vec<(Format, PathBuf)> = Vec::new();
         for r in &args.reports {
             let path = from_cwd(&r.path);
@@ -524,6 +509,29 @@ impl VerifySettings {
             sandbox_source,
         })
     }
+}
+
+/// The sandbox floor a spec can only tighten: `--sandbox`, else
+/// `GATE_SANDBOX`, else auto; with where it came from.
+pub fn sandbox_floor(
+    flag: Option<crate::cli::SandboxArg>,
+) -> Result<(gate_specs::SandboxMode, Source), GateError> {
+    Ok(match (flag, std::env::var(env::SANDBOX).ok()) {
+        (Some(mode), _) => (mode.into(), Source::Flag("--sandbox")),
+        (None, Some(v)) if !v.trim().is_empty() => {
+            let mode = crate::cli::SandboxArg::from_str(v.trim(), true).map_err(|_| {
+                GateError::Usage(format!(
+                    "{}={v} is not a sandbox mode; one of auto, required, off",
+                    env::SANDBOX
+                ))
+            })?;
+            (mode.into(), Source::Env(env::SANDBOX))
+        }
+        _ => (
+            gate_specs::SandboxMode::Auto,
+            Source::Default("auto: isolate where the machine allows"),
+        ),
+    })
 }
 
 /// The formats' names, for messages.

@@ -82,6 +82,18 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     if let Command::SandboxHelper { args } = &cli.command {
         return sandbox_helper(args);
     }
+    // Generated from the command line alone: no workspace, no state.
+    let generated = match &cli.command {
+        Command::Completions { shell } => Some(commands::completions::print(*shell)),
+        Command::Man { command } => Some(commands::man::print(command)),
+        _ => None,
+    };
+    if let Some(outcome) = generated {
+        return match outcome {
+            Ok(code) => exit::code(code),
+            Err(e) => fail(&e),
+        };
+    }
     let discover = !matches!(cli.command, Command::Init);
     let ctx = match Context::resolve(&cli.global, discover) {
         Ok(ctx) => ctx,
@@ -162,7 +174,10 @@ fn sandbox_helper(args: &[OsString]) -> ExitCode {
 
 async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
     match command {
-        Command::SandboxHelper { .. } => Ok(exit::USAGE),
+        Command::SandboxHelper { .. } | Command::Completions { .. } | Command::Man { .. } => {
+            Ok(exit::USAGE)
+        }
+        Command::Doctor(args) => commands::doctor::doctor(ctx, &args).await,
         Command::Init => init::run(ctx),
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,

@@ -53,7 +53,7 @@ pub use postgres::{PgLedger, SeriesPg};
 pub use sqlite::{SeriesFile, SqliteLedger};
 #[cfg(feature = "stores")]
 pub use store::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
-pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify};
+pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify, verify_tip};
 
 /// The schema version this build writes (both stores share the numbering).
 #[cfg(feature = "stores")]

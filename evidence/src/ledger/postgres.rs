@@ -201,6 +201,44 @@ impl PgLedger {
         Ok(ledger)
     }
 
+    /// Connects to the database at `url` as it is: no schema created, no
+    /// migration applied (a diagnosis reads its schema version and tip).
+    pub fn open_as_is(url: &str) -> Result<Self, LedgerError> {
+        let name = super::redact(url);
+        let bad = |e: String| LedgerError::BadLocation(format!("{name}: {e}"));
+        let (config, tls) = tls::split(url).map_err(&bad)?;
+        let tls = tls.connector().map_err(&bad)?;
+        let exec = Exec::new().map_err(|e| LedgerError::Unreachable {
+            ledger: name.clone(),
+            reason: format!("cannot start the client runtime: {e}"),
+        })?;
+        Ok(Self {
+            pool: exec::pool(config, tls),
+            exec: Arc::new(exec),
+            name,
+            durability: OnceLock::new(),
+        })
+    }
+
+    /// The schema version as found, 0 when the database has no schema yet
+    /// (a ledger opened with [`Self::open_as_is`]); connecting is the
+    /// first thing it does, so an unreachable server is reported here.
+    pub fn schema_version_as_is(&self) -> Result<u32, LedgerError> {
+        self.op(async {
+            let conn = self.conn().await?;
+            let found = match conn
+                .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])
+                .await
+            {
+                Ok(row) => version(row.get(0)),
+                Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => 0,
+                Err(e) => return Err(self.pg_err("reading the schema version")(e)),
+            };
+            conn.release();
+            Ok(found)
+        })
+    }
+
     /// The URL, without its password.
     pub fn name(&self) -> &str {
         &self.name

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params, params_from_iter};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params, params_from_iter,
+};
 
 mod bundles;
 mod events;
@@ -137,6 +139,49 @@ impl SqliteLedger {
         };
         ledger.migrate(target)?;
         Ok(ledger)
+    }
+
+    /// Opens an existing ledger as it is: nothing created, no migration
+    /// applied, nothing written (`query_only`), for a diagnosis that reads
+    /// its schema version and tip. Opened for writing all the same: a
+    /// read-only connection to a WAL file leaves its `-wal` and `-shm`
+    /// files behind, which a writable one removes when it closes.
+    pub fn open_as_is(path: &Path) -> Result<Self, LedgerError> {
+        let open_err = |source| LedgerError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        conn.pragma_update(None, "query_only", "ON")
+            .map_err(open_err)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+            queue: queue::Queue::new(path),
+        })
+    }
+
+    /// The schema version as found, 0 when the file has no schema yet
+    /// (a ledger opened with [`Self::open_as_is`]).
+    pub fn schema_version_as_is(&self) -> Result<u32, LedgerError> {
+        let has_table: bool = self
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(self.sql_err("reading the schema version"))?;
+        if has_table {
+            self.schema_version()
+        } else {
+            Ok(0)
+        }
     }
 
     /// The database file.

@@ -48,6 +48,22 @@ impl Ledger {
         }
     }
 
+    /// Opens an existing ledger as it is, for a diagnosis: nothing
+    /// created, migrated or written. Read its
+    /// [`schema_version_as_is`](Self::schema_version_as_is) first: other
+    /// reads expect the current schema.
+    pub fn open_as_is(location: impl Into<Location>) -> Result<Self, LedgerError> {
+        match location.into() {
+            Location::Sqlite(path) => SqliteLedger::open_as_is(&path).map(Self::Sqlite),
+            Location::Postgres(url) => PgLedger::open_as_is(&url).map(Self::Postgres),
+        }
+    }
+
+    /// The schema version as found: 0 for a database with no schema yet.
+    pub fn schema_version_as_is(&self) -> Result<u32, LedgerError> {
+        each!(self, l => l.schema_version_as_is())
+    }
+
     /// Where it is, for messages (a URL without its password).
     pub fn name(&self) -> String {
         match self {

@@ -268,6 +268,44 @@ where
     }
 }
 
+/// Verifies the last row alone, as [`verify`] would within the whole
+/// chain: its bundle (bytes, leaf hash, signature by a key in `trusted`),
+/// and its link to `previous`, the row before it (`None` when the tip is
+/// row 1). A quick check of a ledger's health, not of its history.
+pub fn verify_tip<F>(
+    tip: &LedgerRow,
+    previous: Option<&LedgerRow>,
+    load: F,
+    trusted: &[PublicKey],
+) -> Vec<Problem>
+where
+    F: Fn(&LedgerRow) -> Result<Vec<u8>, LoadError>,
+{
+    let mut found = Vec::new();
+    let expected_seq = previous.map_or(1, |p| p.seq + 1);
+    if tip.seq != expected_seq {
+        found.push(ProblemKind::SeqGap {
+            expected: expected_seq,
+        });
+    }
+    let expected_prev = previous.map(|p| p.envelope_sha256.clone());
+    if tip.prev_sha256 != expected_prev {
+        found.push(ProblemKind::ChainBroken {
+            expected: expected_prev,
+            found: tip.prev_sha256.clone(),
+        });
+    }
+    found.extend(check_row(tip, &load, trusted).problems);
+    found
+        .into_iter()
+        .map(|kind| Problem {
+            seq: Some(tip.seq),
+            run_id: Some(tip.entry.run_id.clone()),
+            kind,
+        })
+        .collect()
+}
+
 /// Verifies `rows` (in seq order, as [`super::Ledger::rows`] returns them)
 /// against their bundles, loaded by `load`, signed by a key in `trusted`;
 /// with `since`, also that the ledger extends that checkpoint. Bundles are

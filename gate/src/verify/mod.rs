@@ -743,7 +743,7 @@ pub async fn run_with(
 /// Variables no process of the run may see, even when `[sandbox] pass_env`
 /// names them: the providers' keys, page credentials, and the ledger's and
 /// bundle store's credentials.
-fn never_env(
+pub(crate) fn never_env(
     ctx: &Context,
     spec: &Spec,
     routing: &Routing,
