@@ -756,7 +756,13 @@ fn check_key(ctx: &Context) -> Check {
     let public_path = dir.join(PUBLIC_KEY_FILE);
     let (key, from) = if let Some(value) = config::signing_key_env() {
         match SigningKey::from_pem_or_path(&value) {
-            Ok(key) => (key, config::env::SIGNING_KEY.to_owned()),
+            Ok(key) if value.contains("-----BEGIN") => {
+                (key, format!("{} (PEM text)", config::env::SIGNING_KEY))
+            }
+            Ok(key) => (
+                key,
+                format!("{} = {}", config::env::SIGNING_KEY, value.trim()),
+            ),
             Err(e) => {
                 return Check::error(
                     CHECK,
@@ -823,10 +829,12 @@ fn check_key(ctx: &Context) -> Check {
             }
         }
     }
-    Check::ok(
-        CHECK,
-        format!("{from}: key id {}, readable by its owner only", key.keyid()),
-    )
+    let mode = if from.contains("PEM text") {
+        ""
+    } else {
+        ", readable by its owner only"
+    };
+    Check::ok(CHECK, format!("{from}: key id {}{mode}", key.keyid()))
 }
 
 /// Chromium and axe-core, where the spec has `[[page]]`s.
