@@ -89,6 +89,7 @@ both_stores!(
     migration_3_backfills_what_append_writes,
     a_cut_ledger_keeps_no_stale_report_rows,
     bundles_kept_in_the_ledger,
+    opened_as_is_nothing_is_created_or_migrated,
 );
 
 fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
@@ -330,6 +331,34 @@ fn newer_schema_is_refused(store: &Store) {
         matches!(err, LedgerError::SchemaTooNew { found, .. } if found == SCHEMA_VERSION + 1),
         "{err}"
     );
+}
+
+fn opened_as_is_nothing_is_created_or_migrated(store: &Store) {
+    // Nothing there yet: a SQLite file is not created, a database gets no schema.
+    match store {
+        Store::Sqlite(_) => {
+            assert!(Ledger::open_as_is(store.location()).is_err());
+            let Location::Sqlite(path) = store.location() else {
+                unreachable!()
+            };
+            assert!(!path.exists(), "an as-is open created the file");
+        }
+        Store::Postgres(_) => {
+            for _ in 0..2 {
+                let l = Ledger::open_as_is(store.location()).unwrap();
+                assert_eq!(l.schema_version_as_is().unwrap(), 0);
+            }
+        }
+    }
+    // One schema version behind: read as it is, left as it is.
+    drop(store.open());
+    store.execute(&format!(
+        "DELETE FROM schema_version WHERE version = {SCHEMA_VERSION}"
+    ));
+    for _ in 0..2 {
+        let l = Ledger::open_as_is(store.location()).unwrap();
+        assert_eq!(l.schema_version_as_is().unwrap(), SCHEMA_VERSION - 1);
+    }
 }
 
 fn live_appends_continue_the_series(store: &Store) {

@@ -495,6 +495,69 @@ mod tests {
     }
 
     #[test]
+    fn the_tip_alone_is_checked_as_the_whole_chain_would_check_it() {
+        let key = SigningKey::from_seed(&[1; 32]);
+        let other = SigningKey::from_seed(&[2; 32]);
+        let trusted = [key.public_key().clone()];
+        let (rows, store) = chain(3, &key);
+        let names = |problems: Vec<Problem>| -> Vec<String> {
+            problems
+                .iter()
+                .map(|p| {
+                    format!("{:?}", p.kind)
+                        .split([' ', '(', '{'])
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        };
+        // (what is done to the tip or its bundle, the problems found)
+        type Edit = fn(&mut LedgerRow, &mut HashMap<String, Vec<u8>>);
+        let cases: [(&str, Edit, &[&str]); 5] = [
+            ("nothing", |_, _| {}, &[]),
+            (
+                "its link to the row before",
+                |tip, _| tip.prev_sha256 = Some("0".repeat(64)),
+                &["ChainBroken"],
+            ),
+            ("its seq", |tip, _| tip.seq = 7, &["SeqGap"]),
+            (
+                "its bundle's bytes",
+                |tip, store| {
+                    if let Some(b) = store.get_mut(&tip.entry.bundle_path) {
+                        b.push(b' ');
+                    }
+                },
+                &["EnvelopeChanged", "LeafHashWrong"],
+            ),
+            (
+                "its bundle gone",
+                |tip, store| {
+                    store.remove(&tip.entry.bundle_path);
+                },
+                &["BundleMissing"],
+            ),
+        ];
+        for (what, edit, want) in cases {
+            let mut tip = rows[2].clone();
+            let mut store = store.clone();
+            edit(&mut tip, &mut store);
+            let found = names(verify_tip(&tip, Some(&rows[1]), loader(&store), &trusted));
+            assert_eq!(found, want, "{what}");
+        }
+        // Row 1 has nothing before it; another signer is not trusted.
+        assert!(verify_tip(&rows[0], None, loader(&store), &trusted).is_empty());
+        let found = names(verify_tip(
+            &rows[2],
+            Some(&rows[1]),
+            loader(&store),
+            &[other.public_key().clone()],
+        ));
+        assert_eq!(found, ["Signature"]);
+    }
+
+    #[test]
     fn each_tampering_is_reported_where_it_happened() {
         let key = SigningKey::from_seed(&[1; 32]);
         let trusted = [key.public_key().clone()];

@@ -958,3 +958,111 @@ async fn check_sandbox(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_providers_own_words_are_kept_short_after_a_colon() {
+        let long = "x".repeat(300);
+        // (body, what is appended to the message)
+        let cases = [
+            (
+                r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}"#,
+                ": Incorrect API key provided".to_owned(),
+            ),
+            (
+                r#"{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}"#,
+                ": invalid x-api-key".to_owned(),
+            ),
+            (
+                r#"{"message": "Unauthorized"}"#,
+                ": Unauthorized".to_owned(),
+            ),
+            (r#"{"error": {"message": "  "}}"#, String::new()),
+            ("<html>502 Bad Gateway</html>", String::new()),
+            ("", String::new()),
+            (
+                &format!(r#"{{"message": "{long}"}}"#),
+                format!(": {}", "x".repeat(200)),
+            ),
+        ];
+        for (body, want) in cases {
+            assert_eq!(provider_message(body), want, "{body}");
+        }
+    }
+
+    #[test]
+    fn each_api_is_asked_at_its_own_model_list_with_its_own_headers() {
+        let client = reqwest::Client::new();
+        // (api, base_url, url asked, headers sent)
+        let cases = [
+            (
+                Api::Openai,
+                "https://api.openai.com/v1",
+                "https://api.openai.com/v1/models",
+                vec![("authorization", "Bearer k")],
+            ),
+            (
+                Api::Openai,
+                "http://127.0.0.1:4000/v1/",
+                "http://127.0.0.1:4000/v1/models",
+                vec![("authorization", "Bearer k")],
+            ),
+            (
+                Api::Anthropic,
+                "https://api.anthropic.com",
+                "https://api.anthropic.com/v1/models",
+                vec![("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
+            ),
+        ];
+        for (api, base_url, want_url, headers) in cases {
+            let provider = ProviderDef {
+                api,
+                base_url: base_url.to_owned(),
+                api_key_env: Some("K".to_owned()),
+                disabled: false,
+            };
+            let (url, req) = models_request(&client, &provider, Some("k"));
+            assert_eq!(url, want_url);
+            let req = req.build().unwrap();
+            assert_eq!(req.method(), reqwest::Method::GET);
+            assert_eq!(req.url().as_str(), want_url);
+            for (name, value) in headers {
+                assert_eq!(req.headers()[name], value, "{base_url}: {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_summary_line_counts_errors_and_warnings() {
+        let ok = Check::ok("spec", "parses");
+        let warning = Check::warning("provider.x", "X is not set", "export X");
+        let error = Check::error("ledger", "unreachable", "start it");
+        // (checks, the last line)
+        let cases = [
+            (
+                vec![ok.clone()],
+                "no problems: a run here has what it needs",
+            ),
+            (vec![ok.clone(), warning.clone()], "1 warning(s), no errors"),
+            (vec![ok, warning, error], "1 error(s), 1 warning(s)"),
+        ];
+        for (checks, last) in cases {
+            let errors = checks.iter().filter(|c| c.level == Level::Error).count();
+            let warnings = checks.iter().filter(|c| c.level == Level::Warning).count();
+            let text = render(&checks, errors, warnings);
+            assert_eq!(text.lines().last(), Some(last), "{text}");
+            for c in &checks {
+                assert!(
+                    text.contains(&format!("{}: {}", c.check, c.message)),
+                    "{text}"
+                );
+                if let Some(fix) = &c.fix {
+                    assert!(text.contains(&format!("fix: {fix}")), "{text}");
+                }
+            }
+        }
+    }
+}

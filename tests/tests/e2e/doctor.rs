@@ -578,3 +578,65 @@ fn ran_once() -> TestEnv {
     ws.gate(&["verify", "--offline"]).run().assert_exit(0);
     ws
 }
+
+#[test]
+fn the_browser_and_the_runs_network_are_checked_where_the_spec_needs_them() {
+    let ws = TestEnv::new();
+    ws.write(
+        "gate.toml",
+        &format!(
+            "{SPEC}\n[[check]]\nid = \"serve\"\nrun = \"true\"\n\
+             [[page]]\nid = \"home\"\nurl = \"http://127.0.0.1:8080/\"\nfiles = [\"src/**\"]\n\
+             after = [\"serve\"]\n[sandbox]\nnetwork = \"loopback\"\n"
+        ),
+    );
+    let axe = crate::pages::axe();
+    let chromium = Path::new("/usr/bin/chromium");
+    // (GATE_CHROMIUM, GATE_AXE_CORE, browser level, axe-core level)
+    let cases = [
+        (chromium, axe.as_path(), "ok", "ok"),
+        (
+            Path::new("/nonexistent/chromium"),
+            axe.as_path(),
+            "error",
+            "ok",
+        ),
+        (
+            chromium,
+            Path::new("/nonexistent/axe.min.js"),
+            "ok",
+            "error",
+        ),
+    ];
+    for (browser, axe_core, browser_level, axe_level) in cases {
+        let out = ws
+            .gate(&["doctor", "--offline", "--format", "json"])
+            .env("GATE_CHROMIUM", browser)
+            .env("GATE_AXE_CORE", axe_core)
+            .run();
+        let all = checks(&out);
+        let b = check(&all, "browser");
+        assert_eq!(b["level"], browser_level, "{b}");
+        let a = check(&all, "axe-core");
+        assert_eq!(a["level"], axe_level, "{a}");
+        // The suite's machine gives a run its own network (the sandbox tests need it).
+        let net = check(&all, "sandbox.network");
+        assert_eq!(net["level"], "ok", "{net}");
+        let healthy = browser_level == "ok" && axe_level == "ok";
+        out.assert_exit(i32::from(!healthy));
+    }
+
+    // Without pages neither is needed, whatever is installed.
+    let plain = TestEnv::new();
+    plain.write("gate.toml", SPEC);
+    let out = plain
+        .gate(&["doctor", "--offline", "--format", "json"])
+        .env("GATE_CHROMIUM", "/nonexistent/chromium")
+        .run();
+    let all = checks(&out);
+    assert_eq!(check(&all, "browser")["level"], "ok");
+    assert!(
+        all.iter()
+            .all(|c| c["check"] != "axe-core" && c["check"] != "sandbox.network")
+    );
+}

@@ -12,7 +12,7 @@ use gate_tests::{TestEnv, free_port, item, repo_root};
 use serde_json::{Value, json};
 
 /// axe-core's `axe.min.js`, as `scripts/test` installs it.
-fn axe() -> PathBuf {
+pub(crate) fn axe() -> PathBuf {
     let path = std::env::var_os("GATE_TEST_AXE").map_or_else(
         || repo_root().join("target/axe-core/node_modules/axe-core/axe.min.js"),
         PathBuf::from,
