@@ -477,9 +477,9 @@ pub struct SpecialistRecord {
     /// Wall time.
     pub latency_ms: u64,
     /// Every attempt down the failback chain.
-    pub attempts: Vec<crate::review::call::Attempt>,
+    pub attempts: Vec<Attempt>,
     /// What it was shown.
-    pub coverage: crate::review::Coverage,
+    pub coverage: Coverage,
     /// blake3 over its remit's files and their digests: an unchanged remit
     /// lets a retry carry this review forward.
     #[serde(default)]
@@ -771,7 +771,7 @@ pub struct RunRecord {
     #[serde(default)]
     pub dropped_findings: Vec<Finding>,
     /// The doom-loop detector's conclusion, when it escalated.
-    pub doom_loop: Option<crate::retry::doom::DoomLoop>,
+    pub doom_loop: Option<DoomLoop>,
     /// blake3 over every fingerprinted file and its digest: the content an
     /// override of this run applies to.
     #[serde(default)]
@@ -781,13 +781,13 @@ pub struct RunRecord {
     pub previous_bundle: Option<String>,
     /// What became of the previous attempt's open findings.
     #[serde(default)]
-    pub finding_fates: Vec<crate::retry::memory::Fate>,
+    pub finding_fates: Vec<EarlierFate>,
     /// Findings the coordinator dropped as duplicates of others.
     #[serde(default)]
     pub duplicates: usize,
     /// The failure fingerprints the doom-loop detector reads.
     #[serde(default)]
-    pub failures: Vec<crate::retry::doom::Failure>,
+    pub failures: Vec<Failure>,
     /// Who overrode the verdict and why, when `overridden`.
     #[serde(default)]
     pub override_note: Option<String>,
@@ -803,5 +803,151 @@ pub struct RunRecord {
     pub bundle: Option<String>,
     /// What became of the routing override (`GATE_ROUTING_URL`), when one was named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub routing_override: Option<crate::routing::patch::OverrideStatus>,
+    pub routing_override: Option<OverrideStatus>,
+}
+
+// What the stages produce and the record keeps: defined here, at the
+// ground floor, so the record depends on no stage; each stage re-exports
+// its own.
+
+/// How one attempt on one model ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// A valid answer.
+    Ok,
+    /// A transient failure: the chain moved on.
+    Retryable,
+    /// A failure another model would not fix: the chain stopped; or a
+    /// quota, credit or budget error (or a model not asked because of one),
+    /// after which only models of another provider account are tried.
+    Fatal,
+    /// The model's circuit breaker was open: skipped without a call.
+    BreakerOpen,
+    /// The reply was still invalid after its one repair: the chain moved on
+    /// (the model is not unhealthy, so its breaker is not told).
+    Malformed,
+    /// The run's input-token budget could not hold the request: not sent,
+    /// and the chain stopped.
+    OverBudget,
+}
+
+impl AttemptOutcome {
+    /// Whether the model was sent a request in this attempt.
+    pub fn asked(self) -> bool {
+        !matches!(self, Self::BreakerOpen | Self::OverBudget)
+    }
+}
+
+/// One attempt, for the record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The model, as the provider names it.
+    pub model: String,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Wall time of the attempt.
+    pub latency_ms: u64,
+    /// What went wrong, when something did.
+    pub error: Option<String>,
+}
+
+/// What one specialist saw of its remit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Files shown (wholly or in part).
+    pub files: Vec<String>,
+    /// Bytes of file content shown.
+    pub bytes_shown: u64,
+    /// Bytes of file content in its remit.
+    pub bytes_total: u64,
+    /// Files a cap cut, with the bytes cut.
+    pub cut: Vec<(String, u64)>,
+}
+
+/// What became of an earlier finding in this attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// Raised again: still open.
+    Open,
+    /// Not raised again, and its file changed: the fix resolved it.
+    Resolved,
+    /// Its file was deleted: nothing can be inferred.
+    Superseded,
+    /// Not raised again, though its file did not change.
+    NotRaised,
+}
+
+/// What became of an earlier attempt's finding, for the record (a
+/// finding's own fate in this run is [`Fate`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlierFate {
+    /// The finding's id.
+    pub id: String,
+    /// What became of it.
+    pub disposition: Disposition,
+}
+
+/// A failure fingerprint with the item it came from (for the hand-off message).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Failure {
+    /// The failed item's id.
+    pub item: String,
+    /// Its fingerprint.
+    pub fingerprint: String,
+}
+
+/// Why a series was escalated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    /// The same failure set several attempts in a row.
+    Repeat,
+    /// Two failure sets taking turns.
+    Oscillation,
+    /// The number of failures is not going down.
+    NoProgress,
+    /// The attempt budget is spent.
+    Budget,
+}
+
+impl Pattern {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Repeat => "repeat",
+            Self::Oscillation => "oscillation",
+            Self::NoProgress => "no_progress",
+            Self::Budget => "budget",
+        }
+    }
+}
+
+/// The detector's conclusion, recorded in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoomLoop {
+    /// Which pattern.
+    pub pattern: Pattern,
+    /// The attempts that show it.
+    pub attempts: Vec<u32>,
+    /// The items failing in the latest of them.
+    pub failing: Vec<String>,
+    /// The hand-off message.
+    pub message: String,
+}
+
+/// What became of an override, for the run record and the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverrideStatus {
+    /// Where it came from (without query or credentials).
+    pub url: String,
+    /// `applied`, `failed`, or `skipped` (`--offline`).
+    pub status: String,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rows it changed, as `row: change`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
 }

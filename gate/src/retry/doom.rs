@@ -12,6 +12,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+pub use crate::record::{DoomLoop, Failure, Pattern};
+
 /// The normalisation rules, applied in order: (pattern, placeholder).
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
@@ -95,15 +97,6 @@ pub fn fingerprint(id: &str, failure_text: &str) -> String {
     h.finalize().to_hex()[..16].to_owned()
 }
 
-/// A failure fingerprint with the item it came from (for the hand-off message).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Failure {
-    /// The failed item's id.
-    pub item: String,
-    /// Its fingerprint.
-    pub fingerprint: String,
-}
-
 /// One failing attempt of a series, as the detector sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailingAttempt {
@@ -141,45 +134,6 @@ impl From<&gate_specs::Policy> for Thresholds {
             max_attempts: p.max_attempts,
         }
     }
-}
-
-/// Why a series was escalated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pattern {
-    /// The same failure set several attempts in a row.
-    Repeat,
-    /// Two failure sets taking turns.
-    Oscillation,
-    /// The number of failures is not going down.
-    NoProgress,
-    /// The attempt budget is spent.
-    Budget,
-}
-
-impl Pattern {
-    /// The word used in output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Repeat => "repeat",
-            Self::Oscillation => "oscillation",
-            Self::NoProgress => "no_progress",
-            Self::Budget => "budget",
-        }
-    }
-}
-
-/// The detector's conclusion, recorded in the bundle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DoomLoop {
-    /// Which pattern.
-    pub pattern: Pattern,
-    /// The attempts that show it.
-    pub attempts: Vec<u32>,
-    /// The items failing in the latest of them.
-    pub failing: Vec<String>,
-    /// The hand-off message.
-    pub message: String,
 }
 
 /// Checks the series' failing attempts, the latest last, after attempt

@@ -4,33 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::findings::{lines_overlap, titles_match};
+pub use crate::record::{Disposition, EarlierFate};
 use crate::record::{FateBy, Finding};
-
-/// What became of an earlier finding in this attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Disposition {
-    /// Raised again: still open.
-    Open,
-    /// Not raised again, and its file changed: the fix resolved it.
-    Resolved,
-    /// Its file was deleted: nothing can be inferred.
-    Superseded,
-    /// Not raised again, though its file did not change.
-    NotRaised,
-}
-
-/// An earlier finding's fate, for the record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fate {
-    /// The finding's id.
-    pub id: String,
-    /// What became of it.
-    pub disposition: Disposition,
-}
 
 /// A dismissal as the memory needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +39,7 @@ pub struct Remembered {
     /// dropped with the dismissal's run and reason.
     pub suppressed: Vec<Finding>,
     /// What became of each earlier open finding.
-    pub fates: Vec<Fate>,
+    pub fates: Vec<EarlierFate>,
 }
 
 /// Applies the memory: `current` findings take the id of a matching
@@ -113,7 +89,7 @@ pub fn remember(
                 Some(_) => Disposition::NotRaised,
             }
         };
-        out.fates.push(Fate {
+        out.fates.push(EarlierFate {
             id: e.id.clone(),
             disposition,
         });

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::provider::anthropic::AnthropicProvider;
@@ -24,56 +23,16 @@ use crate::provider::{
     Block, Class, Finish, ModelRequest, Price, Provider, ProviderError, Timeouts, Turn, Usage,
     cost, http_client,
 };
+pub use crate::record::{Attempt, AttemptOutcome};
 use crate::review::answer::{Answer, Expect};
 use crate::review::breaker::{Admission, Breakers, Report};
 use crate::review::budget::Budget;
+pub use crate::review::result::CallResult;
 use crate::review::watch::Live;
 use crate::routing::{Api, ChainModel, Routing};
 
 /// Output limit when the table sets none.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
-
-/// How one attempt on one model ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttemptOutcome {
-    /// A valid answer.
-    Ok,
-    /// A transient failure: the chain moved on.
-    Retryable,
-    /// A failure another model would not fix: the chain stopped; or a
-    /// quota, credit or budget error (or a model not asked because of one),
-    /// after which only models of another provider account are tried.
-    Fatal,
-    /// The model's circuit breaker was open: skipped without a call.
-    BreakerOpen,
-    /// The reply was still invalid after its one repair: the chain moved on
-    /// (the model is not unhealthy, so its breaker is not told).
-    Malformed,
-    /// The run's input-token budget could not hold the request: not sent,
-    /// and the chain stopped.
-    OverBudget,
-}
-
-impl AttemptOutcome {
-    /// Whether the model was sent a request in this attempt.
-    pub fn asked(self) -> bool {
-        !matches!(self, Self::BreakerOpen | Self::OverBudget)
-    }
-}
-
-/// One attempt, for the record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// The model, as the provider names it.
-    pub model: String,
-    /// How it ended.
-    pub outcome: AttemptOutcome,
-    /// Wall time of the attempt.
-    pub latency_ms: u64,
-    /// What went wrong, when something did.
-    pub error: Option<String>,
-}
 
 /// The clients of the configured providers, by provider name.
 pub type Clients = BTreeMap<String, Arc<dyn Provider>>;
@@ -129,37 +88,6 @@ pub struct CallPlan {
     pub expect: Expect,
     /// The run's input-token budget, shared by its calls.
     pub budget: Budget,
-}
-
-/// What a call produced.
-#[derive(Debug, Clone)]
-pub struct CallResult {
-    /// The valid answer, or why there is none.
-    pub answer: Result<Answer, String>,
-    /// The model that answered (or was tried last).
-    pub model: String,
-    /// Every attempt, in order.
-    pub attempts: Vec<Attempt>,
-    /// Usage summed over every request sent (failed ones are billed too).
-    pub usage: Usage,
-    /// Cost summed over every request; `None` when some could not be priced.
-    pub cost_usd: Option<f64>,
-    /// Wall time of the whole call.
-    pub latency: Duration,
-}
-
-impl CallResult {
-    /// A call that has not begun.
-    pub fn empty() -> Self {
-        Self {
-            answer: Err("no model of its chain is configured here".to_owned()),
-            model: String::new(),
-            attempts: Vec::new(),
-            usage: Usage::default(),
-            cost_usd: Some(0.0),
-            latency: Duration::ZERO,
-        }
-    }
 }
 
 /// The breaker key of a chain step: `provider/name`.

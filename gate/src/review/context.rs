@@ -451,6 +451,9 @@ impl RemitBlock {
     }
 }
 
+/// The heading of the block holding rules' reference files.
+pub const REFERENCES_HEADING: &str = "References: files showing the pattern the house rules want";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,7 @@ pub mod context;
 pub mod coordinator;
 pub mod panel;
 pub mod prompts;
+pub mod result;
 pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,12 +51,12 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use gate_specs::{Policy, Spec};
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::events::{RunEvent, SeatEvent};
 use crate::output::text::plain;
 use crate::provider::{Block, estimated_input_tokens};
+pub use crate::record::Coverage;
 use crate::record::{
     BudgetRecord, FateBy, Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier,
 };
@@ -190,19 +191,6 @@ impl ReviewOutput {
     }
 }
 
-/// What one specialist saw of its remit.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Coverage {
-    /// Files shown (wholly or in part).
-    pub files: Vec<String>,
-    /// Bytes of file content shown.
-    pub bytes_shown: u64,
-    /// Bytes of file content in its remit.
-    pub bytes_total: u64,
-    /// Files a cap cut, with the bytes cut.
-    pub cut: Vec<(String, u64)>,
-}
-
 impl Coverage {
     fn of(blocks: &[&RemitBlock]) -> Self {
         let mut c = Self::default();
@@ -317,7 +305,7 @@ impl Remits {
             judge: RemitBlock::build("Criterion inputs", fence, judge_files.iter()),
             rules,
             references: RemitBlock::build(
-                crate::rules::test::REFERENCES_HEADING,
+                context::REFERENCES_HEADING,
                 fence,
                 input.rule_references.iter(),
             ),

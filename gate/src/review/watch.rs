@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::events::{EventSink, RunEvent, SeatEvent};
-use crate::review::call::{Attempt, AttemptOutcome, CallResult};
+use crate::record::{Attempt, AttemptOutcome};
+use crate::review::result::CallResult;
 
 /// Every call of a review, running or finished.
 #[derive(Clone)]

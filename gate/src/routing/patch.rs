@@ -31,6 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Routing;
+pub use crate::record::OverrideStatus;
 
 /// How long the fetch may take, all told.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -82,21 +83,6 @@ pub enum PatchError {
     /// The patch names what the local table lacks, or breaks it.
     #[error("the patch {0}")]
     Invalid(String),
-}
-
-/// What became of an override, for the run record and the bundle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OverrideStatus {
-    /// Where it came from (without query or credentials).
-    pub url: String,
-    /// `applied`, `failed`, or `skipped` (`--offline`).
-    pub status: String,
-    /// Why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The rows it changed, as `row: change`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changed: Vec<String>,
 }
 
 impl Patch {

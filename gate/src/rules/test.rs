@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use crate::provider::{Block, Image};
 use crate::review::breaker::{BreakerPolicy, Breakers};
 use crate::review::call::{self, CallPlan, Clients};
-use crate::review::context::{self, Fence, RemitBlock};
+use crate::review::context::{self, Fence, REFERENCES_HEADING, RemitBlock};
 use crate::review::prompts::{Prompt, Prompts};
 use crate::review::watch::Watch;
 use crate::role::Role;
@@ -296,6 +296,3 @@ fn case_request(
     )));
     Ok(blocks)
 }
-
-/// The heading of the block holding rules' reference files.
-pub const REFERENCES_HEADING: &str = "References: files showing the pattern the house rules want";
