@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::config::{self, Context};
 use crate::errors::GateError;
-use crate::record::RunRecord;
+use crate::record::{Disposition, RunRecord};
 
 /// The predicate type of a gate run, versioned.
 pub const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
@@ -590,8 +590,8 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         "overridden": record.overridden,
         "published": record.findings.len(),
         "duplicates": record.duplicates,
-        "dispositions": crate::verify::dispositions(record),
-        crate::retry::FAILURES_KEY: record.failures,
+        "dispositions": dispositions(record),
+        FAILURES_KEY: record.failures,
         "doom_loop": record.doom_loop,
         "isolation": record.isolation,
     })
@@ -675,6 +675,23 @@ pub fn import_files(
         clear_spool(ctx, &record.run_id);
     }
     Ok(imported)
+}
+
+/// What a run records in its ledger row for the next attempt to read: its
+/// failure fingerprints.
+pub const FAILURES_KEY: &str = "failures";
+
+/// What a run's dispositions add to its ledger row.
+fn dispositions(record: &RunRecord) -> serde_json::Value {
+    let of = |d: Disposition| -> Vec<&str> {
+        record
+            .finding_fates
+            .iter()
+            .filter(|f| f.disposition == d)
+            .map(|f| f.id.as_str())
+            .collect()
+    };
+    serde_json::json!({"resolved": of(Disposition::Resolved), "superseded": of(Disposition::Superseded)})
 }
 
 #[cfg(test)]

@@ -15,3 +15,23 @@ pub mod review_memory;
 pub mod routing;
 pub mod rules;
 pub mod runs;
+
+use std::path::Path;
+
+use crate::cli::RoutingArgs;
+use crate::config::{Context, from_cwd};
+use crate::errors::GateError;
+use crate::routing::Routing;
+
+/// Loads the table the way `gate verify` would.
+pub fn routing_table(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
+    let spec_dir = match &args.spec {
+        Some(spec) => ctx
+            .spec_path(Some(spec))?
+            .parent()
+            .map_or_else(|| ctx.workspace.clone(), Path::to_path_buf),
+        None => ctx.workspace.clone(),
+    };
+    let routing = args.routing.as_deref().map(from_cwd);
+    Routing::resolve(routing.as_deref(), &spec_dir).map_err(GateError::from)
+}

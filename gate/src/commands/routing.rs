@@ -1,9 +1,8 @@
 //! `gate routing show | check [--qualify]`.
 
 use std::fmt::Write;
-use std::path::Path;
 
-use crate::cli::{RoutingArgs, RoutingCheckArgs, RoutingShowArgs};
+use crate::cli::{RoutingCheckArgs, RoutingShowArgs};
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::exit;
@@ -12,23 +11,10 @@ use crate::routing::Routing;
 use crate::routing::patch;
 use crate::rules::model::PASS_MARGIN;
 
-/// Loads the table the way `gate verify` would.
-pub fn resolve(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
-    let spec_dir = match &args.spec {
-        Some(spec) => ctx
-            .spec_path(Some(spec))?
-            .parent()
-            .map_or_else(|| ctx.workspace.clone(), Path::to_path_buf),
-        None => ctx.workspace.clone(),
-    };
-    let routing = args.routing.as_deref().map(config::from_cwd);
-    Routing::resolve(routing.as_deref(), &spec_dir).map_err(GateError::from)
-}
-
 /// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
 /// applied (unless `--offline`), overridden rows marked.
 pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
-    let mut routing = resolve(ctx, &args.routing)?;
+    let mut routing = super::routing_table(ctx, &args.routing)?;
     let mut text = String::new();
     if let Some(url) = config::routing_url_env() {
         let status = patch::apply_override(&mut routing, &url, args.offline).await;
@@ -50,7 +36,7 @@ pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError
 /// (with `--qualify`) a model the rules reviewer can use does not separate
 /// the house rules' cases; 4 when a model could not be asked.
 pub async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateError> {
-    let routing = resolve(ctx, &args.routing)?;
+    let routing = super::routing_table(ctx, &args.routing)?;
     let problems = routing.check(&config::key_is_set);
     let mut out = String::new();
     let _ = writeln!(out, "routing table: {}", routing.origin);

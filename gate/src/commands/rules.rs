@@ -322,7 +322,7 @@ pub async fn test_report(ctx: &Context, args: &RulesTestArgs) -> Result<(String,
     if selected.is_empty() {
         return Ok(("no judged house rules to test\n".to_owned(), exit::PASS));
     }
-    let routing = super::routing::resolve(ctx, &args.routing)?;
+    let routing = super::routing_table(ctx, &args.routing)?;
     let policy = policy(ctx, &args.routing)?;
     let prompts = crate::verify::load_prompts(ctx, &routing)?;
     let clients = clients_for(&routing, &policy)?;

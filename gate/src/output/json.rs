@@ -59,7 +59,7 @@ fn tail(status: ItemStatus, text: &str) -> Option<&str> {
 fn check(c: &CheckRecord) -> Value {
     json!({
         "id": c.id,
-        "kind": super::jsonl::kind_str(c.kind),
+        "kind": kind_str(c.kind),
         "task": c.task,
         "status": c.status.as_str(),
         "exit_code": c.exit_code,
@@ -88,6 +88,17 @@ fn criterion(c: &CriterionRecord) -> Value {
         "reason": c.reason,
         "output_tail": tail(c.status, &c.output.tail),
     })
+}
+
+/// The kind as the JSON output spells it.
+pub fn kind_str(kind: gate_harness::ItemKind) -> &'static str {
+    match kind {
+        gate_harness::ItemKind::Check => "check",
+        gate_harness::ItemKind::TaskTests => "task_tests",
+        gate_harness::ItemKind::Criterion => "criterion",
+        gate_harness::ItemKind::Builtin => "builtin",
+        gate_harness::ItemKind::Page => "page",
+    }
 }
 
 #[cfg(test)]

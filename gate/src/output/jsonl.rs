@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use gate_harness::{Event, ItemKind, ItemResult};
 use serde_json::{Map, Value, json};
 
-use super::json::FORMAT_VERSION;
+use super::json::{FORMAT_VERSION, kind_str};
 use super::stream::{Observer, Waiting, WaitingOn};
 use crate::events::{PlannedEvent, RunEvent};
 
@@ -225,17 +225,6 @@ fn stage(kind: ItemKind) -> &'static str {
     match kind {
         ItemKind::Criterion => "criterion",
         ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin | ItemKind::Page => "check",
-    }
-}
-
-/// The kind as the JSON output spells it.
-pub fn kind_str(kind: ItemKind) -> &'static str {
-    match kind {
-        ItemKind::Check => "check",
-        ItemKind::TaskTests => "task_tests",
-        ItemKind::Criterion => "criterion",
-        ItemKind::Builtin => "builtin",
-        ItemKind::Page => "page",
     }
 }
 

@@ -269,7 +269,7 @@ fn check_case(c: &CheckRecord) -> Case {
     let text = super::problems::check_output(c);
     Case {
         name: c.id.clone(),
-        classname: format!("gate.checks.{}", super::jsonl::kind_str(c.kind)),
+        classname: format!("gate.checks.{}", super::json::kind_str(c.kind)),
         ms: run_ms(c.status, c.duration_ms),
         end: item_end(c.status, "check", c.reason.as_deref(), text),
         out: carried_note(c.status, c.carried_from.as_deref()),

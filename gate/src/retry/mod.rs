@@ -19,6 +19,7 @@ use gate_evidence::ledger::{OverrideEntry, RunFilter};
 use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
 
+use crate::attest::FAILURES_KEY;
 use crate::errors::GateError;
 use crate::record::RunRecord;
 use crate::retry::delta::Previous;
@@ -45,10 +46,6 @@ pub struct History {
     /// not verifying): the retry then re-runs everything.
     pub previous_unusable: Option<String>,
 }
-
-/// What a run records in its ledger row for the next attempt to read: its
-/// failure fingerprints.
-pub const FAILURES_KEY: &str = "failures";
 
 /// Reads the series of `spec_id` from `ledger`. `new_series` starts over.
 /// The previous attempt's bundle is fetched from `store` and verified

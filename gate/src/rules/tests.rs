@@ -534,7 +534,7 @@ async fn qualification_flags_a_model_that_does_not_separate_the_cases() {
         routing: None,
         spec: None,
     };
-    let routing = crate::commands::routing::resolve(&ctx, &args).unwrap();
+    let routing = crate::commands::routing_table(&ctx, &args).unwrap();
     let models: Vec<String> = crate::commands::rules::rules_models(&routing)
         .into_iter()
         .map(|(m, _, _)| m)

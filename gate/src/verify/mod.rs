@@ -33,7 +33,7 @@ use crate::record::{
     SelfGuard, Tier, Verdict,
 };
 use crate::retry::doom::{self, FailingAttempt, Thresholds};
-use crate::retry::memory::{self, Disposition};
+use crate::retry::memory;
 use crate::retry::{self, History};
 use crate::review::ReviewOutput;
 use crate::review::coordinator::sort_worst_first;
@@ -1067,17 +1067,4 @@ fn planned_events(
 
 fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// What a run's dispositions add to its ledger row.
-pub fn dispositions(record: &RunRecord) -> serde_json::Value {
-    let of = |d: Disposition| -> Vec<&str> {
-        record
-            .finding_fates
-            .iter()
-            .filter(|f| f.disposition == d)
-            .map(|f| f.id.as_str())
-            .collect()
-    };
-    serde_json::json!({"resolved": of(Disposition::Resolved), "superseded": of(Disposition::Superseded)})
 }
