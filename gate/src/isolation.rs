@@ -13,7 +13,8 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gate_harness::sandbox::{Bind, Hidden, Holder, Home, Network, Overlay};
+use gate_harness::netns::Holder;
+use gate_harness::sandbox::{Bind, Hidden, Home, Network, Overlay};
 use gate_harness::{Launcher, Sandbox, process};
 use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 

@@ -163,7 +163,7 @@ fn sandbox_helper(args: &[OsString]) -> ExitCode {
     let say = |line: &str| {
         let _ = output::stdout(&format!("{line}\n"));
     };
-    match runtime.block_on(helper.run(say)) {
+    match runtime.block_on(gate_harness::inside::run(helper, say)) {
         Ok(()) => exit::code(exit::PASS),
         Err(why) => {
             say(&why);

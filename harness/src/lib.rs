@@ -15,12 +15,17 @@
 //!   captured output is redacted of.
 //! - [`sandbox`]: the isolation policy every process for the workspace runs
 //!   under, and the one place it becomes a bubblewrap command line.
+//! - [`netns`]: the process that holds a run's private network namespace.
+//! - [`inside`]: what the gate's executable runs inside that namespace (the
+//!   probes and the browser bridge a [`sandbox::Helper`] asks for).
 //!
 //! Workers report [`Event`]s over a channel and never print.
 
 pub mod builtin;
 pub mod errors;
+pub mod inside;
 pub mod junit;
+pub mod netns;
 pub mod page;
 pub mod probe;
 pub mod process;

@@ -3,6 +3,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// Problems shown at once; one more line says how many were left out.
+pub const MAX_ERRORS: usize = 20;
+
 /// One problem in a spec, with where it is.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}: {kind}", self.place())]
@@ -245,11 +248,11 @@ pub struct SpecErrors(pub Vec<SpecError>);
 
 impl SpecErrors {
     /// `errors` in file order (a problem with the whole file first), at most
-    /// [`crate::parse::MAX_ERRORS`] of them, then a note of how many more.
+    /// [`MAX_ERRORS`] of them, then a note of how many more.
     pub fn capped(mut errors: Vec<SpecError>) -> Self {
         errors.sort_by_key(|e| (e.line, e.column));
         errors.dedup();
-        let max = crate::parse::MAX_ERRORS;
+        let max = MAX_ERRORS;
         if errors.len() > max {
             let more = errors.len() - max;
             let file = errors[0].file.clone();

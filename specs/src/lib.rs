@@ -26,7 +26,7 @@ pub mod verifier;
 
 use std::path::Path;
 
-pub use errors::{SpecError, SpecErrorKind, SpecErrors};
+pub use errors::{MAX_ERRORS, SpecError, SpecErrorKind, SpecErrors};
 pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
@@ -35,7 +35,7 @@ pub use model::{
     OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode, SandboxNetwork,
     SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
 };
-pub use parse::{MAX_ERRORS, from_toml_str};
+pub use parse::from_toml_str;
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};
 pub use verifier::{VerifierPath, verifier_paths};
 

@@ -11,12 +11,9 @@
 
 use std::path::Path;
 
-use crate::errors::did_you_mean;
+use crate::errors::{MAX_ERRORS, did_you_mean};
 use crate::locate::{Locator, Position, Seg, display_path};
 use crate::{Format, Spec, SpecError, SpecErrorKind, SpecErrors};
-
-/// Problems shown at once; one more line says how many were left out.
-pub const MAX_ERRORS: usize = 20;
 
 /// Parses a spec; on a problem, keeps going past it and reports every
 /// problem the file has (the validator's too, when the rest parses).
