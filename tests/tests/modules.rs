@@ -1,0 +1,268 @@
+//! The module graph of every crate is acyclic: no module imports (through
+//! `crate::…` or `super::…`) a module that imports it back, directly or
+//! through others. Read from the sources, as text: each path is resolved
+//! to the deepest module file it names; test code (`tests.rs`, and what
+//! follows `#[cfg(test)]` in a file) is left out, as is the crate root,
+//! which only declares and re-exports.
+
+// Test code: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const CRATES: [&str; 4] = ["specs", "harness", "evidence", "gate"];
+
+/// A module's path inside its crate (`review::call`), empty for the root.
+type Module = Vec<String>;
+
+fn module_of(src: &Path, file: &Path) -> Module {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Module = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The source before its test module, without comments.
+fn production_code(text: &str) -> String {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    code.lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Expands `a::{b, c::{d, e}}` into `a::b`, `a::c::d`, `a::c::e`.
+fn expand(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        return vec![tree.to_owned()];
+    };
+    let prefix = &tree[..open];
+    let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .flat_map(|p| expand(p).into_iter().map(move |e| format!("{prefix}{e}")))
+        .collect()
+}
+
+/// Every path the code names that starts at `crate::` or `super::`.
+fn paths(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // `use` trees, braces and all.
+    for stmt in code.split(';') {
+        let stmt = stmt.trim();
+        let Some(tree) = stmt
+            .strip_prefix("pub use ")
+            .or_else(|| stmt.strip_prefix("pub(crate) use "))
+            .or_else(|| stmt.strip_prefix("use "))
+        else {
+            continue;
+        };
+        out.extend(expand(&tree.split_whitespace().collect::<String>()));
+    }
+    // Paths written inline (`crate::findings::finding_id(…)`).
+    let bytes = code.as_bytes();
+    for start in ["crate::", "super::"] {
+        let mut at = 0;
+        while let Some(i) = code[at..].find(start) {
+            let i = at + i;
+            let before = i.checked_sub(1).map(|b| bytes[b]);
+            let end = code[i..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .map_or(code.len(), |e| i + e);
+            if !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') {
+                out.push(code[i..end].to_owned());
+            }
+            at = end.max(i + 1);
+        }
+    }
+    out.into_iter()
+        .filter(|p| p.starts_with("crate::") || p.starts_with("super::"))
+        .collect()
+}
+
+/// The module file a path names: its deepest prefix that is a module.
+fn resolve(from: &Module, is_dir_module: bool, path: &str, modules: &BTreeSet<Module>) -> Module {
+    let mut words = path.split("::").filter(|w| !w.is_empty());
+    let mut at: Module = if words.next() == Some("crate") {
+        Vec::new()
+    } else {
+        // `super::` from `a/b.rs` is `a`; from `a/b/mod.rs`, also `a`.
+        let mut m = from.clone();
+        if !is_dir_module || !m.is_empty() {
+            m.pop();
+        }
+        m
+    };
+    for w in words {
+        if w == "super" {
+            at.pop();
+            continue;
+        }
+        let mut next = at.clone();
+        next.push(w.to_owned());
+        if modules.contains(&next) {
+            at = next;
+        } else {
+            break;
+        }
+    }
+    at
+}
+
+/// A cycle in `edges`, if there is one.
+fn cycle(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Option<Vec<Module>> {
+    fn visit(
+        m: &Module,
+        edges: &BTreeMap<Module, BTreeSet<Module>>,
+        state: &mut BTreeMap<Module, u8>,
+        stack: &mut Vec<Module>,
+    ) -> Option<Vec<Module>> {
+        state.insert(m.clone(), 1);
+        stack.push(m.clone());
+        for n in edges.get(m).into_iter().flatten() {
+            match state.get(n) {
+                Some(1) => {
+                    let from = stack.iter().position(|s| s == n).unwrap_or(0);
+                    let mut c = stack[from..].to_vec();
+                    c.push(n.clone());
+                    return Some(c);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(n, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(m.clone(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for m in edges.keys() {
+        if !state.contains_key(m)
+            && let Some(c) = visit(m, edges, &mut state, &mut Vec::new())
+        {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// The import graph of the crate whose sources are in `src`.
+fn graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.retain(|f| !f.ends_with("tests.rs") && !f.ends_with("testutil.rs"));
+    let modules: BTreeSet<Module> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for file in &files {
+        let from = module_of(src, file);
+        let is_dir_module = file.ends_with("mod.rs") || file.ends_with("lib.rs");
+        let code = production_code(&std::fs::read_to_string(file).unwrap());
+        let targets = edges.entry(from.clone()).or_default();
+        if from.is_empty() {
+            continue;
+        }
+        for path in paths(&code) {
+            let to = resolve(&from, is_dir_module, &path, &modules);
+            // The root only declares and re-exports; a module's own items
+            // are its own.
+            if !to.is_empty() && to != from {
+                targets.insert(to);
+            }
+        }
+    }
+    edges
+}
+
+fn show(cycle: &[Module]) -> String {
+    cycle
+        .iter()
+        .map(|m| m.join("::"))
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+#[test]
+fn no_crate_has_an_import_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for krate in CRATES {
+        let edges = graph(&root.join(krate).join("src"));
+        assert!(edges.len() > 3, "{krate}: no modules read");
+        if let Some(c) = cycle(&edges) {
+            panic!("{krate}: modules import each other: {}", show(&c));
+        }
+    }
+}
+
+/// The reader sees a cycle where there is one, through braces, `super::`
+/// and inline paths alike.
+#[test]
+fn the_reader_finds_a_planted_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let write = |rel: &str, text: &str| {
+        let p = src.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("lib.rs", "pub mod a;\npub mod b;\n");
+    write("a/mod.rs", "pub mod inner;\nuse crate::b::{x, y::{Z}};\n");
+    write("a/inner.rs", "fn f() { super::super::b::g(); }\n");
+    write(
+        "b.rs",
+        "// use crate::a;\npub fn g() { crate::a::inner::h(); }\n",
+    );
+    let edges = graph(src);
+    let c = cycle(&edges).expect("a cycle");
+    assert!(show(&c).contains('b'), "{}", show(&c));
+    // Comments and test modules do not count.
+    write(
+        "b.rs",
+        "// use crate::a;\n#[cfg(test)]\nmod tests { use crate::a; }\n",
+    );
+    assert_eq!(cycle(&graph(src)), None);
+    // Nor does a path into a module's own items.
+    assert_eq!(
+        expand("crate::x::{a, b::{c, d}}"),
+        ["crate::x::a", "crate::x::b::c", "crate::x::b::d"]
+    );
+}
