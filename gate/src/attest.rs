@@ -575,6 +575,19 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         .filter(|a| a.outcome.asked())
         .map(|a| a.model.as_str())
         .collect();
+    // Passed code-decided criteria, and which of them failed on the base:
+    // the report's share of passes with fail-to-pass evidence.
+    let passed: Vec<&crate::record::CriterionRecord> = record
+        .criteria
+        .iter()
+        .filter(|c| c.decided_by == crate::record::DecidedBy::Code)
+        .filter(|c| {
+            matches!(
+                c.status,
+                crate::record::ItemStatus::Passed | crate::record::ItemStatus::Carried
+            )
+        })
+        .collect();
     json!({
         "agent": record.agent,
         "review": record.review.status,
@@ -594,6 +607,10 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
         FAILURES_KEY: record.failures,
         "doom_loop": record.doom_loop,
         "isolation": record.isolation,
+        "criteria_passed": passed.len(),
+        "fail_to_pass": passed.iter().filter(|c| c.base_status.as_ref()
+            .is_some_and(|b| b.status == crate::record::BaseState::Failed)).count(),
+        "base_runs": record.base_runs,
     })
 }
 

@@ -454,6 +454,10 @@ pub struct VerifyArgs {
     /// Start a new attempt series (after an escalation, once a human looked).
     #[arg(long)]
     pub new_series: bool,
+    /// Run nothing on the base for a quick local look: criteria that ask
+    /// for a base result no earlier run left are unverified (recorded).
+    #[arg(long)]
+    pub no_base_runs: bool,
     /// Call no model provider: decide what code can decide (also `GATE_OFFLINE=1`).
     #[arg(long)]
     pub offline: bool,

@@ -473,6 +473,48 @@ impl Isolation {
         }
     }
 
+    /// The launcher of the gate's own git while it checks the base out into
+    /// `dir`: the tools' sandbox with `dir` the one writable folder and the
+    /// repository's `objects` (which the checkout borrows) read-only.
+    pub fn base_tools(&self, dir: &Path, objects: &Path) -> Launcher {
+        match &self.sandbox {
+            None => Launcher::new(self.tools_env.clone()),
+            Some(sandbox) => {
+                let mut tools = sandbox.clone();
+                tools.hidden = hidden(&self.candidates);
+                tools.workspace = dir.to_path_buf();
+                tools.read_only = vec![objects.to_path_buf()];
+                tools.writable.clear();
+                tools.network = Network::Private;
+                Launcher::sandboxed(self.tools_env.clone(), tools)
+            }
+        }
+    }
+
+    /// The launcher of what runs on the base: the items' sandbox, with the
+    /// base's checkout (`root`) as the one writable workspace, a `/tmp` and
+    /// `HOME` of its own under `scratch`, and the change's workspace out of
+    /// sight.
+    pub fn base_items(&self, root: &Path, scratch: &Path) -> Launcher {
+        match &self.sandbox {
+            None => Launcher::new(self.env.clone()),
+            Some(sandbox) => {
+                let mut items = sandbox.clone();
+                let mut candidates = self.candidates.clone();
+                candidates.push(sandbox.workspace.clone());
+                items.hidden = hidden(&candidates);
+                items.workspace = root.to_path_buf();
+                items.read_only = Vec::new();
+                items.overlays = Vec::new();
+                items.tmp = scratch.join("tmp");
+                if let Some(home) = &mut items.home {
+                    home.source = scratch.join("home");
+                }
+                Launcher::sandboxed(self.env.clone(), items)
+            }
+        }
+    }
+
     /// A folder of the run's, outside the workspace and out of the items'
     /// sight, for files the gate shows them (the base's verifiers).
     pub fn base_dir(&self) -> Option<PathBuf> {

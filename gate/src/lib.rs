@@ -11,6 +11,7 @@
 //! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
 
 pub mod attest;
+pub mod base_runs;
 pub mod change;
 pub mod cli;
 pub mod commands;
@@ -254,6 +255,7 @@ async fn verify_inner(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError>
         base: args.base.clone(),
         full: args.full,
         new_series: args.new_series,
+        no_base_runs: args.no_base_runs,
         offline: settings.offline,
         routing: settings.routing.clone(),
         own_files: output::own_files(&settings),

@@ -401,6 +401,85 @@ pub struct CriterionRecord {
     pub reason: Option<String>,
     /// Captured output of the command.
     pub output: Output,
+    /// What its result on the base must be for a pass to count.
+    #[serde(default)]
+    pub expect: gate_specs::Expect,
+    /// Its result on the base commit, when it was run there or was to be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_status: Option<BaseStatus>,
+}
+
+/// A criterion's result on the base commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseStatus {
+    /// Passed, failed, or could not run.
+    pub status: BaseState,
+    /// Why it failed or could not run, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// blake3 of its captured output on the base, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_digest: Option<String>,
+    /// The run that ran it on the base, when it is this run's or an
+    /// earlier run's result kept in the ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_run: Option<String>,
+}
+
+/// What became of a criterion on the base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaseState {
+    /// Its command exited 0 on the base.
+    Passed,
+    /// Its command exited non-zero on the base.
+    Failed,
+    /// It did not run to an exit of its own: a check it needs failed, it
+    /// timed out, there is no base, or base runs were off.
+    CouldNotRun,
+}
+
+impl BaseState {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::CouldNotRun => "could_not_run",
+        }
+    }
+}
+
+impl CriterionRecord {
+    /// "fail→pass" and the like: the base's result, then the change's;
+    /// `None` when nothing was asked of the base.
+    pub fn base_transition(&self) -> Option<String> {
+        let base = self.base_status.as_ref()?;
+        let now = match self.status {
+            ItemStatus::Passed | ItemStatus::Carried => "pass",
+            ItemStatus::Failed => "fail",
+            ItemStatus::Skipped | ItemStatus::Unverified => "?",
+        };
+        Some(match base.status {
+            BaseState::Passed => format!("pass→{now}"),
+            BaseState::Failed => format!("fail→{now}"),
+            BaseState::CouldNotRun => "base could not run".to_owned(),
+        })
+    }
+}
+
+/// How the run treated base runs: the policy, whether `--no-base-runs`
+/// turned them off, and how many criteria ran on the base or were known.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseRunsRecord {
+    /// `[policy] base_runs`.
+    pub policy: String,
+    /// Whether `gate verify --no-base-runs` turned them off.
+    pub turned_off: bool,
+    /// Criteria this run ran on the base.
+    pub ran: usize,
+    /// Criteria whose base result an earlier run left in the ledger.
+    pub reused: usize,
 }
 
 /// Whether the model review ran.
@@ -733,6 +812,9 @@ pub struct RunRecord {
     /// What isolated the processes the run started.
     #[serde(default)]
     pub isolation: IsolationRecord,
+    /// How the run treated base runs (none without a criterion that asks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_runs: Option<BaseRunsRecord>,
     /// The decision.
     pub verdict: Verdict,
     /// Why, strongest first: each names what it is about.

@@ -281,6 +281,8 @@ mod tests {
             carried_bundle: None,
             reason: Some("review did not run".into()),
             output: gate_harness::Output::default(),
+            expect: gate_specs::Expect::Any,
+            base_status: None,
         }
     }
 

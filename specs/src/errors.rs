@@ -114,6 +114,12 @@ pub enum SpecErrorKind {
     /// `judge` set to something other than `"model"`.
     #[error("`judge` must be \"model\", not \"{0}\"")]
     BadJudge(String),
+    /// `expect` other than `any` on a criterion a model judges.
+    #[error(
+        "criterion `{0}` is judged by a model, so nothing runs on the base: `expect` needs a \
+         code-decided criterion (`run`)"
+    )]
+    ExpectNeedsRun(String),
     /// `tests` with both or neither of `report` and `run`.
     #[error("`tests` of task `{0}` needs exactly one of `report` or `run`")]
     BadTests(String),

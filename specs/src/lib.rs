@@ -31,9 +31,9 @@ pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
 pub use model::{
-    BuiltinExclude, BuiltinExcludeByCheck, Check, Criterion, Decider, LedgerSection,
-    OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode, SandboxNetwork,
-    SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
+    BaseRuns, BuiltinExclude, BuiltinExcludeByCheck, Check, Criterion, Decider, Expect,
+    LedgerSection, OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode,
+    SandboxNetwork, SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
 };
 pub use parse::from_toml_str;
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};

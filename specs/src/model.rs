@@ -206,6 +206,10 @@ pub struct Criterion {
     /// Probability a model must give for a judged criterion to pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
+    /// What its result on the base must be for a pass to count (a
+    /// code-decided criterion only); none means `[policy] expect_default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
 }
 
 impl Criterion {
@@ -214,6 +218,67 @@ impl Criterion {
         match &self.run {
             Some(run) => Decider::Code(run),
             None => Decider::Model,
+        }
+    }
+
+    /// Its expectation of the base under `policy`: its own `expect`, else
+    /// the policy's default; a model-judged criterion has none (`any`).
+    pub fn expectation(&self, policy: &Policy) -> Expect {
+        if self.run.is_none() {
+            return Expect::Any;
+        }
+        self.expect.unwrap_or(policy.expect_default)
+    }
+}
+
+/// What a criterion's result on the base must be for its pass to count.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// Fails without the change: its pass shows the feature.
+    FailToPass,
+    /// Passes without the change too: it guards what already worked.
+    PassToPass,
+    /// Nothing is asked of the base.
+    #[default]
+    Any,
+}
+
+impl Expect {
+    /// The name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FailToPass => "fail-to-pass",
+            Self::PassToPass => "pass-to-pass",
+            Self::Any => "any",
+        }
+    }
+}
+
+/// Which criteria run on the base.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseRuns {
+    /// None: an expectation other than `any` leaves its criterion unverified.
+    Never,
+    /// Those whose expectation is other than `any`.
+    #[default]
+    Expected,
+    /// Every code-decided criterion (its base result is recorded).
+    Always,
+}
+
+impl BaseRuns {
+    /// The name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Never => "never",
+            Self::Expected => "expected",
+            Self::Always => "always",
         }
     }
 }
@@ -437,6 +502,10 @@ pub struct Policy {
     pub repeat_attempts: u32,
     /// Doom loop: attempts without fewer failures.
     pub no_progress_attempts: u32,
+    /// The expectation of a code-decided criterion without its own `expect`.
+    pub expect_default: Expect,
+    /// Which criteria run on the base.
+    pub base_runs: BaseRuns,
 }
 
 impl Policy {
@@ -497,6 +566,8 @@ impl Default for Policy {
             max_attempts: 6,
             repeat_attempts: 3,
             no_progress_attempts: 4,
+            expect_default: Expect::Any,
+            base_runs: BaseRuns::Expected,
         }
     }
 }

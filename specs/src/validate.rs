@@ -314,6 +314,16 @@ impl Validator {
         if let Some(run) = &criterion.run {
             self.command(here, &criterion.id, run);
         }
+        if criterion.run.is_none()
+            && criterion
+                .expect
+                .is_some_and(|e| e != crate::model::Expect::Any)
+        {
+            self.value(
+                &join(here, "expect"),
+                SpecErrorKind::ExpectNeedsRun(criterion.id.clone()),
+            );
+        }
         self.timeout(here, criterion.timeout_s);
         if let Some(t) = criterion.threshold {
             self.share(&join(here, "threshold"), "threshold", t);

@@ -73,6 +73,7 @@ fn shop() -> Spec {
                         after: vec![],
                         timeout_s: None,
                         threshold: None,
+                        expect: None,
                     },
                     Criterion {
                         id: "orders-no-pii-logs".into(),
@@ -83,6 +84,7 @@ fn shop() -> Spec {
                         after: vec![],
                         timeout_s: None,
                         threshold: None,
+                        expect: None,
                     },
                 ],
             },

@@ -3,8 +3,9 @@
 //! parses JSON per run.
 //!
 //! The keys read are the gate's (`gate::attest::ledger_extra`): `agent`,
-//! `review`, `models`, `roles`, `findings`, `duplicates` and
-//! `dispositions.{resolved,superseded}`. A missing or mistyped key reads as
+//! `review`, `models`, `roles`, `findings`, `duplicates`,
+//! `dispositions.{resolved,superseded}`, `isolation.kind`,
+//! `criteria_passed` and `fail_to_pass`. A missing or mistyped key reads as
 //! nothing (no agent, zero findings), never as an error: the run itself is
 //! already decided and signed. Migration 3 derives the same facts in SQL
 //! for rows written before it; a test holds the two to the same answers.
@@ -66,6 +67,10 @@ pub struct RunFacts<'a> {
     /// Whether the processes it started ran without a sandbox (a run
     /// recorded before isolation was recorded ran without one).
     pub unisolated: bool,
+    /// Code-decided criteria that passed (ran or carried).
+    pub criteria_passed: u64,
+    /// Of those, the ones whose base run failed: fail-to-pass evidence.
+    pub fail_to_pass: u64,
 }
 
 /// One specialist of one run, as a report reads it.
@@ -134,6 +139,8 @@ pub(crate) struct StoredFacts {
     pub(crate) resolved: u64,
     pub(crate) superseded: u64,
     pub(crate) unisolated: bool,
+    pub(crate) criteria_passed: u64,
+    pub(crate) fail_to_pass: u64,
     /// Distinct, in first-seen order.
     pub(crate) models: Vec<String>,
     /// One per role, the first entry of a role kept.
@@ -207,6 +214,8 @@ impl StoredFacts {
                 .and_then(|i| i.get("kind"))
                 .and_then(Value::as_str)
                 != Some("bwrap"),
+            criteria_passed: count(extra.get("criteria_passed")),
+            fail_to_pass: count(extra.get("fail_to_pass")),
             models,
             roles,
         }
@@ -257,7 +266,8 @@ mod tests {
                            {"role": "security", "input_tokens": -1, "cost_usd": null}],
                        "findings": [{}, {}, {}], "duplicates": 2,
                        "dispositions": {"resolved": ["x", "y"], "superseded": ["z"]},
-                       "isolation": {"kind": "bwrap", "network": "host", "reason": null}}),
+                       "isolation": {"kind": "bwrap", "network": "host", "reason": null},
+                       "criteria_passed": 4, "fail_to_pass": 3}),
                 StoredFacts {
                     agent: Some("claude-code".into()),
                     review: Some("ran".into()),
@@ -266,6 +276,8 @@ mod tests {
                     resolved: 2,
                     superseded: 1,
                     unisolated: false,
+                    criteria_passed: 4,
+                    fail_to_pass: 3,
                     models: vec!["a".into(), "b".into()],
                     roles: vec![
                         StoredRole {

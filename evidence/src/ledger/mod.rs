@@ -148,6 +148,31 @@ pub struct Dismissal {
     pub recorded_at: DateTime<Utc>,
 }
 
+/// A criterion's result on a base commit, kept so a series of attempts runs
+/// the base once: found again only for the same commit, the same item
+/// definition and the same verifiers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseResult {
+    /// The base commit (full id).
+    pub base_commit: String,
+    /// The criterion's id.
+    pub item_id: String,
+    /// blake3 of the criterion's definition and of the checks it runs after.
+    pub definition_digest: String,
+    /// blake3 of the verifier files it ran on the base.
+    pub verifier_digest: String,
+    /// `passed` or `failed` (a base run that could not run is not kept).
+    pub status: String,
+    /// Why it failed, in one line.
+    pub reason: Option<String>,
+    /// blake3 of its captured output.
+    pub output_digest: String,
+    /// The run that ran it.
+    pub run_id: String,
+    /// When it was kept.
+    pub recorded_at: DateTime<Utc>,
+}
+
 /// A break-glass override of a run's verdict, signed into its own bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OverrideEntry {

@@ -57,6 +57,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     report::MIGRATION_3_FACTS,
     bundles::MIGRATION_4_BUNDLES,
     report::MIGRATION_5_ISOLATION,
+    events::MIGRATION_6_BASE_RESULTS,
 ];
 
 const MIGRATION_1_RUNS: &str = "

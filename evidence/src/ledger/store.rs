@@ -12,9 +12,9 @@ use std::time::Duration;
 use super::postgres::SeriesPg;
 use super::sqlite::SeriesFile;
 use super::{
-    BreakerRecord, Dismissal, DismissalRef, LedgerError, LedgerRow, Location, OutcomeEntry,
-    OutcomeState, OverrideEntry, PgLedger, ReportScope, RoleFacts, RunEntry, RunFacts, RunFilter,
-    SqliteLedger,
+    BaseResult, BreakerRecord, Dismissal, DismissalRef, LedgerError, LedgerRow, Location,
+    OutcomeEntry, OutcomeState, OverrideEntry, PgLedger, ReportScope, RoleFacts, RunEntry,
+    RunFacts, RunFilter, SqliteLedger,
 };
 use crate::checkpoint::Checkpoint;
 
@@ -202,6 +202,23 @@ impl Ledger {
     /// Dismissals of a spec's findings, oldest first (all specs with `None`).
     pub fn dismissals(&self, spec_id: Option<&str>) -> Result<Vec<Dismissal>, LedgerError> {
         each!(self, l => l.dismissals(spec_id))
+    }
+
+    /// A criterion's kept result on a base commit, for this definition and
+    /// these verifiers.
+    pub fn base_result(
+        &self,
+        base_commit: &str,
+        item_id: &str,
+        definition_digest: &str,
+        verifier_digest: &str,
+    ) -> Result<Option<BaseResult>, LedgerError> {
+        each!(self, l => l.base_result(base_commit, item_id, definition_digest, verifier_digest))
+    }
+
+    /// Keeps a criterion's result on a base commit; the first kept for a key stays.
+    pub fn put_base_result(&mut self, b: &BaseResult) -> Result<(), LedgerError> {
+        each!(self, l => l.put_base_result(b))
     }
 
     /// Records an override whose signed bundle is already durable.

@@ -90,6 +90,8 @@ both_stores!(
     a_cut_ledger_keeps_no_stale_report_rows,
     bundles_kept_in_the_ledger,
     opened_as_is_nothing_is_created_or_migrated,
+    base_results_are_kept_once_per_key,
+    report_facts_count_fail_to_pass_evidence,
 );
 
 fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
@@ -953,7 +955,7 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
     // Back to schema 2 (the bundles of schema 4 go too), then up again.
     store.execute(
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
-         DELETE FROM schema_version WHERE version > 2;",
+         DROP TABLE base_results; DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();
     assert_eq!(l.schema_version().unwrap(), SCHEMA_VERSION);
@@ -981,6 +983,74 @@ fn a_cut_ledger_keeps_no_stale_report_rows(store: &Store) {
     never_cut.append(&kept, b"e0").unwrap();
     never_cut.append(&next, b"e2").unwrap();
     assert_eq!(report_dump(&l), report_dump(&never_cut));
+}
+
+/// A base result is found again only under its whole key, and the first
+/// one kept for a key stays.
+fn base_results_are_kept_once_per_key(store: &Store) {
+    let mut l = store.open();
+    let kept = BaseResult {
+        base_commit: "c0ffee".into(),
+        item_id: "orders-201".into(),
+        definition_digest: "def".into(),
+        verifier_digest: "ver".into(),
+        status: "failed".into(),
+        reason: Some("exited with status 1".into()),
+        output_digest: "out".into(),
+        run_id: "r1".into(),
+        recorded_at: now(),
+    };
+    assert_eq!(
+        l.base_result("c0ffee", "orders-201", "def", "ver").unwrap(),
+        None
+    );
+    l.put_base_result(&kept).unwrap();
+    l.put_base_result(&BaseResult {
+        status: "passed".into(),
+        reason: None,
+        run_id: "r2".into(),
+        ..kept.clone()
+    })
+    .unwrap();
+    let found = l
+        .base_result("c0ffee", "orders-201", "def", "ver")
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.status, "failed");
+    assert_eq!(found.run_id, "r1");
+    assert_eq!(found.reason, kept.reason);
+    assert_eq!(found.recorded_at.timestamp(), kept.recorded_at.timestamp());
+    for (commit, item, def, ver) in [
+        ("other", "orders-201", "def", "ver"),
+        ("c0ffee", "orders-202", "def", "ver"),
+        ("c0ffee", "orders-201", "changed", "ver"),
+        ("c0ffee", "orders-201", "def", "changed"),
+    ] {
+        assert_eq!(
+            l.base_result(commit, item, def, ver).unwrap(),
+            None,
+            "{commit} {item} {def} {ver}"
+        );
+    }
+}
+
+/// What a run's `extra` says of its criteria is what the report reads.
+fn report_facts_count_fail_to_pass_evidence(store: &Store) {
+    let mut l = store.open();
+    let x = serde_json::json!({"criteria_passed": 5, "fail_to_pass": 3});
+    l.append(&report_entry("r1", "s", "pass", 1, x), b"e1")
+        .unwrap();
+    l.append(
+        &report_entry("r2", "s", "pass", 2, serde_json::json!({})),
+        b"e2",
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    l.scan_run_facts(&ReportScope::default(), |f| {
+        seen.push((f.criteria_passed, f.fail_to_pass));
+    })
+    .unwrap();
+    assert_eq!(seen, vec![(5, 3), (0, 0)]);
 }
 
 /// A bundle kept in the ledger goes in with its row, or not at all.

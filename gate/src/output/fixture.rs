@@ -53,6 +53,8 @@ fn criterion(id: &str, by: DecidedBy, status: ItemStatus) -> CriterionRecord {
         carried_bundle: None,
         reason: None,
         output: Output::default(),
+        expect: gate_specs::Expect::Any,
+        base_status: None,
     }
 }
 
@@ -159,6 +161,7 @@ pub(crate) fn record() -> RunRecord {
             network: "host".to_owned(),
             reason: None,
         },
+        base_runs: None,
         verdict: Verdict::Fail,
         verdict_reasons: vec![
             Reason::new(

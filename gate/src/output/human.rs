@@ -61,6 +61,7 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
                     status: c.status,
                     ms: c.duration_ms,
                     reason: carried.as_deref().or(c.reason.as_deref()),
+                    base: None,
                 },
             );
             if c.status == ItemStatus::Failed {
@@ -82,6 +83,7 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
                 (None, Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
                 _ => c.reason.clone(),
             };
+            let base = c.base_transition();
             item_line(
                 &mut out,
                 style,
@@ -92,6 +94,7 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
                     status: c.status,
                     ms: c.duration_ms,
                     reason: reason.as_deref(),
+                    base: base.as_deref(),
                 },
             );
             if c.status == ItemStatus::Failed {
@@ -277,6 +280,8 @@ struct Row<'a> {
     status: ItemStatus,
     ms: u64,
     reason: Option<&'a str>,
+    /// A criterion's base result and its own ("fail→pass").
+    base: Option<&'a str>,
 }
 
 fn item_line(out: &mut String, style: Style, width: usize, row: &Row<'_>) {
@@ -286,6 +291,7 @@ fn item_line(out: &mut String, style: Style, width: usize, row: &Row<'_>) {
         status,
         ms,
         reason,
+        base,
     } = *row;
     let mark = style.mark(status);
     let time = match status {
@@ -302,7 +308,8 @@ fn item_line(out: &mut String, style: Style, width: usize, row: &Row<'_>) {
         (ItemStatus::Passed, _) | (_, None) => status.as_str().to_owned(),
         (_, Some(r)) => format!("{}: {r}", status.as_str()),
     };
-    let _ = writeln!(out, "  {mark} {id:<width$}  {by}{time:>9}  {what}");
+    let base = base.map(|b| format!("  {b}")).unwrap_or_default();
+    let _ = writeln!(out, "  {mark} {id:<width$}  {by}{time:>9}  {what}{base}");
 }
 
 fn count(n: Option<u64>) -> String {

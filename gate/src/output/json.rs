@@ -31,6 +31,7 @@ pub fn render(record: &RunRecord) -> Value {
         "base": record.base,
         "base_commit": record.base_commit,
         "isolation": record.isolation,
+        "base_runs": record.base_runs,
         "self_guard": record.self_guard,
         "verdict_reasons": record.verdict_reasons,
         "checks": checks,
@@ -87,6 +88,8 @@ fn criterion(c: &CriterionRecord) -> Value {
         "carried_from": c.carried_from,
         "reason": c.reason,
         "output_tail": tail(c.status, &c.output.tail),
+        "expect": c.expect.as_str(),
+        "base_status": c.base_status,
     })
 }
 

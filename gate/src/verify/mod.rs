@@ -41,7 +41,7 @@ use crate::review::prompts::Prompts;
 use crate::routing::Routing;
 use crate::routing::patch::{self, OverrideStatus};
 use crate::rules::RuleSet;
-use crate::{attest, change, coverage, guard, pages, rules, tier, verdict, verifiers};
+use crate::{attest, base_runs, change, coverage, guard, pages, rules, tier, verdict, verifiers};
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -54,6 +54,8 @@ pub struct VerifyRequest {
     pub full: bool,
     /// `--new-series`.
     pub new_series: bool,
+    /// `--no-base-runs`.
+    pub no_base_runs: bool,
     /// `--offline`.
     pub offline: bool,
     /// `--routing`.
@@ -127,6 +129,7 @@ impl Start {
             base: None,
             base_commit: None,
             isolation: IsolationRecord::default(),
+            base_runs: None,
             verdict,
             verdict_reasons: reasons,
             qualifier: None,
@@ -493,6 +496,39 @@ pub async fn run_with(
             ),
         );
     }
+    // The base first: nothing of the change has run yet, and the base's
+    // checkout is gone before anything of it does.
+    let mut base_ledger = if base_commit.is_some() {
+        attest::open_ledger(ctx).ok()
+    } else {
+        None
+    };
+    let base_results = base_runs::decide(base_runs::Inputs {
+        spec: &spec,
+        plan: &plan,
+        workspace: &ctx.workspace,
+        snapshot: &snapshot,
+        base: base_commit.as_deref().map(|c| (&git, c)),
+        turned_off: req.no_base_runs,
+        isolation: &isolation,
+        ledger: base_ledger.as_mut(),
+        run_id: &start.run_id,
+        redact: redact.clone(),
+        interrupt: &interrupt,
+        output_cap: usize::try_from(policy.output_cap_bytes).unwrap_or(usize::MAX),
+        events,
+    })
+    .await?;
+    drop(base_ledger);
+    if let Some(commit) = &base_commit {
+        let problems = base_results.spec_problems(&spec, commit);
+        if !problems.is_empty() {
+            return Err(GateError::Usage(format!(
+                "{spec_file}: {}",
+                problems.join("; ")
+            )));
+        }
+    }
     let harnessed = harness::run(harness::HarnessInput {
         ctx,
         events,
@@ -586,6 +622,12 @@ pub async fn run_with(
         c.text = redactor.redact(&c.text);
     }
     records::apply_judgements(&mut criteria, &review.judgements);
+    let base_findings = base_runs::apply(
+        &mut criteria,
+        &base_results,
+        &spec_file,
+        base_commit.as_deref(),
+    );
 
     // Finding memory: ids kept across attempts, dismissals, resolutions.
     // The gate's own findings are decided afresh each run, never remembered.
@@ -619,6 +661,7 @@ pub async fn run_with(
     findings.extend(protection.findings);
     findings.extend(tampered);
     findings.extend(coverage_findings);
+    findings.extend(base_findings);
     sort_worst_first(&mut findings);
 
     let decision = verdict::decide(&verdict::Inputs {
@@ -635,6 +678,7 @@ pub async fn run_with(
     record.base = base;
     record.base_commit = base_commit;
     record.isolation = isolation.record.clone();
+    record.base_runs = base_results.record;
     record.protected_reference = protection.reference;
     record.tier = tier.tier;
     record.tier_reason = tier.reason;

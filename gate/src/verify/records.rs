@@ -115,6 +115,8 @@ pub(super) fn records(
                 carried_bundle,
                 reason,
                 output,
+                expect: c.expectation(&spec.policy),
+                base_status: None,
             });
         } else {
             checks.push(CheckRecord {

@@ -8,6 +8,7 @@ mod audit;
 mod ci_config;
 mod completions;
 mod doctor;
+mod base_runs;
 mod eval;
 mod evidence;
 mod example;

@@ -8,7 +8,9 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
 use super::{BREAKER_CLASS, PgLedger, lock_key};
-use crate::ledger::{BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry};
+use crate::ledger::{
+    BaseResult, BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry,
+};
 
 pub(super) const MIGRATION_2_EVENTS: &str = "
 CREATE TABLE outcomes (
@@ -55,6 +57,30 @@ CREATE TABLE breakers (
 );
 ";
 
+/// Schema 6: criteria's results on a base commit, kept so a series runs
+/// the base once (keyed by the commit, the item, its definition and its
+/// verifiers' digest); and, for the report, each run's passed code-decided
+/// criteria and how many of them have fail-to-pass evidence (runs recorded
+/// before count none of either).
+pub(super) const MIGRATION_6_BASE_RESULTS: &str = "
+CREATE TABLE base_results (
+    base_commit       TEXT        NOT NULL,
+    item_id           TEXT        NOT NULL,
+    definition_digest TEXT        NOT NULL,
+    verifier_digest   TEXT        NOT NULL,
+    status            TEXT        NOT NULL CHECK (status IN ('passed', 'failed')),
+    reason            TEXT,
+    output_digest     TEXT        NOT NULL,
+    run_id            TEXT        NOT NULL,
+    recorded_at       TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (base_commit, item_id, definition_digest, verifier_digest)
+);
+ALTER TABLE run_facts ADD COLUMN criteria_passed BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE run_facts ADD COLUMN fail_to_pass BIGINT NOT NULL DEFAULT 0;
+";
+
+const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
+     status, reason, output_digest, run_id, recorded_at";
 const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at";
 const DISMISSAL_COLUMNS: &str = "run_id, spec_id, finding_id, reason, code_digest, recorded_at";
 const OVERRIDE_COLUMNS: &str =
@@ -78,6 +104,20 @@ fn outcome(r: &Row) -> Result<OutcomeEntry, tokio_postgres::Error> {
         reason: r.try_get(2)?,
         source: r.try_get(3)?,
         recorded_at: r.try_get(4)?,
+    })
+}
+
+fn base_result(r: &Row) -> Result<BaseResult, tokio_postgres::Error> {
+    Ok(BaseResult {
+        base_commit: r.try_get(0)?,
+        item_id: r.try_get(1)?,
+        definition_digest: r.try_get(2)?,
+        verifier_digest: r.try_get(3)?,
+        status: r.try_get(4)?,
+        reason: r.try_get(5)?,
+        output_digest: r.try_get(6)?,
+        run_id: r.try_get(7)?,
+        recorded_at: r.try_get(8)?,
     })
 }
 
@@ -270,6 +310,57 @@ impl PgLedger {
             "reading dismissals",
             dismissal,
         )
+    }
+
+    /// A criterion's kept result on a base commit, for this definition and
+    /// these verifiers.
+    pub fn base_result(
+        &self,
+        base_commit: &str,
+        item_id: &str,
+        definition_digest: &str,
+        verifier_digest: &str,
+    ) -> Result<Option<BaseResult>, LedgerError> {
+        Ok(self
+            .select(
+                &format!(
+                    "SELECT {BASE_RESULT_COLUMNS} FROM base_results WHERE base_commit = $1 \
+                     AND item_id = $2 AND definition_digest = $3 AND verifier_digest = $4"
+                ),
+                &[&base_commit, &item_id, &definition_digest, &verifier_digest],
+                "reading a base result",
+                base_result,
+            )?
+            .pop())
+    }
+
+    /// Keeps a criterion's result on a base commit; the first kept for a key stays.
+    pub fn put_base_result(&mut self, b: &BaseResult) -> Result<(), LedgerError> {
+        let sql = format!(
+            "INSERT INTO base_results ({BASE_RESULT_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING"
+        );
+        self.op(async {
+            let conn = self.conn().await?;
+            conn.execute(
+                &sql,
+                &[
+                    &b.base_commit,
+                    &b.item_id,
+                    &b.definition_digest,
+                    &b.verifier_digest,
+                    &b.status,
+                    &b.reason,
+                    &b.output_digest,
+                    &b.run_id,
+                    &b.recorded_at,
+                ],
+            )
+            .await
+            .map_err(self.pg_err("keeping a base result"))?;
+            conn.release();
+            Ok(())
+        })
     }
 
     /// Records an override whose signed bundle is already durable.

@@ -139,11 +139,11 @@ pub(super) fn facts_clauses(first: usize) -> String {
     format!(
         "facts AS (INSERT INTO run_facts (seq, spec_id, verdict, tier, started_at, agent, \
          review, input_tokens, cached_input_tokens, output_tokens, cost_usd, findings, \
-         duplicates, resolved, superseded, unisolated) \
+         duplicates, resolved, superseded, unisolated, criteria_passed, fail_to_pass) \
          SELECT seq, spec_id, verdict, tier, started_at, {agent}::text, {review}::text, \
          input_tokens, cached_input_tokens, output_tokens, cost_usd, {findings}::bigint, \
-         {duplicates}::bigint, {resolved}::bigint, {superseded}::bigint, {unisolated}::boolean \
-         FROM ins), \
+         {duplicates}::bigint, {resolved}::bigint, {superseded}::bigint, {unisolated}::boolean, \
+         {criteria_passed}::bigint, {fail_to_pass}::bigint FROM ins), \
          models AS (INSERT INTO run_models (seq, model) \
          SELECT ins.seq, m FROM ins, unnest({models}::text[]) AS m), \
          roles AS (INSERT INTO run_roles (seq, role, model, status, input_tokens, \
@@ -166,6 +166,8 @@ pub(super) fn facts_clauses(first: usize) -> String {
         outputs = p(12),
         costs = p(13),
         unisolated = p(14),
+        criteria_passed = p(15),
+        fail_to_pass = p(16),
     )
 }
 
@@ -208,6 +210,8 @@ pub(super) fn facts_params(extra: &serde_json::Value) -> Vec<Box<dyn ToSql + Syn
         ),
         Box::new(roles.iter().map(|r| r.cost_usd).collect::<Vec<_>>()),
         Box::new(f.unisolated),
+        Box::new(big(f.criteria_passed)),
+        Box::new(big(f.fail_to_pass)),
     ]
 }
 
@@ -311,7 +315,8 @@ impl PgLedger {
         let sql = format!(
             "SELECT seq, spec_id, verdict, tier, started_at, agent, review, input_tokens, \
              cached_input_tokens, output_tokens, cost_usd, findings, duplicates, resolved, \
-             superseded, unisolated FROM run_facts f WHERE {filter} ORDER BY seq"
+             superseded, unisolated, criteria_passed, fail_to_pass FROM run_facts f \
+             WHERE {filter} ORDER BY seq"
         );
         self.stream(&sql, &params, "reading run facts", |r| {
             let seq = seq_of(r)?;
@@ -334,6 +339,8 @@ impl PgLedger {
                     resolved: count(r, 13)?,
                     superseded: count(r, 14)?,
                     unisolated: r.try_get(15)?,
+                    criteria_passed: count(r, 16)?,
+                    fail_to_pass: count(r, 17)?,
                 })
             })()
             .map_err(|e| corrupt(seq, format!("run_facts: {}", super::reason(&e))))?;

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{SqliteLedger, sql_err_at, ts};
-use crate::ledger::{BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry};
+use crate::ledger::{
+    BaseResult, BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry,
+};
 
 pub(super) const MIGRATION_2_EVENTS: &str = "
 CREATE TABLE outcomes (
@@ -52,6 +54,45 @@ CREATE TABLE breakers (
     updated_at           TEXT    NOT NULL
 );
 ";
+
+/// Schema 6: criteria's results on a base commit, kept so a series runs
+/// the base once (keyed by the commit, the item, its definition and its
+/// verifiers' digest); and, for the report, each run's passed code-decided
+/// criteria and how many of them have fail-to-pass evidence (runs recorded
+/// before count none of either).
+pub(super) const MIGRATION_6_BASE_RESULTS: &str = "
+CREATE TABLE base_results (
+    base_commit       TEXT NOT NULL,
+    item_id           TEXT NOT NULL,
+    definition_digest TEXT NOT NULL,
+    verifier_digest   TEXT NOT NULL,
+    status            TEXT NOT NULL CHECK (status IN ('passed', 'failed')),
+    reason            TEXT,
+    output_digest     TEXT NOT NULL,
+    run_id            TEXT NOT NULL,
+    recorded_at       TEXT NOT NULL,
+    PRIMARY KEY (base_commit, item_id, definition_digest, verifier_digest)
+);
+ALTER TABLE run_facts ADD COLUMN criteria_passed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_facts ADD COLUMN fail_to_pass INTEGER NOT NULL DEFAULT 0;
+";
+
+const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
+     status, reason, output_digest, run_id, recorded_at";
+
+fn base_result(r: &Row<'_>) -> rusqlite::Result<BaseResult> {
+    Ok(BaseResult {
+        base_commit: r.get(0)?,
+        item_id: r.get(1)?,
+        definition_digest: r.get(2)?,
+        verifier_digest: r.get(3)?,
+        status: r.get(4)?,
+        reason: r.get(5)?,
+        output_digest: r.get(6)?,
+        run_id: r.get(7)?,
+        recorded_at: time(&r.get::<_, String>(8)?)?,
+    })
+}
 
 fn time(text: &str) -> Result<DateTime<Utc>, rusqlite::Error> {
     DateTime::parse_from_rfc3339(text)
@@ -241,6 +282,54 @@ impl SqliteLedger {
             .map_err(&err)?
             .collect::<Result<_, _>>()
             .map_err(&err)
+    }
+
+    /// A criterion's kept result on a base commit, for this definition and
+    /// these verifiers.
+    pub fn base_result(
+        &self,
+        base_commit: &str,
+        item_id: &str,
+        definition_digest: &str,
+        verifier_digest: &str,
+    ) -> Result<Option<BaseResult>, LedgerError> {
+        let err = self.sql_err("reading a base result");
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {BASE_RESULT_COLUMNS} FROM base_results WHERE base_commit = ?1 \
+                 AND item_id = ?2 AND definition_digest = ?3 AND verifier_digest = ?4"
+            ))
+            .map_err(&err)?
+            .query_row(
+                params![base_commit, item_id, definition_digest, verifier_digest],
+                base_result,
+            )
+            .optional()
+            .map_err(&err)
+    }
+
+    /// Keeps a criterion's result on a base commit; the first kept for a key stays.
+    pub fn put_base_result(&mut self, b: &BaseResult) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                &format!(
+                    "INSERT OR IGNORE INTO base_results ({BASE_RESULT_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                ),
+                params![
+                    b.base_commit,
+                    b.item_id,
+                    b.definition_digest,
+                    b.verifier_digest,
+                    b.status,
+                    b.reason,
+                    b.output_digest,
+                    b.run_id,
+                    ts(&b.recorded_at)
+                ],
+            )
+            .map_err(self.sql_err("keeping a base result"))?;
+        Ok(())
     }
 
     /// Records an override whose signed bundle is already durable.

@@ -125,8 +125,8 @@ pub(super) fn insert_facts(
     conn.prepare_cached(
         "INSERT INTO run_facts (seq, spec_id, verdict, tier, started_at, agent, review, \
          input_tokens, cached_input_tokens, output_tokens, cost_usd, findings, duplicates, \
-         resolved, superseded, unisolated) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+         resolved, superseded, unisolated, criteria_passed, fail_to_pass) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?
     .execute(params![
         seq,
@@ -145,6 +145,8 @@ pub(super) fn insert_facts(
         facts.resolved,
         facts.superseded,
         facts.unisolated,
+        facts.criteria_passed,
+        facts.fail_to_pass,
     ])?;
     let mut models = conn.prepare_cached("INSERT INTO run_models (seq, model) VALUES (?1, ?2)")?;
     for m in &facts.models {
@@ -226,7 +228,8 @@ impl SqliteLedger {
             .prepare_cached(&format!(
                 "SELECT seq, spec_id, verdict, tier, started_at, agent, review, input_tokens, \
                  cached_input_tokens, output_tokens, cost_usd, findings, duplicates, resolved, \
-                 superseded, unisolated FROM run_facts f WHERE {filter} ORDER BY seq"
+                 superseded, unisolated, criteria_passed, fail_to_pass FROM run_facts f \
+                 WHERE {filter} ORDER BY seq"
             ))
             .map_err(&err)?;
         let mut rows = stmt.query(params_from_iter(args)).map_err(&err)?;
@@ -253,6 +256,8 @@ impl SqliteLedger {
                     resolved: r.get(13)?,
                     superseded: r.get(14)?,
                     unisolated: r.get(15)?,
+                    criteria_passed: r.get(16)?,
+                    fail_to_pass: r.get(17)?,
                 })
             })()
             .map_err(&err)?;

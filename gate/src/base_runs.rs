@@ -1,0 +1,860 @@
+//! Fail-to-pass evidence: the criteria that ask for it, run on the base.
+//!
+//! A criterion's pass shows the feature only if it would have failed
+//! without the change. With a base commit, each criterion whose expectation
+//! (`expect`, else `[policy] expect_default`) is other than `any` — every
+//! code-decided one under `base_runs = "always"` — is run on the base: the
+//! commit is checked out into a folder of the gate's, outside the
+//! workspace, by the gate's own git into a fresh repository that borrows
+//! the workspace's objects (so nothing of the workspace's configuration,
+//! hooks, filters or attributes applies); the checks the criterion runs
+//! `after` and the base's version of its verifiers run there, through the
+//! same scheduler, in a sandbox of their own in which that folder is the one
+//! writable workspace and the change's workspace is out of sight. A verifier
+//! the base does not have (self-certified) is copied in from the change: it
+//! runs against the base's code. All of it happens before any item of the
+//! change runs, and the folder is removed before they start, so nothing of
+//! the change can reach it.
+//!
+//! Results are kept in the ledger by base commit, criterion, definition
+//! (with the checks it runs after) and verifier digest: a series runs the
+//! base once. Only a pass or a failure is kept; a base run that could not
+//! run is tried again next time.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gate_evidence::{Digest, Snapshot};
+use gate_harness::{ItemResult, RunOptions, Status};
+use gate_specs::{BaseRuns, Expect, Spec};
+
+use crate::errors::GateError;
+use crate::events::{EventSink, RunEvent};
+use crate::findings::finding_id;
+use crate::git::Git;
+use crate::guard::GUARD_ROLE;
+use crate::interrupt::Interrupt;
+use crate::isolation::Isolation;
+use crate::plan::Plan;
+use crate::record::{
+    BaseRunsRecord, BaseState, BaseStatus, CriterionRecord, Finding, ItemStatus, Lineage,
+};
+
+/// What deciding the base results needs.
+pub struct Inputs<'a> {
+    /// The spec.
+    pub spec: &'a Spec,
+    /// The run's plan (each item's definition as the harness runs it).
+    pub plan: &'a Plan,
+    /// The workspace (canonical).
+    pub workspace: &'a Path,
+    /// Its files now.
+    pub snapshot: &'a Snapshot,
+    /// The base commit and the gate's git, when there is a base.
+    pub base: Option<(&'a Git, &'a str)>,
+    /// `--no-base-runs`.
+    pub turned_off: bool,
+    /// The run's isolation (the base's own sandbox is made from it).
+    pub isolation: &'a Isolation,
+    /// The ledger the results are kept in, when it can be opened.
+    pub ledger: Option<&'a mut gate_evidence::Ledger>,
+    /// The run's id (kept with each result it runs).
+    pub run_id: &'a str,
+    /// Secret values to redact from captured output.
+    pub redact: Vec<String>,
+    /// Stops the base runs.
+    pub interrupt: &'a Interrupt,
+    /// Bytes of output kept per item.
+    pub output_cap: usize,
+    /// Where the run's progress goes.
+    pub events: &'a EventSink,
+}
+
+/// The base results of a run, by criterion id.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Each criterion asked of the base (or run there), and its result.
+    pub statuses: BTreeMap<String, BaseStatus>,
+    /// What the record says of base runs; `None` when no criterion asks.
+    pub record: Option<BaseRunsRecord>,
+}
+
+/// A criterion to be run on the base, with the key its result is kept under.
+struct Wanted {
+    id: String,
+    definition: String,
+    verifiers: String,
+    /// Verifier files the base does not have, copied in from the change.
+    copies: Vec<String>,
+}
+
+impl Outcome {
+    /// Pass-to-pass criteria that fail on the base: the spec's problem (the
+    /// base was already broken), one sentence each.
+    pub fn spec_problems(&self, spec: &Spec, base: &str) -> Vec<String> {
+        spec.criteria()
+            .filter(|(_, c)| c.expectation(&spec.policy) == Expect::PassToPass)
+            .filter_map(|(_, c)| {
+                let s = self.statuses.get(&c.id)?;
+                (s.status == BaseState::Failed).then(|| {
+                    format!(
+                        "criterion `{}` expects pass-to-pass but fails on the base ({}): {}; \
+                         the base was already broken, so the criterion cannot show that the \
+                         change kept it working",
+                        c.id,
+                        short(base),
+                        s.reason.as_deref().unwrap_or("it failed")
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// Decides each asking criterion's base result: kept in the ledger, run
+/// now, or not run (and why).
+pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
+    let spec = inputs.spec;
+    let policy = spec.policy.base_runs;
+    let asks = |c: &gate_specs::Criterion| match policy {
+        BaseRuns::Always => c.run.is_some(),
+        BaseRuns::Never | BaseRuns::Expected => c.expectation(&spec.policy) != Expect::Any,
+    };
+    let asking: Vec<&gate_specs::Criterion> = spec
+        .criteria()
+        .map(|(_, c)| c)
+        .filter(|c| asks(c))
+        .collect();
+    if asking.is_empty() {
+        return Ok(Outcome::default());
+    }
+    let mut record = BaseRunsRecord {
+        policy: policy.as_str().to_owned(),
+        turned_off: inputs.turned_off,
+        ran: 0,
+        reused: 0,
+    };
+    let not_run = |why: &str| BaseStatus {
+        status: BaseState::CouldNotRun,
+        reason: Some(why.to_owned()),
+        output_digest: None,
+        from_run: None,
+    };
+    let mut statuses = BTreeMap::new();
+    let Some((git, commit)) = inputs.base else {
+        for c in &asking {
+            statuses.insert(
+                c.id.clone(),
+                not_run("no base given: pass `--base REV` to run it on the base"),
+            );
+        }
+        return Ok(Outcome {
+            statuses,
+            record: Some(record),
+        });
+    };
+    if policy == BaseRuns::Never {
+        for c in &asking {
+            statuses.insert(c.id.clone(), not_run("[policy] base_runs = \"never\""));
+        }
+        return Ok(Outcome {
+            statuses,
+            record: Some(record),
+        });
+    }
+
+    let tree = BaseTree::list(git, inputs.workspace, commit).await?;
+    let mut wanted: Vec<Wanted> = Vec::new();
+    for c in &asking {
+        let w = key(spec, c, &tree, inputs.snapshot);
+        let kept = match inputs.ledger.as_deref() {
+            Some(ledger) => ledger
+                .base_result(commit, &w.id, &w.definition, &w.verifiers)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot read a kept base result");
+                    None
+                }),
+            None => None,
+        };
+        match kept {
+            Some(k) => {
+                record.reused += 1;
+                statuses.insert(
+                    w.id.clone(),
+                    BaseStatus {
+                        status: if k.status == "passed" {
+                            BaseState::Passed
+                        } else {
+                            BaseState::Failed
+                        },
+                        reason: k.reason,
+                        output_digest: Some(k.output_digest),
+                        from_run: Some(k.run_id),
+                    },
+                );
+            }
+            None if inputs.turned_off => {
+                statuses.insert(
+                    w.id.clone(),
+                    not_run("base runs were turned off (`--no-base-runs`)"),
+                );
+            }
+            None => wanted.push(w),
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(Outcome {
+            statuses,
+            record: Some(record),
+        });
+    }
+
+    inputs.events.emit(RunEvent::Notice(format!(
+        "gate: running {} on the base {} (with the checks {} after)",
+        if wanted.len() == 1 {
+            "1 criterion".to_owned()
+        } else {
+            format!("{} criteria", wanted.len())
+        },
+        short(commit),
+        if wanted.len() == 1 {
+            "it runs"
+        } else {
+            "they run"
+        },
+    )));
+    let ran = run_on_base(&inputs, git, commit, &tree, &wanted).await;
+    let results = match ran {
+        Ok(results) => results,
+        Err(why) => {
+            for w in &wanted {
+                statuses.insert(
+                    w.id.clone(),
+                    not_run(&format!("the base could not be checked out: {why}")),
+                );
+            }
+            return Ok(Outcome {
+                statuses,
+                record: Some(record),
+            });
+        }
+    };
+    let now = chrono::Utc::now();
+    let mut ledger = inputs.ledger;
+    for w in &wanted {
+        let status = status_of(results.get(&w.id), inputs.run_id);
+        record.ran += 1;
+        if let (Some(ledger), BaseState::Passed | BaseState::Failed) =
+            (ledger.as_deref_mut(), status.status)
+        {
+            let kept = gate_evidence::ledger::BaseResult {
+                base_commit: commit.to_owned(),
+                item_id: w.id.clone(),
+                definition_digest: w.definition.clone(),
+                verifier_digest: w.verifiers.clone(),
+                status: status.status.as_str().to_owned(),
+                reason: status.reason.clone(),
+                output_digest: status.output_digest.clone().unwrap_or_default(),
+                run_id: inputs.run_id.to_owned(),
+                recorded_at: now,
+            };
+            if let Err(e) = ledger.put_base_result(&kept) {
+                tracing::warn!(error = %e, "cannot keep a base result");
+            }
+        }
+        statuses.insert(w.id.clone(), status);
+    }
+    Ok(Outcome {
+        statuses,
+        record: Some(record),
+    })
+}
+
+/// A criterion's base result from what the harness made of it.
+fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
+    let Some(r) = result else {
+        return BaseStatus {
+            status: BaseState::CouldNotRun,
+            reason: Some("it was not run on the base".to_owned()),
+            output_digest: None,
+            from_run: None,
+        };
+    };
+    let ran = |status| BaseStatus {
+        status,
+        reason: r.reason.clone(),
+        output_digest: Some(r.output.digest.clone()),
+        from_run: Some(run_id.to_owned()),
+    };
+    match r.status {
+        Status::Passed => BaseStatus {
+            reason: None,
+            ..ran(BaseState::Passed)
+        },
+        // Only an exit of its own is a result: a timeout, a signal or a
+        // command that could not start says nothing of the base.
+        Status::Failed if r.exit_code.is_some() && r.spec_error.is_none() => ran(BaseState::Failed),
+        Status::Failed | Status::Skipped => BaseStatus {
+            status: BaseState::CouldNotRun,
+            reason: Some(
+                r.spec_error
+                    .clone()
+                    .or_else(|| r.reason.clone())
+                    .unwrap_or_else(|| "it did not finish".to_owned()),
+            ),
+            output_digest: (r.status == Status::Failed).then(|| r.output.digest.clone()),
+            from_run: None,
+        },
+    }
+}
+
+/// The base commit's files, workspace-relative, with their modes and object
+/// ids, and where the workspace sits in the repository.
+struct BaseTree {
+    /// `rev-parse --show-prefix`: the workspace's folder in the repository.
+    prefix: String,
+    /// Workspace-relative path → "mode oid".
+    files: BTreeMap<String, String>,
+}
+
+impl BaseTree {
+    async fn list(git: &Git, workspace: &Path, commit: &str) -> Result<Self, GateError> {
+        let err = |why: String| GateError::Base {
+            base: commit.to_owned(),
+            reason: why,
+        };
+        let prefix = git
+            .run(workspace, &["rev-parse", "--show-prefix"])
+            .await
+            .map_err(err)?;
+        let prefix = String::from_utf8_lossy(&prefix)
+            .trim_end_matches('\n')
+            .to_owned();
+        let listing = git
+            .run(
+                workspace,
+                &["ls-tree", "-r", "-z", "--full-tree", commit, "--"],
+            )
+            .await
+            .map_err(err)?;
+        let files = listing
+            .split(|b| *b == 0)
+            .filter_map(|line| std::str::from_utf8(line).ok())
+            .filter_map(|line| {
+                let (meta, path) = line.split_once('\t')?;
+                let mut parts = meta.split(' ');
+                let (mode, _kind, oid) = (parts.next()?, parts.next()?, parts.next()?);
+                let rel = path.strip_prefix(prefix.as_str())?;
+                Some((rel.to_owned(), format!("{mode} {oid}")))
+            })
+            .collect();
+        Ok(Self { prefix, files })
+    }
+
+    /// The base's files that `path` is or holds.
+    fn under(&self, path: &str) -> Vec<(&str, &str)> {
+        let folder = format!("{path}/");
+        self.files
+            .iter()
+            .filter(|(p, _)| *p == path || p.starts_with(&folder))
+            .map(|(p, id)| (p.as_str(), id.as_str()))
+            .collect()
+    }
+}
+
+/// The key a criterion's base result is kept under: its definition with
+/// the checks it runs after (transitively), and its verifiers as the base
+/// run sees them (the base's, or the change's where the base has none).
+fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, snapshot: &Snapshot) -> Wanted {
+    let mut definition = blake3::Hasher::new();
+    definition.update(&serde_json::to_vec(c).unwrap_or_default());
+    for check in after_closure(spec, &c.after) {
+        if let Some(found) = spec.checks.iter().find(|k| k.id == check) {
+            definition.update(b"\0check\0");
+            definition.update(&serde_json::to_vec(found).unwrap_or_default());
+        } else {
+            definition.update(b"\0item\0");
+            definition.update(check.as_bytes());
+        }
+    }
+    let mut verifiers = blake3::Hasher::new();
+    let mut copies = Vec::new();
+    let paths: BTreeSet<String> = c
+        .run
+        .as_deref()
+        .map(gate_specs::verifier_paths)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| v.path)
+        .collect();
+    for path in &paths {
+        let at_base = tree.under(path);
+        if at_base.is_empty() {
+            // Self-certified: the change's copy runs against the base.
+            let folder = format!("{path}/");
+            for (file, entry) in snapshot
+                .entries()
+                .filter(|(p, _)| *p == path.as_str() || p.starts_with(&folder))
+            {
+                verifiers.update(format!("{file}\0change\0{}\n", entry.digest.to_hex()).as_bytes());
+                copies.push(file.to_owned());
+            }
+        } else {
+            for (file, id) in at_base {
+                verifiers.update(format!("{file}\0base\0{id}\n").as_bytes());
+            }
+        }
+    }
+    Wanted {
+        id: c.id.clone(),
+        definition: Digest::from(definition.finalize()).to_hex(),
+        verifiers: Digest::from(verifiers.finalize()).to_hex(),
+        copies,
+    }
+}
+
+/// Every item `after` names, and every item those name, in a stable order.
+fn after_closure(spec: &Spec, after: &[String]) -> Vec<String> {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = after.to_vec();
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        if let Some(check) = spec.checks.iter().find(|k| k.id == id) {
+            todo.extend(check.after.iter().cloned());
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// Checks the base out, runs the wanted criteria and what they need there,
+/// and removes the checkout. The error says why the base could not be
+/// checked out.
+async fn run_on_base(
+    inputs: &Inputs<'_>,
+    git: &Git,
+    commit: &str,
+    tree: &BaseTree,
+    wanted: &[Wanted],
+) -> Result<std::collections::HashMap<String, ItemResult>, String> {
+    let folder = BaseFolder::new()?;
+    let root = folder.path().join("tree");
+    for sub in ["tree", "tmp", "home"] {
+        std::fs::create_dir(folder.path().join(sub)).map_err(|e| e.to_string())?;
+    }
+    checkout(inputs, git, commit, folder.path(), &root).await?;
+    let cwd = root.join(&tree.prefix);
+    for w in wanted {
+        for file in &w.copies {
+            copy_in(inputs.workspace, &cwd, file)?;
+        }
+    }
+
+    let ids: HashSet<String> = wanted
+        .iter()
+        .flat_map(|w| {
+            let c = inputs
+                .spec
+                .criteria()
+                .find(|(_, c)| c.id == w.id)
+                .map(|(_, c)| c.after.clone())
+                .unwrap_or_default();
+            let mut ids = after_closure(inputs.spec, &c);
+            ids.push(w.id.clone());
+            ids
+        })
+        .collect();
+    let items: Vec<gate_harness::Item> = inputs
+        .plan
+        .items
+        .iter()
+        .filter(|i| ids.contains(&i.id))
+        .filter_map(|i| i.work.clone())
+        .collect();
+    let opts = RunOptions {
+        workspace: cwd,
+        concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+        output_cap: inputs.output_cap,
+        files: Arc::new(Vec::new()),
+        satisfied: HashSet::new(),
+        redact: Arc::new(inputs.redact.clone()),
+        launcher: Arc::new(inputs.isolation.base_items(&root, folder.path())),
+        requires: Arc::new(std::collections::HashMap::new()),
+    };
+    let results = gate_harness::run(items, opts, None, inputs.interrupt.wait())
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(folder);
+    Ok(results.into_iter().map(|r| (r.id.clone(), r)).collect())
+}
+
+/// Checks `commit` out into `root`: a fresh repository (no configuration,
+/// hooks or attributes of the workspace's) whose objects are borrowed from
+/// the workspace's, read-only.
+async fn checkout(
+    inputs: &Inputs<'_>,
+    git: &Git,
+    commit: &str,
+    folder: &Path,
+    root: &Path,
+) -> Result<(), String> {
+    let common = git
+        .run(
+            inputs.workspace,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )
+        .await?;
+    let objects =
+        PathBuf::from(String::from_utf8_lossy(&common).trim_end_matches('\n')).join("objects");
+    let base_git = Git::new(inputs.isolation.base_tools(folder, &objects));
+    let root_arg = root.to_string_lossy().into_owned();
+    base_git
+        .run(folder, &["init", "-q", "--template=", &root_arg])
+        .await?;
+    let info = root.join(".git/objects/info");
+    std::fs::create_dir_all(&info).map_err(|e| e.to_string())?;
+    std::fs::write(
+        info.join("alternates"),
+        format!("{}\n", objects.to_string_lossy()),
+    )
+    .map_err(|e| e.to_string())?;
+    base_git
+        .run(root, &["read-tree", "-u", "--reset", commit])
+        .await?;
+    base_git
+        .run(root, &["update-ref", "--no-deref", "HEAD", commit])
+        .await?;
+    Ok(())
+}
+
+/// Copies a workspace file into the base's checkout at the same path.
+fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<(), String> {
+    let from = workspace.join(file);
+    let to = cwd.join(file);
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    let meta = std::fs::symlink_metadata(&from).map_err(|e| format!("{file}: {e}"))?;
+    if !meta.is_file() {
+        // A link or a folder is never followed out of the workspace.
+        return Ok(());
+    }
+    std::fs::copy(&from, &to).map_err(|e| format!("{file}: {e}"))?;
+    std::fs::set_permissions(
+        &to,
+        std::fs::Permissions::from_mode(meta.permissions().mode()),
+    )
+    .map_err(|e| format!("{file}: {e}"))?;
+    Ok(())
+}
+
+/// The base's folder, removed when dropped, even where what ran there left
+/// read-only folders behind (a Go module cache, a build's output).
+struct BaseFolder(Option<tempfile::TempDir>);
+
+impl BaseFolder {
+    fn new() -> Result<Self, String> {
+        tempfile::Builder::new()
+            .prefix("gate-base-")
+            .tempdir()
+            .map(|d| Self(Some(d)))
+            .map_err(|e| format!("cannot create the base's folder: {e}"))
+    }
+
+    fn path(&self) -> &Path {
+        self.0
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), |d| d.path())
+    }
+}
+
+impl Drop for BaseFolder {
+    fn drop(&mut self) {
+        let Some(dir) = self.0.take() else { return };
+        let path = dir.keep();
+        if std::fs::remove_dir_all(&path).is_ok() {
+            return;
+        }
+        make_writable(&path);
+        if let Err(e) = std::fs::remove_dir_all(&path) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot remove the base's folder");
+        }
+    }
+}
+
+/// Gives the owner write and search permission on every folder under `dir`.
+fn make_writable(dir: &Path) {
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = std::fs::set_permissions(
+        dir,
+        std::fs::Permissions::from_mode(meta.permissions().mode() | 0o700),
+    );
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            make_writable(&entry.path());
+        }
+    }
+}
+
+/// What the base results mean for the change's criteria: each gets its
+/// expectation and base status; a fail-to-pass criterion that passes on
+/// the base is a critical finding; a criterion whose expectation went
+/// unchecked cannot pass (unverified).
+pub fn apply(
+    criteria: &mut [CriterionRecord],
+    outcome: &Outcome,
+    spec_file: &str,
+    base: Option<&str>,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for c in criteria.iter_mut() {
+        c.base_status = outcome.statuses.get(&c.id).cloned();
+        let Some(base_status) = &c.base_status else {
+            continue;
+        };
+        let passed = matches!(c.status, ItemStatus::Passed | ItemStatus::Carried);
+        if !passed || c.expect == Expect::Any {
+            continue;
+        }
+        match base_status.status {
+            BaseState::Passed if c.expect == Expect::FailToPass => {
+                let title = format!(
+                    "criterion `{}` passes without the change: it does not show the feature",
+                    c.id
+                );
+                findings.push(Finding {
+                    id: finding_id(GUARD_ROLE, &c.id, &title),
+                    severity: "critical".to_owned(),
+                    role: GUARD_ROLE.to_owned(),
+                    file: spec_file.to_owned(),
+                    line: None,
+                    title,
+                    detail: format!(
+                        "It expects fail-to-pass, but it passed on the base{} as well, so its \
+                         pass proves nothing about this change. Make it test what the change \
+                         adds.",
+                        base.map(|b| format!(" ({})", short(b))).unwrap_or_default()
+                    ),
+                    confidence: 1.0,
+                    lineage: Lineage::raised(GUARD_ROLE, "critical"),
+                });
+            }
+            BaseState::CouldNotRun => {
+                c.status = ItemStatus::Unverified;
+                c.reason = Some(format!(
+                    "it passed, but `expect = \"{}\"` needs its base result and it could not \
+                     run on the base: {}",
+                    c.expect.as_str(),
+                    base_status.reason.as_deref().unwrap_or("no reason given")
+                ));
+            }
+            BaseState::Passed | BaseState::Failed => {}
+        }
+    }
+    findings
+}
+
+/// A commit id's first twelve characters.
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn criterion(
+        status: ItemStatus,
+        expect: Expect,
+        base: Option<BaseState>,
+    ) -> (CriterionRecord, Outcome) {
+        let mut c = crate::output::fixture::record().criteria[0].clone();
+        c.status = status;
+        c.expect = expect;
+        let mut outcome = Outcome::default();
+        if let Some(state) = base {
+            outcome.statuses.insert(
+                c.id.clone(),
+                BaseStatus {
+                    status: state,
+                    reason: Some("why".to_owned()),
+                    output_digest: None,
+                    from_run: None,
+                },
+            );
+        }
+        (c, outcome)
+    }
+
+    /// The verdict rules: what each expectation makes of each pair of
+    /// results (the change's status after, and whether a finding is raised).
+    #[test]
+    fn expectations_against_the_base() {
+        use BaseState::{CouldNotRun, Failed, Passed};
+        use Expect::{Any, FailToPass, PassToPass};
+        let cases = [
+            (
+                ItemStatus::Passed,
+                FailToPass,
+                Some(Failed),
+                ItemStatus::Passed,
+                false,
+                Some("fail→pass"),
+            ),
+            (
+                ItemStatus::Passed,
+                FailToPass,
+                Some(Passed),
+                ItemStatus::Passed,
+                true,
+                Some("pass→pass"),
+            ),
+            (
+                ItemStatus::Failed,
+                FailToPass,
+                Some(Failed),
+                ItemStatus::Failed,
+                false,
+                Some("fail→fail"),
+            ),
+            (
+                ItemStatus::Failed,
+                FailToPass,
+                Some(Passed),
+                ItemStatus::Failed,
+                false,
+                Some("pass→fail"),
+            ),
+            (
+                ItemStatus::Passed,
+                FailToPass,
+                Some(CouldNotRun),
+                ItemStatus::Unverified,
+                false,
+                Some("base could not run"),
+            ),
+            (
+                ItemStatus::Failed,
+                FailToPass,
+                Some(CouldNotRun),
+                ItemStatus::Failed,
+                false,
+                Some("base could not run"),
+            ),
+            (
+                ItemStatus::Carried,
+                FailToPass,
+                Some(Passed),
+                ItemStatus::Carried,
+                true,
+                Some("pass→pass"),
+            ),
+            (
+                ItemStatus::Passed,
+                PassToPass,
+                Some(Passed),
+                ItemStatus::Passed,
+                false,
+                Some("pass→pass"),
+            ),
+            (
+                ItemStatus::Failed,
+                PassToPass,
+                Some(Passed),
+                ItemStatus::Failed,
+                false,
+                Some("pass→fail"),
+            ),
+            (
+                ItemStatus::Passed,
+                PassToPass,
+                Some(CouldNotRun),
+                ItemStatus::Unverified,
+                false,
+                Some("base could not run"),
+            ),
+            (
+                ItemStatus::Passed,
+                Any,
+                Some(Passed),
+                ItemStatus::Passed,
+                false,
+                Some("pass→pass"),
+            ),
+            (
+                ItemStatus::Passed,
+                Any,
+                Some(CouldNotRun),
+                ItemStatus::Passed,
+                false,
+                Some("base could not run"),
+            ),
+            (
+                ItemStatus::Passed,
+                Any,
+                None,
+                ItemStatus::Passed,
+                false,
+                None,
+            ),
+        ];
+        for (status, expect, base, after, finding, shown) in cases {
+            let (c, outcome) = criterion(status, expect, base);
+            let mut all = vec![c];
+            let found = apply(&mut all, &outcome, "gate.toml", Some("0123456789abcdef"));
+            let case = format!("{status:?} {expect:?} {base:?}");
+            assert_eq!(all[0].status, after, "{case}");
+            assert_eq!(found.len(), usize::from(finding), "{case}");
+            assert_eq!(all[0].base_transition().as_deref(), shown, "{case}");
+            if finding {
+                assert_eq!(found[0].severity, "critical");
+                assert!(
+                    found[0].title.contains("passes without the change"),
+                    "{case}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_an_exit_of_its_own_is_a_base_result() {
+        let result = |status, exit_code: Option<i32>, reason: &str| ItemResult {
+            id: "c".into(),
+            kind: gate_harness::ItemKind::Criterion,
+            status,
+            exit_code,
+            duration: std::time::Duration::ZERO,
+            reason: Some(reason.to_owned()),
+            output: gate_harness::Output::default(),
+            locations: Vec::new(),
+            spec_error: None,
+        };
+        let cases = [
+            (result(Status::Passed, Some(0), ""), BaseState::Passed),
+            (
+                result(Status::Failed, Some(1), "exited with status 1"),
+                BaseState::Failed,
+            ),
+            (
+                result(Status::Failed, None, "timed out after 5 s"),
+                BaseState::CouldNotRun,
+            ),
+            (
+                result(Status::Skipped, None, "dependency `build` failed"),
+                BaseState::CouldNotRun,
+            ),
+        ];
+        for (r, want) in cases {
+            assert_eq!(status_of(Some(&r), "run").status, want, "{r:?}");
+        }
+        assert_eq!(status_of(None, "run").status, BaseState::CouldNotRun);
+    }
+}

@@ -1,0 +1,304 @@
+//! Fail-to-pass evidence: with a base, criteria that ask for it run on the
+//! base commit (checked out by the gate, outside the workspace) and their
+//! base result decides what their pass is worth. Each workspace is a git
+//! repository the test makes: the base commit holds the spec, a build
+//! script and the verifiers; the change is what the test writes after it.
+//! Every script logs where it ran into a folder outside the workspace
+//! (`[sandbox] writable`), so the test counts real executions on the base.
+
+use std::path::{Path, PathBuf};
+
+use gate_tests::{TestEnv, item};
+use serde_json::Value;
+
+/// A repository at its base commit, and the folder its scripts log into.
+struct Repo {
+    env: TestEnv,
+    logs: tempfile::TempDir,
+}
+
+impl Repo {
+    /// Commits the base: `src/app.txt` says `old`, `src/legacy.txt` says
+    /// `legacy`; `build` copies `src/` into `target/`; `criteria` is the
+    /// spec's criteria (TOML), every one `after = ["build"]`.
+    fn new(criteria: &str, policy: &str) -> Self {
+        let env = TestEnv::new();
+        let logs = tempfile::tempdir().unwrap();
+        let log = logs.path().display().to_string();
+        env.write(
+            "gate.toml",
+            &format!(
+                "[spec]\nid = \"orders\"\n\n[[check]]\nid = \"build\"\nrun = \"./scripts/build.sh\"\n\n\
+                 [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\n{criteria}\n{policy}\n\
+                 [sandbox]\nwritable = [\"{log}\"]\n"
+            ),
+        );
+        env.write(".gitignore", ".gate/\ntarget/\n");
+        env.script(
+            "scripts/build.sh",
+            &format!(
+                "#!/bin/sh\nset -e\necho \"$PWD\" >> {log}/build\n\
+                 test ! -e src/broken\nmkdir -p target\ncp src/*.txt target/\n"
+            ),
+        );
+        // Each verifier logs its name and where it ran, then decides.
+        let verifier = |name: &str, test: &str| {
+            env.script(
+                &format!("scripts/{name}.sh"),
+                &format!("#!/bin/sh\necho \"$PWD\" >> {log}/{name}\n{test}\n"),
+            );
+        };
+        verifier("has_feature", "grep -q feature target/app.txt");
+        verifier("always", "exit 0");
+        verifier("never", "grep -q nope target/app.txt");
+        verifier("legacy", "grep -q legacy target/legacy.txt");
+        env.write("src/app.txt", "old\n");
+        env.write("src/legacy.txt", "legacy\n");
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-q", "-m", "base"]);
+        Self { env, logs }
+    }
+
+    /// The change: the feature.
+    fn feature(&self) -> &Self {
+        self.env.write("src/app.txt", "feature\n");
+        self
+    }
+
+    fn verify(&self, extra: &[&str]) -> gate_tests::RunOutput {
+        let mut args = vec!["verify", "--base", "main", "--format", "json"];
+        args.extend_from_slice(extra);
+        self.env.gate(&args).run()
+    }
+
+    /// The folders a script ran in, one line per run.
+    fn ran(&self, name: &str) -> Vec<PathBuf> {
+        std::fs::read_to_string(self.logs.path().join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(PathBuf::from)
+            .collect()
+    }
+
+    /// The runs of a script outside the workspace: on the base.
+    fn ran_on_base(&self, name: &str) -> Vec<PathBuf> {
+        let ws = self.env.path().canonicalize().unwrap();
+        self.ran(name)
+            .into_iter()
+            .filter(|p| !p.starts_with(&ws))
+            .collect()
+    }
+}
+
+fn criterion(id: &str, script: &str, expect: &str) -> String {
+    format!(
+        "[[task.criterion]]\nid = \"{id}\"\ntext = \"{id} holds\"\nrun = \"./scripts/{script}.sh\"\n\
+         after = [\"build\"]\nexpect = \"{expect}\"\n\n"
+    )
+}
+
+fn base_status<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    &item(doc, id).unwrap_or_else(|| panic!("no item {id}: {doc:#}"))["base_status"]
+}
+
+fn critical_titles(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "critical")
+        .map(|f| f["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_criterion_that_fails_on_the_base_and_passes_on_the_change_is_earned() {
+    let repo = Repo::new(&criterion("orders-201", "has_feature", "fail-to-pass"), "");
+    repo.feature();
+    let out = repo.verify(&[]);
+    out.assert_exit(0);
+    let doc = out.json();
+    let c = item(&doc, "orders-201").unwrap();
+    assert_eq!(c["status"], "passed", "{c:#}");
+    assert_eq!(c["expect"], "fail-to-pass");
+    assert_eq!(c["base_status"]["status"], "failed", "{c:#}");
+    assert_eq!(
+        c["base_status"]["output_digest"].as_str().unwrap().len(),
+        64
+    );
+    assert_eq!(doc["base_runs"]["ran"], 1, "{:#}", doc["base_runs"]);
+    assert_eq!(doc["base_runs"]["reused"], 0);
+    // It really ran on the base: once, with the build, outside the workspace.
+    assert_eq!(repo.ran_on_base("has_feature").len(), 1);
+    assert_eq!(repo.ran_on_base("build").len(), 1);
+
+    // The human output says what the pass rests on.
+    let human = repo.env.gate(&["verify", "--base", "main"]).run();
+    human.assert_exit(0);
+    human.stdout_has("fail→pass");
+    // The bundle keeps it too.
+    let shown = repo.env.shown(doc["run_id"].as_str().unwrap());
+    assert_eq!(
+        base_status(&shown["run"], "orders-201")["status"],
+        "failed",
+        "{shown:#}"
+    );
+    assert_eq!(shown["run"]["base_commit"], doc["base_commit"]);
+}
+
+#[test]
+fn a_fail_to_pass_criterion_that_passes_on_the_base_is_a_critical_finding() {
+    let repo = Repo::new(&criterion("loose", "always", "fail-to-pass"), "");
+    repo.feature();
+    let out = repo.verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(base_status(&doc, "loose")["status"], "passed");
+    assert_eq!(item(&doc, "loose").unwrap()["status"], "passed");
+    assert!(
+        critical_titles(&doc).contains(
+            &"criterion `loose` passes without the change: it does not show the feature".to_owned()
+        ),
+        "{:#}",
+        doc["findings"]
+    );
+    assert_eq!(doc["verdict"], "fail");
+}
+
+#[test]
+fn a_criterion_that_fails_on_both_fails_as_it_always_did() {
+    let repo = Repo::new(&criterion("nope", "never", "fail-to-pass"), "");
+    repo.feature();
+    let out = repo.verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(item(&doc, "nope").unwrap()["status"], "failed");
+    assert_eq!(base_status(&doc, "nope")["status"], "failed");
+    assert!(critical_titles(&doc).is_empty(), "{:#}", doc["findings"]);
+}
+
+#[test]
+fn a_pass_to_pass_criterion_the_change_breaks_fails() {
+    let repo = Repo::new(&criterion("legacy", "legacy", "pass-to-pass"), "");
+    repo.env.write("src/legacy.txt", "gone\n");
+    let out = repo.verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(item(&doc, "legacy").unwrap()["status"], "failed");
+    assert_eq!(base_status(&doc, "legacy")["status"], "passed");
+}
+
+#[test]
+fn a_pass_to_pass_criterion_broken_on_the_base_is_the_specs_problem() {
+    let repo = Repo::new(&criterion("nope", "never", "pass-to-pass"), "");
+    repo.feature();
+    let out = repo.env.gate(&["verify", "--base", "main"]).run();
+    out.assert_exit(2);
+    out.stderr_has("criterion `nope` expects pass-to-pass but fails on the base");
+    // Nothing of the change ran.
+    assert!(
+        repo.ran("never")
+            .iter()
+            .all(|p| !p.starts_with(repo.env.path().canonicalize().unwrap()))
+    );
+}
+
+#[test]
+fn a_base_whose_build_fails_leaves_the_criteria_unverified() {
+    let repo = Repo::new(
+        &(criterion("orders-201", "has_feature", "fail-to-pass")
+            + &criterion("legacy", "legacy", "pass-to-pass")),
+        "",
+    );
+    // The base cannot build; the change fixes that and adds the feature.
+    repo.env.write("src/broken", "");
+    repo.env.git(&["add", "."]);
+    repo.env
+        .git(&["commit", "-q", "-m", "a base that does not build"]);
+    std::fs::remove_file(repo.env.path().join("src/broken")).unwrap();
+    repo.feature();
+    let out = repo.verify(&[]);
+    out.assert_exit(4);
+    let doc = out.json();
+    assert_eq!(doc["verdict"], "incomplete");
+    for id in ["orders-201", "legacy"] {
+        let c = item(&doc, id).unwrap();
+        assert_eq!(c["status"], "unverified", "{c:#}");
+        assert_eq!(c["base_status"]["status"], "could_not_run", "{c:#}");
+        assert!(
+            c["base_status"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("build"),
+            "{c:#}"
+        );
+    }
+    assert_eq!(repo.ran_on_base("build").len(), 1);
+    assert!(repo.ran_on_base("has_feature").is_empty());
+}
+
+#[test]
+fn a_second_attempt_does_not_run_the_base_again() {
+    let criteria = criterion("orders-201", "has_feature", "fail-to-pass")
+        + "[[task.criterion]]\nid = \"docs\"\ntext = \"the docs say so\"\n\
+           run = \"grep -q feature src/docs.txt\"\n\n";
+    let repo = Repo::new(&criteria, "");
+    repo.feature();
+    // Attempt 1 fails on `docs`; the base ran once.
+    let first = repo.verify(&[]);
+    first.assert_exit(1);
+    assert_eq!(first.json()["base_runs"]["ran"], 1);
+    // Attempt 2 fixes `docs`: the base's result is the ledger's.
+    repo.env.write("src/docs.txt", "feature\n");
+    let second = repo.verify(&[]);
+    second.assert_exit(0);
+    let doc = second.json();
+    assert_eq!(doc["attempt"], 2);
+    assert_eq!(doc["base_runs"]["ran"], 0, "{:#}", doc["base_runs"]);
+    assert_eq!(doc["base_runs"]["reused"], 1);
+    assert_eq!(base_status(&doc, "orders-201")["status"], "failed");
+    assert_eq!(
+        base_status(&doc, "orders-201")["from_run"],
+        first.json()["run_id"]
+    );
+    assert_eq!(repo.ran_on_base("has_feature").len(), 1);
+    assert_eq!(repo.ran_on_base("build").len(), 1);
+}
+
+#[test]
+fn no_base_runs_leaves_unknown_base_results_unverified_and_says_so() {
+    let repo = Repo::new(&criterion("orders-201", "has_feature", "fail-to-pass"), "");
+    repo.feature();
+    let out = repo.verify(&["--no-base-runs"]);
+    out.assert_exit(4);
+    let doc = out.json();
+    assert_eq!(doc["base_runs"]["turned_off"], true);
+    assert_eq!(item(&doc, "orders-201").unwrap()["status"], "unverified");
+    assert!(repo.ran_on_base("has_feature").is_empty());
+}
+
+#[test]
+fn the_base_checkout_is_gone_after_the_run_and_out_of_the_changes_reach() {
+    let repo = Repo::new(&criterion("orders-201", "has_feature", "fail-to-pass"), "");
+    // The change's criterion tries to write where the base's ran.
+    let log = repo.logs.path().display().to_string();
+    let spec = repo.env.read("gate.toml")
+        + &format!(
+            "[[task.criterion]]\nid = \"reach\"\ntext = \"reaches the base\"\n\
+             run = \"for d in $(cat {log}/has_feature); do if [ $d != $PWD ] && touch $d/planted; then echo wrote $d >> {log}/reach; fi; done; true\"\n"
+        );
+    repo.env.write("gate.toml", &spec);
+    repo.env.git(&["commit", "-qam", "the reach criterion"]);
+    repo.feature();
+    let out = repo.verify(&[]);
+    out.assert_exit(0);
+    let on_base = repo.ran_on_base("has_feature");
+    assert_eq!(on_base.len(), 1);
+    let base_dir: &Path = &on_base[0];
+    assert!(!base_dir.exists(), "{} is still there", base_dir.display());
+    assert!(
+        !Path::new(&format!("{log}/reach")).exists(),
+        "the change wrote into the base's checkout"
+    );
+}
