@@ -294,9 +294,11 @@ pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
             percent(t.escalation_rate())
         ),
         &format!(
-            "review did not run in {} of runs; {} ran unisolated",
+            "review did not run in {} of runs; {} ran unisolated; {} of passed criteria \
+             have fail-to-pass evidence",
             percent(t.did_not_run_rate()),
-            percent(t.unisolated_rate())
+            percent(t.unisolated_rate()),
+            percent(t.fail_to_pass_share())
         ),
     );
     let f = &card_.findings;

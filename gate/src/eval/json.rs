@@ -20,14 +20,22 @@ fn rate_with_interval(r: &OutcomeRate) -> (Value, Value, Value) {
     )
 }
 
-fn breakdown(groups: &BTreeMap<String, Group>) -> Value {
+/// Each group's runs and false-pass rate; and, for groups of whole runs
+/// (not models or roles, which share a run), the share of passed criteria
+/// with fail-to-pass evidence.
+fn breakdown(groups: &BTreeMap<String, Group>, whole_runs: bool) -> Value {
     let mut out = Map::new();
     for (key, g) in groups {
         let (rate, low, high) = rate_with_interval(&g.false_pass());
-        out.insert(
-            key.clone(),
-            json!({"runs": g.runs, "false_pass": {"rate": rate, "low": low, "high": high}}),
-        );
+        let mut group =
+            json!({"runs": g.runs, "false_pass": {"rate": rate, "low": low, "high": high}});
+        if let (true, Some(obj)) = (whole_runs, group.as_object_mut()) {
+            obj.insert(
+                "fail_to_pass_share".to_owned(),
+                json!(g.fail_to_pass_share()),
+            );
+        }
+        out.insert(key.clone(), group);
     }
     Value::Object(out)
 }
@@ -56,6 +64,8 @@ pub fn render(card: &Scorecard) -> Value {
         "escalation_rate": t.escalation_rate(),
         "did_not_run_rate": t.did_not_run_rate(),
         "unisolated_rate": t.unisolated_rate(),
+        "fail_to_pass": {"share": t.fail_to_pass_share(), "evidenced": t.fail_to_pass,
+                         "passed": t.criteria_passed},
         "findings": {"acceptance_rate": f.acceptance_rate(), "noise_rate": f.noise_rate(),
                      "resolved": f.resolved, "dismissed": f.dismissed,
                      "superseded": f.superseded, "open": f.open},
@@ -63,12 +73,12 @@ pub fn render(card: &Scorecard) -> Value {
         "input_tokens": spread(&card.input_tokens),
         "cached_input_share": t.cached_input_share(),
         "by": {
-            "tier": breakdown(&card.by.tier),
-            "model": breakdown(&card.by.model),
-            "role": breakdown(&card.by.role),
-            "spec": breakdown(&card.by.spec),
-            "agent": breakdown(&card.by.agent),
-            "week": breakdown(&card.by.week),
+            "tier": breakdown(&card.by.tier, true),
+            "model": breakdown(&card.by.model, false),
+            "role": breakdown(&card.by.role, false),
+            "spec": breakdown(&card.by.spec, true),
+            "agent": breakdown(&card.by.agent, true),
+            "week": breakdown(&card.by.week, true),
         },
     })
 }

@@ -389,6 +389,11 @@ pub fn render(card: &Scorecard) -> String {
         t.unisolated_rate(),
     );
     e.ratio(
+        "gate_fail_to_pass_ratio",
+        "Passed code-decided criteria that failed on the base, of all passed ones.",
+        t.fail_to_pass_share(),
+    );
+    e.ratio(
         "gate_finding_acceptance_ratio",
         "Resolved findings of resolved and dismissed ones (superseded excluded).",
         f.acceptance_rate(),

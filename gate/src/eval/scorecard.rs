@@ -129,6 +129,10 @@ pub struct Group {
     pub did_not_run: u64,
     /// Runs whose processes ran without a sandbox.
     pub unisolated: u64,
+    /// Code-decided criteria that passed.
+    pub criteria_passed: u64,
+    /// Of those, the ones that failed on the base: fail-to-pass evidence.
+    pub fail_to_pass: u64,
     /// Runs with a known cost.
     pub costed: u64,
     /// Their cost in US dollars.
@@ -239,6 +243,11 @@ impl Group {
     /// Runs whose processes ran unisolated ÷ runs.
     pub fn unisolated_rate(&self) -> Option<f64> {
         stats::ratio(self.unisolated, self.runs)
+    }
+
+    /// Passed criteria with fail-to-pass evidence ÷ passed criteria.
+    pub fn fail_to_pass_share(&self) -> Option<f64> {
+        stats::ratio(self.fail_to_pass, self.criteria_passed)
     }
 
     /// Cached input tokens ÷ input tokens.
@@ -516,6 +525,8 @@ impl Pass {
             );
             g.did_not_run += u64::from(did_not_run);
             g.unisolated += u64::from(f.unisolated);
+            g.criteria_passed += f.criteria_passed;
+            g.fail_to_pass += f.fail_to_pass;
         };
         add(&mut self.total);
         add(self.tiers.at(st.tier));
@@ -861,7 +872,8 @@ mod tests {
                 json!({
                 "agent": "claude", "review": "ran", "models": ["m1", "m2"],
                 "roles": [role("quality", "m1", "ok", 100, Some(0.01)), role("security", "m2", "ok", 50, Some(0.02))],
-                "findings": findings(&["f1", "f2"]), "duplicates": 1}),
+                "findings": findings(&["f1", "f2"]), "duplicates": 1,
+                "criteria_passed": 4, "fail_to_pass": 3}),
             ),
             run(
                 "r2",
@@ -874,7 +886,8 @@ mod tests {
                 "agent": "claude", "review": "ran", "models": ["m1"],
                 "roles": [role("quality", "m1", "ok", 100, Some(0.01))],
                 "findings": findings(&["f3"]),
-                "dispositions": {"resolved": ["f1"], "superseded": ["f2"]}}),
+                "dispositions": {"resolved": ["f1"], "superseded": ["f2"]},
+                "criteria_passed": 2, "fail_to_pass": 0}),
             ),
             run(
                 "r3",
@@ -1087,7 +1100,8 @@ mod tests {
                     ("/override_rate", json!(0.0)),
                     (
                         "/by/tier/light",
-                        json!({"runs": 2, "false_pass": {"rate": null, "low": null, "high": null}}),
+                        json!({"runs": 2, "false_pass": {"rate": null, "low": null, "high": null},
+                               "fail_to_pass_share": 0.5}),
                     ),
                 ],
             ),
@@ -1135,7 +1149,8 @@ mod tests {
                     ("/by/tier/light/false_pass/rate", json!(2.0 / 3.0)),
                     (
                         "/by/tier/trivial",
-                        json!({"runs": 1, "false_pass": {"rate": null, "low": null, "high": null}}),
+                        json!({"runs": 1, "false_pass": {"rate": null, "low": null, "high": null},
+                               "fail_to_pass_share": null}),
                     ),
                     ("/by/tier/full/runs", json!(1)),
                     // A run counts for every model it used.
@@ -1153,13 +1168,23 @@ mod tests {
                     ("/by/role/security/false_pass/rate", json!(1.0)),
                     ("/by/role/integration/runs", json!(1)),
                     ("/by/spec/shop/false_pass/rate", json!(0.5)),
+                    // Passed criteria with fail-to-pass evidence: 3 of 6.
+                    (
+                        "/fail_to_pass",
+                        json!({"share": 0.5, "evidenced": 3, "passed": 6}),
+                    ),
+                    ("/by/spec/shop/fail_to_pass_share", json!(0.5)),
+                    ("/by/spec/blog/fail_to_pass_share", json!(null)),
+                    ("/by/tier/light/fail_to_pass_share", json!(0.5)),
                     ("/by/spec/api/runs", json!(3)),
                     ("/by/spec/blog/false_pass/rate", json!(null)),
                     (
                         "/by/agent",
                         json!({
-                        "claude": {"runs": 2, "false_pass": {"rate": 0.5, "low": 0.0945, "high": 0.9055}},
-                        "codex": {"runs": 2, "false_pass": {"rate": null, "low": null, "high": null}}}),
+                        "claude": {"runs": 2, "false_pass": {"rate": 0.5, "low": 0.0945, "high": 0.9055},
+                                   "fail_to_pass_share": 0.5},
+                        "codex": {"runs": 2, "false_pass": {"rate": null, "low": null, "high": null},
+                                  "fail_to_pass_share": null}}),
                     ),
                     ("/by/week/2025-W09/false_pass/rate", json!(1.0)),
                     ("/by/week/2025-W10/runs", json!(2)),
@@ -1196,7 +1221,7 @@ mod tests {
                     ("/by/model/m2/runs", json!(1)),
                     (
                         "/by/spec",
-                        json!({"shop": {"runs": 2, "false_pass": {"rate": 0.5, "low": 0.0945, "high": 0.9055}}}),
+                        json!({"shop": {"runs": 2, "false_pass": {"rate": 0.5, "low": 0.0945, "high": 0.9055}, "fail_to_pass_share": 0.5}}),
                     ),
                 ],
             ),
@@ -1223,7 +1248,7 @@ mod tests {
                     ),
                     (
                         "/by/week",
-                        json!({"2025-W11": {"runs": 4, "false_pass": {"rate": null, "low": null, "high": null}}}),
+                        json!({"2025-W11": {"runs": 4, "false_pass": {"rate": null, "low": null, "high": null}, "fail_to_pass_share": null}}),
                     ),
                     ("/by/model/m1/runs", json!(1)),
                 ],
@@ -1323,10 +1348,12 @@ mod tests {
  "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0, "broken": 0, "with_outcome": 0, "unknown": 0},
  "false_fail": {"rate": 0.0, "low": 0.0, "high": 0.0, "fine": 0, "with_outcome": 0, "unknown": 0},
  "override_rate": 0.0, "escalation_rate": 0.0, "did_not_run_rate": 0.0, "unisolated_rate": 0.0,
+ "fail_to_pass": {"share": 0.0, "evidenced": 0, "passed": 0},
  "findings": {"acceptance_rate": 0.0, "noise_rate": 0.0, "resolved": 0, "dismissed": 0, "superseded": 0, "open": 0},
  "cost_usd": {"median": 0.0, "p90": 0.0, "total": 0.0}, "input_tokens": {"median": 0, "p90": 0, "total": 0},
  "cached_input_share": 0.0,
- "by": {"tier": {"light": {"runs": 0, "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0}}},
+ "by": {"tier": {"light": {"runs": 0, "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0},
+                           "fail_to_pass_share": 0.0}},
         "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}}}"#,
         )
         .unwrap();

@@ -78,18 +78,24 @@ fn breakdown(out: &mut String, name: &str, groups: &BTreeMap<String, Group>, lat
         .min(48);
     let _ = writeln!(
         out,
-        "\nby {name:<width$}{:>10}  {:>10}  {:<17}  {:>9}",
-        "runs", "false pass", "95% CI", "unknown"
+        "\nby {name:<width$}{:>10}  {:>10}  {:<17}  {:>9}  {:>9}",
+        "runs", "false pass", "95% CI", "unknown", "fail→pass"
     );
     for (key, g) in rows {
         let fp = g.false_pass();
         let _ = writeln!(
             out,
-            "   {key:<width$}{:>10}  {:>10}  {:<17}  {:>9}",
+            "   {key:<width$}{:>10}  {:>10}  {:<17}  {:>9}  {:>9}",
             thousands(g.runs),
             percent(fp.rate()),
             interval(&fp),
             thousands(fp.unknown),
+            // A model or a role shares its run's criteria with the others.
+            if matches!(name, "model" | "role") {
+                String::new()
+            } else {
+                percent(g.fail_to_pass_share())
+            },
         );
     }
     if hidden > 0 {
@@ -139,6 +145,14 @@ pub fn render(card: &Scorecard) -> String {
     ] {
         let _ = writeln!(out, "{label:<LABEL$}{:>7}", percent(rate));
     }
+    let _ = writeln!(
+        out,
+        "{:<LABEL$}{:>7}  {} of {} passed criteria failed on the base",
+        "fail-to-pass evidence",
+        percent(t.fail_to_pass_share()),
+        thousands(t.fail_to_pass),
+        thousands(t.criteria_passed),
+    );
     let f = &card.findings;
     let _ = writeln!(
         out,
