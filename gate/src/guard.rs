@@ -149,6 +149,19 @@ pub fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosening> {
             b.threshold.unwrap_or(base.policy.judge_threshold),
             c.threshold.unwrap_or(now.policy.judge_threshold),
         );
+        // An expectation of the base is part of the exam: a pass that had
+        // to be earned must not become one that need not be.
+        let (be, ce) = (b.expectation(&base.policy), c.expectation(&now.policy));
+        if be != gate_specs::Expect::Any && ce != be {
+            flag(
+                format!("The change drops the expectation of criterion `{}`", b.id),
+                format!(
+                    "`expect = \"{}\"` at the base, \"{}\" now.",
+                    be.as_str(),
+                    ce.as_str()
+                ),
+            );
+        }
         if b.judge.is_some() && ct < bt {
             flag(
                 format!("The change lowers the threshold of criterion `{}`", b.id),
@@ -285,6 +298,16 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
                 "It was on at the base.".to_owned(),
             ));
         }
+    }
+    if n.base_runs < b.base_runs {
+        out.push((
+            "The change runs less on the base ([policy] base_runs)".to_owned(),
+            format!(
+                "\"{}\" at the base, \"{}\" now.",
+                b.base_runs.as_str(),
+                n.base_runs.as_str()
+            ),
+        ));
     }
     if !b.coordinator_may_drop_critical && n.coordinator_may_drop_critical {
         out.push((
@@ -498,6 +521,7 @@ after = ["build"]
 [policy]
 builtin_secrets = true
 on_review_unavailable = { full = "incomplete", light = "fail" }
+expect_default = "fail-to-pass"
 "#;
 
     #[test]
@@ -553,6 +577,16 @@ on_review_unavailable = { full = "incomplete", light = "fail" }
                 "builtin_secrets = true",
                 "builtin_contrast = false",
                 "The change turns off the built-in check builtin_contrast",
+            ),
+            (
+                "run = \"./check.sh\"",
+                "run = \"./check.sh\"\nexpect = \"pass-to-pass\"",
+                "The change drops the expectation of criterion `c1`",
+            ),
+            (
+                "builtin_secrets = true",
+                "base_runs = \"never\"",
+                "The change runs less on the base ([policy] base_runs)",
             ),
             (
                 "builtin_secrets = true",
