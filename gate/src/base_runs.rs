@@ -553,34 +553,30 @@ fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<(), String> {
 
 /// The base's folder, removed when dropped, even where what ran there left
 /// read-only folders behind (a Go module cache, a build's output).
-struct BaseFolder(Option<tempfile::TempDir>);
+struct BaseFolder(PathBuf);
 
 impl BaseFolder {
     fn new() -> Result<Self, String> {
         tempfile::Builder::new()
             .prefix("gate-base-")
             .tempdir()
-            .map(|d| Self(Some(d)))
+            .map(|d| Self(d.keep()))
             .map_err(|e| format!("cannot create the base's folder: {e}"))
     }
 
     fn path(&self) -> &Path {
-        self.0
-            .as_ref()
-            .map_or(Path::new("/nonexistent"), |d| d.path())
+        &self.0
     }
 }
 
 impl Drop for BaseFolder {
     fn drop(&mut self) {
-        let Some(dir) = self.0.take() else { return };
-        let path = dir.keep();
-        if std::fs::remove_dir_all(&path).is_ok() {
+        if std::fs::remove_dir_all(&self.0).is_ok() {
             return;
         }
-        make_writable(&path);
-        if let Err(e) = std::fs::remove_dir_all(&path) {
-            tracing::warn!(path = %path.display(), error = %e, "cannot remove the base's folder");
+        make_writable(&self.0);
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            tracing::warn!(path = %self.0.display(), error = %e, "cannot remove the base's folder");
         }
     }
 }
@@ -822,6 +818,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// What a build left read-only (a Go module cache does) goes too.
+    #[test]
+    fn the_base_folder_goes_with_what_was_left_read_only() {
+        let folder = BaseFolder::new().unwrap();
+        let path = folder.path().to_path_buf();
+        let cache = path.join("tree/pkg/mod");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::write(cache.join("file"), "x").unwrap();
+        for dir in [&cache, &path.join("tree/pkg")] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        drop(folder);
+        assert!(!path.exists(), "{} is still there", path.display());
     }
 
     #[test]

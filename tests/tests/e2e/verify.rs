@@ -386,6 +386,7 @@ judge = "model"
             "base",
             "base_commit",
             "isolation",
+            "base_runs",
             "self_guard",
             "verdict_reasons",
             "checks",
