@@ -193,6 +193,19 @@ mod tests {
             estimated: 120_000,
             sent: 80_000,
         });
+        record.base_runs = Some(crate::record::BaseRunsRecord {
+            policy: "expected".into(),
+            turned_off: false,
+            ran: 1,
+            reused: 0,
+        });
+        record.criteria[0].expect = gate_specs::Expect::FailToPass;
+        record.criteria[0].base_status = Some(crate::record::BaseStatus {
+            status: crate::record::BaseState::Failed,
+            reason: Some("exited with status 1".into()),
+            output_digest: Some("d".repeat(64)),
+            from_run: Some("run".into()),
+        });
         render(&record)
     }
 
