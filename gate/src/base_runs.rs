@@ -551,17 +551,37 @@ fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The base folders that exist now: a second signal ends the process at
+/// once, with no destructor run, and removes them first
+/// ([`remove_live_folders`]).
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes every base folder still there: for a process about to exit
+/// without unwinding (after its processes were killed).
+pub fn remove_live_folders() {
+    for path in live().drain(..) {
+        remove(&path);
+    }
+}
+
 /// The base's folder, removed when dropped, even where what ran there left
 /// read-only folders behind (a Go module cache, a build's output).
 struct BaseFolder(PathBuf);
 
 impl BaseFolder {
     fn new() -> Result<Self, String> {
-        tempfile::Builder::new()
+        let path = tempfile::Builder::new()
             .prefix("gate-base-")
             .tempdir()
-            .map(|d| Self(d.keep()))
-            .map_err(|e| format!("cannot create the base's folder: {e}"))
+            .map(tempfile::TempDir::keep)
+            .map_err(|e| format!("cannot create the base's folder: {e}"))?;
+        live().push(path.clone());
+        Ok(Self(path))
     }
 
     fn path(&self) -> &Path {
@@ -571,13 +591,19 @@ impl BaseFolder {
 
 impl Drop for BaseFolder {
     fn drop(&mut self) {
-        if std::fs::remove_dir_all(&self.0).is_ok() {
-            return;
-        }
-        make_writable(&self.0);
-        if let Err(e) = std::fs::remove_dir_all(&self.0) {
-            tracing::warn!(path = %self.0.display(), error = %e, "cannot remove the base's folder");
-        }
+        live().retain(|p| p != &self.0);
+        remove(&self.0);
+    }
+}
+
+/// Removes a base folder, making what was left read-only writable first.
+fn remove(path: &Path) {
+    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+        return;
+    }
+    make_writable(path);
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot remove the base's folder");
     }
 }
 

@@ -61,6 +61,9 @@ impl Interrupt {
                     // Nothing started may outlive the gate; then the
                     // shell's convention for a death by signal.
                     gate_harness::process::kill_all_groups();
+                    // No destructor runs on the way out: the base's
+                    // checkout would outlive the run.
+                    crate::base_runs::remove_live_folders();
                     std::process::exit(128 + number);
                 }
                 tracing::info!(signal = number, "interrupted: stopping the run");

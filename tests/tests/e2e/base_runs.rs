@@ -302,3 +302,67 @@ fn the_base_checkout_is_gone_after_the_run_and_out_of_the_changes_reach() {
         "the change wrote into the base's checkout"
     );
 }
+
+/// Interrupted while the base builds: once (the run stops its processes,
+/// ends incomplete and removes the checkout as it returns) or twice (the
+/// gate exits at once, and still removes it first). Twice runs
+/// unisolated with a build that ignores SIGTERM, so the first signal is
+/// still being served when the second arrives.
+#[test]
+fn an_interrupted_base_run_leaves_no_checkout_behind() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    use std::time::{Duration, Instant};
+
+    for (signals, extra, code) in [(1, &[][..], 4), (2, &["--sandbox", "off"][..], 128 + 15)] {
+        let env = TestEnv::new();
+        let logs = tempfile::tempdir().unwrap();
+        let log = logs.path().display().to_string();
+        env.write(
+            "gate.toml",
+            &format!(
+                "[spec]\nid = \"stop\"\n[[check]]\nid = \"build\"\nrun = \"./build.sh\"\n\
+                 [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+                 [[task.criterion]]\nid = \"c\"\ntext = \"holds\"\nrun = \"true\"\n\
+                 after = [\"build\"]\nexpect = \"fail-to-pass\"\n\
+                 [sandbox]\nwritable = [\"{log}\"]\n"
+            ),
+        );
+        env.script(
+            "build.sh",
+            &format!("#!/bin/sh\ntrap '' TERM\necho \"$PWD\" > {log}/where\nsleep 300\n"),
+        );
+        env.write("src/a.txt", "a\n");
+        env.write(".gitignore", ".gate/\n");
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-q", "-m", "base"]);
+        let mut args = vec!["verify", "--base", "main", "--format", "json"];
+        args.extend_from_slice(extra);
+        let mut child = env.gate(&args).spawn();
+        let gate = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        let where_ = logs.path().join("where");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(&where_).map_or(true, |s| !s.ends_with('\n')) {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the base's build never started");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let checkout = PathBuf::from(std::fs::read_to_string(&where_).unwrap().trim());
+        assert!(checkout.exists(), "{}", checkout.display());
+        kill(gate, Signal::SIGTERM).unwrap();
+        if signals == 2 {
+            std::thread::sleep(Duration::from_millis(200));
+            kill(gate, Signal::SIGTERM).unwrap();
+        }
+        let out = gate_tests::RunOutput::wait(child, "gate verify");
+        out.assert_exit(code);
+        assert!(
+            !checkout.exists(),
+            "{signals} signal(s): {} is still there",
+            checkout.display()
+        );
+    }
+}
