@@ -551,24 +551,6 @@ fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The base folders that exist now: a second signal ends the process at
-/// once, with no destructor run, and removes them first
-/// ([`remove_live_folders`]).
-static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    LIVE.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Removes every base folder still there: for a process about to exit
-/// without unwinding (after its processes were killed).
-pub fn remove_live_folders() {
-    for path in live().drain(..) {
-        remove(&path);
-    }
-}
-
 /// The base's folder, removed when dropped, even where what ran there left
 /// read-only folders behind (a Go module cache, a build's output).
 struct BaseFolder(PathBuf);
@@ -580,7 +562,8 @@ impl BaseFolder {
             .tempdir()
             .map(tempfile::TempDir::keep)
             .map_err(|e| format!("cannot create the base's folder: {e}"))?;
-        live().push(path.clone());
+        // A second signal ends the gate with no destructor run.
+        crate::interrupt::remove_on_exit(&path, remove);
         Ok(Self(path))
     }
 
@@ -591,7 +574,7 @@ impl BaseFolder {
 
 impl Drop for BaseFolder {
     fn drop(&mut self) {
-        live().retain(|p| p != &self.0);
+        crate::interrupt::forget_on_exit(&self.0);
         remove(&self.0);
     }
 }

@@ -8,8 +8,39 @@
 //! killing what the harness still runs; the ledger is transactional, so
 //! that loses nothing recorded.
 
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
+
+/// Folders a run made that a second signal removes before the process
+/// exits, each with how to remove it (no destructor runs on that path).
+static ON_EXIT: Mutex<Vec<ExitCleanup>> = Mutex::new(Vec::new());
+
+/// A folder, and how to remove it.
+type ExitCleanup = (PathBuf, fn(&Path));
+
+fn on_exit() -> MutexGuard<'static, Vec<ExitCleanup>> {
+    ON_EXIT.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Has `remove(path)` run if a second signal ends the process while `path`
+/// is registered (until [`forget_on_exit`]).
+pub fn remove_on_exit(path: &Path, remove: fn(&Path)) {
+    on_exit().push((path.to_path_buf(), remove));
+}
+
+/// Takes `path` off the list a second signal removes.
+pub fn forget_on_exit(path: &Path) {
+    on_exit().retain(|(p, _)| p != path);
+}
+
+fn run_exit_cleanups() {
+    for (path, remove) in on_exit().drain(..) {
+        remove(&path);
+    }
+}
 
 /// Whether the run was asked to stop, shared by the stages that must stop.
 #[derive(Debug, Clone)]
@@ -61,9 +92,9 @@ impl Interrupt {
                     // Nothing started may outlive the gate; then the
                     // shell's convention for a death by signal.
                     gate_harness::process::kill_all_groups();
-                    // No destructor runs on the way out: the base's
-                    // checkout would outlive the run.
-                    crate::base_runs::remove_live_folders();
+                    // No destructor runs on the way out: what the run
+                    // made to be removed would outlive it.
+                    run_exit_cleanups();
                     std::process::exit(128 + number);
                 }
                 tracing::info!(signal = number, "interrupted: stopping the run");

@@ -5,10 +5,10 @@
 
 mod actionable;
 mod audit;
+mod base_runs;
 mod ci_config;
 mod completions;
 mod doctor;
-mod base_runs;
 mod eval;
 mod evidence;
 mod example;
