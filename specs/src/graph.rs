@@ -30,7 +30,7 @@ pub struct GraphCycle {
 
 /// What a node of the [`CheckGraph`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ItemKind {
+pub enum NodeKind {
     /// A `[[check]]`.
     Check,
     /// A task's `tests`, the cross-check named `<task>.tests`.
@@ -96,7 +96,7 @@ impl TaskGraph {
 #[derive(Debug, Clone)]
 pub struct CheckGraph {
     ids: IdGraph,
-    kinds: HashMap<String, ItemKind>,
+    kinds: HashMap<String, NodeKind>,
 }
 
 impl CheckGraph {
@@ -109,30 +109,30 @@ impl CheckGraph {
         }
     }
 
-    pub(crate) fn build(spec: &Spec) -> (IdGraph, HashMap<String, ItemKind>) {
+    pub(crate) fn build(spec: &Spec) -> (IdGraph, HashMap<String, NodeKind>) {
         let mut ids = IdGraph::default();
         let mut kinds = HashMap::new();
-        let mut add = |ids: &mut IdGraph, id: String, kind: ItemKind| {
+        let mut add = |ids: &mut IdGraph, id: String, kind: NodeKind| {
             if ids.add_node(&id) {
                 kinds.insert(id, kind);
             }
         };
         for check in &spec.checks {
-            add(&mut ids, check.id.clone(), ItemKind::Check);
+            add(&mut ids, check.id.clone(), NodeKind::Check);
         }
         for task in &spec.tasks {
             if task.tests.is_some() {
-                add(&mut ids, Spec::tests_check_id(task), ItemKind::TaskTests);
+                add(&mut ids, Spec::tests_check_id(task), NodeKind::TaskTests);
             }
             for criterion in &task.criteria {
-                add(&mut ids, criterion.id.clone(), ItemKind::Criterion);
+                add(&mut ids, criterion.id.clone(), NodeKind::Criterion);
             }
         }
         for page in &spec.pages {
-            add(&mut ids, page.id.clone(), ItemKind::Page);
+            add(&mut ids, page.id.clone(), NodeKind::Page);
         }
         let is_check =
-            |id: &str| matches!(kinds.get(id), Some(ItemKind::Check | ItemKind::TaskTests));
+            |id: &str| matches!(kinds.get(id), Some(NodeKind::Check | NodeKind::TaskTests));
         let mut edges = Vec::new();
         for check in &spec.checks {
             edges.extend(check.after.iter().map(|dep| (dep, &check.id)));
@@ -153,7 +153,7 @@ impl CheckGraph {
     }
 
     /// What `id` is, if it is in the graph.
-    pub fn kind(&self, id: &str) -> Option<ItemKind> {
+    pub fn kind(&self, id: &str) -> Option<NodeKind> {
         self.kinds.get(id).copied()
     }
 
@@ -505,9 +505,9 @@ judge = "model"
     #[test]
     fn check_graph_items() {
         let g = CheckGraph::new(&spec(CHECKS)).unwrap();
-        assert_eq!(g.kind("build"), Some(ItemKind::Check));
-        assert_eq!(g.kind("orders.tests"), Some(ItemKind::TaskTests));
-        assert_eq!(g.kind("c3"), Some(ItemKind::Criterion));
+        assert_eq!(g.kind("build"), Some(NodeKind::Check));
+        assert_eq!(g.kind("orders.tests"), Some(NodeKind::TaskTests));
+        assert_eq!(g.kind("c3"), Some(NodeKind::Criterion));
         assert_eq!(g.kind("cart.tests"), None);
         assert_eq!(g.dependencies("c2"), ["build", "orders.tests"]);
         assert_eq!(g.dependents("build"), ["serve", "c2"]);

@@ -28,7 +28,7 @@ use std::path::Path;
 
 pub use errors::{MAX_ERRORS, SpecError, SpecErrorKind, SpecErrors};
 pub use globs::InputGlobs;
-pub use graph::{CheckGraph, GraphCycle, ItemKind, TaskGraph};
+pub use graph::{CheckGraph, GraphCycle, NodeKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
 pub use model::{
     BaseRuns, BuiltinExclude, BuiltinExcludeByCheck, Check, Criterion, Decider, Expect,

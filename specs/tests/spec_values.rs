@@ -431,13 +431,13 @@ fn graphs_of_the_shop() {
     );
     assert_eq!(
         checks.kind("db.tests"),
-        Some(gate_specs::ItemKind::TaskTests)
+        Some(gate_specs::NodeKind::TaskTests)
     );
     // A page waits for the check that serves it.
     assert_eq!(checks.dependencies("checkout-page"), ["server-starts"]);
     assert_eq!(
         checks.kind("checkout-page"),
-        Some(gate_specs::ItemKind::Page)
+        Some(gate_specs::NodeKind::Page)
     );
 }
 

@@ -20,7 +20,7 @@ use crate::review::prompts::Prompts;
 use crate::role::Role;
 use crate::routing::{ChainModel, Routing};
 use crate::rules::model::{Claim, PASS_MARGIN, Rule, Tested};
-use crate::rules::test::{RuleResult, Tester};
+use crate::rules::trial::{RuleResult, Tester};
 use crate::rules::{RuleSet, RulesError, discover, tested};
 
 /// Version of `gate rules --format json`.
@@ -352,7 +352,7 @@ pub async fn test_report(ctx: &Context, args: &RulesTestArgs) -> Result<(String,
         prompts: &prompts,
         run_id: format!("rules-test-{}", uuid::Uuid::now_v7()),
     };
-    let results = crate::rules::test::run(&tester, &selected).await;
+    let results = crate::rules::trial::run(&tester, &selected).await;
     let when = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut out = String::new();
     let (mut failed, mut untested) = (0, 0);
@@ -512,7 +512,7 @@ pub async fn qualify(
             prompts: &prompts,
             run_id: format!("rules-qualify-{}", uuid::Uuid::now_v7()),
         };
-        let results = crate::rules::test::run(&tester, &rules).await;
+        let results = crate::rules::trial::run(&tester, &rules).await;
         let mut margins: BTreeMap<String, f64> = BTreeMap::new();
         for r in &results {
             if let Some(m) = r.margin() {

@@ -21,8 +21,8 @@ pub mod discover;
 pub mod errors;
 pub mod model;
 pub mod scope;
-pub mod test;
 pub mod tested;
+pub mod trial;
 
 pub use errors::{RuleProblem, RulesError};
 pub use model::{Claim, Rule, Severity};

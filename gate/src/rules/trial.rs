@@ -1,5 +1,6 @@
-//! Rule tests: every labelled case asked on its own, and the margin by
-//! which a rule's wording separates compliant changes from violating ones.
+//! Rule trials (`gate rules test`): every labelled case asked on its own,
+//! and the margin by which a rule's wording separates compliant changes
+//! from violating ones.
 
 use std::path::Path;
 use std::time::Duration;
