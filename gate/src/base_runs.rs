@@ -12,7 +12,9 @@
 //! same scheduler, in a sandbox of their own in which that folder is the one
 //! writable workspace and the change's workspace is out of sight. A verifier
 //! the base does not have (self-certified) is copied in from the change: it
-//! runs against the base's code. All of it happens before any item of the
+//! runs against the base's code. A criterion that runs such a verifier and
+//! says nothing (`any`) is fail-to-pass by definition: a test written with
+//! the change must fail without it, so it is run on the base too. All of it happens before any item of the
 //! change runs, and the folder is removed before they start, so nothing of
 //! the change can reach it.
 //!
@@ -77,6 +79,10 @@ pub struct Inputs<'a> {
 pub struct Outcome {
     /// Each criterion asked of the base (or run there), and its result.
     pub statuses: BTreeMap<String, BaseStatus>,
+    /// Criteria that said nothing (`any`) but run a verifier the base does
+    /// not have: written with the change, they are fail-to-pass by
+    /// definition.
+    pub self_certified: BTreeSet<String>,
     /// What the record says of base runs; `None` when no criterion asks.
     pub record: Option<BaseRunsRecord>,
 }
@@ -122,12 +128,19 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         BaseRuns::Always => c.run.is_some(),
         BaseRuns::Never | BaseRuns::Expected => c.expectation(&spec.policy) != Expect::Any,
     };
-    let asking: Vec<&gate_specs::Criterion> = spec
+    let mut asking: Vec<&gate_specs::Criterion> = spec
         .criteria()
         .map(|(_, c)| c)
         .filter(|c| asks(c))
         .collect();
-    if asking.is_empty() {
+    // A criterion that says nothing may still run a verifier written with
+    // the change: found once the base's files are listed, below.
+    let unsaid: Vec<&gate_specs::Criterion> = spec
+        .criteria()
+        .map(|(_, c)| c)
+        .filter(|c| c.run.is_some() && c.expectation(&spec.policy) == Expect::Any && !asks(c))
+        .collect();
+    if asking.is_empty() && (unsaid.is_empty() || inputs.base.is_none()) {
         return Ok(Outcome::default());
     }
     let mut record = BaseRunsRecord {
@@ -153,19 +166,34 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         return Ok(Outcome {
             statuses,
             record: Some(record),
+            ..Outcome::default()
         });
     };
     if policy == BaseRuns::Never {
+        if asking.is_empty() {
+            return Ok(Outcome::default());
+        }
         for c in &asking {
             statuses.insert(c.id.clone(), not_run("[policy] base_runs = \"never\""));
         }
         return Ok(Outcome {
             statuses,
             record: Some(record),
+            ..Outcome::default()
         });
     }
 
     let tree = BaseTree::list(git, inputs.workspace, commit).await?;
+    let mut self_certified = BTreeSet::new();
+    for c in unsaid {
+        if !key(spec, c, &tree, inputs.snapshot).copies.is_empty() {
+            self_certified.insert(c.id.clone());
+            asking.push(c);
+        }
+    }
+    if asking.is_empty() {
+        return Ok(Outcome::default());
+    }
     let mut wanted: Vec<Wanted> = Vec::new();
     for c in &asking {
         let w = key(spec, c, &tree, inputs.snapshot);
@@ -208,6 +236,7 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         return Ok(Outcome {
             statuses,
             record: Some(record),
+            self_certified,
         });
     }
 
@@ -238,6 +267,7 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
             return Ok(Outcome {
                 statuses,
                 record: Some(record),
+                self_certified,
             });
         }
     };
@@ -269,6 +299,7 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
     Ok(Outcome {
         statuses,
         record: Some(record),
+        self_certified,
     })
 }
 
@@ -622,6 +653,10 @@ pub fn apply(
     let mut findings = Vec::new();
     for c in criteria.iter_mut() {
         c.base_status = outcome.statuses.get(&c.id).cloned();
+        let self_certified = outcome.self_certified.contains(&c.id);
+        if self_certified {
+            c.expect = Expect::FailToPass;
+        }
         let Some(base_status) = &c.base_status else {
             continue;
         };
@@ -643,9 +678,14 @@ pub fn apply(
                     line: None,
                     title,
                     detail: format!(
-                        "It expects fail-to-pass, but it passed on the base{} as well, so its \
-                         pass proves nothing about this change. Make it test what the change \
-                         adds.",
+                        "It {}, but it passed on the base{} as well, so its pass proves \
+                         nothing about this change. Make it test what the change adds.",
+                        if self_certified {
+                            "runs a verifier written with the change, which must fail \
+                             without it (fail-to-pass)"
+                        } else {
+                            "expects fail-to-pass"
+                        },
                         base.map(|b| format!(" ({})", short(b))).unwrap_or_default()
                     ),
                     confidence: 1.0,

@@ -419,23 +419,43 @@ fn a_change_that_edits_its_exam_is_caught_with_a_base_and_across_attempts() {
     }
 }
 
+/// A verifier written with the change is allowed, said to be
+/// self-certified, and held to fail-to-pass: it runs on the base too, and
+/// one that passes there as well fails the run.
 #[test]
-fn a_new_acceptance_script_is_allowed_and_said_to_be_self_certified() {
-    let env = exam();
-    env.write("src/app.txt", "feature\n");
-    let spec = env.read("gate.toml")
-        + "[[task.criterion]]\nid = \"new\"\ntext = \"also\"\nrun = \"python3 tests/new_check.py\"\n";
-    env.write("gate.toml", &spec);
-    env.write("tests/new_check.py", "print('ok')\n");
-    let out = env
-        .gate(&["verify", "--base", "main", "--format", "json"])
-        .run();
-    out.assert_exit(0);
-    let found = titles(&out.json());
-    assert!(
-        found.contains(&"warning `new` runs `tests/new_check.py`, which the change created: its acceptance is self-certified".to_owned()),
-        "{found:#?}"
-    );
+fn a_new_acceptance_script_is_self_certified_and_must_fail_without_the_change() {
+    let certified = "warning `new` runs `tests/new_check.py`, which the change created: its acceptance is self-certified";
+    let loose = "critical criterion `new` passes without the change: it does not show the feature";
+    // (the new script, exit, its base result, whether the run fails for it)
+    let cases = [
+        (
+            "import sys\nsys.exit(0 if 'feature' in open('src/app.txt').read() else 1)\n",
+            0,
+            "failed",
+            false,
+        ),
+        ("print('ok')\n", 1, "passed", true),
+    ];
+    for (script, exit, on_base, fails) in cases {
+        let env = exam();
+        env.write("src/app.txt", "feature\n");
+        let spec = env.read("gate.toml")
+            + "[[task.criterion]]\nid = \"new\"\ntext = \"also\"\nrun = \"python3 tests/new_check.py\"\n";
+        env.write("gate.toml", &spec);
+        env.write("tests/new_check.py", script);
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .run();
+        out.assert_exit(exit);
+        let doc = out.json();
+        let found = titles(&doc);
+        assert!(found.contains(&certified.to_owned()), "{found:#?}");
+        assert_eq!(found.contains(&loose.to_owned()), fails, "{found:#?}");
+        let new = gate_tests::item(&doc, "new").unwrap();
+        assert_eq!(new["status"], "passed", "{new:#}");
+        assert_eq!(new["expect"], "fail-to-pass", "{new:#}");
+        assert_eq!(new["base_status"]["status"], on_base, "{new:#}");
+    }
 }
 
 #[test]
@@ -579,20 +599,26 @@ fn the_gates_own_git_runs_nothing_the_workspace_configures_and_reads_the_base_it
     );
 }
 
-/// A `bwrap` that cannot start a sandbox, as on a kernel without user
-/// namespaces.
-fn broken_bwrap(dir: &Path) -> String {
-    let bin = dir.join("bwrap");
-    std::fs::write(
-        &bin,
-        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n",
-    )
-    .unwrap();
+/// A `PATH` whose `name` fails with `message`, as a tool does where the
+/// kernel refuses it what it needs.
+fn broken_tool(dir: &Path, name: &str, message: &str) -> String {
+    let bin = dir.join(name);
+    std::fs::write(&bin, format!("#!/bin/sh\necho \"{message}\" >&2\nexit 1\n")).unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     format!(
         "{}:{}",
         dir.display(),
         std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A `bwrap` that cannot start a sandbox, as on a kernel without user
+/// namespaces.
+fn broken_bwrap(dir: &Path) -> String {
+    broken_tool(
+        dir,
+        "bwrap",
+        "bwrap: No permissions to create a new namespace",
     )
 }
 
@@ -932,17 +958,10 @@ after = ["serve"]
 
 /// An `nsenter` that cannot enter, as where the kernel refuses it.
 fn broken_nsenter(dir: &Path) -> String {
-    let bin = dir.join("nsenter");
-    std::fs::write(
-        &bin,
-        "#!/bin/sh\necho \"nsenter: reassociate to namespace 'ns/net' failed: Operation not permitted\" >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
+    broken_tool(
+        dir,
+        "nsenter",
+        "nsenter: reassociate to namespace 'ns/net' failed: Operation not permitted",
     )
 }
 
