@@ -11,6 +11,8 @@ use gate_specs::{Criterion, Policy, ReviewUnavailable, Spec};
 use crate::git::Git;
 use crate::record::Finding;
 use crate::routing::{Routing, RoutingTable};
+use crate::rules::discover::is_rules_file;
+use crate::rules::model::{self as rules_model, Rule};
 
 /// The role findings of the gate's own guard carry.
 pub const GUARD_ROLE: &str = "gate";
@@ -420,9 +422,120 @@ pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Result<Spe
     })
 }
 
+/// What loosened in one house rules file between the base (`base`, its
+/// rules) and now (`None`: the file is gone): a judged rule removed or no
+/// longer judged, its claim reworded, its severity lowered, or where it
+/// applies changed. The rules are the exam the rules reviewer sets.
+pub fn compare_rules(file: &str, base: &[Rule], now: Option<&[Rule]>) -> Vec<Loosening> {
+    let loosening = |title: String, detail: String| Loosening {
+        file: file.to_owned(),
+        title,
+        detail,
+    };
+    let judged: Vec<&Rule> = base.iter().filter(|r| r.judge).collect();
+    let Some(now) = now else {
+        if judged.is_empty() {
+            return Vec::new();
+        }
+        return vec![loosening(
+            format!("The change removes the house rules file `{file}`"),
+            format!(
+                "It held {} judged rule{} at the base.",
+                judged.len(),
+                if judged.len() == 1 { "" } else { "s" }
+            ),
+        )];
+    };
+    let mut found = Vec::new();
+    for was in judged {
+        let Some(is) = now.iter().find(|r| r.id == was.id) else {
+            found.push(loosening(
+                format!("The change removes house rule `{}`", was.id),
+                format!("It said: {}", was.claim.text()),
+            ));
+            continue;
+        };
+        let change = if !is.judge {
+            Some("no longer judges it".to_owned())
+        } else if is.claim != was.claim {
+            Some(format!(
+                "rewords it (was: {}; now: {})",
+                was.claim.text(),
+                is.claim.text()
+            ))
+        } else if is.severity > was.severity {
+            Some(format!(
+                "lowers its severity from {} to {}",
+                was.severity.as_str(),
+                is.severity.as_str()
+            ))
+        } else if is.applies != was.applies {
+            Some(format!(
+                "changes where it applies (was: {:?}; now: {:?})",
+                was.applies, is.applies
+            ))
+        } else {
+            None
+        };
+        if let Some(change) = change {
+            found.push(loosening(
+                format!("The change alters house rule `{}`", was.id),
+                format!("It {change}."),
+            ));
+        }
+    }
+    found
+}
+
+/// The house rules files at `base` under the workspace, each compared with
+/// the file now.
+async fn compare_rules_files(git: &Git, workspace: &Path, base: &str) -> Vec<Loosening> {
+    // Paths relative to the directory git runs in: the workspace.
+    let Ok(listing) = git
+        .run(workspace, &["ls-tree", "-r", "-z", "--name-only", base])
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for file in listing
+        .split(|b| *b == 0)
+        .filter_map(|p| std::str::from_utf8(p).ok())
+        .filter(|p| is_rules_file(p))
+    {
+        let spec = format!("{base}:./{file}");
+        let Some(then) = git
+            .run(workspace, &["cat-file", "blob", &spec])
+            .await
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        else {
+            continue;
+        };
+        let Ok(base_rules) = rules_model::parse(&then, file) else {
+            continue;
+        };
+        let now_path = workspace.join(file);
+        let now = if now_path.exists() {
+            match gate_specs::read_text_bounded(&now_path, gate_specs::TEXT_MAX_BYTES)
+                .ok()
+                .map(|t| rules_model::parse(&t, file))
+            {
+                Some(Ok(rules)) => Some(rules),
+                // One that no longer parses fails the run when the rules load.
+                _ => continue,
+            }
+        } else {
+            None
+        };
+        found.extend(compare_rules(file, &base_rules, now.as_deref()));
+    }
+    found
+}
+
 /// Compares the gate's own inputs with what they were at `base` (a commit
 /// id): the spec (`base_spec`, as [`spec_at_base`] read it), the routing
-/// table and prompt override files.
+/// table, prompt override files and the house rules files.
 pub async fn check(
     git: &Git,
     workspace: &Path,
@@ -475,6 +588,7 @@ pub async fn check(
             }
         }
     }
+    found.extend(compare_rules_files(git, workspace, base).await);
     found.into_iter().map(Loosening::into_finding).collect()
 }
 
@@ -685,6 +799,84 @@ expect_default = "fail-to-pass"
         assert!(
             titles.contains(&"The change lowers the threshold of criterion `c2`"),
             "{titles:?}"
+        );
+    }
+
+    #[test]
+    fn house_rules_loosened_are_named() {
+        const RULES: &str = r#"
+[[rule]]
+id = "errors"
+mistake = "An error is swallowed."
+fix = "Return it."
+severity = "critical"
+applies = ["src/**"]
+[[rule.cases.violating]]
+file = "src/a.rs"
+diff = "+    Err(_) => return None,"
+[[rule.cases.compliant]]
+file = "src/a.rs"
+diff = "+    Err(e) => return Err(e),"
+
+[[rule]]
+id = "guide"
+statement = "Names are short."
+fix = "Shorten them."
+judge = false
+"#;
+        let base = rules_model::parse(RULES, "docs/review/rules.toml").unwrap();
+        // (text replaced in the base file, replacement, the finding's title)
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("", "", None),
+            (
+                "id = \"errors\"",
+                "id = \"errs\"",
+                Some("The change removes house rule `errors`"),
+            ),
+            (
+                "severity = \"critical\"",
+                "severity = \"warning\"",
+                Some("The change alters house rule `errors`"),
+            ),
+            (
+                "An error is swallowed.",
+                "Nothing.",
+                Some("The change alters house rule `errors`"),
+            ),
+            (
+                "applies = [\"src/**\"]",
+                "applies = [\"src/none/**\"]",
+                Some("The change alters house rule `errors`"),
+            ),
+            (
+                "fix = \"Return it.\"\nseverity",
+                "fix = \"Return it.\"\njudge = false\nseverity",
+                Some("The change alters house rule `errors`"),
+            ),
+            // A severity left out is the default, warning: lowered.
+            (
+                "severity = \"critical\"\n",
+                "",
+                Some("The change alters house rule `errors`"),
+            ),
+            // A guide entry is never asked: editing it loosens nothing.
+            ("Names are short.", "Names are long.", None),
+        ];
+        for (from, to, want) in cases {
+            let text = RULES.replacen(from, to, 1);
+            let now = rules_model::parse(&text, "docs/review/rules.toml").unwrap();
+            let found = compare_rules("docs/review/rules.toml", &base, Some(&now));
+            let titles: Vec<&str> = found.iter().map(|l| l.title.as_str()).collect();
+            assert_eq!(
+                titles,
+                want.iter().copied().collect::<Vec<_>>(),
+                "{from} -> {to}"
+            );
+        }
+        let gone = compare_rules("docs/review/rules.toml", &base, None);
+        assert_eq!(
+            gone[0].title,
+            "The change removes the house rules file `docs/review/rules.toml`"
         );
     }
 }

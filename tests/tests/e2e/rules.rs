@@ -421,3 +421,61 @@ fn qualify_flags_a_model_that_does_not_separate_the_cases() {
     // Qualification leaves the rules files as they were.
     assert!(!env.read("docs/review/rules.toml").contains("tested"));
 }
+
+/// With a base, a change that loosens the house rules (a judged rule
+/// removed or reworded, a rules file deleted) fails the run, as a change
+/// that drops a criterion does: the rules are the gate's exam too.
+#[test]
+fn a_change_that_loosens_the_house_rules_is_a_critical_finding() {
+    // (what the change does to the rules, the finding's title; None: nothing loosened)
+    let cases: [(&str, Option<&str>); 4] = [
+        ("nothing", None),
+        (
+            "removes",
+            Some("The change removes house rule `no-product-branch`"),
+        ),
+        (
+            "rewords",
+            Some("The change alters house rule `no-product-branch`"),
+        ),
+        (
+            "deletes",
+            Some("The change removes the house rules file `services/api/docs/review/rules.toml`"),
+        ),
+    ];
+    for (change, want) in cases {
+        let env = fixture();
+        env.write("gate.toml", "[spec]\nid = \"rules-guard\"\n");
+        env.write(".gitignore", ".gate/\n");
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-q", "-m", "base"]);
+        let api = "services/api/docs/review/rules.toml";
+        match change {
+            "removes" => {
+                env.write(api, "\n");
+            }
+            "rewords" => {
+                env.write(
+                    api,
+                    &API_RULES.replace("has no branch on a product name", "is fine"),
+                );
+            }
+            "deletes" => std::fs::remove_file(env.path().join(api)).unwrap(),
+            _ => {}
+        }
+        let out = env
+            .gate(&["verify", "--base", "main", "--offline", "--format", "json"])
+            .run();
+        let doc = out.json();
+        let critical: Vec<&str> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] == "critical")
+            .map(|f| f["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(critical, want.into_iter().collect::<Vec<_>>(), "{change}");
+        out.assert_exit(i32::from(want.is_some()));
+    }
+}
