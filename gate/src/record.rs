@@ -220,7 +220,7 @@ pub fn verdict_line(record: &RunRecord) -> String {
 /// Whether the gate guarded its own inputs in a run.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SelfGuard {
-    /// `on`: the spec, routing table and prompts were compared with the base's.
+    /// `on`: the spec, routing table, prompts and house rules were compared with the base's.
     pub status: GuardStatus,
     /// Why it was off.
     pub reason: Option<String>,

@@ -235,8 +235,8 @@ pub async fn run_with(
             "{spec_file} at base `{rev}` does not parse, so nothing was compared with it"
         )),
         _ => SelfGuard::off(
-            "no base given: pass `--base REV` to compare the spec, routing table and prompts \
-             with the base's",
+            "no base given: pass `--base REV` to compare the spec, routing table, prompts \
+             and house rules with the base's",
         ),
     };
     let base_spec = spec_then.and_then(Result::ok);
