@@ -154,6 +154,24 @@ pub fn item<'a>(run: &'a Value, id: &str) -> Option<&'a Value> {
         .find(|i| i["id"] == id)
 }
 
+/// The status of item `id` of a run's JSON; panics when the run lacks it.
+pub fn status_of(run: &Value, id: &str) -> String {
+    item(run, id).map_or_else(
+        || panic!("no item {id} in {run}"),
+        |i| i["status"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// The lines of an execution log a test's scripts append to: one per
+/// command that really ran (none when it was never written).
+pub fn ran(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The real `gate` binary as a hermetic command.
 pub fn gate_command() -> Command {
     #[allow(clippy::disallowed_methods)] // tests drive the real binary

@@ -5,27 +5,9 @@
 //! parse check accepts what the formats accept, and a deliberate fixture is
 //! exempted without turning the check off; every declared page has a line.
 
-use std::path::Path;
-
 use base64::Engine as _;
-use gate_tests::{TestEnv, item};
+use gate_tests::{TestEnv, item, ran, status_of};
 use serde_json::Value;
-
-/// The lines of the execution log: one per command that really ran.
-fn ran(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn status(doc: &Value, id: &str) -> String {
-    item(doc, id).map_or_else(
-        || panic!("no item {id} in {doc}"),
-        |i| i["status"].as_str().unwrap().to_owned(),
-    )
-}
 
 fn findings<'a>(doc: &'a Value, role: &str) -> Vec<&'a Value> {
     doc["findings"]
@@ -92,7 +74,7 @@ writable = ["{outside}"]
     out.assert_exit(1);
     let doc = out.json();
     assert_eq!(doc["verdict"], "fail");
-    assert_eq!(status(&doc, "post-like"), "passed");
+    assert_eq!(status_of(&doc, "post-like"), "passed");
     let found = findings(&doc, "gate");
     let titles: Vec<&str> = found.iter().map(|f| f["title"].as_str().unwrap()).collect();
     assert_eq!(
@@ -137,8 +119,8 @@ writable = ["{outside}"]
     let out = verify(&env, &[]);
     out.assert_exit(1);
     let doc = out.json();
-    assert_eq!(status(&doc, "post-like"), "failed");
-    assert_eq!(status(&doc, "feed"), "carried");
+    assert_eq!(status_of(&doc, "post-like"), "failed");
+    assert_eq!(status_of(&doc, "feed"), "carried");
     assert_eq!(ran(&log), ["post-like"]);
     let shown = env.shown(doc["run_id"].as_str().unwrap());
     let plan = shown["plan"].as_array().unwrap();
@@ -242,8 +224,8 @@ run = "grep -q total src/cart/cart.py"
     let out = verify(&env, &[]);
     out.assert_exit(1);
     let doc = out.json();
-    assert_eq!(status(&doc, "store.tests"), "passed");
-    assert_eq!(status(&doc, "cart-total"), "failed");
+    assert_eq!(status_of(&doc, "store.tests"), "passed");
+    assert_eq!(status_of(&doc, "cart-total"), "failed");
 
     // Attempt 2: the cart is fixed and the store's own tests now fail.
     env.write("src/cart/cart.py", "def total(): pass\n");
@@ -252,8 +234,8 @@ run = "grep -q total src/cart/cart.py"
     out.assert_exit(1);
     let doc = out.json();
     assert_eq!(doc["attempt"], 2);
-    assert_eq!(status(&doc, "cart-total"), "passed");
-    assert_eq!(status(&doc, "store.tests"), "failed", "{doc}");
+    assert_eq!(status_of(&doc, "cart-total"), "passed");
+    assert_eq!(status_of(&doc, "store.tests"), "failed", "{doc}");
     // The bundle names the ignored report as a subject of the run.
     let bundle: Value = serde_json::from_str(&env.read(doc["bundle"].as_str().unwrap())).unwrap();
     let payload = base64::engine::general_purpose::STANDARD
@@ -318,7 +300,7 @@ writable = ["{outside}"]
     // Attempt 1 builds and serves; the criterion fails.
     let out = verify(&env, &[]);
     out.assert_exit(1);
-    assert_eq!(status(&out.json(), "feed-served"), "failed");
+    assert_eq!(status_of(&out.json(), "feed-served"), "failed");
 
     // A fresh checkout of the same content: what the build made is gone.
     std::fs::remove_dir_all(env.path().join("dist")).unwrap();
@@ -328,7 +310,7 @@ writable = ["{outside}"]
     out.assert_exit(0);
     let doc = out.json();
     for id in ["build", "server-starts", "feed-served"] {
-        assert_eq!(status(&doc, id), "passed", "{id}: {doc}");
+        assert_eq!(status_of(&doc, id), "passed", "{id}: {doc}");
     }
     assert_eq!(ran(&log), ["build", "server-starts", "feed-served"]);
     let shown = env.shown(doc["run_id"].as_str().unwrap());

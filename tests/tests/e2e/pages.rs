@@ -25,7 +25,7 @@ pub(crate) fn axe() -> PathBuf {
     path
 }
 
-fn chromium() -> PathBuf {
+pub(crate) fn chromium() -> PathBuf {
     let path = std::env::var_os("GATE_CHROMIUM")
         .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
     assert!(

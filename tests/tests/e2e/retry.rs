@@ -1,26 +1,7 @@
 //! Retries through the real binary: what a retry re-runs (counted by real
 //! executions), the doom loop, overrides, and the gate guarding its own spec.
 
-use std::path::Path;
-
-use gate_tests::{TestEnv, item};
-use serde_json::Value;
-
-/// The lines of the execution log: one per command that really ran.
-fn ran(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn status_of(doc: &Value, id: &str) -> String {
-    item(doc, id).map_or_else(
-        || panic!("no item {id} in {doc}"),
-        |i| i["status"].as_str().unwrap().to_owned(),
-    )
-}
+use gate_tests::{TestEnv, item, ran, status_of};
 
 #[test]
 fn a_retry_reruns_only_what_the_fix_could_have_changed() {

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gate_tests::{TestEnv, pids_with, unique_token};
+
+use super::pages::{axe, chromium};
 use serde_json::Value;
 
 /// Who runs the gate.
@@ -863,31 +865,6 @@ after = ["serve"]
             assert_eq!(netns, own.to_string_lossy(), "{case}");
         }
     }
-}
-
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("GATE_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    assert!(
-        path.is_file(),
-        "Chromium is missing at {}: install Debian's `chromium` (scripts/test does) or set GATE_CHROMIUM",
-        path.display()
-    );
-    path
-}
-
-/// axe-core's `axe.min.js`, as `scripts/test` installs it.
-fn axe() -> PathBuf {
-    let path = std::env::var_os("GATE_TEST_AXE").map_or_else(
-        || gate_tests::repo_root().join("target/axe-core/node_modules/axe-core/axe.min.js"),
-        PathBuf::from,
-    );
-    assert!(
-        path.is_file(),
-        "axe-core is missing at {}: run `scripts/axe-core.sh target/axe-core` (scripts/test does) or set GATE_TEST_AXE",
-        path.display()
-    );
-    path
 }
 
 #[test]
