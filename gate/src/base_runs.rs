@@ -128,7 +128,7 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         BaseRuns::Always => c.run.is_some(),
         BaseRuns::Never | BaseRuns::Expected => c.expectation(&spec.policy) != Expect::Any,
     };
-    let mut asking: Vec<&gate_specs::Criterion> = spec
+    let asking: Vec<&gate_specs::Criterion> = spec
         .criteria()
         .map(|(_, c)| c)
         .filter(|c| asks(c))
@@ -184,19 +184,23 @@ pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
     }
 
     let tree = BaseTree::list(git, inputs.workspace, commit).await?;
+    let mut keyed: Vec<Wanted> = asking
+        .iter()
+        .map(|c| key(spec, c, &tree, inputs.snapshot))
+        .collect();
     let mut self_certified = BTreeSet::new();
     for c in unsaid {
-        if !key(spec, c, &tree, inputs.snapshot).copies.is_empty() {
+        let w = key(spec, c, &tree, inputs.snapshot);
+        if !w.copies.is_empty() {
             self_certified.insert(c.id.clone());
-            asking.push(c);
+            keyed.push(w);
         }
     }
-    if asking.is_empty() {
+    if keyed.is_empty() {
         return Ok(Outcome::default());
     }
     let mut wanted: Vec<Wanted> = Vec::new();
-    for c in &asking {
-        let w = key(spec, c, &tree, inputs.snapshot);
+    for w in keyed {
         let kept = match inputs.ledger.as_deref() {
             Some(ledger) => ledger
                 .base_result(commit, &w.id, &w.definition, &w.verifiers)
