@@ -104,6 +104,15 @@ impl Holder {
     }
 }
 
+impl Drop for Holder {
+    /// Kills the holder and waits until it is gone, so that when the run
+    /// ends nothing is left in its namespace (a stopped holder is already
+    /// gone and this does nothing).
+    fn drop(&mut self) {
+        self.group.kill_and_wait(crate::process::STOP_GRACE);
+    }
+}
+
 /// bubblewrap's arguments for the holder: a network namespace (bubblewrap
 /// brings its loopback up) and a PID namespace of its own, every capability
 /// dropped, nothing writable, and a command that waits. No `/dev` of its
@@ -147,6 +156,37 @@ fn first_line(group: &ProcessGroup) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::{bounded, gone};
+
+    /// A dropped holder is gone when the drop returns, the process inside
+    /// its namespace too: a run that ends leaves nothing in its network.
+    #[tokio::test]
+    async fn a_dropped_holder_leaves_nothing_behind() {
+        let env: Vec<(OsString, OsString)> = std::env::var_os("PATH")
+            .map(|p| vec![("PATH".into(), p)])
+            .unwrap_or_default();
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..5 {
+            let holder = bounded(Holder::start(
+                Path::new("/usr/bin/bwrap"),
+                Path::new("/usr/bin/nsenter"),
+                Path::new("/bin/true"),
+                dir.path(),
+                env.clone(),
+            ))
+            .await
+            .expect("bubblewrap makes a network namespace here");
+            let inside = i32::try_from(holder.namespace().pid).unwrap();
+            let outside = holder.group.pid();
+            assert!(!gone(inside) && !gone(outside));
+            drop(holder);
+            assert!(
+                gone(inside),
+                "the namespace's process {inside} outlived its holder"
+            );
+            assert!(gone(outside), "bubblewrap {outside} outlived its holder");
+        }
+    }
 
     #[test]
     fn the_holder_is_a_network_namespace_that_only_waits() {

@@ -507,6 +507,13 @@ impl ProcessGroup {
             if Instant::now() >= deadline {
                 tracing::debug!(pgid = self.pid(), "grace over, SIGKILL");
                 signal_group(self.pgid, Signal::SIGKILL);
+                // SIGKILL is not instant: a process in its exit path still
+                // holds what it held (a port, a namespace) until it is gone.
+                let killed = Instant::now() + STOP_GRACE;
+                while group_alive(self.pgid) && Instant::now() < killed {
+                    self.try_status();
+                    tokio::time::sleep(POLL).await;
+                }
                 break;
             }
             tokio::time::sleep(POLL).await;
@@ -533,6 +540,24 @@ impl ProcessGroup {
             self.settled();
         }
         self.output()
+    }
+
+    /// Kills the whole group at once and waits, blocking, up to `limit` for
+    /// every process of it to be gone: for a drop, where nothing can be
+    /// awaited and what the group held must not outlive its owner.
+    pub fn kill_and_wait(&mut self, limit: Duration) {
+        if self.done {
+            return;
+        }
+        signal_group(self.pgid, Signal::SIGKILL);
+        let deadline = Instant::now() + limit;
+        while group_alive(self.pgid) && Instant::now() < deadline {
+            self.try_status();
+            std::thread::sleep(POLL);
+        }
+        self.try_status();
+        self.readers.abort_all();
+        self.settled();
     }
 
     /// The group is stopped or ended: nothing to kill at exit any more.
