@@ -243,6 +243,9 @@ pub struct Isolation {
     /// hidden each time a launcher is made (a ledger file is created after
     /// the run starts).
     candidates: Vec<PathBuf>,
+    /// What the run should be told of its sandbox's settings (a `writable`
+    /// path that is not there).
+    pub warnings: Vec<String>,
 }
 
 /// How long the sandbox probe may take.
@@ -281,6 +284,7 @@ impl Isolation {
                 tools_env: tools_env.clone(),
                 scratch: None,
                 candidates: Vec::new(),
+                warnings: Vec::new(),
                 _holder: None,
             }
         };
@@ -349,13 +353,22 @@ impl Isolation {
                 .iter()
                 .filter_map(|p| expand(p, host_home.as_deref())),
         );
-        let writable: Vec<PathBuf> = setup
-            .section
-            .writable
-            .iter()
-            .filter_map(|p| expand(p, host_home.as_deref()))
-            .filter(|p| p.exists())
-            .collect();
+        // A path that is not there is not made writable, and the run says so
+        // rather than leave a build to fail on a read-only cache.
+        let mut warnings = Vec::new();
+        let mut writable = Vec::new();
+        for named in &setup.section.writable {
+            match expand(named, host_home.as_deref()) {
+                Some(path) if path.exists() => writable.push(path),
+                Some(path) => warnings.push(format!(
+                    "[sandbox] writable names {}, which does not exist: nothing is made writable for it",
+                    path.display()
+                )),
+                None => warnings.push(format!(
+                    "[sandbox] writable names `{named}`, which is neither absolute nor under a HOME that exists: nothing is made writable for it"
+                )),
+            }
+        }
         let mut sandbox = Sandbox {
             bwrap,
             workspace: setup.workspace.to_path_buf(),
@@ -434,6 +447,7 @@ impl Isolation {
             tools_env,
             scratch: Some(scratch),
             candidates,
+            warnings,
             _holder: holder,
         })
     }

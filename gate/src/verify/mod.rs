@@ -271,6 +271,9 @@ pub async fn run_with(
             format!("gate: {why}")
         }));
     }
+    for why in &isolation.warnings {
+        events.emit(RunEvent::Warning(format!("gate: {why}")));
+    }
     if let Some(path) = created_key {
         events.emit(RunEvent::Notice(format!(
             "gate: created a signing key at {}",

@@ -1063,3 +1063,41 @@ fn the_common_toolchains_work_inside_the_sandbox() {
     }
     out.assert_exit(0);
 }
+
+/// What the run cannot honour or protect is said on stderr, and the run
+/// goes on: a `writable` path that is not there, a criterion whose verifier
+/// is no file of the workspace.
+#[test]
+fn what_the_sandbox_cannot_honour_or_protect_is_said() {
+    // (the spec's extra lines, what stderr says, what it must not say)
+    let cases = [
+        (
+            "[sandbox]\nwritable = [\"/nonexistent/gate-cache\", \"~/no-such-cache\"]\n\
+             [[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"./check.sh\"\n",
+            vec![
+                "writable names /nonexistent/gate-cache, which does not exist",
+                "no-such-cache, which does not exist",
+            ],
+            "nothing protects",
+        ),
+        (
+            "[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"c\"\ntext = \"x\"\nrun = \"true\"\n",
+            vec![
+                "criterion `c` runs no file of the workspace, so nothing protects what decides it",
+            ],
+            "writable names",
+        ),
+    ];
+    for (extra, said, unsaid) in cases {
+        let env = TestEnv::new();
+        env.write("gate.toml", &format!("[spec]\nid = \"warn\"\n{extra}"));
+        env.script("check.sh", "#!/bin/sh\nexit 0\n");
+        let out = env.gate(&["verify", "--format", "json"]).run();
+        out.assert_exit(0);
+        assert_eq!(out.json()["isolation"]["kind"], "bwrap", "{extra}");
+        for needle in said {
+            out.stderr_has(needle);
+        }
+        assert!(!out.stderr.contains(unsaid), "{extra}: {}", out.stderr);
+    }
+}
