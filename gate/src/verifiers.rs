@@ -232,6 +232,11 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
         for named in paths {
             let now = present(&now_files, &named.path);
             let before = present(&ref_set, &named.path);
+            // A module's candidate file the workspace never had: the module
+            // is an installed one, not the workspace's.
+            if named.module && !now && !before {
+                continue;
+            }
             if now || before {
                 names_any = true;
                 protected
@@ -240,7 +245,7 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
                     .items
                     .insert(id.clone());
             }
-            if !before {
+            if !before && !named.module {
                 out.required
                     .entry(id.clone())
                     .or_default()

@@ -15,7 +15,9 @@
 //!   `ruby`, `perl`, `php`, `deno run`, `bun run`, `tsx`, `ts-node`), or
 //!   the command line of `sh -c '…'`, read the same way;
 //! - the paths a test runner is given (`pytest`, `jest`, `vitest`, `mocha`,
-//!   `bats`, `phpunit`, `rspec`, and `python -m pytest`).
+//!   `bats`, `phpunit`, `rspec`, and `python -m pytest`);
+//! - the files of a module Python runs with `-m` (`python3 -m
+//!   scripts.check`), which count only where the workspace has them.
 //!
 //! A path a command only reads or checks (`test -f dist/app.js`, `grep x
 //! src/app.py`) is what the change is judged on, not the exam, and is not
@@ -39,6 +41,12 @@ pub struct VerifierPath {
     /// Whether it is run before anything of the line that could have made
     /// it: such a path must exist when the command starts.
     pub first: bool,
+    /// Whether it is one of the files a Python module named by `-m` may be
+    /// (`python3 -m scripts.check` runs `scripts/__init__.py` and
+    /// `scripts/check.py`, or the package `scripts/check/`): a verifier only
+    /// where the workspace has it, now or before the change; otherwise the
+    /// module is an installed one.
+    pub module: bool,
 }
 
 /// Interpreters whose first operand is the script they run.
@@ -141,6 +149,8 @@ fn add(out: &mut Vec<VerifierPath>, found: VerifierPath) {
         Some(seen) => {
             seen.direct |= found.direct;
             seen.first |= found.first;
+            // Named as a file too, it is no longer only a module's candidate.
+            seen.module &= found.module;
         }
         None => out.push(found),
     }
@@ -187,6 +197,7 @@ fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
             path,
             direct: true,
             first: true,
+            module: false,
         });
         return None;
     }
@@ -217,12 +228,17 @@ fn interpreted(name: &str, args: &[Word], found: &mut Vec<VerifierPath>) -> Opti
                 return args.next().filter(|w| !w.expands).map(|w| w.text.clone());
             }
             if NO_SCRIPT.contains(&w.text.as_str()) {
-                // `python -m pytest tests/x`: a module that is a test runner.
                 if w.text == "-m"
+                    && name.starts_with("python")
                     && let Some(module) = args.next()
-                    && TEST_RUNNERS.contains(&module.text.as_str())
+                    && !module.expands
                 {
-                    tested(args.as_slice(), found);
+                    if TEST_RUNNERS.contains(&module.text.as_str()) {
+                        // `python -m pytest tests/x`: a module that is a test runner.
+                        tested(args.as_slice(), found);
+                    } else {
+                        found.extend(module_files(&module.text));
+                    }
                 }
                 return None;
             }
@@ -235,11 +251,42 @@ fn interpreted(name: &str, args: &[Word], found: &mut Vec<VerifierPath>) -> Opti
                 path,
                 direct: false,
                 first: true,
+                module: false,
             });
         }
         return None;
     }
     None
+}
+
+/// The workspace files `python -m a.b` may run: each parent package's
+/// `__init__.py`, then `a/b.py` or the package's `a/b/__init__.py` and
+/// `a/b/__main__.py`. None for a name that is not a dotted module path.
+fn module_files(module: &str) -> Vec<VerifierPath> {
+    let parts: Vec<&str> = module.split('.').collect();
+    let identifier = |p: &&str| {
+        p.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    if !parts.iter().all(identifier) {
+        return Vec::new();
+    }
+    let candidate = |path: String| VerifierPath {
+        path,
+        direct: false,
+        first: true,
+        module: true,
+    };
+    let mut out: Vec<VerifierPath> = (1..parts.len())
+        .map(|n| candidate(format!("{}/__init__.py", parts[..n].join("/"))))
+        .collect();
+    let whole = parts.join("/");
+    out.push(candidate(format!("{whole}.py")));
+    out.push(candidate(format!("{whole}/__init__.py")));
+    out.push(candidate(format!("{whole}/__main__.py")));
+    out
 }
 
 /// The path operands of a test runner: words that hold a `/` or end in a
@@ -262,6 +309,7 @@ fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
                 path,
                 direct: false,
                 first: true,
+                module: false,
             });
         }
     }
@@ -560,6 +608,55 @@ mod tests {
         }
     }
 
+    /// The files of a module `python -m` runs, as candidates: (line,
+    /// [(path, module)]).
+    #[test]
+    fn the_files_a_python_module_may_be() {
+        let cases: &[(&str, &[(&str, bool)])] = &[
+            (
+                "python3 -m scripts.check_cart",
+                &[
+                    ("scripts/__init__.py", true),
+                    ("scripts/check_cart.py", true),
+                    ("scripts/check_cart/__init__.py", true),
+                    ("scripts/check_cart/__main__.py", true),
+                ],
+            ),
+            (
+                "cd app && python -m accept -v",
+                &[
+                    ("app/accept.py", true),
+                    ("app/accept/__init__.py", true),
+                    ("app/accept/__main__.py", true),
+                ],
+            ),
+            // Named as a file too, it is a verifier wherever it is.
+            (
+                "python3 -m check; python3 check.py",
+                &[
+                    ("check.py", false),
+                    ("check/__init__.py", true),
+                    ("check/__main__.py", true),
+                ],
+            ),
+            // Not a module path, or not Python: nothing.
+            (
+                "python3 -m $MOD; python3 -m a..b; node -m x; python3 -m",
+                &[],
+            ),
+            ("python -m pytest tests/acc", &[("tests/acc", false)]),
+        ];
+        for (run, want) in cases {
+            let got: Vec<(String, bool)> = verifier_paths(run)
+                .into_iter()
+                .map(|v| (v.path, v.module))
+                .collect();
+            let want: Vec<(String, bool)> =
+                want.iter().map(|(p, m)| ((*p).to_owned(), *m)).collect();
+            assert_eq!(got, want, "{run}");
+        }
+    }
+
     /// Where `cd` moves the paths after it, and which paths are run before
     /// anything could have made them: (line, [(path, first)]).
     #[test]
@@ -575,7 +672,12 @@ mod tests {
             ),
             (
                 "python3 -m venv .venv && .venv/bin/python t.py",
-                &[(".venv/bin/python", false)],
+                &[
+                    ("venv.py", true),
+                    ("venv/__init__.py", true),
+                    ("venv/__main__.py", true),
+                    (".venv/bin/python", false),
+                ],
             ),
             ("./a.sh && ./b.sh", &[("a.sh", true), ("b.sh", false)]),
             // A directory not known from the text: nothing after it is read.

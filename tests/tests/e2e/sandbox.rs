@@ -1101,3 +1101,63 @@ fn what_the_sandbox_cannot_honour_or_protect_is_said() {
         assert!(!out.stderr.contains(unsaid), "{extra}: {}", out.stderr);
     }
 }
+
+/// An exam Python runs as a module (`python3 -m checks.e2e`) is protected
+/// like a script: its module and its package's `__init__.py` are the
+/// verifier, and the base's version runs. A module the workspace never had
+/// (`python3 -m json.tool`) is an installed one, not a missing verifier.
+#[test]
+fn an_exam_run_as_a_python_module_is_protected() {
+    // (the file the agent rewrites, the finding's title)
+    let cases = [
+        (
+            "checks/e2e.py",
+            "critical The change modifies the verifier `checks/e2e.py`",
+        ),
+        (
+            "checks/__init__.py",
+            "critical The change modifies the verifier `checks/__init__.py`",
+        ),
+    ];
+    for (file, title) in cases {
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            "[spec]\nid = \"exam\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+             [[task.criterion]]\nid = \"e2e\"\ntext = \"the feature works\"\nrun = \"python3 -m checks.e2e\"\n\
+             [[task.criterion]]\nid = \"json\"\ntext = \"the data is JSON\"\nrun = \"python3 -m json.tool src/data.json\"\n",
+        );
+        env.write(".gitignore", ".gate/\n__pycache__/\n");
+        env.write("checks/__init__.py", "");
+        env.write(
+            "checks/e2e.py",
+            "import sys\nsys.exit(0 if 'feature' in open('src/app.txt').read() else 1)\n",
+        );
+        env.write("src/app.txt", "old\n");
+        env.write("src/data.json", "{}\n");
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-q", "-m", "base"]);
+        env.write("src/app.txt", "still old\n");
+        env.write(file, "import os\nos._exit(0)\n");
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .run();
+        out.assert_exit(1);
+        let doc = out.json();
+        let found = titles(&doc);
+        assert!(found.iter().any(|t| t == title), "{file}: {found:#?}");
+        // The base's version ran, and it fails the missing feature.
+        let e2e = gate_tests::item(&doc, "e2e").unwrap();
+        assert_eq!(e2e["status"], "failed", "{file}: {e2e}");
+        let json = gate_tests::item(&doc, "json").unwrap();
+        assert_eq!(json["status"], "passed", "{file}: {json}");
+        // The module is protected; the installed one protects nothing.
+        assert!(
+            !out.stderr.contains("criterion `e2e` runs no file"),
+            "{}",
+            out.stderr
+        );
+        out.stderr_has("criterion `json` runs no file of the workspace");
+    }
+}
