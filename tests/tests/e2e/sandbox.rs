@@ -542,63 +542,83 @@ fn a_verifier_that_never_existed_is_the_specs_fault_once_its_checks_ran() {
     }
 }
 
+/// Sandboxed, and unisolated too (where the gate's own git runs on the
+/// host and a command the repository configured would leave its marker):
+/// the base is the commit resolved before any check ran, and nothing the
+/// workspace's git configuration names runs.
 #[test]
 fn the_gates_own_git_runs_nothing_the_workspace_configures_and_reads_the_base_it_resolved() {
-    let env = TestEnv::new();
-    let token = unique_token("git");
-    let marker = std::env::temp_dir().join(&token);
-    let spec = "[spec]\nid = \"g\"\n[[check]]\nid = \"rewrite-base\"\nrun = \"git update-ref refs/heads/main HEAD; git config core.fsmonitor true; exit 0\"\n\
-                [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n";
-    env.write("gate.toml", spec);
-    env.write(".gitignore", ".gate/\n");
-    env.write("src/x.txt", "todo\n");
-    env.git(&["init", "-q", "-b", "main"]);
-    env.git(&["add", "."]);
-    env.git(&["commit", "-q", "-m", "base"]);
-    let base = env.git(&["rev-parse", "HEAD"]);
-    env.git(&["checkout", "-q", "-b", "feature"]);
-    env.write("src/x.txt", "todo, still\n");
-    env.git(&["commit", "-qam", "work"]);
-    // The agent deletes the criterion it cannot pass, and configures the
-    // repository to run its own commands when git looks at it.
-    let touch = format!("touch {}", marker.display());
-    env.write(
-        "gate.toml",
-        &spec.replace(
-            "[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n",
-            "",
-        ),
-    );
-    env.write(".gitattributes", "*.txt filter=evil diff=evil\n");
-    for (key, value) in [
-        ("core.fsmonitor", touch.as_str()),
-        ("core.hooksPath", "hooks"),
-        ("filter.evil.clean", touch.as_str()),
-        ("diff.evil.textconv", touch.as_str()),
-        ("diff.external", touch.as_str()),
-    ] {
-        env.git(&["config", key, value]);
+    for sandboxed in [true, false] {
+        let env = TestEnv::new();
+        let token = unique_token("git");
+        let marker = std::env::temp_dir().join(&token);
+        let spec = "[spec]\nid = \"g\"\n[[check]]\nid = \"rewrite-base\"\nrun = \"git update-ref refs/heads/main HEAD; git config core.fsmonitor true; exit 0\"\n\
+                    [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n";
+        env.write("gate.toml", spec);
+        env.write(".gitignore", ".gate/\n");
+        env.write("src/x.txt", "todo\n");
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-q", "-m", "base"]);
+        let base = env.git(&["rev-parse", "HEAD"]);
+        env.git(&["checkout", "-q", "-b", "feature"]);
+        env.write("src/x.txt", "todo, still\n");
+        env.git(&["commit", "-qam", "work"]);
+        // The agent deletes the criterion it cannot pass, and configures the
+        // repository to run its own commands when git looks at it.
+        let touch = format!("touch {}", marker.display());
+        env.write(
+            "gate.toml",
+            &spec.replace(
+                "[[task.criterion]]\nid = \"hard\"\ntext = \"the hard one\"\nrun = \"grep -q done src/x.txt\"\n",
+                "",
+            ),
+        );
+        env.write(".gitattributes", "*.txt filter=evil diff=evil\n");
+        for (key, value) in [
+            ("core.fsmonitor", touch.as_str()),
+            ("core.hooksPath", "hooks"),
+            ("filter.evil.clean", touch.as_str()),
+            ("diff.evil.textconv", touch.as_str()),
+            ("diff.external", touch.as_str()),
+        ] {
+            env.git(&["config", key, value]);
+        }
+        env.script("hooks/post-checkout", &format!("#!/bin/sh\n{touch}\n"));
+        let mut args = vec!["verify", "--base", "main", "--format", "json"];
+        if !sandboxed {
+            args.extend(["--sandbox", "off"]);
+        }
+        let out = env.gate(&args).run();
+        out.assert_exit(1);
+        let doc = out.json();
+        assert_eq!(
+            doc["isolation"]["kind"],
+            if sandboxed { "bwrap" } else { "none" }
+        );
+        assert!(
+            titles(&doc)
+                .contains(&"critical The change removes acceptance criterion `hard`".to_owned()),
+            "sandboxed {sandboxed}: {:#?}",
+            titles(&doc)
+        );
+        assert_eq!(doc["base_commit"].as_str().unwrap(), base.trim());
+        assert!(
+            !marker.exists(),
+            "sandboxed {sandboxed}: a command the repository configured ran"
+        );
+        if sandboxed {
+            // The check could not move the base: `.git` is read-only to it.
+            assert_eq!(env.git(&["rev-parse", "main"]).trim(), base.trim());
+            assert!(
+                !env.git(&["config", "--list"])
+                    .contains("core.fsmonitor=true")
+            );
+        } else {
+            // Unisolated the check did move it, after the gate had read it.
+            assert_ne!(env.git(&["rev-parse", "main"]).trim(), base.trim());
+        }
     }
-    env.script("hooks/post-checkout", &format!("#!/bin/sh\n{touch}\n"));
-    let out = env
-        .gate(&["verify", "--base", "main", "--format", "json"])
-        .run();
-    out.assert_exit(1);
-    let doc = out.json();
-    assert!(
-        titles(&doc)
-            .contains(&"critical The change removes acceptance criterion `hard`".to_owned()),
-        "{:#?}",
-        titles(&doc)
-    );
-    assert_eq!(doc["base_commit"].as_str().unwrap(), base.trim());
-    assert!(!marker.exists(), "a command the repository configured ran");
-    // The check could not move the base: `.git` is read-only to it.
-    assert_eq!(env.git(&["rev-parse", "main"]).trim(), base.trim());
-    assert!(
-        !env.git(&["config", "--list"])
-            .contains("core.fsmonitor=true")
-    );
 }
 
 /// A `PATH` whose `name` fails with `message`, as a tool does where the
