@@ -720,7 +720,13 @@ fn reviewers_with_nothing_to_review_are_not_asked() {
         &'a [&'a str],
         &'a [(&'a str, &'a str)],
     );
-    let cases: [Case<'_>; 3] = [
+    let cases: [Case<'_>; 4] = [
+        (
+            &[("src/app.py", "def f():\n    return 2\n")],
+            false,
+            &["integration", "performance", "quality", "security"],
+            &[],
+        ),
         (
             &[("docs/api.md", "# API\n\nPOST /orders creates an order.\n")],
             false,
@@ -789,6 +795,14 @@ fn reviewers_with_nothing_to_review_are_not_asked() {
             .collect();
         roles.sort();
         assert_eq!(roles, *asked, "{change:?}: requests the server received");
+        // The docs reviewer sits on the panel only when docs changed.
+        let docs_seated = doc["review"]["specialists"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["role"] == "docs");
+        let docs_changed = change.iter().any(|(path, _)| path.ends_with(".md"));
+        assert_eq!(docs_seated, docs_changed, "{change:?}: {doc:#}");
         for (role, why) in skipped {
             let s = specialist(&doc, role);
             assert_eq!(s["status"], "skipped", "{role}");
