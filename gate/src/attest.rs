@@ -627,8 +627,12 @@ pub fn subjects(workspace: &Path, names: &[String]) -> Vec<Subject> {
 
 /// A path as shown to users: relative to the workspace when inside it.
 pub fn display_path(ctx: &Context, path: &Path) -> String {
-    path.strip_prefix(&ctx.workspace)
-        .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
+    match path.strip_prefix(&ctx.workspace) {
+        // The workspace itself is `.`, never an empty name.
+        Ok(p) if p.as_os_str().is_empty() => ".".to_owned(),
+        Ok(p) => p.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
 }
 
 fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {

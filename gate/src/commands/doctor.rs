@@ -731,7 +731,11 @@ fn writable_dir(ctx: &Context, check: &str, dir: &Path) -> Check {
                     check,
                     format!(
                         "{shown} does not exist yet: created on first verify ({} is writable)",
-                        attest::display_path(ctx, existing)
+                        if existing == ctx.workspace {
+                            "the workspace".to_owned()
+                        } else {
+                            attest::display_path(ctx, existing)
+                        }
                     ),
                 )
             }

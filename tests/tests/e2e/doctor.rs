@@ -297,6 +297,10 @@ fn a_fresh_workspace_is_diagnosed_without_creating_anything() {
     out.assert_exit(0)
         .stdout_has("ok       spec: gate.toml parses")
         .stdout_has("created on first verify")
+        .stdout_has(
+            "bundle-store: .gate/bundles does not exist yet: created on first verify \
+             (the workspace is writable)",
+        )
         .stdout_has("ANTHROPIC_API_KEY is not set: review will not use this provider");
     assert_eq!(listing(ws.path()), before, "doctor changed the workspace");
     assert!(
