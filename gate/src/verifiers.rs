@@ -237,8 +237,10 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
             if named.module && !now && !before {
                 continue;
             }
+            // A file the line runs counts even when missing: that is a spec
+            // error of its own, not a verifier nothing protects.
+            names_any = true;
             if now || before {
-                names_any = true;
                 protected
                     .entry(named.path.clone())
                     .or_default()

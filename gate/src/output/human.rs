@@ -114,6 +114,10 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
         }
         ReviewStatus::Ran => review_lines(&mut out, &record.review.specialists),
     }
+    // Beside the review: both say what backs the verdict.
+    if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
+        let _ = writeln!(out, "self-guard: off — {why}");
+    }
     if let Some(o) = &record.routing_override {
         let _ = match (o.status.as_str(), &o.error) {
             ("applied", _) if o.changed.is_empty() => {
@@ -159,9 +163,6 @@ pub fn render_styled(record: &RunRecord, style: Style) -> String {
         let _ = writeln!(out, "\n{}", d.message);
     }
 
-    if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
-        let _ = writeln!(out, "self-guard: off — {why}");
-    }
     let verdict = style.strong(&verdict_line(record), Style::verdict_paint(record.verdict));
     let _ = writeln!(out, "\nverdict: {verdict}");
     for r in &record.verdict_reasons {

@@ -539,6 +539,12 @@ fn a_verifier_that_never_existed_is_the_specs_fault_once_its_checks_ran() {
         if !says.is_empty() {
             out.stderr_has(says);
         }
+        // It names a file of the workspace: not an unprotected verifier.
+        assert!(
+            !out.stderr.contains("nothing protects"),
+            "{run}: {}",
+            out.stderr
+        );
     }
 }
 
