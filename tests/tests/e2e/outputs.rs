@@ -545,6 +545,60 @@ fn the_human_output_as_people_read_it() {
     });
 }
 
+/// The redactions of the machine formats: besides [`redactions`], times
+/// and durations, key ids and the values that name this machine.
+fn wire_redactions() -> Vec<(&'static str, &'static str)> {
+    let mut all = vec![
+        (
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)",
+            "[TIME]",
+        ),
+        (r#""(\w+_ms)":( ?)\d+"#, r#""$1":$2"[MS]""#),
+        (r#""(\w+_s)":( ?)\d+(\.\d+)?"#, r#""$1":$2"[S]""#),
+    ];
+    all.extend(redactions());
+    // After the run ids and digests those name.
+    all.push((r"\b[0-9a-f]{12,40}\b", "[HEX]"));
+    all
+}
+
+/// The `--format json` document, the JSONL stream and the bundle's
+/// predicate of one run, as their readers get them: a change to any of
+/// these formats is a reviewed change to its snapshot. The stream's lines
+/// are in text order, since concurrent items finish in any order.
+#[test]
+fn the_wire_formats_as_their_readers_get_them() {
+    let env = mixed();
+    let out = env
+        .gate(&[
+            "verify",
+            "--offline",
+            "--format",
+            "json",
+            "--report",
+            "jsonl=reports/events.jsonl",
+        ])
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    let run = doc["run_id"].as_str().unwrap().to_owned();
+    let mut events: Vec<String> = env
+        .read("reports/events.jsonl")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect();
+    events.sort();
+    let predicate = env.shown(&run);
+    insta::with_settings!({filters => wire_redactions(), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("json_mixed", serde_json::to_string_pretty(&doc).unwrap());
+        insta::assert_snapshot!("jsonl_mixed", events.join("\n"));
+        insta::assert_snapshot!("predicate_mixed", serde_json::to_string_pretty(&predicate).unwrap());
+    });
+}
+
 #[test]
 fn the_markdown_comment_as_a_reviewer_reads_it() {
     let env = mixed();
