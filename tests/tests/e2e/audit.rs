@@ -801,7 +801,7 @@ fn reviewers_with_nothing_to_review_are_not_asked() {
             .unwrap()
             .iter()
             .any(|s| s["role"] == "docs");
-        let docs_changed = change.iter().any(|(path, _)| path.ends_with(".md"));
+        let docs_changed = change.iter().any(|(path, _)| path.starts_with("docs/"));
         assert_eq!(docs_seated, docs_changed, "{change:?}: {doc:#}");
         for (role, why) in skipped {
             let s = specialist(&doc, role);
