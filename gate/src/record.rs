@@ -10,6 +10,11 @@ use gate_harness::{Location, Output};
 
 use serde::{Deserialize, Serialize};
 
+/// A duration as the record keeps it: whole milliseconds, saturating.
+pub fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Version of the run record, as the bundle's predicate keeps it. Version
 /// 2 made `verdict_reasons` data objects (version 1 kept one line of text
 /// each; such records still read, see [`Reason`]).

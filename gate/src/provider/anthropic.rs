@@ -23,12 +23,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::provider::sse::EventReader;
-use crate::provider::{
-    ApiError, Collected, Finish, ModelReply, ModelRequest, Part as Sent, Provider, ProviderError,
-    SYSTEM_PROMPT, Usage, capped, content_blocks, is_event_stream, protocol, read_body, send,
-    within_deadline,
+use crate::provider::errors::{ApiError, ProviderError};
+use crate::provider::exchange::{
+    Collected, Finish, ModelReply, ModelRequest, Part as Sent, Provider, SYSTEM_PROMPT, capped,
+    content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
 };
+use crate::provider::sse::EventReader;
+use crate::provider::usage::Usage;
 
 /// The API version every request names.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::provider::Usage;
+use crate::provider::usage::Usage;
 
 /// What a failure means for the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

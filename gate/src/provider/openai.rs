@@ -18,12 +18,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::provider::sse::EventReader;
-use crate::provider::{
-    ApiError, Collected, Finish, ModelReply, ModelRequest, Part, Provider, ProviderError,
-    SYSTEM_PROMPT, Usage, content_blocks, is_event_stream, protocol, read_body, send,
-    within_deadline,
+use crate::provider::errors::{ApiError, ProviderError};
+use crate::provider::exchange::{
+    Collected, Finish, ModelReply, ModelRequest, Part, Provider, SYSTEM_PROMPT, capped,
+    content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
 };
+use crate::provider::sse::EventReader;
+use crate::provider::usage::Usage;
 
 /// Which field carries the output-token limit.
 ///
@@ -258,7 +259,7 @@ fn error_in(value: &Value, raw: &str) -> Option<ProviderError> {
     });
     Some(ProviderError::StreamError {
         error: Box::new(error),
-        raw: crate::provider::capped(raw),
+        raw: capped(raw),
     })
 }
 

@@ -190,8 +190,8 @@ impl EventReader {
                     // A line that never ends or events that never stop
                     // would otherwise grow until the deadline.
                     self.received = self.received.saturating_add(bytes.len());
-                    if self.received > crate::provider::MAX_REPLY_BYTES {
-                        return Err(crate::provider::too_large());
+                    if self.received > crate::provider::exchange::MAX_REPLY_BYTES {
+                        return Err(crate::provider::exchange::too_large());
                     }
                     self.pending.extend(self.parser.push(&bytes));
                 }

@@ -847,7 +847,7 @@ async fn images_follow_their_block_s_text_in_each_provider_s_shape() {
 
 #[tokio::test]
 async fn a_reply_past_the_size_limit_is_cut_off_not_held() {
-    let huge = "x".repeat(crate::provider::MAX_REPLY_BYTES + 1);
+    let huge = "x".repeat(crate::provider::exchange::MAX_REPLY_BYTES + 1);
     // (what, reply, streamed)
     let cases = [
         (

@@ -23,6 +23,7 @@ use crate::provider::{
     Block, Class, Finish, ModelRequest, Price, Provider, ProviderError, Timeouts, Turn, Usage,
     cost, http_client,
 };
+use crate::record::millis;
 pub use crate::record::{Attempt, AttemptOutcome};
 use crate::review::answer::{Answer, Expect};
 use crate::review::breaker::{Admission, Breakers, Report};
@@ -336,10 +337,6 @@ fn push(
         latency_ms,
         error: error.map(str::to_owned),
     });
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// How an attempt failed, as the chain treats it.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::events::{EventSink, RunEvent, SeatEvent};
-use crate::record::{Attempt, AttemptOutcome};
+use crate::record::{Attempt, AttemptOutcome, millis};
 use crate::review::result::CallResult;
 
 /// Every call of a review, running or finished.
@@ -155,10 +155,6 @@ impl Live {
         result.latency = self.started.elapsed();
         result
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -67,6 +67,15 @@ fn http_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> 
     }
 }
 
+/// True for `localhost` and loopback addresses, bracketed or not.
+pub(crate) fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// What may be wrong with a provider's `base_url` though it parses: plain
 /// HTTP off this machine, and the version segment the two APIs place
 /// differently (the OpenAI client appends `/chat/completions` to a URL
@@ -76,7 +85,7 @@ fn url_warnings(p: &ProviderDef) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    if url.scheme() == "http" && !url.host_str().is_some_and(patch::is_loopback) {
+    if url.scheme() == "http" && !url.host_str().is_some_and(is_loopback) {
         out.push(
             "plain HTTP to another machine: prompts, code and any API key travel unencrypted"
                 .to_owned(),

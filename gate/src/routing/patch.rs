@@ -25,12 +25,11 @@
 //! applied, the local table is used and the run says so.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Routing;
+use super::{Routing, is_loopback};
 pub use crate::record::OverrideStatus;
 
 /// How long the fetch may take, all told.
@@ -194,13 +193,6 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, PatchError> {
         "http" if loopback => Ok(parsed),
         _ => Err(PatchError::Insecure(display_url(url))),
     }
-}
-
-/// True for `localhost` and loopback addresses, bracketed or not.
-pub(crate) fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost")
-        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Fetches the patch at `url` within [`FETCH_TIMEOUT`].

@@ -30,7 +30,7 @@ use crate::output;
 use crate::plan;
 use crate::record::{
     FORMAT_VERSION, Finding, IsolationRecord, Reason, ReasonKind, ReviewRecord, RunRecord,
-    SelfGuard, Tier, Verdict,
+    SelfGuard, Tier, Verdict, millis,
 };
 use crate::retry::doom::{self, FailingAttempt, Thresholds};
 use crate::retry::memory;
@@ -1110,8 +1110,4 @@ fn planned_events(
             }
         })
         .collect()
-}
-
-fn millis(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -71,7 +71,7 @@ pub(super) fn records(
             })
         };
         let exit_code = result.and_then(|r| r.exit_code);
-        let duration_ms = result.map_or(0, |r| super::millis(r.duration));
+        let duration_ms = result.map_or(0, |r| crate::record::millis(r.duration));
         let started_ms = harnessed.started_ms.get(&item.id).copied();
         let output = result.map(|r| r.output.clone()).unwrap_or_default();
         if item.kind == ItemKind::Criterion {

@@ -28,9 +28,10 @@ use futures::StreamExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
-use crate::page::{
-    Contrast, PageCapture, PageOutcome, Shot, VIEWPORTS, Viewport, dom, png_size, shot_path,
+use crate::page::capture::{
+    Contrast, PHONE, PageCapture, PageOutcome, Shot, VIEWPORTS, Viewport, png_size, shot_path,
 };
+use crate::page::dom;
 use crate::process::ProcessGroup;
 use crate::sandbox::Helper;
 
@@ -228,7 +229,7 @@ impl Session {
                     return outcome;
                 }
             }
-            if capture.overflow && viewport == super::PHONE {
+            if capture.overflow && viewport == PHONE {
                 match dom::overflow(page).await {
                     Ok(found) => found.report(&capture.url, viewport, &mut outcome),
                     Err(why) => outcome

@@ -6,7 +6,7 @@ use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use serde::Deserialize;
 
 use crate::Location;
-use crate::page::{PageOutcome, Viewport};
+use crate::page::capture::{PageOutcome, Viewport};
 
 /// Elements listed at most per check.
 const MAX_LISTED: usize = 20;
