@@ -131,14 +131,14 @@ struct Was {
 
 /// What became of a verifier file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fate {
+enum Tampering {
     Modified,
     NotExecutable,
     Deleted,
     ReplacedByLink,
 }
 
-impl Fate {
+impl Tampering {
     fn verb(self) -> &'static str {
         match self {
             Self::Modified => "modifies",
@@ -305,7 +305,7 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
     }
 
     // Each protected file, compared with its reference.
-    let mut fates: BTreeMap<String, (Fate, String)> = BTreeMap::new();
+    let mut fates: BTreeMap<String, (Tampering, String)> = BTreeMap::new();
     let mut added: BTreeMap<String, String> = BTreeMap::new();
     let was = match (inputs.base, diff) {
         (Some((git, commit)), _) => {
@@ -334,20 +334,20 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
             let now = state_now(inputs.workspace, inputs.snapshot, file);
             match (was.get(file), now) {
                 (Some(_), None) => {
-                    fates.insert(file.to_owned(), (Fate::Deleted, namers.describe()));
+                    fates.insert(file.to_owned(), (Tampering::Deleted, namers.describe()));
                 }
                 (Some(before), Some(mut now)) => {
                     if inputs.base.is_some() {
                         now.git_id = git_id_now(inputs.workspace, file, &now, &before.id);
                     }
                     let fate = if now.link && !before.link {
-                        Some(Fate::ReplacedByLink)
+                        Some(Tampering::ReplacedByLink)
                     } else if inputs.base.is_some() {
                         base_fate(before, &now)
                     } else if now.digest != before.id {
-                        Some(Fate::Modified)
+                        Some(Tampering::Modified)
                     } else if before.executable && !now.executable {
-                        Some(Fate::NotExecutable)
+                        Some(Tampering::NotExecutable)
                     } else {
                         None
                     };
@@ -394,7 +394,7 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
             detail: format!(
                 "It decides {by} and existed before the change; a change must not alter \
                  the exam it is judged by.{}",
-                if matches!(fate, Fate::Modified | Fate::NotExecutable)
+                if matches!(fate, Tampering::Modified | Tampering::NotExecutable)
                     && inputs.base_dir.is_some()
                     && inputs.base.is_some()
                 {
@@ -425,7 +425,7 @@ pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
     // The base's versions of what was modified, for the sandbox to show.
     if let (Some((git, commit)), Some(dir)) = (inputs.base, &inputs.base_dir) {
         for (file, (fate, _)) in &fates {
-            if !matches!(fate, Fate::Modified | Fate::NotExecutable) {
+            if !matches!(fate, Tampering::Modified | Tampering::NotExecutable) {
                 continue;
             }
             if let Some(overlay) = base_version(
@@ -510,10 +510,10 @@ fn git_id_now(workspace: &Path, file: &str, now: &Now, like: &str) -> Option<Str
 
 /// How a file compares with its base version: its git mode and object id
 /// against what the working tree holds now.
-fn base_fate(before: &Was, now: &Now) -> Option<Fate> {
+fn base_fate(before: &Was, now: &Now) -> Option<Tampering> {
     match &now.git_id {
-        Some(id) if *id != before.id => Some(Fate::Modified),
-        _ if before.executable && !now.executable => Some(Fate::NotExecutable),
+        Some(id) if *id != before.id => Some(Tampering::Modified),
+        _ if before.executable && !now.executable => Some(Tampering::NotExecutable),
         _ => None,
     }
 }

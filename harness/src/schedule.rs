@@ -720,7 +720,7 @@ async fn page_item(
 }
 
 /// What an in-process check decided.
-struct Verdict {
+struct CheckAnswer {
     passed: bool,
     reason: Option<String>,
     locations: Vec<Location>,
@@ -782,11 +782,11 @@ async fn in_process(ctx: &Ctx, item: &Item, permit: OwnedSemaphorePermit) -> Ite
     }
 }
 
-fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> Verdict {
+fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> CheckAnswer {
     match action {
         Action::JunitReport { report, paths } => {
             match junit::check_report(workspace, report, paths, files) {
-                Ok(summary) => Verdict {
+                Ok(summary) => CheckAnswer {
                     passed: true,
                     reason: None,
                     locations: Vec::new(),
@@ -795,7 +795,7 @@ fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> Ver
                         summary.tests, summary.skipped
                     ),
                 },
-                Err(failure) => Verdict {
+                Err(failure) => CheckAnswer {
                     passed: false,
                     text: render(&failure.reason, &failure.locations),
                     reason: Some(failure.reason),
@@ -819,14 +819,14 @@ fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> Ver
                     plural_files(exempt.len())
                 )
             };
-            Verdict {
+            CheckAnswer {
                 passed: locations.is_empty(),
                 text: render(&summary, &locations),
                 reason,
                 locations,
             }
         }
-        Action::Command { .. } | Action::Page(_) => Verdict {
+        Action::Command { .. } | Action::Page(_) => CheckAnswer {
             passed: false,
             reason: Some("internal error: not an in-process check".to_owned()),
             locations: Vec::new(),

@@ -458,7 +458,7 @@ impl Groups {
 
 /// A seat's figures while the pass runs: counts by interned status.
 #[derive(Default)]
-struct Seat {
+struct SeatTally {
     statuses: Vec<u64>,
     usage: RoleUsage,
 }
@@ -641,7 +641,7 @@ impl Scorecard {
         lap("models read");
         let mut roles = Groups::default();
         let (mut seat_models, mut statuses) = (Interner::default(), Interner::default());
-        let mut seats: HashMap<(u32, u32), Seat> = HashMap::new();
+        let mut seats: HashMap<(u32, u32), SeatTally> = HashMap::new();
         ledger.scan_run_roles(scope, |r: &RoleFacts<'_>| {
             let Some(st) = state_of(r.seq) else { return };
             // A reviewer with nothing to review was not asked: it decided
