@@ -13,6 +13,7 @@
 //! gitignore, so the snapshot does not depend on who takes it or where.
 //! `.ignore` files, which only some tools read, are not honoured.
 
+mod entry;
 mod hash;
 
 use std::collections::BTreeMap;
@@ -24,9 +25,10 @@ use std::time::Instant;
 
 use gate_specs::InputGlobs;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
-use serde::{Deserialize, Serialize};
 
 use crate::Digest;
+
+pub use entry::{EntryKind, FileEntry};
 
 /// What to walk and what to leave out.
 #[derive(Debug, Clone, Default)]
@@ -41,27 +43,6 @@ pub struct WalkOptions {
     pub own_files: Vec<PathBuf>,
     /// Globs whose files are hashed even when `.gitignore` ignores them.
     pub force_include: Option<InputGlobs>,
-}
-
-/// What kind of entry a path is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryKind {
-    /// A regular file; the digest is over its bytes.
-    File,
-    /// A symbolic link; the digest is over the link's target path, never its content.
-    Symlink,
-}
-
-/// One file of the snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileEntry {
-    /// blake3 of the contents (of the target path for a symlink).
-    pub digest: Digest,
-    /// Bytes hashed (the target path's length for a symlink).
-    pub size: u64,
-    /// File or symlink.
-    pub kind: EntryKind,
 }
 
 /// Every file of the workspace with its digest, keyed by workspace-relative

@@ -23,6 +23,8 @@
 //! codes differ: the bundle is missing or altered (bad evidence, exit 1),
 //! or the store could not be reached (not checked, exit 4).
 
+mod error;
+mod reference;
 mod s3;
 
 use std::fmt;
@@ -30,92 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::bundle::{self, BundleError, SUFFIX};
-use crate::ledger::{BUNDLE_IN_LEDGER, Ledger, Location, SharedLedger};
+use crate::ledger::{Ledger, Location, SharedLedger};
 
+pub use error::StoreError;
+pub use reference::BundleRef;
 pub use s3::AwsSettings;
 
-/// Where one bundle is: what a ledger row's `bundle_path` holds.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum BundleRef {
-    /// A file on this machine.
-    File(PathBuf),
-    /// An object in an S3-compatible bucket.
-    Object {
-        /// The bucket.
-        bucket: String,
-        /// The object's key, `<prefix>/<sha256>.dsse.json`.
-        key: String,
-    },
-    /// Kept in the ledger with its row.
-    Ledger {
-        /// Lowercase hex sha256 of the envelope bytes.
-        sha256: String,
-    },
-}
-
-impl BundleRef {
-    /// Parses a row's `bundle_path`: an `s3://bucket/key` URL, a
-    /// `ledger:sha256:<hex>` reference, else a path.
-    pub fn parse(text: &str) -> Result<Self, StoreError> {
-        if let Some(sha) = text.strip_prefix(BUNDLE_IN_LEDGER) {
-            if !is_sha256(sha) {
-                return Err(StoreError::Invalid(format!(
-                    "{text} names no bundle: expected {BUNDLE_IN_LEDGER} and 64 lowercase hex digits"
-                )));
-            }
-            return Ok(Self::Ledger {
-                sha256: sha.to_owned(),
-            });
-        }
-        let Some(rest) = text.strip_prefix(S3_SCHEME) else {
-            return Ok(Self::File(PathBuf::from(text)));
-        };
-        match rest.split_once('/') {
-            Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => Ok(Self::Object {
-                bucket: bucket.to_owned(),
-                key: key.to_owned(),
-            }),
-            _ => Err(StoreError::Invalid(format!(
-                "{text} names no object: expected s3://bucket/key"
-            ))),
-        }
-    }
-
-    /// The sha256 a reference names: an object's (`…/<sha256>.dsse.json`)
-    /// or a kept bundle's; `None` for a file, which is named for its run.
-    pub fn named_sha256(&self) -> Option<&str> {
-        match self {
-            Self::File(_) => None,
-            Self::Ledger { sha256 } => Some(sha256),
-            Self::Object { key, .. } => {
-                let name = key.rsplit('/').next()?.strip_suffix(SUFFIX)?;
-                is_sha256(name).then_some(name)
-            }
-        }
-    }
-
-    /// True for an object in a bucket.
-    pub fn is_object(&self) -> bool {
-        matches!(self, Self::Object { .. })
-    }
-}
-
-impl fmt::Display for BundleRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::File(path) => write!(f, "{}", path.display()),
-            Self::Object { bucket, key } => write!(f, "{S3_SCHEME}{bucket}/{key}"),
-            Self::Ledger { sha256 } => write!(f, "{BUNDLE_IN_LEDGER}{sha256}"),
-        }
-    }
-}
-
-const S3_SCHEME: &str = "s3://";
-
-/// 64 lowercase hex digits.
-fn is_sha256(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+use self::reference::S3_SCHEME;
 
 /// Where new bundles go (`GATE_BUNDLE_STORE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,58 +95,6 @@ impl fmt::Display for Target {
             Self::S3 { bucket, prefix } => write!(f, "{S3_SCHEME}{bucket}/{prefix}"),
             Self::Ledger => write!(f, "the ledger"),
         }
-    }
-}
-
-/// A bundle could not be stored or fetched.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// Nothing is where the bundle should be: evidence lost.
-    #[error("bundle {at} is missing")]
-    Missing {
-        /// Where it should be.
-        at: String,
-    },
-    /// The bytes there do not hash to the sha256 recorded for them (in the
-    /// object's name, or in the ledger row).
-    #[error("bundle {at} was altered: its bytes hash to {actual}, not {expected}")]
-    Tampered {
-        /// Where it is.
-        at: String,
-        /// The sha256 recorded.
-        expected: String,
-        /// The sha256 of the bytes found.
-        actual: String,
-    },
-    /// Another bundle already holds this run's name (the directory store).
-    #[error("bundle {at} already exists with other bytes; not replacing it")]
-    Exists {
-        /// Where it is.
-        at: String,
-    },
-    /// The store could not be reached or used (network, credentials, disk).
-    #[error("cannot reach bundle store at {at}: {reason}")]
-    Unavailable {
-        /// The store or object.
-        at: String,
-        /// Why.
-        reason: String,
-    },
-    /// A store name, object URL or run id that cannot be used.
-    #[error("{0}")]
-    Invalid(String),
-}
-
-impl StoreError {
-    /// True when the evidence is lost or altered (exit 1).
-    pub fn is_bad_evidence(&self) -> bool {
-        matches!(self, Self::Missing { .. } | Self::Tampered { .. })
-    }
-
-    /// True when the store could not be reached (exit 4, never 1).
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, Self::Unavailable { .. })
     }
 }
 

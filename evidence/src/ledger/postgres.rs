@@ -26,8 +26,12 @@
 //! WAL replays a prefix.
 
 mod bundles;
+mod columns;
+mod errors;
 mod events;
 mod exec;
+mod handle;
+mod locks;
 mod report;
 mod series;
 pub(super) mod tls;
@@ -40,9 +44,15 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
+pub(super) use errors::reason;
+pub use handle::PgLedger;
 pub use series::SeriesPg;
 
+use self::columns::{COLUMNS, big};
+use self::errors::corrupt;
 use self::exec::{Conn, Exec};
+use self::handle::Durability;
+use self::locks::{CHAIN_LOCK, LOCK_CLASS, MIGRATION_LOCK};
 use super::{
     LedgerError, LedgerRow, RunEntry, RunFilter, SCHEMA_VERSION, Sealed, SeriesCheck, parse_hash,
 };
@@ -84,19 +94,6 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_spec ON runs (spec_id, seq);
 CREATE INDEX runs_by_start ON runs (started_at);
 ";
-
-const COLUMNS: &str = "seq, run_id, spec_id, attempt, verdict, tier, started_at, finished_at, \
-     input_tokens, cached_input_tokens, output_tokens, cost_usd, bundle_path, \
-     envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json";
-
-/// Advisory lock keys: (`LOCK_CLASS`, object) pairs, so they cannot meet a
-/// single-key advisory lock another application takes in the same database.
-const LOCK_CLASS: i32 = 0x6761_7465; // "gate"
-const CHAIN_LOCK: i32 = 1;
-const MIGRATION_LOCK: i32 = 2;
-/// Breakers and series lock on (class + 1 | + 2, a hash of the name).
-const BREAKER_CLASS: i32 = LOCK_CLASS + 1;
-const SERIES_CLASS: i32 = LOCK_CLASS + 2;
 
 /// Opens an append: READ COMMITTED whatever the server's default (each
 /// statement then sees what the previous chain-lock holder committed), the
@@ -158,26 +155,6 @@ static COPY_ROW: LazyLock<String> = LazyLock::new(|| {
 /// consumers see under the prefix `gate` and may ignore), whose flush
 /// covers every earlier commit.
 const DURABLE: &str = "SELECT pg_logical_emit_message(true, 'gate', '')";
-
-/// How a server makes an append's commit durable, found at the first append.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Durability {
-    /// Commit without waiting under the chain lock, then commit [`DURABLE`].
-    Wait,
-    /// Commit synchronously under the lock: this role may not run [`DURABLE`].
-    Commit,
-}
-
-/// The PostgreSQL ledger at one URL.
-#[derive(Debug)]
-pub struct PgLedger {
-    // Declared before `exec`: the pool's connections close before their runtime.
-    pool: deadpool_postgres::Pool,
-    exec: Arc<Exec>,
-    name: String,
-    /// Set by the first append.
-    durability: OnceLock<Durability>,
-}
 
 impl PgLedger {
     /// Connects to the database at `url` and applies any pending
@@ -842,42 +819,8 @@ fn same_in_batch(earlier: &[LedgerRow], entry: &RunEntry, sealed: &Sealed) -> Op
     })
 }
 
-/// A client error in words: the server's own message for a server error,
-/// else the error and its causes (tokio-postgres names only its kind, such
-/// as "db error", and keeps the rest in its `source()`).
-pub(super) fn reason(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        let mut text = format!("{}: {}", db.severity(), db.message());
-        if let Some(detail) = db.detail() {
-            let _ = write!(text, " ({detail})");
-        }
-        if let Some(hint) = db.hint() {
-            let _ = write!(text, "; hint: {hint}");
-        }
-        return text;
-    }
-    let mut text = e.to_string();
-    let mut next = std::error::Error::source(e);
-    while let Some(cause) = next {
-        let _ = write!(text, ": {cause}");
-        next = cause.source();
-    }
-    text
-}
-
 fn version(v: i64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
-}
-
-fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
-    LedgerError::Corrupt {
-        seq,
-        reason: reason.into(),
-    }
-}
-
-fn big(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// A run's own values, `run_id` to `bundle_path`, as both inserts take them.
@@ -976,13 +919,6 @@ fn read_row(r: &tokio_postgres::Row) -> Result<LedgerRow, LedgerError> {
         leaf_hash: text(15, "leaf_hash")?,
         recorded_at: time(16, "recorded_at")?,
     })
-}
-
-/// A 32-bit lock key for a name.
-fn lock_key(name: &str) -> i32 {
-    let h = blake3::hash(name.as_bytes());
-    let b = h.as_bytes();
-    i32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
 #[cfg(test)]

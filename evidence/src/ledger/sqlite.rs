@@ -8,22 +8,29 @@
 //! writers on one file are strictly ordered.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use rusqlite::types::Value;
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params, params_from_iter,
 };
 
 mod bundles;
+mod columns;
+mod errors;
 mod events;
+mod handle;
 mod queue;
 mod report;
 mod series;
 
+pub use handle::SqliteLedger;
 pub use series::SeriesFile;
+
+use self::columns::{COLUMNS, ts};
+use self::errors::{corrupt, sql_err_at};
 
 use super::{
     LedgerError, LedgerRow, RunEntry, RunFilter, SCHEMA_VERSION, Sealed, SeriesCheck, parse_hash,
@@ -71,18 +78,6 @@ CREATE INDEX runs_by_spec ON runs (spec_id, seq);
 CREATE INDEX runs_by_start ON runs (started_at);
 ";
 
-const COLUMNS: &str = "seq, run_id, spec_id, attempt, verdict, tier, started_at, finished_at, \
-     input_tokens, cached_input_tokens, output_tokens, cost_usd, bundle_path, \
-     envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json";
-
-/// The SQLite ledger at one path.
-#[derive(Debug)]
-pub struct SqliteLedger {
-    conn: Connection,
-    path: PathBuf,
-    queue: queue::Queue,
-}
-
 /// Turns on the WAL journal. Processes creating one file at once may find
 /// it busy without SQLite's busy handler being asked (the change needs the
 /// file to themselves), so a busy answer is retried within the busy timeout.
@@ -99,11 +94,6 @@ fn wal(conn: &Connection) -> rusqlite::Result<()> {
             other => return other.map(drop),
         }
     }
-}
-
-/// Timestamps are stored in one fixed-width UTC form so text order is time order.
-fn ts(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
 impl SqliteLedger {
@@ -506,13 +496,6 @@ impl SqliteLedger {
     }
 }
 
-fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
-    LedgerError::Corrupt {
-        seq,
-        reason: reason.into(),
-    }
-}
-
 /// The last row's seq and envelope sha256.
 fn tip_in(conn: &Connection) -> rusqlite::Result<Option<(u64, String)>> {
     conn.query_row(
@@ -713,20 +696,6 @@ impl RawRow {
             leaf_hash: self.leaf_hash,
             recorded_at: time("recorded_at", &self.recorded_at)?,
         })
-    }
-}
-
-/// A SQLite error as the ledger reports it, naming the file and what it was
-/// doing. It borrows only the path, so a method can hold it while it
-/// borrows the connection mutably.
-fn sql_err_at<'a>(
-    path: &'a Path,
-    action: &'static str,
-) -> impl Fn(rusqlite::Error) -> LedgerError + Copy + 'a {
-    move |source| LedgerError::Sql {
-        path: path.to_path_buf(),
-        action,
-        source,
     }
 }
 

@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-use super::{EntryKind, FileEntry};
+use super::entry::{EntryKind, FileEntry};
 use crate::Digest;
 
 /// Read size for ordinary files.

@@ -22,7 +22,8 @@ use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, PutMode, PutPayload, RetryConfig};
 use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 
-use super::{BundleRef, StoreError};
+use super::error::StoreError;
+use super::reference::BundleRef;
 use crate::bundle;
 
 /// How long one store operation may take in all, retries included.

@@ -6,7 +6,8 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::PgLedger;
+use super::errors::{corrupt, reason};
+use super::handle::PgLedger;
 use crate::ledger::LedgerError;
 
 pub(super) const MIGRATION_4_BUNDLES: &str = "
@@ -32,7 +33,7 @@ impl PgLedger {
             conn.release();
             row.map(|r| r.try_get(0))
                 .transpose()
-                .map_err(|e| super::corrupt(0, format!("bundles: {}", super::reason(&e))))
+                .map_err(|e| corrupt(0, format!("bundles: {}", reason(&e))))
         })
     }
 
@@ -72,7 +73,7 @@ impl PgLedger {
             rows.iter()
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
                 .collect::<Result<_, tokio_postgres::Error>>()
-                .map_err(|e| super::corrupt(0, format!("bundles: {}", super::reason(&e))))
+                .map_err(|e| corrupt(0, format!("bundles: {}", reason(&e))))
         })
     }
 

@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
-use super::{BREAKER_CLASS, PgLedger, lock_key};
+use super::errors::reason;
+use super::handle::PgLedger;
+use super::locks::{BREAKER_CLASS, lock_key};
 use crate::ledger::{
     BaseResult, BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry,
 };
@@ -93,7 +95,7 @@ const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opene
 fn bad(table: &str, e: &tokio_postgres::Error) -> LedgerError {
     LedgerError::Corrupt {
         seq: 0,
-        reason: format!("{table}: {}", super::reason(e)),
+        reason: format!("{table}: {}", reason(e)),
     }
 }
 

@@ -20,6 +20,7 @@ use deadpool_postgres::{
 use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::errors::reason;
 use crate::ledger::LedgerError;
 
 /// How long connecting may take when the URL does not say
@@ -140,9 +141,7 @@ pub(super) fn pool_error(ledger: &str, e: deadpool_postgres::PoolError) -> Ledge
         PoolError::Timeout(_) => {
             "no connection within the connect timeout (is the server up and reachable?)".to_owned()
         }
-        PoolError::Backend(e) | PoolError::PostCreateHook(HookError::Backend(e)) => {
-            super::reason(&e)
-        }
+        PoolError::Backend(e) | PoolError::PostCreateHook(HookError::Backend(e)) => reason(&e),
         other => other.to_string(),
     };
     LedgerError::Unreachable {

@@ -18,7 +18,9 @@ use futures::StreamExt as _;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::{PgLedger, big, corrupt};
+use super::columns::{COLUMNS, big};
+use super::errors::{corrupt, reason};
+use super::handle::PgLedger;
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts,
 };
@@ -241,7 +243,7 @@ fn count(r: &Row, i: usize) -> Result<u64, tokio_postgres::Error> {
 }
 
 fn seq_of(r: &Row) -> Result<u64, LedgerError> {
-    count(r, 0).map_err(|e| corrupt(0, format!("seq: {}", super::reason(&e))))
+    count(r, 0).map_err(|e| corrupt(0, format!("seq: {}", reason(&e))))
 }
 
 impl PgLedger {
@@ -298,7 +300,7 @@ impl PgLedger {
 
     /// The run at `seq`.
     pub fn row_at(&self, seq: u64) -> Result<Option<LedgerRow>, LedgerError> {
-        let sql = format!("SELECT {} FROM runs WHERE seq = $1", super::COLUMNS);
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq = $1");
         Ok(self
             .op(self.query_rows(&sql, &[&big(seq)], "reading a run"))?
             .pop())
@@ -343,7 +345,7 @@ impl PgLedger {
                     fail_to_pass: count(r, 17)?,
                 })
             })()
-            .map_err(|e| corrupt(seq, format!("run_facts: {}", super::reason(&e))))?;
+            .map_err(|e| corrupt(seq, format!("run_facts: {}", reason(&e))))?;
             each(&facts);
             Ok(())
         })
@@ -371,7 +373,7 @@ impl PgLedger {
             let seq = seq_of(r)?;
             let model: &str = r
                 .try_get(1)
-                .map_err(|e| corrupt(seq, format!("run_models: {}", super::reason(&e))))?;
+                .map_err(|e| corrupt(seq, format!("run_models: {}", reason(&e))))?;
             each(seq, model);
             Ok(())
         })
@@ -411,7 +413,7 @@ impl PgLedger {
                     cost_usd: r.try_get(7)?,
                 })
             })()
-            .map_err(|e| corrupt(seq, format!("run_roles: {}", super::reason(&e))))?;
+            .map_err(|e| corrupt(seq, format!("run_roles: {}", reason(&e))))?;
             each(&facts);
             Ok(())
         })
@@ -444,7 +446,7 @@ impl PgLedger {
                         overridden_at: r.try_get(3)?,
                     })
                 })()
-                .map_err(|e| corrupt(seq, format!("outcomes: {}", super::reason(&e))))?;
+                .map_err(|e| corrupt(seq, format!("outcomes: {}", reason(&e))))?;
                 states.push(state);
                 Ok(())
             },
@@ -467,7 +469,7 @@ impl PgLedger {
                     seq,
                     finding_id: r
                         .try_get(1)
-                        .map_err(|e| corrupt(seq, format!("dismissals: {}", super::reason(&e))))?,
+                        .map_err(|e| corrupt(seq, format!("dismissals: {}", reason(&e))))?,
                 });
                 Ok(())
             },

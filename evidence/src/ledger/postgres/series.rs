@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::exec::{Conn, Exec};
-use super::{PgLedger, SERIES_CLASS, lock_key};
+use super::handle::PgLedger;
+use super::locks::{SERIES_CLASS, lock_key};
 use crate::ledger::LedgerError;
 
 /// A held series lock; dropping it releases the lock.

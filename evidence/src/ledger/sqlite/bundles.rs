@@ -6,7 +6,8 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{SqliteLedger, sql_err_at};
+use super::errors::sql_err_at;
+use super::handle::SqliteLedger;
 use crate::ledger::LedgerError;
 
 pub(super) const MIGRATION_4_BUNDLES: &str = "

@@ -5,7 +5,9 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
-use super::{SqliteLedger, sql_err_at, ts};
+use super::columns::ts;
+use super::errors::sql_err_at;
+use super::handle::SqliteLedger;
 use crate::ledger::{
     BaseResult, BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry,
 };

@@ -12,7 +12,9 @@
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, Row, params, params_from_iter};
 
-use super::{SqliteLedger, corrupt, ts};
+use super::columns::{COLUMNS, ts};
+use super::errors::corrupt;
+use super::handle::SqliteLedger;
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts, day_of,
 };
@@ -207,7 +209,7 @@ impl SqliteLedger {
 
     /// The run at `seq`.
     pub fn row_at(&self, seq: u64) -> Result<Option<LedgerRow>, LedgerError> {
-        let sql = format!("SELECT {} FROM runs WHERE seq = ?1", super::COLUMNS);
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq = ?1");
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
         Ok(self
             .query_rows(&sql, vec![Value::Integer(seq)], "reading a run")?
