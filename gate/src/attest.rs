@@ -21,29 +21,29 @@ use crate::errors::GateError;
 use crate::record::{Disposition, RunRecord};
 
 /// The predicate type of a gate run, versioned.
-pub const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
+pub(crate) const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
 
 /// The ledger's file in the state directory.
-pub const LEDGER_FILE: &str = "ledger.db";
+pub(crate) const LEDGER_FILE: &str = "ledger.db";
 
 /// Where the state directory keeps things.
-pub fn keys_dir(ctx: &Context) -> PathBuf {
+pub(crate) fn keys_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("keys")
 }
 
 /// Bundles folder.
-pub fn bundles_dir(ctx: &Context) -> PathBuf {
+pub(crate) fn bundles_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("bundles")
 }
 
 /// The default ledger's path (a SQLite file in the state directory).
-pub fn ledger_path(ctx: &Context) -> PathBuf {
+pub(crate) fn ledger_path(ctx: &Context) -> PathBuf {
     ctx.state_dir.join(LEDGER_FILE)
 }
 
 /// Where the ledger is: what `GATE_LEDGER` or the spec's `[ledger] url`
 /// names, else [`ledger_path`].
-pub fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
+pub(crate) fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
     if let Some(why) = &ctx.ledger.error {
         return Err(GateError::Usage(why.clone()));
     }
@@ -59,7 +59,7 @@ pub fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
 /// directory (keys, ledger, bundles, spool), the signing key's file when
 /// `GATE_SIGNING_KEY` names one, and a ledger file or bundle folder kept
 /// elsewhere.
-pub fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
+pub(crate) fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
     let mut paths = vec![ctx.state_dir.clone()];
     if let Some(value) = config::signing_key_env()
         && !value.contains("-----BEGIN")
@@ -82,7 +82,7 @@ pub fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
 /// Whether there can be anything to read: a shared ledger always, a SQLite
 /// file when it exists (reading must not create one). An error when the
 /// location itself is wrong.
-pub fn ledger_exists(ctx: &Context) -> Result<bool, GateError> {
+pub(crate) fn ledger_exists(ctx: &Context) -> Result<bool, GateError> {
     Ok(match ledger_location(ctx)? {
         Location::Sqlite(path) => path.exists(),
         Location::Postgres(_) => true,
@@ -102,7 +102,7 @@ const STATE_GITIGNORE: &str =
 /// the gate is about to create (a `--state` naming an existing folder, the
 /// workspace itself say, is left alone). A failure to write it is logged,
 /// not the run's.
-pub fn keep_state_out_of_git(ctx: &Context) {
+pub(crate) fn keep_state_out_of_git(ctx: &Context) {
     let Some(state) = ctx.state_inside_workspace() else {
         return;
     };
@@ -120,7 +120,7 @@ pub fn keep_state_out_of_git(ctx: &Context) {
 
 /// Marks of runs whose bundle may lack its ledger row, and the envelopes
 /// of runs whose row (or upload to a remote store) is still to come.
-pub fn spool_dir(ctx: &Context) -> PathBuf {
+pub(crate) fn spool_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("spool")
 }
 
@@ -129,7 +129,7 @@ pub fn spool_dir(ctx: &Context) -> PathBuf {
 /// goes in with its row, so any runner reaching the ledger reaches every
 /// bundle), else the state directory's `bundles/`. It reads a bundle kept
 /// in the ledger through the ledger, whichever the target.
-pub fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
+pub(crate) fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
     let ledger = ledger_location(ctx)?;
     let target = match config::bundle_store_env() {
         Some(text) => match Target::parse(&text, Path::new("")) {
@@ -151,7 +151,7 @@ pub fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
 
 /// A run's bundle bytes, from wherever its row says they are, checked
 /// against what the row recorded.
-pub fn row_bundle(store: &BundleStore, row: &LedgerRow) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn row_bundle(store: &BundleStore, row: &LedgerRow) -> Result<Vec<u8>, StoreError> {
     let at = BundleRef::parse(&row.entry.bundle_path)?;
     let bytes = store.get(&at)?;
     let actual = bundle::digest(&bytes);
@@ -199,7 +199,7 @@ fn clear_spool(ctx: &Context, run_id: &str) {
 /// Every spooled envelope: bundles kept while their store or ledger was
 /// down. Those of runs still in progress on this machine (their mark held)
 /// are left to their runs.
-pub fn spooled_bundles(ctx: &Context) -> Vec<PathBuf> {
+pub(crate) fn spooled_bundles(ctx: &Context) -> Vec<PathBuf> {
     list_bundles(&spool_dir(ctx))
         .into_iter()
         .filter(|path| {
@@ -218,7 +218,7 @@ pub fn spooled_bundles(ctx: &Context) -> Vec<PathBuf> {
 /// `gate ledger import` or the next run). A run calls it before reading its
 /// spec's history, so a spooled attempt counts in the series, and again
 /// after its own row. Stops at a store or ledger that cannot be reached.
-pub fn import_spooled(
+pub(crate) fn import_spooled(
     ctx: &Context,
     store: &BundleStore,
     ledger: &mut Ledger,
@@ -269,14 +269,14 @@ pub fn import_spooled(
 }
 
 /// Opens the ledger (a SQLite file is created when missing).
-pub fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
+pub(crate) fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
     Ledger::open(ledger_location(ctx)?).map_err(GateError::from)
 }
 
 /// Opens the ledger there is, never creating one (nor the state directory
 /// around it): what reads and what records about past runs use.
 /// [`GateError::NoLedger`] when there is none yet.
-pub fn open_existing_ledger(ctx: &Context) -> Result<Ledger, GateError> {
+pub(crate) fn open_existing_ledger(ctx: &Context) -> Result<Ledger, GateError> {
     if !ledger_exists(ctx)? {
         return Err(GateError::NoLedger {
             at: ledger_location(ctx)?.to_string(),
@@ -288,7 +288,7 @@ pub fn open_existing_ledger(ctx: &Context) -> Result<Ledger, GateError> {
 /// The signing key: `GATE_SIGNING_KEY` (PEM text or a path), else the state
 /// directory's key. Outside CI a missing key is created and its path
 /// returned; in CI it is an error rather than a throwaway key nobody trusts.
-pub fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>), GateError> {
+pub(crate) fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>), GateError> {
     if let Some(value) = config::signing_key_env() {
         return Ok((SigningKey::from_pem_or_path(&value)?, None));
     }
@@ -311,7 +311,7 @@ pub fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>), GateE
 
 /// Keys a bundle is verified against: `--key` files, else the state
 /// directory's public key.
-pub fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<PublicKey>, GateError> {
+pub(crate) fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<PublicKey>, GateError> {
     if !flags.is_empty() {
         return flags
             .iter()
@@ -334,7 +334,7 @@ pub fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<PublicKey>, 
 }
 
 /// `gate keys generate`: a new pair in the state directory, never replacing one.
-pub fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths), GateError> {
+pub(crate) fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths), GateError> {
     keep_state_out_of_git(ctx);
     let key = SigningKey::generate()?;
     let paths = key.write_pair(&keys_dir(ctx))?;
@@ -344,7 +344,7 @@ pub fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths), GateEr
 /// The predicate: the run record without what is only known after the
 /// bundle exists (its path, whether the ledger took its row), plus the
 /// inputs of the decision.
-pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
+pub(crate) fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
     let mut run = serde_json::to_value(record).unwrap_or(Value::Null);
     if let Some(obj) = run.as_object_mut() {
         obj.remove("bundle");
@@ -365,7 +365,7 @@ pub fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
 
 /// The parts of the predicate that are not in the run record.
 #[derive(Debug, Clone, Default)]
-pub struct PredicateExtra {
+pub(crate) struct PredicateExtra {
     /// The spec's policy in effect.
     pub policy: Value,
     /// Where the routing table came from.
@@ -389,7 +389,7 @@ pub struct PredicateExtra {
 /// cannot take the bundle or the row leaves `recorded` false and the bundle
 /// kept (in the spool, for a remote store) for `gate ledger import`; that
 /// is reported, not an error.
-pub fn record_run(
+pub(crate) fn record_run(
     ctx: &Context,
     store: &BundleStore,
     record: &mut RunRecord,
@@ -534,7 +534,7 @@ mod spool {
 }
 
 /// The ledger row's content for a run whose bundle is at `bundle_path`.
-pub fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntry {
+pub(crate) fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntry {
     let specialists = &record.review.specialists;
     let started_at = parse_time(&record.started_at);
     RunEntry {
@@ -565,7 +565,7 @@ pub fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntr
 }
 
 /// What reports group runs by, kept with the ledger row.
-pub fn ledger_extra(record: &RunRecord) -> Value {
+pub(crate) fn ledger_extra(record: &RunRecord) -> Value {
     let models: std::collections::BTreeSet<&str> = record
         .review
         .specialists
@@ -616,7 +616,7 @@ pub fn ledger_extra(record: &RunRecord) -> Value {
 
 /// Subjects for workspace files, digested in parallel; files that vanished
 /// or cannot be named are left out.
-pub fn subjects(workspace: &Path, names: &[String]) -> Vec<Subject> {
+pub(crate) fn subjects(workspace: &Path, names: &[String]) -> Vec<Subject> {
     Subject::from_files(workspace, names).unwrap_or_else(|_| {
         names
             .iter()
@@ -626,7 +626,7 @@ pub fn subjects(workspace: &Path, names: &[String]) -> Vec<Subject> {
 }
 
 /// A path as shown to users: relative to the workspace when inside it.
-pub fn display_path(ctx: &Context, path: &Path) -> String {
+pub(crate) fn display_path(ctx: &Context, path: &Path) -> String {
     match path.strip_prefix(&ctx.workspace) {
         // The workspace itself is `.`, never an empty name.
         Ok(p) if p.as_os_str().is_empty() => ".".to_owned(),
@@ -641,7 +641,7 @@ fn parse_time(s: &str) -> chrono::DateTime<chrono::Utc> {
 }
 
 /// Every `*.dsse.json` in `dir`.
-pub fn list_bundles(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn list_bundles(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -655,7 +655,7 @@ pub fn list_bundles(dir: &Path) -> Vec<PathBuf> {
 /// Appends each bundle among `files` whose run has no row, oldest first,
 /// after putting it in the bundle store (a bundle already there stays as
 /// it is). A run whose row exists, now or already, leaves the spool.
-pub fn import_files(
+pub(crate) fn import_files(
     ctx: &Context,
     store: &BundleStore,
     ledger: &mut Ledger,
@@ -700,7 +700,7 @@ pub fn import_files(
 
 /// What a run records in its ledger row for the next attempt to read: its
 /// failure fingerprints.
-pub const FAILURES_KEY: &str = "failures";
+pub(crate) const FAILURES_KEY: &str = "failures";
 
 /// What a run's dispositions add to its ledger row.
 fn dispositions(record: &RunRecord) -> serde_json::Value {

@@ -45,7 +45,7 @@ use crate::record::{
 };
 
 /// What deciding the base results needs.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The spec.
     pub spec: &'a Spec,
     /// The run's plan (each item's definition as the harness runs it).
@@ -76,7 +76,7 @@ pub struct Inputs<'a> {
 
 /// The base results of a run, by criterion id.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Each criterion asked of the base (or run there), and its result.
     pub statuses: BTreeMap<String, BaseStatus>,
     /// Criteria that said nothing (`any`) but run a verifier the base does
@@ -99,7 +99,7 @@ struct Wanted {
 impl Outcome {
     /// Pass-to-pass criteria that fail on the base: the spec's problem (the
     /// base was already broken), one sentence each.
-    pub fn spec_problems(&self, spec: &Spec, base: &str) -> Vec<String> {
+    pub(crate) fn spec_problems(&self, spec: &Spec, base: &str) -> Vec<String> {
         spec.criteria()
             .filter(|(_, c)| c.expectation(&spec.policy) == Expect::PassToPass)
             .filter_map(|(_, c)| {
@@ -121,7 +121,7 @@ impl Outcome {
 
 /// Decides each asking criterion's base result: kept in the ledger, run
 /// now, or not run (and why).
-pub async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
+pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
     let spec = inputs.spec;
     let policy = spec.policy.base_runs;
     let asks = |c: &gate_specs::Criterion| match policy {
@@ -648,7 +648,7 @@ fn make_writable(dir: &Path) {
 /// expectation and base status; a fail-to-pass criterion that passes on
 /// the base is a critical finding; a criterion whose expectation went
 /// unchecked cannot pass (unverified).
-pub fn apply(
+pub(crate) fn apply(
     criteria: &mut [CriterionRecord],
     outcome: &Outcome,
     spec_file: &str,

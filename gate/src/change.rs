@@ -15,7 +15,11 @@ use crate::git::Git;
 /// The commit `base` names, resolved before anything of the workspace
 /// runs: everything the run compares with the base uses this id, so what a
 /// check does to the repository's refs later changes nothing.
-pub async fn resolve_base(git: &Git, workspace: &Path, base: &str) -> Result<String, GateError> {
+pub(crate) async fn resolve_base(
+    git: &Git,
+    workspace: &Path,
+    base: &str,
+) -> Result<String, GateError> {
     // git would read it as one of its options, not as a revision.
     if base.starts_with('-') {
         return Err(GateError::Base {
@@ -43,7 +47,7 @@ pub async fn resolve_base(git: &Git, workspace: &Path, base: &str) -> Result<Str
 /// The changed files, workspace-relative, sorted and unique: what differs
 /// between the working tree and the merge-base of `commit` (what `base`
 /// resolved to) and HEAD.
-pub async fn with_base(
+pub(crate) async fn with_base(
     git: &Git,
     workspace: &Path,
     base: &str,
@@ -125,7 +129,7 @@ pub async fn with_base(
 /// The workspace-relative paths, as the snapshot names them, of those of
 /// `files` that lie inside the workspace (compared canonically; a file not
 /// there yet is skipped).
-pub fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
+pub(crate) fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
     let Ok(root) = workspace.canonicalize() else {
         return Vec::new();
     };
@@ -137,7 +141,7 @@ pub fn relative_to(workspace: &Path, files: &[PathBuf]) -> Vec<String> {
 }
 
 /// Removes from `changed` every path that is one of `own` or lies under one.
-pub fn leave_out(changed: &mut Vec<String>, own: &[String]) {
+pub(crate) fn leave_out(changed: &mut Vec<String>, own: &[String]) {
     changed.retain(|path| {
         !own.iter().any(|o| {
             path.strip_prefix(o.as_str())
@@ -147,7 +151,7 @@ pub fn leave_out(changed: &mut Vec<String>, own: &[String]) {
 }
 
 /// Without a base: every file of the snapshot under the tasks' paths.
-pub fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
+pub(crate) fn by_paths(snapshot: &Snapshot, paths: &InputGlobs) -> Vec<String> {
     if paths.is_empty() {
         return Vec::new();
     }

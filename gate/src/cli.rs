@@ -7,7 +7,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 /// The integration-verify gate for autonomous build pipelines.
 #[derive(Debug, Parser)]
 #[command(name = "gate", version, about, long_about = None, max_term_width = 100)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Options every command takes.
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -18,7 +18,7 @@ pub struct Cli {
 
 /// Options every command takes.
 #[derive(Debug, Args)]
-pub struct GlobalArgs {
+pub(crate) struct GlobalArgs {
     /// The workspace (default: the nearest folder at or above the current
     /// directory holding gate.toml, within the repository; else the current
     /// directory).
@@ -40,7 +40,7 @@ pub struct GlobalArgs {
 
 /// When to colour terminal output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     /// On a terminal, unless NO_COLOR is set.
     Auto,
     /// Always, even into a pipe.
@@ -51,7 +51,7 @@ pub enum ColorChoice {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Write a commented starter gate.toml in the workspace.
     Init,
     /// Verify the change against the spec and print the verdict.
@@ -125,7 +125,7 @@ pub enum Command {
 
 /// `gate doctor`.
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Which spec and routing table.
     #[command(flatten)]
     pub routing: RoutingArgs,
@@ -165,7 +165,7 @@ impl From<CompletionShell> for clap_complete::Shell {
 /// `gate rules [--files PATH…] | check | test`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct RulesArgs {
+pub(crate) struct RulesArgs {
     /// Check or test instead of listing.
     #[command(subcommand)]
     pub command: Option<RulesCommand>,
@@ -179,7 +179,7 @@ pub struct RulesArgs {
 
 /// `gate rules check | test`.
 #[derive(Debug, Subcommand)]
-pub enum RulesCommand {
+pub(crate) enum RulesCommand {
     /// Fail on a file more rules apply to than the cap, and on a judged rule
     /// never tested, changed since its test, or below the margin.
     Check(RulesCheckArgs),
@@ -190,7 +190,7 @@ pub enum RulesCommand {
 
 /// `gate rules check`.
 #[derive(Debug, Args)]
-pub struct RulesCheckArgs {
+pub(crate) struct RulesCheckArgs {
     /// Rules that may apply to one file at most.
     #[arg(long, value_name = "N", default_value_t = crate::rules::scope::DEFAULT_CAP)]
     pub cap: usize,
@@ -198,7 +198,7 @@ pub struct RulesCheckArgs {
 
 /// `gate rules test`.
 #[derive(Debug, Args)]
-pub struct RulesTestArgs {
+pub(crate) struct RulesTestArgs {
     /// Only this rule (every rule with this id).
     #[arg(long, value_name = "ID")]
     pub rule: Option<String>,
@@ -213,7 +213,7 @@ pub struct RulesTestArgs {
 /// `gate outcome`.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["broken", "fine"])))]
-pub struct OutcomeArgs {
+pub(crate) struct OutcomeArgs {
     /// A run id (or unique prefix) from the ledger.
     pub run: String,
     /// What the run decided on later broke (a CI failure, a revert, an incident).
@@ -232,7 +232,7 @@ pub struct OutcomeArgs {
 
 /// `gate report`.
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Also write a self-contained HTML page with charts to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -249,7 +249,7 @@ pub struct ReportArgs {
 
 /// `gate metrics`.
 #[derive(Debug, Args)]
-pub struct MetricsArgs {
+pub(crate) struct MetricsArgs {
     /// Write to this file atomically instead of stdout (for a textfile collector).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -257,7 +257,7 @@ pub struct MetricsArgs {
 
 /// `gate keys …`.
 #[derive(Debug, Subcommand)]
-pub enum KeysCommand {
+pub(crate) enum KeysCommand {
     /// Write a new ed25519 key pair into the state directory's keys/.
     Generate,
     /// Print the key id and the raw public key in hex.
@@ -266,7 +266,7 @@ pub enum KeysCommand {
 
 /// `gate evidence …`.
 #[derive(Debug, Subcommand)]
-pub enum EvidenceCommand {
+pub(crate) enum EvidenceCommand {
     /// Check a bundle's signature and shape (and, with --workspace, its subjects against the files now).
     Verify {
         /// A bundle file, or a run id (or unique prefix) from the ledger.
@@ -300,7 +300,7 @@ pub enum EvidenceCommand {
 
 /// Output formats of `gate evidence show`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EvidenceFormat {
+pub(crate) enum EvidenceFormat {
     /// The readable summary, after the bundle's signature and plan.
     Human,
     /// The document `gate verify --format json` prints.
@@ -321,7 +321,7 @@ pub enum EvidenceFormat {
 
 impl EvidenceFormat {
     /// The same format of `gate verify`, where there is one.
-    pub fn as_verify(self) -> Option<Format> {
+    pub(crate) fn as_verify(self) -> Option<Format> {
         Some(match self {
             Self::Human => Format::Human,
             Self::Json => Format::Json,
@@ -337,7 +337,7 @@ impl EvidenceFormat {
 
 /// Output formats of the audit commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShowFormat {
+pub(crate) enum ShowFormat {
     /// Readable text.
     Human,
     /// One JSON document.
@@ -346,7 +346,7 @@ pub enum ShowFormat {
 
 /// `gate runs`.
 #[derive(Debug, Args)]
-pub struct RunsArgs {
+pub(crate) struct RunsArgs {
     /// Only this spec id.
     #[arg(long, value_name = "ID")]
     pub spec: Option<String>,
@@ -366,7 +366,7 @@ pub struct RunsArgs {
 
 /// `gate ledger …`.
 #[derive(Debug, Subcommand)]
-pub enum LedgerCommand {
+pub(crate) enum LedgerCommand {
     /// Check every row: signatures, chain links, sequence, and growth since a checkpoint.
     Verify {
         /// A checkpoint printed earlier by `gate ledger checkpoint`.
@@ -397,7 +397,7 @@ pub enum LedgerCommand {
 
 /// `gate routing …`.
 #[derive(Debug, Subcommand)]
-pub enum RoutingCommand {
+pub(crate) enum RoutingCommand {
     /// Print the table in effect and where each row came from.
     Show(RoutingShowArgs),
     /// Validate the table without calling any model (with --qualify, also
@@ -407,7 +407,7 @@ pub enum RoutingCommand {
 
 /// `gate routing check`.
 #[derive(Debug, Args)]
-pub struct RoutingCheckArgs {
+pub(crate) struct RoutingCheckArgs {
     /// Which routing table.
     #[command(flatten)]
     pub routing: RoutingArgs,
@@ -419,7 +419,7 @@ pub struct RoutingCheckArgs {
 
 /// Which routing table.
 #[derive(Debug, Args)]
-pub struct RoutingArgs {
+pub(crate) struct RoutingArgs {
     /// The table (default: routing.toml beside the spec, else the built-in one).
     #[arg(long, value_name = "FILE")]
     pub routing: Option<PathBuf>,
@@ -430,7 +430,7 @@ pub struct RoutingArgs {
 
 /// `gate routing show`.
 #[derive(Debug, Args)]
-pub struct RoutingShowArgs {
+pub(crate) struct RoutingShowArgs {
     /// Which routing table.
     #[command(flatten)]
     pub routing: RoutingArgs,
@@ -441,7 +441,7 @@ pub struct RoutingShowArgs {
 
 /// `gate verify`.
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// The spec (default: gate.toml in the workspace).
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
@@ -502,7 +502,7 @@ impl From<SandboxArg> for gate_specs::SandboxMode {
 
 /// Output formats of `gate verify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// A short readable summary.
     Human,
     /// One JSON object and nothing else.
@@ -523,7 +523,7 @@ pub enum Format {
 
 impl Format {
     /// The name used on the command line.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Human => "human",
             Self::Json => "json",
@@ -539,7 +539,7 @@ impl Format {
 
 /// One `--report FORMAT=PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportArg {
+pub(crate) struct ReportArg {
     /// The format.
     pub format: Format,
     /// Where to write it, as given.

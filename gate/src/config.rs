@@ -13,32 +13,32 @@ use crate::errors::GateError;
 
 /// Environment variables the gate reads (besides `NO_COLOR`, `CI`, `RUST_LOG`,
 /// `GITHUB_STEP_SUMMARY` and the providers' key variables the routing table names).
-pub mod env {
+pub(crate) mod env {
     /// The state directory (`--state` wins).
-    pub const STATE_DIR: &str = "GATE_STATE_DIR";
+    pub(crate) const STATE_DIR: &str = "GATE_STATE_DIR";
     /// The signing key: PEM text or a path.
-    pub const SIGNING_KEY: &str = "GATE_SIGNING_KEY";
+    pub(crate) const SIGNING_KEY: &str = "GATE_SIGNING_KEY";
     /// A shared ledger's URL (wins over `[ledger] url`).
-    pub const LEDGER: &str = "GATE_LEDGER";
+    pub(crate) const LEDGER: &str = "GATE_LEDGER";
     /// Where bundles go: `s3://bucket/prefix` or a directory (default
     /// `bundles/` in the state directory).
-    pub const BUNDLE_STORE: &str = "GATE_BUNDLE_STORE";
+    pub(crate) const BUNDLE_STORE: &str = "GATE_BUNDLE_STORE";
     /// Where a routing patch is fetched from at start-up.
-    pub const ROUTING_URL: &str = "GATE_ROUTING_URL";
+    pub(crate) const ROUTING_URL: &str = "GATE_ROUTING_URL";
     /// `gate verify`'s stdout format (`--format` wins).
-    pub const FORMAT: &str = "GATE_FORMAT";
+    pub(crate) const FORMAT: &str = "GATE_FORMAT";
     /// `gate verify --offline` when true (`1`, `true`, `yes`).
-    pub const OFFLINE: &str = "GATE_OFFLINE";
+    pub(crate) const OFFLINE: &str = "GATE_OFFLINE";
     /// Test suite only: panic right after start-up, to exercise the panic path.
-    pub const TEST_PANIC: &str = "GATE_TEST_PANIC";
+    pub(crate) const TEST_PANIC: &str = "GATE_TEST_PANIC";
     /// The sandbox floor: `auto`, `required` or `off` (`--sandbox` wins).
-    pub const SANDBOX: &str = "GATE_SANDBOX";
+    pub(crate) const SANDBOX: &str = "GATE_SANDBOX";
 }
 
 /// Where a setting's value came from, strongest first: flag, environment,
 /// file, default.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// A command-line flag.
     Flag(&'static str),
     /// An environment variable.
@@ -63,7 +63,7 @@ impl fmt::Display for Source {
 
 /// Whether each stream gets colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Colors {
+pub(crate) struct Colors {
     /// Results on stdout.
     pub stdout: bool,
     /// Progress on stderr.
@@ -72,7 +72,7 @@ pub struct Colors {
 
 /// How much progress goes to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verbosity {
+pub(crate) enum Verbosity {
     /// Results and errors only.
     Quiet,
     /// Progress lines.
@@ -85,7 +85,7 @@ pub enum Verbosity {
 
 /// Where a command works.
 #[derive(Debug, Clone)]
-pub struct Context {
+pub(crate) struct Context {
     /// The workspace, absolute and canonical.
     pub workspace: PathBuf,
     /// The state directory (ledger, bundles, keys), absolute.
@@ -101,8 +101,6 @@ pub struct Context {
     pub searched: Option<(PathBuf, PathBuf)>,
     /// Where the state directory came from.
     pub state_source: Source,
-    /// `--color` as given.
-    pub color: ColorChoice,
     /// Whether stdout and stderr get colour, and why.
     pub colors: Colors,
     /// Why colour is on or off.
@@ -114,7 +112,7 @@ pub struct Context {
 /// Where the ledger is: `GATE_LEDGER`, else the spec's `[ledger] url`, else
 /// `ledger.db` in the state directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerSetting {
+pub(crate) struct LedgerSetting {
     /// The location as written (a URL or a path), `None` for the default.
     pub url: Option<String>,
     /// What a relative SQLite path is relative to: the current directory
@@ -130,7 +128,7 @@ pub struct LedgerSetting {
 impl LedgerSetting {
     /// `GATE_LEDGER` if set, else `[ledger] url` of the spec at `spec` (when
     /// it exists), else the default.
-    pub fn resolve(workspace: &Path, spec: &Path) -> Self {
+    pub(crate) fn resolve(workspace: &Path, spec: &Path) -> Self {
         if let Some(url) = ledger_env() {
             return Self {
                 url: Some(url),
@@ -211,8 +209,9 @@ fn spec_ledger_url(spec: &Path) -> Result<Option<String>, String> {
 
 impl Context {
     /// A context over `workspace` with the default state directory, quiet
-    /// and without colour (for callers that build one by hand, e.g. tests).
-    pub fn quiet(workspace: PathBuf) -> Self {
+    /// and without colour, for tests that build one by hand.
+    #[cfg(test)]
+    pub(crate) fn quiet(workspace: PathBuf) -> Self {
         Self {
             state_dir: workspace.join(".gate"),
             workspace,
@@ -221,7 +220,6 @@ impl Context {
             workspace_source: Source::Flag("--workspace"),
             searched: None,
             state_source: Source::Default(".gate/ in the workspace"),
-            color: crate::cli::ColorChoice::Never,
             colors: Colors {
                 stdout: false,
                 stderr: false,
@@ -239,7 +237,7 @@ impl Context {
     /// This context with the ledger a spec other than the workspace's
     /// `gate.toml` names (`GATE_LEDGER` still wins).
     #[must_use]
-    pub fn with_spec_ledger(&self, spec: &Path) -> Self {
+    pub(crate) fn with_spec_ledger(&self, spec: &Path) -> Self {
         let mut ctx = self.clone();
         ctx.ledger = LedgerSetting::resolve(&self.workspace, spec);
         ctx
@@ -249,7 +247,7 @@ impl Context {
     /// `--workspace`, and when `discover` is set, the workspace is found as
     /// git finds a repository (see [`discover_workspace`]); `gate init`
     /// does not discover: it writes where it is run.
-    pub fn resolve(global: &GlobalArgs, discover: bool) -> Result<Self, GateError> {
+    pub(crate) fn resolve(global: &GlobalArgs, discover: bool) -> Result<Self, GateError> {
         let cwd = std::env::current_dir().map_err(|e| GateError::Workspace {
             path: PathBuf::from("."),
             reason: format!("cannot read the current directory: {e}"),
@@ -317,7 +315,6 @@ impl Context {
             workspace_source,
             searched,
             state_source,
-            color: global.color,
             colors,
             color_source,
             ledger,
@@ -326,7 +323,7 @@ impl Context {
 
     /// The spec path: `--spec` relative to the current directory, else
     /// `gate.toml` in the workspace. Never inside the state directory.
-    pub fn spec_path(&self, flag: Option<&Path>) -> Result<PathBuf, GateError> {
+    pub(crate) fn spec_path(&self, flag: Option<&Path>) -> Result<PathBuf, GateError> {
         let path = match flag {
             Some(p) => {
                 let cwd = std::env::current_dir().unwrap_or_else(|_| self.workspace.clone());
@@ -360,7 +357,7 @@ impl Context {
     }
 
     /// The state directory when it lies inside the workspace (the walk skips it).
-    pub fn state_inside_workspace(&self) -> Option<PathBuf> {
+    pub(crate) fn state_inside_workspace(&self) -> Option<PathBuf> {
         let state = self
             .state_dir
             .canonicalize()
@@ -371,7 +368,7 @@ impl Context {
 
 /// What the search for a workspace found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// The workspace: the nearest folder holding `gate.toml`.
     At(PathBuf),
     /// None, searching from the start up to `top`.
@@ -385,7 +382,7 @@ pub enum Found {
 /// `start` that holds `gate.toml`, looking no higher than the repository
 /// root (the nearest folder holding `.git`) — or the filesystem's root
 /// outside any repository.
-pub fn discover_workspace(start: &Path) -> Found {
+pub(crate) fn discover_workspace(start: &Path) -> Found {
     let mut top = start.to_path_buf();
     for dir in start.ancestors() {
         top = dir.to_path_buf();
@@ -428,7 +425,7 @@ fn resolve_colors(choice: ColorChoice) -> (Colors, Source) {
 
 /// `gate verify`'s options, resolved: flags over `GATE_*` variables over defaults.
 #[derive(Debug, Clone)]
-pub struct VerifySettings {
+pub(crate) struct VerifySettings {
     /// The spec file.
     pub spec_path: PathBuf,
     /// Where the spec path came from.
@@ -453,7 +450,7 @@ pub struct VerifySettings {
 
 impl VerifySettings {
     /// Resolves `gate verify`'s flags against the environment.
-    pub fn resolve(ctx: &Context, args: &VerifyArgs) -> Result<Self, GateError> {
+    pub(crate) fn resolve(ctx: &Context, args: &VerifyArgs) -> Result<Self, GateError> {
         let spec_path = ctx.spec_path(args.spec.as_deref())?;
         let spec_source = if args.spec.is_some() {
             Source::Flag("--spec")
@@ -513,7 +510,7 @@ impl VerifySettings {
 
 /// The sandbox floor a spec can only tighten: `--sandbox`, else
 /// `GATE_SANDBOX`, else auto; with where it came from.
-pub fn sandbox_floor(
+pub(crate) fn sandbox_floor(
     flag: Option<crate::cli::SandboxArg>,
 ) -> Result<(gate_specs::SandboxMode, Source), GateError> {
     Ok(match (flag, std::env::var(env::SANDBOX).ok()) {
@@ -556,13 +553,13 @@ fn truthy(name: &str, value: &str) -> Result<bool, GateError> {
 
 /// The gate's whole environment, read once: what the isolation of a run
 /// picks the processes' environment from.
-pub fn process_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+pub(crate) fn process_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     std::env::vars_os().collect()
 }
 
 /// Whether `gate verify` prints GitHub output: `--format github`, else
 /// `GATE_FORMAT=github`.
-pub fn github_format(flag: Option<Format>) -> bool {
+pub(crate) fn github_format(flag: Option<Format>) -> bool {
     match flag {
         Some(f) => f == Format::Github,
         None => std::env::var(env::FORMAT).is_ok_and(|v| v.trim().eq_ignore_ascii_case("github")),
@@ -571,7 +568,7 @@ pub fn github_format(flag: Option<Format>) -> bool {
 
 /// Whether a command line that did not parse asked for GitHub output
 /// (`--format github`, `--format=github`, or `GATE_FORMAT=github`).
-pub fn github_format_asked(args: &[std::ffi::OsString]) -> bool {
+pub(crate) fn github_format_asked(args: &[std::ffi::OsString]) -> bool {
     let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
     let flagged = words
         .windows(2)
@@ -581,14 +578,14 @@ pub fn github_format_asked(args: &[std::ffi::OsString]) -> bool {
 }
 
 /// `GATE_LEDGER`: a shared ledger's URL.
-pub fn ledger_env() -> Option<String> {
+pub(crate) fn ledger_env() -> Option<String> {
     std::env::var(env::LEDGER)
         .ok()
         .filter(|v| !v.trim().is_empty())
 }
 
 /// `GATE_BUNDLE_STORE`: where bundles go.
-pub fn bundle_store_env() -> Option<String> {
+pub(crate) fn bundle_store_env() -> Option<String> {
     std::env::var(env::BUNDLE_STORE)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -596,7 +593,7 @@ pub fn bundle_store_env() -> Option<String> {
 
 /// Every `AWS_*` variable (credentials, region, endpoint, `AWS_ALLOW_HTTP`…):
 /// how object storage is reached.
-pub fn aws_env() -> Vec<(String, String)> {
+pub(crate) fn aws_env() -> Vec<(String, String)> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .filter(|(k, v)| k.starts_with("AWS_") && !v.is_empty())
@@ -604,34 +601,34 @@ pub fn aws_env() -> Vec<(String, String)> {
 }
 
 /// `GATE_ROUTING_URL`: where a routing patch is fetched from.
-pub fn routing_url_env() -> Option<String> {
+pub(crate) fn routing_url_env() -> Option<String> {
     std::env::var(env::ROUTING_URL)
         .ok()
         .filter(|v| !v.trim().is_empty())
 }
 
 /// `GITHUB_STEP_SUMMARY`: the file GitHub Actions shows as the job summary.
-pub fn github_step_summary() -> Option<PathBuf> {
+pub(crate) fn github_step_summary() -> Option<PathBuf> {
     std::env::var_os("GITHUB_STEP_SUMMARY")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
 }
 
 /// Whether the test suite asks for a panic at start-up (`GATE_TEST_PANIC=1`).
-pub fn test_panic_requested() -> bool {
+pub(crate) fn test_panic_requested() -> bool {
     std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "1")
 }
 
 /// Whether the test suite asks for a panic inside a task the runtime
 /// spawned (`GATE_TEST_PANIC=task`), which the runtime itself catches.
-pub fn test_task_panic_requested() -> bool {
+pub(crate) fn test_task_panic_requested() -> bool {
     std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "task")
 }
 
 /// Values of environment variables that look like secrets (names holding
 /// KEY, TOKEN, SECRET or PASSWORD), plus those `extra_names` names: they are
 /// redacted from everything captured.
-pub fn secret_env_values(extra_names: &[String]) -> Vec<String> {
+pub(crate) fn secret_env_values(extra_names: &[String]) -> Vec<String> {
     let mut values: Vec<String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .filter(|(k, _)| {
@@ -651,12 +648,12 @@ pub fn secret_env_values(extra_names: &[String]) -> Vec<String> {
 }
 
 /// Whether the gate runs in CI (`CI` set to anything but empty or "false").
-pub fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// `GATE_SIGNING_KEY`: PEM text or a path.
-pub fn signing_key_env() -> Option<String> {
+pub(crate) fn signing_key_env() -> Option<String> {
     std::env::var(env::SIGNING_KEY)
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -664,7 +661,7 @@ pub fn signing_key_env() -> Option<String> {
 
 /// API keys of the routing table's configured providers, by provider name
 /// (`None` for a provider that needs no key). Empty when none is configured.
-pub fn provider_keys(
+pub(crate) fn provider_keys(
     routing: &crate::routing::Routing,
 ) -> std::collections::BTreeMap<String, Option<String>> {
     routing
@@ -685,7 +682,7 @@ pub fn provider_keys(
 
 /// `GATE_HEARTBEAT_MS`: a shorter heartbeat for tests (not part of the
 /// documented surface); `None` keeps the dispatcher's own.
-pub fn heartbeat_override() -> Option<std::time::Duration> {
+pub(crate) fn heartbeat_override() -> Option<std::time::Duration> {
     std::env::var("GATE_HEARTBEAT_MS")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -694,23 +691,23 @@ pub fn heartbeat_override() -> Option<std::time::Duration> {
 }
 
 /// Whether `TERM` says the terminal cannot redraw a line.
-pub fn dumb_terminal() -> bool {
+pub(crate) fn dumb_terminal() -> bool {
     std::env::var_os("TERM").is_some_and(|t| t == "dumb")
 }
 
 /// Whether an environment variable is set to something.
-pub fn env_is_set(name: &str) -> bool {
+pub(crate) fn env_is_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())
 }
 
 /// Whether the variable `name` holds an API key: something besides
 /// whitespace, which [`provider_keys`] trims off.
-pub fn key_is_set(name: &str) -> bool {
+pub(crate) fn key_is_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.to_string_lossy().trim().is_empty())
 }
 
 /// A path given on the command line, made absolute against the current directory.
-pub fn from_cwd(p: &Path) -> PathBuf {
+pub(crate) fn from_cwd(p: &Path) -> PathBuf {
     let cwd = std::env::current_dir().unwrap_or_default();
     absolute(&cwd, p)
 }
@@ -724,13 +721,13 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 }
 
 /// The value of an environment variable, when it is set (even to nothing).
-pub fn env_value(name: &str) -> Option<String> {
+pub(crate) fn env_value(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
 /// The Chromium page checks drive: `GATE_CHROMIUM`, else Debian's
 /// `/usr/bin/chromium`, else `chromium` or `chromium-browser` on `PATH`.
-pub fn chromium() -> Result<PathBuf, String> {
+pub(crate) fn chromium() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("GATE_CHROMIUM").filter(|v| !v.is_empty()) {
         let path = PathBuf::from(path);
         return if path.is_file() {
@@ -759,7 +756,7 @@ pub fn chromium() -> Result<PathBuf, String> {
 
 /// axe-core's `axe.min.js` for the contrast check: `GATE_AXE_CORE`, else
 /// `node_modules/axe-core/axe.min.js` in the workspace.
-pub fn axe_core(workspace: &Path) -> Result<PathBuf, String> {
+pub(crate) fn axe_core(workspace: &Path) -> Result<PathBuf, String> {
     const HOW: &str = "install it (`npm install axe-core`) and set GATE_AXE_CORE to its \
                        axe.min.js, or turn the check off with `[policy] builtin_contrast = false`";
     if let Some(path) = std::env::var_os("GATE_AXE_CORE").filter(|v| !v.is_empty()) {

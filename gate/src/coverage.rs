@@ -12,7 +12,7 @@ use crate::guard::GUARD_ROLE;
 use crate::record::Finding;
 
 /// The spec as written: where its globs are shown.
-pub struct SpecSource<'a> {
+pub(crate) struct SpecSource<'a> {
     /// The spec file as findings name it (workspace-relative when inside).
     pub file: &'a str,
     /// Its text.
@@ -74,7 +74,11 @@ fn written(spec: &Spec) -> Vec<Written<'_>> {
 
 /// A critical finding for each glob of the spec that matches no file of
 /// the snapshot, at the line and column it is written.
-pub fn unmatched_globs(spec: &Spec, source: &SpecSource<'_>, snapshot: &Snapshot) -> Vec<Finding> {
+pub(crate) fn unmatched_globs(
+    spec: &Spec,
+    source: &SpecSource<'_>,
+    snapshot: &Snapshot,
+) -> Vec<Finding> {
     let locator = Locator::new(source.text, source.format);
     written(spec)
         .into_iter()
@@ -111,7 +115,7 @@ const UNCOVERED_SHOWN: usize = 50;
 /// warning — `None` when there are none, or when the spec has no task to
 /// own anything. `own` are the gate's own configuration files (the spec,
 /// the routing table, prompts, rules files), which no task needs to own.
-pub fn uncovered_changes(
+pub(crate) fn uncovered_changes(
     spec: &Spec,
     spec_file: &str,
     changed: &[String],

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 /// Lines apart that still count as the same place (a fix shifts lines a little).
-pub const LINE_SLACK: u32 = 3;
+pub(crate) const LINE_SLACK: u32 = 3;
 
 const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
@@ -22,7 +22,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// The normalised words of a title, sorted and unique, at most eight.
-pub fn normalised_words(title: &str) -> Vec<String> {
+pub(crate) fn normalised_words(title: &str) -> Vec<String> {
     let lowered: String = title
         .chars()
         .map(|c| {
@@ -41,12 +41,12 @@ pub fn normalised_words(title: &str) -> Vec<String> {
 }
 
 /// The normalised title: its normalised words joined by single spaces.
-pub fn normalised_title(title: &str) -> String {
+pub(crate) fn normalised_title(title: &str) -> String {
     normalised_words(title).join(" ")
 }
 
 /// A finding's id.
-pub fn finding_id(role: &str, file: &str, title: &str) -> String {
+pub(crate) fn finding_id(role: &str, file: &str, title: &str) -> String {
     let mut h = blake3::Hasher::new();
     h.update(role.as_bytes());
     h.update(&[0]);
@@ -58,7 +58,7 @@ pub fn finding_id(role: &str, file: &str, title: &str) -> String {
 
 /// Whether two titles share at least half their normalised words (half of
 /// the longer one's).
-pub fn titles_match(a: &str, b: &str) -> bool {
+pub(crate) fn titles_match(a: &str, b: &str) -> bool {
     let (a, b) = (normalised_words(a), normalised_words(b));
     if a.is_empty() || b.is_empty() {
         return a == b;
@@ -68,7 +68,7 @@ pub fn titles_match(a: &str, b: &str) -> bool {
 }
 
 /// Whether two lines are the same place; an unknown line matches any.
-pub fn lines_overlap(a: Option<u32>, b: Option<u32>) -> bool {
+pub(crate) fn lines_overlap(a: Option<u32>, b: Option<u32>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => a.abs_diff(b) <= LINE_SLACK,
         _ => true,

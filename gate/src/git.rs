@@ -48,7 +48,10 @@ const HARDENING: [&str; 18] = [
 
 /// The environment of every git call: the host's `PATH` and locale, and
 /// what keeps git from reading configuration or objects it should not.
-pub fn environment(path: Option<OsString>, home: Option<OsString>) -> Vec<(OsString, OsString)> {
+pub(crate) fn environment(
+    path: Option<OsString>,
+    home: Option<OsString>,
+) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = vec![
         ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
         ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
@@ -69,20 +72,20 @@ pub fn environment(path: Option<OsString>, home: Option<OsString>) -> Vec<(OsStr
 
 /// Runs the gate's git calls for one workspace.
 #[derive(Debug, Clone)]
-pub struct Git {
+pub(crate) struct Git {
     launcher: Launcher,
 }
 
 impl Git {
     /// Git calls started through `launcher` (whose environment should be
     /// [`environment`]).
-    pub fn new(launcher: Launcher) -> Self {
+    pub(crate) fn new(launcher: Launcher) -> Self {
         Self { launcher }
     }
 
     /// Runs `git ARGS` in `dir` and returns its stdout, or one line on why
     /// it failed.
-    pub async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    pub(crate) async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
         let filters = self.filter_settings(dir).await;
         let mut argv: Vec<&str> = vec!["git"];
         argv.extend(HARDENING);
@@ -144,7 +147,7 @@ impl Git {
     }
 
     /// The commit `rev` names (`rev^{commit}`), as its full id.
-    pub async fn resolve_commit(&self, dir: &Path, rev: &str) -> Result<String, String> {
+    pub(crate) async fn resolve_commit(&self, dir: &Path, rev: &str) -> Result<String, String> {
         let commit = format!("{rev}^{{commit}}");
         let out = self
             .run(
@@ -167,7 +170,7 @@ impl Git {
 
     /// `path`'s content at `commit`, `None` when it did not exist there (or
     /// git could not say).
-    pub async fn read_at(&self, commit: &str, path: &Path) -> Option<Vec<u8>> {
+    pub(crate) async fn read_at(&self, commit: &str, path: &Path) -> Option<Vec<u8>> {
         let dir = path.parent()?;
         let name = path.file_name()?.to_str()?;
         // `REV:./name` is relative to the directory git runs in.

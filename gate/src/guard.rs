@@ -15,17 +15,17 @@ use crate::rules::discover::is_rules_file;
 use crate::rules::model::{self as rules_model, Rule};
 
 /// The role findings of the gate's own guard carry.
-pub const GUARD_ROLE: &str = "gate";
+pub(crate) const GUARD_ROLE: &str = "gate";
 
 /// Reads `path` as text as it was at `commit`, `None` when it did not
 /// exist there.
-pub async fn read_at_base(git: &Git, commit: &str, path: &Path) -> Option<String> {
+pub(crate) async fn read_at_base(git: &Git, commit: &str, path: &Path) -> Option<String> {
     String::from_utf8(git.read_at(commit, path).await?).ok()
 }
 
 /// A loosening, before it becomes a finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loosening {
+pub(crate) struct Loosening {
     /// The file it is in (workspace-relative).
     pub file: String,
     /// One line.
@@ -36,7 +36,7 @@ pub struct Loosening {
 
 impl Loosening {
     /// As a critical finding.
-    pub fn into_finding(self) -> Finding {
+    pub(crate) fn into_finding(self) -> Finding {
         Finding::raised(
             GUARD_ROLE,
             "critical",
@@ -50,7 +50,7 @@ impl Loosening {
 }
 
 /// What loosened between the spec at base and the spec now.
-pub fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosening> {
+pub(crate) fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosening> {
     let mut out = Vec::new();
     let mut flag = |title: String, detail: String| {
         out.push(Loosening {
@@ -357,7 +357,7 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
 }
 
 /// What loosened between the routing table at base and now.
-pub fn compare_routing(
+pub(crate) fn compare_routing(
     file: &str,
     base: &RoutingTable,
     now: Option<&RoutingTable>,
@@ -403,7 +403,7 @@ pub fn compare_routing(
 /// Why the spec at the base cannot be compared with the spec now: the
 /// self-guard is then off, and the run says so.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoBaseSpec {
+pub(crate) enum NoBaseSpec {
     /// The spec did not exist at the base.
     Missing,
     /// It did, but does not parse.
@@ -412,7 +412,11 @@ pub enum NoBaseSpec {
 
 /// The spec as it was at `base` (a commit id), or why there is none to
 /// compare with.
-pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Result<Spec, NoBaseSpec> {
+pub(crate) async fn spec_at_base(
+    git: &Git,
+    base: &str,
+    spec_path: &Path,
+) -> Result<Spec, NoBaseSpec> {
     let text = read_at_base(git, base, spec_path)
         .await
         .ok_or(NoBaseSpec::Missing)?;
@@ -426,7 +430,7 @@ pub async fn spec_at_base(git: &Git, base: &str, spec_path: &Path) -> Result<Spe
 /// rules) and now (`None`: the file is gone): a judged rule removed or no
 /// longer judged, its claim reworded, its severity lowered, or where it
 /// applies changed. The rules are the exam the rules reviewer sets.
-pub fn compare_rules(file: &str, base: &[Rule], now: Option<&[Rule]>) -> Vec<Loosening> {
+pub(crate) fn compare_rules(file: &str, base: &[Rule], now: Option<&[Rule]>) -> Vec<Loosening> {
     let loosening = |title: String, detail: String| Loosening {
         file: file.to_owned(),
         title,
@@ -536,7 +540,7 @@ async fn compare_rules_files(git: &Git, workspace: &Path, base: &str) -> Vec<Loo
 /// Compares the gate's own inputs with what they were at `base` (a commit
 /// id): the spec (`base_spec`, as [`spec_at_base`] read it), the routing
 /// table, prompt override files and the house rules files.
-pub async fn check(
+pub(crate) async fn check(
     git: &Git,
     workspace: &Path,
     base: &str,

@@ -6,11 +6,11 @@ use std::path::Path;
 use crate::errors::GateError;
 
 /// The starter spec, commented; it parses and validates as written.
-pub const STARTER_SPEC: &str = include_str!("init/gate.toml");
+pub(crate) const STARTER_SPEC: &str = include_str!("init/gate.toml");
 
 /// `gate init`: the starter files, then the signing key (an existing key
 /// is kept).
-pub fn run(ctx: &crate::config::Context) -> Result<u8, GateError> {
+pub(crate) fn run(ctx: &crate::config::Context) -> Result<u8, GateError> {
     use std::fmt::Write as _;
     let mut out = String::new();
     for path in write_starter(&ctx.workspace)? {
@@ -36,7 +36,7 @@ pub fn run(ctx: &crate::config::Context) -> Result<u8, GateError> {
 /// Writes `gate.toml` and `routing.toml` (the built-in table, commented, to
 /// edit) into `dir`, refusing to overwrite either: when one exists, nothing
 /// is written.
-pub fn write_starter(dir: &Path) -> Result<Vec<String>, GateError> {
+pub(crate) fn write_starter(dir: &Path) -> Result<Vec<String>, GateError> {
     let spec = dir.join("gate.toml");
     let routing = dir.join("routing.toml");
     for path in [&spec, &routing] {

@@ -27,12 +27,12 @@ fn on_exit() -> MutexGuard<'static, Vec<ExitCleanup>> {
 
 /// Has `remove(path)` run if a second signal ends the process while `path`
 /// is registered (until [`forget_on_exit`]).
-pub fn remove_on_exit(path: &Path, remove: fn(&Path)) {
+pub(crate) fn remove_on_exit(path: &Path, remove: fn(&Path)) {
     on_exit().push((path.to_path_buf(), remove));
 }
 
 /// Takes `path` off the list a second signal removes.
-pub fn forget_on_exit(path: &Path) {
+pub(crate) fn forget_on_exit(path: &Path) {
     on_exit().retain(|(p, _)| p != path);
 }
 
@@ -44,7 +44,7 @@ fn run_exit_cleanups() {
 
 /// Whether the run was asked to stop, shared by the stages that must stop.
 #[derive(Debug, Clone)]
-pub struct Interrupt {
+pub(crate) struct Interrupt {
     asked: watch::Receiver<bool>,
 }
 
@@ -52,7 +52,7 @@ impl Interrupt {
     /// Starts listening for SIGINT, SIGTERM and SIGHUP on the current
     /// runtime. Signals that cannot be listened for (a platform without
     /// them) simply never interrupt.
-    pub fn listen() -> Self {
+    pub(crate) fn listen() -> Self {
         let (tx, asked) = watch::channel(false);
         tokio::spawn(async move {
             let kinds = [
@@ -104,7 +104,7 @@ impl Interrupt {
     }
 
     /// Resolves once a stop is asked for; never, if none is.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         let mut asked = self.asked.clone();
         if asked.wait_for(|asked| *asked).await.is_err() {
             // The listener is gone without being asked: nothing will ask.

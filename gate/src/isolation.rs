@@ -80,7 +80,7 @@ const SECRET_SUFFIXES: [&str; 4] = ["_TOKEN", "_PASSWORD", "_SECRET", "_KEY"];
 
 /// Credential files and folders of the gate's user, relative to its home,
 /// made unreachable whatever `[sandbox] hidden` says.
-pub const HIDDEN_IN_HOME: [&str; 16] = [
+pub(crate) const HIDDEN_IN_HOME: [&str; 16] = [
     ".ssh",
     ".aws",
     ".azure",
@@ -101,7 +101,7 @@ pub const HIDDEN_IN_HOME: [&str; 16] = [
 
 /// Sockets and folders outside the home made unreachable: the user's
 /// session services (agents, keyrings) and container engines.
-pub const HIDDEN_ELSEWHERE: [&str; 4] = [
+pub(crate) const HIDDEN_ELSEWHERE: [&str; 4] = [
     "/run/user",
     "/var/run/docker.sock",
     "/run/docker.sock",
@@ -111,7 +111,7 @@ pub const HIDDEN_ELSEWHERE: [&str; 4] = [
 /// Toolchain folders of the home shown read-only in the private home, so
 /// the common toolchains work without their downloads and caches becoming
 /// writable by the agent's code.
-pub const TOOLCHAIN_DIRS: [&str; 17] = [
+pub(crate) const TOOLCHAIN_DIRS: [&str; 17] = [
     ".cargo/bin",
     ".cargo/env",
     ".cargo/registry",
@@ -136,7 +136,7 @@ pub const TOOLCHAIN_DIRS: [&str; 17] = [
 /// variable or one of `never` (provider keys, the ledger's and the bundle
 /// store's credentials), even when named. `home` and `tmp` replace `HOME`
 /// and `TMPDIR` when the process runs with a private home and `/tmp`.
-pub fn environment(
+pub(crate) fn environment(
     host: &[(OsString, OsString)],
     pass_env: &[String],
     never: &BTreeSet<String>,
@@ -187,7 +187,7 @@ pub fn environment(
 }
 
 /// `~/x` under `home`, an absolute path as it is, anything else `None`.
-pub fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
     if let Some(rest) = path.strip_prefix("~/") {
         return home.map(|h| h.join(rest));
     }
@@ -196,13 +196,13 @@ pub fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 
 /// The mode in effect: the spec's when it is at least the operator's floor,
 /// else the floor. A spec that sets nothing gets the floor.
-pub fn effective_mode(floor: SandboxMode, spec: Option<SandboxMode>) -> SandboxMode {
+pub(crate) fn effective_mode(floor: SandboxMode, spec: Option<SandboxMode>) -> SandboxMode {
     spec.map_or(floor, |s| s.max(floor))
 }
 
 /// What the run's isolation is built from.
 #[derive(Debug)]
-pub struct Setup<'a> {
+pub(crate) struct Setup<'a> {
     /// The operator's floor and where it came from.
     pub floor: (SandboxMode, Source),
     /// The spec's `[sandbox]`.
@@ -222,7 +222,7 @@ pub struct Setup<'a> {
 /// The run's isolation: how its processes are started, and what its
 /// record says of it.
 #[derive(Debug)]
-pub struct Isolation {
+pub(crate) struct Isolation {
     /// What the record, bundle and ledger row say.
     pub record: IsolationRecord,
     /// The items' environment.
@@ -256,7 +256,7 @@ impl Isolation {
     /// "required"` a sandbox that cannot start is a configuration error
     /// (exit 2) naming why; with `auto` the run goes on unisolated and says
     /// so.
-    pub async fn prepare(setup: Setup<'_>) -> Result<Self, GateError> {
+    pub(crate) async fn prepare(setup: Setup<'_>) -> Result<Self, GateError> {
         let mode = effective_mode(setup.floor.0, setup.section.mode);
         let network = setup.section.network.unwrap_or_default();
         let host_home = lookup(setup.host_env, "HOME")
@@ -455,7 +455,7 @@ impl Isolation {
     /// The launcher of the gate's own tools (`git`): an environment of
     /// their own and, where the machine isolates, a sandbox in which the
     /// workspace is read-only and no network is reachable.
-    pub fn tools(&self) -> Launcher {
+    pub(crate) fn tools(&self) -> Launcher {
         match &self.sandbox {
             None => Launcher::new(self.tools_env.clone()),
             Some(sandbox) => {
@@ -471,7 +471,7 @@ impl Isolation {
 
     /// The launcher of the run's items: the paths in `read_only` stay
     /// read-only inside the workspace and each overlay shows its file.
-    pub fn items(&self, read_only: Vec<PathBuf>, overlays: Vec<Overlay>) -> Launcher {
+    pub(crate) fn items(&self, read_only: Vec<PathBuf>, overlays: Vec<Overlay>) -> Launcher {
         match &self.sandbox {
             None => Launcher::new(self.env.clone()),
             Some(sandbox) => {
@@ -490,7 +490,7 @@ impl Isolation {
     /// The launcher of the gate's own git while it checks the base out into
     /// `dir`: the tools' sandbox with `dir` the one writable folder and the
     /// repository's `objects` (which the checkout borrows) read-only.
-    pub fn base_tools(&self, dir: &Path, objects: &Path) -> Launcher {
+    pub(crate) fn base_tools(&self, dir: &Path, objects: &Path) -> Launcher {
         match &self.sandbox {
             None => Launcher::new(self.tools_env.clone()),
             Some(sandbox) => {
@@ -509,7 +509,7 @@ impl Isolation {
     /// base's checkout (`root`) as the one writable workspace, a `/tmp` and
     /// `HOME` of its own under `scratch`, and the change's workspace out of
     /// sight.
-    pub fn base_items(&self, root: &Path, scratch: &Path) -> Launcher {
+    pub(crate) fn base_items(&self, root: &Path, scratch: &Path) -> Launcher {
         match &self.sandbox {
             None => Launcher::new(self.env.clone()),
             Some(sandbox) => {
@@ -531,7 +531,7 @@ impl Isolation {
 
     /// A folder of the run's, outside the workspace and out of the items'
     /// sight, for files the gate shows them (the base's verifiers).
-    pub fn base_dir(&self) -> Option<PathBuf> {
+    pub(crate) fn base_dir(&self) -> Option<PathBuf> {
         self.scratch.as_ref().map(|s| s.path().join("base"))
     }
 }

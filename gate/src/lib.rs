@@ -1,46 +1,50 @@
 //! The integration-verify gate: the `gate` command and the pipeline behind it.
 //!
 //! # Layout
-//! - [`cli`] parses the command line; [`config`] resolves it (and is the only
+//! - `cli` parses the command line; `config` resolves it (and is the only
 //!   module reading the environment).
-//! - [`verify`] runs one gate run stage by stage, using [`plan`] (what to
-//!   run), [`change`] (what changed), [`tier`] (risk tier) and [`verdict`].
-//! - [`record`] is the run as one value; [`output`] renders it, and renders
-//!   the [`events`] stages emit while a run goes.
-//! - [`eval`] is the false-pass scorecard (`gate report`, `gate metrics`).
-//! - [`exit`] holds the exit codes, [`errors`] the one map from error to code.
+//! - `verify` runs one gate run stage by stage, using `plan` (what to
+//!   run), `change` (what changed), `tier` (risk tier) and `verdict`.
+//! - `record` is the run as one value; `output` renders it, and renders
+//!   the `events` stages emit while a run goes.
+//! - `eval` is the false-pass scorecard (`gate report`, `gate metrics`).
+//! - `exit` holds the exit codes, `errors` the one map from error to code.
+//!
+//! Modules are private to the crate, so the compiler reports what nothing
+//! uses; `provider`, `retry` and `review` are public for the fuzz targets,
+//! which call their parsers and validators.
 
-pub mod attest;
-pub mod base_runs;
-pub mod change;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod coverage;
-pub mod errors;
-pub mod eval;
-pub mod events;
-pub mod exit;
-pub mod findings;
-pub mod git;
-pub mod guard;
-pub mod init;
-pub mod interrupt;
-pub mod isolation;
-pub mod output;
-pub mod pages;
-pub mod plan;
+pub(crate) mod attest;
+pub(crate) mod base_runs;
+pub(crate) mod change;
+pub(crate) mod cli;
+pub(crate) mod commands;
+pub(crate) mod config;
+pub(crate) mod coverage;
+pub(crate) mod errors;
+pub(crate) mod eval;
+pub(crate) mod events;
+pub(crate) mod exit;
+pub(crate) mod findings;
+pub(crate) mod git;
+pub(crate) mod guard;
+pub(crate) mod init;
+pub(crate) mod interrupt;
+pub(crate) mod isolation;
+pub(crate) mod output;
+pub(crate) mod pages;
+pub(crate) mod plan;
 pub mod provider;
-pub mod record;
+pub(crate) mod record;
 pub mod retry;
 pub mod review;
-pub mod role;
-pub mod routing;
-pub mod rules;
-pub mod tier;
-pub mod verdict;
-pub mod verifiers;
-pub mod verify;
+pub(crate) mod role;
+pub(crate) mod routing;
+pub(crate) mod rules;
+pub(crate) mod tier;
+pub(crate) mod verdict;
+pub(crate) mod verifiers;
+pub(crate) mod verify;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -22,13 +22,13 @@ use crate::record::{PageRecord, ShotRecord};
 use crate::rules::design::PageShots;
 
 /// Where a run keeps its screenshots.
-pub fn shots_dir(state_dir: &Path, run_id: &str) -> PathBuf {
+pub(crate) fn shots_dir(state_dir: &Path, run_id: &str) -> PathBuf {
     state_dir.join("pages").join(run_id)
 }
 
 /// The pages the change touches, each with the changed files that match
 /// its `files` (sorted), in spec order.
-pub fn touched<'a>(spec: &'a Spec, changed: &[String]) -> Vec<(&'a Page, Vec<String>)> {
+pub(crate) fn touched<'a>(spec: &'a Spec, changed: &[String]) -> Vec<(&'a Page, Vec<String>)> {
     spec.pages
         .iter()
         .filter_map(|page| {
@@ -45,7 +45,7 @@ pub fn touched<'a>(spec: &'a Spec, changed: &[String]) -> Vec<(&'a Page, Vec<Str
 }
 
 /// What the page checks need from the gate's surroundings.
-pub struct Surroundings<'a> {
+pub(crate) struct Surroundings<'a> {
     /// Whether the change was measured from a base (else it is the files
     /// under the tasks' paths): said when a page is not looked at.
     pub has_base: bool,
@@ -73,7 +73,7 @@ fn not_touched(has_base: bool) -> String {
 /// A page check for every `[[page]]`, in spec order, to add to the plan:
 /// those the change touches run, the others are skipped with the reason,
 /// so every page the spec declares has its line in every output.
-pub fn plan_items(
+pub(crate) fn plan_items(
     spec: &Spec,
     snapshot: &Snapshot,
     changed: &[String],
@@ -150,7 +150,7 @@ pub fn plan_items(
 
 /// The environment variables pages take header and cookie values from:
 /// their values are secrets, redacted from everything captured.
-pub fn credential_variables(spec: &Spec) -> Vec<String> {
+pub(crate) fn credential_variables(spec: &Spec) -> Vec<String> {
     let mut names: Vec<String> = spec
         .pages
         .iter()
@@ -166,7 +166,7 @@ pub fn credential_variables(spec: &Spec) -> Vec<String> {
 /// for those whose check passed, the screenshots as a model is shown them.
 /// A screenshot over the providers' limits is downscaled in place first, so
 /// the file kept is the one shown.
-pub fn collect<S: std::hash::BuildHasher>(
+pub(crate) fn collect<S: std::hash::BuildHasher>(
     spec: &Spec,
     changed: &[String],
     results: &HashMap<String, ItemResult, S>,

@@ -79,7 +79,7 @@ pub struct Plan {
 /// still its `tests` item's evidence) — `None` when there are none. A task's
 /// `paths` are not among them: what they own is what git tracks, and a
 /// build's ignored output there would make every report look stale.
-pub fn forced_inputs(spec: &Spec) -> Option<InputGlobs> {
+pub(crate) fn forced_inputs(spec: &Spec) -> Option<InputGlobs> {
     let globs: Vec<&str> = spec
         .checks
         .iter()
@@ -99,7 +99,7 @@ pub fn forced_inputs(spec: &Spec) -> Option<InputGlobs> {
 }
 
 /// Builds the first-attempt plan: everything runs.
-pub fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
+pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
     let policy = &spec.policy;
     let default_timeout = Duration::from_secs(policy.check_timeout_s);
     let timeout = |t: Option<u64>| t.map_or(default_timeout, Duration::from_secs);
@@ -272,7 +272,7 @@ fn globs(patterns: &[String]) -> Option<InputGlobs> {
 }
 
 /// The patterns that match no entry of `snapshot`, each on its own.
-pub fn unmatched(patterns: &[String], snapshot: &Snapshot) -> Vec<String> {
+pub(crate) fn unmatched(patterns: &[String], snapshot: &Snapshot) -> Vec<String> {
     patterns
         .iter()
         .filter(|p| {

@@ -11,14 +11,14 @@ use gate_harness::{Location, Output};
 use serde::{Deserialize, Serialize};
 
 /// A duration as the record keeps it: whole milliseconds, saturating.
-pub fn millis(d: std::time::Duration) -> u64 {
+pub(crate) fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Version of the run record, as the bundle's predicate keeps it. Version
 /// 2 made `verdict_reasons` data objects (version 1 kept one line of text
 /// each; such records still read, see [`Reason`]).
-pub const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// The decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -214,7 +214,7 @@ pub struct Qualifier {
 
 /// The verdict as every format words it: `PASS`, `PASS (overridden)`,
 /// `PASS (unreviewed: no provider configured)`, `FAIL`, …
-pub fn verdict_line(record: &RunRecord) -> String {
+pub(crate) fn verdict_line(record: &RunRecord) -> String {
     match (record.verdict, &record.qualifier) {
         (Verdict::Pass, _) if record.overridden => "PASS (overridden)".to_owned(),
         (Verdict::Pass, Some(q)) => format!("PASS ({}: {})", q.kind.as_str(), q.why),
@@ -319,7 +319,7 @@ impl ItemStatus {
 }
 
 /// What a check stands for.
-pub use gate_harness::ItemKind as CheckKind;
+pub(crate) use gate_harness::ItemKind as CheckKind;
 
 /// One cross-check's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -967,7 +967,7 @@ pub enum Disposition {
 }
 
 /// What became of an earlier attempt's finding, for the record (a
-/// finding's own fate in this run is [`Fate`]).
+/// finding's own fate in this run is `Fate`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EarlierFate {
     /// The finding's id.

@@ -15,7 +15,7 @@ pub struct TierDecision {
 
 /// Both counts must land in the same tier: trivial only if both are within
 /// trivial's bounds, full only if both exceed light's, light otherwise.
-pub fn by_counts(tasks: usize, criteria: usize, policy: &Policy) -> Tier {
+pub(crate) fn by_counts(tasks: usize, criteria: usize, policy: &Policy) -> Tier {
     let (t, c) = (tasks as u64, criteria as u64);
     if t <= u64::from(policy.trivial_max_tasks) && c <= u64::from(policy.trivial_max_criteria) {
         Tier::Trivial
@@ -28,7 +28,7 @@ pub fn by_counts(tasks: usize, criteria: usize, policy: &Policy) -> Tier {
 
 /// The tier of a run over `changed` files; `sensitive` are the compiled
 /// `[policy] sensitive_paths`.
-pub fn decide(
+pub(crate) fn decide(
     tasks: usize,
     criteria: usize,
     policy: &Policy,

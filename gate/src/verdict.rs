@@ -10,7 +10,7 @@ use crate::record::{
 };
 
 /// Everything the verdict is derived from.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// Cross-check results.
     pub checks: &'a [CheckRecord],
     /// Criterion results.
@@ -27,7 +27,7 @@ pub struct Inputs<'a> {
 
 /// The verdict, its reasons (strongest first) and what a pass leaves unsaid.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// The verdict.
     pub verdict: Verdict,
     /// Why, strongest first.
@@ -38,7 +38,7 @@ pub struct Decision {
 
 /// The verdict and its reasons, strongest first. When several apply the
 /// strongest wins: escalate > fail > incomplete > pass.
-pub fn decide(inputs: &Inputs<'_>) -> Decision {
+pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
     let mut reasons: Vec<Reason> = Vec::new();
     for c in inputs.checks {
         match c.status {

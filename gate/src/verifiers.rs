@@ -34,7 +34,7 @@ use crate::record::{Finding, Lineage, ProtectedState};
 /// Who protects a path: the items whose `run` names it, or the spec's
 /// `protected` globs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Namers {
+pub(crate) struct Namers {
     /// Ids of the checks and criteria whose `run` names it.
     pub items: BTreeSet<String>,
     /// Whether `[spec] protected` matches it.
@@ -56,7 +56,7 @@ impl Namers {
 
 /// What the comparison found, and what the items' sandbox needs.
 #[derive(Debug, Default)]
-pub struct Protection {
+pub(crate) struct Protection {
     /// Protected paths present now (absolute): read-only inside the sandbox.
     pub read_only: Vec<PathBuf>,
     /// The base's versions of modified verifiers, shown over them.
@@ -150,15 +150,13 @@ impl Tampering {
 }
 
 /// The inputs of the comparison.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The spec.
     pub spec: &'a Spec,
     /// The spec at the base, when there is one: what its commands run is
     /// protected too (a verifier the change renamed away from the spec is
     /// still the exam).
     pub base_spec: Option<&'a Spec>,
-    /// The spec's file, as findings name it.
-    pub spec_file: &'a str,
     /// The workspace (canonical).
     pub workspace: &'a Path,
     /// Its files now.
@@ -174,7 +172,7 @@ pub struct Inputs<'a> {
 }
 
 /// Compares the verifiers with their reference.
-pub async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
+pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError> {
     let spec = inputs.spec;
     let now_files: BTreeSet<&str> = inputs.snapshot.entries().map(|(p, _)| p).collect();
     let mut protected_globs = spec.spec.protected.clone();
@@ -613,7 +611,7 @@ async fn base_version(
 
 /// The git blob id of `bytes`, in the object format `like` (an id of the
 /// repository) shows: SHA-1, or SHA-256 for a 64-digit id.
-pub fn git_blob_id(bytes: &[u8], like: &str) -> String {
+pub(crate) fn git_blob_id(bytes: &[u8], like: &str) -> String {
     use sha2::Digest as _;
     let header = format!("blob {}\0", bytes.len());
     if like.len() == 64 {

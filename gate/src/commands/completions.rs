@@ -24,7 +24,7 @@ fn visible() -> clap::Command {
 }
 
 /// The script for `shell`, as text.
-pub fn script(shell: CompletionShell) -> String {
+pub(crate) fn script(shell: CompletionShell) -> String {
     let mut command = visible();
     let mut out = Vec::new();
     clap_complete::generate(
@@ -37,7 +37,7 @@ pub fn script(shell: CompletionShell) -> String {
 }
 
 /// `gate completions SHELL`: prints the script.
-pub fn print(shell: CompletionShell) -> Result<u8, GateError> {
+pub(crate) fn print(shell: CompletionShell) -> Result<u8, GateError> {
     output::stdout(&script(shell)).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }

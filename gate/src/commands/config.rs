@@ -15,7 +15,11 @@ use crate::routing::{Origin, Routing};
 use crate::{attest, exit, output, verify};
 
 /// Prints the effective configuration (JSON with `--format json`) and exits 0.
-pub fn print(ctx: &Context, settings: &VerifySettings, args: &VerifyArgs) -> Result<u8, GateError> {
+pub(crate) fn print(
+    ctx: &Context,
+    settings: &VerifySettings,
+    args: &VerifyArgs,
+) -> Result<u8, GateError> {
     let effective = effective(ctx, settings, args)?;
     let text = if settings.format == Format::Json {
         let mut s =
@@ -43,7 +47,7 @@ fn path_value(p: &Path) -> Value {
 
 /// Assembles the configuration; the spec and the routing table are read
 /// (and must be valid) but nothing is run, fetched or written.
-pub fn effective(
+pub(crate) fn effective(
     ctx: &Context,
     settings: &VerifySettings,
     args: &VerifyArgs,

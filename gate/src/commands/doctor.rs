@@ -34,7 +34,7 @@ const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     /// Works, or is not needed here.
     Ok,
     /// A run works, with less than it could (no review, no isolation, a
@@ -56,9 +56,10 @@ impl Level {
 
 /// One line of the diagnosis.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// What was checked: `spec`, `routing`, `provider.<name>`, `ledger`, …
-    pub check: String,
+    #[serde(rename = "check")]
+    pub name: String,
     /// How it came out.
     pub level: Level,
     /// What was found.
@@ -71,7 +72,7 @@ pub struct Check {
 impl Check {
     fn ok(check: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            check: check.into(),
+            name: check.into(),
             level: Level::Ok,
             message: message.into(),
             fix: None,
@@ -84,7 +85,7 @@ impl Check {
         fix: impl Into<String>,
     ) -> Self {
         Self {
-            check: check.into(),
+            name: check.into(),
             level: Level::Warning,
             message: message.into(),
             fix: Some(fix.into()),
@@ -93,7 +94,7 @@ impl Check {
 
     fn error(check: impl Into<String>, message: impl Into<String>, fix: impl Into<String>) -> Self {
         Self {
-            check: check.into(),
+            name: check.into(),
             level: Level::Error,
             message: message.into(),
             fix: Some(fix.into()),
@@ -103,7 +104,7 @@ impl Check {
 
 /// `gate doctor`: one line per check; exit 0 when nothing is an error, 1
 /// otherwise.
-pub async fn doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, GateError> {
+pub(crate) async fn doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, GateError> {
     let checks = diagnose(ctx, args).await;
     let errors = checks.iter().filter(|c| c.level == Level::Error).count();
     let warnings = checks.iter().filter(|c| c.level == Level::Warning).count();
@@ -131,7 +132,7 @@ pub async fn doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, GateError> {
 fn render(checks: &[Check], errors: usize, warnings: usize) -> String {
     let mut out = String::new();
     for c in checks {
-        let _ = writeln!(out, "{:<8} {}: {}", c.level.as_str(), c.check, c.message);
+        let _ = writeln!(out, "{:<8} {}: {}", c.level.as_str(), c.name, c.message);
         if let Some(fix) = &c.fix {
             let _ = writeln!(out, "         fix: {fix}");
         }
@@ -1060,7 +1061,7 @@ mod tests {
             assert_eq!(text.lines().last(), Some(last), "{text}");
             for c in &checks {
                 assert!(
-                    text.contains(&format!("{}: {}", c.check, c.message)),
+                    text.contains(&format!("{}: {}", c.name, c.message)),
                     "{text}"
                 );
                 if let Some(fix) = &c.fix {

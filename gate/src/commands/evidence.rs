@@ -18,7 +18,7 @@ use crate::output::style::Style;
 use crate::record::RunRecord;
 
 /// A bundle found by file or by run id.
-pub struct Located {
+pub(crate) struct Located {
     /// Its bytes as stored.
     pub bytes: Vec<u8>,
     /// Where it was read from: a path or an object URL.
@@ -29,7 +29,7 @@ pub struct Located {
 
 /// A bundle file, else a run id (or unique prefix) looked up in the ledger
 /// and fetched from wherever its row says the bundle is.
-pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
+pub(crate) fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
     let as_path = config::from_cwd(Path::new(target));
     if as_path.is_file() {
         return Ok(Located {
@@ -69,7 +69,7 @@ pub fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> {
 /// Verifies a located bundle: its signature under a trusted key, its
 /// statement's shape, and (through the ledger) that its bytes are the ones
 /// recorded.
-pub fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateError> {
+pub(crate) fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateError> {
     let opened = bundle::open(&found.bytes, keys)
         .map_err(|e| GateError::BadEvidence(format!("{} does not verify: {e}", found.at)))?;
     if opened.statement.predicate_type != PREDICATE_TYPE {
@@ -90,7 +90,7 @@ pub fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateErr
 }
 
 /// `gate evidence verify`.
-pub fn verify(
+pub(crate) fn verify(
     ctx: &Context,
     target: &str,
     keys: &[PathBuf],
@@ -161,7 +161,7 @@ fn ledger_row(ctx: &Context, found: &Located, run_id: &str) -> Option<LedgerRow>
 /// `gate evidence show`: a past run from its bundle, in any format `gate
 /// verify` prints (or the decoded predicate), with the ledger's word on
 /// whether it is recorded. Nothing runs again.
-pub fn show(
+pub(crate) fn show(
     ctx: &Context,
     target: &str,
     format: EvidenceFormat,
@@ -230,7 +230,7 @@ pub fn show(
 }
 
 /// `gate evidence fetch`.
-pub fn fetch(ctx: &Context, run: &str, to: &Path) -> Result<u8, GateError> {
+pub(crate) fn fetch(ctx: &Context, run: &str, to: &Path) -> Result<u8, GateError> {
     let found = locate(ctx, run)?;
     if let Some(row) = &found.row {
         let sha = bundle::digest(&found.bytes);

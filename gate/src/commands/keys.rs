@@ -12,7 +12,7 @@ use crate::exit;
 use crate::output;
 
 /// `gate keys generate`.
-pub fn generate(ctx: &Context) -> Result<u8, GateError> {
+pub(crate) fn generate(ctx: &Context) -> Result<u8, GateError> {
     let (key, paths) = attest::generate_keys(ctx)?;
     let mut out = String::new();
     let _ = writeln!(out, "private key: {} (mode 0600)", paths.private.display());
@@ -24,7 +24,7 @@ pub fn generate(ctx: &Context) -> Result<u8, GateError> {
 
 /// `gate keys show`: the key in effect (`GATE_SIGNING_KEY`, else the state
 /// directory's).
-pub fn show(ctx: &Context) -> Result<u8, GateError> {
+pub(crate) fn show(ctx: &Context) -> Result<u8, GateError> {
     let public = if let Some(value) = config::signing_key_env() {
         gate_evidence::SigningKey::from_pem_or_path(&value)?
             .public_key()

@@ -16,16 +16,16 @@ use crate::exit;
 use crate::output;
 
 /// The ledger's name in checkpoints (C2SP's origin line).
-pub const ORIGIN: &str = "gate.local/ledger";
+pub(crate) const ORIGIN: &str = "gate.local/ledger";
 
 /// The signer's name in checkpoint signature lines: derived from its key id,
 /// so a verifier with several keys finds the right one.
-pub fn key_name(public: &PublicKey) -> String {
+pub(crate) fn key_name(public: &PublicKey) -> String {
     format!("gate-{}", &public.keyid().as_str()[..16])
 }
 
 /// `gate ledger checkpoint`.
-pub fn checkpoint(ctx: &Context) -> Result<u8, GateError> {
+pub(crate) fn checkpoint(ctx: &Context) -> Result<u8, GateError> {
     let ledger = attest::open_existing_ledger(ctx)?;
     let (key, _) = attest::signing_key(ctx)?;
     let cp = ledger.checkpoint(ORIGIN)?;
@@ -75,7 +75,11 @@ fn load_bundle(store: &BundleStore, row: &gate_evidence::LedgerRow) -> Result<Ve
 /// `gate ledger verify`: exit 1 when anything was removed, reordered or
 /// rewritten; 4 when a bundle could not be read. Every bundle is fetched
 /// from wherever its row says it is and checked, in parallel.
-pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u8, GateError> {
+pub(crate) fn verify(
+    ctx: &Context,
+    since: Option<&Path>,
+    keys: &[PathBuf],
+) -> Result<u8, GateError> {
     // Reading never creates a ledger (nor the state directory).
     let ledger = attest::open_existing_ledger(ctx)?;
     let trusted = attest::trusted_keys(ctx, keys)?;
@@ -151,7 +155,7 @@ pub fn verify(ctx: &Context, since: Option<&Path>, keys: &[PathBuf]) -> Result<u
 /// `gate ledger import [BUNDLE]`: appends bundles that have no row yet —
 /// one file, or every bundle in the spool and the state directory — oldest
 /// run first, each put in the bundle store before its row.
-pub fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError> {
+pub(crate) fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError> {
     let mut ledger = attest::open_ledger(ctx)?;
     let store = attest::bundle_store(ctx)?;
     let trusted = attest::trusted_keys(ctx, &[])?;
@@ -175,7 +179,7 @@ pub fn import(ctx: &Context, bundle_file: Option<&Path>) -> Result<u8, GateError
 /// `gate ledger migrate --from URL --to URL`: copies every row exactly (seq,
 /// chain link, envelope sha256, leaf hash) and the side tables into an
 /// empty ledger, then checks both hold the same rows and tree head.
-pub fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
+pub(crate) fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
     let parse = |flag: &str, text: &str| {
         Location::parse(text)
             .map(|l| match l {

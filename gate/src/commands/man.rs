@@ -10,7 +10,7 @@ use crate::output;
 
 /// The page of `gate`, or of the command `path` names (`["ledger",
 /// "verify"]`), as roff.
-pub fn page(path: &[String]) -> Result<String, GateError> {
+pub(crate) fn page(path: &[String]) -> Result<String, GateError> {
     let mut command = Cli::command();
     command.build();
     let mut name = String::from("gate");
@@ -38,7 +38,7 @@ pub fn page(path: &[String]) -> Result<String, GateError> {
 }
 
 /// `gate man [COMMAND…]`: prints the page.
-pub fn print(path: &[String]) -> Result<u8, GateError> {
+pub(crate) fn print(path: &[String]) -> Result<u8, GateError> {
     output::stdout(&page(path)?).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }

@@ -11,7 +11,7 @@ use crate::output;
 
 /// `gate metrics [-o FILE]`: on stdout, or written atomically to FILE (what
 /// node_exporter's textfile collector needs: it must never read half a file).
-pub fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError> {
+pub(crate) fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError> {
     let (ledger, none_yet) = super::report::existing_or_empty(ctx)?;
     if let Some(why) = &none_yet {
         output::stderr(&format!("gate: {why}"));

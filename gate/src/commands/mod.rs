@@ -1,20 +1,20 @@
 //! The commands other than `verify`, one module each (and `verify
 //! --print-config`, in [`config`]).
 
-pub mod completions;
-pub mod config;
-pub mod doctor;
-pub mod evidence;
-pub mod keys;
-pub mod ledger;
-pub mod man;
-pub mod metrics;
-pub mod outcome;
-pub mod report;
-pub mod review_memory;
-pub mod routing;
-pub mod rules;
-pub mod runs;
+pub(crate) mod completions;
+pub(crate) mod config;
+pub(crate) mod doctor;
+pub(crate) mod evidence;
+pub(crate) mod keys;
+pub(crate) mod ledger;
+pub(crate) mod man;
+pub(crate) mod metrics;
+pub(crate) mod outcome;
+pub(crate) mod report;
+pub(crate) mod review_memory;
+pub(crate) mod routing;
+pub(crate) mod rules;
+pub(crate) mod runs;
 
 use std::path::Path;
 
@@ -24,7 +24,7 @@ use crate::errors::GateError;
 use crate::routing::Routing;
 
 /// Loads the table the way `gate verify` would.
-pub fn routing_table(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
+pub(crate) fn routing_table(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {
     let spec_dir = match &args.spec {
         Some(spec) => ctx
             .spec_path(Some(spec))?

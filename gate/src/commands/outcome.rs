@@ -11,7 +11,7 @@ use crate::output;
 
 /// `gate outcome RUN (--broken|--fine) [--reason T] [--source T]`: appends
 /// an outcome; earlier ones stay as history and the latest counts.
-pub fn record(ctx: &Context, args: &OutcomeArgs) -> Result<u8, GateError> {
+pub(crate) fn record(ctx: &Context, args: &OutcomeArgs) -> Result<u8, GateError> {
     let mut ledger = attest::open_existing_ledger(ctx)?;
     let run = ledger.resolve(&args.run)?.entry;
     let outcome = OutcomeEntry {

@@ -64,7 +64,7 @@ pub(crate) struct Readable {
 }
 
 /// `gate report [--html F] [--format human|json] [--since DATE] [--spec ID]`.
-pub fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
+pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
     let scope = ReportScope {
         spec_id: args.spec.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,

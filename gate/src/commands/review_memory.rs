@@ -16,7 +16,7 @@ use crate::output;
 use crate::record::{RunRecord, Verdict};
 
 /// The predicate type of an override bundle, versioned.
-pub const OVERRIDE_PREDICATE_TYPE: &str = "https://gate.dev/attestation/override/v1";
+pub(crate) const OVERRIDE_PREDICATE_TYPE: &str = "https://gate.dev/attestation/override/v1";
 
 /// A run from the ledger, its bundle verified.
 struct Loaded {
@@ -49,7 +49,12 @@ fn load_run(ctx: &Context, run: &str) -> Result<Loaded, GateError> {
 
 /// `gate dismiss RUN FINDING --reason T`: the finding is not raised again in
 /// later attempts of the spec unless the code under it changes.
-pub fn dismiss(ctx: &Context, run: &str, finding: &str, reason: &str) -> Result<u8, GateError> {
+pub(crate) fn dismiss(
+    ctx: &Context,
+    run: &str,
+    finding: &str,
+    reason: &str,
+) -> Result<u8, GateError> {
     if reason.trim().is_empty() {
         return Err(GateError::Usage("--reason must say why".to_owned()));
     }
@@ -119,7 +124,12 @@ pub fn dismiss(ctx: &Context, run: &str, finding: &str, reason: &str) -> Result<
 /// `gate override RUN --reason T --by NAME`: break glass. A signed override
 /// bundle linked to the run; the next `gate verify` of the spec on the same
 /// content passes, shown as overridden, and the override is counted.
-pub fn override_run(ctx: &Context, run: &str, reason: &str, by: &str) -> Result<u8, GateError> {
+pub(crate) fn override_run(
+    ctx: &Context,
+    run: &str,
+    reason: &str,
+    by: &str,
+) -> Result<u8, GateError> {
     if reason.trim().is_empty() || by.trim().is_empty() {
         return Err(GateError::Usage(
             "--reason and --by must both be given".to_owned(),

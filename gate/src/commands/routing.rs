@@ -13,7 +13,7 @@ use crate::rules::model::PASS_MARGIN;
 
 /// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
 /// applied (unless `--offline`), overridden rows marked.
-pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
+pub(crate) async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
     let mut routing = super::routing_table(ctx, &args.routing)?;
     let mut text = String::new();
     if let Some(url) = config::routing_url_env() {
@@ -35,7 +35,7 @@ pub async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError
 /// `gate routing check [--qualify]`: exit 1 when the table is unusable or
 /// (with `--qualify`) a model the rules reviewer can use does not separate
 /// the house rules' cases; 4 when a model could not be asked.
-pub async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateError> {
+pub(crate) async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateError> {
     let routing = super::routing_table(ctx, &args.routing)?;
     let problems = routing.check(&config::key_is_set);
     let mut out = String::new();
@@ -103,7 +103,7 @@ pub async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateErr
 }
 
 /// The table as rows, each with where it came from.
-pub fn render(routing: &Routing, env: &dyn Fn(&str) -> bool) -> String {
+pub(crate) fn render(routing: &Routing, env: &dyn Fn(&str) -> bool) -> String {
     let t = &routing.table;
     let origin = routing.origin.to_string();
     let from = |row: &str| {

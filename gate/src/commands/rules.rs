@@ -24,7 +24,7 @@ use crate::rules::trial::{RuleResult, Tester};
 use crate::rules::{RuleSet, RulesError, discover, tested};
 
 /// Version of `gate rules --format json`.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// Every rules file of the workspace, loaded.
 fn load_all(ctx: &Context) -> Result<RuleSet, GateError> {
@@ -34,7 +34,7 @@ fn load_all(ctx: &Context) -> Result<RuleSet, GateError> {
 }
 
 /// `gate rules [--files PATH…]`: what applies, with no model call.
-pub fn list(ctx: &Context, args: &RulesArgs) -> Result<u8, GateError> {
+pub(crate) fn list(ctx: &Context, args: &RulesArgs) -> Result<u8, GateError> {
     let files: Vec<String> = args
         .files
         .iter()
@@ -204,7 +204,7 @@ fn normalise(path: &Path) -> PathBuf {
 
 /// `gate rules check`: exit 1 when a file has more rules than the cap, or
 /// a judged rule was never tested, changed since, or failed its margin.
-pub fn check(ctx: &Context, args: &RulesCheckArgs) -> Result<u8, GateError> {
+pub(crate) fn check(ctx: &Context, args: &RulesCheckArgs) -> Result<u8, GateError> {
     let set = load_all(ctx)?;
     let state = ctx.state_inside_workspace();
     let files = discover::workspace_files(&ctx.workspace, state.as_deref());
@@ -239,7 +239,7 @@ pub fn check(ctx: &Context, args: &RulesCheckArgs) -> Result<u8, GateError> {
 
 /// What `gate rules check` fails on, one line each; `files` is every file
 /// of the workspace, sorted.
-pub fn problems(set: &RuleSet, files: &[String], cap: usize) -> Vec<String> {
+pub(crate) fn problems(set: &RuleSet, files: &[String], cap: usize) -> Vec<String> {
     let mut out = Vec::new();
     for (file, n) in set.over_cap(files, cap) {
         out.push(format!(
@@ -294,7 +294,7 @@ fn clients_for(routing: &Routing, policy: &Policy) -> Result<Clients, GateError>
 
 /// `gate rules test [--rule ID] [--tier T]`: exit 1 when a tested rule is
 /// below the margin, 4 when a rule could not be tested.
-pub async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> {
+pub(crate) async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> {
     let (text, code) = test_report(ctx, args).await?;
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(code)
@@ -302,7 +302,10 @@ pub async fn test(ctx: &Context, args: &RulesTestArgs) -> Result<u8, GateError> 
 
 /// Runs the rule tests, writes the results back, and returns the report
 /// and the exit code.
-pub async fn test_report(ctx: &Context, args: &RulesTestArgs) -> Result<(String, u8), GateError> {
+pub(crate) async fn test_report(
+    ctx: &Context,
+    args: &RulesTestArgs,
+) -> Result<(String, u8), GateError> {
     let set = load_all(ctx)?;
     let selected: Vec<&Rule> = match &args.rule {
         Some(id) => {
@@ -421,7 +424,7 @@ fn render_result(out: &mut String, result: &RuleResult) {
 
 /// One model the rules reviewer can be routed to, and what its test showed.
 #[derive(Debug, Clone)]
-pub struct Qualification {
+pub(crate) struct Qualification {
     /// `provider/model`.
     pub model: String,
     /// The classes naming it.
@@ -434,16 +437,17 @@ pub struct Qualification {
     pub unavailable: Option<String>,
 }
 
+#[cfg(test)]
 impl Qualification {
     /// Whether it met the margin on every rule.
-    pub fn qualified(&self) -> bool {
+    pub(crate) fn qualified(&self) -> bool {
         self.unavailable.is_none() && self.below.is_empty()
     }
 }
 
 /// Every model any tier's rules chain could reach (failbacks included),
 /// each once, in the order first met.
-pub fn rules_models(routing: &Routing) -> Vec<(String, Vec<String>, ChainModel)> {
+pub(crate) fn rules_models(routing: &Routing) -> Vec<(String, Vec<String>, ChainModel)> {
     let mut out: Vec<(String, Vec<String>, ChainModel)> = Vec::new();
     for tier in [Tier::Trivial, Tier::Light, Tier::Full] {
         for step in routing.chain(Role::Rules, tier) {
@@ -463,7 +467,7 @@ pub fn rules_models(routing: &Routing) -> Vec<(String, Vec<String>, ChainModel)>
 
 /// Runs every rule test against each model the rules reviewer could use.
 /// Nothing is written back: the rules' `tested` tables record the routed model's runs.
-pub async fn qualify(
+pub(crate) async fn qualify(
     ctx: &Context,
     routing: &Routing,
     args: &RoutingArgs,

@@ -13,7 +13,7 @@ use crate::exit;
 use crate::output;
 
 /// Parses `--since`: a date (`2026-11-30`, midnight UTC) or an RFC 3339 time.
-pub fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GateError> {
+pub(crate) fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GateError> {
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
         return Ok(t.with_timezone(&chrono::Utc));
     }
@@ -29,7 +29,7 @@ pub fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GateErro
 }
 
 /// `gate runs`.
-pub fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
+pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
     if let Some(v) = &args.verdict
         && !matches!(v.as_str(), "pass" | "fail" | "escalate" | "incomplete")
     {

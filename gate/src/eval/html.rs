@@ -237,7 +237,7 @@ fn by_runs(groups: &BTreeMap<String, Group>) -> Vec<(&String, &Group)> {
 }
 
 /// The page.
-pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
+pub(crate) fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
     let t = &card_.total;
     let fp = t.false_pass();
     let ff = t.false_fail();

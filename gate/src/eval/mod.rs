@@ -5,12 +5,12 @@
 //! arithmetic); [`json`], [`text`], [`html`] and [`prometheus`] are views of
 //! one [`Scorecard`] and compute nothing of their own.
 
-pub mod html;
-pub mod json;
-pub mod prometheus;
-pub mod scorecard;
-pub mod stats;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod prometheus;
+pub(crate) mod scorecard;
+pub(crate) mod stats;
 mod svg;
-pub mod text;
+pub(crate) mod text;
 
-pub use scorecard::Scorecard;
+pub(crate) use scorecard::Scorecard;

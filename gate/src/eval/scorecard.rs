@@ -33,7 +33,7 @@ use gate_evidence::ledger::{LedgerError, OutcomeState, ReportScope, RoleFacts, R
 use super::stats::{self, Interval, Spread};
 
 /// How many of the latest false passes the scorecard lists.
-pub const RECENT_FALSE_PASSES: usize = 20;
+pub(crate) const RECENT_FALSE_PASSES: usize = 20;
 
 /// What a run's decision was, as the scorecard counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,7 +63,7 @@ impl Class {
 
 /// What happened after a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Nothing recorded yet.
     #[default]
     Unknown,
@@ -75,7 +75,7 @@ pub enum Outcome {
 
 /// A run's outcome from its latest outcome and its latest override: the
 /// override reads as fine unless an outcome recorded after it says otherwise.
-pub fn effective_outcome(state: &OutcomeState) -> Outcome {
+pub(crate) fn effective_outcome(state: &OutcomeState) -> Outcome {
     let from = |broken: bool| {
         if broken {
             Outcome::Broken
@@ -104,7 +104,7 @@ struct RunState {
 
 /// Counts over a set of runs: the whole scope, or one group of a breakdown.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Group {
+pub(crate) struct Group {
     /// Runs.
     pub runs: u64,
     /// Verdict `pass`.
@@ -147,7 +147,7 @@ pub struct Group {
 
 /// A rate with its interval and what it was computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OutcomeRate {
+pub(crate) struct OutcomeRate {
     /// Runs that count against the gate (broken approvals, fine failures).
     pub hits: u64,
     /// Runs with an outcome.
@@ -158,12 +158,12 @@ pub struct OutcomeRate {
 
 impl OutcomeRate {
     /// `hits ÷ with_outcome`, `None` without outcomes.
-    pub fn rate(&self) -> Option<f64> {
+    pub(crate) fn rate(&self) -> Option<f64> {
         stats::ratio(self.hits, self.with_outcome)
     }
 
     /// The Wilson 95% interval, `None` without outcomes.
-    pub fn interval(&self) -> Option<Interval> {
+    pub(crate) fn interval(&self) -> Option<Interval> {
         stats::wilson(self.hits, self.with_outcome)
     }
 }
@@ -206,7 +206,7 @@ impl Group {
     }
 
     /// Approved runs later broken, of those with an outcome.
-    pub fn false_pass(&self) -> OutcomeRate {
+    pub(crate) fn false_pass(&self) -> OutcomeRate {
         let with_outcome = self.approved_broken + self.approved_fine;
         OutcomeRate {
             hits: self.approved_broken,
@@ -216,7 +216,7 @@ impl Group {
     }
 
     /// Failed runs later found fine, of those with an outcome.
-    pub fn false_fail(&self) -> OutcomeRate {
+    pub(crate) fn false_fail(&self) -> OutcomeRate {
         let with_outcome = self.failed_broken + self.failed_fine;
         OutcomeRate {
             hits: self.failed_fine,
@@ -226,39 +226,39 @@ impl Group {
     }
 
     /// Overridden runs ÷ runs.
-    pub fn override_rate(&self) -> Option<f64> {
+    pub(crate) fn override_rate(&self) -> Option<f64> {
         stats::ratio(self.overridden, self.runs)
     }
 
     /// Escalated runs ÷ runs.
-    pub fn escalation_rate(&self) -> Option<f64> {
+    pub(crate) fn escalation_rate(&self) -> Option<f64> {
         stats::ratio(self.escalated, self.runs)
     }
 
     /// Runs whose review did not run ÷ runs.
-    pub fn did_not_run_rate(&self) -> Option<f64> {
+    pub(crate) fn did_not_run_rate(&self) -> Option<f64> {
         stats::ratio(self.did_not_run, self.runs)
     }
 
     /// Runs whose processes ran unisolated ÷ runs.
-    pub fn unisolated_rate(&self) -> Option<f64> {
+    pub(crate) fn unisolated_rate(&self) -> Option<f64> {
         stats::ratio(self.unisolated, self.runs)
     }
 
     /// Passed criteria with fail-to-pass evidence ÷ passed criteria.
-    pub fn fail_to_pass_share(&self) -> Option<f64> {
+    pub(crate) fn fail_to_pass_share(&self) -> Option<f64> {
         stats::ratio(self.fail_to_pass, self.criteria_passed)
     }
 
     /// Cached input tokens ÷ input tokens.
-    pub fn cached_input_share(&self) -> Option<f64> {
+    pub(crate) fn cached_input_share(&self) -> Option<f64> {
         stats::ratio(self.cached_input_tokens, self.input_tokens)
     }
 }
 
 /// What became of the findings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FindingCounts {
+pub(crate) struct FindingCounts {
     /// Fixed in a later attempt.
     pub resolved: u64,
     /// Dismissed by a human.
@@ -275,19 +275,19 @@ pub struct FindingCounts {
 
 impl FindingCounts {
     /// resolved ÷ (resolved + dismissed).
-    pub fn acceptance_rate(&self) -> Option<f64> {
+    pub(crate) fn acceptance_rate(&self) -> Option<f64> {
         stats::ratio(self.resolved, self.resolved + self.dismissed)
     }
 
     /// (dismissed + duplicates) ÷ published.
-    pub fn noise_rate(&self) -> Option<f64> {
+    pub(crate) fn noise_rate(&self) -> Option<f64> {
         stats::ratio(self.dismissed + self.duplicates, self.published)
     }
 }
 
 /// One specialist seat's use: a role answered by a model.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RoleUsage {
+pub(crate) struct RoleUsage {
     /// Runs by the seat's status (`ok`, `did_not_run`).
     pub statuses: BTreeMap<String, u64>,
     /// Input tokens.
@@ -302,7 +302,7 @@ pub struct RoleUsage {
 
 /// A run approved and later recorded broken.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FalsePass {
+pub(crate) struct FalsePass {
     /// The run.
     pub run_id: String,
     /// Its spec.
@@ -323,7 +323,7 @@ pub struct FalsePass {
 
 /// The breakdowns, each by its key.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Breakdowns {
+pub(crate) struct Breakdowns {
     /// By risk tier.
     pub tier: BTreeMap<String, Group>,
     /// By model (a run counts for every model it used).
@@ -340,7 +340,7 @@ pub struct Breakdowns {
 
 /// Everything `gate report` and `gate metrics` show.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Scorecard {
+pub(crate) struct Scorecard {
     /// The scope it covers.
     pub scope: ReportScope,
     /// All runs in scope.
@@ -368,7 +368,7 @@ pub struct Scorecard {
 }
 
 /// The ISO week of a day, as `2025-W09`.
-pub fn iso_week(day: NaiveDate) -> String {
+pub(crate) fn iso_week(day: NaiveDate) -> String {
     let w = day.iso_week();
     format!("{}-W{:02}", w.year(), w.week())
 }
@@ -596,7 +596,7 @@ impl WeeklyGroups {
 
 impl Scorecard {
     /// Builds the scorecard of the runs in `scope`.
-    pub fn build(ledger: &Ledger, scope: &ReportScope) -> Result<Self, LedgerError> {
+    pub(crate) fn build(ledger: &Ledger, scope: &ReportScope) -> Result<Self, LedgerError> {
         let max_seq = usize::try_from(ledger.max_seq()?).unwrap_or(usize::MAX - 1);
         let mut pass = Pass {
             states: vec![RunState::default(); max_seq.saturating_add(1)],

@@ -10,12 +10,12 @@ use super::scorecard::{Group, OutcomeRate, Scorecard};
 const MAX_ROWS: usize = 12;
 
 /// A share as a percentage, `—` when unknown.
-pub fn percent(rate: Option<f64>) -> String {
+pub(crate) fn percent(rate: Option<f64>) -> String {
     rate.map_or_else(|| "—".to_owned(), |r| format!("{:.1}%", r * 100.0))
 }
 
 /// An integer with thousands separators.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -28,7 +28,7 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// Dollars, with more places for small amounts.
-pub fn dollars(v: Option<f64>) -> String {
+pub(crate) fn dollars(v: Option<f64>) -> String {
     match v {
         None => "—".to_owned(),
         Some(v) if v.abs() < 1.0 => format!("${v:.4}"),
@@ -107,7 +107,7 @@ fn breakdown(out: &mut String, name: &str, groups: &BTreeMap<String, Group>, lat
 }
 
 /// The report as text.
-pub fn render(card: &Scorecard) -> String {
+pub(crate) fn render(card: &Scorecard) -> String {
     let t = &card.total;
     let mut out = String::new();
     let mut scope = Vec::new();

@@ -19,7 +19,7 @@ const TICK: Duration = Duration::from_millis(100);
 const CELLS: u64 = 30;
 
 /// One bar line: `label [=========>          ] 120/400`.
-pub fn line(label: &str, done: u64, total: u64) -> String {
+pub(crate) fn line(label: &str, done: u64, total: u64) -> String {
     let done = done.min(total);
     let filled = (done * CELLS).checked_div(total).unwrap_or(CELLS);
     let mut bar = "=".repeat(filled as usize);
@@ -32,7 +32,7 @@ pub fn line(label: &str, done: u64, total: u64) -> String {
 
 /// A running bar; [`Bar::inc`] counts one item done, from any thread.
 /// Dropping it stops the bar and clears its line.
-pub struct Bar {
+pub(crate) struct Bar {
     done: Arc<AtomicU64>,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -41,14 +41,14 @@ pub struct Bar {
 impl Bar {
     /// Starts a bar over `total` items, drawn only when stderr is a
     /// terminal that can redraw a line and progress is not silenced.
-    pub fn start(label: &str, total: u64, verbosity: Verbosity) -> Self {
+    pub(crate) fn start(label: &str, total: u64, verbosity: Verbosity) -> Self {
         let draws = total > 0 && super::heartbeat::spins(verbosity);
         let writer: Option<Box<dyn Write + Send>> = draws.then(|| Box::new(std::io::stderr()) as _);
         Self::to(writer, label, total)
     }
 
     /// A bar drawn to `out` (tests), or not at all.
-    pub fn to(out: Option<Box<dyn Write + Send>>, label: &str, total: u64) -> Self {
+    pub(crate) fn to(out: Option<Box<dyn Write + Send>>, label: &str, total: u64) -> Self {
         let done = Arc::new(AtomicU64::new(0));
         let Some(mut out) = out else {
             return Self {
@@ -86,12 +86,15 @@ impl Bar {
     }
 
     /// One more item done.
-    pub fn inc(&self) {
+    pub(crate) fn inc(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Stops the bar and clears its line.
-    pub fn finish(self) {}
+    /// Stops the bar and clears its line (what dropping it does, said where
+    /// the work ends).
+    pub(crate) fn finish(self) {
+        drop(self);
+    }
 }
 
 impl Drop for Bar {

@@ -32,7 +32,7 @@ fn count(n: usize) -> String {
 /// The line, with user text passed through `escape` (identity for a
 /// terminal, Markdown escaping for a comment); `None` when every finding
 /// raised stands as raised.
-pub fn line(record: &RunRecord, escape: &dyn Fn(&str) -> String) -> Option<String> {
+pub(crate) fn line(record: &RunRecord, escape: &dyn Fn(&str) -> String) -> Option<String> {
     let of = |fate: Fate, by: FateBy| -> Vec<&Finding> {
         record
             .dropped_findings

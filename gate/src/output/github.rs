@@ -19,31 +19,31 @@ use crate::errors::GateError;
 use crate::record::RunRecord;
 
 /// Error annotations GitHub shows per step.
-pub const MAX_ERRORS: usize = 10;
+pub(crate) const MAX_ERRORS: usize = 10;
 /// Warning annotations GitHub shows per step.
-pub const MAX_WARNINGS: usize = 10;
+pub(crate) const MAX_WARNINGS: usize = 10;
 /// Notice annotations GitHub shows per step (the last one may be the
 /// "more not shown" notice).
-pub const MAX_NOTICES: usize = 10;
+pub(crate) const MAX_NOTICES: usize = 10;
 /// The most a step summary may hold.
-pub const SUMMARY_LIMIT: u64 = 1024 * 1024;
+pub(crate) const SUMMARY_LIMIT: u64 = 1024 * 1024;
 /// Room kept below the limit (the cut note, other writers' newlines).
 const SUMMARY_MARGIN: u64 = 4 * 1024;
 
 /// Escapes workflow-command data (the message).
-pub fn escape_data(s: &str) -> String {
+pub(crate) fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
 /// Escapes a workflow-command property value (file, title).
-pub fn escape_property(s: &str) -> String {
+pub(crate) fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// The command for one problem.
-pub fn annotation(p: &Problem) -> String {
+pub(crate) fn annotation(p: &Problem) -> String {
     let command = match p.level {
         Level::Failed | Level::Critical => "error",
         Level::Warning => "warning",
@@ -60,7 +60,7 @@ pub fn annotation(p: &Problem) -> String {
 
 /// One `::error` command: `title`, an optional place (`file`, line,
 /// column; the file relative to the repository root) and the message.
-pub fn error_line(title: &str, at: Option<(&str, usize, usize)>, message: &str) -> String {
+pub(crate) fn error_line(title: &str, at: Option<(&str, usize, usize)>, message: &str) -> String {
     let place = match at {
         Some((file, line, column)) if line > 0 => format!(
             "file={},line={line},col={},",
@@ -79,7 +79,7 @@ pub fn error_line(title: &str, at: Option<(&str, usize, usize)>, message: &str) 
 
 /// A usage or configuration error as annotations: one per spec problem, at
 /// its place, else one for the error.
-pub fn error_annotations(e: &GateError, workspace: &Path) -> Vec<String> {
+pub(crate) fn error_annotations(e: &GateError, workspace: &Path) -> Vec<String> {
     let relative = |p: &Path| -> String {
         let root = workspace
             .ancestors()
@@ -112,7 +112,7 @@ pub fn error_annotations(e: &GateError, workspace: &Path) -> Vec<String> {
 
 /// The annotations of a run, capped per kind; a final notice counts what
 /// was left out.
-pub fn annotations(problems: &[Problem]) -> Vec<String> {
+pub(crate) fn annotations(problems: &[Problem]) -> Vec<String> {
     let count = |levels: &[Level]| {
         problems
             .iter()
@@ -155,7 +155,7 @@ pub fn annotations(problems: &[Problem]) -> Vec<String> {
 
 /// What `--format github` prints: annotations, then the readable summary
 /// in a log group with workflow commands stopped.
-pub fn render(record: &RunRecord, site: &Site) -> String {
+pub(crate) fn render(record: &RunRecord, site: &Site) -> String {
     let problems = problems::collect(record, site);
     let mut out = String::new();
     for line in annotations(&problems) {
@@ -193,7 +193,7 @@ fn stop_token() -> String {
 
 /// Appends `markdown` to the step summary at `path`, cut so the file stays
 /// under GitHub's 1 MiB; returns how many bytes were written.
-pub fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
+pub(crate) fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
     let existing = std::fs::metadata(path).map_or(0, |m| m.len());
     let budget = SUMMARY_LIMIT.saturating_sub(existing + SUMMARY_MARGIN);
     let budget = usize::try_from(budget).unwrap_or(usize::MAX);

@@ -17,7 +17,7 @@ use crate::record::RunRecord;
 const DESCRIPTION_MAX: usize = 1000;
 
 /// GitLab's severity for a problem: a failed item blocks the merge.
-pub fn severity(level: Level) -> &'static str {
+pub(crate) fn severity(level: Level) -> &'static str {
     match level {
         Level::Failed => "blocker",
         Level::Critical => "critical",
@@ -27,12 +27,12 @@ pub fn severity(level: Level) -> &'static str {
 }
 
 /// The Code Quality report of a run.
-pub fn render(record: &RunRecord, site: &Site) -> Value {
+pub(crate) fn render(record: &RunRecord, site: &Site) -> Value {
     Value::Array(issues(&problems::collect(record, site)))
 }
 
 /// One issue per problem, fingerprints unique within the list.
-pub fn issues(problems: &[Problem]) -> Vec<Value> {
+pub(crate) fn issues(problems: &[Problem]) -> Vec<Value> {
     let mut seen: HashMap<(&str, &str), u32> = HashMap::new();
     problems
         .iter()

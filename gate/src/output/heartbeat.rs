@@ -24,7 +24,7 @@ const WIDTH: usize = 100;
 
 /// Whether the review draws a spinner: stderr is a terminal that can
 /// redraw a line, and progress is not silenced.
-pub fn spins(verbosity: Verbosity) -> bool {
+pub(crate) fn spins(verbosity: Verbosity) -> bool {
     verbosity != Verbosity::Quiet
         && std::io::stderr().is_terminal()
         && !crate::config::dumb_terminal()
@@ -32,7 +32,7 @@ pub fn spins(verbosity: Verbosity) -> bool {
 
 /// One heartbeat line: every running specialist, what it waits on and for
 /// how long. `None` when nothing is running.
-pub fn line(running: &[Running]) -> Option<String> {
+pub(crate) fn line(running: &[Running]) -> Option<String> {
     if running.is_empty() {
         return None;
     }
@@ -51,14 +51,14 @@ pub fn line(running: &[Running]) -> Option<String> {
 }
 
 /// A running spinner; [`Spinner::stop`] ends it and clears its line.
-pub struct Spinner {
+pub(crate) struct Spinner {
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
 
 /// Starts the spinner over `watch` when [`spins`] says so; otherwise a
 /// spinner that does nothing.
-pub fn spinner(watch: Watch, verbosity: Verbosity) -> Spinner {
+pub(crate) fn spinner(watch: Watch, verbosity: Verbosity) -> Spinner {
     if !spins(verbosity) {
         return Spinner {
             stop: None,
@@ -89,7 +89,7 @@ pub fn spinner(watch: Watch, verbosity: Verbosity) -> Spinner {
 
 impl Spinner {
     /// Stops the spinner and waits until its line is cleared.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }

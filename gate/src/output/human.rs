@@ -14,12 +14,12 @@ use crate::review::call::{Attempt, AttemptOutcome};
 const TAIL_LINES: usize = 12;
 
 /// Renders `record` for a log or a file: no colour.
-pub fn render(record: &RunRecord) -> String {
+pub(crate) fn render(record: &RunRecord) -> String {
     render_styled(record, Style::PLAIN)
 }
 
 /// How the run's processes were isolated, in one line.
-pub fn isolation_line(isolation: &crate::record::IsolationRecord) -> String {
+pub(crate) fn isolation_line(isolation: &crate::record::IsolationRecord) -> String {
     match (&isolation.reason, isolation.unisolated()) {
         (Some(why), true) => format!("none — {why}"),
         (None, true) => "none".to_owned(),
@@ -33,7 +33,7 @@ pub fn isolation_line(isolation: &crate::record::IsolationRecord) -> String {
 
 /// Renders `record` for a terminal: marks and the verdict in colour when
 /// `style` says so.
-pub fn render_styled(record: &RunRecord, style: Style) -> String {
+pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

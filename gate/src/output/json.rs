@@ -10,10 +10,10 @@ use crate::record::{CheckRecord, CriterionRecord, ItemStatus, RunRecord, verdict
 
 /// Version of the `--format json` document and of every `jsonl` event.
 /// Fields are only ever added within a version.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// The JSON document of a run.
-pub fn render(record: &RunRecord) -> Value {
+pub(crate) fn render(record: &RunRecord) -> Value {
     let checks: Vec<Value> = record.checks.iter().map(check).collect();
     let criteria: Vec<Value> = record.criteria.iter().map(criterion).collect();
     let mut doc = json!({
@@ -94,7 +94,7 @@ fn criterion(c: &CriterionRecord) -> Value {
 }
 
 /// The kind as the JSON output spells it.
-pub fn kind_str(kind: gate_harness::ItemKind) -> &'static str {
+pub(crate) fn kind_str(kind: gate_harness::ItemKind) -> &'static str {
     match kind {
         gate_harness::ItemKind::Check => "check",
         gate_harness::ItemKind::TaskTests => "task_tests",

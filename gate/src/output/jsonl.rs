@@ -16,10 +16,10 @@ use super::stream::{Observer, Waiting, WaitingOn};
 use crate::events::{PlannedEvent, RunEvent};
 
 /// The planned items by id: what a start or a result names only by its id.
-pub type Planned = HashMap<String, PlannedEvent>;
+pub(crate) type Planned = HashMap<String, PlannedEvent>;
 
 /// Writes events as JSON lines.
-pub struct JsonlWriter {
+pub(crate) struct JsonlWriter {
     out: Box<dyn Write + Send>,
     planned: Planned,
     closed: bool,
@@ -27,12 +27,12 @@ pub struct JsonlWriter {
 
 impl JsonlWriter {
     /// Lines to stdout, flushed one by one.
-    pub fn stdout() -> Self {
+    pub(crate) fn stdout() -> Self {
         Self::to(Box::new(io::stdout()))
     }
 
     /// Lines into a shared buffer (a `--report jsonl=PATH`, written at the end).
-    pub fn buffer(buf: Arc<Mutex<Vec<u8>>>) -> Self {
+    pub(crate) fn buffer(buf: Arc<Mutex<Vec<u8>>>) -> Self {
         Self::to(Box::new(SharedBuf(buf)))
     }
 
@@ -91,7 +91,7 @@ impl Observer for JsonlWriter {
 
 /// An event as one JSON object. `planned` gives an item's kind, task and
 /// text (a start or a result names only the id).
-pub fn event_json(event: &RunEvent, planned: &Planned) -> Value {
+pub(crate) fn event_json(event: &RunEvent, planned: &Planned) -> Value {
     match event {
         RunEvent::RunStarted {
             run_id,

@@ -18,7 +18,7 @@ use crate::record::{
 };
 
 /// The JUnit document of a run.
-pub fn render(record: &RunRecord) -> String {
+pub(crate) fn render(record: &RunRecord) -> String {
     let mut suites = vec![checks_suite(record), criteria_suite(record)];
     suites.extend(review_suites(record));
     suites.push(verdict_suite(record));

@@ -20,7 +20,7 @@ const TAIL_LINES: usize = 20;
 const MAX_ROWS: usize = 50;
 
 /// The comment.
-pub fn render(record: &RunRecord) -> String {
+pub(crate) fn render(record: &RunRecord) -> String {
     let mut out = String::new();
     heading(&mut out, record);
     failed(&mut out, record);

@@ -16,24 +16,24 @@
 //! - [`bar`]: the progress bar of long audits.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod bar;
-pub mod fates;
-pub mod github;
-pub mod gitlab;
-pub mod heartbeat;
-pub mod human;
-pub mod json;
-pub mod jsonl;
-pub mod junit;
-pub mod markdown;
-pub mod problems;
-pub mod progress;
-pub mod sarif;
-pub mod settings;
-pub mod site;
-pub mod stream;
-pub mod style;
-pub mod text;
+pub(crate) mod bar;
+pub(crate) mod fates;
+pub(crate) mod github;
+pub(crate) mod gitlab;
+pub(crate) mod heartbeat;
+pub(crate) mod human;
+pub(crate) mod json;
+pub(crate) mod jsonl;
+pub(crate) mod junit;
+pub(crate) mod markdown;
+pub(crate) mod problems;
+pub(crate) mod progress;
+pub(crate) mod sarif;
+pub(crate) mod settings;
+pub(crate) mod site;
+pub(crate) mod stream;
+pub(crate) mod style;
+pub(crate) mod text;
 
 #[cfg(test)]
 pub(crate) mod fixture;
@@ -53,7 +53,7 @@ use self::style::Style;
 
 /// Writes a result to stdout. A closed pipe (`gate verify | head`) is not an
 /// error worth a message.
-pub fn stdout(text: &str) -> io::Result<()> {
+pub(crate) fn stdout(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
@@ -62,14 +62,14 @@ pub fn stdout(text: &str) -> io::Result<()> {
 }
 
 /// Writes an error or a notice to stderr.
-pub fn stderr(text: &str) {
+pub(crate) fn stderr(text: &str) {
     let mut err = io::stderr().lock();
     // Nothing sensible is left to do when stderr itself is gone.
     let _ = writeln!(err, "{text}");
 }
 
 /// `record` in `format` (every format but `jsonl`, which is a stream).
-pub fn render(format: Format, record: &RunRecord, site: &Site, style: Style) -> String {
+pub(crate) fn render(format: Format, record: &RunRecord, site: &Site, style: Style) -> String {
     let mut text = match format {
         Format::Human => human::render_styled(record, style),
         Format::Json => pretty(&json::render(record)),
@@ -101,7 +101,7 @@ fn pretty(value: &serde_json::Value) -> String {
 
 /// A run being rendered as it goes: the sink its stages emit into, the
 /// dispatcher, and the buffer a `--report jsonl=PATH` collects.
-pub struct Live {
+pub(crate) struct Live {
     sink: EventSink,
     dispatcher: stream::Dispatcher,
     jsonl: Option<Arc<Mutex<Vec<u8>>>>,
@@ -110,7 +110,7 @@ pub struct Live {
 impl Live {
     /// Starts rendering: progress on stderr, and the JSON Lines stream on
     /// stdout (`--format jsonl`) or into a buffer (`--report jsonl=…`).
-    pub fn start(ctx: &Context, settings: &VerifySettings) -> Self {
+    pub(crate) fn start(ctx: &Context, settings: &VerifySettings) -> Self {
         let mut observers: Vec<Box<dyn stream::Observer>> =
             vec![Box::new(progress::Progress::stderr(
                 ctx.verbosity,
@@ -141,14 +141,14 @@ impl Live {
     }
 
     /// Where the run's stages emit.
-    pub fn sink(&self) -> &EventSink {
+    pub(crate) fn sink(&self) -> &EventSink {
         &self.sink
     }
 
     /// Emits the run's last event (its verdict, or the error that stopped
     /// it) and waits until everything was rendered; returns the JSON Lines
     /// a `--report jsonl` collected.
-    pub async fn finish(self, result: &Result<RunRecord, GateError>) -> Option<Vec<u8>> {
+    pub(crate) async fn finish(self, result: &Result<RunRecord, GateError>) -> Option<Vec<u8>> {
         self.sink.emit(match result {
             Ok(record) => RunEvent::Verdict(Box::new(record.clone())),
             Err(e) => RunEvent::Failed {
@@ -167,7 +167,7 @@ impl Live {
 /// of the workspace it verifies: `gate verify --format json > result.json`
 /// in the workspace is the shell's empty file while the gate runs, not part
 /// of the change, and a report kept from the previous run is not either.
-pub fn own_files(settings: &VerifySettings) -> Vec<PathBuf> {
+pub(crate) fn own_files(settings: &VerifySettings) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = settings.reports.iter().map(|(_, p)| p.clone()).collect();
     files.extend(stdout_file());
     files
@@ -186,7 +186,7 @@ fn stdout_file() -> Option<PathBuf> {
 /// Writes a decided run in every format asked: each `--report` to its file
 /// (atomically), the GitHub job summary when asked for GitHub output inside
 /// Actions, and `--format` to stdout (unless it was the stream).
-pub fn deliver(
+pub(crate) fn deliver(
     ctx: &Context,
     settings: &VerifySettings,
     record: &RunRecord,
@@ -233,7 +233,7 @@ pub fn deliver(
 
 /// Writes `bytes` to `path` atomically (a temporary file beside it, synced,
 /// then renamed over it), creating missing folders.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir: PathBuf = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

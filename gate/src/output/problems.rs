@@ -12,7 +12,7 @@ use super::site::Site;
 
 /// How bad a problem is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Level {
+pub(crate) enum Level {
     /// A failed check or criterion: the run fails on it.
     Failed,
     /// A critical finding.
@@ -25,7 +25,7 @@ pub enum Level {
 
 impl Level {
     /// A finding's severity word as a level.
-    pub fn of_severity(severity: &str) -> Self {
+    pub(crate) fn of_severity(severity: &str) -> Self {
         match severity {
             "critical" => Self::Critical,
             "warning" => Self::Warning,
@@ -36,7 +36,7 @@ impl Level {
 
 /// One problem at one place.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// The rule it falls under: a check kind (`check`, `task-tests`,
     /// `criterion`, `builtin.secrets`, …) or a reviewer (`review.security`).
     pub rule: String,
@@ -59,14 +59,14 @@ pub struct Problem {
 const TAIL_LINES: usize = 5;
 
 /// The rule a verdict that is not a clean pass falls under.
-pub const VERDICT_RULE: &str = "verdict";
+pub(crate) const VERDICT_RULE: &str = "verdict";
 
 /// The verdict itself, when it is not a clean pass: an escalated or
 /// incomplete run is an error (a failed one too when nothing else says it
 /// failed, as when a reviewer that policy requires did not run), a pass
 /// that was unreviewed or under-reviewed a warning. It points at the spec,
 /// whose series it belongs to.
-pub fn verdict_problem(record: &RunRecord, site: &Site) -> Option<Problem> {
+pub(crate) fn verdict_problem(record: &RunRecord, site: &Site) -> Option<Problem> {
     let line = verdict_line(record);
     let level = match record.verdict {
         Verdict::Pass if record.qualifier.is_some() && !record.overridden => Level::Warning,
@@ -100,7 +100,7 @@ pub fn verdict_problem(record: &RunRecord, site: &Site) -> Option<Problem> {
 /// Every problem of `record`: the verdict when it is not a clean pass
 /// (see [`verdict_problem`]), then failed items (in record order), then
 /// findings worst first.
-pub fn collect(record: &RunRecord, site: &Site) -> Vec<Problem> {
+pub(crate) fn collect(record: &RunRecord, site: &Site) -> Vec<Problem> {
     let mut out = items_and_findings(record, site);
     let said = out
         .iter()
@@ -150,7 +150,7 @@ fn items_and_findings(record: &RunRecord, site: &Site) -> Vec<Problem> {
 }
 
 /// The rule a check falls under.
-pub fn check_rule(c: &CheckRecord) -> String {
+pub(crate) fn check_rule(c: &CheckRecord) -> String {
     match c.kind {
         CheckKind::Check => "check".to_owned(),
         CheckKind::TaskTests => "task-tests".to_owned(),
@@ -212,7 +212,7 @@ fn criterion_problem(c: &CriterionRecord, site: &Site) -> Problem {
 
 /// A failed check's output as reports quote it: the places a built-in
 /// pointed at (those its output does not already list), then the tail.
-pub fn check_output(c: &CheckRecord) -> String {
+pub(crate) fn check_output(c: &CheckRecord) -> String {
     let mut text = String::new();
     for loc in &c.locations {
         let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();

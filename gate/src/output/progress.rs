@@ -13,7 +13,7 @@ use crate::events::RunEvent;
 use crate::record::ItemStatus;
 
 /// The stderr progress renderer.
-pub struct Progress {
+pub(crate) struct Progress {
     out: Box<dyn Write + Send>,
     verbosity: Verbosity,
     style: Style,
@@ -23,14 +23,14 @@ pub struct Progress {
 
 impl Progress {
     /// Progress to stderr.
-    pub fn stderr(verbosity: Verbosity, style: Style) -> Self {
+    pub(crate) fn stderr(verbosity: Verbosity, style: Style) -> Self {
         let mut p = Self::to(Box::new(std::io::stderr()), verbosity, style);
         p.spinner = super::heartbeat::spins(verbosity);
         p
     }
 
     /// Progress to any writer (tests).
-    pub fn to(out: Box<dyn Write + Send>, verbosity: Verbosity, style: Style) -> Self {
+    pub(crate) fn to(out: Box<dyn Write + Send>, verbosity: Verbosity, style: Style) -> Self {
         Self {
             out,
             verbosity,
@@ -170,7 +170,7 @@ impl Observer for Progress {
 }
 
 /// "  … build: running, 45 s" / "  … quality: waiting on claude-sonnet-4-5, 45 s".
-pub fn heartbeat_line(w: &Waiting) -> String {
+pub(crate) fn heartbeat_line(w: &Waiting) -> String {
     let secs = w.elapsed.as_secs_f64().round() as u64;
     match &w.what {
         WaitingOn::Item => format!("  … {}: running, {secs} s", w.id),
@@ -182,7 +182,7 @@ pub fn heartbeat_line(w: &Waiting) -> String {
 }
 
 /// A duration the way people read it: "812 ms", "4.2 s", "3 m 05 s".
-pub fn duration(d: Duration) -> String {
+pub(crate) fn duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms} ms")

@@ -18,11 +18,11 @@ use super::site::Site;
 use crate::record::{RunRecord, Verdict};
 
 /// SARIF's JSON schema.
-pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub(crate) const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// Where people learn about the tool.
-pub const INFORMATION_URI: &str = "https://gate.dev";
+pub(crate) const INFORMATION_URI: &str = "https://gate.dev";
 /// The base the result paths are relative to: the repository root.
-pub const SRCROOT: &str = "%SRCROOT%";
+pub(crate) const SRCROOT: &str = "%SRCROOT%";
 /// The `partialFingerprints` key.
 const FINGERPRINT_KEY: &str = "gateFindingId/v1";
 
@@ -138,7 +138,7 @@ const RULES: &[Rule] = &[
 ];
 
 /// The SARIF log of a run.
-pub fn render(record: &RunRecord, site: &Site) -> Value {
+pub(crate) fn render(record: &RunRecord, site: &Site) -> Value {
     let problems = problems::collect(record, site);
     let mut rules: Vec<Value> = RULES.iter().map(rule_json).collect();
     let mut index: HashMap<String, usize> = RULES
@@ -253,7 +253,7 @@ fn result_json(p: &Problem, rule_index: usize, seen: &mut HashMap<String, usize>
 
 /// A relative path as a URI reference: every byte but unreserved
 /// characters and `/` percent-encoded.
-pub fn uri_path(path: &str) -> String {
+pub(crate) fn uri_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for b in path.trim_start_matches('/').bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 /// One setting.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Its name.
     pub name: String,
     /// Its value (`null` when unset).
@@ -18,7 +18,7 @@ pub struct Entry {
 
 /// The effective configuration of `gate verify`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Effective {
+pub(crate) struct Effective {
     /// Where and how the gate runs.
     pub entries: Vec<Entry>,
     /// The spec's `[policy]`, every key.
@@ -26,7 +26,7 @@ pub struct Effective {
 }
 
 /// As aligned text.
-pub fn render_human(e: &Effective) -> String {
+pub(crate) fn render_human(e: &Effective) -> String {
     let mut out = String::new();
     let width = e
         .entries
@@ -66,7 +66,7 @@ pub fn render_human(e: &Effective) -> String {
 }
 
 /// As one JSON document: `{"format_version": 1, "<name>": {"value", "source"}, …, "policy": {…}}`.
-pub fn render_json(e: &Effective) -> Value {
+pub(crate) fn render_json(e: &Effective) -> Value {
     let pairs = |entries: &[Entry]| {
         let mut m = Map::new();
         for x in entries {

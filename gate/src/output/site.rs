@@ -10,7 +10,7 @@ use gate_specs::{Format, Locator, Seg};
 
 /// The places a run's results point at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Site {
+pub(crate) struct Site {
     /// From the repository root to the workspace, with a trailing `/`
     /// (empty when the workspace is the root, or in no repository).
     pub prefix: String,
@@ -23,7 +23,7 @@ pub struct Site {
 impl Site {
     /// The site of a run over `workspace` with the spec at `spec_path`
     /// (both absolute).
-    pub fn locate(workspace: &Path, spec_path: &Path) -> Self {
+    pub(crate) fn locate(workspace: &Path, spec_path: &Path) -> Self {
         let root = repository_root(workspace).unwrap_or(workspace);
         let prefix = workspace
             .strip_prefix(root)
@@ -53,13 +53,13 @@ impl Site {
     }
 
     /// A workspace-relative path as a repository-relative one.
-    pub fn path(&self, workspace_relative: &str) -> String {
+    pub(crate) fn path(&self, workspace_relative: &str) -> String {
         let p = workspace_relative.trim_start_matches("./");
         format!("{}{p}", self.prefix)
     }
 
     /// The spec line an item is defined on (1 when unknown).
-    pub fn line_of(&self, id: &str) -> u32 {
+    pub(crate) fn line_of(&self, id: &str) -> u32 {
         self.lines.get(id).copied().unwrap_or(1)
     }
 }

@@ -11,10 +11,10 @@ use tokio::task::JoinHandle;
 use crate::events::{EventSink, RunEvent};
 
 /// How often the heartbeat looks at what is still going.
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// Something that renders events.
-pub trait Observer: Send {
+pub(crate) trait Observer: Send {
     /// One event, in the order they were emitted.
     fn event(&mut self, event: &RunEvent);
     /// What has been running or waiting for at least one heartbeat.
@@ -23,7 +23,7 @@ pub trait Observer: Send {
 
 /// Something still going at a heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Waiting {
+pub(crate) struct Waiting {
     /// A check or criterion running, or a reviewer waiting on its model.
     pub what: WaitingOn,
     /// The item's id or the reviewer's role.
@@ -34,7 +34,7 @@ pub struct Waiting {
 
 /// What is being waited on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WaitingOn {
+pub(crate) enum WaitingOn {
     /// A harness item is running.
     Item,
     /// A reviewer waits on this model.
@@ -43,14 +43,14 @@ pub enum WaitingOn {
 
 /// What has started and not yet finished.
 #[derive(Debug, Default)]
-pub struct Pending {
+pub(crate) struct Pending {
     items: BTreeMap<String, Instant>,
     reviewers: BTreeMap<String, (String, Instant)>,
 }
 
 impl Pending {
     /// Updates from one event seen at `now`.
-    pub fn observe(&mut self, event: &RunEvent, now: Instant) {
+    pub(crate) fn observe(&mut self, event: &RunEvent, now: Instant) {
         match event {
             RunEvent::Harness(gate_harness::Event::Started { id }) => {
                 self.items.insert(id.clone(), now);
@@ -93,7 +93,7 @@ impl Pending {
     }
 
     /// What has been going for at least `min` at `now`, items first.
-    pub fn overdue(&self, now: Instant, min: Duration) -> Vec<Waiting> {
+    pub(crate) fn overdue(&self, now: Instant, min: Duration) -> Vec<Waiting> {
         let items = self.items.iter().map(|(id, since)| Waiting {
             what: WaitingOn::Item,
             id: id.clone(),
@@ -113,12 +113,15 @@ impl Pending {
 
 /// The running dispatcher; [`Dispatcher::finish`] waits until every event
 /// was rendered.
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     task: JoinHandle<Vec<Box<dyn Observer>>>,
 }
 
 /// Starts a dispatcher over `observers`, ticking every `heartbeat`.
-pub fn start(observers: Vec<Box<dyn Observer>>, heartbeat: Duration) -> (EventSink, Dispatcher) {
+pub(crate) fn start(
+    observers: Vec<Box<dyn Observer>>,
+    heartbeat: Duration,
+) -> (EventSink, Dispatcher) {
     let (sink, mut rx) = EventSink::channel();
     let task = tokio::spawn(async move {
         let mut observers = observers;
@@ -156,7 +159,7 @@ pub fn start(observers: Vec<Box<dyn Observer>>, heartbeat: Duration) -> (EventSi
 impl Dispatcher {
     /// Drops `sink` (the last handle the caller holds) and waits until the
     /// dispatcher rendered everything sent before.
-    pub async fn finish(self, sink: EventSink) {
+    pub(crate) async fn finish(self, sink: EventSink) {
         drop(sink);
         // A panicking observer already reported itself through the panic hook.
         let _ = self.task.await;

@@ -4,7 +4,7 @@ use crate::record::{ItemStatus, Verdict};
 
 /// A colour or an emphasis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Paint {
+pub(crate) enum Paint {
     /// Passed.
     Green,
     /// Failed.
@@ -17,8 +17,6 @@ pub enum Paint {
     Cyan,
     /// Less important.
     Dim,
-    /// More important.
-    Bold,
 }
 
 impl Paint {
@@ -30,24 +28,23 @@ impl Paint {
             Self::Magenta => "35",
             Self::Cyan => "36",
             Self::Dim => "2",
-            Self::Bold => "1",
         }
     }
 }
 
 /// Whether output gets colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Style {
+pub(crate) struct Style {
     /// Emit escape codes.
     pub color: bool,
 }
 
 impl Style {
     /// No colour: files, pipes, `NO_COLOR`.
-    pub const PLAIN: Self = Self { color: false };
+    pub(crate) const PLAIN: Self = Self { color: false };
 
     /// `text` in `paint`, or as is without colour.
-    pub fn paint(self, text: &str, paint: Paint) -> String {
+    pub(crate) fn paint(self, text: &str, paint: Paint) -> String {
         if self.color && !text.is_empty() {
             format!("\x1b[{}m{text}\x1b[0m", paint.code())
         } else {
@@ -56,7 +53,7 @@ impl Style {
     }
 
     /// `text` bold and in `paint`.
-    pub fn strong(self, text: &str, paint: Paint) -> String {
+    pub(crate) fn strong(self, text: &str, paint: Paint) -> String {
         if self.color && !text.is_empty() {
             format!("\x1b[1;{}m{text}\x1b[0m", paint.code())
         } else {
@@ -65,7 +62,7 @@ impl Style {
     }
 
     /// An item's mark (✓ ✗ ↷ – ?), coloured by its status.
-    pub fn mark(self, status: ItemStatus) -> String {
+    pub(crate) fn mark(self, status: ItemStatus) -> String {
         let (mark, paint) = match status {
             ItemStatus::Passed => ("✓", Paint::Green),
             ItemStatus::Failed => ("✗", Paint::Red),
@@ -77,7 +74,7 @@ impl Style {
     }
 
     /// The colour a verdict is shown in.
-    pub fn verdict_paint(verdict: Verdict) -> Paint {
+    pub(crate) fn verdict_paint(verdict: Verdict) -> Paint {
         match verdict {
             Verdict::Pass => Paint::Green,
             Verdict::Fail => Paint::Red,

@@ -2,7 +2,7 @@
 //! Markdown escaped, byte budgets kept on character boundaries.
 
 /// `s` without ANSI escape sequences (colour codes in captured output).
-pub fn strip_ansi(s: &str) -> String {
+pub(crate) fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -47,7 +47,7 @@ pub fn strip_ansi(s: &str) -> String {
 /// become spaces, so it is one line that cannot start a line of its own in
 /// a log), no bidirectional or zero-width formatting characters (which can
 /// make a terminal show something other than what is there).
-pub fn plain(s: &str) -> String {
+pub(crate) fn plain(s: &str) -> String {
     strip_ansi(s)
         .chars()
         .filter_map(|c| match c {
@@ -73,7 +73,7 @@ fn is_invisible_format(c: char) -> bool {
 
 /// Escapes text for XML 1.0 content and attribute values; characters XML
 /// cannot hold (most control characters) become U+FFFD.
-pub fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -93,7 +93,7 @@ pub fn xml_escape(s: &str) -> String {
 /// Inline Markdown for a sentence that quotes ids in backticks ("check
 /// `build` failed: …"): each quoted part a code span, the rest escaped as
 /// [`md_inline`]. A sentence whose backticks do not pair is escaped whole.
-pub fn md_quoting(s: &str) -> String {
+pub(crate) fn md_quoting(s: &str) -> String {
     let parts: Vec<&str> = s.split('`').collect();
     if parts.len().is_multiple_of(2) {
         return md_inline(s);
@@ -116,7 +116,7 @@ pub fn md_quoting(s: &str) -> String {
 
 /// Escapes inline Markdown so user text (titles, ids, reasons) renders as
 /// text: no emphasis, links, HTML, tables or mentions.
-pub fn md_inline(s: &str) -> String {
+pub(crate) fn md_inline(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -133,7 +133,7 @@ pub fn md_inline(s: &str) -> String {
 }
 
 /// `text` in a fenced code block whose fence no line of `text` can close.
-pub fn code_block(text: &str) -> String {
+pub(crate) fn code_block(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = text.trim_end_matches('\n');
@@ -142,7 +142,7 @@ pub fn code_block(text: &str) -> String {
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a
 /// character boundary.
-pub fn truncate_bytes(s: &str, max: usize) -> &str {
+pub(crate) fn truncate_bytes(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -154,7 +154,7 @@ pub fn truncate_bytes(s: &str, max: usize) -> &str {
 }
 
 /// The last `n` lines of `text`.
-pub fn last_lines(text: &str, n: usize) -> String {
+pub(crate) fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);
     lines[start..].join("\n")

@@ -8,7 +8,7 @@
 //! ([`Answer::invalid`]), and the reply's other findings stand.
 //!
 //! Every string a model wrote is made plain here, at the source
-//! ([`crate::output::text::plain`]): nothing downstream (outputs, reports,
+//! (`output::text::plain`): nothing downstream (outputs, reports,
 //! the bundle, the ledger) ever holds a terminal escape or a control
 //! character a model sent.
 

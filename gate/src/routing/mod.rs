@@ -6,7 +6,7 @@
 //! A routing override ([`patch`], `GATE_ROUTING_URL`) may then disable rows
 //! or reorder chains, never add to the table.
 
-pub mod patch;
+pub(crate) mod patch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -20,7 +20,7 @@ use crate::record::Tier;
 use crate::role::Role;
 
 /// The built-in table's text.
-pub const DEFAULT_TABLE: &str = include_str!("default.toml");
+pub(crate) const DEFAULT_TABLE: &str = include_str!("default.toml");
 
 /// Which API a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,19 +30,19 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{Routing, is_loopback};
-pub use crate::record::OverrideStatus;
+pub(crate) use crate::record::OverrideStatus;
 
 /// How long the fetch may take, all told.
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
 /// The largest patch read.
-pub const MAX_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_BYTES: usize = 64 * 1024;
 /// The patch format this gate reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// A routing patch, as served.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Patch {
+pub(crate) struct Patch {
     /// [`FORMAT_VERSION`] when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format_version: Option<u32>,
@@ -60,7 +60,7 @@ pub struct Patch {
 /// Why an override was not applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum PatchError {
+pub(crate) enum PatchError {
     /// Not a URL at all.
     #[error("GATE_ROUTING_URL is not a URL")]
     BadUrl,
@@ -86,13 +86,13 @@ pub enum PatchError {
 
 impl Patch {
     /// Parses a patch (JSON; unknown keys refused).
-    pub fn parse(bytes: &[u8]) -> Result<Self, PatchError> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Self, PatchError> {
         serde_json::from_slice(bytes).map_err(|e| PatchError::Parse(e.to_string()))
     }
 
     /// Applies the patch to `routing`, or leaves it untouched and says why.
     /// The changed rows are added to `routing.overridden`.
-    pub fn apply(&self, routing: &mut Routing) -> Result<(), PatchError> {
+    pub(crate) fn apply(&self, routing: &mut Routing) -> Result<(), PatchError> {
         let invalid = |m: String| Err(PatchError::Invalid(m));
         if let Some(v) = self.format_version
             && v != FORMAT_VERSION
@@ -171,7 +171,7 @@ impl Patch {
 }
 
 /// The URL as shown in output and records: no query, fragment or credentials.
-pub fn display_url(url: &str) -> String {
+pub(crate) fn display_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut u) => {
             u.set_query(None);
@@ -185,7 +185,7 @@ pub fn display_url(url: &str) -> String {
 }
 
 /// `url` if the gate may fetch it: HTTPS, or plain HTTP to a loopback address.
-pub fn check_url(url: &str) -> Result<reqwest::Url, PatchError> {
+pub(crate) fn check_url(url: &str) -> Result<reqwest::Url, PatchError> {
     let parsed = reqwest::Url::parse(url).map_err(|_| PatchError::BadUrl)?;
     let loopback = parsed.host_str().is_some_and(is_loopback);
     match parsed.scheme() {
@@ -196,7 +196,7 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, PatchError> {
 }
 
 /// Fetches the patch at `url` within [`FETCH_TIMEOUT`].
-pub async fn fetch(url: &str) -> Result<Patch, PatchError> {
+pub(crate) async fn fetch(url: &str) -> Result<Patch, PatchError> {
     let url = check_url(url)?;
     let client = reqwest::Client::builder()
         .use_rustls_tls()
@@ -259,7 +259,11 @@ fn without_url(e: reqwest::Error) -> String {
 /// Fetches and applies the override at `url` to `routing`, unless
 /// `offline`. Whatever happens, says what happened; on any failure
 /// `routing` is the local table, untouched.
-pub async fn apply_override(routing: &mut Routing, url: &str, offline: bool) -> OverrideStatus {
+pub(crate) async fn apply_override(
+    routing: &mut Routing,
+    url: &str,
+    offline: bool,
+) -> OverrideStatus {
     let shown = display_url(url);
     let status = |status: &str, error: Option<String>, changed: Vec<String>| OverrideStatus {
         url: shown.clone(),

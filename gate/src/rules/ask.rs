@@ -14,9 +14,9 @@ use crate::rules::model::{Claim, Rule};
 use crate::rules::scope::RuleSet;
 
 /// Questions in one request at most; more are split into further requests.
-pub const MAX_QUESTIONS: usize = 60;
+pub(crate) const MAX_QUESTIONS: usize = 60;
 /// Bytes of questions in one request at most.
-pub const MAX_QUESTION_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_QUESTION_BYTES: usize = 64 * 1024;
 
 /// A judged rule put to the rules reviewer, with the changed files it applies to.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ pub struct Asked {
 
 /// The judged rules that apply to any of `files` (workspace-relative),
 /// outermost first; guide entries are never asked.
-pub fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
+pub(crate) fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
     // Design rules are asked of screenshots, page by page (`rules::design`).
     judged(set, files, false)
 }
@@ -72,7 +72,7 @@ pub(crate) fn judged(set: &RuleSet, files: &[String], design: bool) -> Vec<Asked
 }
 
 /// The questions split into requests: as few as the limits allow.
-pub fn chunks(asked: &[Asked]) -> Vec<&[Asked]> {
+pub(crate) fn chunks(asked: &[Asked]) -> Vec<&[Asked]> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut bytes = 0;
@@ -93,7 +93,7 @@ pub fn chunks(asked: &[Asked]) -> Vec<&[Asked]> {
 
 /// The fenced list of questions, one per rule, each the rule's own words
 /// prefixed with where it applies.
-pub fn questions(fence: &Fence, asked: &[Asked]) -> String {
+pub(crate) fn questions(fence: &Fence, asked: &[Asked]) -> String {
     let mut list = String::new();
     for a in asked {
         let _ = writeln!(list, "- id `{}`: {}", a.key, a.rule.question());
@@ -116,7 +116,7 @@ pub fn questions(fence: &Fence, asked: &[Asked]) -> String {
 
 /// A rule's verdict on a change.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scored {
+pub(crate) struct Scored {
     /// The key it was asked under.
     pub key: String,
     /// Probability the change complies (a mistake's `p` flipped).
@@ -127,7 +127,7 @@ pub struct Scored {
 
 /// Compliance per asked rule, from the answers (by key); rules without an
 /// answer are left out.
-pub fn score(asked: &[Asked], answers: &[RuleAnswer]) -> Vec<Scored> {
+pub(crate) fn score(asked: &[Asked], answers: &[RuleAnswer]) -> Vec<Scored> {
     asked
         .iter()
         .filter_map(|a| {
@@ -143,7 +143,7 @@ pub fn score(asked: &[Asked], answers: &[RuleAnswer]) -> Vec<Scored> {
 
 /// Findings for the rules whose compliance is below `threshold`, worst
 /// first: by severity, then by compliance.
-pub fn findings(asked: &[Asked], scored: &[Scored], threshold: f64) -> Vec<Finding> {
+pub(crate) fn findings(asked: &[Asked], scored: &[Scored], threshold: f64) -> Vec<Finding> {
     let mut out: Vec<(f64, Finding)> = Vec::new();
     for s in scored.iter().filter(|s| s.compliance < threshold) {
         let Some(a) = asked.iter().find(|a| a.key == s.key) else {
@@ -200,7 +200,7 @@ fn finding(a: &Asked, s: &Scored, threshold: f64) -> Finding {
 }
 
 /// The references of `asked`, workspace-relative, sorted and unique.
-pub fn references(asked: &[Asked]) -> Vec<String> {
+pub(crate) fn references(asked: &[Asked]) -> Vec<String> {
     let mut refs: Vec<String> = asked
         .iter()
         .filter_map(|a| a.rule.reference.clone())

@@ -36,13 +36,13 @@ pub struct PageAsk {
 
 /// The judged design rules that apply to any of `files`, keyed as in
 /// [`ask::asked`].
-pub fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
+pub(crate) fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
     ask::judged(set, files, true)
 }
 
 /// What the reviewer is told about the screenshots that follow: which page,
 /// which sizes, in what order.
-pub fn page_text(fence: &Fence, page: &PageShots) -> String {
+pub(crate) fn page_text(fence: &Fence, page: &PageShots) -> String {
     let mut data = String::new();
     let _ = writeln!(data, "page: {}", page.id);
     let _ = writeln!(data, "url: {}", page.url);
@@ -61,7 +61,7 @@ pub fn page_text(fence: &Fence, page: &PageShots) -> String {
 }
 
 /// The questions, with how to read them on screenshots.
-pub fn questions(fence: &Fence, asked: &[Asked]) -> String {
+pub(crate) fn questions(fence: &Fence, asked: &[Asked]) -> String {
     format!(
         "{}\n## Design rules\nThese rules are about how the page looks. Judge each one on \
          the screenshots alone, at every size shown; `why` names the screenshot (desktop or \
@@ -73,7 +73,12 @@ pub fn questions(fence: &Fence, asked: &[Asked]) -> String {
 
 /// One request's blocks for a page: the shared context, the page with its
 /// screenshots, then the rules reviewer's instructions and the questions.
-pub fn request(shared: &str, fence: &Fence, page: &PageShots, instructions: String) -> Vec<Block> {
+pub(crate) fn request(
+    shared: &str,
+    fence: &Fence,
+    page: &PageShots,
+    instructions: String,
+) -> Vec<Block> {
     vec![
         Block::cached(shared.to_owned()),
         Block::with_images(
@@ -86,7 +91,7 @@ pub fn request(shared: &str, fence: &Fence, page: &PageShots, instructions: Stri
 
 /// Findings for the rules a page's screenshots break, worst first: as for
 /// code rules, titled with the page.
-pub fn findings(
+pub(crate) fn findings(
     page: &PageShots,
     asked: &[Asked],
     scored: &[Scored],

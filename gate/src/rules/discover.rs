@@ -8,7 +8,7 @@ use crate::rules::model::RULES_FILE;
 /// Every regular file of the workspace, workspace-relative and sorted: the
 /// walk includes hidden files and skips `.git/`, the state directory and
 /// what `.gitignore` ignores; it never follows a symlink.
-pub fn workspace_files(workspace: &Path, state_dir: Option<&Path>) -> Vec<String> {
+pub(crate) fn workspace_files(workspace: &Path, state_dir: Option<&Path>) -> Vec<String> {
     let state_dir = state_dir.map(Path::to_path_buf);
     let walker = ignore::WalkBuilder::new(workspace)
         .hidden(false)
@@ -38,12 +38,12 @@ pub fn workspace_files(workspace: &Path, state_dir: Option<&Path>) -> Vec<String
 }
 
 /// Whether a workspace-relative path is a rules file.
-pub fn is_rules_file(path: &str) -> bool {
+pub(crate) fn is_rules_file(path: &str) -> bool {
     path == RULES_FILE || path.ends_with(&format!("/{RULES_FILE}"))
 }
 
 /// Every rules file of the workspace, outermost first.
-pub fn all(workspace: &Path, state_dir: Option<&Path>) -> Vec<String> {
+pub(crate) fn all(workspace: &Path, state_dir: Option<&Path>) -> Vec<String> {
     outermost_first(
         workspace_files(workspace, state_dir)
             .into_iter()
@@ -55,7 +55,7 @@ pub fn all(workspace: &Path, state_dir: Option<&Path>) -> Vec<String> {
 /// The rules files that can govern `files` (workspace-relative; they need
 /// not exist yet): for each, `docs/review/rules.toml` in its folder and in
 /// every folder above it up to the workspace root. Outermost first.
-pub fn for_files(workspace: &Path, files: &[String]) -> Vec<String> {
+pub(crate) fn for_files(workspace: &Path, files: &[String]) -> Vec<String> {
     let mut found = Vec::new();
     for file in files {
         let mut dir = file.rsplit_once('/').map_or("", |(d, _)| d);
@@ -81,7 +81,7 @@ pub fn for_files(workspace: &Path, files: &[String]) -> Vec<String> {
 }
 
 /// Sorted by depth of their home, then by path.
-pub fn outermost_first(mut sources: Vec<String>) -> Vec<String> {
+pub(crate) fn outermost_first(mut sources: Vec<String>) -> Vec<String> {
     sources.sort_by_key(|s| (s.matches('/').count(), s.clone()));
     sources.dedup();
     sources

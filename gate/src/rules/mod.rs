@@ -7,7 +7,7 @@
 //! - [`scope`]: the rules in effect and which apply to a file; the cap.
 //! - [`ask`]: rules as questions in review, answers as findings.
 //! - [`design`]: design rules, asked of a page's screenshots.
-//! - [`mod@test`]: rule tests over labelled cases, and their margin.
+//! - [`trial`]: rule tests over labelled cases, and their margin.
 //! - [`tested`]: writing a test's result back into the rules file.
 //! - [`errors`]: what can go wrong, located.
 //!
@@ -15,18 +15,17 @@
 //! below, narrowed by `applies` globs relative to the home; `reference` and
 //! a case's `file` are relative to the workspace root.
 
-pub mod ask;
-pub mod design;
-pub mod discover;
-pub mod errors;
-pub mod model;
-pub mod scope;
-pub mod tested;
-pub mod trial;
+pub(crate) mod ask;
+pub(crate) mod design;
+pub(crate) mod discover;
+pub(crate) mod errors;
+pub(crate) mod model;
+pub(crate) mod scope;
+pub(crate) mod tested;
+pub(crate) mod trial;
 
-pub use errors::{RuleProblem, RulesError};
-pub use model::{Claim, Rule, Severity};
-pub use scope::RuleSet;
+pub(crate) use errors::RulesError;
+pub(crate) use scope::RuleSet;
 
 #[cfg(test)]
 mod tests;

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use crate::rules::errors::RuleProblem;
 
 /// Where a rules file sits inside the folder it governs.
-pub const RULES_FILE: &str = "docs/review/rules.toml";
+pub(crate) const RULES_FILE: &str = "docs/review/rules.toml";
 
 /// The margin a rule's wording must reach on its cases to be trusted.
-pub const PASS_MARGIN: f64 = 0.5;
+pub(crate) const PASS_MARGIN: f64 = 0.5;
 
 /// How bad breaking a rule is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -116,10 +116,10 @@ impl Case {
 }
 
 /// Screenshots a case may hold at most.
-pub const MAX_CASE_IMAGES: usize = 4;
+pub(crate) const MAX_CASE_IMAGES: usize = 4;
 /// The most bytes one case screenshot may hold (it is sent downscaled to
 /// a few MB; a full-page capture is rarely over 20 MB).
-pub const CASE_IMAGE_MAX_BYTES: u64 = 64 << 20;
+pub(crate) const CASE_IMAGE_MAX_BYTES: u64 = 64 << 20;
 
 /// What `gate rules test` last found, written back into the rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -301,7 +301,7 @@ impl Rule {
 }
 
 /// JSON with object keys sorted and no spaces.
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     fn sorted(value: &Value) -> Value {
         match value {
             Value::Object(map) => {
@@ -322,7 +322,7 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 /// The home of a rules file: the folder holding its `docs/review/`.
-pub fn home_of(source: &str) -> Option<String> {
+pub(crate) fn home_of(source: &str) -> Option<String> {
     if source == RULES_FILE {
         return Some(String::new());
     }
@@ -334,7 +334,7 @@ pub fn home_of(source: &str) -> Option<String> {
 
 /// Parses and validates one rules file's text; `source` is its
 /// workspace-relative path. Every problem is reported, each located.
-pub fn parse(text: &str, source: &str) -> Result<Vec<Rule>, Vec<RuleProblem>> {
+pub(crate) fn parse(text: &str, source: &str) -> Result<Vec<Rule>, Vec<RuleProblem>> {
     let file = Path::new(source);
     let raw: RawFile = gate_specs::from_toml_str(text, file).map_err(|e| {
         vec![RuleProblem::new(

@@ -8,11 +8,11 @@ use crate::rules::errors::{RuleProblem, RulesError};
 use crate::rules::model::{self, CASE_IMAGE_MAX_BYTES, Rule};
 
 /// Rules applying to one file at most, unless `gate rules check --cap` says otherwise.
-pub const DEFAULT_CAP: usize = 15;
+pub(crate) const DEFAULT_CAP: usize = 15;
 
 /// Rules loaded from a set of rules files.
 #[derive(Debug, Clone, Default)]
-pub struct RuleSet {
+pub(crate) struct RuleSet {
     /// Every rule, outermost file first, in file order within a file.
     pub rules: Vec<Rule>,
     /// The rules files read, workspace-relative, with their bytes.
@@ -22,7 +22,7 @@ pub struct RuleSet {
 impl RuleSet {
     /// Reads and validates the rules files `sources` (workspace-relative).
     /// Every problem in every file is reported.
-    pub fn load(workspace: &Path, sources: &[String]) -> Result<Self, RulesError> {
+    pub(crate) fn load(workspace: &Path, sources: &[String]) -> Result<Self, RulesError> {
         let mut texts = Vec::new();
         for source in sources {
             let path = workspace.join(source);
@@ -62,7 +62,7 @@ impl RuleSet {
     }
 
     /// Validates rules files given as (workspace-relative path, bytes).
-    pub fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<Self, Vec<RuleProblem>> {
+    pub(crate) fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<Self, Vec<RuleProblem>> {
         // Outermost first, so the rules of enclosing folders come first and
         // a duplicate id is reported in the inner file.
         files.sort_by_key(|(s, _)| (s.matches('/').count(), s.clone()));
@@ -96,17 +96,17 @@ impl RuleSet {
     }
 
     /// The rules that apply to a workspace-relative file, outermost first.
-    pub fn applying_to(&self, path: &str) -> Vec<&Rule> {
+    pub(crate) fn applying_to(&self, path: &str) -> Vec<&Rule> {
         self.rules.iter().filter(|r| r.applies_to(path)).collect()
     }
 
     /// Rules with this id (several only in sibling folders).
-    pub fn with_id(&self, id: &str) -> Vec<&Rule> {
+    pub(crate) fn with_id(&self, id: &str) -> Vec<&Rule> {
         self.rules.iter().filter(|r| r.id == id).collect()
     }
 
     /// Files more than `cap` rules apply to, with how many do.
-    pub fn over_cap(&self, files: &[String], cap: usize) -> Vec<(String, usize)> {
+    pub(crate) fn over_cap(&self, files: &[String], cap: usize) -> Vec<(String, usize)> {
         files
             .iter()
             .map(|f| (f.clone(), self.applying_to(f).len()))

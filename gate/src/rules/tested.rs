@@ -11,7 +11,12 @@ use crate::rules::model::Tested;
 
 /// Sets the `tested` table of the rule `id` (the `index`-th `[[rule]]`) in
 /// the rules file at `path`, replacing the file atomically.
-pub fn write_back(path: &Path, index: usize, id: &str, tested: &Tested) -> Result<(), RulesError> {
+pub(crate) fn write_back(
+    path: &Path,
+    index: usize,
+    id: &str,
+    tested: &Tested,
+) -> Result<(), RulesError> {
     let fail = |reason: String| RulesError::Write {
         path: path.to_path_buf(),
         reason,
@@ -34,7 +39,12 @@ pub fn write_back(path: &Path, index: usize, id: &str, tested: &Tested) -> Resul
 /// The text with the rule's `tested` set: an existing `tested` (inline or
 /// a table) is updated key by key, keeping its layout; otherwise an inline
 /// table is added after the rule's last key.
-pub fn update(text: &str, index: usize, id: &str, tested: &Tested) -> Result<String, String> {
+pub(crate) fn update(
+    text: &str,
+    index: usize,
+    id: &str,
+    tested: &Tested,
+) -> Result<String, String> {
     let mut doc: DocumentMut = text.parse().map_err(|e| format!("does not parse: {e}"))?;
     let rules = doc
         .get_mut("rule")

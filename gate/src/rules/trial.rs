@@ -19,14 +19,14 @@ use crate::role::Role;
 use crate::routing::ChainModel;
 use crate::rules::ask::{self, Asked};
 use crate::rules::design::{self, PageShots};
-use crate::rules::model::{CASE_IMAGE_MAX_BYTES, Case, PASS_MARGIN, Rule};
+use crate::rules::model::{CASE_IMAGE_MAX_BYTES, Case, Rule};
 
 /// Cases asked at once.
 const CONCURRENCY: usize = 4;
 
 /// Which kind of labelled case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaseKind {
+pub(crate) enum CaseKind {
     /// Breaks the rule: should score low.
     Violating,
     /// Follows it: should score high.
@@ -35,7 +35,7 @@ pub enum CaseKind {
 
 impl CaseKind {
     /// The word used in files and output.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Violating => "violating",
             Self::Compliant => "compliant",
@@ -45,7 +45,7 @@ impl CaseKind {
 
 /// One case's score.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CaseScore {
+pub(crate) struct CaseScore {
     /// Its kind.
     pub kind: CaseKind,
     /// The file its diff is of, or its screenshots.
@@ -60,7 +60,7 @@ pub struct CaseScore {
 
 /// One rule's test.
 #[derive(Debug, Clone)]
-pub struct RuleResult {
+pub(crate) struct RuleResult {
     /// The rule.
     pub rule: Rule,
     /// Its cases, violating first, in file order.
@@ -70,7 +70,7 @@ pub struct RuleResult {
 impl RuleResult {
     /// Lowest compliant compliance minus highest violating compliance
     /// (rounded to three decimals); `None` when a case has no score.
-    pub fn margin(&self) -> Option<f64> {
+    pub(crate) fn margin(&self) -> Option<f64> {
         let mut lowest_compliant = f64::INFINITY;
         let mut highest_violating = f64::NEG_INFINITY;
         for c in &self.cases {
@@ -86,13 +86,8 @@ impl RuleResult {
         Some(((lowest_compliant - highest_violating) * 1000.0).round() / 1000.0)
     }
 
-    /// Whether it reached the margin; `None` when it could not be tested.
-    pub fn passed(&self) -> Option<bool> {
-        self.margin().map(|m| m >= PASS_MARGIN)
-    }
-
     /// The models that answered, comma-separated.
-    pub fn models(&self) -> String {
+    pub(crate) fn models(&self) -> String {
         let mut models: Vec<&str> = self
             .cases
             .iter()
@@ -106,7 +101,7 @@ impl RuleResult {
 }
 
 /// What a test run needs besides the rules.
-pub struct Tester<'a> {
+pub(crate) struct Tester<'a> {
     /// The workspace (references are read from it).
     pub workspace: &'a Path,
     /// Clients of the configured providers.
@@ -122,7 +117,7 @@ pub struct Tester<'a> {
 }
 
 /// Scores every case of every rule, each case in a request of its own.
-pub async fn run(tester: &Tester<'_>, rules: &[&Rule]) -> Vec<RuleResult> {
+pub(crate) async fn run(tester: &Tester<'_>, rules: &[&Rule]) -> Vec<RuleResult> {
     let fence = Fence::new();
     let jobs: Vec<(usize, CaseKind, &Case)> = rules
         .iter()

@@ -45,7 +45,7 @@ use crate::{attest, base_runs, change, coverage, guard, pages, rules, tier, verd
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
-pub struct VerifyRequest {
+pub(crate) struct VerifyRequest {
     /// The spec file.
     pub spec_path: PathBuf,
     /// `--base`, which wins over the spec's `base`.
@@ -69,7 +69,7 @@ pub struct VerifyRequest {
 
 /// A spec, loaded: its parsed form and the bytes it was parsed from.
 #[derive(Debug, Clone)]
-pub struct LoadedSpec {
+pub(crate) struct LoadedSpec {
     /// The parsed, validated spec.
     pub spec: Spec,
     /// blake3 of the file's bytes.
@@ -79,7 +79,7 @@ pub struct LoadedSpec {
 }
 
 /// Reads and validates the spec.
-pub fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
+pub(crate) fn load_spec(path: &Path) -> Result<LoadedSpec, GateError> {
     let bytes = gate_specs::read_bounded(path, gate_specs::TEXT_MAX_BYTES).map_err(|e| {
         GateError::Workspace {
             path: path.to_path_buf(),
@@ -163,7 +163,7 @@ impl Start {
 
 /// Runs the gate once, reporting what happens to `events`, and returns the
 /// whole record of the run.
-pub async fn run_with(
+pub(crate) async fn run_with(
     ctx: &Context,
     req: &VerifyRequest,
     events: &EventSink,
@@ -397,7 +397,6 @@ pub async fn run_with(
     let protection = verifiers::protect(verifiers::Inputs {
         spec: &spec,
         base_spec: base_spec.as_ref(),
-        spec_file: &spec_file,
         workspace: &ctx.workspace,
         snapshot: &snapshot,
         base: base_commit.as_deref().map(|c| (&git, c)),
