@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::LedgerError;
+use super::error::LedgerError;
 
 /// A ledger's location.
 #[derive(Clone, PartialEq, Eq)]

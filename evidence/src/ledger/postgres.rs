@@ -44,7 +44,6 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-pub(super) use errors::reason;
 pub use handle::PgLedger;
 pub use series::SeriesPg;
 
@@ -53,9 +52,10 @@ use self::errors::corrupt;
 use self::exec::{Conn, Exec};
 use self::handle::Durability;
 use self::locks::{CHAIN_LOCK, LOCK_CLASS, MIGRATION_LOCK};
-use super::{
-    LedgerError, LedgerRow, RunEntry, RunFilter, SCHEMA_VERSION, Sealed, SeriesCheck, parse_hash,
-};
+use super::append::{Sealed, SeriesCheck, check_continues, kept_in_ledger, now};
+use super::entries::{LedgerRow, RunEntry, RunFilter, parse_hash};
+use super::error::{LedgerError, reason};
+use super::location::redact;
 use crate::checkpoint::Checkpoint;
 use crate::merkle::{self, Hash};
 
@@ -69,6 +69,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     report::MIGRATION_5_ISOLATION,
     events::MIGRATION_6_BASE_RESULTS,
 ];
+
+/// The schema version this store writes: one per migration (the ledger's
+/// `SCHEMA_VERSION`; `ledger/mod.rs` checks the SQLite list is as long).
+const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 const MIGRATION_1_RUNS: &str = "
 CREATE TABLE runs (
@@ -161,7 +165,7 @@ impl PgLedger {
     /// migrations. An unreachable server fails within the connect timeout
     /// (5 s unless the URL's `connect_timeout` says otherwise).
     pub fn open(url: &str) -> Result<Self, LedgerError> {
-        let name = super::redact(url);
+        let name = redact(url);
         let bad = |e: String| LedgerError::BadLocation(format!("{name}: {e}"));
         let (config, tls) = tls::split(url).map_err(&bad)?;
         let tls = tls.connector().map_err(&bad)?;
@@ -182,7 +186,7 @@ impl PgLedger {
     /// Connects to the database at `url` as it is: no schema created, no
     /// migration applied (a diagnosis reads its schema version and tip).
     pub fn open_as_is(url: &str) -> Result<Self, LedgerError> {
-        let name = super::redact(url);
+        let name = redact(url);
         let bad = |e: String| LedgerError::BadLocation(format!("{name}: {e}"));
         let (config, tls) = tls::split(url).map_err(&bad)?;
         let tls = tls.connector().map_err(&bad)?;
@@ -392,14 +396,14 @@ impl PgLedger {
         check: SeriesCheck,
     ) -> Result<Vec<LedgerRow>, LedgerError> {
         let err = self.pg_err("appending a run");
-        let recorded_at = super::now();
+        let recorded_at = now();
         let as_is = check == SeriesCheck::AsIs;
         let prepared: Vec<(Sealed, Vec<Box<dyn ToSql + Sync + Send>>)> = runs
             .iter()
             .map(|(entry, envelope)| {
                 let sealed = Sealed::of(envelope);
-                let kept = super::kept_in_ledger(entry, &sealed.envelope_sha256)?
-                    .then(|| envelope.to_vec());
+                let kept =
+                    kept_in_ledger(entry, &sealed.envelope_sha256)?.then(|| envelope.to_vec());
                 let mut params = insert_params(entry, &sealed, recorded_at, as_is);
                 params.push(Box::new(kept));
                 params.extend(report::facts_params(&entry.extra));
@@ -592,7 +596,7 @@ impl PgLedger {
                 .await
                 .map_err(&err)?
                 .map(|r| (u64::try_from(r.get::<_, i64>(0)).unwrap_or(0), r.get(1)));
-            super::check_continues(&self.name, tip, rows)?;
+            check_continues(&self.name, tip, rows)?;
             let params: Vec<Vec<Box<dyn ToSql + Sync + Send>>> = rows
                 .iter()
                 .map(|row| {

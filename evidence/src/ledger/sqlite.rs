@@ -32,9 +32,9 @@ pub use series::SeriesFile;
 use self::columns::{COLUMNS, ts};
 use self::errors::{corrupt, sql_err_at};
 
-use super::{
-    LedgerError, LedgerRow, RunEntry, RunFilter, SCHEMA_VERSION, Sealed, SeriesCheck, parse_hash,
-};
+use super::append::{Sealed, SeriesCheck, check_continues, kept_in_ledger, now};
+use super::entries::{LedgerRow, RunEntry, RunFilter, parse_hash};
+use super::error::LedgerError;
 use crate::checkpoint::Checkpoint;
 use crate::merkle::{self, Hash};
 
@@ -52,6 +52,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     report::MIGRATION_5_ISOLATION,
     events::MIGRATION_6_BASE_RESULTS,
 ];
+
+/// The schema version this store writes: one per migration (the ledger's
+/// `SCHEMA_VERSION`; `ledger/mod.rs` checks the PostgreSQL list is as long).
+const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 const MIGRATION_1_RUNS: &str = "
 CREATE TABLE runs (
@@ -320,7 +324,7 @@ impl SqliteLedger {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
         let tip = tip_in(&tx).map_err(err)?;
-        super::check_continues(&path.display().to_string(), tip, rows)?;
+        check_continues(&path.display().to_string(), tip, rows)?;
         {
             let mut stmt = tx
                 .prepare_cached(&format!(
@@ -546,8 +550,8 @@ fn append_in(
         envelope_sha256,
         leaf_hash,
     } = Sealed::of(envelope);
-    let recorded_at = super::now();
-    let keep_bundle = super::kept_in_ledger(entry, &envelope_sha256)?;
+    let recorded_at = now();
+    let keep_bundle = kept_in_ledger(entry, &envelope_sha256)?;
     if let Some(seq) = tx
         .query_row(
             "SELECT seq FROM runs WHERE run_id = ?1",

@@ -9,13 +9,15 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::postgres::SeriesPg;
-use super::sqlite::SeriesFile;
-use super::{
-    BaseResult, BreakerRecord, Dismissal, DismissalRef, LedgerError, LedgerRow, Location,
-    OutcomeEntry, OutcomeState, OverrideEntry, PgLedger, ReportScope, RoleFacts, RunEntry,
-    RunFacts, RunFilter, SqliteLedger,
+use super::entries::{
+    BaseResult, BreakerRecord, Dismissal, LedgerRow, OutcomeEntry, OverrideEntry, RunEntry,
+    RunFilter,
 };
+use super::error::LedgerError;
+use super::facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
+use super::location::Location;
+use super::postgres::{PgLedger, SeriesPg};
+use super::sqlite::{SeriesFile, SqliteLedger};
 use crate::checkpoint::Checkpoint;
 
 /// A ledger: the embedded SQLite store or a shared PostgreSQL one, with the

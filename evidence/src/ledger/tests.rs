@@ -10,6 +10,7 @@ use chrono::{TimeZone, Utc};
 
 use gate_tests::postgres::{Database, execute as pg_execute};
 
+use super::append::{check_continues, now};
 use super::*;
 use crate::merkle;
 

@@ -14,8 +14,7 @@ use std::fmt;
 use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
-use super::LedgerRow;
-use super::parse_hash;
+use super::entries::{LedgerRow, parse_hash};
 use crate::checkpoint::Checkpoint;
 use crate::dsse::{self, DsseError};
 use crate::keys::PublicKey;
@@ -409,7 +408,7 @@ mod tests {
 
     use super::*;
     use crate::keys::SigningKey;
-    use crate::ledger::RunEntry;
+    use crate::ledger::entries::RunEntry;
 
     fn signed(i: usize, key: &SigningKey) -> Vec<u8> {
         dsse::sign(PAYLOAD_TYPE, format!("{{\"run\":{i}}}").as_bytes(), key)

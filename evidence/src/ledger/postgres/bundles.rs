@@ -6,9 +6,9 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::errors::{corrupt, reason};
+use super::errors::corrupt;
 use super::handle::PgLedger;
-use crate::ledger::LedgerError;
+use crate::ledger::error::{LedgerError, reason};
 
 pub(super) const MIGRATION_4_BUNDLES: &str = "
 CREATE TABLE bundles (

@@ -7,12 +7,10 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
-use super::errors::reason;
 use super::handle::PgLedger;
 use super::locks::{BREAKER_CLASS, lock_key};
-use crate::ledger::{
-    BaseResult, BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry,
-};
+use crate::ledger::entries::{BaseResult, BreakerRecord, Dismissal, OutcomeEntry, OverrideEntry};
+use crate::ledger::error::{LedgerError, reason};
 
 pub(super) const MIGRATION_2_EVENTS: &str = "
 CREATE TABLE outcomes (

@@ -20,8 +20,7 @@ use deadpool_postgres::{
 use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::errors::reason;
-use crate::ledger::LedgerError;
+use crate::ledger::error::{LedgerError, reason};
 
 /// How long connecting may take when the URL does not say
 /// (`connect_timeout=` in the URL wins).

@@ -19,12 +19,13 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::columns::{COLUMNS, big};
-use super::errors::{corrupt, reason};
+use super::errors::corrupt;
 use super::handle::PgLedger;
+use crate::ledger::entries::LedgerRow;
+use crate::ledger::error::{LedgerError, reason};
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts,
 };
-use crate::ledger::{LedgerError, LedgerRow};
 
 /// Schema 3: the report tables, filled from the rows already there. The
 /// JSON reading mirrors `StoredFacts::from_extra`: a mistyped value reads

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::exec::{Conn, Exec};
 use super::handle::PgLedger;
 use super::locks::{SERIES_CLASS, lock_key};
-use crate::ledger::LedgerError;
+use crate::ledger::error::LedgerError;
 
 /// A held series lock; dropping it releases the lock.
 pub struct SeriesPg {

@@ -52,7 +52,7 @@ enum Roots {
 
 /// A ledger URL's TLS settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(in crate::ledger) struct Tls {
+pub(crate) struct Tls {
     mode: SslMode,
     check: Check,
     roots: Option<Roots>,
@@ -61,7 +61,7 @@ pub(in crate::ledger) struct Tls {
 
 /// Splits a ledger URL into what tokio-postgres reads and its TLS
 /// settings; the error says what is wrong with the URL.
-pub(in crate::ledger) fn split(url: &str) -> Result<(tokio_postgres::Config, Tls), String> {
+pub(crate) fn split(url: &str) -> Result<(tokio_postgres::Config, Tls), String> {
     let (head, query) = url.split_once('?').unwrap_or((url, ""));
     let mut kept = Vec::new();
     let mut found: [Option<String>; 4] = Default::default();
@@ -104,7 +104,7 @@ const QUERY_VALUE: &AsciiSet = &CONTROLS
 /// `url` with its relative `sslrootcert`, `sslcert` and `sslkey` paths
 /// taken from `base`, as a relative SQLite path is: a URL in a spec names
 /// files in its workspace wherever the gate was started.
-pub(in crate::ledger) fn files_relative_to(url: &str, base: &Path) -> String {
+pub(crate) fn files_relative_to(url: &str, base: &Path) -> String {
     let Some((head, query)) = url.split_once('?') else {
         return url.to_owned();
     };
@@ -206,7 +206,7 @@ impl Tls {
     }
 
     /// The connector for these settings, with the files they name read.
-    pub(in crate::ledger) fn connector(&self) -> Result<MakeRustlsConnect, String> {
+    pub(crate) fn connector(&self) -> Result<MakeRustlsConnect, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::errors::sql_err_at;
 use super::handle::SqliteLedger;
-use crate::ledger::LedgerError;
+use crate::ledger::error::LedgerError;
 
 pub(super) const MIGRATION_4_BUNDLES: &str = "
 CREATE TABLE bundles (

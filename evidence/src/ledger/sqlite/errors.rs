@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::ledger::LedgerError;
+use crate::ledger::error::LedgerError;
 
 pub(super) fn corrupt(seq: u64, reason: impl Into<String>) -> LedgerError {
     LedgerError::Corrupt {

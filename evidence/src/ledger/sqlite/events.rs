@@ -8,9 +8,8 @@ use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 use super::columns::ts;
 use super::errors::sql_err_at;
 use super::handle::SqliteLedger;
-use crate::ledger::{
-    BaseResult, BreakerRecord, Dismissal, LedgerError, OutcomeEntry, OverrideEntry,
-};
+use crate::ledger::entries::{BaseResult, BreakerRecord, Dismissal, OutcomeEntry, OverrideEntry};
+use crate::ledger::error::LedgerError;
 
 pub(super) const MIGRATION_2_EVENTS: &str = "
 CREATE TABLE outcomes (

@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::ledger::LedgerError;
+use crate::ledger::error::LedgerError;
 
 /// The queue of one ledger file, opened on first use.
 #[derive(Debug)]

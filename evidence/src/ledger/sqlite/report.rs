@@ -15,10 +15,11 @@ use rusqlite::{Connection, Row, params, params_from_iter};
 use super::columns::{COLUMNS, ts};
 use super::errors::corrupt;
 use super::handle::SqliteLedger;
+use crate::ledger::entries::LedgerRow;
+use crate::ledger::error::LedgerError;
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts, day_of,
 };
-use crate::ledger::{LedgerError, LedgerRow};
 
 /// Schema 3: the report tables, filled from the rows already there. The
 /// JSON reading here mirrors `StoredFacts::from_extra` exactly (a test holds
@@ -116,7 +117,7 @@ UPDATE run_facts SET unisolated = 0 WHERE seq IN (
 pub(super) fn insert_facts(
     conn: &Connection,
     seq: u64,
-    entry: &crate::ledger::RunEntry,
+    entry: &crate::ledger::entries::RunEntry,
 ) -> rusqlite::Result<()> {
     let facts = StoredFacts::from_extra(&entry.extra);
     // Only a ledger cut by hand reuses a seq; its stale facts go.
@@ -432,8 +433,9 @@ impl SqliteLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::SCHEMA_VERSION;
+    use crate::ledger::entries::RunEntry;
     use crate::ledger::tests::{extras, report_entry as entry};
-    use crate::ledger::{RunEntry, SCHEMA_VERSION};
 
     fn dump(conn: &Connection, seqs: std::ops::RangeInclusive<u64>) -> Vec<String> {
         let mut out = Vec::new();

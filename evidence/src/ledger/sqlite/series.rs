@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::ledger::LedgerError;
+use crate::ledger::error::LedgerError;
 
 /// A held series lock; dropping it releases the lock.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ pub struct SeriesFile {
 impl SeriesFile {
     /// Takes the lock for `spec_id` of the ledger at `db`, waiting at most
     /// `wait`; `None` when it is still held by then.
-    pub(in crate::ledger) fn lock(
+    pub(super) fn lock(
         db: &Path,
         spec_id: &str,
         wait: Duration,
