@@ -239,6 +239,69 @@ fn failed(what: &str, id: &str, reason: Option<&str>) -> String {
     }
 }
 
+/// The doom-loop detector's conclusion as a verdict reason.
+pub(crate) fn doom_reason(d: &crate::retry::doom::DoomLoop) -> Reason {
+    Reason::new(
+        ReasonKind::DoomLoop,
+        d.pattern.as_str(),
+        Verdict::Escalate,
+        d.message.clone(),
+    )
+}
+
+/// A failing attempt read with the series' failing ones: one that keeps
+/// failing the same way (or flips between failures, or makes no progress)
+/// is escalated to a human, the detector's reason first.
+pub(crate) fn escalate_on_doom(
+    record: &mut crate::record::RunRecord,
+    failing: &[crate::retry::doom::FailingAttempt],
+    thresholds: crate::retry::doom::Thresholds,
+) {
+    if record.verdict != Verdict::Fail {
+        return;
+    }
+    let mut failing = failing.to_vec();
+    failing.push(crate::retry::doom::FailingAttempt {
+        attempt: record.attempt,
+        failures: record.failures.iter().cloned().collect(),
+    });
+    if let Some(d) = crate::retry::doom::detect(&failing, thresholds) {
+        record.verdict = Verdict::Escalate;
+        record.verdict_reasons.insert(0, doom_reason(&d));
+        record.doom_loop = Some(d);
+    }
+}
+
+/// Break glass: a human's override of this spec on this very content lets
+/// a run that did not pass through, signed and said first.
+pub(crate) fn apply_override(
+    record: &mut crate::record::RunRecord,
+    overrides: &[gate_evidence::ledger::OverrideEntry],
+) {
+    if record.verdict == Verdict::Pass {
+        return;
+    }
+    let Some(o) = overrides
+        .iter()
+        .find(|o| o.content_digest == record.content_digest)
+    else {
+        return;
+    };
+    record.verdict_reasons.insert(
+        0,
+        Reason::new(
+            ReasonKind::Override,
+            &o.run_id,
+            Verdict::Pass,
+            format!("overridden by {} (run {}): {}", o.by, o.run_id, o.reason),
+        ),
+    );
+    record.override_note = Some(format!("{}: {}", o.by, o.reason));
+    record.overridden = true;
+    record.qualifier = None;
+    record.verdict = Verdict::Pass;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

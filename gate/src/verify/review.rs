@@ -238,3 +238,67 @@ fn judge_inputs(spec: &Spec, snapshot: &Snapshot) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// The review, or why it did not run: an interrupted run, a failed
+/// cross-check or a glob that matches nothing asks no model, and neither
+/// does an offline one.
+pub(super) async fn review_or_skip(
+    run: &super::stage::Stage<'_>,
+    survey: &super::survey::Survey,
+    planned: &super::planning::Planned,
+    exercised: &super::exercise::Exercised,
+    tier: &TierDecision,
+    interrupt: &crate::interrupt::Interrupt,
+) -> Result<ReviewOutput, GateError> {
+    let super::stage::Stage {
+        ctx,
+        req,
+        events,
+        start,
+        setup,
+        history,
+        ..
+    } = *run;
+    let results = &exercised.harnessed.results;
+    let cross_checks_failed = results
+        .values()
+        .any(|r| r.status == gate_harness::Status::Failed);
+    let review = if exercised.harnessed.interrupted {
+        ReviewOutput::skipped("the run was interrupted")
+    } else if cross_checks_failed {
+        ReviewOutput::skipped("a cross-check failed; no model is asked until they pass")
+    } else if survey.globs_unmatched {
+        ReviewOutput::skipped("a glob of the spec matches no file; no model is asked until it does")
+    } else if req.offline {
+        ReviewOutput::skipped("offline (--offline)")
+    } else {
+        let stage = ReviewStage {
+            ctx,
+            spec: &setup.spec,
+            snapshot: &survey.snapshot,
+            changed: &survey.changed,
+            tier,
+            routing: &setup.routing,
+            prompts: &setup.prompts,
+            results,
+            plan: &planned.plan,
+            run_id: &start.run_id,
+            previous: history.previous.as_ref(),
+            full: req.full,
+            rule_set: &survey.rule_set,
+            events,
+            pages: &exercised.page_shots,
+            redactor: &planned.redactor,
+        };
+        tokio::select! {
+            review = stage.run() => review?,
+            () = interrupt.wait() => ReviewOutput::interrupted(),
+        }
+    };
+    if let Some(reason) = &review.record.reason {
+        events.emit(crate::events::RunEvent::ReviewSkipped {
+            reason: reason.clone(),
+        });
+    }
+    Ok(review)
+}

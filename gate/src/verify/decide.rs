@@ -1,0 +1,163 @@
+//! From what ran to the run's record: the items' records, the findings that
+//! stand (remembered across attempts), the verdict, and the doom loop and
+//! override the verdict module weighs last.
+
+use crate::guard;
+use crate::record::{CheckRecord, CriterionRecord, FateBy, Finding, RunRecord};
+use crate::retry::doom::Thresholds;
+use crate::retry::{self, memory};
+use crate::review::ReviewOutput;
+use crate::review::coordinator::sort_worst_first;
+use crate::tier::TierDecision;
+use crate::{base_runs, verdict};
+
+use super::exercise::Exercised;
+use super::planning::Planned;
+use super::records;
+use super::stage::Stage;
+use super::survey::Survey;
+
+/// The run's record, verdict and all.
+pub(super) fn decide(
+    run: &Stage<'_>,
+    survey: &Survey,
+    planned: &Planned,
+    exercised: Exercised,
+    tier: TierDecision,
+    review: ReviewOutput,
+) -> RunRecord {
+    let Stage {
+        start,
+        setup,
+        trust,
+        history,
+        ..
+    } = *run;
+    let spec = &setup.spec;
+    let (checks, criteria, base_findings) = item_records(run, planned, &exercised, &review);
+    let earlier_digests = history
+        .previous
+        .as_ref()
+        .map(|p| p.subjects.clone())
+        .unwrap_or_default();
+    let file_digest = |f: &str| survey.snapshot.get(f).map(|e| e.digest.to_hex());
+    // Finding memory: ids kept across attempts, dismissals, resolutions.
+    // The gate's own findings are decided afresh each run, never remembered.
+    let earlier: Vec<Finding> = history
+        .previous
+        .as_ref()
+        .map(|p| {
+            p.record
+                .findings
+                .iter()
+                .filter(|f| f.role != guard::GUARD_ROLE)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let remembered = memory::remember(
+        review.findings,
+        &earlier,
+        &history.dismissed,
+        &earlier_digests,
+        &file_digest,
+    );
+    let mut findings = remembered.findings;
+    findings.extend(trust.findings.iter().cloned());
+    findings.extend(survey.protection.findings.iter().cloned());
+    findings.extend(exercised.tampered);
+    findings.extend(survey.coverage_findings.iter().cloned());
+    findings.extend(base_findings);
+    sort_worst_first(&mut findings);
+
+    let decision = verdict::decide(&verdict::Inputs {
+        checks: &checks,
+        criteria: &criteria,
+        review: &review.record,
+        findings: &findings,
+        on_review_unavailable: spec
+            .policy
+            .on_review_unavailable
+            .for_tier(tier.tier.as_str()),
+        review_incomplete: &review.incomplete,
+    });
+
+    let mut record = start.bare(spec, history.attempt, decision.verdict, decision.reasons);
+    record.base.clone_from(&trust.base);
+    record.base_commit.clone_from(&trust.base_commit);
+    record.isolation = setup.isolation.record.clone();
+    record.base_runs = exercised.base_results.record;
+    record
+        .protected_reference
+        .clone_from(&survey.protection.reference);
+    record.tier = tier.tier;
+    record.tier_reason = tier.reason;
+    record.changed_files.clone_from(&survey.changed);
+    record.files_fingerprinted = survey.snapshot.len();
+    record.checks = checks;
+    record.criteria = criteria;
+    record.review = review.record;
+    record.findings = findings;
+    record.content_digest = survey.snapshot.digest_of(None).to_hex();
+    record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
+    record.finding_fates = remembered.fates;
+    let mut dropped = review.dropped;
+    dropped.extend(remembered.suppressed);
+    record.duplicates = dropped
+        .iter()
+        .filter(|f| f.lineage.by == Some(FateBy::Dedupe))
+        .count();
+    record.dropped_findings = dropped;
+    record.failures = retry::failures(&record);
+    record.routing_override.clone_from(&setup.routing_override);
+    record.pages = exercised.page_records;
+    record.qualifier = decision.qualifier;
+    record.self_guard = trust.self_guard.clone();
+
+    verdict::escalate_on_doom(
+        &mut record,
+        &history.failing,
+        Thresholds::from(&spec.policy),
+    );
+    verdict::apply_override(&mut record, &history.overrides);
+    record
+}
+
+/// The checks' and criteria's records (commands and texts redacted: a key
+/// pasted into one must not reach the bundle either), the judge's answers
+/// applied, and what the base runs found.
+fn item_records(
+    run: &Stage<'_>,
+    planned: &Planned,
+    exercised: &Exercised,
+    review: &ReviewOutput,
+) -> (Vec<CheckRecord>, Vec<CriterionRecord>, Vec<Finding>) {
+    let Stage {
+        setup,
+        trust,
+        history,
+        ..
+    } = *run;
+    let (mut checks, mut criteria) = records::records(
+        &setup.spec,
+        &planned.plan,
+        &exercised.harnessed,
+        &review.record,
+        history.previous.as_ref(),
+    );
+    for c in &mut checks {
+        c.command = planned.redactor.redact(&c.command);
+    }
+    for c in &mut criteria {
+        c.command = c.command.as_deref().map(|t| planned.redactor.redact(t));
+        c.text = planned.redactor.redact(&c.text);
+    }
+    records::apply_judgements(&mut criteria, &review.judgements);
+    let base_findings = base_runs::apply(
+        &mut criteria,
+        &exercised.base_results,
+        &setup.spec_file,
+        trust.base_commit.as_deref(),
+    );
+    (checks, criteria, base_findings)
+}

@@ -1,0 +1,85 @@
+//! A series that is escalated, or whose attempt budget is spent, decides
+//! nothing of its own: nothing of the workspace runs, and its record says
+//! why, every declared item skipped.
+
+use crate::errors::GateError;
+use crate::events::RunEvent;
+use crate::record::{Reason, ReasonKind, RunRecord, Verdict};
+use crate::retry::doom::{self, Thresholds};
+use crate::verdict::doom_reason;
+
+use super::records;
+use super::stage::Stage;
+
+/// The record of a run its series does not let decide, if this is one.
+/// An escalation for a spent budget is recorded, so the series stays
+/// escalated; a run of an escalated series is not.
+pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateError> {
+    let Stage {
+        ctx,
+        events,
+        start,
+        setup,
+        history,
+        ..
+    } = *run;
+    let spec = &setup.spec;
+    if let Some((escalated_by, doom)) = &history.escalated {
+        // Nothing runs until a human starts a new series or overrides.
+        let mut reasons = vec![Reason::new(
+            ReasonKind::DoomLoop,
+            escalated_by,
+            Verdict::Escalate,
+            format!(
+                "the series of `{}` is escalated since run {escalated_by}; start a new series \
+                 with `gate verify --new-series` or let it through with `gate override \
+                 {escalated_by}`",
+                spec.spec.id
+            ),
+        )];
+        if let Some(d) = doom {
+            reasons.push(doom_reason(d));
+        }
+        let mut record = start.bare(spec, history.attempt, Verdict::Escalate, reasons);
+        (record.checks, record.criteria) = records::not_run(
+            spec,
+            "not run: the series is escalated (start a new series or override)",
+        );
+        record.doom_loop.clone_from(doom);
+        record.routing_override.clone_from(&setup.routing_override);
+        return Ok(Some(record));
+    }
+    let Some(d) = doom::over_budget(
+        history.attempt,
+        &history.failing,
+        Thresholds::from(&spec.policy),
+    ) else {
+        return Ok(None);
+    };
+    let mut record = start.bare(
+        spec,
+        history.attempt,
+        Verdict::Escalate,
+        vec![doom_reason(&d)],
+    );
+    (record.checks, record.criteria) =
+        records::not_run(spec, "not run: the attempt budget is spent");
+    record.doom_loop = Some(d);
+    record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
+    record.routing_override.clone_from(&setup.routing_override);
+    if let Some(w) = super::seal::finish(
+        ctx,
+        &setup.store,
+        &mut record,
+        &setup.key,
+        &[],
+        &setup.routing,
+        &setup.prompts,
+        &spec.policy,
+        serde_json::json!([]),
+        serde_json::json!([]),
+    )? {
+        events.emit(RunEvent::Warning(w));
+    }
+    Ok(Some(record))
+}

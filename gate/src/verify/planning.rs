@@ -1,0 +1,115 @@
+//! The plan: every check, criterion and page, what a retry carries, and the
+//! secret values no output may show.
+
+use std::path::PathBuf;
+
+use gate_harness::secrets::Redactor;
+use gate_specs::Spec;
+
+use crate::config;
+use crate::events::PlannedEvent;
+use crate::events::RunEvent;
+use crate::pages;
+use crate::plan::{self, Plan};
+use crate::retry;
+
+use super::stage::Stage;
+use super::survey::Survey;
+
+/// What the run will do, and what it must not show.
+pub(super) struct Planned {
+    /// Every item, with what this attempt does with it.
+    pub plan: Plan,
+    /// Where this run's page screenshots go.
+    pub shots_dir: PathBuf,
+    /// The secret values of the run's environment.
+    pub redact: Vec<String>,
+    /// Those values and the secret shapes, as one redactor.
+    pub redactor: Redactor,
+}
+
+/// Plans the run and says what it will do.
+pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
+    let Stage {
+        ctx,
+        req,
+        events,
+        start,
+        setup,
+        trust,
+        history,
+    } = *run;
+    let spec = &setup.spec;
+    let mut plan = plan::first_attempt(spec, &survey.snapshot);
+    // Every page is planned: those the change touches are looked at in a
+    // browser, as checks; the others are skipped, with why.
+    let shots_dir = pages::shots_dir(&ctx.state_dir, &start.run_id);
+    plan.items.extend(pages::plan_items(
+        spec,
+        &survey.snapshot,
+        &survey.changed,
+        &pages::Surroundings {
+            has_base: trust.base.is_some(),
+            out_dir: shots_dir.clone(),
+            browser: config::chromium(),
+            axe: config::axe_core(&ctx.workspace),
+            env: &config::env_value,
+        },
+    ));
+    retry::delta::apply(&mut plan, spec, history.previous.as_ref(), req.full);
+    let mut secret_names = setup.routing.key_variables();
+    secret_names.extend(pages::credential_variables(spec));
+    let redact = config::secret_env_values(&secret_names);
+    let redactor = Redactor::new(&redact);
+    events.emit(RunEvent::Planned(planned_events(&plan, spec, &redactor)));
+    let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
+    let carried = plan.items.iter().filter(|i| i.decision.carries()).count();
+    if history.previous.is_some() && !req.full {
+        super::start::notice(
+            events,
+            &format!(
+                "gate: re-running {reruns} of {} items; carrying {carried} forward",
+                reruns + carried
+            ),
+        );
+    }
+    Planned {
+        plan,
+        shots_dir,
+        redact,
+        redactor,
+    }
+}
+
+/// The plan as events report it, each item with its task and (a
+/// criterion) its text.
+fn planned_events(
+    plan: &plan::Plan,
+    spec: &Spec,
+    redactor: &gate_harness::secrets::Redactor,
+) -> Vec<PlannedEvent> {
+    let mut owner: std::collections::HashMap<String, (String, Option<String>)> = spec
+        .criteria()
+        .map(|(t, c)| (c.id.clone(), (t.id.clone(), Some(redactor.redact(&c.text)))))
+        .collect();
+    owner.extend(
+        spec.tasks
+            .iter()
+            .filter(|t| t.tests.is_some())
+            .map(|t| (Spec::tests_check_id(t), (t.id.clone(), None))),
+    );
+    plan.items
+        .iter()
+        .map(|i| {
+            let (task, text) = owner.get(&i.id).cloned().unzip();
+            PlannedEvent {
+                id: i.id.clone(),
+                kind: i.kind,
+                judged: i.work.is_none(),
+                task,
+                text: text.flatten(),
+                decision: serde_json::to_value(&i.decision).unwrap_or_default(),
+            }
+        })
+        .collect()
+}

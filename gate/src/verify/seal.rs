@@ -1,0 +1,121 @@
+//! The evidence: the run sealed into its signed bundle and appended to the
+//! ledger, with every file it rests on named.
+
+use std::time::Instant;
+
+use gate_evidence::Digest;
+use gate_evidence::store::BundleStore;
+
+use crate::attest;
+use crate::config::Context;
+use crate::review::prompts::Prompts;
+use crate::routing::Routing;
+
+use crate::errors::GateError;
+use crate::events::RunEvent;
+use crate::record::{RunRecord, millis};
+
+use super::planning::Planned;
+use super::records;
+use super::stage::Stage;
+use super::survey::Survey;
+
+/// Seals `record` and records it; a ledger that cannot take it leaves the
+/// bundle spooled, and the run says so.
+pub(super) fn seal(
+    run: &Stage<'_>,
+    survey: &Survey,
+    planned: &Planned,
+    record: &mut RunRecord,
+) -> Result<(), GateError> {
+    let Stage {
+        ctx,
+        req,
+        events,
+        start,
+        setup,
+        ..
+    } = *run;
+    let (rules, snapshot) = (&survey.rule_set, &survey.snapshot);
+    let evidence_started = Instant::now();
+    let config_files = super::setup::config_files(req, &setup.routing, &setup.prompts);
+    let mut names = records::subject_names(ctx, &config_files, &setup.spec, snapshot, record);
+    names.extend(rules.files.iter().map(|(path, _)| path.clone()));
+    names.sort();
+    names.dedup();
+    let rules_digests = serde_json::Value::Array(
+        rules
+            .files
+            .iter()
+            .map(|(path, bytes)| {
+                serde_json::json!({"file": path, "blake3": Digest::of(bytes).to_hex()})
+            })
+            .collect(),
+    );
+    if let Some(w) = finish(
+        ctx,
+        &setup.store,
+        record,
+        &setup.key,
+        &names,
+        &setup.routing,
+        &setup.prompts,
+        &setup.spec.policy,
+        records::plan_json(&planned.plan),
+        rules_digests,
+    )? {
+        events.emit(RunEvent::Warning(w));
+    }
+    // What the evidence step adds to a run (bench/evidence.sh reads this).
+    tracing::info!(
+        target: "gate::timings",
+        run_ms = millis(start.clock.elapsed()),
+        evidence_ms = millis(evidence_started.elapsed()),
+        "run timings"
+    );
+    Ok(())
+}
+
+/// Seals the run into its bundle and appends its ledger row.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish(
+    ctx: &Context,
+    store: &BundleStore,
+    record: &mut RunRecord,
+    key: &gate_evidence::SigningKey,
+    subject_names: &[String],
+    routing: &Routing,
+    prompts: &Prompts,
+    policy: &gate_specs::Policy,
+    plan: serde_json::Value,
+    rules: serde_json::Value,
+) -> Result<Option<String>, GateError> {
+    let extra = attest::PredicateExtra {
+        policy: serde_json::to_value(policy).unwrap_or_default(),
+        routing_origin: routing.origin.to_string(),
+        routing_digest: routing.digest().to_hex(),
+        routing_override: record.routing_override.clone(),
+        prompts: serde_json::Value::Array(
+            prompts
+                .digests()
+                .into_iter()
+                .map(|(key, d, path)| {
+                    serde_json::json!({"prompt": key, "blake3": d.to_hex(),
+                        "file": path.map(|p| p.display().to_string())})
+                })
+                .collect(),
+        ),
+        rules,
+        plan,
+        previous_bundle: record.previous_bundle.clone(),
+    };
+    let entry_extra = attest::ledger_extra(record);
+    let subjects = attest::subjects(&ctx.workspace, subject_names);
+    Ok(
+        attest::record_run(ctx, store, record, key, subjects, &extra, entry_extra)?.map(|why| {
+            format!(
+                "gate: this run was not recorded ({why}); the bundle is kept for `gate ledger import`"
+            )
+        }),
+    )
+}

@@ -1,0 +1,194 @@
+//! What the run looks at before anything of the workspace runs: the
+//! workspace fingerprinted, the change, the house rules, the verifiers
+//! compared with their reference (and everything the gate reads made
+//! read-only to what it runs), and what the spec's globs cover.
+
+use std::path::{Path, PathBuf};
+
+use gate_evidence::Snapshot;
+use gate_specs::InputGlobs;
+
+use crate::config::Context;
+use crate::errors::GateError;
+use crate::events::RunEvent;
+use crate::record::Finding;
+use crate::rules::{self, RuleSet};
+use crate::{change, coverage, verifiers};
+
+use super::setup::Setup;
+use super::stage::Stage;
+use super::start::VerifyRequest;
+use super::trust::Trust;
+
+/// The workspace as the run found it.
+pub(super) struct Survey {
+    /// Every file's digest.
+    pub snapshot: Snapshot,
+    /// The changed files, workspace-relative, the gate's own left out.
+    pub changed: Vec<String>,
+    /// The house rules.
+    pub rule_set: RuleSet,
+    /// The verifiers compared with their reference.
+    pub protection: verifiers::Protection,
+    /// Globs that match nothing, and (with a base) files nothing names.
+    pub coverage_findings: Vec<Finding>,
+    /// Whether a glob of the spec matches no file (no model is asked then).
+    pub globs_unmatched: bool,
+}
+
+/// Surveys the workspace; returns the launcher the items run through
+/// beside it (the read-only paths and overlays the survey decided).
+pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Launcher), GateError> {
+    let Stage {
+        ctx,
+        req,
+        events,
+        setup,
+        trust,
+        history,
+        ..
+    } = *run;
+    let spec = &setup.spec;
+    let snapshot = super::harness::fingerprint(ctx, spec, &req.own_files).await?;
+    let changed = changed(ctx, req, setup, trust, &snapshot).await?;
+    // House rules are configuration: a broken rules file stops the run
+    // before anything runs.
+    let rule_files: Vec<String> = snapshot
+        .regular_files()
+        .filter(|p| rules::discover::is_rules_file(p))
+        .map(str::to_owned)
+        .collect();
+    let rule_set = RuleSet::load(&ctx.workspace, &rule_files)?;
+
+    // The exam out of the examinee's reach: verifiers compared with the
+    // base (or the series' first attempt), and everything the gate reads
+    // read-only to what it runs.
+    let protection = verifiers::protect(verifiers::Inputs {
+        spec,
+        base_spec: trust.base_spec.as_ref(),
+        workspace: &ctx.workspace,
+        snapshot: &snapshot,
+        base: trust.base_commit.as_deref().map(|c| (&setup.git, c)),
+        previous: history
+            .previous
+            .as_ref()
+            .map(|p| &p.record.protected_reference)
+            .filter(|r| trust.base_commit.is_none() && !r.is_empty()),
+        base_dir: setup.isolation.base_dir(),
+    })
+    .await?;
+    let config_files: Vec<PathBuf> =
+        super::setup::config_files(req, &setup.routing, &setup.prompts)
+            .into_iter()
+            .map(Path::to_path_buf)
+            .collect();
+    let mut read_only = config_files.clone();
+    read_only.extend(
+        rule_set
+            .files
+            .iter()
+            .map(|(path, _)| ctx.workspace.join(path)),
+    );
+    read_only.push(ctx.workspace.join(".git"));
+    read_only.extend(protection.read_only.iter().cloned());
+    let launcher = setup
+        .isolation
+        .items(read_only, protection.overlays.clone());
+    if !protection.unprotected.is_empty() {
+        let one = protection.unprotected.len() == 1;
+        events.emit(RunEvent::Warning(format!(
+            "gate: {} run{} no file of the workspace, so nothing protects what decides {}: \
+             name the files in `[spec] protected`",
+            list_ids(&protection.unprotected),
+            if one { "s" } else { "" },
+            if one { "it" } else { "them" },
+        )));
+    }
+
+    // What the spec's globs cover: one that matches no file fails the run;
+    // with a base, changed files nothing of the spec names are a warning.
+    let mut coverage_findings = coverage::unmatched_globs(
+        spec,
+        &coverage::SpecSource {
+            file: &setup.spec_file,
+            text: &setup.spec_text,
+            format: gate_specs::Format::from_path(&req.spec_path),
+        },
+        &snapshot,
+    );
+    let globs_unmatched = !coverage_findings.is_empty();
+    if trust.base.is_some() {
+        let mut own = change::relative_to(&ctx.workspace, &config_files);
+        own.extend(rule_files.iter().cloned());
+        coverage_findings.extend(coverage::uncovered_changes(
+            spec,
+            &setup.spec_file,
+            &changed,
+            &own,
+        ));
+    }
+    Ok((
+        Survey {
+            snapshot,
+            changed,
+            rule_set,
+            protection,
+            coverage_findings,
+            globs_unmatched,
+        },
+        launcher,
+    ))
+}
+
+/// The change: against the base, or (without one) the tasks' paths. The
+/// gate's own files are never the change, though git lists them as
+/// untracked when nothing ignores them: the state directory (the signing
+/// key, the ledger, bundles) and what this run writes its results to.
+async fn changed(
+    ctx: &Context,
+    req: &VerifyRequest,
+    setup: &Setup,
+    trust: &Trust,
+    snapshot: &Snapshot,
+) -> Result<Vec<String>, GateError> {
+    let task_paths = InputGlobs::new(
+        &setup
+            .spec
+            .tasks
+            .iter()
+            .flat_map(|t| t.paths.iter())
+            .collect::<Vec<_>>(),
+    )
+    .map_err(|e| GateError::Usage(e.to_string()))?;
+    let mut changed = match (&trust.base, &trust.base_commit) {
+        (Some(base), Some(commit)) => {
+            change::with_base(&setup.git, &ctx.workspace, base, commit).await?
+        }
+        _ => change::by_paths(snapshot, &task_paths),
+    };
+    let own_paths: Vec<PathBuf> = req
+        .own_files
+        .iter()
+        .cloned()
+        .chain(ctx.state_inside_workspace())
+        .collect();
+    change::leave_out(
+        &mut changed,
+        &change::relative_to(&ctx.workspace, &own_paths),
+    );
+    Ok(changed)
+}
+
+/// "criterion `a`", "criteria `a`, `b`".
+fn list_ids(ids: &[String]) -> String {
+    let names: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
+    format!(
+        "{} {}",
+        if ids.len() == 1 {
+            "criterion"
+        } else {
+            "criteria"
+        },
+        names.join(", ")
+    )
+}
