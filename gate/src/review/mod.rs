@@ -517,22 +517,105 @@ fn coordinator_estimate(input: &ReviewInput<'_>, shared: &str) -> u64 {
         + COORDINATOR_ALLOWANCE)
 }
 
-/// Runs the review: the panel concurrently, then the coordinator.
+/// One reviewer's request, built before anything is sent; `place` keeps
+/// its seat's place for the record.
+struct Request {
+    place: usize,
+    seat: Seat,
+    blocks: Vec<Block>,
+    coverage: Coverage,
+    remit_digest: String,
+}
+
+/// A reviewer whose remit did not change since the previous attempt: its
+/// answer is carried instead of asked.
+struct Carried<'a> {
+    place: usize,
+    seat: Seat,
+    review: &'a CarriedReview,
+    remit_digest: String,
+}
+
+/// Every request of the run: the panel's (the first `of_code`),
+/// then one per page; the reviewers not asked, and those carried.
+struct Requests<'a> {
+    asked: Vec<Request>,
+    of_code: usize,
+    skipped: Vec<(usize, SpecialistRecord)>,
+    carried: Vec<Carried<'a>>,
+}
+
+/// What the panel's answers (and the carried ones) give.
+struct Answers {
+    specialists: Vec<SpecialistRecord>,
+    raised: Vec<Raised>,
+    dropped: Vec<Finding>,
+    judgements: BTreeMap<String, Judgement>,
+    rules: Vec<answer::RuleAnswer>,
+    pages: Vec<(usize, Vec<answer::RuleAnswer>)>,
+}
+
+/// Runs the review: the requests and the budget built, the panel asked
+/// concurrently, its answers collected, then coordinated.
 pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let policy = input.policy;
     let tier = input.tier.tier;
     let review_deadline = Instant::now() + Duration::from_secs(policy.review_timeout_s);
-    let remits = Remits::build(input);
     let shared = shared_context(input);
+    let requests = build_requests(input, &seats(input, tier), &shared);
+    let (estimate, refused) = preflight(input, &requests, &shared, tier);
+    let budget = Budget::new(policy.max_input_tokens);
+    let results = ask_panel(
+        input,
+        &requests,
+        refused.as_deref(),
+        &budget,
+        review_deadline,
+    )
+    .await;
+    let mut answers = collect(input, requests, &results);
+    let mut incomplete: Vec<String> = refused.iter().cloned().collect();
+    incomplete.extend(under_covered(&answers.specialists, policy.min_coverage));
+    let findings = coordinate(
+        input,
+        &mut answers,
+        &shared,
+        refused.is_none(),
+        &budget,
+        review_deadline,
+    )
+    .await;
+    let (status, reason) = match &refused {
+        Some(why) => (ReviewStatus::DidNotRun, Some(why.clone())),
+        None => (ReviewStatus::Ran, None),
+    };
+    ReviewOutput {
+        record: ReviewRecord {
+            status,
+            reason,
+            specialists: answers.specialists,
+            budget: Some(BudgetRecord {
+                max_input_tokens: policy.max_input_tokens,
+                estimated: estimate,
+                sent: budget.sent(),
+            }),
+        },
+        findings,
+        dropped: answers.dropped,
+        judgements: answers.judgements,
+        incomplete,
+    }
+}
 
+/// The panel of `tier`, each seat with its own material (the judge's
+/// criteria, a share of the house rules' questions).
+fn seats(input: &ReviewInput<'_>, tier: Tier) -> Vec<(Seat, String)> {
     let classes: Vec<FileClass> = input
         .change
         .iter()
         .filter(|f| f.noise.is_none())
         .map(|f| f.class)
         .collect();
-    // Each seat with its own material (the judge's criteria, a share of the
-    // house rules' questions).
     let mut seats: Vec<(Seat, String)> = panel::reviewers(tier, &classes)
         .into_iter()
         .map(|s| (s, String::new()))
@@ -552,20 +635,32 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         };
         seats.push((seat, ask::questions(input.fence, chunk)));
     }
+    seats
+}
 
-    // Every request, built before anything is sent, so the budget can refuse
-    // the run whole. A reviewer with nothing in its remit is not asked; a
-    // role whose remit did not change since the previous attempt is carried
-    // instead of asked. Each keeps its seat's place for the record.
-    let mut skipped: Vec<(usize, SpecialistRecord)> = Vec::new();
-    let mut carried_seats: Vec<(usize, Seat, &CarriedReview, String)> = Vec::new();
-    let mut requests: Vec<(usize, Seat, Vec<Block>, Coverage, String)> = Vec::new();
+/// Every request, built before anything is sent, so the budget can refuse
+/// the run whole. A reviewer with nothing in its remit is not asked; a
+/// role whose remit did not change since the previous attempt is carried
+/// instead of asked; each page that design rules apply to gets a request
+/// of its own, its screenshots attached.
+fn build_requests<'a>(
+    input: &ReviewInput<'a>,
+    seats: &[(Seat, String)],
+    shared: &str,
+) -> Requests<'a> {
+    let remits = Remits::build(input);
+    let mut out = Requests {
+        asked: Vec::new(),
+        of_code: 0,
+        skipped: Vec::new(),
+        carried: Vec::new(),
+    };
     for (place, (seat, material)) in seats.iter().enumerate() {
         let blocks = remits.for_prompt(seat.prompt);
         let asks_own_questions = matches!(seat.role, Role::Judge | Role::Rules);
         if !asks_own_questions && blocks.iter().all(|b| b.is_empty()) {
             let why = nothing_to_review(seat.prompt, input.change);
-            skipped.push((place, skipped_record(seat.role, why)));
+            out.skipped.push((place, skipped_record(seat.role, why)));
             continue;
         }
         let coverage = Coverage::of(&blocks);
@@ -585,10 +680,15 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             && c.record.remit_digest == digest
             && !asks_own_questions
         {
-            carried_seats.push((place, *seat, c, digest));
+            out.carried.push(Carried {
+                place,
+                seat: *seat,
+                review: c,
+                remit_digest: digest,
+            });
             continue;
         }
-        let mut request = vec![Block::cached(shared.clone())];
+        let mut request = vec![Block::cached(shared.to_owned())];
         for (i, b) in blocks.iter().enumerate() {
             // Anthropic caches only where marked: after the shared context
             // and after the first (widest-shared) remit block.
@@ -599,10 +699,15 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             });
         }
         request.push(Block::new(instructions(input.prompts, seat.prompt, &extra)));
-        requests.push((place, *seat, request, coverage, digest));
+        out.asked.push(Request {
+            place,
+            seat: *seat,
+            blocks: request,
+            coverage,
+            remit_digest: digest,
+        });
     }
-    // One request per page that design rules apply to, its screenshots attached.
-    let code_requests = requests.len();
+    out.of_code = out.asked.len();
     for (p, page) in input.pages.iter().enumerate() {
         let seat = Seat {
             role: Role::Rules,
@@ -610,31 +715,45 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         };
         let extra = design::questions(input.fence, &page.asked);
         let text = instructions(input.prompts, seat.prompt, &extra);
-        let blocks = design::request(&shared, input.fence, &page.page, text);
-        let coverage = Coverage {
-            files: page.page.files.clone(),
-            ..Coverage::default()
-        };
-        requests.push((seats.len() + p, seat, blocks, coverage, String::new()));
+        out.asked.push(Request {
+            place: seats.len() + p,
+            seat,
+            blocks: design::request(shared, input.fence, &page.page, text),
+            coverage: Coverage {
+                files: page.page.files.clone(),
+                ..Coverage::default()
+            },
+            remit_digest: String::new(),
+        });
     }
+    out
+}
 
-    // The pre-flight estimate: every request and its one repair, and the
-    // model coordinator when one may be asked.
+/// The pre-flight estimate (every request and its one repair, and the
+/// model coordinator when one may be asked), and why the budget refuses
+/// the review whole, if it does.
+fn preflight(
+    input: &ReviewInput<'_>,
+    requests: &Requests<'_>,
+    shared: &str,
+    tier: Tier,
+) -> (u64, Option<String>) {
+    let policy = input.policy;
     let review_schema = Expect::Review.schema();
     let mut estimate: u64 = requests
+        .asked
         .iter()
-        .map(|(_, _, blocks, _, _)| 2 * estimated_input_tokens(blocks, &review_schema, &[]))
+        .map(|r| 2 * estimated_input_tokens(&r.blocks, &review_schema, &[]))
         .sum();
-    let reviewers_answer = requests[..code_requests]
+    let reviewers_answer = requests.asked[..requests.of_code]
         .iter()
-        .map(|(_, seat, ..)| seat.role)
-        .chain(carried_seats.iter().map(|(_, seat, ..)| seat.role))
+        .map(|r| r.seat.role)
+        .chain(requests.carried.iter().map(|c| c.seat.role))
         .any(|r| !matches!(r, Role::Rules));
     let coordinated = tier == Tier::Full && reviewers_answer;
     if coordinated {
-        estimate += coordinator_estimate(input, &shared);
+        estimate += coordinator_estimate(input, shared);
     }
-    let budget = Budget::new(policy.max_input_tokens);
     let refused = (estimate > policy.max_input_tokens).then(|| {
         format!(
             "over budget: about {estimate} input tokens (every request with its one repair{}), \
@@ -648,169 +767,215 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
             policy.max_input_tokens
         )
     });
+    (estimate, refused)
+}
 
-    let mut specialists: Vec<(usize, SpecialistRecord)> = skipped;
-    let results: Vec<CallResult> = if let Some(why) = &refused {
-        requests
+/// Asks every request's chain concurrently, each within the budget's
+/// running total; a review the budget refused sends nothing.
+async fn ask_panel(
+    input: &ReviewInput<'_>,
+    requests: &Requests<'_>,
+    refused: Option<&str>,
+    budget: &Budget,
+    review_deadline: Instant,
+) -> Vec<CallResult> {
+    let tier = input.tier.tier;
+    if let Some(why) = refused {
+        return requests
+            .asked
             .iter()
             .map(|_| CallResult {
-                answer: Err(why.clone()),
+                answer: Err(why.to_owned()),
                 ..CallResult::empty()
             })
-            .collect()
-    } else {
-        input.events.emit(RunEvent::ReviewStarted {
-            tier,
-            seats: requests
-                .iter()
-                .map(|(_, seat, ..)| seat_event(input, *seat, tier))
-                .collect(),
-        });
-        for (_, record) in &specialists {
-            input.events.emit(RunEvent::SpecialistFinished {
-                record: Box::new(record.clone()),
-                raised: 0,
-            });
-        }
-        let calls = requests.iter().map(|(_, seat, blocks, coverage, _)| {
-            let (plan, why) =
-                call_plan(input, *seat, tier, review_deadline, Expect::Review, &budget);
-            async move {
-                let result = bounded_ask(input, &plan, blocks, &why).await;
-                input.events.emit(RunEvent::SpecialistFinished {
-                    record: Box::new(specialist_record(seat.role, &result, coverage)),
-                    raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
-                });
-                result
-            }
-        });
-        futures::future::join_all(calls).await
-    };
-
-    let mut raised = Vec::new();
-    let mut dropped: Vec<Finding> = Vec::new();
-    let mut judgements = unjudged(input.judged, "the judge did not run");
-    let mut incomplete: Vec<String> = refused.iter().cloned().collect();
-    let mut rule_answers = Vec::new();
-    for (place, seat, c, digest) in &carried_seats {
-        specialists.push((
-            *place,
-            SpecialistRecord {
-                input_tokens: Some(0),
-                cached_input_tokens: Some(0),
-                cache_write_tokens: Some(0),
-                output_tokens: Some(0),
-                cost_usd: Some(0.0),
-                latency_ms: 0,
-                attempts: Vec::new(),
-                remit_digest: digest.clone(),
-                carried_from: Some(c.from_run.clone()),
-                ..c.record.clone()
-            },
-        ));
-        raised.extend(c.findings.iter().map(|f| Raised {
-            role: seat.role,
-            finding: answer::RawFinding {
-                severity: f.severity.clone(),
-                file: f.file.clone(),
-                line: f.line,
-                title: f.title.clone(),
-                detail: f.detail.clone(),
-                confidence: f.confidence,
-            },
-        }));
+            .collect();
     }
-    let mut page_answers = Vec::new();
-    for (k, ((place, seat, _, coverage, digest), result)) in
-        requests.iter().zip(&results).enumerate()
-    {
-        let mut record = specialist_record(seat.role, result, coverage);
-        record.remit_digest.clone_from(digest);
-        specialists.push((*place, record));
-        if let Some(p) = k.checked_sub(code_requests) {
+    input.events.emit(RunEvent::ReviewStarted {
+        tier,
+        seats: requests
+            .asked
+            .iter()
+            .map(|r| seat_event(input, r.seat, tier))
+            .collect(),
+    });
+    for (_, record) in &requests.skipped {
+        input.events.emit(RunEvent::SpecialistFinished {
+            record: Box::new(record.clone()),
+            raised: 0,
+        });
+    }
+    let calls = requests.asked.iter().map(|r| {
+        let (plan, why) = call_plan(input, r.seat, tier, review_deadline, Expect::Review, budget);
+        async move {
+            let result = bounded_ask(input, &plan, &r.blocks, &why).await;
+            input.events.emit(RunEvent::SpecialistFinished {
+                record: Box::new(specialist_record(r.seat.role, &result, &r.coverage)),
+                raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+            });
+            result
+        }
+    });
+    futures::future::join_all(calls).await
+}
+
+/// The records of every seat in its place, and what the answers raised:
+/// carried reviews first, then each request's answer (the judge's answers,
+/// the rules', the pages', and the findings, invalid ones recorded).
+fn collect(input: &ReviewInput<'_>, requests: Requests<'_>, results: &[CallResult]) -> Answers {
+    let mut specialists = requests.skipped;
+    let mut answers = Answers {
+        specialists: Vec::new(),
+        raised: Vec::new(),
+        dropped: Vec::new(),
+        judgements: unjudged(input.judged, "the judge did not run"),
+        rules: Vec::new(),
+        pages: Vec::new(),
+    };
+    for c in &requests.carried {
+        specialists.push((c.place, carried_record(c)));
+        answers
+            .raised
+            .extend(c.review.findings.iter().map(|f| Raised {
+                role: c.seat.role,
+                finding: answer::RawFinding {
+                    severity: f.severity.clone(),
+                    file: f.file.clone(),
+                    line: f.line,
+                    title: f.title.clone(),
+                    detail: f.detail.clone(),
+                    confidence: f.confidence,
+                },
+            }));
+    }
+    for (k, (request, result)) in requests.asked.iter().zip(results).enumerate() {
+        let role = request.seat.role;
+        let mut record = specialist_record(role, result, &request.coverage);
+        record.remit_digest.clone_from(&request.remit_digest);
+        specialists.push((request.place, record));
+        if let Some(p) = k.checked_sub(requests.of_code) {
             if let Ok(answer) = &result.answer {
-                page_answers.push((p, answer.rules.clone()));
+                answers.pages.push((p, answer.rules.clone()));
             }
             continue;
         }
         let Ok(answer) = &result.answer else {
-            if seat.role == Role::Judge {
+            if role == Role::Judge {
                 let why = result.answer.as_ref().err().cloned().unwrap_or_default();
-                judgements = unjudged(
+                answers.judgements = unjudged(
                     input.judged,
                     &format!("the judge did not run: {}", plain(&why)),
                 );
             }
             continue;
         };
-        if seat.role == Role::Judge {
-            for c in input.judged {
-                let judgement = match answer.criteria.iter().find(|a| a.id == c.id) {
-                    Some(a) => Judgement {
-                        met: Some(a.met),
-                        why: a.why.clone(),
-                    },
-                    None => Judgement {
-                        met: None,
-                        why: "the judge gave no answer for it".to_owned(),
-                    },
-                };
-                judgements.insert(c.id.clone(), judgement);
-            }
+        if role == Role::Judge {
+            judge_answers(input, answer, &mut answers.judgements);
         }
-        if seat.role == Role::Rules {
+        if role == Role::Rules {
             // The rules seat answers through `rules` only.
-            rule_answers.extend(answer.rules.iter().cloned());
+            answers.rules.extend(answer.rules.iter().cloned());
             continue;
         }
-        dropped.extend(answer.invalid.iter().map(|i| {
-            coordinator::to_finding(seat.role, &i.finding)
-                .dropped(FateBy::Validation, i.why.clone())
+        answers.dropped.extend(answer.invalid.iter().map(|i| {
+            coordinator::to_finding(role, &i.finding).dropped(FateBy::Validation, i.why.clone())
         }));
-        raised.extend(answer.findings.iter().map(|f| Raised {
-            role: seat.role,
-            finding: f.clone(),
-        }));
+        answers
+            .raised
+            .extend(answer.findings.iter().map(|f| Raised {
+                role,
+                finding: f.clone(),
+            }));
     }
     specialists.sort_by_key(|(place, _)| *place);
-    let mut specialists: Vec<SpecialistRecord> = specialists.into_iter().map(|(_, r)| r).collect();
-    incomplete.extend(under_covered(&specialists, policy.min_coverage));
+    answers.specialists = specialists.into_iter().map(|(_, r)| r).collect();
+    answers
+}
 
+/// A carried reviewer's record: its earlier answer, at no cost now.
+fn carried_record(c: &Carried<'_>) -> SpecialistRecord {
+    SpecialistRecord {
+        input_tokens: Some(0),
+        cached_input_tokens: Some(0),
+        cache_write_tokens: Some(0),
+        output_tokens: Some(0),
+        cost_usd: Some(0.0),
+        latency_ms: 0,
+        attempts: Vec::new(),
+        remit_digest: c.remit_digest.clone(),
+        carried_from: Some(c.review.from_run.clone()),
+        ..c.review.record.clone()
+    }
+}
+
+/// The judge's answer for each judged criterion; one it left out is said
+/// to have no answer.
+fn judge_answers(
+    input: &ReviewInput<'_>,
+    answer: &answer::Answer,
+    judgements: &mut BTreeMap<String, Judgement>,
+) {
+    for c in input.judged {
+        let judgement = match answer.criteria.iter().find(|a| a.id == c.id) {
+            Some(a) => Judgement {
+                met: Some(a.met),
+                why: a.why.clone(),
+            },
+            None => Judgement {
+                met: None,
+                why: "the judge gave no answer for it".to_owned(),
+            },
+        };
+        judgements.insert(c.id.clone(), judgement);
+    }
+}
+
+/// What stands: the raised findings fused (deduplicated, the confidence
+/// floor, outside the change), the model coordinator's word on the full
+/// tier, and the house rules' and pages' findings merged in. What it drops
+/// goes into `answers.dropped`, its record into `answers.specialists`.
+async fn coordinate(
+    input: &ReviewInput<'_>,
+    answers: &mut Answers,
+    shared: &str,
+    sent: bool,
+    budget: &Budget,
+    review_deadline: Instant,
+) -> Vec<Finding> {
+    let policy = input.policy;
     let changed: BTreeSet<String> = input
         .change
         .iter()
         .filter(|f| f.noise.is_none())
         .map(|f| f.path.clone())
         .collect();
-    let fusion = coordinator::fuse(&raised, &changed, policy.confidence_floor);
+    let fusion = coordinator::fuse(&answers.raised, &changed, policy.confidence_floor);
     let mut findings = fusion.kept;
-
-    if tier == Tier::Full && !findings.is_empty() && refused.is_none() {
+    if input.tier.tier == Tier::Full && !findings.is_empty() && sent {
         let (stands, gone, record) = model_coordinator(
             input,
-            &shared,
+            shared,
             findings,
             &fusion.dropped,
-            &budget,
+            budget,
             review_deadline,
         )
         .await;
         findings = stands;
-        dropped.extend(gone);
-        specialists.push(record);
+        answers.dropped.extend(gone);
+        answers.specialists.push(record);
     }
-    dropped.extend(fusion.dropped);
+    answers.dropped.extend(fusion.dropped);
 
-    let scored = ask::score(input.rules, &rule_answers);
+    let scored = ask::score(input.rules, &answers.rules);
     for a in input.rules {
         if !scored.iter().any(|s| s.key == a.key) {
             tracing::warn!(rule = %a.key, "the rules reviewer gave no answer for a rule");
         }
     }
     let mut rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
-    for (p, answers) in &page_answers {
+    for (p, page_answers) in &answers.pages {
         let page = &input.pages[*p];
-        let scored = ask::score(&page.asked, answers);
+        let scored = ask::score(&page.asked, page_answers);
         rule_findings.extend(design::findings(
             &page.page,
             &page.asked,
@@ -819,28 +984,8 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         ));
     }
     let (findings, merged) = coordinator::merge_rule_findings(findings, rule_findings);
-    dropped.extend(merged);
-
-    let (status, reason) = match &refused {
-        Some(why) => (ReviewStatus::DidNotRun, Some(why.clone())),
-        None => (ReviewStatus::Ran, None),
-    };
-    ReviewOutput {
-        record: ReviewRecord {
-            status,
-            reason,
-            specialists,
-            budget: Some(BudgetRecord {
-                max_input_tokens: policy.max_input_tokens,
-                estimated: estimate,
-                sent: budget.sent(),
-            }),
-        },
-        findings,
-        dropped,
-        judgements,
-        incomplete,
-    }
+    answers.dropped.extend(merged);
+    findings
 }
 
 /// The model coordinator over the fused findings: shown the code each
