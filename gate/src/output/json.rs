@@ -4,51 +4,127 @@
 //! and the verdict its reasons as data (its fields are listed in
 //! `docs/output-formats.md`).
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::record::{CheckRecord, CriterionRecord, ItemStatus, RunRecord, verdict_line};
+use crate::record::{
+    BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, DoomLoop, Finding,
+    IsolationRecord, ItemStatus, OverrideStatus, Qualifier, Reason, ReviewRecord, RunRecord,
+    SelfGuard, Tier, Verdict, verdict_line,
+};
+use gate_harness::Location;
 
 /// Version of the `--format json` document and of every `jsonl` event.
 /// Fields are only ever added within a version.
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
+/// The `--format json` document: the one type that defines it, in the
+/// order its fields are written (the `jsonl` verdict event and `gate
+/// evidence show --format json` write the same).
+#[derive(Debug, Serialize)]
+pub(crate) struct Document<'a> {
+    format_version: u32,
+    run_id: &'a str,
+    spec_id: &'a str,
+    attempt: u32,
+    verdict: Verdict,
+    verdict_line: String,
+    qualifier: &'a Option<Qualifier>,
+    overridden: bool,
+    recorded: bool,
+    tier: Tier,
+    tier_reason: &'a str,
+    base: &'a Option<String>,
+    base_commit: &'a Option<String>,
+    isolation: &'a IsolationRecord,
+    base_runs: &'a Option<BaseRunsRecord>,
+    self_guard: &'a SelfGuard,
+    verdict_reasons: &'a [Reason],
+    checks: Vec<CheckEntry<'a>>,
+    criteria: Vec<CriterionEntry<'a>>,
+    review: &'a ReviewRecord,
+    findings: &'a [Finding],
+    dropped_findings: &'a [Finding],
+    doom_loop: &'a Option<DoomLoop>,
+    bundle: &'a Option<String>,
+    /// Only when `GATE_ROUTING_URL` was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    routing_override: Option<&'a OverrideStatus>,
+}
+
+/// A check as the document shows it.
+#[derive(Debug, Serialize)]
+struct CheckEntry<'a> {
+    id: &'a str,
+    kind: &'static str,
+    task: &'a Option<String>,
+    status: &'static str,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+    inputs_digest: &'a str,
+    carried_from: &'a Option<String>,
+    reason: &'a Option<String>,
+    output_tail: Option<&'a str>,
+    locations: &'a [Location],
+}
+
+/// A criterion as the document shows it.
+#[derive(Debug, Serialize)]
+struct CriterionEntry<'a> {
+    id: &'a str,
+    task: &'a str,
+    text: &'a str,
+    decided_by: DecidedBy,
+    status: &'static str,
+    met: Option<f64>,
+    threshold: Option<f64>,
+    exit_code: Option<i32>,
+    duration_ms: u64,
+    inputs_digest: &'a str,
+    carried_from: &'a Option<String>,
+    reason: &'a Option<String>,
+    output_tail: Option<&'a str>,
+    expect: &'static str,
+    base_status: &'a Option<BaseStatus>,
+}
+
+impl<'a> Document<'a> {
+    /// The document of `record`.
+    pub(crate) fn of(record: &'a RunRecord) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            run_id: &record.run_id,
+            spec_id: &record.spec_id,
+            attempt: record.attempt,
+            verdict: record.verdict,
+            verdict_line: verdict_line(record),
+            qualifier: &record.qualifier,
+            overridden: record.overridden,
+            recorded: record.recorded,
+            tier: record.tier,
+            tier_reason: &record.tier_reason,
+            base: &record.base,
+            base_commit: &record.base_commit,
+            isolation: &record.isolation,
+            base_runs: &record.base_runs,
+            self_guard: &record.self_guard,
+            verdict_reasons: &record.verdict_reasons,
+            checks: record.checks.iter().map(check).collect(),
+            criteria: record.criteria.iter().map(criterion).collect(),
+            review: &record.review,
+            findings: &record.findings,
+            dropped_findings: &record.dropped_findings,
+            doom_loop: &record.doom_loop,
+            bundle: &record.bundle,
+            routing_override: record.routing_override.as_ref(),
+        }
+    }
+}
+
 /// The JSON document of a run.
 pub(crate) fn render(record: &RunRecord) -> Value {
-    let checks: Vec<Value> = record.checks.iter().map(check).collect();
-    let criteria: Vec<Value> = record.criteria.iter().map(criterion).collect();
-    let mut doc = json!({
-        "format_version": FORMAT_VERSION,
-        "run_id": record.run_id,
-        "spec_id": record.spec_id,
-        "attempt": record.attempt,
-        "verdict": record.verdict,
-        "verdict_line": verdict_line(record),
-        "qualifier": record.qualifier,
-        "overridden": record.overridden,
-        "recorded": record.recorded,
-        "tier": record.tier,
-        "tier_reason": record.tier_reason,
-        "base": record.base,
-        "base_commit": record.base_commit,
-        "isolation": record.isolation,
-        "base_runs": record.base_runs,
-        "self_guard": record.self_guard,
-        "verdict_reasons": record.verdict_reasons,
-        "checks": checks,
-        "criteria": criteria,
-        "review": record.review,
-        "findings": record.findings,
-        "dropped_findings": record.dropped_findings,
-        "doom_loop": record.doom_loop,
-        "bundle": record.bundle,
-    });
-    if let (Some(status), Some(obj)) = (&record.routing_override, doc.as_object_mut()) {
-        obj.insert(
-            "routing_override".to_owned(),
-            serde_json::to_value(status).unwrap_or(Value::Null),
-        );
-    }
-    doc
+    // Every field is a string, number, bool, list or map of those.
+    serde_json::to_value(Document::of(record)).unwrap_or(Value::Null)
 }
 
 /// A failed item's output as the bundle keeps it (bounded, redacted); none
@@ -57,40 +133,44 @@ fn tail(status: ItemStatus, text: &str) -> Option<&str> {
     (status == ItemStatus::Failed).then_some(text)
 }
 
-fn check(c: &CheckRecord) -> Value {
-    json!({
-        "id": c.id,
-        "kind": kind_str(c.kind),
-        "task": c.task,
-        "status": c.status.as_str(),
-        "exit_code": c.exit_code,
-        "duration_ms": c.duration_ms,
-        "inputs_digest": c.inputs_digest,
-        "carried_from": c.carried_from,
-        "reason": c.reason,
-        "output_tail": tail(c.status, &c.output.tail),
-        "locations": if c.status == ItemStatus::Failed { json!(c.locations) } else { json!([]) },
-    })
+fn check(c: &CheckRecord) -> CheckEntry<'_> {
+    CheckEntry {
+        id: &c.id,
+        kind: kind_str(c.kind),
+        task: &c.task,
+        status: c.status.as_str(),
+        exit_code: c.exit_code,
+        duration_ms: c.duration_ms,
+        inputs_digest: &c.inputs_digest,
+        carried_from: &c.carried_from,
+        reason: &c.reason,
+        output_tail: tail(c.status, &c.output.tail),
+        locations: if c.status == ItemStatus::Failed {
+            &c.locations
+        } else {
+            &[]
+        },
+    }
 }
 
-fn criterion(c: &CriterionRecord) -> Value {
-    json!({
-        "id": c.id,
-        "task": c.task,
-        "text": c.text,
-        "decided_by": c.decided_by,
-        "status": c.status.as_str(),
-        "met": c.met,
-        "threshold": c.threshold,
-        "exit_code": c.exit_code,
-        "duration_ms": c.duration_ms,
-        "inputs_digest": c.inputs_digest,
-        "carried_from": c.carried_from,
-        "reason": c.reason,
-        "output_tail": tail(c.status, &c.output.tail),
-        "expect": c.expect.as_str(),
-        "base_status": c.base_status,
-    })
+fn criterion(c: &CriterionRecord) -> CriterionEntry<'_> {
+    CriterionEntry {
+        id: &c.id,
+        task: &c.task,
+        text: &c.text,
+        decided_by: c.decided_by,
+        status: c.status.as_str(),
+        met: c.met,
+        threshold: c.threshold,
+        exit_code: c.exit_code,
+        duration_ms: c.duration_ms,
+        inputs_digest: &c.inputs_digest,
+        carried_from: &c.carried_from,
+        reason: &c.reason,
+        output_tail: tail(c.status, &c.output.tail),
+        expect: c.expect.as_str(),
+        base_status: &c.base_status,
+    }
 }
 
 /// The kind as the JSON output spells it.
@@ -106,6 +186,8 @@ pub(crate) fn kind_str(kind: gate_harness::ItemKind) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::output::fixture;
 
