@@ -67,18 +67,12 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
     record.doom_loop = Some(d);
     record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
     record.routing_override.clone_from(&setup.routing_override);
-    if let Some(w) = super::seal::finish(
-        ctx,
-        &setup.store,
-        &mut record,
-        &setup.key,
-        &[],
-        &setup.routing,
-        &setup.prompts,
-        &spec.policy,
-        serde_json::json!([]),
-        serde_json::json!([]),
-    )? {
+    let sealed = super::seal::Sealed {
+        subject_names: &[],
+        plan: serde_json::json!([]),
+        rules: serde_json::json!([]),
+    };
+    if let Some(w) = super::seal::finish(ctx, setup, &mut record, sealed)? {
         events.emit(RunEvent::Warning(w));
     }
     Ok(Some(record))

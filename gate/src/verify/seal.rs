@@ -4,19 +4,16 @@
 use std::time::Instant;
 
 use gate_evidence::Digest;
-use gate_evidence::store::BundleStore;
 
 use crate::attest;
 use crate::config::Context;
-use crate::review::prompts::Prompts;
-use crate::routing::Routing;
-
 use crate::errors::GateError;
 use crate::events::RunEvent;
 use crate::record::{RunRecord, millis};
 
 use super::planning::Planned;
 use super::records;
+use super::setup::Setup;
 use super::stage::Stage;
 use super::survey::Survey;
 
@@ -52,18 +49,12 @@ pub(super) fn seal(
             })
             .collect(),
     );
-    if let Some(w) = finish(
-        ctx,
-        &setup.store,
-        record,
-        &setup.key,
-        &names,
-        &setup.routing,
-        &setup.prompts,
-        &setup.spec.policy,
-        records::plan_json(&planned.plan),
-        rules_digests,
-    )? {
+    let sealed = Sealed {
+        subject_names: &names,
+        plan: records::plan_json(&planned.plan),
+        rules: rules_digests,
+    };
+    if let Some(w) = finish(ctx, setup, record, sealed)? {
         events.emit(RunEvent::Warning(w));
     }
     // What the evidence step adds to a run (bench/evidence.sh reads this).
@@ -76,20 +67,32 @@ pub(super) fn seal(
     Ok(())
 }
 
-/// Seals the run into its bundle and appends its ledger row.
-#[allow(clippy::too_many_arguments)]
+/// What the bundle records beside the run: the files it rests on, the
+/// plan, the house rules' digests.
+pub(super) struct Sealed<'a> {
+    /// The subjects, workspace-relative.
+    pub subject_names: &'a [String],
+    /// The plan as the predicate keeps it.
+    pub plan: serde_json::Value,
+    /// The house rules files and their digests.
+    pub rules: serde_json::Value,
+}
+
+/// Seals the run into its bundle and appends its ledger row; a warning when
+/// the ledger could not take it.
 pub(super) fn finish(
     ctx: &Context,
-    store: &BundleStore,
+    setup: &Setup,
     record: &mut RunRecord,
-    key: &gate_evidence::SigningKey,
-    subject_names: &[String],
-    routing: &Routing,
-    prompts: &Prompts,
-    policy: &gate_specs::Policy,
-    plan: serde_json::Value,
-    rules: serde_json::Value,
+    sealed: Sealed<'_>,
 ) -> Result<Option<String>, GateError> {
+    let (store, key, routing, prompts) = (&setup.store, &setup.key, &setup.routing, &setup.prompts);
+    let Sealed {
+        subject_names,
+        plan,
+        rules,
+    } = sealed;
+    let policy = &setup.spec.policy;
     let extra = attest::PredicateExtra {
         policy: serde_json::to_value(policy).unwrap_or_default(),
         routing_origin: routing.origin.to_string(),
