@@ -121,14 +121,30 @@ pub(crate) fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosenin
             Some(_) => {}
         }
     }
+    for (title, detail) in compare_criteria(base, now) {
+        flag(title, detail);
+    }
+    for (title, detail) in compare_policy(&base.policy, &now.policy) {
+        flag(title, detail);
+    }
+    for (title, detail) in compare_sandbox(base, now) {
+        flag(title, detail);
+    }
+    out
+}
+
+/// What of the acceptance criteria the change loosened: one removed, its
+/// decider, inputs or expectation changed, its threshold lowered.
+fn compare_criteria(base: &Spec, now: &Spec) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     let now_criteria: BTreeMap<&str, &Criterion> =
         now.criteria().map(|(_, c)| (c.id.as_str(), c)).collect();
     for (_, b) in base.criteria() {
         let Some(c) = now_criteria.get(b.id.as_str()) else {
-            flag(
+            out.push((
                 format!("The change removes acceptance criterion `{}`", b.id),
                 format!("At the base: \"{}\".", b.text),
-            );
+            ));
             continue;
         };
         if c.run != b.run {
@@ -136,16 +152,16 @@ pub(crate) fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosenin
                 (Some(_), None) => "It was decided by code; now a model judges it.".to_owned(),
                 _ => format!("{:?} at the base, {:?} now.", b.run, c.run),
             };
-            flag(
+            out.push((
                 format!("The change alters how criterion `{}` is decided", b.id),
                 detail,
-            );
+            ));
         }
         if c.inputs != b.inputs {
-            flag(
+            out.push((
                 format!("The change alters the inputs of criterion `{}`", b.id),
                 format!("{:?} at the base, {:?} now.", b.inputs, c.inputs),
-            );
+            ));
         }
         let (bt, ct) = (
             b.threshold.unwrap_or(base.policy.judge_threshold),
@@ -155,27 +171,21 @@ pub(crate) fn compare_specs(file: &str, base: &Spec, now: &Spec) -> Vec<Loosenin
         // to be earned must not become one that need not be.
         let (be, ce) = (b.expectation(&base.policy), c.expectation(&now.policy));
         if be != gate_specs::Expect::Any && ce != be {
-            flag(
+            out.push((
                 format!("The change drops the expectation of criterion `{}`", b.id),
                 format!(
                     "`expect = \"{}\"` at the base, \"{}\" now.",
                     be.as_str(),
                     ce.as_str()
                 ),
-            );
+            ));
         }
         if b.judge.is_some() && ct < bt {
-            flag(
+            out.push((
                 format!("The change lowers the threshold of criterion `{}`", b.id),
                 format!("{bt} at the base, {ct} now."),
-            );
+            ));
         }
-    }
-    for (title, detail) in compare_policy(&base.policy, &now.policy) {
-        flag(title, detail);
-    }
-    for (title, detail) in compare_sandbox(base, now) {
-        flag(title, detail);
     }
     out
 }

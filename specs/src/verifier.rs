@@ -337,151 +337,148 @@ struct Word {
     expands: bool,
 }
 
+/// The state of [`simple_commands`] between characters.
+#[derive(Default)]
+struct Lexer {
+    commands: Vec<Vec<Word>>,
+    current: Vec<Word>,
+    text: String,
+    in_word: bool,
+    expands: bool,
+    /// The word being read is the target of a redirection.
+    redirect: bool,
+}
+
+impl Lexer {
+    /// Ends the word being read (a redirection's target is no word of the
+    /// command).
+    fn end_word(&mut self) {
+        if !self.in_word {
+            return;
+        }
+        let word = std::mem::take(&mut self.text);
+        if !self.redirect {
+            self.current.push(Word {
+                text: word,
+                expands: self.expands,
+            });
+        }
+        self.redirect = false;
+        self.in_word = false;
+        self.expands = false;
+    }
+
+    /// Ends the simple command being read.
+    fn end_command(&mut self) {
+        self.commands.push(std::mem::take(&mut self.current));
+    }
+
+    /// The rest of a double-quoted string, after its opening `"`.
+    fn double_quoted(&mut self, chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        self.in_word = true;
+        while let Some(q) = chars.next() {
+            match q {
+                '"' => break,
+                '\\' => {
+                    if let Some(&n) = chars.peek()
+                        && matches!(n, '"' | '\\' | '$' | '`')
+                    {
+                        self.text.push(n);
+                        chars.next();
+                    } else {
+                        self.text.push('\\');
+                    }
+                }
+                '$' | '`' => {
+                    self.expands = true;
+                    self.text.push(q);
+                }
+                _ => self.text.push(q),
+            }
+        }
+    }
+}
+
 /// Splits a command line into simple commands and those into words, the
 /// way `sh` does for what matters here: quotes and backslashes, comments,
 /// the operators that end a command, and redirections (whose targets are
 /// not words of the command).
 fn simple_commands(run: &str) -> Vec<Vec<Word>> {
-    let mut commands: Vec<Vec<Word>> = Vec::new();
-    let mut current: Vec<Word> = Vec::new();
+    let mut lx = Lexer::default();
     let mut chars = run.chars().peekable();
-    let mut text = String::new();
-    let mut in_word = false;
-    let mut expands = false;
-    // The word being read is the target of a redirection.
-    let mut redirect = false;
-    let finish = |text: &mut String,
-                  in_word: &mut bool,
-                  expands: &mut bool,
-                  redirect: &mut bool,
-                  current: &mut Vec<Word>| {
-        if !*in_word {
-            return;
-        }
-        let word = std::mem::take(text);
-        if !*redirect {
-            current.push(Word {
-                text: word,
-                expands: *expands,
-            });
-        }
-        *redirect = false;
-        *in_word = false;
-        *expands = false;
-    };
     while let Some(c) = chars.next() {
         match c {
             '\'' => {
-                in_word = true;
+                lx.in_word = true;
                 for q in chars.by_ref() {
                     if q == '\'' {
                         break;
                     }
-                    text.push(q);
+                    lx.text.push(q);
                 }
             }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(&n) = chars.peek()
-                                && matches!(n, '"' | '\\' | '$' | '`')
-                            {
-                                text.push(n);
-                                chars.next();
-                            } else {
-                                text.push('\\');
-                            }
-                        }
-                        '$' | '`' => {
-                            expands = true;
-                            text.push(q);
-                        }
-                        _ => text.push(q),
-                    }
-                }
-            }
+            '"' => lx.double_quoted(&mut chars),
             '\\' => {
-                in_word = true;
+                lx.in_word = true;
                 if let Some(n) = chars.next()
                     && n != '\n'
                 {
-                    text.push(n);
+                    lx.text.push(n);
                 }
             }
-            '#' if !in_word => {
+            '#' if !lx.in_word => {
                 // A comment runs to the end of the line.
                 for n in chars.by_ref() {
                     if n == '\n' {
                         break;
                     }
                 }
-                commands.push(std::mem::take(&mut current));
+                lx.end_command();
             }
-            ' ' | '\t' => finish(
-                &mut text,
-                &mut in_word,
-                &mut expands,
-                &mut redirect,
-                &mut current,
-            ),
+            ' ' | '\t' => lx.end_word(),
             '\n' | ';' | '&' | '|' | '(' | ')' => {
-                finish(
-                    &mut text,
-                    &mut in_word,
-                    &mut expands,
-                    &mut redirect,
-                    &mut current,
-                );
-                commands.push(std::mem::take(&mut current));
+                lx.end_word();
+                lx.end_command();
             }
             '<' | '>' => {
                 // `2>file`: the digits before a redirection are its descriptor.
-                if in_word && text.chars().all(|d| d.is_ascii_digit()) {
-                    text.clear();
-                    in_word = false;
+                if lx.in_word && lx.text.chars().all(|d| d.is_ascii_digit()) {
+                    lx.text.clear();
+                    lx.in_word = false;
                 } else {
-                    finish(
-                        &mut text,
-                        &mut in_word,
-                        &mut expands,
-                        &mut redirect,
-                        &mut current,
-                    );
+                    lx.end_word();
                 }
                 while chars.peek().is_some_and(|&n| matches!(n, '<' | '>' | '&')) {
                     chars.next();
                 }
-                redirect = true;
+                lx.redirect = true;
             }
             '$' | '`' | '*' | '?' | '[' => {
-                expands = true;
-                in_word = true;
-                text.push(c);
+                lx.expands = true;
+                lx.in_word = true;
+                lx.text.push(c);
             }
-            '~' if !in_word => {
-                expands = true;
-                in_word = true;
-                text.push(c);
+            '~' if !lx.in_word => {
+                lx.expands = true;
+                lx.in_word = true;
+                lx.text.push(c);
             }
             _ => {
-                in_word = true;
-                text.push(c);
+                lx.in_word = true;
+                lx.text.push(c);
             }
         }
     }
-    finish(
-        &mut text,
-        &mut in_word,
-        &mut expands,
-        &mut redirect,
-        &mut current,
-    );
-    commands.push(current);
+    lx.end_word();
+    lx.end_command();
+    without_reserved_words(lx.commands)
+}
+
+/// The commands without the reserved words that open or close a compound
+/// command (`if`, `then`, `{`, …), which are not commands, and without
+/// what is then empty.
+fn without_reserved_words(mut commands: Vec<Vec<Word>>) -> Vec<Vec<Word>> {
     commands.retain(|c| !c.is_empty());
-    // Reserved words that open or close a compound command are not commands.
     for command in &mut commands {
         while command.first().is_some_and(|w| {
             matches!(
@@ -601,6 +598,11 @@ mod tests {
             ("./a.sh; ./a.sh arg", &[d("a.sh")]),
             ("if ./a.sh; then ./b.sh; fi", &[d("a.sh"), d("b.sh")]),
             ("bash ./scripts//x.sh/", &[s("scripts/x.sh")]),
+            // Backslashes, inside double quotes and out.
+            (
+                r#"./my\ check.sh; bash "t/\"q\".sh""#,
+                &[d("my check.sh"), s("t/\"q\".sh")],
+            ),
             ("", &[]),
         ];
         for (run, want) in cases {

@@ -208,6 +208,12 @@ impl Chart<'_> {
             }
         }
         svg.push_str("</svg>");
+        self.legend(&mut svg);
+        svg
+    }
+
+    /// A key to the series, when there is more than one.
+    fn legend(&self, svg: &mut String) {
         if self.series.len() > 1 {
             svg.push_str(r#"<p class="legend">"#);
             for (k, se) in self.series.iter().enumerate() {
@@ -219,7 +225,6 @@ impl Chart<'_> {
             }
             svg.push_str("</p>");
         }
-        svg
     }
 }
 

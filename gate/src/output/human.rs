@@ -46,62 +46,8 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
     let _ = writeln!(out, "tier: {} ({})", record.tier, record.tier_reason);
     let _ = writeln!(out, "isolation: {}", isolation_line(&record.isolation));
 
-    if !record.checks.is_empty() {
-        let _ = writeln!(out, "\nchecks");
-        let width = id_width(record.checks.iter().map(|c| c.id.as_str()));
-        for c in &record.checks {
-            let carried = c.carried_from.as_ref().map(|r| format!("from run {r}"));
-            item_line(
-                &mut out,
-                style,
-                width,
-                &Row {
-                    id: &c.id,
-                    by: "",
-                    status: c.status,
-                    ms: c.duration_ms,
-                    reason: carried.as_deref().or(c.reason.as_deref()),
-                    base: None,
-                },
-            );
-            if c.status == ItemStatus::Failed {
-                tail(&mut out, &super::problems::check_output(c));
-            }
-        }
-    }
-
-    if !record.criteria.is_empty() {
-        let _ = writeln!(out, "\ncriteria");
-        let width = id_width(record.criteria.iter().map(|c| c.id.as_str()));
-        for c in &record.criteria {
-            let by = match c.decided_by {
-                crate::record::DecidedBy::Code => "code ",
-                crate::record::DecidedBy::Model => "model",
-            };
-            let reason = match (&c.carried_from, c.met, c.threshold) {
-                (Some(r), _, _) => Some(format!("from run {r}")),
-                (None, Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
-                _ => c.reason.clone(),
-            };
-            let base = c.base_transition();
-            item_line(
-                &mut out,
-                style,
-                width,
-                &Row {
-                    id: &c.id,
-                    by,
-                    status: c.status,
-                    ms: c.duration_ms,
-                    reason: reason.as_deref(),
-                    base: base.as_deref(),
-                },
-            );
-            if c.status == ItemStatus::Failed {
-                tail(&mut out, &c.output.tail);
-            }
-        }
-    }
+    checks_section(&mut out, record, style);
+    criteria_section(&mut out, record, style);
 
     let _ = writeln!(out);
     match record.review.status {
@@ -175,6 +121,70 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
         let _ = writeln!(out, "not recorded in the ledger");
     }
     out
+}
+
+/// The checks, one line each; a failed one with its output.
+fn checks_section(out: &mut String, record: &RunRecord, style: Style) {
+    if !record.checks.is_empty() {
+        let _ = writeln!(out, "\nchecks");
+        let width = id_width(record.checks.iter().map(|c| c.id.as_str()));
+        for c in &record.checks {
+            let carried = c.carried_from.as_ref().map(|r| format!("from run {r}"));
+            item_line(
+                out,
+                style,
+                width,
+                &Row {
+                    id: &c.id,
+                    by: "",
+                    status: c.status,
+                    ms: c.duration_ms,
+                    reason: carried.as_deref().or(c.reason.as_deref()),
+                    base: None,
+                },
+            );
+            if c.status == ItemStatus::Failed {
+                tail(out, &super::problems::check_output(c));
+            }
+        }
+    }
+}
+
+/// The criteria, one line each, with who decided and the base's word; a
+/// failed one with its output.
+fn criteria_section(out: &mut String, record: &RunRecord, style: Style) {
+    if !record.criteria.is_empty() {
+        let _ = writeln!(out, "\ncriteria");
+        let width = id_width(record.criteria.iter().map(|c| c.id.as_str()));
+        for c in &record.criteria {
+            let by = match c.decided_by {
+                crate::record::DecidedBy::Code => "code ",
+                crate::record::DecidedBy::Model => "model",
+            };
+            let reason = match (&c.carried_from, c.met, c.threshold) {
+                (Some(r), _, _) => Some(format!("from run {r}")),
+                (None, Some(met), Some(t)) => Some(format!("met {met:.2} (needs {t:.2})")),
+                _ => c.reason.clone(),
+            };
+            let base = c.base_transition();
+            item_line(
+                out,
+                style,
+                width,
+                &Row {
+                    id: &c.id,
+                    by,
+                    status: c.status,
+                    ms: c.duration_ms,
+                    reason: reason.as_deref(),
+                    base: base.as_deref(),
+                },
+            );
+            if c.status == ItemStatus::Failed {
+                tail(out, &c.output.tail);
+            }
+        }
+    }
 }
 
 /// One line per specialist: model, status, tokens, cost, time, and what
