@@ -162,8 +162,17 @@ fn verdicts(g: &Group) -> [(&'static str, u64); 5] {
 /// The scorecard as a Prometheus text exposition.
 pub(crate) fn render(card: &Scorecard) -> String {
     let mut e = Exposition::default();
-    let t = &card.total;
+    runs(&mut e, card);
+    usage(&mut e, card);
+    seats(&mut e, card);
+    findings(&mut e, card);
+    rates(&mut e, card);
+    spreads(&mut e, card);
+    e.out
+}
 
+/// Runs by tier, spec, agent and model, and the overridden ones.
+fn runs(e: &mut Exposition, card: &Scorecard) {
     e.family(
         "gate_runs_total",
         "counter",
@@ -220,6 +229,10 @@ pub(crate) fn render(card: &Scorecard) -> String {
         &card.by.tier,
         |g| Some(g.overridden as f64),
     );
+}
+
+/// Tokens and cost by tier.
+fn usage(e: &mut Exposition, card: &Scorecard) {
     for (name, help, value) in [
         (
             "gate_input_tokens_total",
@@ -246,7 +259,10 @@ pub(crate) fn render(card: &Scorecard) -> String {
             Some(value(g))
         });
     }
+}
 
+/// Specialist seats by role, model and status, and what each used.
+fn seats(e: &mut Exposition, card: &Scorecard) {
     e.family(
         "gate_role_runs_total",
         "counter",
@@ -289,7 +305,10 @@ pub(crate) fn render(card: &Scorecard) -> String {
             e.sample(name, &[("role", role), ("model", model)], value(seat));
         }
     }
+}
 
+/// Findings by how they ended, published and open.
+fn findings(e: &mut Exposition, card: &Scorecard) {
     let f = &card.findings;
     e.family(
         "gate_findings_total",
@@ -320,7 +339,12 @@ pub(crate) fn render(card: &Scorecard) -> String {
         "Findings each spec's latest run still raises (not dismissed).",
     );
     e.sample("gate_findings_open", &[], f.open as f64);
+}
 
+/// What approved and failed runs later turned out to be, and the rates
+/// an operator watches.
+fn rates(e: &mut Exposition, card: &Scorecard) {
+    let (t, f) = (&card.total, &card.findings);
     e.outcomes(
         "gate_approved_runs",
         "Approved runs (verdict pass) by tier and by what was later recorded.",
@@ -408,6 +432,10 @@ pub(crate) fn render(card: &Scorecard) -> String {
         "Cached input tokens of all input tokens.",
         t.cached_input_share(),
     );
+}
+
+/// Cost and input tokens per run, as summaries.
+fn spreads(e: &mut Exposition, card: &Scorecard) {
     e.summary(
         "gate_run_cost_usd",
         "Cost per run in US dollars (runs with a known price; nearest-rank quantiles).",
@@ -424,7 +452,6 @@ pub(crate) fn render(card: &Scorecard) -> String {
         "Model input tokens per run (nearest-rank quantiles).",
         &tokens,
     );
-    e.out
 }
 
 #[cfg(test)]
