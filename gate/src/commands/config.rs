@@ -93,33 +93,8 @@ pub(crate) fn effective(
             Source::Default("in the state directory"),
         ),
     };
-    let store = attest::bundle_store(ctx)?;
-    let bundle_store = json!(store.target().to_string());
-    let bundle_store_source = if config::bundle_store_env().is_some() {
-        Source::Env(config::env::BUNDLE_STORE)
-    } else if matches!(store.target(), gate_evidence::store::Target::Ledger) {
-        Source::Default("the PostgreSQL ledger keeps each bundle with its row")
-    } else {
-        Source::Default("in the state directory")
-    };
-    // Never the key itself: only where it comes from.
-    let (key, key_source) = match config::signing_key_env() {
-        Some(v) if v.trim_start().starts_with("-----BEGIN") => {
-            (json!("(PEM text)"), Source::Env(config::env::SIGNING_KEY))
-        }
-        Some(v) => (json!(v), Source::Env(config::env::SIGNING_KEY)),
-        None => {
-            let path = attest::keys_dir(ctx).join(gate_evidence::keys::PRIVATE_KEY_FILE);
-            let how = if path.exists() {
-                "in the state directory"
-            } else if config::in_ci() {
-                "missing; CI is set, so the run will refuse to start"
-            } else {
-                "created on the first run"
-            };
-            (path_value(&path), Source::Default(how))
-        }
-    };
+    let (bundle_store, bundle_store_source) = bundle_store(ctx)?;
+    let (key, key_source) = signing_key(ctx);
     let (base, base_source) = match (&args.base, &spec.spec.base) {
         (Some(b), _) => (json!(b), Source::Flag("--base")),
         (None, Some(b)) => (
@@ -145,23 +120,6 @@ pub(crate) fn effective(
     } else {
         Source::Default("")
     };
-    let reports: Vec<Value> = settings
-        .reports
-        .iter()
-        .map(|(f, p)| json!(format!("{}={}", f.as_str(), p.display())))
-        .collect();
-    let verbosity = match ctx.verbosity {
-        Verbosity::Quiet => ("quiet", Source::Flag("-q")),
-        Verbosity::Normal => ("normal", Source::Default("")),
-        Verbosity::Verbose => ("verbose", Source::Flag("-v")),
-        Verbosity::Debug => ("debug", Source::Flag("-vv")),
-    };
-    let color = json!(format!(
-        "stdout {}, stderr {}",
-        on_off(ctx.colors.stdout),
-        on_off(ctx.colors.stderr)
-    ));
-    let workspace_source = ctx.workspace_source.clone();
     let routing_url = config::routing_url_env();
     let routing_url_source = match (&routing_url, settings.offline) {
         (Some(_), true) => Source::Default("set, but not fetched: offline"),
@@ -169,8 +127,12 @@ pub(crate) fn effective(
         (None, _) => Source::Default(""),
     };
 
-    let entries = vec![
-        entry("workspace", path_value(&ctx.workspace), &workspace_source),
+    let mut entries = vec![
+        entry(
+            "workspace",
+            path_value(&ctx.workspace),
+            &ctx.workspace_source,
+        ),
         entry("state_dir", path_value(&ctx.state_dir), &ctx.state_source),
         entry(
             "spec",
@@ -192,6 +154,76 @@ pub(crate) fn effective(
         entry("base", base, &base_source),
         entry("sandbox", json!(sandbox_mode.as_str()), &sandbox_source),
         entry("sandbox_network", json!(network.as_str()), &network_source),
+    ];
+    entries.extend(output_entries(ctx, settings));
+
+    let policy = match serde_json::to_value(&spec.policy) {
+        Ok(Value::Object(map)) => map
+            .into_iter()
+            .map(|(key, value)| {
+                let source =
+                    in_spec(&key_path!["policy", key.as_str()]).unwrap_or(Source::Default(""));
+                entry(&key, value, &source)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Effective { entries, policy })
+}
+
+/// Where bundles go, and why there.
+fn bundle_store(ctx: &Context) -> Result<(Value, Source), GateError> {
+    let store = attest::bundle_store(ctx)?;
+    let source = if config::bundle_store_env().is_some() {
+        Source::Env(config::env::BUNDLE_STORE)
+    } else if matches!(store.target(), gate_evidence::store::Target::Ledger) {
+        Source::Default("the PostgreSQL ledger keeps each bundle with its row")
+    } else {
+        Source::Default("in the state directory")
+    };
+    Ok((json!(store.target().to_string()), source))
+}
+
+/// Where the signing key comes from: never the key itself.
+fn signing_key(ctx: &Context) -> (Value, Source) {
+    match config::signing_key_env() {
+        Some(v) if v.trim_start().starts_with("-----BEGIN") => {
+            (json!("(PEM text)"), Source::Env(config::env::SIGNING_KEY))
+        }
+        Some(v) => (json!(v), Source::Env(config::env::SIGNING_KEY)),
+        None => {
+            let path = attest::keys_dir(ctx).join(gate_evidence::keys::PRIVATE_KEY_FILE);
+            let how = if path.exists() {
+                "in the state directory"
+            } else if config::in_ci() {
+                "missing; CI is set, so the run will refuse to start"
+            } else {
+                "created on the first run"
+            };
+            (path_value(&path), Source::Default(how))
+        }
+    }
+}
+
+/// How the run reports: format, reports, colour, offline, verbosity, CI.
+fn output_entries(ctx: &Context, settings: &VerifySettings) -> Vec<Entry> {
+    let reports: Vec<Value> = settings
+        .reports
+        .iter()
+        .map(|(f, p)| json!(format!("{}={}", f.as_str(), p.display())))
+        .collect();
+    let verbosity = match ctx.verbosity {
+        Verbosity::Quiet => ("quiet", Source::Flag("-q")),
+        Verbosity::Normal => ("normal", Source::Default("")),
+        Verbosity::Verbose => ("verbose", Source::Flag("-v")),
+        Verbosity::Debug => ("debug", Source::Flag("-vv")),
+    };
+    let color = json!(format!(
+        "stdout {}, stderr {}",
+        on_off(ctx.colors.stdout),
+        on_off(ctx.colors.stderr)
+    ));
+    vec![
         entry(
             "format",
             json!(settings.format.as_str()),
@@ -227,20 +259,7 @@ pub(crate) fn effective(
                 Source::Default("")
             },
         ),
-    ];
-
-    let policy = match serde_json::to_value(&spec.policy) {
-        Ok(Value::Object(map)) => map
-            .into_iter()
-            .map(|(key, value)| {
-                let source =
-                    in_spec(&key_path!["policy", key.as_str()]).unwrap_or(Source::Default(""));
-                entry(&key, value, &source)
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok(Effective { entries, policy })
+    ]
 }
 
 fn on_off(b: bool) -> &'static str {

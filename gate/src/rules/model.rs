@@ -404,84 +404,7 @@ pub(crate) fn parse(text: &str, source: &str) -> Result<Vec<Rule>, Vec<RuleProbl
         if r.fix.trim().is_empty() {
             problem(&key_path!["rule", i, "fix"], "`fix` is empty".to_owned());
         }
-        if r.judge {
-            for (kind, list) in [
-                ("violating", &r.cases.violating),
-                ("compliant", &r.cases.compliant),
-            ] {
-                if list.is_empty() {
-                    problem(
-                        &key_path!["rule", i, "cases"],
-                        format!(
-                            "rule `{}` is judged but has no {kind} case: add a \
-                             [[rule.cases.{kind}]] (or set judge = false for a guide entry)",
-                            r.id
-                        ),
-                    );
-                }
-            }
-        }
-        let mut image_sites = Vec::new();
-        let all_cases = || {
-            [
-                ("violating", &r.cases.violating),
-                ("compliant", &r.cases.compliant),
-            ]
-            .into_iter()
-            .flat_map(|(kind, list)| list.iter().enumerate().map(move |(j, c)| (kind, j, c)))
-        };
-        for (kind, j, case) in all_cases() {
-            let here = key_path!["rule", i, "cases", kind, j];
-            if case.images.is_empty() {
-                if let Some(why) = bad_path(&case.file) {
-                    problem(&[here.as_slice(), &key_path!["file"]].concat(), why);
-                }
-                if case.diff.trim().is_empty() {
-                    problem(
-                        &[here.as_slice(), &key_path!["diff"]].concat(),
-                        "`diff` is empty".to_owned(),
-                    );
-                }
-                continue;
-            }
-            if !case.diff.is_empty() || !case.file.is_empty() {
-                problem(
-                    &here,
-                    "a case has either `file` and `diff`, or `images`, not both".to_owned(),
-                );
-            }
-            if case.images.len() > MAX_CASE_IMAGES {
-                problem(
-                    &[here.as_slice(), &key_path!["images"]].concat(),
-                    format!("a case holds at most {MAX_CASE_IMAGES} screenshots"),
-                );
-            }
-            for (k, image) in case.images.iter().enumerate() {
-                let path = [here.as_slice(), &key_path!["images", k]].concat();
-                if let Some(why) = bad_path(image) {
-                    problem(&path, why);
-                } else if !image.to_ascii_lowercase().ends_with(".png") {
-                    problem(
-                        &path,
-                        format!("`{image}` must be a PNG screenshot (`.png`)"),
-                    );
-                } else {
-                    let at = locator.value_or_ancestor(&path);
-                    image_sites.push((image.clone(), (at.line, at.column)));
-                }
-            }
-        }
-        let with_images = all_cases().filter(|(_, _, c)| !c.images.is_empty()).count();
-        let design = with_images > 0;
-        if design && with_images < all_cases().count() {
-            problem(
-                &key_path!["rule", i, "cases"],
-                format!(
-                    "rule `{}` mixes diff cases and screenshot cases: a design rule's cases are all `images`",
-                    r.id
-                ),
-            );
-        }
+        let (image_sites, design) = check_cases(r, i, &locator, &mut problem);
         if let Some(reference) = &r.reference
             && let Some(why) = bad_path(reference)
         {
@@ -529,6 +452,100 @@ pub(crate) fn parse(text: &str, source: &str) -> Result<Vec<Rule>, Vec<RuleProbl
         problems.sort_by_key(|p| (p.line, p.column));
         Err(problems)
     }
+}
+
+/// A screenshot a case names, with the line and column that name it.
+type ImageSite = (String, (usize, usize));
+
+/// The checks of a rule's cases: a judged rule has both kinds, each case
+/// is a diff or screenshots (PNG, at most a few), never both, and a rule's
+/// cases are all of one kind. Returns where each screenshot is named and
+/// whether the rule is a design rule (its cases are screenshots).
+fn check_cases(
+    r: &RawRule,
+    i: usize,
+    locator: &Locator,
+    problem: &mut dyn FnMut(&[Seg], String),
+) -> (Vec<ImageSite>, bool) {
+    if r.judge {
+        for (kind, list) in [
+            ("violating", &r.cases.violating),
+            ("compliant", &r.cases.compliant),
+        ] {
+            if list.is_empty() {
+                problem(
+                    &key_path!["rule", i, "cases"],
+                    format!(
+                        "rule `{}` is judged but has no {kind} case: add a \
+                         [[rule.cases.{kind}]] (or set judge = false for a guide entry)",
+                        r.id
+                    ),
+                );
+            }
+        }
+    }
+    let mut image_sites = Vec::new();
+    let all_cases = || {
+        [
+            ("violating", &r.cases.violating),
+            ("compliant", &r.cases.compliant),
+        ]
+        .into_iter()
+        .flat_map(|(kind, list)| list.iter().enumerate().map(move |(j, c)| (kind, j, c)))
+    };
+    for (kind, j, case) in all_cases() {
+        let here = key_path!["rule", i, "cases", kind, j];
+        if case.images.is_empty() {
+            if let Some(why) = bad_path(&case.file) {
+                problem(&[here.as_slice(), &key_path!["file"]].concat(), why);
+            }
+            if case.diff.trim().is_empty() {
+                problem(
+                    &[here.as_slice(), &key_path!["diff"]].concat(),
+                    "`diff` is empty".to_owned(),
+                );
+            }
+            continue;
+        }
+        if !case.diff.is_empty() || !case.file.is_empty() {
+            problem(
+                &here,
+                "a case has either `file` and `diff`, or `images`, not both".to_owned(),
+            );
+        }
+        if case.images.len() > MAX_CASE_IMAGES {
+            problem(
+                &[here.as_slice(), &key_path!["images"]].concat(),
+                format!("a case holds at most {MAX_CASE_IMAGES} screenshots"),
+            );
+        }
+        for (k, image) in case.images.iter().enumerate() {
+            let path = [here.as_slice(), &key_path!["images", k]].concat();
+            if let Some(why) = bad_path(image) {
+                problem(&path, why);
+            } else if !image.to_ascii_lowercase().ends_with(".png") {
+                problem(
+                    &path,
+                    format!("`{image}` must be a PNG screenshot (`.png`)"),
+                );
+            } else {
+                let at = locator.value_or_ancestor(&path);
+                image_sites.push((image.clone(), (at.line, at.column)));
+            }
+        }
+    }
+    let with_images = all_cases().filter(|(_, _, c)| !c.images.is_empty()).count();
+    let design = with_images > 0;
+    if design && with_images < all_cases().count() {
+        problem(
+            &key_path!["rule", i, "cases"],
+            format!(
+                "rule `{}` mixes diff cases and screenshot cases: a design rule's cases are all `images`",
+                r.id
+            ),
+        );
+    }
+    (image_sites, design)
 }
 
 fn valid_id(id: &str) -> bool {
