@@ -671,50 +671,16 @@ impl Scorecard {
             u.output_tokens += r.output_tokens;
             u.cost_usd += r.cost_usd.unwrap_or(0.0);
         })?;
-        let role_names = roles.keys.names.clone();
-        let seats: BTreeMap<(String, String), RoleUsage> = seats
-            .into_iter()
-            .map(|((role, model), seat)| {
-                let mut usage = seat.usage;
-                usage.statuses = seat
-                    .statuses
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(i, n)| (statuses.names[i].clone(), *n))
-                    .collect();
-                let key = (
-                    role_names[role as usize].clone(),
-                    seat_models.names[model as usize].clone(),
-                );
-                (key, usage)
-            })
-            .collect();
+        let seats = seat_usage(
+            seats,
+            &roles.keys.names,
+            &seat_models.names,
+            &statuses.names,
+        );
 
         lap("roles read");
-        // Dismissals: distinct findings per spec, of runs in scope; those
-        // against a spec's latest run are no longer open.
-        let mut dismissed: HashSet<(u32, String)> = HashSet::new();
-        let mut dismissed_latest: HashSet<(u32, String)> = HashSet::new();
-        for d in ledger.dismissal_refs()? {
-            let Some(st) = state_of(d.seq) else { continue };
-            if pass.latest.get(st.spec as usize).map(|l| l.seq) == Some(d.seq) {
-                dismissed_latest.insert((st.spec, d.finding_id.clone()));
-            }
-            dismissed.insert((st.spec, d.finding_id));
-        }
         let mut findings = pass.findings;
-        findings.dismissed = dismissed.len() as u64;
-        let mut open_per_spec = vec![0u64; pass.latest.len()];
-        for (spec, _) in &dismissed_latest {
-            open_per_spec[*spec as usize] += 1;
-        }
-        findings.open = pass
-            .latest
-            .iter()
-            .zip(&open_per_spec)
-            .map(|(l, gone)| l.findings.saturating_sub(*gone))
-            .sum();
+        count_dismissals(ledger, &states, &pass.latest, &mut findings)?;
 
         let week_names = pass.weeks.keys.names.clone();
         let tier_names = pass.tiers.keys.names.clone();
@@ -762,6 +728,71 @@ impl Scorecard {
             false_pass_count,
         })
     }
+}
+
+/// Each seat's figures under its role's and model's names, its statuses
+/// by name.
+fn seat_usage(
+    seats: HashMap<(u32, u32), SeatTally>,
+    role_names: &[String],
+    model_names: &[String],
+    status_names: &[String],
+) -> BTreeMap<(String, String), RoleUsage> {
+    seats
+        .into_iter()
+        .map(|((role, model), seat)| {
+            let mut usage = seat.usage;
+            usage.statuses = seat
+                .statuses
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| (status_names[i].clone(), *n))
+                .collect();
+            let key = (
+                role_names[role as usize].clone(),
+                model_names[model as usize].clone(),
+            );
+            (key, usage)
+        })
+        .collect()
+}
+
+/// Dismissals: distinct findings per spec, of runs in scope; those against
+/// a spec's latest run are no longer open.
+fn count_dismissals(
+    ledger: &Ledger,
+    states: &[RunState],
+    latest: &[Latest],
+    findings: &mut FindingCounts,
+) -> Result<(), LedgerError> {
+    let state_of = |seq: u64| {
+        usize::try_from(seq)
+            .ok()
+            .and_then(|i| states.get(i))
+            .copied()
+            .filter(|s| s.class != Class::Out)
+    };
+    let mut dismissed: HashSet<(u32, String)> = HashSet::new();
+    let mut dismissed_latest: HashSet<(u32, String)> = HashSet::new();
+    for d in ledger.dismissal_refs()? {
+        let Some(st) = state_of(d.seq) else { continue };
+        if latest.get(st.spec as usize).map(|l| l.seq) == Some(d.seq) {
+            dismissed_latest.insert((st.spec, d.finding_id.clone()));
+        }
+        dismissed.insert((st.spec, d.finding_id));
+    }
+    findings.dismissed = dismissed.len() as u64;
+    let mut open_per_spec = vec![0u64; latest.len()];
+    for (spec, _) in &dismissed_latest {
+        open_per_spec[*spec as usize] += 1;
+    }
+    findings.open = latest
+        .iter()
+        .zip(&open_per_spec)
+        .map(|(l, gone)| l.findings.saturating_sub(*gone))
+        .sum();
+    Ok(())
 }
 
 /// The newest false passes, with the outcome that said broken.
