@@ -103,9 +103,6 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
     let policy = &spec.policy;
     let default_timeout = Duration::from_secs(policy.check_timeout_s);
     let timeout = |t: Option<u64>| t.map_or(default_timeout, Duration::from_secs);
-    let run = || Decision::Run {
-        why: "first attempt".to_owned(),
-    };
     let mut items = Vec::new();
 
     for check in &spec.checks {
@@ -117,7 +114,7 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             task: None,
             inputs_digest: item_digest(&canonical(check), inputs.as_ref(), snapshot),
             unmatched: unmatched(&check.inputs, snapshot),
-            decision: run(),
+            decision: first_run(),
             work: Some(Item {
                 id: check.id.clone(),
                 kind: ItemKind::Check,
@@ -131,6 +128,52 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
         });
     }
 
+    items.extend(task_tests(spec, snapshot, default_timeout));
+    items.extend(builtins(spec, snapshot, default_timeout));
+
+    for (task, criterion) in spec.criteria() {
+        // A criterion without inputs depends on its task's files.
+        let patterns = if criterion.inputs.is_empty() {
+            &task.paths
+        } else {
+            &criterion.inputs
+        };
+        let inputs = globs(patterns);
+        let definition = canonical(&(task.id.as_str(), criterion));
+        let (command, work) = match criterion.decider() {
+            Decider::Code(run) => (
+                run.to_owned(),
+                Some(Item {
+                    id: criterion.id.clone(),
+                    kind: ItemKind::Criterion,
+                    action: Action::Command {
+                        run: run.to_owned(),
+                        starts: None,
+                    },
+                    after: criterion.after.clone(),
+                    timeout: timeout(criterion.timeout_s),
+                }),
+            ),
+            Decider::Model => (String::new(), None),
+        };
+        items.push(PlannedItem {
+            id: criterion.id.clone(),
+            kind: ItemKind::Criterion,
+            command,
+            task: Some(task.id.clone()),
+            inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
+            unmatched: unmatched(patterns, snapshot),
+            decision: first_run(),
+            work,
+        });
+    }
+    Plan { items }
+}
+
+/// Each task's unit-test precondition: a command, or a JUnit report (always
+/// an input, ignored by git or not).
+fn task_tests(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Vec<PlannedItem> {
+    let mut items = Vec::new();
     for task in &spec.tasks {
         let Some(tests) = &task.tests else { continue };
         let id = Spec::tests_check_id(task);
@@ -168,17 +211,23 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             task: Some(task.id.clone()),
             inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
             unmatched: unmatched(&input_globs, snapshot),
-            decision: run(),
+            decision: first_run(),
             work: Some(Item {
                 id,
                 kind: ItemKind::TaskTests,
                 action,
                 after: Vec::new(),
-                timeout: timeout(tests.timeout_s),
+                timeout: tests.timeout_s.map_or(default_timeout, Duration::from_secs),
             }),
         });
     }
+    items
+}
 
+/// The built-in checks the policy leaves on, each with what it excludes.
+fn builtins(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Vec<PlannedItem> {
+    let policy = &spec.policy;
+    let mut items = Vec::new();
     for (enabled, check, what) in [
         (
             policy.builtin_conflicts,
@@ -208,7 +257,7 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             task: None,
             inputs_digest: item_digest(&definition, None, snapshot),
             unmatched: Vec::new(),
-            decision: run(),
+            decision: first_run(),
             work: Some(Item {
                 id: check.id().to_owned(),
                 kind: ItemKind::Builtin,
@@ -221,44 +270,14 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             }),
         });
     }
+    items
+}
 
-    for (task, criterion) in spec.criteria() {
-        // A criterion without inputs depends on its task's files.
-        let patterns = if criterion.inputs.is_empty() {
-            &task.paths
-        } else {
-            &criterion.inputs
-        };
-        let inputs = globs(patterns);
-        let definition = canonical(&(task.id.as_str(), criterion));
-        let (command, work) = match criterion.decider() {
-            Decider::Code(run) => (
-                run.to_owned(),
-                Some(Item {
-                    id: criterion.id.clone(),
-                    kind: ItemKind::Criterion,
-                    action: Action::Command {
-                        run: run.to_owned(),
-                        starts: None,
-                    },
-                    after: criterion.after.clone(),
-                    timeout: timeout(criterion.timeout_s),
-                }),
-            ),
-            Decider::Model => (String::new(), None),
-        };
-        items.push(PlannedItem {
-            id: criterion.id.clone(),
-            kind: ItemKind::Criterion,
-            command,
-            task: Some(task.id.clone()),
-            inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
-            unmatched: unmatched(patterns, snapshot),
-            decision: run(),
-            work,
-        });
+/// Why an item runs on a first attempt.
+fn first_run() -> Decision {
+    Decision::Run {
+        why: "first attempt".to_owned(),
     }
-    Plan { items }
 }
 
 /// `None` for an empty list (the whole workspace), else the compiled globs.
