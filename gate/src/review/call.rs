@@ -264,50 +264,31 @@ pub async fn ask(
         }
         result.answer = Err(message.clone());
         live.publish(&result);
-        match kind {
-            Kind::Provider(Class::Retryable) => {
-                breakers
-                    .report(&key, &owner, Report::Failure { retry_after })
-                    .await;
-                let left = plan.deadline.saturating_duration_since(Instant::now());
-                match after_retryable(retry_after, left, min_attempt, waited) {
-                    AfterRetryable::Wait(wait) if !breakers.is_open(&key).await => {
-                        tracing::debug!(model = %name, ?wait, "honouring Retry-After");
-                        waited = true;
-                        live.pausing(name, wait);
-                        tokio::time::sleep(wait).await;
-                    }
-                    _ => {
-                        next += 1;
-                        waited = false;
-                    }
-                }
-            }
-            // Another model may answer well; this one's health is not in question.
-            Kind::Malformed => {
-                breakers.report(&key, &owner, Report::Neutral).await;
+        let at = At {
+            key: &key,
+            account: &account,
+            owner: &owner,
+            name,
+        };
+        match after_failure(
+            &at,
+            kind,
+            &message,
+            retry_after,
+            plan,
+            min_attempt,
+            waited,
+            breakers,
+            live,
+        )
+        .await
+        {
+            Then::Next => {
                 next += 1;
                 waited = false;
             }
-            // Every model on this endpoint and key would answer the same;
-            // one of another account may not. Nobody's health is in question.
-            Kind::Provider(Class::Quota) => {
-                breakers.mark_exhausted(&account, &message);
-                breakers.report(&key, &owner, Report::Neutral).await;
-                next += 1;
-                waited = false;
-            }
-            // A different model does not fix a bad key or a bad request.
-            Kind::Provider(Class::Auth) => {
-                breakers.mark_misconfigured(&key, &message);
-                breakers.report(&key, &owner, Report::Neutral).await;
-                break;
-            }
-            // Nor does it fit a request the budget cannot hold.
-            Kind::Provider(Class::Fatal) | Kind::OverBudget => {
-                breakers.report(&key, &owner, Report::Neutral).await;
-                break;
-            }
+            Then::Again => waited = true,
+            Then::Stop => break,
         }
     }
     if next >= plan.chain.len()
@@ -322,6 +303,81 @@ pub async fn ask(
     live.publish(&result);
     live.finish();
     result
+}
+
+/// The model a chain is at, as its breaker and its account know it.
+struct At<'a> {
+    key: &'a str,
+    account: &'a str,
+    owner: &'a str,
+    name: &'a str,
+}
+
+/// What the chain does after a failed attempt.
+enum Then {
+    /// Go on to the next model.
+    Next,
+    /// Ask the same model again (its `Retry-After` was waited out).
+    Again,
+    /// Stop: no other model would do better.
+    Stop,
+}
+
+/// Reports a failed attempt to the model's breaker (or marks its key or
+/// account) and says where the chain goes from here.
+#[allow(clippy::too_many_arguments)] // the attempt's facts and the chain's state
+async fn after_failure(
+    at: &At<'_>,
+    kind: Kind,
+    message: &str,
+    retry_after: Option<Duration>,
+    plan: &CallPlan,
+    min_attempt: Duration,
+    waited: bool,
+    breakers: &Breakers,
+    live: &Live,
+) -> Then {
+    let (key, owner) = (at.key, at.owner);
+    match kind {
+        Kind::Provider(Class::Retryable) => {
+            breakers
+                .report(key, owner, Report::Failure { retry_after })
+                .await;
+            let left = plan.deadline.saturating_duration_since(Instant::now());
+            match after_retryable(retry_after, left, min_attempt, waited) {
+                AfterRetryable::Wait(wait) if !breakers.is_open(key).await => {
+                    tracing::debug!(model = %at.name, ?wait, "honouring Retry-After");
+                    live.pausing(at.name, wait);
+                    tokio::time::sleep(wait).await;
+                    Then::Again
+                }
+                _ => Then::Next,
+            }
+        }
+        // Another model may answer well; this one's health is not in question.
+        Kind::Malformed => {
+            breakers.report(key, owner, Report::Neutral).await;
+            Then::Next
+        }
+        // Every model on this endpoint and key would answer the same;
+        // one of another account may not. Nobody's health is in question.
+        Kind::Provider(Class::Quota) => {
+            breakers.mark_exhausted(at.account, message);
+            breakers.report(key, owner, Report::Neutral).await;
+            Then::Next
+        }
+        // A different model does not fix a bad key or a bad request.
+        Kind::Provider(Class::Auth) => {
+            breakers.mark_misconfigured(key, message);
+            breakers.report(key, owner, Report::Neutral).await;
+            Then::Stop
+        }
+        // Nor does it fit a request the budget cannot hold.
+        Kind::Provider(Class::Fatal) | Kind::OverBudget => {
+            breakers.report(key, owner, Report::Neutral).await;
+            Then::Stop
+        }
+    }
 }
 
 fn push(
