@@ -316,17 +316,7 @@ impl Isolation {
                     .to_owned(),
             );
         };
-        let scratch = tempfile::Builder::new()
-            .prefix("gate-run-")
-            .tempdir()
-            .map_err(|e| {
-                GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
-            })?;
-        for sub in ["tmp", "home", "base"] {
-            std::fs::create_dir(scratch.path().join(sub)).map_err(|e| {
-                GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
-            })?;
-        }
+        let scratch = scratch_folder()?;
         let (home, cargo_home) = match &host_home {
             Some(real) => {
                 let (binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
@@ -341,34 +331,8 @@ impl Isolation {
             }
             None => (None, None),
         };
-        let mut candidates: Vec<PathBuf> = setup.secret_paths.clone();
-        if let Some(home) = &host_home {
-            candidates.extend(HIDDEN_IN_HOME.iter().map(|rel| home.join(rel)));
-        }
-        candidates.extend(HIDDEN_ELSEWHERE.iter().map(PathBuf::from));
-        candidates.extend(
-            setup
-                .section
-                .hidden
-                .iter()
-                .filter_map(|p| expand(p, host_home.as_deref())),
-        );
-        // A path that is not there is not made writable, and the run says so
-        // rather than leave a build to fail on a read-only cache.
-        let mut warnings = Vec::new();
-        let mut writable = Vec::new();
-        for named in &setup.section.writable {
-            match expand(named, host_home.as_deref()) {
-                Some(path) if path.exists() => writable.push(path),
-                Some(path) => warnings.push(format!(
-                    "[sandbox] writable names {}, which does not exist: nothing is made writable for it",
-                    path.display()
-                )),
-                None => warnings.push(format!(
-                    "[sandbox] writable names `{named}`, which is neither absolute nor under a HOME that exists: nothing is made writable for it"
-                )),
-            }
-        }
+        let candidates = hide_candidates(&setup, host_home.as_deref());
+        let (writable, warnings) = writable_paths(&setup.section.writable, host_home.as_deref());
         let mut sandbox = Sandbox {
             bwrap,
             workspace: setup.workspace.to_path_buf(),
@@ -388,32 +352,8 @@ impl Isolation {
             Some(Path::new("/tmp")),
             cargo_home.as_deref(),
         );
-        // The run's network namespace, when the spec asks for one: what
-        // prevents it is said, and the run goes on with the host's network
-        // (or, required, refuses).
-        let mut holder = None;
-        let mut network_reason = None;
-        if network == SandboxNetwork::Loopback {
-            match start_holder(&sandbox, setup.host_env, scratch.path(), env.clone()).await {
-                Ok(started) => {
-                    sandbox.network = Network::Join(started.namespace().clone());
-                    holder = Some(started);
-                }
-                Err(why) => network_reason = Some(why),
-            }
-        }
-        // The probe starts the sandbox exactly as an item would.
-        let mut probed = probe_sandbox(setup.workspace, &env, &sandbox).await;
-        if let Err(why) = &probed
-            && let Some(started) = holder.take()
-        {
-            started.stop().await;
-            network_reason = Some(format!(
-                "a sandbox cannot start inside the run's network namespace: {why}"
-            ));
-            sandbox.network = Network::Host;
-            probed = probe_sandbox(setup.workspace, &env, &sandbox).await;
-        }
+        let (holder, network_reason, probed) =
+            network_and_probe(&mut sandbox, &setup, network, scratch.path(), &env).await;
         if let Err(why) = probed {
             return refuse(format!("bubblewrap cannot start a sandbox here: {why}"));
         }
@@ -538,6 +478,97 @@ impl Isolation {
 
 /// Starts the process that holds the run's network namespace, with the
 /// items' environment; the error says why there cannot be one here.
+/// The run's scratch folder, with its `tmp`, `home` and `base`.
+fn scratch_folder() -> Result<tempfile::TempDir, GateError> {
+    let why = |e: std::io::Error| {
+        GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
+    };
+    let scratch = tempfile::Builder::new()
+        .prefix("gate-run-")
+        .tempdir()
+        .map_err(why)?;
+    for sub in ["tmp", "home", "base"] {
+        std::fs::create_dir(scratch.path().join(sub)).map_err(why)?;
+    }
+    Ok(scratch)
+}
+
+/// Every path to hide, whether or not it exists yet: the gate's secrets,
+/// the user's credential files, and what `[sandbox] hidden` adds.
+fn hide_candidates(setup: &Setup<'_>, host_home: Option<&Path>) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = setup.secret_paths.clone();
+    if let Some(home) = host_home {
+        candidates.extend(HIDDEN_IN_HOME.iter().map(|rel| home.join(rel)));
+    }
+    candidates.extend(HIDDEN_ELSEWHERE.iter().map(PathBuf::from));
+    candidates.extend(
+        setup
+            .section
+            .hidden
+            .iter()
+            .filter_map(|p| expand(p, host_home)),
+    );
+    candidates
+}
+
+/// The paths `[sandbox] writable` names that exist, and a warning for each
+/// that does not: it is not made writable, and the run says so rather than
+/// leave a build to fail on a read-only cache.
+fn writable_paths(named: &[String], host_home: Option<&Path>) -> (Vec<PathBuf>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut writable = Vec::new();
+    for named in named {
+        match expand(named, host_home) {
+            Some(path) if path.exists() => writable.push(path),
+            Some(path) => warnings.push(format!(
+                "[sandbox] writable names {}, which does not exist: nothing is made writable for it",
+                path.display()
+            )),
+            None => warnings.push(format!(
+                "[sandbox] writable names `{named}`, which is neither absolute nor under a HOME that exists: nothing is made writable for it"
+            )),
+        }
+    }
+    (writable, warnings)
+}
+
+/// The run's network namespace, when the spec asks for one, and the probe
+/// that starts the sandbox exactly as an item would. What prevents the
+/// namespace is said (the run goes on with the host's network, or,
+/// required, refuses); a sandbox that cannot start inside it is tried once
+/// more on the host's network.
+async fn network_and_probe(
+    sandbox: &mut Sandbox,
+    setup: &Setup<'_>,
+    network: SandboxNetwork,
+    scratch: &Path,
+    env: &[(OsString, OsString)],
+) -> (Option<Holder>, Option<String>, Result<(), String>) {
+    let mut holder = None;
+    let mut network_reason = None;
+    if network == SandboxNetwork::Loopback {
+        match start_holder(sandbox, setup.host_env, scratch, env.to_vec()).await {
+            Ok(started) => {
+                sandbox.network = Network::Join(started.namespace().clone());
+                holder = Some(started);
+            }
+            Err(why) => network_reason = Some(why),
+        }
+    }
+    let mut probed = probe_sandbox(setup.workspace, env, sandbox).await;
+    if let Err(why) = &probed
+        && let Some(started) = holder.take()
+    {
+        started.stop().await;
+        network_reason = Some(format!(
+            "a sandbox cannot start inside the run's network namespace: {why}"
+        ));
+        sandbox.network = Network::Host;
+        probed = probe_sandbox(setup.workspace, env, sandbox).await;
+    }
+    (holder, network_reason, probed)
+}
+
 async fn start_holder(
     sandbox: &Sandbox,
     host_env: &[(OsString, OsString)],
