@@ -199,6 +199,70 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
     if keyed.is_empty() {
         return Ok(Outcome::default());
     }
+    let wanted = reuse_kept(&inputs, commit, keyed, &mut record, &mut statuses);
+    if wanted.is_empty() {
+        return Ok(Outcome {
+            statuses,
+            record: Some(record),
+            self_certified,
+        });
+    }
+
+    let one = wanted.len() == 1;
+    inputs.events.emit(RunEvent::Notice(format!(
+        "gate: running {} on the base {} (with the checks {} after)",
+        if one {
+            "1 criterion".to_owned()
+        } else {
+            format!("{} criteria", wanted.len())
+        },
+        short(commit),
+        if one { "it runs" } else { "they run" },
+    )));
+    let ran = run_on_base(&inputs, git, commit, &tree, &wanted).await;
+    let results = match ran {
+        Ok(results) => results,
+        Err(why) => {
+            for w in &wanted {
+                statuses.insert(
+                    w.id.clone(),
+                    not_run(&format!("the base could not be checked out: {why}")),
+                );
+            }
+            return Ok(Outcome {
+                statuses,
+                record: Some(record),
+                self_certified,
+            });
+        }
+    };
+    let run_id = inputs.run_id;
+    keep_results(
+        inputs.ledger,
+        commit,
+        run_id,
+        &wanted,
+        &results,
+        &mut record,
+        &mut statuses,
+    );
+    Ok(Outcome {
+        statuses,
+        record: Some(record),
+        self_certified,
+    })
+}
+
+/// The wanted criteria whose base result the ledger keeps (for this
+/// commit, definition and verifiers) are not run again; with base runs
+/// turned off the rest could not run. Returns what is still to run.
+fn reuse_kept(
+    inputs: &Inputs<'_>,
+    commit: &str,
+    keyed: Vec<Wanted>,
+    record: &mut BaseRunsRecord,
+    statuses: &mut BTreeMap<String, BaseStatus>,
+) -> Vec<Wanted> {
     let mut wanted: Vec<Wanted> = Vec::new();
     for w in keyed {
         let kept = match inputs.ledger.as_deref() {
@@ -230,55 +294,34 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
             None if inputs.turned_off => {
                 statuses.insert(
                     w.id.clone(),
-                    not_run("base runs were turned off (`--no-base-runs`)"),
+                    BaseStatus {
+                        status: BaseState::CouldNotRun,
+                        reason: Some("base runs were turned off (`--no-base-runs`)".to_owned()),
+                        output_digest: None,
+                        from_run: None,
+                    },
                 );
             }
             None => wanted.push(w),
         }
     }
-    if wanted.is_empty() {
-        return Ok(Outcome {
-            statuses,
-            record: Some(record),
-            self_certified,
-        });
-    }
+    wanted
+}
 
-    inputs.events.emit(RunEvent::Notice(format!(
-        "gate: running {} on the base {} (with the checks {} after)",
-        if wanted.len() == 1 {
-            "1 criterion".to_owned()
-        } else {
-            format!("{} criteria", wanted.len())
-        },
-        short(commit),
-        if wanted.len() == 1 {
-            "it runs"
-        } else {
-            "they run"
-        },
-    )));
-    let ran = run_on_base(&inputs, git, commit, &tree, &wanted).await;
-    let results = match ran {
-        Ok(results) => results,
-        Err(why) => {
-            for w in &wanted {
-                statuses.insert(
-                    w.id.clone(),
-                    not_run(&format!("the base could not be checked out: {why}")),
-                );
-            }
-            return Ok(Outcome {
-                statuses,
-                record: Some(record),
-                self_certified,
-            });
-        }
-    };
+/// Each base run's status, kept in the ledger when it passed or failed so a
+/// later attempt of the series does not pay for it again.
+fn keep_results(
+    mut ledger: Option<&mut gate_evidence::Ledger>,
+    commit: &str,
+    run_id: &str,
+    wanted: &[Wanted],
+    results: &std::collections::HashMap<String, ItemResult>,
+    record: &mut BaseRunsRecord,
+    statuses: &mut BTreeMap<String, BaseStatus>,
+) {
     let now = chrono::Utc::now();
-    let mut ledger = inputs.ledger;
-    for w in &wanted {
-        let status = status_of(results.get(&w.id), inputs.run_id);
+    for w in wanted {
+        let status = status_of(results.get(&w.id), run_id);
         record.ran += 1;
         if let (Some(ledger), BaseState::Passed | BaseState::Failed) =
             (ledger.as_deref_mut(), status.status)
@@ -291,7 +334,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
                 status: status.status.as_str().to_owned(),
                 reason: status.reason.clone(),
                 output_digest: status.output_digest.clone().unwrap_or_default(),
-                run_id: inputs.run_id.to_owned(),
+                run_id: run_id.to_owned(),
                 recorded_at: now,
             };
             if let Err(e) = ledger.put_base_result(&kept) {
@@ -300,11 +343,6 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         }
         statuses.insert(w.id.clone(), status);
     }
-    Ok(Outcome {
-        statuses,
-        record: Some(record),
-        self_certified,
-    })
 }
 
 /// A criterion's base result from what the harness made of it.
