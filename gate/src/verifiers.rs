@@ -75,6 +75,164 @@ pub(crate) struct Protection {
     pub unprotected: Vec<String>,
 }
 
+/// The files the reference holds (the base commit's, the series' first
+/// attempt's, or without either the workspace's own), and the first
+/// attempt's states when that is the reference.
+async fn reference_files<'a>(
+    inputs: &Inputs<'a>,
+    now_files: &BTreeSet<&str>,
+) -> Result<
+    (
+        BTreeSet<String>,
+        Option<&'a BTreeMap<String, ProtectedState>>,
+    ),
+    GateError,
+> {
+    Ok(match inputs.base {
+        Some((git, commit)) => {
+            let listing = git
+                .run(
+                    inputs.workspace,
+                    &[
+                        "ls-tree",
+                        "-r",
+                        "-z",
+                        "--full-name",
+                        "--name-only",
+                        commit,
+                        "--",
+                        ".",
+                    ],
+                )
+                .await
+                .map_err(|why| GateError::Base {
+                    base: commit.to_owned(),
+                    reason: why,
+                })?;
+            let prefix = workspace_prefix(git, inputs.workspace).await?;
+            let files: BTreeSet<String> = listing
+                .split(|b| *b == 0)
+                .filter_map(|p| std::str::from_utf8(p).ok())
+                .filter_map(|p| p.strip_prefix(prefix.as_str()).map(str::to_owned))
+                .filter(|p| !p.is_empty())
+                .collect();
+            (files, None)
+        }
+        None => match inputs.previous {
+            Some(previous) => (previous.keys().cloned().collect(), Some(previous)),
+            None => (now_files.iter().map(|p| (*p).to_owned()).collect(), None),
+        },
+    })
+}
+
+/// A critical finding for each verifier the change tampered with, and a
+/// warning for each file it added beside one; `base_shown` says the items
+/// ran the base's version of a modified one.
+fn tampering_findings(
+    fates: &BTreeMap<String, (Tampering, String)>,
+    added: &BTreeMap<String, String>,
+    base_shown: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (file, (fate, by)) in fates {
+        out.push(Finding {
+            id: finding_id(
+                GUARD_ROLE,
+                file,
+                &format!("The change {} the verifier", fate.verb()),
+            ),
+            severity: "critical".to_owned(),
+            role: GUARD_ROLE.to_owned(),
+            file: file.clone(),
+            line: None,
+            title: format!("The change {} the verifier `{file}`", fate.verb()),
+            detail: format!(
+                "It decides {by} and existed before the change; a change must not alter \
+                 the exam it is judged by.{}",
+                if matches!(fate, Tampering::Modified | Tampering::NotExecutable) && base_shown {
+                    " The items ran the base's version."
+                } else {
+                    ""
+                }
+            ),
+            confidence: 1.0,
+            lineage: Lineage::raised(GUARD_ROLE, "critical"),
+        });
+    }
+    for (file, folder) in added {
+        let title = if file == folder {
+            format!("The change adds `{file}`, which `[spec] protected` covers")
+        } else {
+            format!("The change adds `{file}` to the protected verifier `{folder}`")
+        };
+        out.push(warning(
+            file,
+            title,
+            "A file added beside a verifier runs with it (a test runner collects it); \
+             its pass shows what its author chose to test."
+                .to_owned(),
+        ));
+    }
+    out
+}
+
+/// The base's version of each verifier the change modified or made
+/// non-executable, for the sandbox to show over the changed file.
+async fn overlays(
+    inputs: &Inputs<'_>,
+    fates: &BTreeMap<String, (Tampering, String)>,
+    was: &BTreeMap<String, Was>,
+) -> Vec<Overlay> {
+    let mut out = Vec::new();
+    if let (Some((git, commit)), Some(dir)) = (inputs.base, &inputs.base_dir) {
+        for (file, (fate, _)) in fates {
+            if !matches!(fate, Tampering::Modified | Tampering::NotExecutable) {
+                continue;
+            }
+            if let Some(overlay) = base_version(
+                git,
+                inputs.workspace,
+                commit,
+                file,
+                was.get(file.as_str()),
+                dir,
+            )
+            .await
+            {
+                out.push(overlay);
+            }
+        }
+    }
+    out
+}
+
+/// What the next attempt compares with when there is no base: the first
+/// attempt's states carried on, or (on a first attempt) the files now.
+fn reference_kept(
+    inputs: &Inputs<'_>,
+    protected: &BTreeMap<String, Namers>,
+    now_files: &BTreeSet<&str>,
+) -> BTreeMap<String, ProtectedState> {
+    match (inputs.base, inputs.previous) {
+        (None, Some(previous)) => previous.clone(),
+        _ => protected
+            .keys()
+            .flat_map(|p| under(now_files, p))
+            .filter_map(|f| {
+                let s = state_now(inputs.workspace, inputs.snapshot, f)?;
+                Some((
+                    f.to_owned(),
+                    ProtectedState {
+                        digest: s.digest,
+                        executable: s.executable,
+                        link: s.link,
+                    },
+                ))
+            })
+            .collect(),
+    }
+}
+
 /// The verifiers of `spec`: every path each check's and criterion's `run`
 /// runs, by item, and whether the item is a criterion.
 fn named(spec: &Spec) -> Vec<(String, bool, Vec<gate_specs::VerifierPath>)> {
@@ -183,41 +341,7 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     let by_item = named(spec);
 
     // The reference: what existed before the change.
-    let (ref_files, diff) = match inputs.base {
-        Some((git, commit)) => {
-            let listing = git
-                .run(
-                    inputs.workspace,
-                    &[
-                        "ls-tree",
-                        "-r",
-                        "-z",
-                        "--full-name",
-                        "--name-only",
-                        commit,
-                        "--",
-                        ".",
-                    ],
-                )
-                .await
-                .map_err(|why| GateError::Base {
-                    base: commit.to_owned(),
-                    reason: why,
-                })?;
-            let prefix = workspace_prefix(git, inputs.workspace).await?;
-            let files: BTreeSet<String> = listing
-                .split(|b| *b == 0)
-                .filter_map(|p| std::str::from_utf8(p).ok())
-                .filter_map(|p| p.strip_prefix(prefix.as_str()).map(str::to_owned))
-                .filter(|p| !p.is_empty())
-                .collect();
-            (files, None)
-        }
-        None => match inputs.previous {
-            Some(previous) => (previous.keys().cloned().collect(), Some(previous)),
-            None => (now_files.iter().map(|p| (*p).to_owned()).collect(), None),
-        },
-    };
+    let (ref_files, diff) = reference_files(&inputs, &now_files).await?;
     let ref_set: BTreeSet<&str> = ref_files.iter().map(String::as_str).collect();
 
     // Which paths are protected, and by whom.
@@ -377,69 +501,14 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
             });
         }
     }
-    for (file, (fate, by)) in &fates {
-        out.findings.push(Finding {
-            id: finding_id(
-                GUARD_ROLE,
-                file,
-                &format!("The change {} the verifier", fate.verb()),
-            ),
-            severity: "critical".to_owned(),
-            role: GUARD_ROLE.to_owned(),
-            file: file.clone(),
-            line: None,
-            title: format!("The change {} the verifier `{file}`", fate.verb()),
-            detail: format!(
-                "It decides {by} and existed before the change; a change must not alter \
-                 the exam it is judged by.{}",
-                if matches!(fate, Tampering::Modified | Tampering::NotExecutable)
-                    && inputs.base_dir.is_some()
-                    && inputs.base.is_some()
-                {
-                    " The items ran the base's version."
-                } else {
-                    ""
-                }
-            ),
-            confidence: 1.0,
-            lineage: Lineage::raised(GUARD_ROLE, "critical"),
-        });
-    }
-    for (file, folder) in &added {
-        let title = if file == folder {
-            format!("The change adds `{file}`, which `[spec] protected` covers")
-        } else {
-            format!("The change adds `{file}` to the protected verifier `{folder}`")
-        };
-        out.findings.push(warning(
-            file,
-            title,
-            "A file added beside a verifier runs with it (a test runner collects it); \
-             its pass shows what its author chose to test."
-                .to_owned(),
-        ));
-    }
+    out.findings.extend(tampering_findings(
+        &fates,
+        &added,
+        inputs.base.is_some() && inputs.base_dir.is_some(),
+    ));
 
     // The base's versions of what was modified, for the sandbox to show.
-    if let (Some((git, commit)), Some(dir)) = (inputs.base, &inputs.base_dir) {
-        for (file, (fate, _)) in &fates {
-            if !matches!(fate, Tampering::Modified | Tampering::NotExecutable) {
-                continue;
-            }
-            if let Some(overlay) = base_version(
-                git,
-                inputs.workspace,
-                commit,
-                file,
-                was.get(file.as_str()),
-                dir,
-            )
-            .await
-            {
-                out.overlays.push(overlay);
-            }
-        }
-    }
+    out.overlays = overlays(&inputs, &fates, &was).await;
 
     out.paths = protected.keys().cloned().collect();
     for path in protected.keys() {
@@ -448,24 +517,7 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
             out.read_only.push(abs);
         }
     }
-    out.reference = match (inputs.base, inputs.previous) {
-        (None, Some(previous)) => previous.clone(),
-        _ => protected
-            .keys()
-            .flat_map(|p| under(&now_files, p))
-            .filter_map(|f| {
-                let s = state_now(inputs.workspace, inputs.snapshot, f)?;
-                Some((
-                    f.to_owned(),
-                    ProtectedState {
-                        digest: s.digest,
-                        executable: s.executable,
-                        link: s.link,
-                    },
-                ))
-            })
-            .collect(),
-    };
+    out.reference = reference_kept(&inputs, &protected, &now_files);
     Ok(out)
 }
 
