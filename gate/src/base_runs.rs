@@ -156,31 +156,25 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         from_run: None,
     };
     let mut statuses = BTreeMap::new();
+    let none_ran = |why: &str, record| Outcome {
+        statuses: asking
+            .iter()
+            .map(|c| (c.id.clone(), not_run(why)))
+            .collect(),
+        record: Some(record),
+        ..Outcome::default()
+    };
     let Some((git, commit)) = inputs.base else {
-        for c in &asking {
-            statuses.insert(
-                c.id.clone(),
-                not_run("no base given: pass `--base REV` to run it on the base"),
-            );
-        }
-        return Ok(Outcome {
-            statuses,
-            record: Some(record),
-            ..Outcome::default()
-        });
+        return Ok(none_ran(
+            "no base given: pass `--base REV` to run it on the base",
+            record,
+        ));
     };
     if policy == BaseRuns::Never {
         if asking.is_empty() {
             return Ok(Outcome::default());
         }
-        for c in &asking {
-            statuses.insert(c.id.clone(), not_run("[policy] base_runs = \"never\""));
-        }
-        return Ok(Outcome {
-            statuses,
-            record: Some(record),
-            ..Outcome::default()
-        });
+        return Ok(none_ran("[policy] base_runs = \"never\"", record));
     }
 
     let tree = BaseTree::list(git, inputs.workspace, commit).await?;
@@ -208,17 +202,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         });
     }
 
-    let one = wanted.len() == 1;
-    inputs.events.emit(RunEvent::Notice(format!(
-        "gate: running {} on the base {} (with the checks {} after)",
-        if one {
-            "1 criterion".to_owned()
-        } else {
-            format!("{} criteria", wanted.len())
-        },
-        short(commit),
-        if one { "it runs" } else { "they run" },
-    )));
+    announce(inputs.events, wanted.len(), commit);
     let ran = run_on_base(&inputs, git, commit, &tree, &wanted).await;
     let results = match ran {
         Ok(results) => results,
@@ -251,6 +235,21 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         record: Some(record),
         self_certified,
     })
+}
+
+/// Says how many criteria run on the base.
+fn announce(events: &EventSink, count: usize, commit: &str) {
+    let one = count == 1;
+    events.emit(RunEvent::Notice(format!(
+        "gate: running {} on the base {} (with the checks {} after)",
+        if one {
+            "1 criterion".to_owned()
+        } else {
+            format!("{count} criteria")
+        },
+        short(commit),
+        if one { "it runs" } else { "they run" },
+    )));
 }
 
 /// The wanted criteria whose base result the ledger keeps (for this

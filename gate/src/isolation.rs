@@ -252,6 +252,37 @@ pub(crate) struct Isolation {
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Isolation {
+    /// A run without a sandbox: its processes get the allow-listed
+    /// environment all the same.
+    fn unisolated(
+        setup: &Setup<'_>,
+        tools_env: Vec<(OsString, OsString)>,
+        reason: Option<String>,
+    ) -> Self {
+        let env = environment(
+            setup.host_env,
+            &setup.section.pass_env,
+            &setup.never_env,
+            None,
+            None,
+            None,
+        );
+        Self {
+            record: IsolationRecord {
+                kind: "none".to_owned(),
+                network: SandboxNetwork::Host.as_str().to_owned(),
+                reason,
+            },
+            env,
+            sandbox: None,
+            tools_env,
+            scratch: None,
+            candidates: Vec::new(),
+            warnings: Vec::new(),
+            _holder: None,
+        }
+    }
+
     /// Resolves the run's isolation and checks it works here. With `mode =
     /// "required"` a sandbox that cannot start is a configuration error
     /// (exit 2) naming why; with `auto` the run goes on unisolated and says
@@ -264,30 +295,8 @@ impl Isolation {
             .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir());
         let tools_env =
             crate::git::environment(lookup(setup.host_env, "PATH").map(OsStr::to_owned), None);
-        let unisolated = |reason: Option<String>| {
-            let env = environment(
-                setup.host_env,
-                &setup.section.pass_env,
-                &setup.never_env,
-                None,
-                None,
-                None,
-            );
-            Self {
-                record: IsolationRecord {
-                    kind: "none".to_owned(),
-                    network: SandboxNetwork::Host.as_str().to_owned(),
-                    reason,
-                },
-                env,
-                sandbox: None,
-                tools_env: tools_env.clone(),
-                scratch: None,
-                candidates: Vec::new(),
-                warnings: Vec::new(),
-                _holder: None,
-            }
-        };
+        let unisolated =
+            |reason: Option<String>| Self::unisolated(&setup, tools_env.clone(), reason);
         if mode == SandboxMode::Off {
             return Ok(unisolated(Some(format!(
                 "the sandbox is off ({})",

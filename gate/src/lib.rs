@@ -14,6 +14,9 @@
 //! uses; `provider`, `retry` and `review` are public for the fuzz targets,
 //! which call their parsers and validators.
 
+// Test code may run long: a scenario reads best whole.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
+
 pub(crate) mod attest;
 pub(crate) mod base_runs;
 pub(crate) mod change;

@@ -233,6 +233,129 @@ fn reference_kept(
     }
 }
 
+/// What each check's and criterion's `run` runs, now and in the reference:
+/// protected where either has it, required where the reference does not,
+/// self-certified where the change created it, and a criterion that runs no
+/// workspace file is unprotected. Returns the verifiers run directly that
+/// the reference has.
+fn name_verifiers(
+    inputs: &Inputs<'_>,
+    by_item: &[(String, bool, Vec<gate_specs::VerifierPath>)],
+    (now_files, ref_set): (&BTreeSet<&str>, &BTreeSet<&str>),
+    protected: &mut BTreeMap<String, Namers>,
+    out: &mut Protection,
+) -> Vec<(String, String)> {
+    let spec = inputs.spec;
+    let mut direct_known: Vec<(String, String)> = Vec::new();
+    for (id, is_criterion, paths) in by_item {
+        let mut names_any = false;
+        for named in paths {
+            let now = present(now_files, &named.path);
+            let before = present(ref_set, &named.path);
+            // A module's candidate file the workspace never had: the module
+            // is an installed one, not the workspace's.
+            if named.module && !now && !before {
+                continue;
+            }
+            // A file the line runs counts even when missing: that is a spec
+            // error of its own, not a verifier nothing protects.
+            names_any = true;
+            if now || before {
+                protected
+                    .entry(named.path.clone())
+                    .or_default()
+                    .items
+                    .insert(id.clone());
+            }
+            if !before && !named.module {
+                out.required
+                    .entry(id.clone())
+                    .or_default()
+                    .push(Requirement {
+                        path: named.path.clone(),
+                        direct: named.direct,
+                        must_exist: named.first,
+                    });
+            } else if named.direct {
+                direct_known.push((id.clone(), named.path.clone()));
+            }
+            if !before && now && (inputs.base.is_some() || inputs.previous.is_some()) {
+                out.findings.push(warning(
+                    &named.path,
+                    format!(
+                        "`{id}` runs `{}`, which the change created: its acceptance is self-certified",
+                        named.path
+                    ),
+                    "A verifier that did not exist before the change was written with it; \
+                     its pass shows what its author chose to test. Add it to the spec's \
+                     base so later changes are measured against it."
+                        .to_owned(),
+                ));
+            }
+        }
+        if *is_criterion && !names_any && spec.spec.protected.is_empty() {
+            out.unprotected.push(id.clone());
+        }
+    }
+    direct_known
+}
+
+/// Each protected file compared with its reference: what the change did to
+/// the verifiers that existed (deleted, replaced by a link, modified, made
+/// non-executable), and the files it added beside one, by the protected
+/// path they sit under.
+fn compare(
+    inputs: &Inputs<'_>,
+    protected: &BTreeMap<String, Namers>,
+    (now_files, ref_set): (&BTreeSet<&str>, &BTreeSet<&str>),
+    was: &BTreeMap<String, Was>,
+) -> (
+    BTreeMap<String, (Tampering, String)>,
+    BTreeMap<String, String>,
+) {
+    let has_reference = inputs.base.is_some() || inputs.previous.is_some();
+    let mut fates: BTreeMap<String, (Tampering, String)> = BTreeMap::new();
+    let mut added: BTreeMap<String, String> = BTreeMap::new();
+    for (path, namers) in protected {
+        let mut files: BTreeSet<&str> = under(ref_set, path).into_iter().collect();
+        files.extend(under(now_files, path));
+        for file in files {
+            let now = state_now(inputs.workspace, inputs.snapshot, file);
+            match (was.get(file), now) {
+                (Some(_), None) => {
+                    fates.insert(file.to_owned(), (Tampering::Deleted, namers.describe()));
+                }
+                (Some(before), Some(mut now)) => {
+                    if inputs.base.is_some() {
+                        now.git_id = git_id_now(inputs.workspace, file, &now, &before.id);
+                    }
+                    let fate = if now.link && !before.link {
+                        Some(Tampering::ReplacedByLink)
+                    } else if inputs.base.is_some() {
+                        base_fate(before, &now)
+                    } else if now.digest != before.id {
+                        Some(Tampering::Modified)
+                    } else if before.executable && !now.executable {
+                        Some(Tampering::NotExecutable)
+                    } else {
+                        None
+                    };
+                    if let Some(fate) = fate {
+                        fates.insert(file.to_owned(), (fate, namers.describe()));
+                    }
+                }
+                // A file that is new beside a protected one: named paths
+                // the change created are reported above.
+                (None, Some(_)) if has_reference && (file != path || namers.items.is_empty()) => {
+                    added.insert(file.to_owned(), path.clone());
+                }
+                (None, _) => {}
+            }
+        }
+    }
+    (fates, added)
+}
+
 /// The verifiers of `spec`: every path each check's and criterion's `run`
 /// runs, by item, and whether the item is a criterion.
 fn named(spec: &Spec) -> Vec<(String, bool, Vec<gate_specs::VerifierPath>)> {
@@ -348,57 +471,13 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     let mut protected: BTreeMap<String, Namers> = BTreeMap::new();
     let mut out = Protection::default();
     // Verifiers run directly that existed before the change.
-    let mut direct_known: Vec<(String, String)> = Vec::new();
-    for (id, is_criterion, paths) in &by_item {
-        let mut names_any = false;
-        for named in paths {
-            let now = present(&now_files, &named.path);
-            let before = present(&ref_set, &named.path);
-            // A module's candidate file the workspace never had: the module
-            // is an installed one, not the workspace's.
-            if named.module && !now && !before {
-                continue;
-            }
-            // A file the line runs counts even when missing: that is a spec
-            // error of its own, not a verifier nothing protects.
-            names_any = true;
-            if now || before {
-                protected
-                    .entry(named.path.clone())
-                    .or_default()
-                    .items
-                    .insert(id.clone());
-            }
-            if !before && !named.module {
-                out.required
-                    .entry(id.clone())
-                    .or_default()
-                    .push(Requirement {
-                        path: named.path.clone(),
-                        direct: named.direct,
-                        must_exist: named.first,
-                    });
-            } else if named.direct {
-                direct_known.push((id.clone(), named.path.clone()));
-            }
-            if !before && now && (inputs.base.is_some() || inputs.previous.is_some()) {
-                out.findings.push(warning(
-                    &named.path,
-                    format!(
-                        "`{id}` runs `{}`, which the change created: its acceptance is self-certified",
-                        named.path
-                    ),
-                    "A verifier that did not exist before the change was written with it; \
-                     its pass shows what its author chose to test. Add it to the spec's \
-                     base so later changes are measured against it."
-                        .to_owned(),
-                ));
-            }
-        }
-        if *is_criterion && !names_any && spec.spec.protected.is_empty() {
-            out.unprotected.push(id.clone());
-        }
-    }
+    let direct_known = name_verifiers(
+        &inputs,
+        &by_item,
+        (&now_files, &ref_set),
+        &mut protected,
+        &mut out,
+    );
     // The base's exam, and what the series' first attempt protected.
     if let Some(base_spec) = inputs.base_spec {
         for (id, _, paths) in named(base_spec) {
@@ -427,8 +506,6 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     }
 
     // Each protected file, compared with its reference.
-    let mut fates: BTreeMap<String, (Tampering, String)> = BTreeMap::new();
-    let mut added: BTreeMap<String, String> = BTreeMap::new();
     let was = match (inputs.base, diff) {
         (Some((git, commit)), _) => {
             base_states(git, inputs.workspace, commit, protected.keys(), &ref_set).await?
@@ -449,43 +526,7 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
         (None, None) => BTreeMap::new(),
     };
     let has_reference = inputs.base.is_some() || inputs.previous.is_some();
-    for (path, namers) in &protected {
-        let mut files: BTreeSet<&str> = under(&ref_set, path).into_iter().collect();
-        files.extend(under(&now_files, path));
-        for file in files {
-            let now = state_now(inputs.workspace, inputs.snapshot, file);
-            match (was.get(file), now) {
-                (Some(_), None) => {
-                    fates.insert(file.to_owned(), (Tampering::Deleted, namers.describe()));
-                }
-                (Some(before), Some(mut now)) => {
-                    if inputs.base.is_some() {
-                        now.git_id = git_id_now(inputs.workspace, file, &now, &before.id);
-                    }
-                    let fate = if now.link && !before.link {
-                        Some(Tampering::ReplacedByLink)
-                    } else if inputs.base.is_some() {
-                        base_fate(before, &now)
-                    } else if now.digest != before.id {
-                        Some(Tampering::Modified)
-                    } else if before.executable && !now.executable {
-                        Some(Tampering::NotExecutable)
-                    } else {
-                        None
-                    };
-                    if let Some(fate) = fate {
-                        fates.insert(file.to_owned(), (fate, namers.describe()));
-                    }
-                }
-                // A file that is new beside a protected one: named paths
-                // the change created are reported above.
-                (None, Some(_)) if has_reference && (file != path || namers.items.is_empty()) => {
-                    added.insert(file.to_owned(), path.clone());
-                }
-                (None, _) => {}
-            }
-        }
-    }
+    let (fates, added) = compare(&inputs, &protected, (&now_files, &ref_set), &was);
     // One run directly that was never executable is the spec's fault, as
     // one that never existed is; one the change made non-executable is not.
     for (id, path) in direct_known {

@@ -21,6 +21,9 @@
 //!
 //! Workers report [`Event`]s over a channel and never print.
 
+// Test code may run long: a scenario reads best whole.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
+
 pub mod builtin;
 pub mod errors;
 pub mod inside;

@@ -1,5 +1,7 @@
 //! Malformed and invalid specs: every error's kind and exact place.
 
+#![allow(clippy::too_many_lines, reason = "a table of cases reads best whole")]
+
 use std::path::Path;
 
 use gate_specs::{Format, SpecErrorKind, parse_str};

@@ -3,6 +3,7 @@
 //! PostgreSQL append that returned survives the server crashing.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures panic on a failed setup")]
+#![allow(clippy::too_many_lines, reason = "a scenario reads best whole")]
 
 mod common;
 mod durability;

@@ -683,16 +683,7 @@ impl Scorecard {
         count_dismissals(ledger, &states, &pass.latest, &mut findings)?;
 
         let week_names = pass.weeks.keys.names.clone();
-        let tier_names = pass.tiers.keys.names.clone();
-        let mut tier_weeks: BTreeMap<String, BTreeMap<String, Group>> = BTreeMap::new();
-        for slot in states.iter().filter(|s| s.class != Class::Out) {
-            tier_weeks
-                .entry(tier_names[slot.tier as usize].clone())
-                .or_default()
-                .entry(week_names[slot.week as usize].clone())
-                .or_default()
-                .count(*slot);
-        }
+        let tier_weeks = tier_weeks(&states, &pass.tiers.keys.names, &week_names);
         let model_names = models.all.keys.names.clone();
         let model_weeks = models.weekly_map(&week_names, &model_names);
         let week_cost = pass
@@ -728,6 +719,23 @@ impl Scorecard {
             false_pass_count,
         })
     }
+}
+
+/// Each tier's runs, week by week.
+fn tier_weeks(
+    states: &[RunState],
+    tier_names: &[String],
+    week_names: &[String],
+) -> BTreeMap<String, BTreeMap<String, Group>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Group>> = BTreeMap::new();
+    for slot in states.iter().filter(|s| s.class != Class::Out) {
+        out.entry(tier_names[slot.tier as usize].clone())
+            .or_default()
+            .entry(week_names[slot.week as usize].clone())
+            .or_default()
+            .count(*slot);
+    }
+    out
 }
 
 /// Each seat's figures under its role's and model's names, its statuses

@@ -188,50 +188,30 @@ pub async fn ask(
         let account = account_key(step);
         let name = &step.model.name;
         result.model.clone_from(name);
-        if let Some(why) = breakers.misconfigured(&key) {
-            let message = format!("misconfigured earlier in this run: {why}");
-            push(&mut result, name, AttemptOutcome::Fatal, 0, Some(&message));
-            result.answer = Err(message);
-            break;
-        }
-        if let Some(why) = breakers.exhausted(&account) {
-            // Not asked: its provider account's quota or budget is spent.
-            let message = format!(
-                "not asked: the quota or budget of its provider's endpoint and key ran out \
-                 earlier in this run: {why}"
-            );
-            push(&mut result, name, AttemptOutcome::Fatal, 0, Some(&message));
-            last_reply.get_or_insert(why);
-            result.answer = Err(message);
-            live.publish(&result);
-            next += 1;
-            waited = false;
-            continue;
-        }
-        let left = plan.deadline.saturating_duration_since(Instant::now());
-        if left < min_attempt {
-            result.answer = Err(format!(
-                "out of time: {:.1} s left is less than an attempt needs ({:.1} s)",
-                left.as_secs_f64(),
-                min_attempt.as_secs_f64()
-            ));
-            break;
-        }
-        let probe_until = chrono::Utc::now()
-            + chrono::Duration::from_std(left).unwrap_or_else(|_| chrono::Duration::days(1));
-        if let Admission::Skip { why, .. } = breakers.admit(&key, &owner, probe_until).await {
-            push(
-                &mut result,
-                name,
-                AttemptOutcome::BreakerOpen,
-                0,
-                Some(&why),
-            );
-            result.answer = Err(why);
-            live.publish(&result);
-            next += 1;
-            waited = false;
-            continue;
+        let at = At {
+            key: &key,
+            account: &account,
+            owner: &owner,
+            name,
+        };
+        match before_attempt(
+            &at,
+            plan,
+            min_attempt,
+            breakers,
+            live,
+            &mut result,
+            &mut last_reply,
+        )
+        .await
+        {
+            Some(Then::Next) => {
+                next += 1;
+                waited = false;
+                continue;
+            }
+            Some(Then::Stop) => break,
+            Some(Then::Again) | None => {}
         }
         live.attempting(name);
         let attempt_started = Instant::now();
@@ -264,12 +244,6 @@ pub async fn ask(
         }
         result.answer = Err(message.clone());
         live.publish(&result);
-        let at = At {
-            key: &key,
-            account: &account,
-            owner: &owner,
-            name,
-        };
         match after_failure(
             &at,
             kind,
@@ -321,6 +295,59 @@ enum Then {
     Again,
     /// Stop: no other model would do better.
     Stop,
+}
+
+/// Whether the chain may ask the model it is at: not one an auth error
+/// marked misconfigured earlier in the run (the chain stops), not one whose
+/// account's quota ran out or whose breaker is open (the chain moves on),
+/// and not with too little time left for an attempt (it stops). `None`
+/// lets the attempt go ahead.
+async fn before_attempt(
+    at: &At<'_>,
+    plan: &CallPlan,
+    min_attempt: Duration,
+    breakers: &Breakers,
+    live: &Live,
+    result: &mut CallResult,
+    last_reply: &mut Option<String>,
+) -> Option<Then> {
+    let name = at.name;
+    if let Some(why) = breakers.misconfigured(at.key) {
+        let message = format!("misconfigured earlier in this run: {why}");
+        push(result, name, AttemptOutcome::Fatal, 0, Some(&message));
+        result.answer = Err(message);
+        return Some(Then::Stop);
+    }
+    if let Some(why) = breakers.exhausted(at.account) {
+        // Not asked: its provider account's quota or budget is spent.
+        let message = format!(
+            "not asked: the quota or budget of its provider's endpoint and key ran out \
+             earlier in this run: {why}"
+        );
+        push(result, name, AttemptOutcome::Fatal, 0, Some(&message));
+        last_reply.get_or_insert(why);
+        result.answer = Err(message);
+        live.publish(result);
+        return Some(Then::Next);
+    }
+    let left = plan.deadline.saturating_duration_since(Instant::now());
+    if left < min_attempt {
+        result.answer = Err(format!(
+            "out of time: {:.1} s left is less than an attempt needs ({:.1} s)",
+            left.as_secs_f64(),
+            min_attempt.as_secs_f64()
+        ));
+        return Some(Then::Stop);
+    }
+    let probe_until = chrono::Utc::now()
+        + chrono::Duration::from_std(left).unwrap_or_else(|_| chrono::Duration::days(1));
+    if let Admission::Skip { why, .. } = breakers.admit(at.key, at.owner, probe_until).await {
+        push(result, name, AttemptOutcome::BreakerOpen, 0, Some(&why));
+        result.answer = Err(why);
+        live.publish(result);
+        return Some(Then::Next);
+    }
+    None
 }
 
 /// Reports a failed attempt to the model's breaker (or marks its key or

@@ -1,7 +1,11 @@
 //! End-to-end tests: the real `gate` binary over fixture workspaces.
 
 // Helpers here are test code: a panic is the failure report.
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::missing_panics_doc,
+    clippy::too_many_lines
+)]
 
 mod actionable;
 mod audit;
