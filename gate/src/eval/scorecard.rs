@@ -622,13 +622,7 @@ impl Scorecard {
         ledger.scan_run_facts(scope, |f| pass.run(f))?;
         lap("runs read");
         let states = std::mem::take(&mut pass.states);
-        let state_of = |seq: u64| {
-            usize::try_from(seq)
-                .ok()
-                .and_then(|i| states.get(i))
-                .copied()
-                .filter(|s| s.class != Class::Out)
-        };
+        let state_of = |seq: u64| state_at(&states, seq);
 
         let mut models = WeeklyGroups::default();
         ledger.scan_run_models(scope, |seq, model| {
@@ -721,6 +715,15 @@ impl Scorecard {
     }
 }
 
+/// The state of run `seq`, if it is in scope.
+fn state_at(states: &[RunState], seq: u64) -> Option<RunState> {
+    usize::try_from(seq)
+        .ok()
+        .and_then(|i| states.get(i))
+        .copied()
+        .filter(|s| s.class != Class::Out)
+}
+
 /// Each tier's runs, week by week.
 fn tier_weeks(
     states: &[RunState],
@@ -774,13 +777,7 @@ fn count_dismissals(
     latest: &[Latest],
     findings: &mut FindingCounts,
 ) -> Result<(), LedgerError> {
-    let state_of = |seq: u64| {
-        usize::try_from(seq)
-            .ok()
-            .and_then(|i| states.get(i))
-            .copied()
-            .filter(|s| s.class != Class::Out)
-    };
+    let state_of = |seq: u64| state_at(states, seq);
     let mut dismissed: HashSet<(u32, String)> = HashSet::new();
     let mut dismissed_latest: HashSet<(u32, String)> = HashSet::new();
     for d in ledger.dismissal_refs()? {
