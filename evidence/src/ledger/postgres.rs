@@ -165,20 +165,7 @@ impl PgLedger {
     /// migrations. An unreachable server fails within the connect timeout
     /// (5 s unless the URL's `connect_timeout` says otherwise).
     pub fn open(url: &str) -> Result<Self, LedgerError> {
-        let name = redact(url);
-        let bad = |e: String| LedgerError::BadLocation(format!("{name}: {e}"));
-        let (config, tls) = tls::split(url).map_err(&bad)?;
-        let tls = tls.connector().map_err(&bad)?;
-        let exec = Exec::new().map_err(|e| LedgerError::Unreachable {
-            ledger: name.clone(),
-            reason: format!("cannot start the client runtime: {e}"),
-        })?;
-        let ledger = Self {
-            pool: exec::pool(config, tls),
-            exec: Arc::new(exec),
-            name,
-            durability: OnceLock::new(),
-        };
+        let ledger = Self::open_as_is(url)?;
         ledger.migrate()?;
         Ok(ledger)
     }
