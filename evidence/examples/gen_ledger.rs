@@ -29,9 +29,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use gate_evidence::ledger::{Dismissal, OutcomeEntry, OverrideEntry, RunEntry};
+use gate_evidence::ledger::{
+    Dismissal, OutcomeEntry, OverrideEntry, RowDispositions, RowFacts, RowFinding, RowRole,
+    RunEntry, RunIsolation,
+};
 use gate_evidence::{Ledger, SigningKey, Statement, Subject, bundle};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Rows per transaction.
 const BATCH: usize = 10_000;
@@ -153,16 +156,24 @@ fn run(rng: &mut Rng, i: u64, n: u64, start: DateTime<Utc>) -> RunEntry {
             cached += c_t;
             output += o_t;
             cost += c;
-            role_rows.push(json!({
-                "role": role, "model": model, "status": if ok { "ok" } else { "did_not_run" },
-                "input_tokens": i_t, "cached_input_tokens": c_t, "output_tokens": o_t, "cost_usd": c,
-            }));
+            role_rows.push(RowRole {
+                role: (*role).to_owned(),
+                model: model.to_owned(),
+                status: if ok { "ok" } else { "did_not_run" }.to_owned(),
+                input_tokens: Some(i_t),
+                cached_input_tokens: Some(c_t),
+                output_tokens: Some(o_t),
+                cost_usd: Some(c),
+            });
         }
     }
-    let findings: Vec<Value> = (0..rng.below(4))
-        .map(|k| {
-            json!({"id": format!("{:012x}", rng.next() >> 16), "severity": "warning",
-                   "role": roles[(k as usize) % roles.len()], "file": "src/lib.rs", "line": k + 1})
+    let findings: Vec<RowFinding> = (0..rng.below(4))
+        .map(|k| RowFinding {
+            id: format!("{:012x}", rng.next() >> 16),
+            severity: "warning".to_owned(),
+            role: roles[(k as usize) % roles.len()].to_owned(),
+            file: "src/lib.rs".to_owned(),
+            line: u32::try_from(k + 1).ok(),
         })
         .collect();
     let attempt = 1 + rng.below(3);
@@ -189,16 +200,22 @@ fn run(rng: &mut Rng, i: u64, n: u64, start: DateTime<Utc>) -> RunEntry {
         output_tokens: output,
         cost_usd: Some(cost),
         bundle_path: format!("/var/lib/gate/bundles/{}.dsse.json", run_id(i)),
-        extra: json!({
-            "agent": agent,
-            "review": if ran { "ran" } else { "did_not_run" },
-            "models": models,
-            "roles": role_rows,
-            "findings": findings,
-            "overridden": false,
-            "dispositions": {"resolved": resolved, "superseded": superseded},
-            "duplicates": rng.below(3),
-        }),
+        extra: serde_json::to_value(RowFacts {
+            agent: agent.map(str::to_owned),
+            review: Some(if ran { "ran" } else { "did_not_run" }.to_owned()),
+            models: models.into_iter().map(str::to_owned).collect(),
+            roles: role_rows,
+            findings,
+            duplicates: rng.below(3),
+            dispositions: RowDispositions {
+                resolved,
+                superseded,
+            },
+            isolation: RunIsolation::default(),
+            criteria_passed: 0,
+            fail_to_pass: 0,
+        })
+        .expect("row facts are plain data"),
     }
 }
 
@@ -277,10 +294,10 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             if e.verdict == "fail" && rng.below(1000) < 4 {
                 failed.push((k, e.spec_id.clone()));
             }
-            if let Some(id) = e.extra["findings"].get(0).and_then(|f| f["id"].as_str())
+            if let Some(first) = RowFacts::read(&e.extra).findings.first()
                 && rng.below(1000) < 2
             {
-                with_findings.push((k, e.spec_id.clone(), id.to_owned()));
+                with_findings.push((k, e.spec_id.clone(), first.id.clone()));
             }
         }
         let envelopes: Vec<Vec<u8>> = match &signed {

@@ -51,7 +51,7 @@ pub enum StatementError {
 }
 
 /// The digests of one subject, lowercase hex.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DigestSet {
     /// sha256, what third-party tools recognise.
     pub sha256: String,

@@ -14,14 +14,13 @@ use gate_evidence::keys::{KeyPairPaths, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
 use gate_evidence::ledger::{LedgerError, Location, RunEntry};
 use gate_evidence::store::{AwsSettings, BundleRef, BundleStore, StoreError, Target};
 use gate_evidence::{Ledger, LedgerRow, PublicKey, SigningKey, Statement, Subject, bundle};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::{self, Context};
 use crate::errors::GateError;
-use crate::record::{Disposition, RunRecord};
-
-/// The predicate type of a gate run, versioned.
-pub(crate) const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
+use crate::predicate::{PREDICATE_TYPE, Predicate};
+use crate::record::RunRecord;
+use crate::row::RowExtra;
 
 /// The ledger's file in the state directory.
 pub(crate) const LEDGER_FILE: &str = "ledger.db";
@@ -341,49 +340,6 @@ pub(crate) fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths),
     Ok((key, paths))
 }
 
-/// The predicate: the run record without what is only known after the
-/// bundle exists (its path, whether the ledger took its row), plus the
-/// inputs of the decision.
-pub(crate) fn predicate(record: &RunRecord, extra: &PredicateExtra) -> Value {
-    let mut run = serde_json::to_value(record).unwrap_or(Value::Null);
-    if let Some(obj) = run.as_object_mut() {
-        obj.remove("bundle");
-        obj.remove("recorded");
-    }
-    json!({
-        "format_version": crate::record::FORMAT_VERSION,
-        "run": run,
-        "policy": extra.policy,
-        "routing": {"origin": extra.routing_origin, "blake3": extra.routing_digest,
-                    "override": extra.routing_override},
-        "prompts": extra.prompts,
-        "rules": extra.rules,
-        "plan": extra.plan,
-        "previous_bundle_sha256": extra.previous_bundle,
-    })
-}
-
-/// The parts of the predicate that are not in the run record.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PredicateExtra {
-    /// The spec's policy in effect.
-    pub policy: Value,
-    /// Where the routing table came from.
-    pub routing_origin: String,
-    /// Its blake3.
-    pub routing_digest: String,
-    /// What became of `GATE_ROUTING_URL`'s patch, when one was named.
-    pub routing_override: Option<crate::routing::patch::OverrideStatus>,
-    /// Each prompt's key and blake3.
-    pub prompts: Value,
-    /// Each house-rules file's path and blake3.
-    pub rules: Value,
-    /// What was run or carried, and why.
-    pub plan: Value,
-    /// The previous attempt's bundle sha256.
-    pub previous_bundle: Option<String>,
-}
-
 /// Seals the run into a bundle, stores it durably, then appends its ledger
 /// row. Sets `record.bundle` and `record.recorded`. A store or ledger that
 /// cannot take the bundle or the row leaves `recorded` false and the bundle
@@ -395,10 +351,19 @@ pub(crate) fn record_run(
     record: &mut RunRecord,
     key: &SigningKey,
     subjects: Vec<Subject>,
-    extra: &PredicateExtra,
-    entry_extra: Value,
+    predicate: &Predicate,
 ) -> Result<Option<String>, GateError> {
-    let statement = Statement::new(subjects, PREDICATE_TYPE, predicate(record, extra));
+    let encoded = predicate.to_value().map_err(|source| GateError::Encode {
+        what: "bundle predicate",
+        source,
+    })?;
+    let row_extra = RowExtra::of(record)
+        .to_value()
+        .map_err(|source| GateError::Encode {
+            what: "ledger row",
+            source,
+        })?;
+    let statement = Statement::new(subjects, PREDICATE_TYPE, encoded);
     let envelope = bundle::seal(&statement, key);
     // The spool mark says "bundle maybe written, row not yet": a run killed
     // before its row is found and imported by the next run.
@@ -432,7 +397,7 @@ pub(crate) fn record_run(
         BundleRef::File(path) => display_path(ctx, path),
         other => other.to_string(),
     });
-    let entry = entry_for(record, &at.to_string(), entry_extra);
+    let entry = entry_for(record, &at.to_string(), row_extra);
     let appended = open_ledger(ctx).and_then(|mut ledger| {
         match ledger.append_attempt(&entry, &envelope) {
             Ok(_) => {}
@@ -564,56 +529,6 @@ pub(crate) fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> 
     }
 }
 
-/// What reports group runs by, kept with the ledger row.
-pub(crate) fn ledger_extra(record: &RunRecord) -> Value {
-    let models: std::collections::BTreeSet<&str> = record
-        .review
-        .specialists
-        .iter()
-        .flat_map(|s| s.attempts.iter())
-        // A model skipped by its open breaker, or for the budget, was never asked.
-        .filter(|a| a.outcome.asked())
-        .map(|a| a.model.as_str())
-        .collect();
-    // Passed code-decided criteria, and which of them failed on the base:
-    // the report's share of passes with fail-to-pass evidence.
-    let passed: Vec<&crate::record::CriterionRecord> = record
-        .criteria
-        .iter()
-        .filter(|c| c.decided_by == crate::record::DecidedBy::Code)
-        .filter(|c| {
-            matches!(
-                c.status,
-                crate::record::ItemStatus::Passed | crate::record::ItemStatus::Carried
-            )
-        })
-        .collect();
-    json!({
-        "agent": record.agent,
-        "review": record.review.status,
-        "models": models,
-        "roles": record.review.specialists.iter().map(|s| json!({
-            "role": s.role, "model": s.model, "status": s.status,
-            "input_tokens": s.input_tokens, "cached_input_tokens": s.cached_input_tokens,
-            "output_tokens": s.output_tokens, "cost_usd": s.cost_usd,
-        })).collect::<Vec<_>>(),
-        "findings": record.findings.iter().map(|f| json!({
-            "id": f.id, "severity": f.severity, "role": f.role, "file": f.file, "line": f.line,
-        })).collect::<Vec<_>>(),
-        "overridden": record.overridden,
-        "published": record.findings.len(),
-        "duplicates": record.duplicates,
-        "dispositions": dispositions(record),
-        FAILURES_KEY: record.failures,
-        "doom_loop": record.doom_loop,
-        "isolation": record.isolation,
-        "criteria_passed": passed.len(),
-        "fail_to_pass": passed.iter().filter(|c| c.base_status.as_ref()
-            .is_some_and(|b| b.status == crate::record::BaseState::Failed)).count(),
-        "base_runs": record.base_runs,
-    })
-}
-
 /// Subjects for workspace files, digested in parallel; files that vanished
 /// or cannot be named are left out.
 pub(crate) fn subjects(workspace: &Path, names: &[String]) -> Vec<Subject> {
@@ -672,10 +587,11 @@ pub(crate) fn import_files(
             // An override's bundle, say: recorded in its own table.
             continue;
         }
-        let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
+        let record = Predicate::read(&opened.statement.predicate)
             .map_err(|e| {
-            GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))
-        })?;
+                GateError::BadEvidence(format!("{} holds no gate run: {e}", path.display()))
+            })?
+            .run;
         if ledger.get(&record.run_id)?.is_some() {
             clear_spool(ctx, &record.run_id);
             continue;
@@ -686,7 +602,13 @@ pub(crate) fn import_files(
     let mut imported = Vec::new();
     for (record, bytes) in pending {
         let at = store.put(&record.run_id, &bytes)?;
-        let entry = entry_for(&record, &at.to_string(), ledger_extra(&record));
+        let extra = RowExtra::of(&record)
+            .to_value()
+            .map_err(|source| GateError::Encode {
+                what: "ledger row",
+                source,
+            })?;
+        let entry = entry_for(&record, &at.to_string(), extra);
         match ledger.append(&entry, &bytes) {
             Ok(row) => imported.push((record.run_id.clone(), row.seq)),
             // Its own run (or another import) recorded it meanwhile.
@@ -696,23 +618,6 @@ pub(crate) fn import_files(
         clear_spool(ctx, &record.run_id);
     }
     Ok(imported)
-}
-
-/// What a run records in its ledger row for the next attempt to read: its
-/// failure fingerprints.
-pub(crate) const FAILURES_KEY: &str = "failures";
-
-/// What a run's dispositions add to its ledger row.
-fn dispositions(record: &RunRecord) -> serde_json::Value {
-    let of = |d: Disposition| -> Vec<&str> {
-        record
-            .finding_fates
-            .iter()
-            .filter(|f| f.disposition == d)
-            .map(|f| f.id.as_str())
-            .collect()
-    };
-    serde_json::json!({"resolved": of(Disposition::Resolved), "superseded": of(Disposition::Superseded)})
 }
 
 #[cfg(test)]

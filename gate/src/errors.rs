@@ -87,6 +87,14 @@ pub enum GateError {
     /// What was to be checked could not be reached.
     #[error("{0}")]
     Unavailable(String),
+    /// What the gate was to sign or record could not be written as JSON.
+    #[error("the {what} could not be written as JSON: {source}")]
+    Encode {
+        /// What it was.
+        what: &'static str,
+        /// Why.
+        source: serde_json::Error,
+    },
     /// A file to be created already exists.
     #[error("{} already exists; not overwriting it", path.display())]
     Exists {
@@ -150,6 +158,7 @@ impl GateError {
             | Self::Store(_)
             | Self::Snapshot(_)
             | Self::Write { .. }
+            | Self::Encode { .. }
             | Self::Unavailable(_) => exit::INCOMPLETE,
         }
     }

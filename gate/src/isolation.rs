@@ -20,7 +20,7 @@ use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 
 use crate::config::Source;
 use crate::errors::GateError;
-use crate::record::IsolationRecord;
+use crate::record::RunIsolation;
 
 /// Environment variables every process gets when the host has them.
 const PASSED: [&str; 46] = [
@@ -224,7 +224,7 @@ pub(crate) struct Setup<'a> {
 #[derive(Debug)]
 pub(crate) struct Isolation {
     /// What the record, bundle and ledger row say.
-    pub record: IsolationRecord,
+    pub record: RunIsolation,
     /// The items' environment.
     env: Vec<(OsString, OsString)>,
     /// The sandbox every item runs in (before the run's read-only paths
@@ -268,7 +268,7 @@ impl Isolation {
             None,
         );
         Self {
-            record: IsolationRecord {
+            record: RunIsolation {
                 kind: "none".to_owned(),
                 network: SandboxNetwork::Host.as_str().to_owned(),
                 reason,
@@ -380,7 +380,7 @@ impl Isolation {
             )));
         }
         Ok(Self {
-            record: IsolationRecord {
+            record: RunIsolation {
                 kind: "bwrap".to_owned(),
                 network: if holder.is_some() {
                     SandboxNetwork::Loopback

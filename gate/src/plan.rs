@@ -10,7 +10,7 @@ use gate_specs::{Decider, InputGlobs, Spec};
 use serde::{Deserialize, Serialize};
 
 /// What this attempt does with an item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
     /// Run it; `why` says what made it due.

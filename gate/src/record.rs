@@ -21,7 +21,19 @@ pub(crate) fn millis(d: std::time::Duration) -> u64 {
 pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// The decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Everything code and review could decide holds.
@@ -53,7 +65,7 @@ impl fmt::Display for Verdict {
 }
 
 /// What a verdict reason is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasonKind {
     /// A cross-check (a `[[check]]`, a task's tests, a built-in, a page).
@@ -89,7 +101,7 @@ impl ReasonKind {
 
 /// One reason for a verdict, as data: what it is about and why, in a
 /// sentence that stands on its own.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Reason {
     /// What it is about.
     pub kind: ReasonKind,
@@ -184,7 +196,7 @@ impl<'de> Deserialize<'de> for Reason {
 }
 
 /// What a pass leaves unsaid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QualifierKind {
     /// No reviewer looked at the change.
@@ -204,7 +216,7 @@ impl QualifierKind {
 }
 
 /// A pass with something left unsaid, and what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Qualifier {
     /// Which.
     pub kind: QualifierKind,
@@ -223,7 +235,7 @@ pub(crate) fn verdict_line(record: &RunRecord) -> String {
 }
 
 /// Whether the gate guarded its own inputs in a run.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SelfGuard {
     /// `on`: the spec, routing table, prompts and house rules were compared with the base's.
     pub status: GuardStatus,
@@ -250,7 +262,9 @@ impl SelfGuard {
 }
 
 /// On or off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardStatus {
     /// Compared with the base.
@@ -261,7 +275,19 @@ pub enum GuardStatus {
 }
 
 /// The risk tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// One generalist reviewer, cheap model.
@@ -290,7 +316,7 @@ impl fmt::Display for Tier {
 }
 
 /// State of a check (or a code-decided criterion) at the end of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemStatus {
     /// Ran (or was judged) and holds.
@@ -322,7 +348,7 @@ impl ItemStatus {
 pub(crate) use gate_harness::ItemKind as CheckKind;
 
 /// One cross-check's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckRecord {
     /// Its id.
     pub id: String,
@@ -359,7 +385,7 @@ pub struct CheckRecord {
 }
 
 /// Who decided a criterion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecidedBy {
     /// A command.
@@ -369,7 +395,7 @@ pub enum DecidedBy {
 }
 
 /// One acceptance criterion's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CriterionRecord {
     /// Its id.
     pub id: String,
@@ -415,7 +441,7 @@ pub struct CriterionRecord {
 }
 
 /// A criterion's result on the base commit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaseStatus {
     /// Passed, failed, or could not run.
     pub status: BaseState,
@@ -432,7 +458,7 @@ pub struct BaseStatus {
 }
 
 /// What became of a criterion on the base.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BaseState {
     /// Its command exited 0 on the base.
@@ -475,7 +501,7 @@ impl CriterionRecord {
 
 /// How the run treated base runs: the policy, whether `--no-base-runs`
 /// turned them off, and how many criteria ran on the base or were known.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaseRunsRecord {
     /// `[policy] base_runs`.
     pub policy: String,
@@ -488,7 +514,7 @@ pub struct BaseRunsRecord {
 }
 
 /// Whether the model review ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewStatus {
     /// Reviewers were asked.
@@ -497,8 +523,18 @@ pub enum ReviewStatus {
     DidNotRun,
 }
 
+impl ReviewStatus {
+    /// As the record writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ran => "ran",
+            Self::DidNotRun => "did_not_run",
+        }
+    }
+}
+
 /// The model review of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReviewRecord {
     /// Ran or not.
     pub status: ReviewStatus,
@@ -525,7 +561,7 @@ impl ReviewRecord {
 }
 
 /// `[policy] max_input_tokens` as a run spent it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BudgetRecord {
     /// The budget.
     pub max_input_tokens: u64,
@@ -538,7 +574,7 @@ pub struct BudgetRecord {
 }
 
 /// One specialist's part in a review.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpecialistRecord {
     /// quality, security, …
     pub role: String,
@@ -574,7 +610,7 @@ pub struct SpecialistRecord {
 }
 
 /// A finding of the review, after the coordinator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     /// First 12 hex digits of blake3 over role, file and normalised title.
     pub id: String,
@@ -642,7 +678,9 @@ impl Finding {
 }
 
 /// What became of a raised finding.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Fate {
     /// It stands as raised (perhaps rephrased).
@@ -659,7 +697,7 @@ pub enum Fate {
 }
 
 /// Who decided a finding's fate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FateBy {
     /// The reply's validation: the finding broke the answer's schema.
@@ -677,7 +715,7 @@ pub enum FateBy {
 }
 
 /// A finding's lineage: who raised it and what became of it, by whom and why.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Lineage {
     /// The roles that raised this defect: its own first, then those whose
     /// duplicates were merged into it.
@@ -712,7 +750,7 @@ impl Lineage {
 }
 
 /// A page the change touched, as captured in this run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageRecord {
     /// The page's id.
     pub id: String,
@@ -725,7 +763,7 @@ pub struct PageRecord {
 }
 
 /// One screenshot: the PNG kept in the state directory, as a model was shown it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShotRecord {
     /// `desktop` or `phone`.
     pub viewport: String,
@@ -743,28 +781,13 @@ pub struct ShotRecord {
     pub digest: gate_evidence::statement::DigestSet,
 }
 
-/// What isolated the processes a run started for the workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IsolationRecord {
-    /// `bwrap` (each process in a bubblewrap sandbox) or `none`.
-    pub kind: String,
-    /// `host` or `loopback`.
-    pub network: String,
-    /// Why the run was not isolated, or had the host's network when the
-    /// spec asked for a private one.
-    pub reason: Option<String>,
-}
-
-impl IsolationRecord {
-    /// Whether the run's processes ran unisolated.
-    pub fn unisolated(&self) -> bool {
-        self.kind != "bwrap"
-    }
-}
+/// What isolated the processes a run started for the workspace (kept in
+/// the ledger row too, so the type is the ledger's).
+pub(crate) use gate_evidence::ledger::RunIsolation;
 
 /// A protected verifier file as the series' first attempt found it (what a
 /// retry without a base compares with).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProtectedState {
     /// blake3 of its content (of its target, for a link).
     pub digest: String,
@@ -774,19 +797,8 @@ pub struct ProtectedState {
     pub link: bool,
 }
 
-impl Default for IsolationRecord {
-    /// What a record from before isolation was recorded reads as.
-    fn default() -> Self {
-        Self {
-            kind: "none".to_owned(),
-            network: "host".to_owned(),
-            reason: Some("not recorded".to_owned()),
-        }
-    }
-}
-
 /// One gate run, whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     /// [`FORMAT_VERSION`].
     pub format_version: u32,
@@ -816,7 +828,7 @@ pub struct RunRecord {
     pub base_commit: Option<String>,
     /// What isolated the processes the run started.
     #[serde(default)]
-    pub isolation: IsolationRecord,
+    pub isolation: RunIsolation,
     /// How the run treated base runs (none without a criterion that asks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_runs: Option<BaseRunsRecord>,
@@ -898,7 +910,7 @@ pub struct RunRecord {
 // its own.
 
 /// How one attempt on one model ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptOutcome {
     /// A valid answer.
@@ -927,7 +939,7 @@ impl AttemptOutcome {
 }
 
 /// One attempt, for the record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Attempt {
     /// The model, as the provider names it.
     pub model: String,
@@ -940,7 +952,7 @@ pub struct Attempt {
 }
 
 /// What one specialist saw of its remit.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Coverage {
     /// Files shown (wholly or in part).
     pub files: Vec<String>,
@@ -953,7 +965,7 @@ pub struct Coverage {
 }
 
 /// What became of an earlier finding in this attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Disposition {
     /// Raised again: still open.
@@ -968,7 +980,7 @@ pub enum Disposition {
 
 /// What became of an earlier attempt's finding, for the record (a
 /// finding's own fate in this run is `Fate`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EarlierFate {
     /// The finding's id.
     pub id: String,
@@ -977,7 +989,9 @@ pub struct EarlierFate {
 }
 
 /// A failure fingerprint with the item it came from (for the hand-off message).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Failure {
     /// The failed item's id.
     pub item: String,
@@ -986,7 +1000,7 @@ pub struct Failure {
 }
 
 /// Why a series was escalated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {
     /// The same failure set several attempts in a row.
@@ -1012,7 +1026,7 @@ impl Pattern {
 }
 
 /// The detector's conclusion, recorded in the bundle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DoomLoop {
     /// Which pattern.
     pub pattern: Pattern,
@@ -1025,7 +1039,7 @@ pub struct DoomLoop {
 }
 
 /// What became of an override, for the run record and the bundle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OverrideStatus {
     /// Where it came from (without query or credentials).
     pub url: String,

@@ -51,7 +51,7 @@ pub use sandbox::{Launcher, Sandbox};
 pub use schedule::run;
 
 /// What kind of spec entry an item stands for (for grouping in reports).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemKind {
     /// A `[[check]]`.
@@ -195,7 +195,7 @@ pub enum Status {
 }
 
 /// Captured output of an item: a bounded tail, and a digest of all of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Output {
     /// The last bytes kept (at most the cap), lossily decoded, secrets redacted.
     pub tail: String,
@@ -208,7 +208,7 @@ pub struct Output {
 }
 
 /// A problem a built-in or report check found at a place in the workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Location {
     /// Workspace-relative file.
     pub file: String,

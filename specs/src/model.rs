@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// A whole spec file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
     /// `[spec]`: identity and summary of the change.
@@ -37,7 +37,7 @@ pub struct Spec {
 }
 
 /// `[spec]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpecMeta {
     /// Stable across attempts: the retry history keys on it.
@@ -58,7 +58,7 @@ pub struct SpecMeta {
 }
 
 /// `[[check]]`: a plain-code cross-check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     /// Unique id.
@@ -80,7 +80,7 @@ pub struct Check {
 }
 
 /// `starts = { … }`: how a service check proves it started.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Starts {
     /// Seconds the service has to become ready (default 30).
@@ -109,7 +109,7 @@ impl Starts {
 
 /// `[[page]]`: a page of the workspace's own server, captured in a headless
 /// browser when the change touches one of its `files`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Page {
     /// Unique id, in the same namespace as checks, tasks and criteria.
@@ -143,7 +143,7 @@ impl Page {
 }
 
 /// `[[task]]`: one task of the feature.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Task {
     /// Unique id.
@@ -166,7 +166,7 @@ pub struct Task {
 }
 
 /// `tests = { report = … }` or `tests = { run = … }`: exactly one of the two.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskTests {
     /// A JUnit XML report the task's test run wrote.
@@ -181,7 +181,7 @@ pub struct TaskTests {
 }
 
 /// `[[task.criterion]]`: an acceptance criterion.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Criterion {
     /// Unique id.
@@ -233,7 +233,18 @@ impl Criterion {
 
 /// What a criterion's result on the base must be for its pass to count.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Expect {
@@ -259,7 +270,18 @@ impl Expect {
 
 /// Which criteria run on the base.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum BaseRuns {
@@ -294,7 +316,18 @@ pub enum Decider<'a> {
 
 /// What a reviewer that could not run means for the verdict.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum ReviewUnavailable {
@@ -376,6 +409,37 @@ impl OnReviewUnavailable {
     }
 }
 
+/// The two shapes `on_review_unavailable` takes, for its schema.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum OnReviewUnavailableShape {
+    /// One value for every tier.
+    Every(ReviewUnavailable),
+    /// One value per tier; a tier left out is `"pass"`.
+    ByTier {
+        /// For a trivial run.
+        #[serde(default)]
+        trivial: ReviewUnavailable,
+        /// For a light run.
+        #[serde(default)]
+        light: ReviewUnavailable,
+        /// For a full run.
+        #[serde(default)]
+        full: ReviewUnavailable,
+    },
+}
+
+impl schemars::JsonSchema for OnReviewUnavailable {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OnReviewUnavailable".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        OnReviewUnavailableShape::json_schema(generator)
+    }
+}
+
 impl Serialize for OnReviewUnavailable {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -436,7 +500,7 @@ impl<'de> Deserialize<'de> for OnReviewUnavailable {
 
 /// `[policy]`: the gate's thresholds, each key optional with the default
 /// `docs/configuration.md` lists.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
     /// Trivial tier: at most this many tasks.
@@ -575,7 +639,7 @@ impl Default for Policy {
 /// `[policy] builtin_exclude`: globs of files the built-in checks do not
 /// look at (a test fixture that is meant not to parse, a fake key), either
 /// a list for every built-in check or a table by check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum BuiltinExclude {
     /// `builtin_exclude = ["tests/fixtures/**"]`: every built-in check.
@@ -586,7 +650,7 @@ pub enum BuiltinExclude {
 
 /// The table form of `builtin_exclude`: globs by built-in check, and `all`
 /// for every check.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuiltinExcludeByCheck {
     /// Every built-in check.
@@ -661,7 +725,7 @@ impl<'de> Deserialize<'de> for BuiltinExclude {
 }
 
 /// `[ledger]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerSection {
     /// A shared ledger's URL (`postgres://…`); `GATE_LEDGER` wins over it.
@@ -678,7 +742,7 @@ impl LedgerSection {
 /// `[sandbox]`: how the processes the gate starts for the workspace are
 /// isolated. Every key is optional; what the gate does without one is its
 /// documented default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSection {
     /// `auto`, `required` or `off`; the operator's floor (`--sandbox`,
@@ -708,7 +772,18 @@ impl SandboxSection {
 
 /// Whether the gate isolates what it runs, from weakest to strictest.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
@@ -734,7 +809,18 @@ impl SandboxMode {
 
 /// The network the processes see, from widest to narrowest.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxNetwork {

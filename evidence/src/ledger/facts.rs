@@ -1,19 +1,178 @@
-//! The facts reports group runs by, read once from a run's `extra` object
-//! when its row is appended, so a report reads plain columns and never
-//! parses JSON per run.
+//! The facts reports group runs by. [`RowFacts`] is their one owner: the
+//! gate writes it into a run's `extra` object, and each store reads it back
+//! once, when the row is appended, into plain columns, so a report never
+//! parses JSON per run. Renaming a field renames it for both sides.
 //!
-//! The keys read are the gate's (`gate::attest::ledger_extra`): `agent`,
-//! `review`, `models`, `roles`, `findings`, `duplicates`,
-//! `dispositions.{resolved,superseded}`, `isolation.kind`,
-//! `criteria_passed` and `fail_to_pass`. A missing or mistyped key reads as
-//! nothing (no agent, zero findings), never as an error: the run itself is
-//! already decided and signed. Migration 3 derives the same facts in SQL
-//! for rows written before it; a test holds the two to the same answers.
+//! Reading is lenient field by field: a missing or mistyped field (in a row
+//! written by hand, say) reads as nothing (no agent, zero findings), never
+//! as an error, since the run itself is already decided and signed.
+//! Migration 3 derives the same facts in SQL for rows written before it,
+//! from the same names; a test holds the two to the same answers.
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
 #[cfg(feature = "stores")]
 use serde_json::Value;
 
 use chrono::{DateTime, NaiveDate, Utc};
+
+/// What a run keeps in its ledger row's `extra` for reports. The gate adds
+/// fields of its own beside these (flattened into the same object).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RowFacts {
+    /// The coding agent that made the change, when the spec names one.
+    #[serde(default, deserialize_with = "lenient")]
+    pub agent: Option<String>,
+    /// `ran` or `did_not_run`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub review: Option<String>,
+    /// Every model asked, distinct.
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub models: Vec<String>,
+    /// One entry per reviewer.
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub roles: Vec<RowRole>,
+    /// The findings the run reported.
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub findings: Vec<RowFinding>,
+    /// Findings merged away as duplicates of another.
+    #[serde(default, deserialize_with = "lenient")]
+    pub duplicates: u64,
+    /// Earlier findings this run found resolved or superseded.
+    #[serde(default, deserialize_with = "lenient")]
+    pub dispositions: RowDispositions,
+    /// What isolated the processes the run started.
+    #[serde(default, deserialize_with = "lenient")]
+    pub isolation: RunIsolation,
+    /// Code-decided criteria that passed (ran or carried).
+    #[serde(default, deserialize_with = "lenient")]
+    pub criteria_passed: u64,
+    /// Of those, the ones whose base run failed: fail-to-pass evidence.
+    #[serde(default, deserialize_with = "lenient")]
+    pub fail_to_pass: u64,
+}
+
+/// One reviewer of a run, as its row keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RowRole {
+    /// The role (`quality`, `security`…).
+    pub role: String,
+    /// The model that answered for it (empty when none was named).
+    #[serde(default, deserialize_with = "lenient")]
+    pub model: String,
+    /// `ok` or `did_not_run`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub status: String,
+    /// Input tokens, when reported.
+    #[serde(default, deserialize_with = "lenient")]
+    pub input_tokens: Option<u64>,
+    /// Of those, served from a prompt cache.
+    #[serde(default, deserialize_with = "lenient")]
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens, when reported.
+    #[serde(default, deserialize_with = "lenient")]
+    pub output_tokens: Option<u64>,
+    /// Cost in US dollars, when known.
+    #[serde(default, deserialize_with = "lenient")]
+    pub cost_usd: Option<f64>,
+}
+
+/// One finding of a run, as its row keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RowFinding {
+    /// Its stable id.
+    #[serde(default, deserialize_with = "lenient")]
+    pub id: String,
+    /// `blocker`, `major`, `minor` or `info`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub severity: String,
+    /// The reviewer that raised it.
+    #[serde(default, deserialize_with = "lenient")]
+    pub role: String,
+    /// The file it is about (empty when none).
+    #[serde(default, deserialize_with = "lenient")]
+    pub file: String,
+    /// Its line, when it names one.
+    #[serde(default, deserialize_with = "lenient")]
+    pub line: Option<u32>,
+}
+
+/// Ids of earlier findings, by what became of them in this run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RowDispositions {
+    /// Found resolved.
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub resolved: Vec<String>,
+    /// Found superseded by a finding of this run.
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub superseded: Vec<String>,
+}
+
+/// What isolated the processes a run started for the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunIsolation {
+    /// `bwrap` (each process in a bubblewrap sandbox) or `none`.
+    pub kind: String,
+    /// `host` or `loopback`.
+    pub network: String,
+    /// Why the run was not isolated, or had the host's network when the
+    /// spec asked for a private one.
+    pub reason: Option<String>,
+}
+
+impl RunIsolation {
+    /// Whether the run's processes ran unisolated.
+    pub fn unisolated(&self) -> bool {
+        self.kind != "bwrap"
+    }
+}
+
+impl Default for RunIsolation {
+    /// What a record from before isolation was recorded reads as.
+    fn default() -> Self {
+        Self {
+            kind: "none".to_owned(),
+            network: "host".to_owned(),
+            reason: Some("not recorded".to_owned()),
+        }
+    }
+}
+
+/// A value of the wrong shape reads as the type's default: for a field of
+/// a row's `extra` (`#[serde(deserialize_with = …)]`), so one field gone
+/// wrong costs only itself.
+pub fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(T::deserialize(v).unwrap_or_default())
+}
+
+/// An array whose items of the wrong shape are left out; anything but an
+/// array reads as empty.
+fn lenient_items<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| T::deserialize(v).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+impl RowFacts {
+    /// Reads the facts out of a run's `extra` (anything but an object reads
+    /// as no facts).
+    pub fn read(extra: &serde_json::Value) -> Self {
+        Self::deserialize(extra).unwrap_or_default()
+    }
+}
 
 /// Which runs a report covers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -148,74 +307,41 @@ pub(crate) struct StoredFacts {
 }
 
 #[cfg(feature = "stores")]
-fn text(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(str::to_owned)
-}
-
-#[cfg(feature = "stores")]
-fn count(v: Option<&Value>) -> u64 {
-    v.and_then(Value::as_u64).unwrap_or(0)
-}
-
-#[cfg(feature = "stores")]
-fn array_len(v: Option<&Value>) -> u64 {
-    v.and_then(Value::as_array).map_or(0, |a| a.len() as u64)
-}
-
-#[cfg(feature = "stores")]
 impl StoredFacts {
     /// Reads the facts out of a run's `extra` object.
     pub(crate) fn from_extra(extra: &Value) -> Self {
+        let facts = RowFacts::read(extra);
         let mut models: Vec<String> = Vec::new();
-        for m in extra
-            .get("models")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            if !models.iter().any(|seen| seen == m) {
-                models.push(m.to_owned());
+        for m in facts.models {
+            if !models.contains(&m) {
+                models.push(m);
             }
         }
         let mut roles: Vec<StoredRole> = Vec::new();
-        for r in extra
-            .get("roles")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(role) = r.get("role").and_then(Value::as_str) else {
-                continue;
-            };
-            if roles.iter().any(|seen| seen.role == role) {
+        for r in facts.roles {
+            if roles.iter().any(|seen| seen.role == r.role) {
                 continue;
             }
             roles.push(StoredRole {
-                role: role.to_owned(),
-                model: text(r.get("model")).unwrap_or_default(),
-                status: text(r.get("status")).unwrap_or_default(),
-                input_tokens: count(r.get("input_tokens")),
-                cached_input_tokens: count(r.get("cached_input_tokens")),
-                output_tokens: count(r.get("output_tokens")),
-                cost_usd: r.get("cost_usd").and_then(Value::as_f64),
+                role: r.role,
+                model: r.model,
+                status: r.status,
+                input_tokens: r.input_tokens.unwrap_or(0),
+                cached_input_tokens: r.cached_input_tokens.unwrap_or(0),
+                output_tokens: r.output_tokens.unwrap_or(0),
+                cost_usd: r.cost_usd,
             });
         }
-        let dispositions = extra.get("dispositions");
         Self {
-            agent: text(extra.get("agent")),
-            review: text(extra.get("review")),
-            findings: array_len(extra.get("findings")),
-            duplicates: count(extra.get("duplicates")),
-            resolved: array_len(dispositions.and_then(|d| d.get("resolved"))),
-            superseded: array_len(dispositions.and_then(|d| d.get("superseded"))),
-            unisolated: extra
-                .get("isolation")
-                .and_then(|i| i.get("kind"))
-                .and_then(Value::as_str)
-                != Some("bwrap"),
-            criteria_passed: count(extra.get("criteria_passed")),
-            fail_to_pass: count(extra.get("fail_to_pass")),
+            agent: facts.agent,
+            review: facts.review,
+            findings: facts.findings.len() as u64,
+            duplicates: facts.duplicates,
+            resolved: facts.dispositions.resolved.len() as u64,
+            superseded: facts.dispositions.superseded.len() as u64,
+            unisolated: facts.isolation.unisolated(),
+            criteria_passed: facts.criteria_passed,
+            fail_to_pass: facts.fail_to_pass,
             models,
             roles,
         }

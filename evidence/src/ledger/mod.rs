@@ -52,7 +52,10 @@ pub use entries::{
 };
 #[cfg(feature = "stores")]
 pub use error::LedgerError;
-pub use facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
+pub use facts::{
+    DismissalRef, OutcomeState, ReportScope, RoleFacts, RowDispositions, RowFacts, RowFinding,
+    RowRole, RunFacts, RunIsolation, lenient,
+};
 #[cfg(feature = "stores")]
 pub use location::{Location, redact};
 #[cfg(feature = "stores")]

@@ -7,7 +7,7 @@ use gate_evidence::bundle::{self, OpenedBundle};
 use gate_evidence::store::{BundleRef, StoreError};
 use gate_evidence::{LedgerRow, PublicKey};
 
-use crate::attest::{self, PREDICATE_TYPE};
+use crate::attest;
 use crate::cli::EvidenceFormat;
 use crate::config::{self, Context};
 use crate::errors::GateError;
@@ -15,7 +15,8 @@ use crate::exit;
 use crate::output;
 use crate::output::site::Site;
 use crate::output::style::Style;
-use crate::record::RunRecord;
+use crate::plan::Decision;
+use crate::predicate::{PREDICATE_TYPE, Predicate};
 
 /// A bundle found by file or by run id.
 pub(crate) struct Located {
@@ -99,17 +100,17 @@ pub(crate) fn verify(
     let found = locate(ctx, target)?;
     let trusted = attest::trusted_keys(ctx, keys)?;
     let opened = open(&found, &trusted)?;
-    let run = &opened.statement.predicate["run"];
+    let run = read_run(&found, &opened)?;
     let mut out = String::new();
     let _ = writeln!(out, "bundle {}", found.at);
     let _ = writeln!(out, "  signature: ok (key {})", opened.keyid);
     let _ = writeln!(
         out,
         "  run {} of `{}`, attempt {}: {}",
-        run["run_id"].as_str().unwrap_or("?"),
-        run["spec_id"].as_str().unwrap_or("?"),
-        run["attempt"],
-        run["verdict"].as_str().unwrap_or("?")
+        run.run.run_id,
+        run.run.spec_id,
+        run.run.attempt,
+        run.run.verdict.as_str()
     );
     let _ = writeln!(out, "  sha256 {}", opened.sha256);
     let subjects = opened.statement.subject.len();
@@ -145,6 +146,16 @@ pub(crate) fn verify(
     Ok(code)
 }
 
+/// The gate run a verified bundle holds.
+fn read_run(found: &Located, opened: &OpenedBundle) -> Result<Predicate, GateError> {
+    Predicate::read(&opened.statement.predicate).map_err(|e| {
+        GateError::BadEvidence(format!(
+            "{} verifies, but its run does not parse: {e}",
+            found.at
+        ))
+    })
+}
+
 /// Whether the ledger records the run a bundle holds: its row when it does.
 /// A bundle found through the ledger has its row; one given as a file is
 /// looked up by its run id (in the ledger there is, never creating one).
@@ -170,19 +181,21 @@ pub(crate) fn show(
     let found = locate(ctx, target)?;
     let trusted = attest::trusted_keys(ctx, keys)?;
     let opened = open(&found, &trusted)?;
-    let predicate = &opened.statement.predicate;
     let Some(verify_format) = format.as_verify() else {
-        let mut s = serde_json::to_string_pretty(predicate).unwrap_or_default();
+        // The signed predicate as it is, not as this build would read it.
+        let mut s =
+            serde_json::to_string_pretty(&opened.statement.predicate).map_err(|source| {
+                GateError::Encode {
+                    what: "predicate",
+                    source,
+                }
+            })?;
         s.push('\n');
         output::stdout(&s).map_err(GateError::stdout)?;
         return Ok(exit::PASS);
     };
-    let mut record: RunRecord = serde_json::from_value(predicate["run"].clone()).map_err(|e| {
-        GateError::BadEvidence(format!(
-            "{} verifies, but its run does not parse: {e}",
-            found.at
-        ))
-    })?;
+    let predicate = read_run(&found, &opened)?;
+    let mut record = predicate.run.clone();
     // Neither is in the bundle: both are known only once it exists.
     let row = ledger_row(ctx, &found, &record.run_id);
     record.recorded = row
@@ -204,18 +217,15 @@ pub(crate) fn show(
         if let Some(row) = row.as_ref().filter(|_| record.recorded) {
             let _ = writeln!(text, "ledger: row {}", row.seq);
         }
-        if let Some(plan) = predicate["plan"].as_array() {
+        if !predicate.plan.is_empty() {
             let _ = writeln!(text, "plan:");
-            for p in plan {
-                let what = match p["decision"].as_str() {
-                    Some("carry") => format!(
-                        "carried from {}",
-                        p["from"].as_str().unwrap_or("an earlier bundle")
-                    ),
-                    Some(d) => format!("{d}: {}", p["why"].as_str().unwrap_or("")),
-                    None => String::new(),
+            for p in &predicate.plan {
+                let what = match &p.decision {
+                    Decision::Carry { from_run, .. } => format!("carried from run {from_run}"),
+                    Decision::Run { why } => format!("run: {why}"),
+                    Decision::Skip { why } => format!("skip: {why}"),
                 };
-                let _ = writeln!(text, "  {} — {what}", p["id"].as_str().unwrap_or("?"));
+                let _ = writeln!(text, "  {} — {what}", p.id);
             }
         }
         text.push('\n');

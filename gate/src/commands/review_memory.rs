@@ -13,6 +13,7 @@ use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::predicate::Predicate;
 use crate::record::{RunRecord, Verdict};
 
 /// The predicate type of an override bundle, versioned.
@@ -35,10 +36,11 @@ fn load_run(ctx: &Context, run: &str) -> Result<Loaded, GateError> {
     }
     let trusted = attest::trusted_keys(ctx, &[])?;
     let opened = evidence::open(&found, &trusted)?;
-    let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
+    let record = Predicate::read(&opened.statement.predicate)
         .map_err(|e| {
             GateError::BadEvidence(format!("run {run}: its bundle holds no readable run: {e}"))
-        })?;
+        })?
+        .run;
     Ok(Loaded {
         record,
         bundle_sha256: opened.sha256,

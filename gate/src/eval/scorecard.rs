@@ -812,16 +812,7 @@ fn recent_false_passes(ledger: &Ledger, seqs: &[u64]) -> Result<Vec<FalsePass>, 
         };
         let e = row.entry;
         let last = ledger.outcomes(&e.run_id)?.pop();
-        let models = e
-            .extra
-            .get("models")
-            .and_then(serde_json::Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|m| m.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let models = gate_evidence::ledger::RowFacts::read(&e.extra).models;
         out.push(FalsePass {
             run_id: e.run_id,
             spec_id: e.spec_id,
@@ -849,7 +840,7 @@ mod tests {
         Utc.with_ymd_and_hms(2025, 3, day, hour, 0, 0).unwrap()
     }
 
-    /// A run in March 2025 with the given extra (as `ledger_extra` writes it).
+    /// A run in March 2025 with the given extra (as `RowExtra::of` writes it).
     fn run(
         id: &str,
         spec: &str,

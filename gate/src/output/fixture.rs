@@ -156,7 +156,7 @@ pub(crate) fn record() -> RunRecord {
         spec_digest: "f".repeat(64),
         base: Some("main".to_owned()),
         base_commit: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
-        isolation: crate::record::IsolationRecord {
+        isolation: crate::record::RunIsolation {
             kind: "bwrap".to_owned(),
             network: "host".to_owned(),
             reason: None,

@@ -19,7 +19,7 @@ pub(crate) fn render(record: &RunRecord) -> String {
 }
 
 /// How the run's processes were isolated, in one line.
-pub(crate) fn isolation_line(isolation: &crate::record::IsolationRecord) -> String {
+pub(crate) fn isolation_line(isolation: &crate::record::RunIsolation) -> String {
     match (&isolation.reason, isolation.unisolated()) {
         (Some(why), true) => format!("none — {why}"),
         (None, true) => "none".to_owned(),

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::record::{
     BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, DoomLoop, Finding,
-    IsolationRecord, ItemStatus, OverrideStatus, Qualifier, Reason, ReviewRecord, RunRecord,
+    ItemStatus, OverrideStatus, Qualifier, Reason, ReviewRecord, RunIsolation, RunRecord,
     SelfGuard, Tier, Verdict, verdict_line,
 };
 use gate_harness::Location;
@@ -36,7 +36,7 @@ pub(crate) struct Document<'a> {
     tier_reason: &'a str,
     base: &'a Option<String>,
     base_commit: &'a Option<String>,
-    isolation: &'a IsolationRecord,
+    isolation: &'a RunIsolation,
     base_runs: &'a Option<BaseRunsRecord>,
     self_guard: &'a SelfGuard,
     verdict_reasons: &'a [Reason],

@@ -19,12 +19,13 @@ use gate_evidence::ledger::{OverrideEntry, RunFilter};
 use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
 
-use crate::attest::FAILURES_KEY;
 use crate::errors::GateError;
+use crate::predicate::Predicate;
 use crate::record::RunRecord;
 use crate::retry::delta::Previous;
 use crate::retry::doom::{DoomLoop, FailingAttempt, Failure};
 use crate::retry::memory::Dismissed;
+use crate::row::RowExtra;
 
 /// What the ledger says about a spec's series, for the next attempt.
 #[derive(Debug, Clone, Default)]
@@ -96,11 +97,7 @@ pub fn history(
             // A human looked and let it through: start over.
             return Ok(h);
         }
-        let doom = last
-            .entry
-            .extra
-            .get("doom_loop")
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let doom = RowExtra::read(&last.entry.extra).doom_loop;
         h.escalated = Some((last.entry.run_id.clone(), doom));
         h.attempt = last.entry.attempt + 1;
         return Ok(h);
@@ -125,12 +122,10 @@ pub fn history(
         .filter(|r| r.entry.verdict == "fail")
         .map(|r| FailingAttempt {
             attempt: r.entry.attempt,
-            failures: r
-                .entry
-                .extra
-                .get(FAILURES_KEY)
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default(),
+            failures: RowExtra::read(&r.entry.extra)
+                .failures
+                .into_iter()
+                .collect(),
         })
         .collect();
     match read_previous(last, store, trusted) {
@@ -149,8 +144,9 @@ fn read_previous(
     let at = &row.entry.bundle_path;
     let bytes = crate::attest::row_bundle(store, row).map_err(|e| e.to_string())?;
     let opened = bundle::open(&bytes, trusted).map_err(|e| e.to_string())?;
-    let record: RunRecord = serde_json::from_value(opened.statement.predicate["run"].clone())
-        .map_err(|e| format!("{at} holds no readable run: {e}"))?;
+    let record = Predicate::read(&opened.statement.predicate)
+        .map_err(|e| format!("{at} holds no readable run: {e}"))?
+        .run;
     let subjects = opened
         .statement
         .subject

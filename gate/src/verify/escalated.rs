@@ -69,8 +69,8 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
     record.routing_override.clone_from(&setup.routing_override);
     let sealed = super::seal::Sealed {
         subject_names: &[],
-        plan: serde_json::json!([]),
-        rules: serde_json::json!([]),
+        plan: Vec::new(),
+        rules: Vec::new(),
     };
     if let Some(w) = super::seal::finish(ctx, setup, &mut record, sealed)? {
         events.emit(RunEvent::Warning(w));

@@ -9,6 +9,7 @@ use gate_specs::{InputGlobs, Spec};
 
 use crate::config::Context;
 use crate::plan::{Decision, Plan};
+use crate::predicate::PlanEntry;
 use crate::record::{CheckRecord, CriterionRecord, DecidedBy, ItemStatus, ReviewRecord, RunRecord};
 use crate::retry::delta::Previous;
 use crate::review;
@@ -251,18 +252,13 @@ pub(super) fn subject_names(
 }
 
 /// The plan as the bundle records it: each item, what was done with it, why.
-pub(super) fn plan_json(plan: &Plan) -> serde_json::Value {
-    serde_json::Value::Array(
-        plan.items
-            .iter()
-            .map(|i| {
-                let mut v = serde_json::to_value(&i.decision).unwrap_or_default();
-                if let Some(obj) = v.as_object_mut() {
-                    obj.insert("id".into(), i.id.clone().into());
-                    obj.insert("inputs_digest".into(), i.inputs_digest.to_hex().into());
-                }
-                v
-            })
-            .collect(),
-    )
+pub(super) fn plan_entries(plan: &Plan) -> Vec<PlanEntry> {
+    plan.items
+        .iter()
+        .map(|i| PlanEntry {
+            decision: i.decision.clone(),
+            id: i.id.clone(),
+            inputs_digest: i.inputs_digest.to_hex(),
+        })
+        .collect()
 }

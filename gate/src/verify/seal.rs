@@ -9,6 +9,7 @@ use crate::attest;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::RunEvent;
+use crate::predicate::{PlanEntry, Predicate, PromptUsed, RoutingUsed, RulesUsed};
 use crate::record::{RunRecord, millis};
 
 use super::planning::Planned;
@@ -40,19 +41,18 @@ pub(super) fn seal(
     names.extend(rules.files.iter().map(|(path, _)| path.clone()));
     names.sort();
     names.dedup();
-    let rules_digests = serde_json::Value::Array(
-        rules
-            .files
-            .iter()
-            .map(|(path, bytes)| {
-                serde_json::json!({"file": path, "blake3": Digest::of(bytes).to_hex()})
-            })
-            .collect(),
-    );
+    let rules = rules
+        .files
+        .iter()
+        .map(|(path, bytes)| RulesUsed {
+            file: path.clone(),
+            blake3: Digest::of(bytes).to_hex(),
+        })
+        .collect();
     let sealed = Sealed {
         subject_names: &names,
-        plan: records::plan_json(&planned.plan),
-        rules: rules_digests,
+        plan: records::plan_entries(&planned.plan),
+        rules,
     };
     if let Some(w) = finish(ctx, setup, record, sealed)? {
         events.emit(RunEvent::Warning(w));
@@ -73,9 +73,9 @@ pub(super) struct Sealed<'a> {
     /// The subjects, workspace-relative.
     pub subject_names: &'a [String],
     /// The plan as the predicate keeps it.
-    pub plan: serde_json::Value,
+    pub plan: Vec<PlanEntry>,
     /// The house rules files and their digests.
-    pub rules: serde_json::Value,
+    pub rules: Vec<RulesUsed>,
 }
 
 /// Seals the run into its bundle and appends its ledger row; a warning when
@@ -92,30 +92,31 @@ pub(super) fn finish(
         plan,
         rules,
     } = sealed;
-    let policy = &setup.spec.policy;
-    let extra = attest::PredicateExtra {
-        policy: serde_json::to_value(policy).unwrap_or_default(),
-        routing_origin: routing.origin.to_string(),
-        routing_digest: routing.digest().to_hex(),
-        routing_override: record.routing_override.clone(),
-        prompts: serde_json::Value::Array(
-            prompts
-                .digests()
-                .into_iter()
-                .map(|(key, d, path)| {
-                    serde_json::json!({"prompt": key, "blake3": d.to_hex(),
-                        "file": path.map(|p| p.display().to_string())})
-                })
-                .collect(),
-        ),
+    let predicate = Predicate {
+        format_version: crate::record::FORMAT_VERSION,
+        run: record.clone(),
+        policy: setup.spec.policy.clone(),
+        routing: RoutingUsed {
+            origin: routing.origin.to_string(),
+            blake3: routing.digest().to_hex(),
+            patch: record.routing_override.clone(),
+        },
+        prompts: prompts
+            .digests()
+            .into_iter()
+            .map(|(prompt, digest, path)| PromptUsed {
+                prompt,
+                blake3: digest.to_hex(),
+                file: path.map(|p| p.display().to_string()),
+            })
+            .collect(),
         rules,
         plan,
-        previous_bundle: record.previous_bundle.clone(),
+        previous_bundle_sha256: record.previous_bundle.clone(),
     };
-    let entry_extra = attest::ledger_extra(record);
     let subjects = attest::subjects(&ctx.workspace, subject_names);
     Ok(
-        attest::record_run(ctx, store, record, key, subjects, &extra, entry_extra)?.map(|why| {
+        attest::record_run(ctx, store, record, key, subjects, &predicate)?.map(|why| {
             format!(
                 "gate: this run was not recorded ({why}); the bundle is kept for `gate ledger import`"
             )

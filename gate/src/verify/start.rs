@@ -11,8 +11,7 @@ use crate::config;
 use crate::errors::GateError;
 use crate::events::{EventSink, RunEvent};
 use crate::record::{
-    FORMAT_VERSION, IsolationRecord, Reason, ReviewRecord, RunRecord, SelfGuard, Tier, Verdict,
-    millis,
+    FORMAT_VERSION, Reason, ReviewRecord, RunIsolation, RunRecord, SelfGuard, Tier, Verdict, millis,
 };
 
 /// What `gate verify` was asked to do, resolved.
@@ -106,7 +105,7 @@ impl Start {
             spec_digest: self.spec_digest.clone(),
             base: None,
             base_commit: None,
-            isolation: IsolationRecord::default(),
+            isolation: RunIsolation::default(),
             base_runs: None,
             verdict,
             verdict_reasons: reasons,
