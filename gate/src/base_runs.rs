@@ -33,7 +33,7 @@ use gate_harness::{ItemResult, RunOptions, Status};
 use gate_specs::{BaseRuns, Expect, Spec};
 
 use crate::errors::GateError;
-use crate::events::{EventSink, RunEvent};
+use crate::events::{EventSink, Note, RunEvent};
 use crate::findings::finding_id;
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
@@ -239,17 +239,10 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
 
 /// Says how many criteria run on the base.
 fn announce(events: &EventSink, count: usize, commit: &str) {
-    let one = count == 1;
-    events.emit(RunEvent::Notice(format!(
-        "gate: running {} on the base {} (with the checks {} after)",
-        if one {
-            "1 criterion".to_owned()
-        } else {
-            format!("{count} criteria")
-        },
-        short(commit),
-        if one { "it runs" } else { "they run" },
-    )));
+    events.emit(RunEvent::Note(Note::BaseRuns {
+        criteria: count,
+        commit: commit.to_owned(),
+    }));
 }
 
 /// The wanted criteria whose base result the ledger keeps (for this

@@ -22,10 +22,9 @@ pub enum RunEvent {
     },
     /// The plan is made: every item and what this attempt does with it.
     Planned(Vec<PlannedEvent>),
-    /// A line of progress for people (a key created).
-    Notice(String),
-    /// Something people must see even with `-q` (the ledger refusing a row).
-    Warning(String),
+    /// Something people should know of the run's set-up or progress (a
+    /// key created, the ledger refusing a row); a warning shows even with `-q`.
+    Note(Note),
     /// The harness reported on a check or plain-code criterion.
     Harness(gate_harness::Event),
     /// The review began.
@@ -63,6 +62,113 @@ pub enum RunEvent {
     },
 }
 
+/// What a run tells people beside its results, as data: the renderers
+/// word it (`output::notes`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "note", rename_all = "snake_case")]
+pub enum Note {
+    /// A base was given but the self-guard is off.
+    SelfGuardOff {
+        /// Why.
+        reason: String,
+    },
+    /// What the run starts for the workspace runs without a sandbox.
+    Unisolated {
+        /// Why.
+        reason: String,
+    },
+    /// Sandboxed, with a caveat (the host's network where a private one was asked).
+    IsolationCaveat {
+        /// What.
+        reason: String,
+    },
+    /// Criteria whose verifiers read no file of the workspace, so nothing
+    /// protects what decides them.
+    Unprotected {
+        /// Their ids.
+        criteria: Vec<String>,
+    },
+    /// The ledger or the bundle store did not take the run; the bundle is kept.
+    NotRecorded {
+        /// Why.
+        reason: String,
+    },
+    /// `GATE_ROUTING_URL`'s patch was not applied; the local table is used.
+    RoutingOverrideFailed {
+        /// The URL.
+        url: String,
+        /// Why.
+        error: String,
+    },
+    /// `GATE_ROUTING_URL`'s patch was applied.
+    RoutingOverrideApplied {
+        /// The URL.
+        url: String,
+        /// What it changed.
+        changed: Vec<String>,
+    },
+    /// A signing key was created (none was configured).
+    KeyCreated {
+        /// Where.
+        path: String,
+    },
+    /// Criteria run on the base, before the checks run after them.
+    BaseRuns {
+        /// How many.
+        criteria: usize,
+        /// The base's commit.
+        commit: String,
+    },
+    /// Which attempt of the series this is (from the second on).
+    Attempt {
+        /// Its number.
+        attempt: u32,
+    },
+    /// The previous attempt's bundle cannot be used: everything runs again.
+    PreviousUnusable {
+        /// Why.
+        reason: String,
+    },
+    /// The attempt history could not be read: this is taken as a first attempt.
+    HistoryUnreadable {
+        /// Why.
+        reason: String,
+    },
+    /// The spec's attempt series could not be locked.
+    SeriesUnlocked {
+        /// Why.
+        reason: String,
+    },
+    /// Another run of the spec holds the series; this one waits for it.
+    SeriesBusy {
+        /// The spec.
+        spec_id: String,
+    },
+    /// A retry runs only part of the plan.
+    Rerunning {
+        /// Items run again.
+        rerun: usize,
+        /// Items carried forward.
+        carried: usize,
+    },
+}
+
+impl Note {
+    /// Whether people must see it even with `-q`.
+    pub fn is_warning(&self) -> bool {
+        matches!(
+            self,
+            Self::SelfGuardOff { .. }
+                | Self::Unisolated { .. }
+                | Self::IsolationCaveat { .. }
+                | Self::Unprotected { .. }
+                | Self::NotRecorded { .. }
+                | Self::RoutingOverrideFailed { .. }
+                | Self::HistoryUnreadable { .. }
+        )
+    }
+}
+
 /// One planned item, as events report it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedEvent {
@@ -76,8 +182,8 @@ pub struct PlannedEvent {
     pub task: Option<String>,
     /// A criterion's text (redacted like everything the run records).
     pub text: Option<String>,
-    /// The plan's decision (`{"decision": "run", "why": …}`).
-    pub decision: serde_json::Value,
+    /// The plan's decision.
+    pub decision: crate::plan::Decision,
 }
 
 /// One reviewer about to be asked.

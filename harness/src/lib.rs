@@ -183,7 +183,7 @@ pub struct RunOptions {
 }
 
 /// Final state of one item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Exit 0, ready in time, or no problem found.

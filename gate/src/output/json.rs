@@ -12,7 +12,7 @@ use crate::record::{
     ItemStatus, OverrideStatus, Qualifier, Reason, ReviewRecord, RunIsolation, RunRecord,
     SelfGuard, Tier, Verdict, verdict_line,
 };
-use gate_harness::Location;
+use gate_harness::{ItemKind, Location};
 
 /// Version of the `--format json` document and of every `jsonl` event.
 /// Fields are only ever added within a version.
@@ -21,7 +21,7 @@ pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The `--format json` document: the one type that defines it, in the
 /// order its fields are written (the `jsonl` verdict event and `gate
 /// evidence show --format json` write the same).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Document<'a> {
     format_version: u32,
     run_id: &'a str,
@@ -53,12 +53,12 @@ pub(crate) struct Document<'a> {
 }
 
 /// A check as the document shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct CheckEntry<'a> {
     id: &'a str,
-    kind: &'static str,
+    kind: ItemKind,
     task: &'a Option<String>,
-    status: &'static str,
+    status: ItemStatus,
     exit_code: Option<i32>,
     duration_ms: u64,
     inputs_digest: &'a str,
@@ -69,13 +69,13 @@ struct CheckEntry<'a> {
 }
 
 /// A criterion as the document shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct CriterionEntry<'a> {
     id: &'a str,
     task: &'a str,
     text: &'a str,
     decided_by: DecidedBy,
-    status: &'static str,
+    status: ItemStatus,
     met: Option<f64>,
     threshold: Option<f64>,
     exit_code: Option<i32>,
@@ -84,7 +84,7 @@ struct CriterionEntry<'a> {
     carried_from: &'a Option<String>,
     reason: &'a Option<String>,
     output_tail: Option<&'a str>,
-    expect: &'static str,
+    expect: gate_specs::Expect,
     base_status: &'a Option<BaseStatus>,
 }
 
@@ -136,9 +136,9 @@ fn tail(status: ItemStatus, text: &str) -> Option<&str> {
 fn check(c: &CheckRecord) -> CheckEntry<'_> {
     CheckEntry {
         id: &c.id,
-        kind: kind_str(c.kind),
+        kind: c.kind,
         task: &c.task,
-        status: c.status.as_str(),
+        status: c.status,
         exit_code: c.exit_code,
         duration_ms: c.duration_ms,
         inputs_digest: &c.inputs_digest,
@@ -159,7 +159,7 @@ fn criterion(c: &CriterionRecord) -> CriterionEntry<'_> {
         task: &c.task,
         text: &c.text,
         decided_by: c.decided_by,
-        status: c.status.as_str(),
+        status: c.status,
         met: c.met,
         threshold: c.threshold,
         exit_code: c.exit_code,
@@ -168,7 +168,7 @@ fn criterion(c: &CriterionRecord) -> CriterionEntry<'_> {
         carried_from: &c.carried_from,
         reason: &c.reason,
         output_tail: tail(c.status, &c.output.tail),
-        expect: c.expect.as_str(),
+        expect: c.expect,
         base_status: &c.base_status,
     }
 }

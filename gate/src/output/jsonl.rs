@@ -9,11 +9,17 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
 use gate_harness::{Event, ItemKind, ItemResult};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use super::json::{FORMAT_VERSION, kind_str};
+use super::json::{Document, FORMAT_VERSION};
+use super::lines::{
+    CriterionFinished, EventLine, Finished, Line, NoteLine, PlanItem, SeatLine, SpecialistLine,
+    Started, WaitOn, WaitingLine,
+};
+use super::notes;
 use super::stream::{Observer, Waiting, WaitingOn};
-use crate::events::{PlannedEvent, RunEvent};
+use crate::events::{PlannedEvent, RunEvent, SeatEvent};
+use crate::record::DecidedBy;
 
 /// The planned items by id: what a start or a result names only by its id.
 pub(crate) type Planned = HashMap<String, PlannedEvent>;
@@ -74,17 +80,25 @@ impl Observer for JsonlWriter {
     }
 
     fn heartbeat(&mut self, waiting: &[Waiting]) {
-        let waiting: Vec<Value> = waiting
+        let waiting = waiting
             .iter()
-            .map(|w| match &w.what {
-                WaitingOn::Item => {
-                    json!({"id": w.id, "on": "item", "elapsed_s": w.elapsed.as_secs_f64().round() as u64})
-                }
-                WaitingOn::Model(model) => json!({"id": w.id, "on": "model", "model": model,
-                    "elapsed_s": w.elapsed.as_secs_f64().round() as u64}),
+            .map(|w| WaitingLine {
+                id: &w.id,
+                on: match w.what {
+                    WaitingOn::Item => WaitOn::Item,
+                    WaitingOn::Model(_) => WaitOn::Model,
+                },
+                model: match &w.what {
+                    WaitingOn::Item => None,
+                    WaitingOn::Model(model) => Some(model),
+                },
+                elapsed_s: w.elapsed.as_secs_f64().round() as u64,
             })
             .collect();
-        let value = line("heartbeat", json!({ "waiting": waiting }));
+        let value = encode(&Line {
+            format_version: FORMAT_VERSION,
+            event: EventLine::Heartbeat { waiting },
+        });
         self.write(&value);
     }
 }
@@ -92,139 +106,135 @@ impl Observer for JsonlWriter {
 /// An event as one JSON object. `planned` gives an item's kind, task and
 /// text (a start or a result names only the id).
 pub(crate) fn event_json(event: &RunEvent, planned: &Planned) -> Value {
+    encode(&Line {
+        format_version: FORMAT_VERSION,
+        event: event_line(event, planned),
+    })
+}
+
+/// A line as JSON. Every field is a string, number, bool, list or map of
+/// those, so this cannot fail; were it to, the line says so rather than
+/// vanish.
+fn encode(line: &Line<'_>) -> Value {
+    serde_json::to_value(line).unwrap_or_else(|e| {
+        serde_json::json!({"format_version": FORMAT_VERSION, "event": "error",
+            "message": format!("an event could not be written: {e}"), "exit_code": 3})
+    })
+}
+
+/// The line an event is written as.
+fn event_line<'a>(event: &'a RunEvent, planned: &'a Planned) -> EventLine<'a> {
     match event {
         RunEvent::RunStarted {
             run_id,
             spec_id,
             started_at,
-        } => line(
-            "run_started",
-            json!({"run_id": run_id, "spec_id": spec_id, "started_at": started_at}),
-        ),
-        RunEvent::Planned(items) => {
-            let items: Vec<Value> = items
+        } => EventLine::RunStarted {
+            run_id,
+            spec_id,
+            started_at,
+        },
+        RunEvent::Planned(items) => EventLine::Plan {
+            items: items
                 .iter()
-                .map(|i| {
-                    let mut o = Map::new();
-                    o.insert("id".into(), i.id.clone().into());
-                    o.insert("kind".into(), kind_str(i.kind).into());
-                    o.insert(
-                        "decided_by".into(),
-                        (if i.judged { "model" } else { "code" }).into(),
-                    );
-                    o.insert("task".into(), i.task.clone().into());
-                    if let Value::Object(d) = &i.decision {
-                        o.extend(d.clone());
-                    }
-                    Value::Object(o)
+                .map(|i| PlanItem {
+                    id: &i.id,
+                    kind: i.kind,
+                    decided_by: if i.judged {
+                        DecidedBy::Model
+                    } else {
+                        DecidedBy::Code
+                    },
+                    task: i.task.as_deref(),
+                    decision: &i.decision,
                 })
-                .collect();
-            line("plan", json!({ "items": items }))
+                .collect(),
+        },
+        RunEvent::Note(note) => {
+            let line = NoteLine {
+                message: notes::words(note),
+                note,
+            };
+            if note.is_warning() {
+                EventLine::Warning(line)
+            } else {
+                EventLine::Notice(line)
+            }
         }
-        RunEvent::Notice(text) => line("notice", json!({ "message": text })),
-        RunEvent::Warning(text) => line("warning", json!({ "message": text })),
-        RunEvent::SpecialistStarted(seat) => line(
-            "specialist_started",
-            json!({"role": seat.role, "model": seat.model}),
-        ),
-        RunEvent::AttemptStarted(seat) => line(
-            "attempt_started",
-            json!({"role": seat.role, "model": seat.model}),
-        ),
+        RunEvent::SpecialistStarted(seat) => EventLine::SpecialistStarted(seat_line(seat)),
+        RunEvent::AttemptStarted(seat) => EventLine::AttemptStarted(seat_line(seat)),
         RunEvent::Harness(Event::Started { id }) => {
             let kind = planned.get(id).map_or(ItemKind::Check, |p| p.kind);
-            line(
-                &format!("{}_started", stage(kind)),
-                json!({"id": id, "kind": kind_str(kind)}),
-            )
+            let started = Started { id, kind };
+            if kind == ItemKind::Criterion {
+                EventLine::CriterionStarted(started)
+            } else {
+                EventLine::CheckStarted(started)
+            }
         }
-        RunEvent::Harness(Event::Ready { id }) => line("service_ready", json!({ "id": id })),
-        RunEvent::Harness(Event::Stopped { id }) => line("service_stopped", json!({ "id": id })),
-        RunEvent::Harness(Event::Finished(r)) => line(
-            &format!("{}_finished", stage(r.kind)),
-            finished(r, planned.get(&r.id)),
-        ),
-        RunEvent::ReviewStarted { tier, seats } => {
-            let seats: Vec<Value> = seats
-                .iter()
-                .map(|s| json!({"role": s.role, "model": s.model}))
-                .collect();
-            line(
-                "review_started",
-                json!({"tier": tier.as_str(), "specialists": seats}),
-            )
+        RunEvent::Harness(Event::Ready { id }) => EventLine::ServiceReady { id },
+        RunEvent::Harness(Event::Stopped { id }) => EventLine::ServiceStopped { id },
+        RunEvent::Harness(Event::Finished(r)) => {
+            let planned = planned.get(&r.id);
+            let result = finished(r, planned);
+            if r.kind == ItemKind::Criterion {
+                EventLine::CriterionFinished(CriterionFinished {
+                    result,
+                    text: planned.and_then(|p| p.text.as_deref()),
+                })
+            } else {
+                EventLine::CheckFinished(result)
+            }
         }
-        RunEvent::SpecialistFinished { record, raised } => line(
-            "specialist_finished",
-            json!({
-                "role": record.role,
-                "model": record.model,
-                "status": record.status,
-                "reason": record.reason,
-                "latency_ms": record.latency_ms,
-                "input_tokens": record.input_tokens,
-                "cached_input_tokens": record.cached_input_tokens,
-                "output_tokens": record.output_tokens,
-                "cost_usd": record.cost_usd,
-                "findings": raised,
-            }),
-        ),
-        RunEvent::ReviewSkipped { reason } => line("review_skipped", json!({ "reason": reason })),
-        RunEvent::Verdict(record) => line("verdict", super::json::render(record)),
-        RunEvent::Failed { message, exit_code } => {
-            line("error", json!({"message": message, "exit_code": exit_code}))
+        RunEvent::ReviewStarted { tier, seats } => EventLine::ReviewStarted {
+            tier: *tier,
+            specialists: seats.iter().map(seat_line).collect(),
+        },
+        RunEvent::SpecialistFinished { record, raised } => {
+            EventLine::SpecialistFinished(SpecialistLine {
+                role: &record.role,
+                model: &record.model,
+                status: &record.status,
+                reason: record.reason.as_deref(),
+                latency_ms: record.latency_ms,
+                input_tokens: record.input_tokens,
+                cached_input_tokens: record.cached_input_tokens,
+                output_tokens: record.output_tokens,
+                cost_usd: record.cost_usd,
+                findings: *raised,
+            })
         }
+        RunEvent::ReviewSkipped { reason } => EventLine::ReviewSkipped { reason },
+        RunEvent::Verdict(record) => EventLine::Verdict(Box::new(Document::of(record))),
+        RunEvent::Failed { message, exit_code } => EventLine::Error {
+            message,
+            exit_code: *exit_code,
+        },
     }
 }
 
-/// `{"format_version":1,"event":name, …fields}`, in that order.
-fn line(name: &str, fields: Value) -> Value {
-    let mut o = Map::new();
-    o.insert("format_version".into(), FORMAT_VERSION.into());
-    o.insert("event".into(), name.into());
-    if let Value::Object(fields) = fields {
-        for (k, v) in fields {
-            if k != "format_version" {
-                o.insert(k, v);
-            }
-        }
+fn seat_line(seat: &SeatEvent) -> SeatLine<'_> {
+    SeatLine {
+        role: &seat.role,
+        model: &seat.model,
     }
-    Value::Object(o)
 }
 
 /// An item's result, with what an agent acts on when it failed: its task,
-/// a criterion's text, the output tail (redacted, as the bundle keeps it)
+/// the output tail (redacted, as the bundle keeps it)
 /// and the places a built-in pointed at.
-fn finished(r: &ItemResult, planned: Option<&PlannedEvent>) -> Value {
+fn finished<'a>(r: &'a ItemResult, planned: Option<&'a PlannedEvent>) -> Finished<'a> {
     let failed = r.status == gate_harness::Status::Failed;
-    let mut v = json!({
-        "id": r.id,
-        "kind": kind_str(r.kind),
-        "task": planned.and_then(|p| p.task.clone()),
-        "status": match r.status {
-            gate_harness::Status::Passed => "passed",
-            gate_harness::Status::Failed => "failed",
-            gate_harness::Status::Skipped => "skipped",
-        },
-        "exit_code": r.exit_code,
-        "duration_ms": u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
-        "reason": r.reason,
-        "output_tail": failed.then_some(r.output.tail.as_str()),
-        "locations": if failed { json!(r.locations) } else { json!([]) },
-    });
-    if r.kind == ItemKind::Criterion
-        && let Some(obj) = v.as_object_mut()
-    {
-        obj.insert("text".into(), planned.and_then(|p| p.text.clone()).into());
-    }
-    v
-}
-
-/// "check" or "criterion": the event family of an item.
-fn stage(kind: ItemKind) -> &'static str {
-    match kind {
-        ItemKind::Criterion => "criterion",
-        ItemKind::Check | ItemKind::TaskTests | ItemKind::Builtin | ItemKind::Page => "check",
+    Finished {
+        id: &r.id,
+        kind: r.kind,
+        task: planned.and_then(|p| p.task.as_deref()),
+        status: r.status,
+        exit_code: r.exit_code,
+        duration_ms: u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
+        reason: r.reason.as_deref(),
+        output_tail: failed.then_some(r.output.tail.as_str()),
+        locations: if failed { &r.locations } else { &[] },
     }
 }
 
@@ -251,8 +261,12 @@ mod tests {
 
     use gate_harness::{Output, Status};
 
+    use serde_json::json;
+
     use super::*;
+    use crate::events::Note;
     use crate::output::fixture;
+    use crate::plan::Decision;
 
     #[test]
     fn every_line_starts_with_the_version_and_the_event_name() {
@@ -264,7 +278,9 @@ mod tests {
                 judged: false,
                 task: Some("orders".into()),
                 text: Some("POST /orders returns 201".into()),
-                decision: json!({"decision": "run"}),
+                decision: Decision::Run {
+                    why: "first attempt".into(),
+                },
             },
         )]
         .into();
@@ -317,7 +333,9 @@ mod tests {
                     judged: false,
                     task: Some("orders".into()),
                     text: None,
-                    decision: json!({"decision": "run", "why": "first attempt"}),
+                    decision: Decision::Run {
+                        why: "first attempt".into(),
+                    },
                 }]),
                 "plan",
             ),
@@ -385,7 +403,9 @@ mod tests {
             judged: false,
             task: Some("orders".into()),
             text: text.map(str::to_owned),
-            decision: json!({"decision": "run", "why": "first attempt"}),
+            decision: Decision::Run {
+                why: "first attempt".into(),
+            },
         };
         let planned: Planned = [(
             "c1".to_owned(),
@@ -414,8 +434,13 @@ mod tests {
                 started_at: "t".into(),
             },
             RunEvent::Planned(vec![planned_item(ItemKind::Criterion, None)]),
-            RunEvent::Notice("n".into()),
-            RunEvent::Warning("w".into()),
+            RunEvent::Note(Note::Rerunning {
+                rerun: 1,
+                carried: 2,
+            }),
+            RunEvent::Note(Note::Unprotected {
+                criteria: vec!["c1".into()],
+            }),
             RunEvent::Harness(Event::Started { id: "c1".into() }),
             RunEvent::Harness(Event::Started { id: "build".into() }),
             RunEvent::Harness(Event::Finished(failed("c1", ItemKind::Criterion))),
@@ -507,7 +532,7 @@ mod tests {
             &RunEvent::Verdict(Box::new(record.clone())),
             &Planned::new(),
         );
-        let doc = super::super::json::render(&record);
+        let doc = serde_json::to_value(Document::of(&record)).unwrap();
         for (k, want) in doc.as_object().unwrap() {
             assert_eq!(&v[k], want, "field {k}");
         }
@@ -525,8 +550,9 @@ mod tests {
             }
         }
         let mut w = JsonlWriter::to(Box::new(Closed));
-        w.event(&RunEvent::Notice("a".into()));
+        let note = RunEvent::Note(Note::Attempt { attempt: 2 });
+        w.event(&note);
         assert!(w.closed);
-        w.event(&RunEvent::Notice("b".into()));
+        w.event(&note);
     }
 }

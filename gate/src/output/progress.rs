@@ -10,6 +10,7 @@ use super::stream::{Observer, Waiting, WaitingOn};
 use super::style::{Paint, Style};
 use crate::config::Verbosity;
 use crate::events::RunEvent;
+use crate::output::notes;
 use crate::record::ItemStatus;
 
 /// The stderr progress renderer.
@@ -56,8 +57,10 @@ impl Progress {
 impl Observer for Progress {
     fn event(&mut self, event: &RunEvent) {
         if self.verbosity == Verbosity::Quiet {
-            if let RunEvent::Warning(text) = event {
-                self.line(text);
+            if let RunEvent::Note(note) = event
+                && note.is_warning()
+            {
+                self.line(&notes::words(note));
             }
             return;
         }
@@ -66,8 +69,10 @@ impl Observer for Progress {
             RunEvent::RunStarted {
                 run_id, spec_id, ..
             } => self.line(&format!("gate: verifying `{spec_id}` (run {run_id})")),
-            RunEvent::Notice(text) => self.line(text),
-            RunEvent::Warning(text) => self.line(&style.paint(text, Paint::Yellow)),
+            RunEvent::Note(note) if note.is_warning() => {
+                self.line(&style.paint(&notes::words(note), Paint::Yellow));
+            }
+            RunEvent::Note(note) => self.line(&notes::words(note)),
             RunEvent::AttemptStarted(seat) if self.verbose() => {
                 self.line(&format!(
                     "  {} {} asks {}",

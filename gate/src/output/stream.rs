@@ -237,7 +237,7 @@ mod tests {
     impl Observer for Recorder {
         fn event(&mut self, event: &RunEvent) {
             let name = match event {
-                RunEvent::Notice(n) => n.clone(),
+                RunEvent::Note(crate::events::Note::Attempt { attempt }) => format!("n{attempt}"),
                 other => format!("{other:?}").chars().take(8).collect(),
             };
             self.0.lock().unwrap().push(name);
@@ -258,7 +258,7 @@ mod tests {
         let worker = sink.clone();
         tokio::spawn(async move {
             for i in 0..100 {
-                worker.emit(RunEvent::Notice(format!("n{i}")));
+                worker.emit(RunEvent::Note(crate::events::Note::Attempt { attempt: i }));
             }
         })
         .await

@@ -3,7 +3,7 @@
 //! why, every declared item skipped.
 
 use crate::errors::GateError;
-use crate::events::RunEvent;
+use crate::events::{Note, RunEvent};
 use crate::record::{Reason, ReasonKind, RunRecord, Verdict};
 use crate::retry::doom::{self, Thresholds};
 use crate::verdict::doom_reason;
@@ -72,8 +72,8 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
         plan: Vec::new(),
         rules: Vec::new(),
     };
-    if let Some(w) = super::seal::finish(ctx, setup, &mut record, sealed)? {
-        events.emit(RunEvent::Warning(w));
+    if let Some(reason) = super::seal::finish(ctx, setup, &mut record, sealed)? {
+        events.emit(RunEvent::Note(Note::NotRecorded { reason }));
     }
     Ok(Some(record))
 }

@@ -29,9 +29,8 @@ use gate_specs::{InputGlobs, Spec};
 
 use crate::config::Context;
 use crate::errors::GateError;
-use crate::events::{EventSink, RunEvent};
+use crate::events::{EventSink, Note, RunEvent};
 use crate::interrupt::Interrupt;
-use crate::output;
 use crate::record::{RunRecord, millis};
 use crate::retry::{self, History};
 use crate::{attest, tier};
@@ -39,7 +38,7 @@ use crate::{attest, tier};
 use setup::Setup;
 pub(crate) use setup::{load_prompts, never_env};
 use stage::Stage;
-use start::{Start, notice};
+use start::Start;
 pub(crate) use start::{VerifyRequest, load_spec};
 use trust::Trust;
 
@@ -101,26 +100,28 @@ fn announce(events: &EventSink, start: &Start, setup: &Setup, trust: &Trust) {
         started_at: start.started_at.clone(),
     });
     if let (Some(_), Some(why)) = (&trust.base, &trust.self_guard.reason) {
-        events.emit(RunEvent::Warning(format!(
-            "gate: the self-guard is off: {why}"
-        )));
+        events.emit(RunEvent::Note(Note::SelfGuardOff {
+            reason: why.clone(),
+        }));
     }
     let isolation = &setup.isolation;
     if let Some(why) = &isolation.record.reason {
-        events.emit(RunEvent::Warning(if isolation.record.unisolated() {
-            format!("gate: what this run starts for the workspace runs unisolated: {why}")
+        let reason = why.clone();
+        events.emit(RunEvent::Note(if isolation.record.unisolated() {
+            Note::Unisolated { reason }
         } else {
-            format!("gate: {why}")
+            Note::IsolationCaveat { reason }
         }));
     }
     for why in &isolation.warnings {
-        events.emit(RunEvent::Warning(format!("gate: {why}")));
+        events.emit(RunEvent::Note(Note::IsolationCaveat {
+            reason: why.clone(),
+        }));
     }
     if let Some(path) = &setup.created_key {
-        events.emit(RunEvent::Notice(format!(
-            "gate: created a signing key at {}",
-            path.display()
-        )));
+        events.emit(RunEvent::Note(Note::KeyCreated {
+            path: path.display().to_string(),
+        }));
     }
     if let Some(status) = &setup.routing_override {
         setup::report_override(events, status);
@@ -131,16 +132,14 @@ fn announce(events: &EventSink, start: &Start, setup: &Setup, trust: &Trust) {
 fn say_attempt(events: &EventSink, history: &History) {
     if history.attempt > 1 {
         // The run's start already said "verifying": this says which attempt.
-        notice(
-            events,
-            &format!("gate: attempt {} of the series", history.attempt),
-        );
+        events.emit(RunEvent::Note(Note::Attempt {
+            attempt: history.attempt,
+        }));
     }
     if let Some(why) = &history.previous_unusable {
-        notice(
-            events,
-            &format!("gate: the previous attempt cannot be used ({why}); re-running everything"),
-        );
+        events.emit(RunEvent::Note(Note::PreviousUnusable {
+            reason: why.clone(),
+        }));
     }
 }
 
@@ -181,18 +180,17 @@ fn series(
         Ok(ledger) => ledger,
         Err(e) if e.exit_code() == crate::exit::USAGE => return Err(e),
         Err(e) => {
-            output::stderr(&format!(
-                "gate: cannot read the attempt history ({e}); treating this as a first attempt"
-            ));
+            events.emit(RunEvent::Note(Note::HistoryUnreadable {
+                reason: e.to_string(),
+            }));
             return Ok((None, fresh));
         }
     };
     let lock = lock_series(&ledger, &spec.spec.id, events).or_else(|e| match e {
         GateError::Ledger(e) => {
-            notice(
-                events,
-                &format!("gate: cannot lock the attempt series ({e})"),
-            );
+            events.emit(RunEvent::Note(Note::SeriesUnlocked {
+                reason: e.to_string(),
+            }));
             Ok(None)
         }
         other => Err(other),
@@ -209,9 +207,9 @@ fn series(
         std::slice::from_ref(public),
     );
     let history = found.unwrap_or_else(|e| {
-        output::stderr(&format!(
-            "gate: cannot read the attempt history ({e}); treating this as a first attempt"
-        ));
+        events.emit(RunEvent::Note(Note::HistoryUnreadable {
+            reason: e.to_string(),
+        }));
         fresh
     });
     Ok((lock, history))
@@ -227,10 +225,9 @@ fn lock_series(
     if let Some(lock) = ledger.lock_series(spec_id, std::time::Duration::ZERO)? {
         return Ok(Some(lock));
     }
-    notice(
-        events,
-        &format!("gate: another run of `{spec_id}` is in progress; waiting for it to be recorded"),
-    );
+    events.emit(RunEvent::Note(Note::SeriesBusy {
+        spec_id: spec_id.to_owned(),
+    }));
     ledger
         .lock_series(spec_id, SERIES_WAIT)?
         .map(Some)

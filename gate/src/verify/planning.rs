@@ -8,7 +8,7 @@ use gate_specs::Spec;
 
 use crate::config;
 use crate::events::PlannedEvent;
-use crate::events::RunEvent;
+use crate::events::{Note, RunEvent};
 use crate::pages;
 use crate::plan::{self, Plan};
 use crate::retry;
@@ -65,13 +65,10 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();
     let carried = plan.items.iter().filter(|i| i.decision.carries()).count();
     if history.previous.is_some() && !req.full {
-        super::start::notice(
-            events,
-            &format!(
-                "gate: re-running {reruns} of {} items; carrying {carried} forward",
-                reruns + carried
-            ),
-        );
+        events.emit(RunEvent::Note(Note::Rerunning {
+            rerun: reruns,
+            carried,
+        }));
     }
     Planned {
         plan,
@@ -108,7 +105,7 @@ fn planned_events(
                 judged: i.work.is_none(),
                 task,
                 text: text.flatten(),
-                decision: serde_json::to_value(&i.decision).unwrap_or_default(),
+                decision: i.decision.clone(),
             }
         })
         .collect()

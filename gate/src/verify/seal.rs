@@ -8,7 +8,7 @@ use gate_evidence::Digest;
 use crate::attest;
 use crate::config::Context;
 use crate::errors::GateError;
-use crate::events::RunEvent;
+use crate::events::{Note, RunEvent};
 use crate::predicate::{PlanEntry, Predicate, PromptUsed, RoutingUsed, RulesUsed};
 use crate::record::{RunRecord, millis};
 
@@ -54,8 +54,8 @@ pub(super) fn seal(
         plan: records::plan_entries(&planned.plan),
         rules,
     };
-    if let Some(w) = finish(ctx, setup, record, sealed)? {
-        events.emit(RunEvent::Warning(w));
+    if let Some(reason) = finish(ctx, setup, record, sealed)? {
+        events.emit(RunEvent::Note(Note::NotRecorded { reason }));
     }
     // What the evidence step adds to a run (bench/evidence.sh reads this).
     tracing::info!(
@@ -115,11 +115,5 @@ pub(super) fn finish(
         previous_bundle_sha256: record.previous_bundle.clone(),
     };
     let subjects = attest::subjects(&ctx.workspace, subject_names);
-    Ok(
-        attest::record_run(ctx, store, record, key, subjects, &predicate)?.map(|why| {
-            format!(
-                "gate: this run was not recorded ({why}); the bundle is kept for `gate ledger import`"
-            )
-        }),
-    )
+    attest::record_run(ctx, store, record, key, subjects, &predicate)
 }

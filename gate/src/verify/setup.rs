@@ -10,7 +10,7 @@ use gate_specs::Spec;
 
 use crate::config::{self, Context};
 use crate::errors::GateError;
-use crate::events::{EventSink, RunEvent};
+use crate::events::{EventSink, Note, RunEvent};
 use crate::git::Git;
 use crate::isolation::{self, Isolation};
 use crate::review::prompts::Prompts;
@@ -164,19 +164,14 @@ pub(super) async fn routing_override(
 /// run uses the local table), a notice when it applied.
 pub(super) fn report_override(events: &EventSink, status: &OverrideStatus) {
     match (status.status.as_str(), &status.error) {
-        ("failed", Some(why)) => events.emit(RunEvent::Warning(format!(
-            "gate: routing override from {} not applied ({why}); using the local table",
-            status.url
-        ))),
-        ("applied", _) => events.emit(RunEvent::Notice(format!(
-            "gate: routing override from {} applied ({})",
-            status.url,
-            if status.changed.is_empty() {
-                "no change".to_owned()
-            } else {
-                status.changed.join(", ")
-            }
-        ))),
+        ("failed", Some(why)) => events.emit(RunEvent::Note(Note::RoutingOverrideFailed {
+            url: status.url.clone(),
+            error: why.clone(),
+        })),
+        ("applied", _) => events.emit(RunEvent::Note(Note::RoutingOverrideApplied {
+            url: status.url.clone(),
+            changed: status.changed.clone(),
+        })),
         _ => {}
     }
 }

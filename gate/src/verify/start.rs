@@ -9,7 +9,6 @@ use gate_specs::Spec;
 
 use crate::config;
 use crate::errors::GateError;
-use crate::events::{EventSink, RunEvent};
 use crate::record::{
     FORMAT_VERSION, Reason, ReviewRecord, RunIsolation, RunRecord, SelfGuard, Tier, Verdict, millis,
 };
@@ -136,8 +135,4 @@ impl Start {
             protected_reference: std::collections::BTreeMap::new(),
         }
     }
-}
-
-pub(super) fn notice(events: &EventSink, line: &str) {
-    events.emit(RunEvent::Notice(line.to_owned()));
 }

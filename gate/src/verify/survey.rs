@@ -10,7 +10,7 @@ use gate_specs::InputGlobs;
 
 use crate::config::Context;
 use crate::errors::GateError;
-use crate::events::RunEvent;
+use crate::events::{Note, RunEvent};
 use crate::record::Finding;
 use crate::rules::{self, RuleSet};
 use crate::{change, coverage, verifiers};
@@ -95,14 +95,9 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
         .isolation
         .items(read_only, protection.overlays.clone());
     if !protection.unprotected.is_empty() {
-        let one = protection.unprotected.len() == 1;
-        events.emit(RunEvent::Warning(format!(
-            "gate: {} run{} no file of the workspace, so nothing protects what decides {}: \
-             name the files in `[spec] protected`",
-            list_ids(&protection.unprotected),
-            if one { "s" } else { "" },
-            if one { "it" } else { "them" },
-        )));
+        events.emit(RunEvent::Note(Note::Unprotected {
+            criteria: protection.unprotected.clone(),
+        }));
     }
 
     // What the spec's globs cover: one that matches no file fails the run;
@@ -177,18 +172,4 @@ async fn changed(
         &change::relative_to(&ctx.workspace, &own_paths),
     );
     Ok(changed)
-}
-
-/// "criterion `a`", "criteria `a`, `b`".
-fn list_ids(ids: &[String]) -> String {
-    let names: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
-    format!(
-        "{} {}",
-        if ids.len() == 1 {
-            "criterion"
-        } else {
-            "criteria"
-        },
-        names.join(", ")
-    )
 }
