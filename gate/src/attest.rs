@@ -17,6 +17,7 @@ use gate_evidence::{Ledger, LedgerRow, PublicKey, SigningKey, Statement, Subject
 use serde_json::Value;
 
 use crate::config::{self, Context};
+use crate::environment::names;
 use crate::errors::GateError;
 use crate::predicate::{PREDICATE_TYPE, Predicate};
 use crate::record::RunRecord;
@@ -60,7 +61,7 @@ pub(crate) fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
 /// elsewhere.
 pub(crate) fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
     let mut paths = vec![ctx.state_dir.clone()];
-    if let Some(value) = config::signing_key_env()
+    if let Some(value) = ctx.env.signing_key()
         && !value.contains("-----BEGIN")
     {
         paths.push(config::from_cwd(Path::new(value.trim())));
@@ -130,22 +131,19 @@ pub(crate) fn spool_dir(ctx: &Context) -> PathBuf {
 /// in the ledger through the ledger, whichever the target.
 pub(crate) fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
     let ledger = ledger_location(ctx)?;
-    let target = match config::bundle_store_env() {
+    let target = match ctx.env.bundle_store() {
         Some(text) => match Target::parse(&text, Path::new("")) {
             // A directory given relative to where the gate was started.
             Ok(Target::Dir(dir)) => Target::Dir(config::from_cwd(&dir)),
             Ok(target) => target,
             Err(e) => {
-                return Err(GateError::Usage(format!(
-                    "{}: {e}",
-                    config::env::BUNDLE_STORE
-                )));
+                return Err(GateError::Usage(format!("{}: {e}", names::BUNDLE_STORE)));
             }
         },
         None if matches!(ledger, Location::Postgres(_)) => Target::Ledger,
         None => Target::Dir(bundles_dir(ctx)),
     };
-    Ok(BundleStore::new(target, AwsSettings::from_vars(config::aws_env())).with_ledger(ledger))
+    Ok(BundleStore::new(target, AwsSettings::from_vars(ctx.env.aws())).with_ledger(ledger))
 }
 
 /// A run's bundle bytes, from wherever its row says they are, checked
@@ -288,7 +286,7 @@ pub(crate) fn open_existing_ledger(ctx: &Context) -> Result<Ledger, GateError> {
 /// directory's key. Outside CI a missing key is created and its path
 /// returned; in CI it is an error rather than a throwaway key nobody trusts.
 pub(crate) fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>), GateError> {
-    if let Some(value) = config::signing_key_env() {
+    if let Some(value) = ctx.env.signing_key() {
         return Ok((SigningKey::from_pem_or_path(&value)?, None));
     }
     let dir = keys_dir(ctx);
@@ -296,7 +294,7 @@ pub(crate) fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>)
     if private.exists() {
         return Ok((SigningKey::load(&private)?, None));
     }
-    if config::in_ci() {
+    if ctx.env.in_ci() {
         return Err(GateError::Usage(format!(
             "CI is set and no signing key is configured: set GATE_SIGNING_KEY (PEM text or a \
              path) or run `gate keys generate` (it would be at {}); the gate does not sign \
@@ -321,7 +319,7 @@ pub(crate) fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<Publi
     if public.exists() {
         return Ok(vec![PublicKey::load(&public)?]);
     }
-    if let Some(value) = config::signing_key_env() {
+    if let Some(value) = ctx.env.signing_key() {
         return Ok(vec![
             SigningKey::from_pem_or_path(&value)?.public_key().clone(),
         ]);

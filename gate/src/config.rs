@@ -1,6 +1,6 @@
-//! Configuration in stages: the raw command line and environment, resolved
-//! into the values a command works with. Only this module and the CLI read
-//! the process environment.
+//! Configuration in stages: the raw command line and the environment's
+//! snapshot ([`Environment`]), resolved into the values a command works
+//! with.
 
 use std::fmt;
 use std::io::IsTerminal;
@@ -9,31 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 
 use crate::cli::{ColorChoice, Format, GlobalArgs, VerifyArgs};
+use crate::environment::{Environment, names};
 use crate::errors::GateError;
-
-/// Environment variables the gate reads (besides `NO_COLOR`, `CI`, `RUST_LOG`,
-/// `GITHUB_STEP_SUMMARY` and the providers' key variables the routing table names).
-pub(crate) mod env {
-    /// The state directory (`--state` wins).
-    pub(crate) const STATE_DIR: &str = "GATE_STATE_DIR";
-    /// The signing key: PEM text or a path.
-    pub(crate) const SIGNING_KEY: &str = "GATE_SIGNING_KEY";
-    /// A shared ledger's URL (wins over `[ledger] url`).
-    pub(crate) const LEDGER: &str = "GATE_LEDGER";
-    /// Where bundles go: `s3://bucket/prefix` or a directory (default
-    /// `bundles/` in the state directory).
-    pub(crate) const BUNDLE_STORE: &str = "GATE_BUNDLE_STORE";
-    /// Where a routing patch is fetched from at start-up.
-    pub(crate) const ROUTING_URL: &str = "GATE_ROUTING_URL";
-    /// `gate verify`'s stdout format (`--format` wins).
-    pub(crate) const FORMAT: &str = "GATE_FORMAT";
-    /// `gate verify --offline` when true (`1`, `true`, `yes`).
-    pub(crate) const OFFLINE: &str = "GATE_OFFLINE";
-    /// Test suite only: panic right after start-up, to exercise the panic path.
-    pub(crate) const TEST_PANIC: &str = "GATE_TEST_PANIC";
-    /// The sandbox floor: `auto`, `required` or `off` (`--sandbox` wins).
-    pub(crate) const SANDBOX: &str = "GATE_SANDBOX";
-}
 
 /// Where a setting's value came from, strongest first: flag, environment,
 /// file, default.
@@ -107,6 +84,8 @@ pub(crate) struct Context {
     pub color_source: Source,
     /// Where the ledger is.
     pub ledger: LedgerSetting,
+    /// The process environment, as it was when the gate started.
+    pub env: Environment,
 }
 
 /// Where the ledger is: `GATE_LEDGER`, else the spec's `[ledger] url`, else
@@ -128,12 +107,12 @@ pub(crate) struct LedgerSetting {
 impl LedgerSetting {
     /// `GATE_LEDGER` if set, else `[ledger] url` of the spec at `spec` (when
     /// it exists), else the default.
-    pub(crate) fn resolve(workspace: &Path, spec: &Path) -> Self {
-        if let Some(url) = ledger_env() {
+    pub(crate) fn resolve(workspace: &Path, spec: &Path, env: &Environment) -> Self {
+        if let Some(url) = env.ledger() {
             return Self {
                 url: Some(url),
                 base: std::env::current_dir().unwrap_or_else(|_| workspace.to_path_buf()),
-                source: Source::Env(env::LEDGER),
+                source: Source::Env(names::LEDGER),
                 error: None,
             };
         }
@@ -231,6 +210,7 @@ impl Context {
                 source: Source::Default("ledger.db in the state directory"),
                 error: None,
             },
+            env: Environment::default(),
         }
     }
 
@@ -239,15 +219,20 @@ impl Context {
     #[must_use]
     pub(crate) fn with_spec_ledger(&self, spec: &Path) -> Self {
         let mut ctx = self.clone();
-        ctx.ledger = LedgerSetting::resolve(&self.workspace, spec);
+        ctx.ledger = LedgerSetting::resolve(&self.workspace, spec, &self.env);
         ctx
     }
 
-    /// Resolves the global options against the current directory. Without
-    /// `--workspace`, and when `discover` is set, the workspace is found as
-    /// git finds a repository (see [`discover_workspace`]); `gate init`
-    /// does not discover: it writes where it is run.
-    pub(crate) fn resolve(global: &GlobalArgs, discover: bool) -> Result<Self, GateError> {
+    /// Resolves the global options against the current directory and
+    /// `env`, which the context keeps. Without `--workspace`, and when
+    /// `discover` is set, the workspace is found as git finds a repository
+    /// (see [`discover_workspace`]); `gate init` does not discover: it
+    /// writes where it is run.
+    pub(crate) fn resolve(
+        global: &GlobalArgs,
+        discover: bool,
+        env: Environment,
+    ) -> Result<Self, GateError> {
         let cwd = std::env::current_dir().map_err(|e| GateError::Workspace {
             path: PathBuf::from("."),
             reason: format!("cannot read the current directory: {e}"),
@@ -285,28 +270,25 @@ impl Context {
                 reason: "not a directory".to_owned(),
             });
         }
-        let state_env = std::env::var_os(env::STATE_DIR)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
         let (state_dir, state_source) = match (
             global.state.as_ref().filter(|p| !p.as_os_str().is_empty()),
-            state_env,
+            env.state_dir(),
         ) {
             (Some(p), _) => (absolute(&cwd, p), Source::Flag("--state")),
-            (None, Some(p)) => (absolute(&cwd, &p), Source::Env(env::STATE_DIR)),
+            (None, Some(p)) => (absolute(&cwd, &p), Source::Env(names::STATE_DIR)),
             (None, None) => (
                 workspace.join(".gate"),
                 Source::Default(".gate/ in the workspace"),
             ),
         };
-        let (colors, color_source) = resolve_colors(global.color);
+        let (colors, color_source) = resolve_colors(global.color, &env);
         let verbosity = match (global.quiet, global.verbose) {
             (true, _) => Verbosity::Quiet,
             (false, 0) => Verbosity::Normal,
             (false, 1) => Verbosity::Verbose,
             (false, _) => Verbosity::Debug,
         };
-        let ledger = LedgerSetting::resolve(&workspace, &workspace.join("gate.toml"));
+        let ledger = LedgerSetting::resolve(&workspace, &workspace.join("gate.toml"), &env);
         Ok(Self {
             workspace,
             state_dir,
@@ -318,6 +300,7 @@ impl Context {
             colors,
             color_source,
             ledger,
+            env,
         })
     }
 
@@ -399,7 +382,7 @@ pub(crate) fn discover_workspace(start: &Path) -> Found {
 /// Whether stdout and stderr get colour: `--color always|never` decides;
 /// with `auto`, a non-empty `NO_COLOR` or `TERM=dumb` turns it off, else
 /// each stream gets colour when it is a terminal.
-fn resolve_colors(choice: ColorChoice) -> (Colors, Source) {
+fn resolve_colors(choice: ColorChoice, env: &Environment) -> (Colors, Source) {
     match choice {
         ColorChoice::Always => (
             Colors {
@@ -409,10 +392,8 @@ fn resolve_colors(choice: ColorChoice) -> (Colors, Source) {
             Source::Flag("--color"),
         ),
         ColorChoice::Never => (Colors::default(), Source::Flag("--color")),
-        ColorChoice::Auto if env_is_set("NO_COLOR") => (Colors::default(), Source::Env("NO_COLOR")),
-        ColorChoice::Auto if std::env::var("TERM").is_ok_and(|t| t == "dumb") => {
-            (Colors::default(), Source::Env("TERM"))
-        }
+        ColorChoice::Auto if env.no_color() => (Colors::default(), Source::Env("NO_COLOR")),
+        ColorChoice::Auto if env.dumb_terminal() => (Colors::default(), Source::Env("TERM")),
         ColorChoice::Auto => (
             Colors {
                 stdout: std::io::stdout().is_terminal(),
@@ -421,6 +402,12 @@ fn resolve_colors(choice: ColorChoice) -> (Colors, Source) {
             Source::Default("auto, only on a terminal"),
         ),
     }
+}
+
+/// Whether the log on stderr gets colour: stderr is a terminal and
+/// `NO_COLOR` is not set (`--color` and `TERM` do not reach the log).
+pub(crate) fn log_colors(env: &Environment) -> bool {
+    std::io::stderr().is_terminal() && !env.no_color()
 }
 
 /// `gate verify`'s options, resolved: flags over `GATE_*` variables over defaults.
@@ -457,31 +444,32 @@ impl VerifySettings {
         } else {
             Source::Default("gate.toml in the workspace")
         };
-        let (format, format_source) = match (args.format, std::env::var(env::FORMAT).ok()) {
+        let env = &ctx.env;
+        let (format, format_source) = match (args.format, env.format()) {
             (Some(f), _) => (f, Source::Flag("--format")),
             (None, Some(v)) if !v.trim().is_empty() => {
                 let f = Format::from_str(v.trim(), true).map_err(|_| {
                     GateError::Usage(format!(
                         "{}={v} is not a format; one of {}",
-                        env::FORMAT,
+                        names::FORMAT,
                         format_names()
                     ))
                 })?;
-                (f, Source::Env(env::FORMAT))
+                (f, Source::Env(names::FORMAT))
             }
             _ => (Format::Human, Source::Default("")),
         };
         let (offline, offline_source) = if args.offline {
             (true, Source::Flag("--offline"))
         } else {
-            match std::env::var(env::OFFLINE) {
-                Ok(v) if !v.trim().is_empty() => {
-                    (truthy(env::OFFLINE, &v)?, Source::Env(env::OFFLINE))
+            match env.offline() {
+                Some(v) if !v.trim().is_empty() => {
+                    (truthy(names::OFFLINE, v)?, Source::Env(names::OFFLINE))
                 }
                 _ => (false, Source::Default("")),
             }
         };
-        let (sandbox, sandbox_source) = sandbox_floor(args.sandbox)?;
+        let (sandbox, sandbox_source) = sandbox_floor(args.sandbox, env)?;
         let mut reports: Vec<(Format, PathBuf)> = Vec::new();
         for r in &args.reports {
             let path = from_cwd(&r.path);
@@ -512,17 +500,18 @@ impl VerifySettings {
 /// `GATE_SANDBOX`, else auto; with where it came from.
 pub(crate) fn sandbox_floor(
     flag: Option<crate::cli::SandboxArg>,
+    env: &Environment,
 ) -> Result<(gate_specs::SandboxMode, Source), GateError> {
-    Ok(match (flag, std::env::var(env::SANDBOX).ok()) {
+    Ok(match (flag, env.sandbox()) {
         (Some(mode), _) => (mode.into(), Source::Flag("--sandbox")),
         (None, Some(v)) if !v.trim().is_empty() => {
             let mode = crate::cli::SandboxArg::from_str(v.trim(), true).map_err(|_| {
                 GateError::Usage(format!(
                     "{}={v} is not a sandbox mode; one of auto, required, off",
-                    env::SANDBOX
+                    names::SANDBOX
                 ))
             })?;
-            (mode.into(), Source::Env(env::SANDBOX))
+            (mode.into(), Source::Env(names::SANDBOX))
         }
         _ => (
             gate_specs::SandboxMode::Auto,
@@ -551,159 +540,48 @@ fn truthy(name: &str, value: &str) -> Result<bool, GateError> {
     }
 }
 
-/// The gate's whole environment, read once: what the isolation of a run
-/// picks the processes' environment from.
-pub(crate) fn process_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    std::env::vars_os().collect()
-}
-
 /// Whether `gate verify` prints GitHub output: `--format github`, else
 /// `GATE_FORMAT=github`.
-pub(crate) fn github_format(flag: Option<Format>) -> bool {
+pub(crate) fn github_format(flag: Option<Format>, env: &Environment) -> bool {
     match flag {
         Some(f) => f == Format::Github,
-        None => std::env::var(env::FORMAT).is_ok_and(|v| v.trim().eq_ignore_ascii_case("github")),
+        None => env
+            .format()
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("github")),
     }
 }
 
 /// Whether a command line that did not parse asked for GitHub output
 /// (`--format github`, `--format=github`, or `GATE_FORMAT=github`).
-pub(crate) fn github_format_asked(args: &[std::ffi::OsString]) -> bool {
+pub(crate) fn github_format_asked(args: &[std::ffi::OsString], env: &Environment) -> bool {
     let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
     let flagged = words
         .windows(2)
         .any(|w| w[0] == "--format" && w[1] == "github")
         || words.contains(&"--format=github");
-    flagged || github_format(None)
-}
-
-/// `GATE_LEDGER`: a shared ledger's URL.
-pub(crate) fn ledger_env() -> Option<String> {
-    std::env::var(env::LEDGER)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-}
-
-/// `GATE_BUNDLE_STORE`: where bundles go.
-pub(crate) fn bundle_store_env() -> Option<String> {
-    std::env::var(env::BUNDLE_STORE)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-}
-
-/// Every `AWS_*` variable (credentials, region, endpoint, `AWS_ALLOW_HTTP`…):
-/// how object storage is reached.
-pub(crate) fn aws_env() -> Vec<(String, String)> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, v)| k.starts_with("AWS_") && !v.is_empty())
-        .collect()
-}
-
-/// `GATE_ROUTING_URL`: where a routing patch is fetched from.
-pub(crate) fn routing_url_env() -> Option<String> {
-    std::env::var(env::ROUTING_URL)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-}
-
-/// `GITHUB_STEP_SUMMARY`: the file GitHub Actions shows as the job summary.
-pub(crate) fn github_step_summary() -> Option<PathBuf> {
-    std::env::var_os("GITHUB_STEP_SUMMARY")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
-
-/// Whether the test suite asks for a panic at start-up (`GATE_TEST_PANIC=1`).
-pub(crate) fn test_panic_requested() -> bool {
-    std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "1")
-}
-
-/// Whether the test suite asks for a panic inside a task the runtime
-/// spawned (`GATE_TEST_PANIC=task`), which the runtime itself catches.
-pub(crate) fn test_task_panic_requested() -> bool {
-    std::env::var(env::TEST_PANIC).is_ok_and(|v| v == "task")
-}
-
-/// Values of environment variables that look like secrets (names holding
-/// KEY, TOKEN, SECRET or PASSWORD), plus those `extra_names` names: they are
-/// redacted from everything captured.
-pub(crate) fn secret_env_values(extra_names: &[String]) -> Vec<String> {
-    let mut values: Vec<String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, _)| {
-            let k = k.to_ascii_uppercase();
-            ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-                .iter()
-                .any(|w| k.contains(w))
-                || extra_names.iter().any(|n| n.eq_ignore_ascii_case(&k))
-        })
-        .map(|(_, v)| v)
-        // Short values would redact ordinary words.
-        .filter(|v| v.len() >= 8)
-        .collect();
-    values.sort();
-    values.dedup();
-    values
-}
-
-/// Whether the gate runs in CI (`CI` set to anything but empty or "false").
-pub(crate) fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-/// `GATE_SIGNING_KEY`: PEM text or a path.
-pub(crate) fn signing_key_env() -> Option<String> {
-    std::env::var(env::SIGNING_KEY)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
+    flagged || github_format(None, env)
 }
 
 /// API keys of the routing table's configured providers, by provider name
 /// (`None` for a provider that needs no key). Empty when none is configured.
 pub(crate) fn provider_keys(
     routing: &crate::routing::Routing,
+    env: &Environment,
 ) -> std::collections::BTreeMap<String, Option<String>> {
     routing
-        .configured_providers(&key_is_set)
+        .configured_providers(env)
         .into_iter()
         .map(|name| {
             let key = routing.table.providers[&name]
                 .api_key_env
                 .as_deref()
-                .and_then(|var| std::env::var(var).ok())
+                .and_then(|var| env.var(var))
                 // Secret stores often keep a pasted key's newline, which
                 // no HTTP header may carry.
                 .map(|key| key.trim().to_owned());
             (name, key)
         })
         .collect()
-}
-
-/// `GATE_HEARTBEAT_MS`: a shorter heartbeat for tests (not part of the
-/// documented surface); `None` keeps the dispatcher's own.
-pub(crate) fn heartbeat_override() -> Option<std::time::Duration> {
-    std::env::var("GATE_HEARTBEAT_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|ms| *ms > 0)
-        .map(std::time::Duration::from_millis)
-}
-
-/// Whether `TERM` says the terminal cannot redraw a line.
-pub(crate) fn dumb_terminal() -> bool {
-    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
-}
-
-/// Whether an environment variable is set to something.
-pub(crate) fn env_is_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty())
-}
-
-/// Whether the variable `name` holds an API key: something besides
-/// whitespace, which [`provider_keys`] trims off.
-pub(crate) fn key_is_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.to_string_lossy().trim().is_empty())
 }
 
 /// A path given on the command line, made absolute against the current directory.
@@ -720,16 +598,10 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     }
 }
 
-/// The value of an environment variable, when it is set (even to nothing).
-pub(crate) fn env_value(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
 /// The Chromium page checks drive: `GATE_CHROMIUM`, else Debian's
 /// `/usr/bin/chromium`, else `chromium` or `chromium-browser` on `PATH`.
-pub(crate) fn chromium() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("GATE_CHROMIUM").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(path);
+pub(crate) fn chromium(env: &Environment) -> Result<PathBuf, String> {
+    if let Some(path) = env.chromium() {
         return if path.is_file() {
             Ok(path)
         } else {
@@ -743,8 +615,7 @@ pub(crate) fn chromium() -> Result<PathBuf, String> {
     if debian.is_file() {
         return Ok(debian);
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
+    std::env::split_paths(env.path().unwrap_or_default())
         .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
         .find(|p| p.is_file())
         .ok_or_else(|| {
@@ -756,11 +627,10 @@ pub(crate) fn chromium() -> Result<PathBuf, String> {
 
 /// axe-core's `axe.min.js` for the contrast check: `GATE_AXE_CORE`, else
 /// `node_modules/axe-core/axe.min.js` in the workspace.
-pub(crate) fn axe_core(workspace: &Path) -> Result<PathBuf, String> {
+pub(crate) fn axe_core(workspace: &Path, env: &Environment) -> Result<PathBuf, String> {
     const HOW: &str = "install it (`npm install axe-core`) and set GATE_AXE_CORE to its \
                        axe.min.js, or turn the check off with `[policy] builtin_contrast = false`";
-    if let Some(path) = std::env::var_os("GATE_AXE_CORE").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(path);
+    if let Some(path) = env.axe_core() {
         return if path.is_file() {
             Ok(path)
         } else {

@@ -241,7 +241,10 @@ mod tests {
         }
         std::fs::write(ws.join("a.txt"), "two\n").unwrap();
         std::fs::write(ws.join("b.txt"), "new\n").unwrap();
-        let git = Git::new(Launcher::new(environment(std::env::var_os("PATH"), None)));
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        let git = Git::new(Launcher::new(environment(path, None)));
         let diff = git
             .run(
                 &ws,

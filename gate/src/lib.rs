@@ -1,8 +1,9 @@
 //! The integration-verify gate: the `gate` command and the pipeline behind it.
 //!
 //! # Layout
-//! - `cli` parses the command line; `config` resolves it (and is the only
-//!   module reading the environment).
+//! - `environment` is the process environment, read once at start and
+//!   passed on (in `Context::env`); `cli` parses the command line; `config`
+//!   resolves the two.
 //! - `verify` runs one gate run stage by stage, using `plan` (what to
 //!   run), `change` (what changed), `tier` (risk tier) and `verdict`.
 //! - `record` is the run as one value; `output` renders it, and renders
@@ -24,6 +25,7 @@ pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod config;
 pub(crate) mod coverage;
+pub(crate) mod environment;
 pub(crate) mod errors;
 pub(crate) mod eval;
 pub(crate) mod events;
@@ -61,11 +63,14 @@ use crate::cli::{
     VerifyArgs,
 };
 use crate::config::{Context, Verbosity};
+use crate::environment::{Environment, names};
 use crate::errors::GateError;
 use crate::record::{RunRecord, Verdict};
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    // Read once, before anything else: every setting comes from this snapshot.
+    let env = Environment::capture();
     install_panic_hook();
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match Cli::try_parse_from(&args) {
@@ -78,7 +83,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
                 exit::PASS
             };
             let _ = e.print();
-            if e.use_stderr() && config::github_format_asked(&args) {
+            if e.use_stderr() && config::github_format_asked(&args, &env) {
                 let first = e.to_string();
                 let first = first.lines().next().unwrap_or("usage error");
                 let _ = output::stdout(&format!(
@@ -105,16 +110,16 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         };
     }
     let discover = !matches!(cli.command, Command::Init);
-    let ctx = match Context::resolve(&cli.global, discover) {
+    let ctx = match Context::resolve(&cli.global, discover, env) {
         Ok(ctx) => ctx,
         Err(e) => return fail(&e),
     };
-    init_tracing(ctx.verbosity);
+    init_tracing(ctx.verbosity, &ctx.env);
     // The test suite's way to exercise the panic path: nothing has run yet.
     assert!(
-        !config::test_panic_requested(),
+        !ctx.env.test_panic(),
         "{} is set: panicking on purpose",
-        config::env::TEST_PANIC
+        names::TEST_PANIC
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -127,11 +132,11 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        if config::test_task_panic_requested() {
+        if ctx.env.test_task_panic() {
             let task = tokio::spawn(async {
                 panic!(
                     "{} is set: panicking in a task on purpose",
-                    config::env::TEST_PANIC
+                    names::TEST_PANIC
                 );
             });
             let _ = task.await;
@@ -241,7 +246,7 @@ async fn verify_command(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateErro
     // annotation, so the check run shows why nothing was decided.
     if let Err(e) = &result
         && e.exit_code() == exit::USAGE
-        && config::github_format(args.format)
+        && config::github_format(args.format, &ctx.env)
     {
         let text: String = output::github::error_annotations(e, &ctx.workspace)
             .into_iter()
@@ -294,7 +299,7 @@ fn fail(e: &GateError) -> ExitCode {
     exit::code(e.exit_code())
 }
 
-fn init_tracing(verbosity: Verbosity) {
+fn init_tracing(verbosity: Verbosity, env: &Environment) {
     use tracing_subscriber::EnvFilter;
     // The pool's own "connection closed" warnings repeat what the gate
     // reports about an unreachable ledger in its own words.
@@ -303,12 +308,14 @@ fn init_tracing(verbosity: Verbosity) {
         Verbosity::Verbose => "info",
         Verbosity::Debug => "debug",
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // As `EnvFilter::try_from_default_env` would, from the snapshot's `RUST_LOG`.
+    let filter = env
+        .rust_log()
+        .and_then(|dirs| EnvFilter::try_new(dirs).ok())
+        .unwrap_or_else(|| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(ansi)
+        .with_ansi(config::log_colors(env))
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();

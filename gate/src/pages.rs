@@ -16,6 +16,7 @@ use gate_harness::page::{self, Contrast, Credential, PageCapture, VIEWPORTS};
 use gate_harness::{Action, Item, ItemKind, ItemResult};
 use gate_specs::{InputGlobs, Page, Spec};
 
+use crate::environment::Environment;
 use crate::plan::{Decision, PlannedItem};
 use crate::provider::Image;
 use crate::record::{PageRecord, ShotRecord};
@@ -55,8 +56,8 @@ pub(crate) struct Surroundings<'a> {
     pub browser: Result<PathBuf, String>,
     /// axe-core, or why there is none.
     pub axe: Result<PathBuf, String>,
-    /// Reads an environment variable (headers' and cookies' values).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// The environment headers' and cookies' values are read from.
+    pub env: &'a Environment,
 }
 
 /// Why a page the change does not touch is not looked at.
@@ -92,7 +93,7 @@ pub(crate) fn plan_items(
                     .map(|(name, env)| Credential {
                         name: name.clone(),
                         env: env.clone(),
-                        value: (around.env)(env),
+                        value: around.env.value(env),
                     })
                     .collect()
             };

@@ -8,7 +8,8 @@ use gate_specs::{Locator, key_path};
 use serde_json::{Value, json};
 
 use crate::cli::{Format, VerifyArgs};
-use crate::config::{self, Context, Source, Verbosity, VerifySettings};
+use crate::config::{Context, Source, Verbosity, VerifySettings};
+use crate::environment::names;
 use crate::errors::GateError;
 use crate::output::settings::{self, Effective, Entry};
 use crate::routing::{Origin, Routing};
@@ -82,8 +83,8 @@ pub(crate) fn effective(
         Origin::File(p) => path_value(p),
     };
 
-    let (ledger, ledger_source) = match (config::ledger_env(), &spec.ledger.url) {
-        (Some(url), _) => (json!(url), Source::Env(config::env::LEDGER)),
+    let (ledger, ledger_source) = match (ctx.env.ledger(), &spec.ledger.url) {
+        (Some(url), _) => (json!(url), Source::Env(names::LEDGER)),
         (None, Some(url)) => (
             json!(url),
             in_spec(&key_path!["ledger", "url"]).unwrap_or(Source::File(spec_name.clone())),
@@ -120,10 +121,10 @@ pub(crate) fn effective(
     } else {
         Source::Default("")
     };
-    let routing_url = config::routing_url_env();
+    let routing_url = ctx.env.routing_url();
     let routing_url_source = match (&routing_url, settings.offline) {
         (Some(_), true) => Source::Default("set, but not fetched: offline"),
-        (Some(_), false) => Source::Env(config::env::ROUTING_URL),
+        (Some(_), false) => Source::Env(names::ROUTING_URL),
         (None, _) => Source::Default(""),
     };
 
@@ -174,8 +175,8 @@ pub(crate) fn effective(
 /// Where bundles go, and why there.
 fn bundle_store(ctx: &Context) -> Result<(Value, Source), GateError> {
     let store = attest::bundle_store(ctx)?;
-    let source = if config::bundle_store_env().is_some() {
-        Source::Env(config::env::BUNDLE_STORE)
+    let source = if ctx.env.bundle_store().is_some() {
+        Source::Env(names::BUNDLE_STORE)
     } else if matches!(store.target(), gate_evidence::store::Target::Ledger) {
         Source::Default("the PostgreSQL ledger keeps each bundle with its row")
     } else {
@@ -186,16 +187,16 @@ fn bundle_store(ctx: &Context) -> Result<(Value, Source), GateError> {
 
 /// Where the signing key comes from: never the key itself.
 fn signing_key(ctx: &Context) -> (Value, Source) {
-    match config::signing_key_env() {
+    match ctx.env.signing_key() {
         Some(v) if v.trim_start().starts_with("-----BEGIN") => {
-            (json!("(PEM text)"), Source::Env(config::env::SIGNING_KEY))
+            (json!("(PEM text)"), Source::Env(names::SIGNING_KEY))
         }
-        Some(v) => (json!(v), Source::Env(config::env::SIGNING_KEY)),
+        Some(v) => (json!(v), Source::Env(names::SIGNING_KEY)),
         None => {
             let path = attest::keys_dir(ctx).join(gate_evidence::keys::PRIVATE_KEY_FILE);
             let how = if path.exists() {
                 "in the state directory"
-            } else if config::in_ci() {
+            } else if ctx.env.in_ci() {
                 "missing; CI is set, so the run will refuse to start"
             } else {
                 "created on the first run"
@@ -243,8 +244,8 @@ fn output_entries(ctx: &Context, settings: &VerifySettings) -> Vec<Entry> {
         entry("verbosity", json!(verbosity.0), &verbosity.1),
         entry(
             "ci",
-            json!(config::in_ci()),
-            &if config::in_ci() {
+            json!(ctx.env.in_ci()),
+            &if ctx.env.in_ci() {
                 Source::Env("CI")
             } else {
                 Source::Default("")
@@ -252,8 +253,10 @@ fn output_entries(ctx: &Context, settings: &VerifySettings) -> Vec<Entry> {
         ),
         entry(
             "github_step_summary",
-            config::github_step_summary().map_or(Value::Null, |p| path_value(&p)),
-            &if config::github_step_summary().is_some() {
+            ctx.env
+                .github_step_summary()
+                .map_or(Value::Null, |p| path_value(&p)),
+            &if ctx.env.github_step_summary().is_some() {
                 Source::Env("GITHUB_STEP_SUMMARY")
             } else {
                 Source::Default("")

@@ -22,6 +22,7 @@ use serde_json::json;
 use crate::attest;
 use crate::cli::{DoctorArgs, ShowFormat};
 use crate::config::{self, Context};
+use crate::environment::{Environment, names};
 use crate::errors::GateError;
 use crate::exit;
 use crate::isolation::{self, Isolation};
@@ -160,12 +161,13 @@ async fn diagnose(ctx: &Context, args: &DoctorArgs) -> Vec<Check> {
     let routing = check_routing(
         args.routing.routing.as_deref(),
         &spec_dir,
+        &ctx.env,
         args.offline,
         &mut checks,
     )
     .await;
     if let Some(routing) = &routing {
-        check_providers(routing, args.offline, &mut checks).await;
+        check_providers(routing, &ctx.env, args.offline, &mut checks).await;
     }
     check_ledger(ctx, &mut checks);
     let store = check_store(ctx, args.offline, &mut checks);
@@ -230,6 +232,7 @@ fn check_spec(
 async fn check_routing(
     flag: Option<&Path>,
     spec_dir: &Path,
+    env: &Environment,
     offline: bool,
     checks: &mut Vec<Check>,
 ) -> Option<Routing> {
@@ -246,7 +249,7 @@ async fn check_routing(
         }
     };
     let fatal: Vec<String> = routing
-        .check(&config::key_is_set)
+        .check(env)
         .into_iter()
         .filter(|p| p.fatal)
         .map(|p| format!("{}: {}", p.row, p.message))
@@ -263,8 +266,8 @@ async fn check_routing(
             "fix those rows; `gate routing check` lists every problem",
         ));
     }
-    if let Some(url) = config::routing_url_env() {
-        let name = config::env::ROUTING_URL;
+    if let Some(url) = env.routing_url() {
+        let name = names::ROUTING_URL;
         if offline {
             checks.push(Check::ok(
                 "routing.override",
@@ -299,7 +302,12 @@ async fn check_routing(
 }
 
 /// Each provider's key is set and its endpoint answers.
-async fn check_providers(routing: &Routing, offline: bool, checks: &mut Vec<Check>) {
+async fn check_providers(
+    routing: &Routing,
+    env: &Environment,
+    offline: bool,
+    checks: &mut Vec<Check>,
+) {
     let client = crate::provider::http_client(ENDPOINT_TIMEOUT).ok();
     for (name, provider) in &routing.table.providers {
         let check = format!("provider.{name}");
@@ -308,7 +316,7 @@ async fn check_providers(routing: &Routing, offline: bool, checks: &mut Vec<Chec
             continue;
         }
         let key = match &provider.api_key_env {
-            Some(var) if !config::key_is_set(var) => {
+            Some(var) if !env.key_is_set(var) => {
                 checks.push(Check::warning(
                     check,
                     format!("{var} is not set: review will not use this provider"),
@@ -316,7 +324,7 @@ async fn check_providers(routing: &Routing, offline: bool, checks: &mut Vec<Chec
                 ));
                 continue;
             }
-            Some(var) => config::env_value(var).map(|k| (var.clone(), k.trim().to_owned())),
+            Some(var) => env.var(var).map(|k| (var.clone(), k.trim().to_owned())),
             None => None,
         };
         let key_said = key.as_ref().map_or_else(
@@ -501,7 +509,7 @@ fn check_ledger(ctx: &Context, checks: &mut Vec<Check>) {
                 e.to_string(),
                 format!(
                     "give {} or [ledger] url a path, sqlite://PATH or postgres://…",
-                    config::env::LEDGER
+                    names::LEDGER
                 ),
             ));
             return;
@@ -613,7 +621,7 @@ fn tip(ctx: &Context, ledger: &Ledger) -> Result<String, (String, String)> {
         }
     };
     let store = attest::bundle_store(ctx)
-        .map_err(|e| (e.to_string(), format!("fix {}", config::env::BUNDLE_STORE)))?;
+        .map_err(|e| (e.to_string(), format!("fix {}", names::BUNDLE_STORE)))?;
     let problems = ledger::verify_tip(&row, previous.as_ref(), |r| load(&store, r), &trusted);
     if problems.is_empty() {
         Ok(format!(
@@ -653,7 +661,7 @@ fn check_store(ctx: &Context, offline: bool, checks: &mut Vec<Check>) -> Option<
                 e.to_string(),
                 format!(
                     "set {} to s3://bucket/prefix or a directory",
-                    config::env::BUNDLE_STORE
+                    names::BUNDLE_STORE
                 ),
             ));
             return None;
@@ -759,19 +767,16 @@ fn check_key(ctx: &Context) -> Check {
     const CHECK: &str = "signing-key";
     let dir = attest::keys_dir(ctx);
     let public_path = dir.join(PUBLIC_KEY_FILE);
-    let (key, from) = if let Some(value) = config::signing_key_env() {
+    let (key, from) = if let Some(value) = ctx.env.signing_key() {
         match SigningKey::from_pem_or_path(&value) {
             Ok(key) if value.contains("-----BEGIN") => {
-                (key, format!("{} (PEM text)", config::env::SIGNING_KEY))
+                (key, format!("{} (PEM text)", names::SIGNING_KEY))
             }
-            Ok(key) => (
-                key,
-                format!("{} = {}", config::env::SIGNING_KEY, value.trim()),
-            ),
+            Ok(key) => (key, format!("{} = {}", names::SIGNING_KEY, value.trim())),
             Err(e) => {
                 return Check::error(
                     CHECK,
-                    format!("{}: {e}", config::env::SIGNING_KEY),
+                    format!("{}: {e}", names::SIGNING_KEY),
                     "set it to the private key's PEM text or the path of a file only its \
                      owner can read (chmod 600)",
                 );
@@ -781,14 +786,14 @@ fn check_key(ctx: &Context) -> Check {
         let private = dir.join(PRIVATE_KEY_FILE);
         let shown = attest::display_path(ctx, &private);
         if !private.exists() {
-            return if config::in_ci() {
+            return if ctx.env.in_ci() {
                 Check::error(
                     CHECK,
                     format!("CI is set and there is no signing key ({shown} does not exist)"),
                     format!(
                         "set {} to the private key's PEM (a CI secret), made once with `gate \
                          keys generate`",
-                        config::env::SIGNING_KEY
+                        names::SIGNING_KEY
                     ),
                 )
             } else {
@@ -847,7 +852,7 @@ fn check_browser(ctx: &Context, spec: Option<&Spec>) -> Vec<Check> {
     let Some(spec) = spec.filter(|s| !s.pages.is_empty()) else {
         return vec![Check::ok("browser", "not needed: the spec has no [[page]]")];
     };
-    let mut out = vec![match config::chromium() {
+    let mut out = vec![match config::chromium(&ctx.env) {
         Ok(path) => Check::ok("browser", format!("Chromium at {}", path.display())),
         Err(why) => Check::error(
             "browser",
@@ -856,7 +861,7 @@ fn check_browser(ctx: &Context, spec: Option<&Spec>) -> Vec<Check> {
         ),
     }];
     if spec.policy.builtin_contrast {
-        out.push(match config::axe_core(&ctx.workspace) {
+        out.push(match config::axe_core(&ctx.workspace, &ctx.env) {
             Ok(path) => Check::ok("axe-core", format!("{}", path.display())),
             Err(why) => Check::error(
                 "axe-core",
@@ -878,7 +883,7 @@ async fn check_sandbox(
     store: Option<&BundleStore>,
 ) -> Vec<Check> {
     const CHECK: &str = "sandbox";
-    let floor = match config::sandbox_floor(None) {
+    let floor = match config::sandbox_floor(None, &ctx.env) {
         Ok(floor) => floor,
         Err(e) => {
             return vec![Check::error(
@@ -892,7 +897,6 @@ async fn check_sandbox(
     let section = spec.map_or(&default_section, |s| &s.sandbox);
     let mode = isolation::effective_mode(floor.0, section.mode);
     let wants_loopback = section.network == Some(SandboxNetwork::Loopback);
-    let host_env = config::process_env();
     let secret_paths = store.map_or_else(
         || vec![ctx.state_dir.clone()],
         |s| attest::secret_paths(ctx, s),
@@ -909,7 +913,7 @@ async fn check_sandbox(
         workspace: &ctx.workspace,
         secret_paths,
         never_env,
-        host_env: &host_env,
+        host_env: ctx.env.pairs(),
     })
     .await;
     let record = match prepared {

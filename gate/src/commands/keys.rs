@@ -6,7 +6,7 @@ use gate_evidence::PublicKey;
 use gate_evidence::keys::PUBLIC_KEY_FILE;
 
 use crate::attest;
-use crate::config::{self, Context};
+use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
@@ -25,7 +25,7 @@ pub(crate) fn generate(ctx: &Context) -> Result<u8, GateError> {
 /// `gate keys show`: the key in effect (`GATE_SIGNING_KEY`, else the state
 /// directory's).
 pub(crate) fn show(ctx: &Context) -> Result<u8, GateError> {
-    let public = if let Some(value) = config::signing_key_env() {
+    let public = if let Some(value) = ctx.env.signing_key() {
         gate_evidence::SigningKey::from_pem_or_path(&value)?
             .public_key()
             .clone()

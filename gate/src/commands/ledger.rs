@@ -88,11 +88,7 @@ pub(crate) fn verify(
         .transpose()?;
     let rows = ledger.rows()?;
     let store = attest::bundle_store(ctx)?;
-    let bar = output::bar::Bar::start(
-        "fetching and checking bundles",
-        rows.len() as u64,
-        ctx.verbosity,
-    );
+    let bar = output::bar::Bar::start("fetching and checking bundles", rows.len() as u64, ctx);
     let load = |row: &gate_evidence::LedgerRow| {
         let loaded = load_bundle(&store, row);
         bar.inc();

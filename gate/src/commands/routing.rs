@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use crate::cli::{RoutingCheckArgs, RoutingShowArgs};
-use crate::config::{self, Context};
+use crate::config::Context;
+use crate::environment::Environment;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
@@ -16,7 +17,7 @@ use crate::rules::model::PASS_MARGIN;
 pub(crate) async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, GateError> {
     let mut routing = super::routing_table(ctx, &args.routing)?;
     let mut text = String::new();
-    if let Some(url) = config::routing_url_env() {
+    if let Some(url) = ctx.env.routing_url() {
         let status = patch::apply_override(&mut routing, &url, args.offline).await;
         let _ = match &status.error {
             Some(why) => writeln!(
@@ -27,7 +28,7 @@ pub(crate) async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, Ga
             None => writeln!(text, "routing override: {} applied\n", status.url),
         };
     }
-    text.push_str(&render(&routing, &config::key_is_set));
+    text.push_str(&render(&routing, &ctx.env));
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
 }
@@ -37,7 +38,7 @@ pub(crate) async fn show(ctx: &Context, args: &RoutingShowArgs) -> Result<u8, Ga
 /// the house rules' cases; 4 when a model could not be asked.
 pub(crate) async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, GateError> {
     let routing = super::routing_table(ctx, &args.routing)?;
-    let problems = routing.check(&config::key_is_set);
+    let problems = routing.check(&ctx.env);
     let mut out = String::new();
     let _ = writeln!(out, "routing table: {}", routing.origin);
     for p in &problems {
@@ -103,7 +104,7 @@ pub(crate) async fn check(ctx: &Context, args: &RoutingCheckArgs) -> Result<u8, 
 }
 
 /// The table as rows, each with where it came from.
-pub(crate) fn render(routing: &Routing, env: &dyn Fn(&str) -> bool) -> String {
+pub(crate) fn render(routing: &Routing, env: &Environment) -> String {
     let t = &routing.table;
     let origin = routing.origin.to_string();
     let from = |row: &str| {
@@ -125,7 +126,7 @@ pub(crate) fn render(routing: &Routing, env: &dyn Fn(&str) -> bool) -> String {
     let _ = writeln!(out, "\nproviders");
     for (name, p) in &t.providers {
         let key = match &p.api_key_env {
-            Some(var) if env(var) => format!("key {var}"),
+            Some(var) if env.key_is_set(var) => format!("key {var}"),
             Some(var) => format!("key {var} (not set)"),
             None => "no key".to_owned(),
         };

@@ -275,8 +275,8 @@ fn policy(ctx: &Context, routing: &RoutingArgs) -> Result<Policy, GateError> {
 }
 
 /// Clients for the configured providers, or why there are none.
-fn clients_for(routing: &Routing, policy: &Policy) -> Result<Clients, GateError> {
-    let keys = config::provider_keys(routing);
+fn clients_for(ctx: &Context, routing: &Routing, policy: &Policy) -> Result<Clients, GateError> {
+    let keys = config::provider_keys(routing, &ctx.env);
     if keys.is_empty() {
         return Err(GateError::Unavailable(
             "no provider configured: set the API key variable the routing table names, or \
@@ -328,7 +328,7 @@ pub(crate) async fn test_report(
     let routing = super::routing_table(ctx, &args.routing)?;
     let policy = policy(ctx, &args.routing)?;
     let prompts = crate::verify::load_prompts(ctx, &routing)?;
-    let clients = clients_for(&routing, &policy)?;
+    let clients = clients_for(ctx, &routing, &policy)?;
     let chain = routing.chain(Role::Rules, args.tier);
     if chain.is_empty() {
         return Err(GateError::Usage(format!(
@@ -480,7 +480,7 @@ pub(crate) async fn qualify(
     }
     let policy = policy(ctx, args)?;
     let prompts: Prompts = crate::verify::load_prompts(ctx, routing)?;
-    let keys = config::provider_keys(routing);
+    let keys = config::provider_keys(routing, &ctx.env);
     let clients = if keys.is_empty() {
         Clients::new()
     } else {

@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::config::Verbosity;
+use crate::config::Context;
 
 /// How often the bar redraws.
 const TICK: Duration = Duration::from_millis(100);
@@ -41,8 +41,8 @@ pub(crate) struct Bar {
 impl Bar {
     /// Starts a bar over `total` items, drawn only when stderr is a
     /// terminal that can redraw a line and progress is not silenced.
-    pub(crate) fn start(label: &str, total: u64, verbosity: Verbosity) -> Self {
-        let draws = total > 0 && super::heartbeat::spins(verbosity);
+    pub(crate) fn start(label: &str, total: u64, ctx: &Context) -> Self {
+        let draws = total > 0 && super::heartbeat::spins(ctx);
         let writer: Option<Box<dyn Write + Send>> = draws.then(|| Box::new(std::io::stderr()) as _);
         Self::to(writer, label, total)
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::config::Verbosity;
+use crate::config::{Context, Verbosity};
 use crate::review::watch::{Running, Watch};
 
 /// How often the spinner redraws.
@@ -24,10 +24,8 @@ const WIDTH: usize = 100;
 
 /// Whether the review draws a spinner: stderr is a terminal that can
 /// redraw a line, and progress is not silenced.
-pub(crate) fn spins(verbosity: Verbosity) -> bool {
-    verbosity != Verbosity::Quiet
-        && std::io::stderr().is_terminal()
-        && !crate::config::dumb_terminal()
+pub(crate) fn spins(ctx: &Context) -> bool {
+    ctx.verbosity != Verbosity::Quiet && std::io::stderr().is_terminal() && !ctx.env.dumb_terminal()
 }
 
 /// One heartbeat line: every running specialist, what it waits on and for
@@ -58,8 +56,8 @@ pub(crate) struct Spinner {
 
 /// Starts the spinner over `watch` when [`spins`] says so; otherwise a
 /// spinner that does nothing.
-pub(crate) fn spinner(watch: Watch, verbosity: Verbosity) -> Spinner {
-    if !spins(verbosity) {
+pub(crate) fn spinner(watch: Watch, ctx: &Context) -> Spinner {
+    if !spins(ctx) {
         return Spinner {
             stop: None,
             task: None,

@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::cli::Format;
-use crate::config::{self, Context, VerifySettings};
+use crate::config::{Context, VerifySettings};
 use crate::errors::GateError;
 use crate::events::{EventSink, RunEvent};
 use crate::record::RunRecord;
@@ -115,7 +115,7 @@ impl Live {
     pub(crate) fn start(ctx: &Context, settings: &VerifySettings) -> Self {
         let mut observers: Vec<Box<dyn stream::Observer>> =
             vec![Box::new(progress::Progress::stderr(
-                ctx.verbosity,
+                ctx,
                 Style {
                     color: ctx.colors.stderr,
                 },
@@ -131,10 +131,8 @@ impl Live {
         if let Some(buf) = &jsonl {
             observers.push(Box::new(jsonl::JsonlWriter::buffer(Arc::clone(buf))));
         }
-        let (sink, dispatcher) = stream::start(
-            observers,
-            config::heartbeat_override().unwrap_or(stream::HEARTBEAT),
-        );
+        let (sink, dispatcher) =
+            stream::start(observers, ctx.env.heartbeat().unwrap_or(stream::HEARTBEAT));
         Self {
             sink,
             dispatcher,
@@ -216,7 +214,7 @@ pub(crate) fn deliver(
     let github = settings.format == Format::Github
         || settings.reports.iter().any(|(f, _)| *f == Format::Github);
     if github
-        && let Some(summary) = config::github_step_summary()
+        && let Some(summary) = ctx.env.github_step_summary()
         && let Err(e) = github::append_summary(&summary, &markdown::render(record))
     {
         stderr(&format!(

@@ -8,7 +8,7 @@ use gate_harness::{Event, Status};
 
 use super::stream::{Observer, Waiting, WaitingOn};
 use super::style::{Paint, Style};
-use crate::config::Verbosity;
+use crate::config::{Context, Verbosity};
 use crate::events::RunEvent;
 use crate::output::notes;
 use crate::record::ItemStatus;
@@ -24,9 +24,9 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// Progress to stderr.
-    pub(crate) fn stderr(verbosity: Verbosity, style: Style) -> Self {
-        let mut p = Self::to(Box::new(std::io::stderr()), verbosity, style);
-        p.spinner = super::heartbeat::spins(verbosity);
+    pub(crate) fn stderr(ctx: &Context, style: Style) -> Self {
+        let mut p = Self::to(Box::new(std::io::stderr()), ctx.verbosity, style);
+        p.spinner = super::heartbeat::spins(ctx);
         p
     }
 

@@ -16,6 +16,7 @@ use gate_evidence::Digest;
 use gate_specs::SpecError;
 use serde::{Deserialize, Serialize};
 
+use crate::environment::Environment;
 use crate::record::Tier;
 use crate::role::Role;
 
@@ -214,7 +215,7 @@ pub struct ChainModel {
 
 /// A problem `gate routing check` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// The row it is about (`route.quality.full`, `model.cheap`, …).
     pub row: String,
     /// What is wrong.
@@ -342,19 +343,21 @@ impl Routing {
     }
 
     /// Providers that can be called here: not disabled, and their key
-    /// variable set (or none needed). `env` says whether a variable is set.
-    pub fn configured_providers(&self, env: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
+    /// variable set in `env` (or none needed).
+    pub(crate) fn configured_providers(&self, env: &Environment) -> BTreeSet<String> {
         self.table
             .providers
             .iter()
-            .filter(|(_, p)| !p.disabled && p.api_key_env.as_deref().is_none_or(env))
+            .filter(|(_, p)| {
+                !p.disabled && p.api_key_env.as_deref().is_none_or(|k| env.key_is_set(k))
+            })
             .map(|(name, _)| name.clone())
             .collect()
     }
 
-    /// Everything wrong with the table, without calling any model. `env`
-    /// says whether an environment variable is set.
-    pub fn check(&self, env: &dyn Fn(&str) -> bool) -> Vec<Problem> {
+    /// Everything wrong with the table, without calling any model; `env`
+    /// says which key variables are set.
+    pub(crate) fn check(&self, env: &Environment) -> Vec<Problem> {
         let t = &self.table;
         let mut problems = Vec::new();
         let mut fatal = |row: String, message: String| {
@@ -426,7 +429,7 @@ impl Routing {
                 });
             }
             if let Some(var) = &p.api_key_env
-                && !env(var)
+                && !env.key_is_set(var)
             {
                 problems.push(Problem {
                     row: format!("provider.{name}"),
@@ -488,10 +491,11 @@ mod tests {
     fn builtin_table_is_complete() {
         let r = Routing::builtin();
         assert!(!r.table.models.is_empty());
-        let fatal: Vec<_> = r.check(&|_| true).into_iter().filter(|p| p.fatal).collect();
+        let keys = Environment::from_pairs(r.key_variables().into_iter().map(|k| (k, "sk-set")));
+        let fatal: Vec<_> = r.check(&keys).into_iter().filter(|p| p.fatal).collect();
         assert!(fatal.is_empty(), "{fatal:?}");
         // With no keys set, nothing is configured: review cannot run.
-        assert!(r.configured_providers(&|_| false).is_empty());
+        assert!(r.configured_providers(&Environment::default()).is_empty());
     }
 
     #[test]
@@ -569,7 +573,7 @@ name = "m-c"
 "quality.huge" = "a"
 "#,
         );
-        let problems = r.check(&|_| false);
+        let problems = r.check(&Environment::default());
         let text: Vec<String> = problems
             .iter()
             .map(|p| format!("{}: {}", p.row, p.message))

@@ -51,15 +51,15 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
         &pages::Surroundings {
             has_base: trust.base.is_some(),
             out_dir: shots_dir.clone(),
-            browser: config::chromium(),
-            axe: config::axe_core(&ctx.workspace),
-            env: &config::env_value,
+            browser: config::chromium(&ctx.env),
+            axe: config::axe_core(&ctx.workspace, &ctx.env),
+            env: &ctx.env,
         },
     ));
     retry::delta::apply(&mut plan, spec, history.previous.as_ref(), req.full);
     let mut secret_names = setup.routing.key_variables();
     secret_names.extend(pages::credential_variables(spec));
-    let redact = config::secret_env_values(&secret_names);
+    let redact = ctx.env.secret_values(&secret_names);
     let redactor = Redactor::new(&redact);
     events.emit(RunEvent::Planned(planned_events(&plan, spec, &redactor)));
     let reruns = plan.items.iter().filter(|i| i.decision.runs()).count();

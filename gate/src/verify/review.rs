@@ -65,7 +65,7 @@ fn redacted(
 impl ReviewStage<'_> {
     /// The model review, when a provider is configured.
     pub(super) async fn run(&self) -> Result<ReviewOutput, GateError> {
-        let keys = config::provider_keys(self.routing);
+        let keys = config::provider_keys(self.routing, &self.ctx.env);
         if keys.is_empty() {
             return Ok(ReviewOutput::skipped("no provider configured"));
         }
@@ -147,7 +147,7 @@ impl ReviewStage<'_> {
         let watch = Watch::reporting_to(self.events.clone());
         // Heartbeat lines come from the event dispatcher; on a terminal, a
         // spinner line shows the same.
-        let spinner = output::heartbeat::spinner(watch.clone(), self.ctx.verbosity);
+        let spinner = output::heartbeat::spinner(watch.clone(), self.ctx);
         let out = review::run(&ReviewInput {
             run_id: self.run_id,
             spec,

@@ -8,7 +8,7 @@ use gate_evidence::SigningKey;
 use gate_evidence::store::BundleStore;
 use gate_specs::Spec;
 
-use crate::config::{self, Context};
+use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::{EventSink, Note, RunEvent};
 use crate::git::Git;
@@ -68,7 +68,7 @@ pub(super) async fn load(
     // The self-guard compares the table the workspace holds with the base's:
     // an operator's override is not part of the change.
     let local_routing = routing.clone();
-    let routing_override = routing_override(&mut routing, req.offline).await;
+    let routing_override = routing_override(&mut routing, ctx, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
     let store = attest::bundle_store(ctx)?;
     let (key, created_key) = attest::signing_key(ctx)?;
@@ -77,14 +77,13 @@ pub(super) async fn load(
         path: ctx.state_dir.clone(),
         reason: format!("cannot create the state directory: {e}"),
     })?;
-    let host_env = config::process_env();
     let isolation = Isolation::prepare(isolation::Setup {
         floor: req.sandbox.clone(),
         section: &spec.sandbox,
         workspace: &ctx.workspace,
         secret_paths: attest::secret_paths(ctx, &store),
         never_env: never_env(ctx, &spec, &routing, &store),
-        host_env: &host_env,
+        host_env: ctx.env.pairs(),
     })
     .await?;
     let git = Git::new(isolation.tools());
@@ -154,9 +153,10 @@ pub(super) fn config_files<'a>(
 /// and says what became of it.
 pub(super) async fn routing_override(
     routing: &mut Routing,
+    ctx: &Context,
     offline: bool,
 ) -> Option<OverrideStatus> {
-    let url = config::routing_url_env()?;
+    let url = ctx.env.routing_url()?;
     Some(patch::apply_override(routing, &url, offline).await)
 }
 
