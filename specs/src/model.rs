@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// A whole spec file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "gate spec (gate.toml)")]
 pub struct Spec {
     /// `[spec]`: identity and summary of the change.
     pub spec: SpecMeta,

@@ -205,3 +205,109 @@ pub fn check_jsonschema(schema: &str, file: &Path) -> Result<(), String> {
         _ => panic!("check-jsonschema failed on {}: {said}", file.display()),
     }
 }
+
+/// The repository's published schema `docs/schemas/<name>.schema.json`.
+pub fn published_schema(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/schemas")
+        .join(format!("{name}.schema.json"))
+}
+
+/// Validates each of `instances` against the published schema `name` with
+/// Python's `jsonschema` package (the draft the schema declares): one line
+/// per error, `instance N at PATH: message`; empty when all conform.
+pub fn schema_errors(name: &str, instances: &[Value]) -> Vec<String> {
+    const SCRIPT: &str = r#"
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+cls = jsonschema.validators.validator_for(schema)
+cls.check_schema(schema)
+validator = cls(schema)
+for n, line in enumerate(sys.stdin):
+    for e in validator.iter_errors(json.loads(line)):
+        print(f"instance {n} at /{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}")
+"#;
+    let mut input = String::new();
+    for v in instances {
+        input.push_str(&serde_json::to_string(v).expect("JSON"));
+        input.push('\n');
+    }
+    #[allow(clippy::disallowed_methods)] // tests drive the real validator
+    let out = run_with_stdin(
+        Command::new(python())
+            .args(["-c", SCRIPT])
+            .arg(published_schema(name)),
+        &input,
+    );
+    assert!(
+        out.status.success(),
+        "jsonschema failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// taplo's command line, on Node.js (`GATE_TEST_TAPLO`: the `@taplo/cli`
+/// package's `dist/cli.js`).
+pub fn taplo() -> PathBuf {
+    std::env::var_os("GATE_TEST_TAPLO").map_or_else(
+        || {
+            panic!(
+                "GATE_TEST_TAPLO is not set: run `scripts/peer-npm.sh target/peer-npm` from the \
+                 repository root and export GATE_TEST_TAPLO=$PWD/target/peer-npm/node_modules/\
+                 @taplo/cli/dist/cli.js (scripts/test does both)"
+            )
+        },
+        PathBuf::from,
+    )
+}
+
+/// Lints the TOML file `file` against the published schema `name` with
+/// taplo, as an editor does: `Err` with its report when it does not conform.
+pub fn taplo_lint(name: &str, file: &Path) -> Result<(), String> {
+    let schema = published_schema(name)
+        .canonicalize()
+        .expect("the published schema");
+    #[allow(clippy::disallowed_methods)] // tests drive the real linter
+    let out = Command::new("node")
+        .arg(taplo())
+        .args(["lint", "--colors", "never", "--no-auto-config", "--schema"])
+        .arg(format!("file://{}", schema.display()))
+        .arg(file)
+        .output()
+        .expect("run taplo on node");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(said)
+    }
+}
+
+/// Runs `command` with `input` on its stdin and waits for it.
+fn run_with_stdin(command: &mut Command, input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    #[allow(clippy::disallowed_methods)] // tests drive the real tools
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the peer tool");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write to the peer tool");
+    child.wait_with_output().expect("wait for the peer tool")
+}

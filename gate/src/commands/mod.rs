@@ -15,6 +15,7 @@ pub(crate) mod review_memory;
 pub(crate) mod routing;
 pub(crate) mod rules;
 pub(crate) mod runs;
+pub(crate) mod schema;
 
 use std::path::Path;
 

@@ -22,6 +22,7 @@ pub(crate) const FORMAT_VERSION: u32 = 1;
 /// order its fields are written (the `jsonl` verdict event and `gate
 /// evidence show --format json` write the same).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(title = "gate verify --format json")]
 pub(crate) struct Document<'a> {
     format_version: u32,
     run_id: &'a str,

@@ -12,6 +12,7 @@ use crate::record::{DecidedBy, Tier};
 
 /// One line: `{"format_version":1,"event":"…", …}`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(title = "gate verify --format jsonl: one line")]
 pub(crate) struct Line<'a> {
     /// The stream's format version.
     pub format_version: u32,

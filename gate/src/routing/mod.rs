@@ -24,7 +24,7 @@ use crate::role::Role;
 pub(crate) const DEFAULT_TABLE: &str = include_str!("default.toml");
 
 /// Which API a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Api {
     /// OpenAI-compatible chat completions (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp, Workers AI).
@@ -34,13 +34,14 @@ pub enum Api {
 }
 
 /// `[provider.<name>]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderDef {
     /// The API it speaks.
     pub api: Api,
     /// Where it listens: an absolute `http://` or `https://` URL.
     #[serde(deserialize_with = "http_url")]
+    #[schemars(url)]
     pub base_url: String,
     /// The environment variable holding the API key; none for a local server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,7 +111,7 @@ fn url_warnings(p: &ProviderDef) -> Vec<String> {
 }
 
 /// `price = { … }`: USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriceDef {
     /// Uncached input.
@@ -126,7 +127,7 @@ pub struct PriceDef {
 }
 
 /// `[model.<class>]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelClass {
     /// A key of `[provider]`.
@@ -154,8 +155,9 @@ pub struct ModelClass {
 }
 
 /// A routing table as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "gate routing table (routing.toml)")]
 pub struct RoutingTable {
     /// `[provider.<name>]`.
     #[serde(default, rename = "provider")]

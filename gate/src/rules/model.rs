@@ -18,7 +18,19 @@ pub(crate) const RULES_FILE: &str = "docs/review/rules.toml";
 pub(crate) const PASS_MARGIN: f64 = 0.5;
 
 /// How bad breaking a rule is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Fails the run.
@@ -41,33 +53,49 @@ impl Severity {
     }
 }
 
-/// The file as written: unknown keys are errors.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `docs/review/rules.toml`, the house rules, as written: unknown keys are
+/// errors.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawFile {
+#[schemars(title = "gate house rules (docs/review/rules.toml)")]
+pub(crate) struct RawFile {
+    /// `[[rule]]`: one house rule each.
     #[serde(default)]
     rule: Vec<RawRule>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `[[rule]]`: a rule reviewers are told to check; exactly one of
+/// `mistake` and `statement`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
+    /// Its stable id.
     id: String,
+    /// What breaking it looks like (true when the change breaks the rule).
     #[serde(default)]
     mistake: Option<String>,
+    /// What following it looks like (true when the change follows the rule).
     #[serde(default)]
     statement: Option<String>,
+    /// How to fix a change that breaks it.
     fix: String,
+    /// A workspace file showing the rule followed (relative to the workspace root).
     #[serde(default)]
     reference: Option<String>,
+    /// Globs, relative to the rules file's folder, narrowing the files it
+    /// applies to (none: everything below that folder).
     #[serde(default)]
     applies: Vec<String>,
+    /// How bad breaking it is.
     #[serde(default)]
     severity: Severity,
+    /// Whether reviewers are asked it (false: a guide entry, listed, never asked).
     #[serde(default = "yes")]
     judge: bool,
+    /// Labelled changes that break it and follow it, for `gate rules test`.
     #[serde(default)]
     cases: Cases,
+    /// What `gate rules test` last found (written by it).
     #[serde(default)]
     tested: Option<Tested>,
 }
@@ -77,7 +105,7 @@ fn yes() -> bool {
 }
 
 /// A rule's labelled cases.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cases {
     /// Changes that break the rule.
@@ -90,7 +118,7 @@ pub struct Cases {
 
 /// One labelled change: a file and a diff of it, or (for a design rule)
 /// screenshots of a page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
     /// Workspace-relative file the diff is of.
@@ -122,7 +150,7 @@ pub(crate) const MAX_CASE_IMAGES: usize = 4;
 pub(crate) const CASE_IMAGE_MAX_BYTES: u64 = 64 << 20;
 
 /// What `gate rules test` last found, written back into the rule.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tested {
     /// Lowest compliant score minus highest violating score.

@@ -26,6 +26,7 @@ mod retry;
 mod review;
 mod rules;
 mod sandbox;
+mod schemas;
 mod shared_ledger;
 mod store;
 mod verify;

@@ -597,6 +597,25 @@ fn the_wire_formats_as_their_readers_get_them() {
         insta::assert_snapshot!("jsonl_mixed", events.join("\n"));
         insta::assert_snapshot!("predicate_mixed", serde_json::to_string_pretty(&predicate).unwrap());
     });
+    // And each conforms to its published schema, by a validator of its own.
+    let lines: Vec<Value> = events
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (schema, instances) in [
+        ("verify", vec![doc.clone()]),
+        ("events", lines),
+        ("predicate", vec![predicate]),
+    ] {
+        let errors = peers::schema_errors(schema, &instances);
+        assert!(errors.is_empty(), "{schema}: {}", errors.join("\n"));
+    }
+    // A schema that let anything through would prove nothing.
+    let mut wrong = doc;
+    wrong["verdict"] = "maybe".into();
+    wrong["checks"][0]["status"] = 3.into();
+    let errors = peers::schema_errors("verify", &[wrong]);
+    assert_eq!(errors.len(), 2, "{errors:?}");
 }
 
 #[test]
@@ -705,6 +724,8 @@ name = "scripted"
     assert_eq!(finished["findings"], 1);
     let verdict = events.last().unwrap();
     let finding_id = verdict["findings"][0]["id"].as_str().unwrap();
+    let errors = peers::schema_errors("events", &events);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 
     let sarif_path = env.path().join(".gate/reports/gate.sarif");
     let errors = peers::sarif_errors(&sarif_path);
