@@ -5,7 +5,6 @@
 //! `docs/output-formats.md`).
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::record::{
     BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, DoomLoop, Finding,
@@ -122,12 +121,6 @@ impl<'a> Document<'a> {
     }
 }
 
-/// The JSON document of a run.
-pub(crate) fn render(record: &RunRecord) -> Value {
-    // Every field is a string, number, bool, list or map of those.
-    serde_json::to_value(Document::of(record)).unwrap_or(Value::Null)
-}
-
 /// A failed item's output as the bundle keeps it (bounded, redacted); none
 /// for an item that did not fail.
 fn tail(status: ItemStatus, text: &str) -> Option<&str> {
@@ -187,6 +180,13 @@ pub(crate) fn kind_str(kind: gate_harness::ItemKind) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
+    /// The document as its readers get it.
+    fn render(record: &RunRecord) -> Value {
+        serde_json::to_value(Document::of(record)).unwrap()
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -74,7 +74,7 @@ pub(crate) fn stderr(text: &str) {
 pub(crate) fn render(format: Format, record: &RunRecord, site: &Site, style: Style) -> String {
     let mut text = match format {
         Format::Human => human::render_styled(record, style),
-        Format::Json => pretty(&json::render(record)),
+        Format::Json => pretty(&json::Document::of(record)),
         Format::Jsonl => {
             // The stream's last line, on its own.
             let mut line = jsonl::event_json(
@@ -97,8 +97,13 @@ pub(crate) fn render(format: Format, record: &RunRecord, site: &Site, style: Sty
     text
 }
 
-fn pretty(value: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
+/// Pretty JSON. Every value written is strings, numbers, bools, lists and
+/// maps with string keys, which cannot fail to serialise; were it to, the
+/// output is still JSON, and says so.
+fn pretty<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|e| {
+        serde_json::json!({"error": format!("the output could not be written: {e}")}).to_string()
+    })
 }
 
 /// A run being rendered as it goes: the sink its stages emit into, the
