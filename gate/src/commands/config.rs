@@ -23,10 +23,7 @@ pub(crate) fn print(
 ) -> Result<u8, GateError> {
     let effective = effective(ctx, settings, args)?;
     let text = if settings.format == Format::Json {
-        let mut s =
-            serde_json::to_string_pretty(&settings::render_json(&effective)).unwrap_or_default();
-        s.push('\n');
-        s
+        output::json_document(&settings::render_json(&effective))
     } else {
         settings::render_human(&effective)
     };

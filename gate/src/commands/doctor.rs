@@ -118,10 +118,7 @@ pub(crate) async fn doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, GateE
                 "offline": args.offline,
                 "checks": checks,
             });
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&doc).unwrap_or_default()
-            )
+            output::json_document(&doc)
         }
         ShowFormat::Human => render(&checks, errors, warnings),
     };

@@ -94,11 +94,7 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
     }
     let doc = match args.format {
         ShowFormat::Human => text::render(&card),
-        ShowFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&json::render(&card)).unwrap_or_default();
-            s.push('\n');
-            s
-        }
+        ShowFormat::Json => output::json_document(&json::render(&card)),
     };
     output::stdout(&doc).map_err(GateError::stdout)?;
     Ok(exit::PASS)

@@ -65,9 +65,7 @@ pub(crate) fn list(ctx: &Context, args: &RulesArgs) -> Result<u8, GateError> {
                 "files": files,
                 "rules": listed.iter().map(|(i, on)| rule_json(&set.rules[*i], on)).collect::<Vec<_>>(),
             });
-            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            s.push('\n');
-            s
+            output::json_document(&doc)
         }
     };
     output::stdout(&text).map_err(GateError::stdout)?;

@@ -54,10 +54,7 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
             if let Some(why) = &none_yet {
                 output::stderr(&format!("gate: {why}"));
             }
-            let doc = json!({"format_version": 1, "runs": rows});
-            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            s.push('\n');
-            s
+            output::json_document(&json!({"format_version": 1, "runs": rows}))
         }
         ShowFormat::Human => {
             let mut out = String::new();

@@ -97,6 +97,13 @@ pub(crate) fn render(format: Format, record: &RunRecord, site: &Site, style: Sty
     text
 }
 
+/// A command's `--format json` document: pretty JSON and a final newline.
+pub(crate) fn json_document<T: serde::Serialize>(value: &T) -> String {
+    let mut text = pretty(value);
+    text.push('\n');
+    text
+}
+
 /// Pretty JSON. Every value written is strings, numbers, bools, lists and
 /// maps with string keys, which cannot fail to serialise; were it to, the
 /// output is still JSON, and says so.
