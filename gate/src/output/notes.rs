@@ -74,6 +74,103 @@ pub(crate) fn words(note: &Note) -> String {
 mod tests {
     use super::*;
 
+    /// One of each note.
+    fn every_note() -> Vec<Note> {
+        let reason = || "why".to_owned();
+        let all = vec![
+            Note::SelfGuardOff { reason: reason() },
+            Note::Unisolated { reason: reason() },
+            Note::IsolationCaveat { reason: reason() },
+            Note::Unprotected {
+                criteria: vec!["c".into()],
+            },
+            Note::NotRecorded { reason: reason() },
+            Note::RoutingOverrideFailed {
+                url: "u".into(),
+                error: reason(),
+            },
+            Note::RoutingOverrideApplied {
+                url: "u".into(),
+                changed: vec!["route".into()],
+            },
+            Note::KeyCreated { path: "p".into() },
+            Note::BaseRuns {
+                criteria: 2,
+                commit: "c".into(),
+            },
+            Note::Attempt { attempt: 2 },
+            Note::PreviousUnusable { reason: reason() },
+            Note::HistoryUnreadable { reason: reason() },
+            Note::SeriesUnlocked { reason: reason() },
+            Note::SeriesBusy {
+                spec_id: "s".into(),
+            },
+            Note::Rerunning {
+                rerun: 1,
+                carried: 1,
+            },
+        ];
+        for note in &all {
+            // A new note fails to compile here: add it to the list above.
+            match note {
+                Note::SelfGuardOff { .. }
+                | Note::Unisolated { .. }
+                | Note::IsolationCaveat { .. }
+                | Note::Unprotected { .. }
+                | Note::NotRecorded { .. }
+                | Note::RoutingOverrideFailed { .. }
+                | Note::RoutingOverrideApplied { .. }
+                | Note::KeyCreated { .. }
+                | Note::BaseRuns { .. }
+                | Note::Attempt { .. }
+                | Note::PreviousUnusable { .. }
+                | Note::HistoryUnreadable { .. }
+                | Note::SeriesUnlocked { .. }
+                | Note::SeriesBusy { .. }
+                | Note::Rerunning { .. } => {}
+            }
+        }
+        all
+    }
+
+    /// `docs/output-formats.md` has a row for each note: its name, the
+    /// event it comes as, and each of its fields.
+    #[test]
+    fn every_note_is_documented() {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/output-formats.md"),
+        )
+        .unwrap();
+        let from = page.find("The notes, by `note`").expect("the notes' table");
+        let table = &page[from..];
+        let mut problems = Vec::new();
+        for note in every_note() {
+            let value = serde_json::to_value(&note).unwrap();
+            let name = value["note"].as_str().unwrap().to_owned();
+            let event = if note.is_warning() {
+                "warning"
+            } else {
+                "notice"
+            };
+            let Some(row) = table
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{name}` |")))
+            else {
+                problems.push(format!("no row for `{name}`"));
+                continue;
+            };
+            if !row.contains(&format!("| `{event}` |")) {
+                problems.push(format!("`{name}` comes as a {event}"));
+            }
+            for field in value.as_object().unwrap().keys().filter(|k| *k != "note") {
+                if !row.contains(&format!("`{field}`")) {
+                    problems.push(format!("`{name}`: `{field}`"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
     #[test]
     fn notes_read_as_sentences() {
         let cases = [
