@@ -78,6 +78,19 @@ after = ["build"]
     }
     let build = item(&doc, "build").unwrap();
     assert!(build["carried_from"].is_string(), "{build}");
+    // The bundle's plan says where each carried item's result came from.
+    let first_run = build["carried_from"].as_str().unwrap().to_owned();
+    let run = doc["run_id"].as_str().unwrap().to_owned();
+    let shown = env.gate(&["evidence", "show", &run]).run();
+    shown.assert_exit(0);
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("  build — carried from run {first_run}")),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("  c1 — run: "), "{}", shown.stdout);
 
     // Attempt 3 fixes c1 but breaks c2 through a file its inputs name: caught.
     std::fs::remove_file(&log).unwrap();
