@@ -843,6 +843,9 @@ run = "if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{host}' 2>/dev/null; then echo rea
 id = "serve"
 run = "python3 serve.py {port}"
 starts = {{ within_s = 20, ready_http = "http://127.0.0.1:{port}/" }}
+# Under loopback the service takes the host server's port inside the
+# run's network: the dial must happen before it listens there.
+after = ["dial-host"]
 [[task]]
 id = "t"
 [[task.criterion]]
