@@ -351,16 +351,11 @@ pub(crate) fn record_run(
     subjects: Vec<Subject>,
     predicate: &Predicate,
 ) -> Result<Option<String>, GateError> {
-    let encoded = predicate.to_value().map_err(|source| GateError::Encode {
-        what: "bundle predicate",
-        source,
-    })?;
-    let row_extra = RowExtra::of(record)
+    // Both encoded before anything is written: a failure leaves nothing behind.
+    let encoded = predicate
         .to_value()
-        .map_err(|source| GateError::Encode {
-            what: "ledger row",
-            source,
-        })?;
+        .map_err(GateError::encode("bundle predicate"))?;
+    let row_extra = row_extra(record)?;
     let statement = Statement::new(subjects, PREDICATE_TYPE, encoded);
     let envelope = bundle::seal(&statement, key);
     // The spool mark says "bundle maybe written, row not yet": a run killed
@@ -496,6 +491,13 @@ mod spool {
     }
 }
 
+/// What the run keeps in its ledger row's `extra`, as stored.
+fn row_extra(record: &RunRecord) -> Result<Value, GateError> {
+    RowExtra::of(record)
+        .to_value()
+        .map_err(GateError::encode("ledger row"))
+}
+
 /// The ledger row's content for a run whose bundle is at `bundle_path`.
 pub(crate) fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> RunEntry {
     let specialists = &record.review.specialists;
@@ -600,13 +602,7 @@ pub(crate) fn import_files(
     let mut imported = Vec::new();
     for (record, bytes) in pending {
         let at = store.put(&record.run_id, &bytes)?;
-        let extra = RowExtra::of(&record)
-            .to_value()
-            .map_err(|source| GateError::Encode {
-                what: "ledger row",
-                source,
-            })?;
-        let entry = entry_for(&record, &at.to_string(), extra);
+        let entry = entry_for(&record, &at.to_string(), row_extra(&record)?);
         match ledger.append(&entry, &bytes) {
             Ok(row) => imported.push((record.run_id.clone(), row.seq)),
             // Its own run (or another import) recorded it meanwhile.

@@ -121,6 +121,11 @@ fn no_spec(path: &std::path::Path, searched: Option<&(PathBuf, PathBuf)>) -> Str
 }
 
 impl GateError {
+    /// What `what` could not be written as JSON, for `map_err`.
+    pub fn encode(what: &'static str) -> impl FnOnce(serde_json::Error) -> Self {
+        move |source| Self::Encode { what, source }
+    }
+
     /// Writing a result to stdout failed.
     pub fn stdout(source: std::io::Error) -> Self {
         Self::Write {

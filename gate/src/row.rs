@@ -40,20 +40,16 @@ pub(crate) struct RowExtra {
 impl RowExtra {
     /// The row's `extra` for `record`.
     pub(crate) fn of(record: &RunRecord) -> Self {
-        let mut models: Vec<String> = Vec::new();
-        // A model skipped by its open breaker, or for the budget, was never asked.
-        for attempt in record
+        // Distinct and sorted. A model skipped by its open breaker, or for
+        // the budget, was never asked.
+        let models: std::collections::BTreeSet<&str> = record
             .review
             .specialists
             .iter()
             .flat_map(|s| s.attempts.iter())
             .filter(|a| a.outcome.asked())
-        {
-            if !models.contains(&attempt.model) {
-                models.push(attempt.model.clone());
-            }
-        }
-        models.sort();
+            .map(|a| a.model.as_str())
+            .collect();
         // Passed code-decided criteria, and which of them failed on the base:
         // the report's share of passes with fail-to-pass evidence.
         let passed: Vec<_> = record
@@ -73,7 +69,7 @@ impl RowExtra {
         let facts = RowFacts {
             agent: record.agent.clone(),
             review: Some(record.review.status.as_str().to_owned()),
-            models,
+            models: models.into_iter().map(str::to_owned).collect(),
             roles: record.review.specialists.iter().map(role).collect(),
             findings: record.findings.iter().map(finding).collect(),
             duplicates: record.duplicates as u64,

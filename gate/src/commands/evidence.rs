@@ -183,19 +183,17 @@ pub(crate) fn show(
     let opened = open(&found, &trusted)?;
     let Some(verify_format) = format.as_verify() else {
         // The signed predicate as it is, not as this build would read it.
-        let mut s =
-            serde_json::to_string_pretty(&opened.statement.predicate).map_err(|source| {
-                GateError::Encode {
-                    what: "predicate",
-                    source,
-                }
-            })?;
+        let mut s = serde_json::to_string_pretty(&opened.statement.predicate)
+            .map_err(GateError::encode("predicate"))?;
         s.push('\n');
         output::stdout(&s).map_err(GateError::stdout)?;
         return Ok(exit::PASS);
     };
-    let predicate = read_run(&found, &opened)?;
-    let mut record = predicate.run.clone();
+    let Predicate {
+        run: mut record,
+        plan,
+        ..
+    } = read_run(&found, &opened)?;
     // Neither is in the bundle: both are known only once it exists.
     let row = ledger_row(ctx, &found, &record.run_id);
     record.recorded = row
@@ -217,9 +215,9 @@ pub(crate) fn show(
         if let Some(row) = row.as_ref().filter(|_| record.recorded) {
             let _ = writeln!(text, "ledger: row {}", row.seq);
         }
-        if !predicate.plan.is_empty() {
+        if !plan.is_empty() {
             let _ = writeln!(text, "plan:");
-            for p in &predicate.plan {
+            for p in &plan {
                 let what = match &p.decision {
                     Decision::Carry { from_run, .. } => format!("carried from run {from_run}"),
                     Decision::Run { why } => format!("run: {why}"),

@@ -27,10 +27,7 @@ pub(crate) fn text(which: SchemaName) -> Result<String, GateError> {
         SchemaName::Events => generator.into_root_schema_for::<Line<'static>>(),
         SchemaName::Predicate => generator.into_root_schema_for::<Predicate>(),
     };
-    let mut text = serde_json::to_string_pretty(&schema).map_err(|source| GateError::Encode {
-        what: "schema",
-        source,
-    })?;
+    let mut text = serde_json::to_string_pretty(&schema).map_err(GateError::encode("schema"))?;
     text.push('\n');
     Ok(text)
 }
@@ -43,29 +40,9 @@ pub(crate) fn print(which: SchemaName) -> Result<u8, GateError> {
 
 #[cfg(test)]
 mod tests {
+    use clap::ValueEnum;
+
     use super::*;
-
-    /// Every schema, in the order `docs/schemas/` lists them.
-    const ALL: [SchemaName; 6] = [
-        SchemaName::Spec,
-        SchemaName::Routing,
-        SchemaName::Rules,
-        SchemaName::Verify,
-        SchemaName::Events,
-        SchemaName::Predicate,
-    ];
-
-    /// Its file under `docs/schemas/`.
-    fn file_name(which: SchemaName) -> &'static str {
-        match which {
-            SchemaName::Spec => "spec.schema.json",
-            SchemaName::Routing => "routing.schema.json",
-            SchemaName::Rules => "rules.schema.json",
-            SchemaName::Verify => "verify.schema.json",
-            SchemaName::Events => "events.schema.json",
-            SchemaName::Predicate => "predicate.schema.json",
-        }
-    }
 
     /// The committed schemas are the code's: a change to a type that reads
     /// or writes a format changes its schema in the same commit.
@@ -73,10 +50,12 @@ mod tests {
     fn the_published_schemas_are_the_codes() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schemas");
         let mut stale = Vec::new();
-        for which in ALL {
-            let path = dir.join(file_name(which));
+        // Every name `gate schema` takes, as `scripts/write-schemas.sh` writes it.
+        for which in SchemaName::value_variants() {
+            let name = which.to_possible_value().unwrap();
+            let path = dir.join(format!("{}.schema.json", name.get_name()));
             let committed = std::fs::read_to_string(&path).unwrap_or_default();
-            if committed != text(which).unwrap() {
+            if committed != text(*which).unwrap() {
                 stale.push(path.display().to_string());
             }
         }

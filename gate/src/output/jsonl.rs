@@ -50,10 +50,10 @@ impl JsonlWriter {
         }
     }
 
-    fn write(&mut self, value: &Value) {
-        if self.closed {
+    fn write(&mut self, value: Option<Value>) {
+        let Some(value) = value.filter(|_| !self.closed) else {
             return;
-        }
+        };
         let mut line = value.to_string();
         line.push('\n');
         let written = self
@@ -76,7 +76,7 @@ impl Observer for JsonlWriter {
             }
         }
         let value = event_json(event, &self.planned);
-        self.write(&value);
+        self.write(value);
     }
 
     fn heartbeat(&mut self, waiting: &[Waiting]) {
@@ -99,13 +99,13 @@ impl Observer for JsonlWriter {
             format_version: FORMAT_VERSION,
             event: EventLine::Heartbeat { waiting },
         });
-        self.write(&value);
+        self.write(value);
     }
 }
 
 /// An event as one JSON object. `planned` gives an item's kind, task and
 /// text (a start or a result names only the id).
-pub(crate) fn event_json(event: &RunEvent, planned: &Planned) -> Value {
+pub(crate) fn event_json(event: &RunEvent, planned: &Planned) -> Option<Value> {
     encode(&Line {
         format_version: FORMAT_VERSION,
         event: event_line(event, planned),
@@ -113,13 +113,13 @@ pub(crate) fn event_json(event: &RunEvent, planned: &Planned) -> Value {
 }
 
 /// A line as JSON. Every field is a string, number, bool, list or map of
-/// those, so this cannot fail; were it to, the line says so rather than
-/// vanish.
-fn encode(line: &Line<'_>) -> Value {
-    serde_json::to_value(line).unwrap_or_else(|e| {
-        serde_json::json!({"format_version": FORMAT_VERSION, "event": "error",
-            "message": format!("an event could not be written: {e}"), "exit_code": 3})
-    })
+/// those, so this cannot fail; were it to, the line is left out and the
+/// log says so (a made-up line would claim an event or an exit code that
+/// never was).
+fn encode(line: &Line<'_>) -> Option<Value> {
+    serde_json::to_value(line)
+        .inspect_err(|e| tracing::error!(error = %e, "a jsonl line could not be written"))
+        .ok()
 }
 
 /// The line an event is written as.
@@ -301,7 +301,8 @@ mod tests {
         let failed = event_json(
             &RunEvent::Harness(Event::Finished(result.clone())),
             &planned,
-        );
+        )
+        .unwrap();
         assert_eq!(
             (
                 &failed["task"],
@@ -367,7 +368,7 @@ mod tests {
             ),
         ];
         for (event, name) in cases {
-            let v = event_json(&event, &planned);
+            let v = event_json(&event, &planned).unwrap();
             let text = v.to_string();
             assert!(
                 text.starts_with(&format!("{{\"format_version\":1,\"event\":\"{name}\"")),
@@ -466,7 +467,7 @@ mod tests {
             },
         ]
         .iter()
-        .map(|e| event_json(e, &planned))
+        .map(|e| event_json(e, &planned).unwrap())
         .collect();
         let buf = Arc::new(Mutex::new(Vec::new()));
         let mut writer = JsonlWriter::buffer(Arc::clone(&buf));
@@ -531,7 +532,8 @@ mod tests {
         let v = event_json(
             &RunEvent::Verdict(Box::new(record.clone())),
             &Planned::new(),
-        );
+        )
+        .unwrap();
         let doc = serde_json::to_value(Document::of(&record)).unwrap();
         for (k, want) in doc.as_object().unwrap() {
             assert_eq!(&v[k], want, "field {k}");

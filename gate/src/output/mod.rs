@@ -81,7 +81,8 @@ pub(crate) fn render(format: Format, record: &RunRecord, site: &Site, style: Sty
                 &RunEvent::Verdict(Box::new(record.clone())),
                 &jsonl::Planned::new(),
             )
-            .to_string();
+            .map(|v| v.to_string())
+            .unwrap_or_default();
             line.push('\n');
             line
         }
