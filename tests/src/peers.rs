@@ -193,11 +193,7 @@ pub fn check_jsonschema(schema: &str, file: &Path) -> Result<(), String> {
         .arg(file)
         .output()
         .expect("run check-jsonschema");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     match out.status.code() {
         Some(0) => Ok(()),
         // 1: the file does not conform; anything else: the tool itself failed.
@@ -280,16 +276,21 @@ pub fn taplo_lint(name: &str, file: &Path) -> Result<(), String> {
         .arg(file)
         .output()
         .expect("run taplo on node");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     if out.status.success() {
         Ok(())
     } else {
         Err(said)
     }
+}
+
+/// What a tool printed: its stdout, then its stderr.
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Runs `command` with `input` on its stdin and waits for it.
