@@ -10,6 +10,10 @@
 //! state directory around `DB` (`keys/`, `bundles/`, the key derived from
 //! the seed), for the `gate ledger verify` benchmark.
 //!
+//! Outcomes and dismissals are signed, as `gate outcome` and `gate dismiss`
+//! sign them, by the key derived from the seed, whose pair is written to
+//! `keys/` beside `DB` (the report counts only what it can vouch for).
+//!
 //! Defaults: 1,000,000 runs and 100,000 outcomes (about a tenth of them a
 //! second outcome for a run that already has one), plus overrides of some
 //! failed runs and dismissals of some findings. Deterministic for a seed.
@@ -31,7 +35,7 @@ use std::time::Instant;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use gate_evidence::ledger::{
     Dismissal, OutcomeEntry, OverrideEntry, RowDispositions, RowFacts, RowFinding, RowRole,
-    RunEntry, RunIsolation,
+    RunEntry, RunIsolation, seal,
 };
 use gate_evidence::{Ledger, SigningKey, Statement, Subject, bundle};
 use serde_json::json;
@@ -226,13 +230,23 @@ struct Signed {
     dir: PathBuf,
 }
 
+/// The key derived from the seed; its pair is written beside `DB` as in a
+/// state directory.
+fn signer(args: &Args) -> Result<SigningKey, Box<dyn std::error::Error>> {
+    let state = args.db.parent().ok_or("DB needs a directory")?;
+    let mut seed = [0u8; 32];
+    seed[..8].copy_from_slice(&args.seed.to_le_bytes());
+    let key = SigningKey::from_seed(&seed);
+    if !state.join("keys").exists() {
+        key.write_pair(&state.join("keys"))?;
+    }
+    Ok(key)
+}
+
 impl Signed {
     fn new(args: &Args) -> Result<Self, Box<dyn std::error::Error>> {
         let state = args.db.parent().ok_or("DB needs a directory")?;
-        let mut seed = [0u8; 32];
-        seed[..8].copy_from_slice(&args.seed.to_le_bytes());
-        let key = SigningKey::from_seed(&seed);
-        key.write_pair(&state.join("keys"))?;
+        let key = signer(args)?;
         let dir = state.join("bundles");
         std::fs::create_dir_all(&dir)?;
         Ok(Self { key, dir })
@@ -263,6 +277,7 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
     if !ledger.is_empty()? {
         return Err(format!("{} already holds runs", args.db.display()).into());
     }
+    let key = signer(args)?;
     let signed = if args.bundles {
         Some(Signed::new(args)?)
     } else {
@@ -325,13 +340,15 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             seen.push(t);
             t
         };
-        outcomes.push(OutcomeEntry {
+        let outcome = OutcomeEntry {
             run_id: run_id(target),
             broken: rng.chance(u64::from(broken_odds[usize::try_from(target).unwrap_or(0)])),
             reason: Some("ci on main".into()),
             source: Some("ci".into()),
             recorded_at: recorded + Duration::seconds(i64::try_from(k).unwrap_or(0)),
-        });
+            envelope: None,
+        };
+        outcomes.push(seal(&outcome, &key));
         if outcomes.len() == BATCH {
             ledger.add_outcomes(&outcomes)?;
             outcomes.clear();
@@ -351,14 +368,16 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
         })?;
     }
     for (k, spec, finding) in &with_findings {
-        ledger.add_dismissal(&Dismissal {
+        let dismissal = Dismissal {
             run_id: run_id(*k),
             spec_id: spec.clone(),
             finding_id: finding.clone(),
             reason: "not a bug".into(),
             code_digest: None,
             recorded_at: recorded,
-        })?;
+            envelope: None,
+        };
+        ledger.add_dismissal(&seal(&dismissal, &key))?;
     }
     Ok(format!(
         "runs={n} outcomes={} overrides={} dismissals={} elapsed_ms={}",

@@ -71,6 +71,10 @@ pub struct OutcomeEntry {
     pub source: Option<String>,
     /// When it was recorded.
     pub recorded_at: DateTime<Utc>,
+    /// The DSSE envelope (JSON text) signing the fields above; `None` for
+    /// an outcome recorded before outcomes were signed, or planted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<String>,
 }
 
 /// A human's dismissal of a finding: not raised again unless its code changes.
@@ -88,6 +92,10 @@ pub struct Dismissal {
     pub code_digest: Option<String>,
     /// When it was recorded.
     pub recorded_at: DateTime<Utc>,
+    /// The DSSE envelope (JSON text) signing the fields above; `None` for
+    /// a dismissal recorded before dismissals were signed, or planted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<String>,
 }
 
 /// A criterion's result on a base commit, kept so a series of attempts runs
@@ -156,6 +164,10 @@ pub struct BreakerRecord {
     pub probe: Option<(String, DateTime<Utc>)>,
     /// When it was last written.
     pub updated_at: DateTime<Utc>,
+    /// The DSSE envelope (JSON text) signing the fields above, written by
+    /// the gate that wrote them; a state without one is not the gate's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 /// Which runs [`Ledger::list`](super::Ledger::list) returns, newest first.

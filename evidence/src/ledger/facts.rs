@@ -16,6 +16,8 @@ use serde_json::Value;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use super::entries::{Dismissal, OutcomeEntry};
+
 /// What a run keeps in its ledger row's `extra` for reports. The gate adds
 /// fields of its own beside these (flattened into the same object).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -259,6 +261,11 @@ pub struct RoleFacts<'a> {
 pub struct OutcomeState {
     /// The run's ledger position.
     pub seq: u64,
+    /// The run's id.
+    pub run_id: String,
+    /// Every outcome of the run as stored, oldest first (for the reader to
+    /// vouch for: an unsigned one is not the gate's).
+    pub outcomes: Vec<OutcomeEntry>,
     /// The latest outcome (by the order they were recorded): broken or not, and when.
     pub latest: Option<(bool, DateTime<Utc>)>,
     /// When the run was last overridden.
@@ -272,6 +279,8 @@ pub struct DismissalRef {
     pub seq: u64,
     /// The finding's id.
     pub finding_id: String,
+    /// The dismissal as stored (for the reader to vouch for).
+    pub dismissal: Dismissal,
 }
 
 #[cfg(feature = "stores")]

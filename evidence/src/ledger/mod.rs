@@ -16,6 +16,8 @@
 //!   its SQL and migrations (numbered as SQLite's) live in that module.
 //! - [`Location`]: a file path or a URL, and how each is named in messages.
 //! - [`mod@verify`] checks rows against their bundles and needs no database at all.
+//! - [`mod@signed`]: the envelopes outcomes, dismissals and breaker states
+//!   carry, and the column-by-column comparison with what was signed.
 //! - `entries`: what a ledger holds ([`RunEntry`], [`LedgerRow`], the side
 //!   records); `error`: [`LedgerError`]; `append`: what both stores do alike
 //!   when they append (the seal, the kept-bundle, series and chain checks).
@@ -36,6 +38,7 @@ mod facts;
 mod location;
 #[cfg(feature = "stores")]
 mod postgres;
+pub mod signed;
 #[cfg(feature = "stores")]
 mod sqlite;
 #[cfg(feature = "stores")]
@@ -54,17 +57,20 @@ pub use entries::{
 pub use error::LedgerError;
 pub use facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RowDispositions, RowFacts, RowFinding,
-    RowRole, RunFacts, RunIsolation, lenient,
+    RowRole, RunFacts, RunIdentity, RunIsolation, RunTool, lenient,
 };
 #[cfg(feature = "stores")]
 pub use location::{Location, redact};
 #[cfg(feature = "stores")]
 pub use postgres::{PgLedger, SeriesPg};
+pub use signed::{Disagreement, Signed, Unvouched, diff, seal, vouch};
 #[cfg(feature = "stores")]
 pub use sqlite::{SeriesFile, SqliteLedger};
 #[cfg(feature = "stores")]
 pub use store::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
-pub use verify::{LoadError, Problem, ProblemKind, VerifyReport, verify, verify_tip};
+pub use verify::{
+    Judge, LoadError, Problem, ProblemKind, VerifyReport, verify, verify_tip, verify_with,
+};
 
 /// The schema version this build writes (both stores share the numbering).
 #[cfg(feature = "stores")]

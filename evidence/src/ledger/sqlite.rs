@@ -51,6 +51,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     bundles::MIGRATION_4_BUNDLES,
     report::MIGRATION_5_ISOLATION,
     events::MIGRATION_6_BASE_RESULTS,
+    events::MIGRATION_7_SIGNED_EVENTS,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's

@@ -577,6 +577,7 @@ fn outcomes_keep_history_latest_counts(store: &Store) {
             reason: Some("ci".into()),
             source: None,
             recorded_at: now(),
+            envelope: None,
         })
         .unwrap();
     }
@@ -595,6 +596,7 @@ fn outcomes_keep_history_latest_counts(store: &Store) {
         reason: None,
         source: None,
         recorded_at: now(),
+        envelope: None,
     });
     assert!(matches!(missing, Err(LedgerError::NotFound(_))));
 }
@@ -609,6 +611,7 @@ fn closed(model: &str) -> BreakerRecord {
         cooldown_s: 120,
         probe: None,
         updated_at: now(),
+        seal: None,
     }
 }
 
@@ -681,6 +684,7 @@ fn dismissals_and_overrides_by_spec(store: &Store) {
         reason: "noise".into(),
         code_digest: None,
         recorded_at: now(),
+        envelope: None,
     })
     .unwrap();
     assert_eq!(l.dismissals(Some("s")).unwrap().len(), 1);
@@ -851,6 +855,7 @@ fn outcome_states_and_dismissals(store: &Store) {
         reason: None,
         source: None,
         recorded_at: at(h),
+        envelope: Some(format!("signed {run} {h}")),
     };
     // Latest by the order recorded, not by the time given.
     l.add_outcomes(&[
@@ -872,26 +877,27 @@ fn outcome_states_and_dismissals(store: &Store) {
         })
         .unwrap();
     }
+    let states = l.outcome_states().unwrap();
+    let brief: Vec<_> = states
+        .iter()
+        .map(|s| (s.seq, s.run_id.as_str(), s.latest, s.overridden_at))
+        .collect();
     assert_eq!(
-        l.outcome_states().unwrap(),
+        brief,
         [
-            OutcomeState {
-                seq: 1,
-                latest: Some((true, at(8))),
-                overridden_at: None
-            },
-            OutcomeState {
-                seq: 2,
-                latest: None,
-                overridden_at: Some(at(3))
-            },
-            OutcomeState {
-                seq: 3,
-                latest: Some((false, at(5))),
-                overridden_at: Some(at(6))
-            },
+            (1, "r1", Some((true, at(8))), None),
+            (2, "r2", None, Some(at(3))),
+            (3, "r3", Some((false, at(5))), Some(at(6))),
         ]
     );
+    // Every outcome is there, oldest first, envelope and all, for the
+    // reader to vouch for.
+    assert_eq!(
+        states[0].outcomes,
+        [outcome("r1", false, 9), outcome("r1", true, 8)]
+    );
+    assert!(states[1].outcomes.is_empty());
+    assert_eq!(states[2].outcomes, [outcome("r3", false, 5)]);
     // A batch naming an unknown run records nothing.
     let err = l.add_outcomes(&[outcome("r4", true, 1), outcome("nope", true, 1)]);
     assert!(matches!(err, Err(LedgerError::NotFound(ref r)) if r == "nope"));
@@ -904,20 +910,28 @@ fn outcome_states_and_dismissals(store: &Store) {
             reason: "noise".into(),
             code_digest: None,
             recorded_at: at(1),
+            envelope: Some(format!("signed {run}")),
         })
         .unwrap();
     }
+    let refs: Vec<_> = l
+        .dismissal_refs()
+        .unwrap()
+        .into_iter()
+        .map(|d| {
+            (
+                d.seq,
+                d.finding_id,
+                d.dismissal.run_id,
+                d.dismissal.envelope,
+            )
+        })
+        .collect();
     assert_eq!(
-        l.dismissal_refs().unwrap(),
+        refs,
         [
-            DismissalRef {
-                seq: 2,
-                finding_id: "f1".into()
-            },
-            DismissalRef {
-                seq: 4,
-                finding_id: "f2".into()
-            },
+            (2, "f1".into(), "r2".into(), Some("signed r2".into())),
+            (4, "f2".into(), "r4".into(), Some("signed r4".into())),
         ]
     );
 }
@@ -953,10 +967,13 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
     let appended = report_dump(&l);
     assert!(appended.len() > 2 * extras().len(), "{appended:#?}");
     drop(l);
-    // Back to schema 2 (the bundles of schema 4 go too), then up again.
+    // Back to schema 2 (the bundles of schema 4 and the envelopes of
+    // schema 7 go too), then up again.
     store.execute(
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
-         DROP TABLE base_results; DELETE FROM schema_version WHERE version > 2;",
+         DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
+         ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
+         DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();
     assert_eq!(l.schema_version().unwrap(), SCHEMA_VERSION);
@@ -1131,6 +1148,7 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
             reason: Some(format!("why {i}")),
             source: Some("ci".into()),
             recorded_at: now(),
+            envelope: None,
         })
         .unwrap();
     }
@@ -1141,6 +1159,7 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
         reason: "noise".into(),
         code_digest: Some("c".into()),
         recorded_at: now(),
+        envelope: None,
     })
     .unwrap();
     l.add_override(&OverrideEntry {

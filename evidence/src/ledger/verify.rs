@@ -7,6 +7,12 @@
 //! replayed bundle, even re-wrapped in different bytes), and, given a
 //! checkpoint, the current tree extends the one it committed to (a
 //! truncated tail). Every problem is reported, not only the first.
+//!
+//! With a judge ([`verify_with`]), each row's columns are also compared with
+//! what its verified envelope signed: a column edited in the database
+//! (a flipped verdict, a reset attempt) is a [`ProblemKind::Disagrees`]
+//! naming the column, the stored value and the signed one. The judge knows
+//! the payload's format; this module does not.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,6 +21,7 @@ use rayon::prelude::*;
 use sha2::{Digest as _, Sha256};
 
 use super::entries::{LedgerRow, parse_hash};
+use super::signed::{Disagreement, Unvouched};
 use crate::checkpoint::Checkpoint;
 use crate::dsse::{self, DsseError};
 use crate::keys::PublicKey;
@@ -98,6 +105,18 @@ pub enum ProblemKind {
         /// What the consistency proof said.
         reason: String,
     },
+    /// A column is not what the row's signed envelope says.
+    Disagrees(Disagreement),
+    /// A record kept beside the runs (an outcome, a dismissal, an override)
+    /// is unsigned or not what was signed.
+    EventUnvouched {
+        /// What it is (`outcome`, `dismissal`, `override`).
+        table: String,
+        /// When it says it was recorded.
+        recorded_at: String,
+        /// What is wrong with it.
+        why: Unvouched,
+    },
     /// A stored value does not parse.
     Corrupt(String),
 }
@@ -152,6 +171,15 @@ impl fmt::Display for ProblemKind {
             } => write!(
                 f,
                 "the first {checkpoint_size} rows are not the ones the checkpoint committed to ({reason})"
+            ),
+            Self::Disagrees(d) => write!(f, "edited: {d}"),
+            Self::EventUnvouched {
+                table,
+                recorded_at,
+                why,
+            } => write!(
+                f,
+                "{table} recorded at {recorded_at} is not the gate's: {why}"
             ),
             Self::Corrupt(reason) => write!(f, "corrupt row: {reason}"),
         }
@@ -218,7 +246,15 @@ struct RowCheck {
     problems: Vec<ProblemKind>,
 }
 
-fn check_row<F>(row: &LedgerRow, load: &F, trusted: &[PublicKey]) -> RowCheck
+/// What a judge finds comparing a row's columns with its verified envelope.
+pub type Judge<'a> = dyn Fn(&LedgerRow, &dsse::Verified) -> Vec<Disagreement> + Sync + 'a;
+
+/// The judge that compares nothing: the chain and signatures alone.
+fn no_judge(_: &LedgerRow, _: &dsse::Verified) -> Vec<Disagreement> {
+    Vec::new()
+}
+
+fn check_row<F>(row: &LedgerRow, load: &F, trusted: &[PublicKey], judge: &Judge<'_>) -> RowCheck
 where
     F: Fn(&LedgerRow) -> Result<Vec<u8>, LoadError>,
 {
@@ -254,7 +290,10 @@ where
     }
     let signed = match dsse::verify(&bytes, PAYLOAD_TYPE, trusted) {
         // The signed content, whatever bytes wrap it, identifies the run.
-        Ok(v) => Some(Sha256::digest(dsse::pae(&v.payload_type, &v.payload)).into()),
+        Ok(v) => {
+            problems.extend(judge(row, &v).into_iter().map(ProblemKind::Disagrees));
+            Some(Sha256::digest(dsse::pae(&v.payload_type, &v.payload)).into())
+        }
         Err(e) => {
             problems.push(ProblemKind::Signature(e));
             None
@@ -294,7 +333,7 @@ where
             found: tip.prev_sha256.clone(),
         });
     }
-    found.extend(check_row(tip, &load, trusted).problems);
+    found.extend(check_row(tip, &load, trusted, &no_judge).problems);
     found
         .into_iter()
         .map(|kind| Problem {
@@ -318,9 +357,24 @@ pub fn verify<F>(
 where
     F: Fn(&LedgerRow) -> Result<Vec<u8>, LoadError> + Sync,
 {
+    verify_with(rows, load, trusted, since, &no_judge)
+}
+
+/// [`verify`], and each row's columns compared by `judge` with what its
+/// envelope signed (in the same parallel pass).
+pub fn verify_with<F>(
+    rows: &[LedgerRow],
+    load: F,
+    trusted: &[PublicKey],
+    since: Option<&Checkpoint>,
+    judge: &Judge<'_>,
+) -> VerifyReport
+where
+    F: Fn(&LedgerRow) -> Result<Vec<u8>, LoadError> + Sync,
+{
     let checks: Vec<RowCheck> = rows
         .par_iter()
-        .map(|row| check_row(row, &load, trusted))
+        .map(|row| check_row(row, &load, trusted, judge))
         .collect();
 
     let mut problems = Vec::new();

@@ -81,12 +81,21 @@ ALTER TABLE run_facts ADD COLUMN fail_to_pass BIGINT NOT NULL DEFAULT 0;
 
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
-const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at";
-const DISMISSAL_COLUMNS: &str = "run_id, spec_id, finding_id, reason, code_digest, recorded_at";
+const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
+const DISMISSAL_COLUMNS: &str =
+    "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
-     probe_owner, probe_until, updated_at";
+     probe_owner, probe_until, updated_at, seal";
+
+/// Schema 7: what ties a side record to the gate's key, as in the SQLite
+/// store: an outcome's and a dismissal's envelope, a breaker's seal.
+pub(super) const MIGRATION_7_SIGNED_EVENTS: &str = "
+ALTER TABLE outcomes ADD COLUMN envelope TEXT;
+ALTER TABLE dismissals ADD COLUMN envelope TEXT;
+ALTER TABLE breakers ADD COLUMN seal TEXT;
+";
 
 /// A side-table row that does not read back is reported against row 0 (it
 /// has no seq of its own).
@@ -104,6 +113,7 @@ fn outcome(r: &Row) -> Result<OutcomeEntry, tokio_postgres::Error> {
         reason: r.try_get(2)?,
         source: r.try_get(3)?,
         recorded_at: r.try_get(4)?,
+        envelope: r.try_get(5)?,
     })
 }
 
@@ -129,6 +139,7 @@ fn dismissal(r: &Row) -> Result<Dismissal, tokio_postgres::Error> {
         reason: r.try_get(3)?,
         code_digest: r.try_get(4)?,
         recorded_at: r.try_get(5)?,
+        envelope: r.try_get(6)?,
     })
 }
 
@@ -157,6 +168,7 @@ fn breaker(r: &Row) -> Result<BreakerRecord, tokio_postgres::Error> {
         cooldown_s: u64::try_from(r.try_get::<_, i64>(5)?).unwrap_or(0),
         probe: owner.zip(until),
         updated_at: r.try_get(8)?,
+        seal: r.try_get(9)?,
     })
 }
 
@@ -215,19 +227,20 @@ impl PgLedger {
         let reasons: Vec<Option<&str>> = outcomes.iter().map(|o| o.reason.as_deref()).collect();
         let sources: Vec<Option<&str>> = outcomes.iter().map(|o| o.source.as_deref()).collect();
         let times: Vec<DateTime<Utc>> = outcomes.iter().map(|o| o.recorded_at).collect();
+        let envelopes: Vec<Option<&str>> = outcomes.iter().map(|o| o.envelope.as_deref()).collect();
         let inserted = self.op(async {
             let conn = self.conn().await?;
             let done = conn
                 .execute(
                     &format!(
                         "INSERT INTO outcomes ({OUTCOME_COLUMNS}) \
-                         SELECT run_id, broken, reason, source, recorded_at \
+                         SELECT run_id, broken, reason, source, recorded_at, envelope \
                          FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], \
-                                     $5::timestamptz[]) WITH ORDINALITY \
-                              AS o (run_id, broken, reason, source, recorded_at, n) \
+                                     $5::timestamptz[], $6::text[]) WITH ORDINALITY \
+                              AS o (run_id, broken, reason, source, recorded_at, envelope, n) \
                          ORDER BY n"
                     ),
-                    &[&runs, &broken, &reasons, &sources, &times],
+                    &[&runs, &broken, &reasons, &sources, &times, &envelopes],
                 )
                 .await;
             conn.release();
@@ -285,7 +298,8 @@ impl PgLedger {
         self.record_about(
             &d.run_id,
             &format!(
-                "INSERT INTO dismissals ({DISMISSAL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
+                "INSERT INTO dismissals ({DISMISSAL_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)"
             ),
             &[
                 &d.run_id,
@@ -294,6 +308,7 @@ impl PgLedger {
                 &d.reason,
                 &d.code_digest,
                 &d.recorded_at,
+                &d.envelope,
             ],
             "recording a dismissal",
         )
@@ -466,12 +481,13 @@ impl PgLedger {
                 conn.execute(
                     &format!(
                         "INSERT INTO breakers ({BREAKER_COLUMNS}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
                          ON CONFLICT (model) DO UPDATE SET state = EXCLUDED.state, \
                          consecutive_failures = EXCLUDED.consecutive_failures, \
                          recent = EXCLUDED.recent, opened_at = EXCLUDED.opened_at, \
                          cooldown_s = EXCLUDED.cooldown_s, probe_owner = EXCLUDED.probe_owner, \
-                         probe_until = EXCLUDED.probe_until, updated_at = EXCLUDED.updated_at"
+                         probe_until = EXCLUDED.probe_until, updated_at = EXCLUDED.updated_at, \
+                         seal = EXCLUDED.seal"
                     ),
                     &[
                         &model,
@@ -483,6 +499,7 @@ impl PgLedger {
                         &owner,
                         &until,
                         &b.updated_at,
+                        &b.seal,
                     ],
                 )
                 .await

@@ -21,7 +21,7 @@ use tokio_postgres::types::ToSql;
 use super::columns::{COLUMNS, big};
 use super::errors::corrupt;
 use super::handle::PgLedger;
-use crate::ledger::entries::LedgerRow;
+use crate::ledger::entries::{Dismissal, LedgerRow, OutcomeEntry};
 use crate::ledger::error::{LedgerError, reason};
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts,
@@ -420,35 +420,57 @@ impl PgLedger {
         })
     }
 
-    /// For every run with an outcome or an override: its latest outcome (by
-    /// the order recorded) and its latest override, in seq order.
+    /// For every run with an outcome or an override: its outcomes (the
+    /// latest, by the order recorded, counts) and its latest override, in
+    /// seq order.
     pub fn outcome_states(&self) -> Result<Vec<OutcomeState>, LedgerError> {
-        let mut states = Vec::new();
+        let mut states: Vec<OutcomeState> = Vec::new();
         self.stream(
-            "WITH latest AS (SELECT DISTINCT ON (run_id) run_id, broken, recorded_at \
-                 FROM outcomes ORDER BY run_id, id DESC), \
-             overridden AS (SELECT run_id, MAX(recorded_at) AS at FROM overrides \
+            "WITH overridden AS (SELECT run_id, MAX(recorded_at) AS at FROM overrides \
                  GROUP BY run_id), \
-             runs_with AS (SELECT COALESCE(l.run_id, o.run_id) AS run_id, l.broken, \
-                 l.recorded_at, o.at \
-                 FROM latest l FULL JOIN overridden o ON o.run_id = l.run_id) \
-             SELECT r.seq, w.broken, w.recorded_at, w.at FROM runs_with w \
-             JOIN runs r ON r.run_id = w.run_id ORDER BY r.seq",
+             runs_with AS (SELECT COALESCE(l.run_id, o.run_id) AS run_id, l.id, l.broken, \
+                 l.reason, l.source, l.recorded_at, l.envelope, o.at \
+                 FROM outcomes l FULL JOIN overridden o ON o.run_id = l.run_id) \
+             SELECT r.seq, w.run_id, w.broken, w.reason, w.source, w.recorded_at, w.envelope, \
+                 w.at FROM runs_with w JOIN runs r ON r.run_id = w.run_id ORDER BY r.seq, w.id",
             &[],
             "reading outcomes and overrides",
             |r| {
                 let seq = seq_of(r)?;
-                let state = (|| {
-                    let broken: Option<bool> = r.try_get(1)?;
-                    let at: Option<DateTime<Utc>> = r.try_get(2)?;
-                    Ok::<_, tokio_postgres::Error>(OutcomeState {
+                let read = || {
+                    let run_id: String = r.try_get(1)?;
+                    let broken: Option<bool> = r.try_get(2)?;
+                    let at: Option<DateTime<Utc>> = r.try_get(5)?;
+                    let outcome = match broken.zip(at) {
+                        Some((broken, recorded_at)) => Some(OutcomeEntry {
+                            run_id: run_id.clone(),
+                            broken,
+                            reason: r.try_get(3)?,
+                            source: r.try_get(4)?,
+                            recorded_at,
+                            envelope: r.try_get(6)?,
+                        }),
+                        None => None,
+                    };
+                    let overridden: Option<DateTime<Utc>> = r.try_get(7)?;
+                    Ok::<_, tokio_postgres::Error>((run_id, outcome, overridden))
+                };
+                let (run_id, outcome, overridden_at) =
+                    read().map_err(|e| corrupt(seq, format!("outcomes: {}", reason(&e))))?;
+                let latest = outcome.as_ref().map(|o| (o.broken, o.recorded_at));
+                match states.last_mut() {
+                    Some(s) if s.seq == seq => {
+                        s.outcomes.extend(outcome);
+                        s.latest = latest.or(s.latest);
+                    }
+                    _ => states.push(OutcomeState {
                         seq,
-                        latest: broken.zip(at),
-                        overridden_at: r.try_get(3)?,
-                    })
-                })()
-                .map_err(|e| corrupt(seq, format!("outcomes: {}", reason(&e))))?;
-                states.push(state);
+                        run_id,
+                        outcomes: outcome.into_iter().collect(),
+                        latest,
+                        overridden_at,
+                    }),
+                }
                 Ok(())
             },
         )?;
@@ -460,17 +482,30 @@ impl PgLedger {
     pub fn dismissal_refs(&self) -> Result<Vec<DismissalRef>, LedgerError> {
         let mut out = Vec::new();
         self.stream(
-            "SELECT r.seq, d.finding_id FROM dismissals d \
+            "SELECT r.seq, d.run_id, d.spec_id, d.finding_id, d.reason, d.code_digest, \
+             d.recorded_at, d.envelope FROM dismissals d \
              JOIN runs r ON r.run_id = d.run_id ORDER BY d.id",
             &[],
             "reading dismissals",
             |r| {
                 let seq = seq_of(r)?;
+                let read = || {
+                    Ok::<_, tokio_postgres::Error>(Dismissal {
+                        run_id: r.try_get(1)?,
+                        spec_id: r.try_get(2)?,
+                        finding_id: r.try_get(3)?,
+                        reason: r.try_get(4)?,
+                        code_digest: r.try_get(5)?,
+                        recorded_at: r.try_get(6)?,
+                        envelope: r.try_get(7)?,
+                    })
+                };
+                let dismissal =
+                    read().map_err(|e| corrupt(seq, format!("dismissals: {}", reason(&e))))?;
                 out.push(DismissalRef {
                     seq,
-                    finding_id: r
-                        .try_get(1)
-                        .map_err(|e| corrupt(seq, format!("dismissals: {}", reason(&e))))?,
+                    finding_id: dismissal.finding_id.clone(),
+                    dismissal,
                 });
                 Ok(())
             },

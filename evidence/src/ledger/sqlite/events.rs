@@ -78,6 +78,16 @@ ALTER TABLE run_facts ADD COLUMN criteria_passed INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_facts ADD COLUMN fail_to_pass INTEGER NOT NULL DEFAULT 0;
 ";
 
+/// Schema 7: what ties a side record to the gate's key. An outcome or a
+/// dismissal keeps the DSSE envelope signing its fields, a breaker the one
+/// signing its state; rows from before have none, and the readers that
+/// decide leave them out.
+pub(super) const MIGRATION_7_SIGNED_EVENTS: &str = "
+ALTER TABLE outcomes ADD COLUMN envelope TEXT;
+ALTER TABLE dismissals ADD COLUMN envelope TEXT;
+ALTER TABLE breakers ADD COLUMN seal TEXT;
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -114,6 +124,7 @@ fn outcome(r: &Row<'_>) -> Result<OutcomeEntry, rusqlite::Error> {
         reason: r.get(2)?,
         source: r.get(3)?,
         recorded_at: time(&r.get::<_, String>(4)?)?,
+        envelope: r.get(5)?,
     })
 }
 
@@ -125,6 +136,7 @@ fn dismissal(r: &Row<'_>) -> Result<Dismissal, rusqlite::Error> {
         reason: r.get(3)?,
         code_digest: r.get(4)?,
         recorded_at: time(&r.get::<_, String>(5)?)?,
+        envelope: r.get(6)?,
     })
 }
 
@@ -153,13 +165,17 @@ fn breaker(r: &Row<'_>) -> Result<BreakerRecord, rusqlite::Error> {
         cooldown_s: r.get(5)?,
         probe: owner.zip(until),
         updated_at: time(&r.get::<_, String>(8)?)?,
+        seal: r.get(9)?,
     })
 }
 
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
-     probe_owner, probe_until, updated_at";
+     probe_owner, probe_until, updated_at, seal";
+const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
+const DISMISSAL_COLUMNS: &str =
+    "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
 
 impl SqliteLedger {
     fn require_run(&self, run_id: &str) -> Result<(), LedgerError> {
@@ -192,8 +208,8 @@ impl SqliteLedger {
                 return Err(LedgerError::NotFound(o.run_id.clone()));
             }
             tx.prepare_cached(
-                "INSERT INTO outcomes (run_id, broken, reason, source, recorded_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO outcomes (run_id, broken, reason, source, recorded_at, envelope) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -201,7 +217,8 @@ impl SqliteLedger {
                     i64::from(o.broken),
                     o.reason,
                     o.source,
-                    ts(&o.recorded_at)
+                    ts(&o.recorded_at),
+                    o.envelope
                 ])
             })
             .map_err(err)?;
@@ -214,10 +231,9 @@ impl SqliteLedger {
         let err = self.sql_err("reading outcomes");
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT run_id, broken, reason, source, recorded_at FROM outcomes \
-                 WHERE run_id = ?1 ORDER BY id",
-            )
+            .prepare_cached(&format!(
+                "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE run_id = ?1 ORDER BY id"
+            ))
             .map_err(&err)?;
         stmt.query_map([run_id], outcome)
             .map_err(&err)?
@@ -230,10 +246,10 @@ impl SqliteLedger {
         let err = self.sql_err("reading outcomes");
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT run_id, broken, reason, source, recorded_at FROM outcomes o \
-                 WHERE id = (SELECT MAX(id) FROM outcomes WHERE run_id = o.run_id) ORDER BY id",
-            )
+            .prepare_cached(&format!(
+                "SELECT {OUTCOME_COLUMNS} FROM outcomes o \
+                 WHERE id = (SELECT MAX(id) FROM outcomes WHERE run_id = o.run_id) ORDER BY id"
+            ))
             .map_err(&err)?;
         stmt.query_map([], outcome)
             .map_err(&err)?
@@ -246,9 +262,9 @@ impl SqliteLedger {
         let err = self.sql_err("reading outcomes");
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT run_id, broken, reason, source, recorded_at FROM outcomes ORDER BY id",
-            )
+            .prepare_cached(&format!(
+                "SELECT {OUTCOME_COLUMNS} FROM outcomes ORDER BY id"
+            ))
             .map_err(&err)?;
         stmt.query_map([], outcome)
             .map_err(&err)?
@@ -261,9 +277,19 @@ impl SqliteLedger {
         self.require_run(&d.run_id)?;
         self.conn
             .execute(
-                "INSERT INTO dismissals (run_id, spec_id, finding_id, reason, code_digest, recorded_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![d.run_id, d.spec_id, d.finding_id, d.reason, d.code_digest, ts(&d.recorded_at)],
+                &format!(
+                    "INSERT INTO dismissals ({DISMISSAL_COLUMNS}) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ),
+                params![
+                    d.run_id,
+                    d.spec_id,
+                    d.finding_id,
+                    d.reason,
+                    d.code_digest,
+                    ts(&d.recorded_at),
+                    d.envelope
+                ],
             )
             .map_err(self.sql_err("recording a dismissal"))?;
         Ok(())
@@ -274,10 +300,10 @@ impl SqliteLedger {
         let err = self.sql_err("reading dismissals");
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT run_id, spec_id, finding_id, reason, code_digest, recorded_at \
-                 FROM dismissals WHERE ?1 IS NULL OR spec_id = ?1 ORDER BY id",
-            )
+            .prepare_cached(&format!(
+                "SELECT {DISMISSAL_COLUMNS} FROM dismissals WHERE ?1 IS NULL OR spec_id = ?1 \
+                 ORDER BY id"
+            ))
             .map_err(&err)?;
         stmt.query_map([spec_id], dismissal)
             .map_err(&err)?
@@ -427,7 +453,7 @@ impl SqliteLedger {
             tx.execute(
                 &format!(
                     "INSERT OR REPLACE INTO breakers ({BREAKER_COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
                 ),
                 params![
                     model,
@@ -438,7 +464,8 @@ impl SqliteLedger {
                     b.cooldown_s,
                     owner,
                     until,
-                    ts(&b.updated_at)
+                    ts(&b.updated_at),
+                    b.seal
                 ],
             )
             .map_err(err)?;

@@ -15,7 +15,7 @@ use rusqlite::{Connection, Row, params, params_from_iter};
 use super::columns::{COLUMNS, ts};
 use super::errors::corrupt;
 use super::handle::SqliteLedger;
-use crate::ledger::entries::LedgerRow;
+use crate::ledger::entries::{Dismissal, LedgerRow, OutcomeEntry};
 use crate::ledger::error::LedgerError;
 use crate::ledger::facts::{
     DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts, StoredFacts, day_of,
@@ -339,8 +339,8 @@ impl SqliteLedger {
         Ok(())
     }
 
-    /// For every run with an outcome or an override: its latest outcome and
-    /// its latest override, in seq order.
+    /// For every run with an outcome or an override: its outcomes (the
+    /// latest counts) and its latest override, in seq order.
     pub fn outcome_states(&self) -> Result<Vec<OutcomeState>, LedgerError> {
         let err = self.sql_err("reading outcomes and overrides");
         let time = |seq: u64, text: &str| {
@@ -352,49 +352,76 @@ impl SqliteLedger {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT r.seq, o.broken, o.recorded_at FROM outcomes o \
-                 JOIN runs r ON r.run_id = o.run_id \
-                 WHERE o.id IN (SELECT MAX(id) FROM outcomes GROUP BY run_id)",
+                "SELECT r.seq, o.run_id, o.broken, o.reason, o.source, o.recorded_at, o.envelope \
+                 FROM outcomes o JOIN runs r ON r.run_id = o.run_id ORDER BY r.seq, o.id",
             )
             .map_err(&err)?;
-        let latest = stmt
+        let all = stmt
             .query_map([], |r| {
                 Ok((
                     r.get::<_, u64>(0)?,
-                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)? != 0,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                ))
+            })
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        for (seq, run_id, broken, reason, source, at, envelope) in all {
+            let outcome = OutcomeEntry {
+                run_id: run_id.clone(),
+                broken,
+                reason,
+                source,
+                recorded_at: time(seq, &at)?,
+                envelope,
+            };
+            let latest = Some((broken, outcome.recorded_at));
+            match states.last_mut() {
+                Some(s) if s.seq == seq => {
+                    s.outcomes.push(outcome);
+                    s.latest = latest;
+                }
+                _ => states.push(OutcomeState {
+                    seq,
+                    run_id,
+                    outcomes: vec![outcome],
+                    latest,
+                    overridden_at: None,
+                }),
+            }
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.seq, r.run_id, MAX(v.recorded_at) FROM overrides v \
+                 JOIN runs r ON r.run_id = v.run_id GROUP BY r.seq",
+            )
+            .map_err(&err)?;
+        let overrides = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, u64>(0)?,
+                    r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
                 ))
             })
             .map_err(&err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(&err)?;
-        for (seq, broken, at) in latest {
-            states.push(OutcomeState {
-                seq,
-                latest: Some((broken != 0, time(seq, &at)?)),
-                overridden_at: None,
-            });
-        }
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT r.seq, MAX(v.recorded_at) FROM overrides v \
-                 JOIN runs r ON r.run_id = v.run_id GROUP BY r.seq",
-            )
-            .map_err(&err)?;
-        let overrides = stmt
-            .query_map([], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(&err)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(&err)?;
-        states.sort_unstable_by_key(|s| s.seq);
         let mut only_overridden = Vec::new();
-        for (seq, at) in overrides {
+        for (seq, run_id, at) in overrides {
             let at = time(seq, &at)?;
             match states.binary_search_by_key(&seq, |s| s.seq) {
                 Ok(i) => states[i].overridden_at = Some(at),
                 Err(_) => only_overridden.push(OutcomeState {
                     seq,
+                    run_id,
+                    outcomes: Vec::new(),
                     latest: None,
                     overridden_at: Some(at),
                 }),
@@ -414,19 +441,42 @@ impl SqliteLedger {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT r.seq, d.finding_id FROM dismissals d \
+                "SELECT r.seq, d.run_id, d.spec_id, d.finding_id, d.reason, d.code_digest, \
+                 d.recorded_at, d.envelope FROM dismissals d \
                  JOIN runs r ON r.run_id = d.run_id ORDER BY d.id",
             )
             .map_err(&err)?;
-        stmt.query_map([], |r| {
-            Ok(DismissalRef {
-                seq: r.get(0)?,
-                finding_id: r.get(1)?,
+        let all = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, u64>(0)?,
+                    Dismissal {
+                        run_id: r.get(1)?,
+                        spec_id: r.get(2)?,
+                        finding_id: r.get(3)?,
+                        reason: r.get(4)?,
+                        code_digest: r.get(5)?,
+                        recorded_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+                        envelope: r.get(7)?,
+                    },
+                    r.get::<_, String>(6)?,
+                ))
             })
-        })
-        .map_err(&err)?
-        .collect::<Result<_, _>>()
-        .map_err(&err)
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        all.into_iter()
+            .map(|(seq, mut dismissal, at)| {
+                dismissal.recorded_at = chrono::DateTime::parse_from_rfc3339(&at)
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .map_err(|e| corrupt(seq, format!("dismissal time {at:?}: {e}")))?;
+                Ok(DismissalRef {
+                    seq,
+                    finding_id: dismissal.finding_id.clone(),
+                    dismissal,
+                })
+            })
+            .collect()
     }
 }
 
