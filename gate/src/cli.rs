@@ -390,7 +390,9 @@ pub(crate) struct RunsArgs {
 /// `gate ledger …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum LedgerCommand {
-    /// Check every row: signatures, chain links, sequence, and growth since a checkpoint.
+    /// Check every row: signatures, chain links, sequence, columns against
+    /// their signed bundles, signed outcomes, dismissals and overrides, and
+    /// growth since a checkpoint.
     Verify {
         /// A checkpoint printed earlier by `gate ledger checkpoint`.
         #[arg(long, value_name = "CHECKPOINT")]
@@ -398,6 +400,9 @@ pub(crate) enum LedgerCommand {
         /// A public key to trust; repeatable. Default: the state directory's.
         #[arg(long = "key", value_name = "PUB")]
         keys: Vec<PathBuf>,
+        /// Human text or one JSON document.
+        #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+        format: ShowFormat,
     },
     /// Print a signed checkpoint of the ledger (C2SP signed note) to keep elsewhere.
     Checkpoint,

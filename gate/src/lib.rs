@@ -52,6 +52,7 @@ pub(crate) mod tier;
 pub(crate) mod verdict;
 pub(crate) mod verifiers;
 pub(crate) mod verify;
+pub(crate) mod vouch;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -213,9 +214,11 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             commands::evidence::fetch(ctx, &run, &output)
         }
         Command::Runs(args) => commands::runs::list(ctx, &args),
-        Command::Ledger(LedgerCommand::Verify { since, keys }) => {
-            commands::ledger::verify(ctx, since.as_deref(), &keys)
-        }
+        Command::Ledger(LedgerCommand::Verify {
+            since,
+            keys,
+            format,
+        }) => commands::ledger::verify(ctx, since.as_deref(), &keys, format),
         Command::Ledger(LedgerCommand::Checkpoint) => commands::ledger::checkpoint(ctx),
         Command::Ledger(LedgerCommand::Import { bundle }) => {
             commands::ledger::import(ctx, bundle.as_deref())

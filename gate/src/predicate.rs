@@ -11,6 +11,9 @@ use crate::record::{OverrideStatus, RunRecord};
 /// The predicate type of a gate run, versioned.
 pub(crate) const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";
 
+/// The predicate type of an override bundle, versioned.
+pub(crate) const OVERRIDE_PREDICATE_TYPE: &str = "https://gate.dev/attestation/override/v1";
+
 /// A gate run's predicate: the run record without what is only known once
 /// the bundle exists (its path, whether the ledger took its row), and the
 /// inputs of the decision.

@@ -227,11 +227,21 @@ pub struct Qualifier {
 /// The verdict as every format words it: `PASS`, `PASS (overridden)`,
 /// `PASS (unreviewed: no provider configured)`, `FAIL`, …
 pub(crate) fn verdict_line(record: &RunRecord) -> String {
-    match (record.verdict, &record.qualifier) {
+    let line = match (record.verdict, &record.qualifier) {
         (Verdict::Pass, _) if record.overridden => "PASS (overridden)".to_owned(),
         (Verdict::Pass, Some(q)) => format!("PASS ({}: {})", q.kind.as_str(), q.why),
         (v, _) => v.as_str().to_uppercase(),
+    };
+    // State planted in the ledger was not obeyed, and the line says so.
+    let refused = &record.review.breakers_refused;
+    if refused.is_empty() {
+        return line;
     }
+    let models: Vec<&str> = refused.iter().map(|r| r.model.as_str()).collect();
+    format!(
+        "{line} [circuit breaker state refused, read as closed: {}]",
+        models.join(", ")
+    )
 }
 
 /// Whether the gate guarded its own inputs in a run.
@@ -546,6 +556,19 @@ pub struct ReviewRecord {
     /// The input-token budget: what the run planned and what it sent.
     #[serde(default)]
     pub budget: Option<BudgetRecord>,
+    /// Circuit breakers whose state in the ledger the gate could not vouch
+    /// for (unsigned, or edited since it was signed): read as closed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakers_refused: Vec<BreakerRefusal>,
+}
+
+/// A circuit breaker's stored state the run refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BreakerRefusal {
+    /// The model (`provider/name`).
+    pub model: String,
+    /// Why the state was not the gate's.
+    pub why: String,
 }
 
 impl ReviewRecord {
@@ -556,6 +579,7 @@ impl ReviewRecord {
             reason: Some(reason.into()),
             specialists: Vec::new(),
             budget: None,
+            breakers_refused: Vec::new(),
         }
     }
 }

@@ -430,6 +430,7 @@ mod tests {
             reason: None,
             specialists: statuses.iter().map(|(r, s)| specialist(r, s)).collect(),
             budget: None,
+            breakers_refused: Vec::new(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! `gate ledger verify | checkpoint | import | migrate`.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -10,10 +11,12 @@ use gate_evidence::ledger::{self, LoadError, Location};
 use gate_evidence::store::{BundleRef, BundleStore, StoreError};
 
 use crate::attest;
+use crate::cli::ShowFormat;
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::vouch;
 
 /// The ledger's name in checkpoints (C2SP's origin line).
 pub(crate) const ORIGIN: &str = "gate.local/ledger";
@@ -73,12 +76,15 @@ fn load_bundle(store: &BundleStore, row: &gate_evidence::LedgerRow) -> Result<Ve
 }
 
 /// `gate ledger verify`: exit 1 when anything was removed, reordered or
-/// rewritten; 4 when a bundle could not be read. Every bundle is fetched
-/// from wherever its row says it is and checked, in parallel.
+/// rewritten (a column edited against its signed bundle included, and an
+/// unsigned or edited outcome, dismissal or override); 4 when a bundle
+/// could not be read. Every bundle is fetched from wherever its row says it
+/// is and checked, in parallel.
 pub(crate) fn verify(
     ctx: &Context,
     since: Option<&Path>,
     keys: &[PathBuf],
+    format: ShowFormat,
 ) -> Result<u8, GateError> {
     // Reading never creates a ledger (nor the state directory).
     let ledger = attest::open_existing_ledger(ctx)?;
@@ -106,46 +112,180 @@ pub(crate) fn verify(
                 .ok()
         })
         .flatten();
-    let check = || ledger::verify(&rows, load, &trusted, checkpoint.as_ref());
-    let report = match &pool {
+    let check = || ledger::verify_with(&rows, load, &trusted, checkpoint.as_ref(), &vouch::judge);
+    let mut report = match &pool {
         Some(pool) => pool.install(check),
         None => check(),
     };
     bar.finish();
-    let mut out = String::new();
-    for p in &report.problems {
-        let _ = writeln!(out, "{p}");
-    }
-    let code = if report.is_ok() {
+    let seqs: HashMap<&str, u64> = rows
+        .iter()
+        .map(|r| (r.entry.run_id.as_str(), r.seq))
+        .collect();
+    let events = event_problems(&ledger, &store, &trusted, &seqs)?;
+    // Checkpoint problems stay last, as `ledger::verify` orders them.
+    let at = report
+        .problems
+        .iter()
+        .position(|p| p.seq.is_none())
+        .unwrap_or(report.problems.len());
+    report.problems.splice(at..at, events);
+    let (code, summary) = if report.is_ok() {
         let since = checkpoint.map_or_else(String::new, |c| {
             format!(
                 ", an append-only extension of the checkpoint at size {}",
                 c.size
             )
         });
-        let _ = writeln!(
-            out,
-            "ok: {} runs, chain and signatures intact{since}",
-            report.rows
-        );
-        exit::PASS
+        (
+            exit::PASS,
+            format!(
+                "ok: {} runs, chain, signatures and columns intact{since}",
+                report.rows
+            ),
+        )
     } else if report.is_tampered() {
-        let _ = writeln!(
-            out,
-            "the ledger does not verify: {} problem(s)",
-            report.problems.len()
-        );
-        exit::FAIL
+        (
+            exit::FAIL,
+            format!(
+                "the ledger does not verify: {} problem(s)",
+                report.problems.len()
+            ),
+        )
     } else {
-        let _ = writeln!(
-            out,
-            "could not check every bundle: {} problem(s)",
-            report.problems.len()
-        );
-        exit::INCOMPLETE
+        (
+            exit::INCOMPLETE,
+            format!(
+                "could not check every bundle: {} problem(s)",
+                report.problems.len()
+            ),
+        )
+    };
+    let out = match format {
+        ShowFormat::Human => {
+            let mut out = String::new();
+            for p in &report.problems {
+                let _ = writeln!(out, "{p}");
+            }
+            let _ = writeln!(out, "{summary}");
+            out
+        }
+        ShowFormat::Json => output::json_document(&VerifyDocument {
+            ok: report.is_ok(),
+            rows: report.rows,
+            root: hex::encode(report.root),
+            summary,
+            problems: report.problems.iter().map(ProblemDoc::of).collect(),
+        }),
     };
     output::stdout(&out).map_err(GateError::stdout)?;
     Ok(code)
+}
+
+/// `gate ledger verify --format json`.
+#[derive(serde::Serialize)]
+struct VerifyDocument {
+    ok: bool,
+    rows: u64,
+    root: String,
+    summary: String,
+    problems: Vec<ProblemDoc>,
+}
+
+/// One problem in `gate ledger verify --format json`: where, what kind, and
+/// for an edited column, which one and both values.
+#[derive(serde::Serialize)]
+struct ProblemDoc {
+    seq: Option<u64>,
+    run_id: Option<String>,
+    kind: &'static str,
+    tampering: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    column: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stored: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<String>,
+    message: String,
+}
+
+impl ProblemDoc {
+    fn of(p: &ledger::Problem) -> Self {
+        use ledger::ProblemKind as K;
+        let (kind, column, table) = match &p.kind {
+            K::SeqGap { .. } => ("seq_gap", None, None),
+            K::ChainBroken { .. } => ("chain_broken", None, None),
+            K::EnvelopeChanged { .. } => ("envelope_changed", None, None),
+            K::LeafHashWrong { .. } => ("leaf_hash_wrong", None, None),
+            K::Signature(_) => ("signature", None, None),
+            K::Replayed { .. } => ("replayed", None, None),
+            K::BundleMissing { .. } => ("bundle_missing", None, None),
+            K::BundleUnavailable { .. } => ("bundle_unavailable", None, None),
+            K::Truncated { .. } => ("truncated", None, None),
+            K::Inconsistent { .. } => ("inconsistent", None, None),
+            K::Disagrees(d) => ("column_edited", Some(d), None),
+            K::EventUnvouched { table, why, .. } => {
+                let first = match why {
+                    ledger::Unvouched::Disagrees(d) => d.first(),
+                    _ => None,
+                };
+                ("event_not_signed", first, Some(table.clone()))
+            }
+            _ => ("corrupt", None, None),
+        };
+        Self {
+            seq: p.seq,
+            run_id: p.run_id.clone(),
+            kind,
+            tampering: p.is_tampering(),
+            column: column.map(|d| d.column.clone()),
+            stored: column.map(|d| d.stored.clone()),
+            signed: column.map(|d| d.signed.clone()),
+            table,
+            message: p.to_string(),
+        }
+    }
+}
+
+/// The outcomes, dismissals and overrides the gate cannot vouch for, each
+/// a problem at the row of the run it is about.
+fn event_problems(
+    ledger: &Ledger,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+    seqs: &HashMap<&str, u64>,
+) -> Result<Vec<ledger::Problem>, GateError> {
+    let problem =
+        |table: &str, run_id: &str, at: &chrono::DateTime<chrono::Utc>, why| ledger::Problem {
+            seq: seqs.get(run_id).copied(),
+            run_id: Some(run_id.to_owned()),
+            kind: ledger::ProblemKind::EventUnvouched {
+                table: table.to_owned(),
+                recorded_at: at.to_rfc3339(),
+                why,
+            },
+        };
+    let mut out = Vec::new();
+    for o in ledger.all_outcomes()? {
+        if let Err(why) = ledger::vouch(&o, trusted) {
+            out.push(problem("outcome", &o.run_id, &o.recorded_at, why));
+        }
+    }
+    for d in ledger.dismissals(None)? {
+        if let Err(why) = ledger::vouch(&d, trusted) {
+            out.push(problem("dismissal", &d.run_id, &d.recorded_at, why));
+        }
+    }
+    for o in ledger.overrides(None)? {
+        if let Err(why) = vouch::override_vouched(&o, store, trusted) {
+            let why = ledger::Unvouched::Unreadable(why);
+            out.push(problem("override", &o.run_id, &o.recorded_at, why));
+        }
+    }
+    out.sort_by_key(|p| p.seq);
+    Ok(out)
 }
 
 /// `gate ledger import [BUNDLE]`: appends bundles that have no row yet —

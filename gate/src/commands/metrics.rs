@@ -16,7 +16,11 @@ pub(crate) fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError
     if let Some(why) = &none_yet {
         output::stderr(&format!("gate: {why}"));
     }
-    let card = Scorecard::build(&ledger.ledger, &ReportScope::default())?;
+    let card = Scorecard::build(
+        &ledger.ledger,
+        &ReportScope::default(),
+        &super::report::report_keys(ctx),
+    )?;
     let text = prometheus::render(&card);
     match &args.output {
         Some(path) => {

@@ -1,6 +1,6 @@
 //! `gate outcome`: what happened after a run's decision.
 
-use gate_evidence::ledger::OutcomeEntry;
+use gate_evidence::ledger::{self, OutcomeEntry};
 
 use crate::attest;
 use crate::cli::OutcomeArgs;
@@ -10,17 +10,21 @@ use crate::exit;
 use crate::output;
 
 /// `gate outcome RUN (--broken|--fine) [--reason T] [--source T]`: appends
-/// an outcome; earlier ones stay as history and the latest counts.
+/// an outcome, signed by the gate's key (the report counts no outcome it
+/// cannot vouch for); earlier ones stay as history and the latest counts.
 pub(crate) fn record(ctx: &Context, args: &OutcomeArgs) -> Result<u8, GateError> {
     let mut ledger = attest::open_existing_ledger(ctx)?;
     let run = ledger.resolve(&args.run)?.entry;
-    let outcome = OutcomeEntry {
+    let (key, _) = attest::signing_key(ctx)?;
+    let unsigned = OutcomeEntry {
         run_id: run.run_id.clone(),
         broken: args.broken,
         reason: args.reason.clone().filter(|r| !r.trim().is_empty()),
         source: args.source.clone().filter(|s| !s.trim().is_empty()),
         recorded_at: chrono::Utc::now(),
+        envelope: None,
     };
+    let outcome = ledger::seal(&unsigned, &key);
     ledger.add_outcome(&outcome)?;
     let history = ledger.outcomes(&run.run_id)?.len();
     let what = if args.broken { "broken" } else { "fine" };

@@ -64,6 +64,16 @@ pub(crate) struct Readable {
 }
 
 /// `gate report [--html F] [--format human|json] [--since DATE] [--spec ID]`.
+/// The keys the report vouches for outcomes and dismissals with: the
+/// state directory's (or the signing key's) public key; none when there is
+/// none, and then nothing recorded after a decision counts.
+pub(crate) fn report_keys(ctx: &Context) -> Vec<gate_evidence::PublicKey> {
+    attest::trusted_keys(ctx, &[]).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "no key to vouch for outcomes and dismissals with");
+        Vec::new()
+    })
+}
+
 pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
     let scope = ReportScope {
         spec_id: args.spec.clone(),
@@ -78,7 +88,7 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
         output::stderr(&format!("gate: {why}"));
     }
     let started = std::time::Instant::now();
-    let card = Scorecard::build(&ledger.ledger, &scope)?;
+    let card = Scorecard::build(&ledger.ledger, &scope, &report_keys(ctx))?;
     tracing::info!(
         runs = card.total.runs,
         elapsed_ms = started.elapsed().as_millis(),

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use gate_evidence::ledger::{Dismissal, OverrideEntry};
+use gate_evidence::ledger::{self, Dismissal, OverrideEntry};
 use gate_evidence::store::BundleRef;
 use gate_evidence::{Statement, Subject, bundle};
 use serde_json::json;
@@ -16,8 +16,7 @@ use crate::output;
 use crate::predicate::Predicate;
 use crate::record::{RunRecord, Verdict};
 
-/// The predicate type of an override bundle, versioned.
-pub(crate) const OVERRIDE_PREDICATE_TYPE: &str = "https://gate.dev/attestation/override/v1";
+pub(crate) use crate::predicate::OVERRIDE_PREDICATE_TYPE;
 
 /// A run from the ledger, its bundle verified.
 struct Loaded {
@@ -107,14 +106,18 @@ pub(crate) fn dismiss(
         .find(|s| s.name == f.file)
         .map(|s| s.digest.blake3.clone());
     let mut ledger = attest::open_existing_ledger(ctx)?;
-    ledger.add_dismissal(&Dismissal {
+    // Signed: a dismissal the gate cannot vouch for quiets nothing.
+    let (key, _) = attest::signing_key(ctx)?;
+    let dismissal = Dismissal {
         run_id: loaded.record.run_id.clone(),
         spec_id: loaded.record.spec_id.clone(),
         finding_id: f.id.clone(),
         reason: reason.to_owned(),
         code_digest,
         recorded_at: chrono::Utc::now(),
-    })?;
+        envelope: None,
+    };
+    ledger.add_dismissal(&ledger::seal(&dismissal, &key))?;
     output::stdout(&format!(
         "dismissed {} ({}: {}) in `{}`; it stays quiet until {} changes\n",
         f.id, f.role, f.title, loaded.record.spec_id, f.file

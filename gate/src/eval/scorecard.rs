@@ -27,8 +27,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use gate_evidence::Ledger;
-use gate_evidence::ledger::{LedgerError, OutcomeState, ReportScope, RoleFacts, RunFacts};
+use gate_evidence::ledger::{self, LedgerError, OutcomeState, ReportScope, RoleFacts, RunFacts};
+use gate_evidence::{Ledger, PublicKey};
+use rayon::prelude::*;
 
 use super::stats::{self, Interval, Spread};
 
@@ -596,7 +597,11 @@ impl WeeklyGroups {
 
 impl Scorecard {
     /// Builds the scorecard of the runs in `scope`.
-    pub(crate) fn build(ledger: &Ledger, scope: &ReportScope) -> Result<Self, LedgerError> {
+    pub(crate) fn build(
+        ledger: &Ledger,
+        scope: &ReportScope,
+        trusted: &[PublicKey],
+    ) -> Result<Self, LedgerError> {
         let max_seq = usize::try_from(ledger.max_seq()?).unwrap_or(usize::MAX - 1);
         let mut pass = Pass {
             states: vec![RunState::default(); max_seq.saturating_add(1)],
@@ -609,7 +614,7 @@ impl Scorecard {
                 "scorecard: {what}"
             );
         };
-        for o in ledger.outcome_states()? {
+        for o in vouched_outcomes(ledger.outcome_states()?, trusted) {
             if let Some(st) = usize::try_from(o.seq)
                 .ok()
                 .and_then(|i| pass.states.get_mut(i))
@@ -674,7 +679,7 @@ impl Scorecard {
 
         lap("roles read");
         let mut findings = pass.findings;
-        count_dismissals(ledger, &states, &pass.latest, &mut findings)?;
+        count_dismissals(ledger, &states, &pass.latest, &mut findings, trusted)?;
 
         let week_names = pass.weeks.keys.names.clone();
         let tier_weeks = tier_weeks(&states, &pass.tiers.keys.names, &week_names);
@@ -771,16 +776,60 @@ fn seat_usage(
 
 /// Dismissals: distinct findings per spec, of runs in scope; those against
 /// a spec's latest run are no longer open.
+/// The outcome states with only what the gate signed: a run's latest
+/// outcome that vouches counts (an unsigned or edited later one is passed
+/// over); a run with none that vouches has no outcome. Checked in parallel.
+fn vouched_outcomes(states: Vec<OutcomeState>, trusted: &[PublicKey]) -> Vec<OutcomeState> {
+    let ignored = std::sync::atomic::AtomicUsize::new(0);
+    let out: Vec<OutcomeState> = states
+        .into_par_iter()
+        .map(|mut s| {
+            let vouched = s
+                .outcomes
+                .iter()
+                .rev()
+                .find(|o| {
+                    let ok = ledger::vouch(*o, trusted).is_ok();
+                    if !ok {
+                        ignored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    ok
+                })
+                .map(|o| (o.broken, o.recorded_at));
+            s.latest = vouched;
+            s
+        })
+        .collect();
+    let ignored = ignored.into_inner();
+    if ignored > 0 {
+        tracing::warn!(ignored, "outcomes the gate did not sign are not counted");
+    }
+    out
+}
+
 fn count_dismissals(
     ledger: &Ledger,
     states: &[RunState],
     latest: &[Latest],
     findings: &mut FindingCounts,
+    trusted: &[PublicKey],
 ) -> Result<(), LedgerError> {
     let state_of = |seq: u64| state_at(states, seq);
     let mut dismissed: HashSet<(u32, String)> = HashSet::new();
     let mut dismissed_latest: HashSet<(u32, String)> = HashSet::new();
-    for d in ledger.dismissal_refs()? {
+    let refs = ledger.dismissal_refs()?;
+    let all = refs.len();
+    let refs: Vec<_> = refs
+        .into_par_iter()
+        .filter(|d| ledger::vouch(&d.dismissal, trusted).is_ok())
+        .collect();
+    if refs.len() < all {
+        tracing::warn!(
+            ignored = all - refs.len(),
+            "dismissals the gate did not sign are not counted"
+        );
+    }
+    for d in refs {
         let Some(st) = state_of(d.seq) else { continue };
         if latest.get(st.spec as usize).map(|l| l.seq) == Some(d.seq) {
             dismissed_latest.insert((st.spec, d.finding_id.clone()));
@@ -834,6 +883,15 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+
+    /// The key the tests' outcomes and dismissals are signed with.
+    fn test_key() -> gate_evidence::SigningKey {
+        gate_evidence::SigningKey::from_seed(&[7; 32])
+    }
+
+    fn trusted() -> Vec<PublicKey> {
+        vec![test_key().public_key().clone()]
+    }
     use crate::eval::json::render;
 
     fn at(day: u32, hour: u32) -> DateTime<Utc> {
@@ -1005,13 +1063,17 @@ mod tests {
         for (i, e) in events.iter().enumerate() {
             match *e {
                 Out(run, broken, hour) => l
-                    .add_outcome(&OutcomeEntry {
-                        run_id: run.into(),
-                        broken,
-                        reason: Some(format!("reason {i}")),
-                        source: Some("ci".into()),
-                        recorded_at: at(20, hour),
-                    })
+                    .add_outcome(&ledger::seal(
+                        &OutcomeEntry {
+                            run_id: run.into(),
+                            broken,
+                            reason: Some(format!("reason {i}")),
+                            source: Some("ci".into()),
+                            recorded_at: at(20, hour),
+                            envelope: None,
+                        },
+                        &test_key(),
+                    ))
                     .unwrap(),
                 Override(run, hour) => l
                     .add_override(&OverrideEntry {
@@ -1026,14 +1088,18 @@ mod tests {
                     })
                     .unwrap(),
                 Dismiss(run, finding) => l
-                    .add_dismissal(&Dismissal {
-                        run_id: run.into(),
-                        spec_id: spec_of(run),
-                        finding_id: finding.into(),
-                        reason: "noise".into(),
-                        code_digest: None,
-                        recorded_at: at(20, 1),
-                    })
+                    .add_dismissal(&ledger::seal(
+                        &Dismissal {
+                            run_id: run.into(),
+                            spec_id: spec_of(run),
+                            finding_id: finding.into(),
+                            reason: "noise".into(),
+                            code_digest: None,
+                            recorded_at: at(20, 1),
+                            envelope: None,
+                        },
+                        &test_key(),
+                    ))
                     .unwrap(),
             }
         }
@@ -1284,7 +1350,7 @@ mod tests {
         for (name, runs, events, scope, want) in cases {
             let dir = tempfile::tempdir().unwrap();
             let ledger = ledger_of(dir.path(), &runs, &events);
-            let card = Scorecard::build(&ledger, &scope).unwrap();
+            let card = Scorecard::build(&ledger, &scope, &trusted()).unwrap();
             check(name, &render(&card), &want);
         }
     }
@@ -1318,6 +1384,8 @@ mod tests {
         for (latest, overridden_at, want) in cases {
             let state = OutcomeState {
                 seq: 1,
+                run_id: "r".into(),
+                outcomes: Vec::new(),
                 latest,
                 overridden_at,
             };
@@ -1330,7 +1398,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (runs, events) = mixed();
         let ledger = ledger_of(dir.path(), &runs, &events);
-        let card = Scorecard::build(&ledger, &ReportScope::default()).unwrap();
+        let card = Scorecard::build(&ledger, &ReportScope::default(), &trusted()).unwrap();
         let got: Vec<(&str, Option<&str>, &str)> = card
             .recent_false_passes
             .iter()
@@ -1387,7 +1455,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let runs = vec![run("r", "s", "pass", "light", 3, (None, 0, 0), json!({}))];
         let ledger = ledger_of(dir.path(), &runs, &[]);
-        let mut doc = render(&Scorecard::build(&ledger, &ReportScope::default()).unwrap());
+        let mut doc =
+            render(&Scorecard::build(&ledger, &ReportScope::default(), &trusted()).unwrap());
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(
             keys(&doc),

@@ -215,6 +215,7 @@ pub(crate) fn record() -> RunRecord {
                 },
             ],
             budget: None,
+            breakers_refused: Vec::new(),
         },
         findings: vec![
             finding(

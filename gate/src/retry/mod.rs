@@ -15,7 +15,7 @@ pub mod delta;
 pub mod doom;
 pub mod memory;
 
-use gate_evidence::ledger::{OverrideEntry, RunFilter};
+use gate_evidence::ledger::{self, OverrideEntry, RunFilter};
 use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
 
@@ -26,6 +26,7 @@ use crate::retry::delta::Previous;
 use crate::retry::doom::{DoomLoop, FailingAttempt, Failure};
 use crate::retry::memory::Dismissed;
 use crate::row::RowExtra;
+use crate::vouch;
 
 /// What the ledger says about a spec's series, for the next attempt.
 #[derive(Debug, Clone, Default)]
@@ -63,9 +64,18 @@ pub fn history(
         attempt: 1,
         ..History::default()
     };
+    // Only what the gate signed decides: an unsigned or edited dismissal
+    // suppresses nothing, a planted override lifts nothing.
     h.dismissed = ledger
         .dismissals(Some(spec_id))?
         .into_iter()
+        .filter_map(|d| match ledger::vouch(&d, trusted) {
+            Ok(d) => Some(d),
+            Err(why) => {
+                tracing::warn!(run = %d.run_id, finding = %d.finding_id, %why, "dismissal ignored");
+                None
+            }
+        })
         .map(|d| Dismissed {
             id: d.finding_id,
             code_digest: d.code_digest,
@@ -73,7 +83,17 @@ pub fn history(
             reason: d.reason,
         })
         .collect();
-    h.overrides = ledger.overrides(Some(spec_id))?;
+    h.overrides = ledger
+        .overrides(Some(spec_id))?
+        .into_iter()
+        .filter(|o| match vouch::override_vouched(o, store, trusted) {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::warn!(run = %o.run_id, %why, "override ignored");
+                false
+            }
+        })
+        .collect();
     h.overrides.reverse();
     if new_series {
         return Ok(h);
@@ -85,32 +105,39 @@ pub fn history(
         limit: Some(max_attempts.saturating_add(2)),
         ..RunFilter::default()
     })?;
-    let Some(last) = rows.first() else {
+    // Each row as its bundle signed it, not as its columns say.
+    let signed: Vec<Attempt> = rows
+        .iter()
+        .map(|row| Attempt::of(row, store, trusted))
+        .collect();
+    let Some((last_row, last)) = rows.first().zip(signed.first()) else {
         return Ok(h);
     };
-    if last.entry.verdict == "pass" {
+    if last.verdict == "pass" {
         return Ok(h);
     }
-    let overridden = h.overrides.iter().any(|o| o.run_id == last.entry.run_id);
-    if last.entry.verdict == "escalate" {
+    let overridden = h
+        .overrides
+        .iter()
+        .any(|o| o.run_id == last_row.entry.run_id);
+    if last.verdict == "escalate" {
         if overridden {
             // A human looked and let it through: start over.
             return Ok(h);
         }
-        let doom = RowExtra::read(&last.entry.extra).doom_loop;
-        h.escalated = Some((last.entry.run_id.clone(), doom));
-        h.attempt = last.entry.attempt + 1;
+        h.escalated = Some((last_row.entry.run_id.clone(), last.extra.doom_loop.clone()));
+        h.attempt = last.attempt + 1;
         return Ok(h);
     }
-    h.attempt = last.entry.attempt + 1;
-    let series: Vec<&LedgerRow> = {
+    h.attempt = last.attempt + 1;
+    let series: Vec<&Attempt> = {
         let mut s = Vec::new();
-        for row in &rows {
-            if row.entry.verdict == "pass" {
+        for a in &signed {
+            if a.verdict == "pass" {
                 break;
             }
-            s.push(row);
-            if row.entry.attempt <= 1 {
+            s.push(a);
+            if a.attempt <= 1 {
                 break;
             }
         }
@@ -119,20 +146,50 @@ pub fn history(
     };
     h.failing = series
         .iter()
-        .filter(|r| r.entry.verdict == "fail")
-        .map(|r| FailingAttempt {
-            attempt: r.entry.attempt,
-            failures: RowExtra::read(&r.entry.extra)
-                .failures
-                .into_iter()
-                .collect(),
+        .filter(|a| a.verdict == "fail")
+        .map(|a| FailingAttempt {
+            attempt: a.attempt,
+            failures: a.extra.failures.iter().cloned().collect(),
         })
         .collect();
+    let last = last_row;
     match read_previous(last, store, trusted) {
         Ok(p) => h.previous = Some(p),
         Err(why) => h.previous_unusable = Some(why),
     }
     Ok(h)
+}
+
+/// One earlier attempt as the series reads it: from its verified bundle.
+struct Attempt {
+    verdict: String,
+    attempt: u32,
+    extra: RowExtra,
+}
+
+impl Attempt {
+    /// `row` as its bundle signed it. A row the gate cannot vouch for (its
+    /// bundle unreadable or not verifying, or a column edited) keeps its
+    /// place in the series as a failed attempt with nothing known of it:
+    /// never a pass, never a reason to start over.
+    fn of(row: &LedgerRow, store: &BundleStore, trusted: &[PublicKey]) -> Self {
+        match vouch::row_run(row, store, trusted) {
+            Ok(record) => Self {
+                verdict: record.verdict.as_str().to_owned(),
+                attempt: record.attempt,
+                extra: RowExtra::of(&record),
+            },
+            Err(why) => {
+                tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+                    "a run of the series is not as signed: counted as a failed attempt");
+                Self {
+                    verdict: "fail".to_owned(),
+                    attempt: row.entry.attempt,
+                    extra: RowExtra::default(),
+                }
+            }
+        }
+    }
 }
 
 /// Reads and verifies a run's bundle and the run inside it.

@@ -21,14 +21,21 @@
 //! read-modify-write transaction, so two processes never both win a probe.
 //! A probe is held until an expiry (the prober's own deadline): a run killed
 //! mid-probe does not wedge the breaker half-open.
+//!
+//! Kept in the ledger, a breaker's state is signed by the run that wrote
+//! it. State the gate cannot vouch for (no seal, a seal from an untrusted
+//! key, columns edited after it was signed) is refused: read as a closed
+//! breaker, so the model is called, and named in the run's record
+//! ([`Breakers::refused`]), so an open breaker planted in the database
+//! never turns a review into "unreviewed" unsaid.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use gate_evidence::Ledger;
-use gate_evidence::ledger::BreakerRecord;
+use gate_evidence::ledger::{self, BreakerRecord};
+use gate_evidence::{Ledger, SigningKey};
 
 /// `state` of a closed breaker.
 pub const CLOSED: &str = "closed";
@@ -257,6 +264,7 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
         cooldown_s: 0,
         probe: None,
         updated_at: now,
+        seal: None,
     }
 }
 
@@ -266,6 +274,10 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
 /// key) whose quota or budget ran out, both in memory.
 pub struct Breakers {
     ledger: Option<Arc<Mutex<Ledger>>>,
+    /// Signs what this run writes to the ledger and vouches for what it reads.
+    key: Option<Arc<SigningKey>>,
+    /// Models whose stored state was refused, and why.
+    refused: Arc<Mutex<BTreeMap<String, String>>>,
     memory: Mutex<BTreeMap<String, BreakerRecord>>,
     misconfigured: Mutex<BTreeMap<String, String>>,
     exhausted: Mutex<BTreeMap<String, String>>,
@@ -277,6 +289,8 @@ impl Breakers {
     pub fn in_memory(policy: BreakerPolicy) -> Self {
         Self {
             ledger: None,
+            key: None,
+            refused: Arc::new(Mutex::new(BTreeMap::new())),
             memory: Mutex::new(BTreeMap::new()),
             misconfigured: Mutex::new(BTreeMap::new()),
             exhausted: Mutex::new(BTreeMap::new()),
@@ -284,12 +298,28 @@ impl Breakers {
         }
     }
 
-    /// Breakers kept in `ledger`.
-    pub fn with_ledger(ledger: Ledger, policy: BreakerPolicy) -> Self {
+    /// Breakers kept in `ledger`, their state signed by `key` and read
+    /// only when `key` vouches for it.
+    pub fn with_ledger(ledger: Ledger, policy: BreakerPolicy, key: &SigningKey) -> Self {
+        // The key's own copy for the ledger's thread; a copy that fails
+        // leaves every stored state refused (read as closed), never obeyed.
+        let key = SigningKey::from_pkcs8_pem(&key.to_pkcs8_pem())
+            .inspect_err(|e| tracing::warn!(error = %e, "the signing key could not be copied"))
+            .ok();
         Self {
             ledger: Some(Arc::new(Mutex::new(ledger))),
+            key: key.map(Arc::new),
             ..Self::in_memory(policy)
         }
+    }
+
+    /// The models whose stored state this run refused (not signed by the
+    /// gate, or edited since), each with why: read as closed breakers.
+    pub fn refused(&self) -> Vec<(String, String)> {
+        lock(&self.refused)
+            .iter()
+            .map(|(m, why)| (m.clone(), why.clone()))
+            .collect()
     }
 
     /// The thresholds.
@@ -386,11 +416,20 @@ impl Breakers {
             return Some(out);
         };
         let ledger = Arc::clone(ledger);
+        let (signer, refused) = (self.key.clone(), Arc::clone(&self.refused));
         let key = key.to_owned();
         // SQLite blocks (a busy ledger waits for its lock): off the runtime.
         let done = tokio::task::spawn_blocking(move || {
             let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-            ledger.update_breaker(&key, f)
+            ledger.update_breaker(&key, |current| {
+                let current = current.and_then(|rec| vouched(rec, signer.as_deref(), &refused));
+                let (next, out) = f(current);
+                let next = match (next, signer.as_deref()) {
+                    (Some(rec), Some(signer)) => Some(ledger::seal(&rec, signer)),
+                    (next, _) => next,
+                };
+                (next, out)
+            })
         })
         .await;
         match done {
@@ -403,6 +442,26 @@ impl Breakers {
                 tracing::warn!(error = %e, "the circuit breaker update stopped");
                 None
             }
+        }
+    }
+}
+
+/// `rec` when `signer`'s key vouches for it; else `None` (a closed
+/// breaker), the refusal noted under its model.
+fn vouched(
+    rec: BreakerRecord,
+    signer: Option<&SigningKey>,
+    refused: &Mutex<BTreeMap<String, String>>,
+) -> Option<BreakerRecord> {
+    let trusted = signer.map(|k| k.public_key().clone());
+    match ledger::vouch(&rec, trusted.as_slice()) {
+        Ok(signed) => Some(signed),
+        Err(why) => {
+            tracing::warn!(model = %rec.model, %why, "circuit breaker state refused: read as closed");
+            lock(refused).entry(rec.model.clone()).or_insert_with(|| {
+                format!("its stored state ({}) is not the gate's: {why}", rec.state)
+            });
+            None
         }
     }
 }
@@ -685,7 +744,12 @@ mod tests {
             cooldown_s: 120,
             probe: None,
             updated_at: now - chrono::Duration::seconds(300),
+            seal: None,
         }
+    }
+
+    fn key() -> SigningKey {
+        SigningKey::from_seed(&[3; 32])
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -696,12 +760,18 @@ mod tests {
         let path = dir.path().join("ledger.db");
         let mut seed = Ledger::open(&path).unwrap();
         let now = Utc::now();
-        seed.update_breaker("p/m", |_| (Some(open_record(now)), ()))
-            .unwrap();
+        seed.update_breaker("p/m", |_| {
+            (Some(ledger::seal(&open_record(now), &key())), ())
+        })
+        .unwrap();
         let policy = BreakerPolicy::with_cooldown(120);
         let mut tasks = Vec::new();
         for i in 0..8 {
-            let breakers = Arc::new(Breakers::with_ledger(Ledger::open(&path).unwrap(), policy));
+            let breakers = Arc::new(Breakers::with_ledger(
+                Ledger::open(&path).unwrap(),
+                policy,
+                &key(),
+            ));
             tasks.push(tokio::spawn(async move {
                 let until = Utc::now() + chrono::Duration::seconds(60);
                 breakers.admit("p/m", &format!("run-{i}"), until).await
@@ -726,7 +796,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let policy = BreakerPolicy::with_cooldown(120);
-        let first = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy);
+        let first = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
         let until = Utc::now() + chrono::Duration::seconds(60);
         for _ in 0..3 {
             assert_eq!(first.admit("p/m", "run-1", until).await, Admission::Call);
@@ -738,7 +808,7 @@ mod tests {
         assert!(first.is_open("p/m").await);
         drop(first);
 
-        let second = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy);
+        let second = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
         assert!(second.is_open("p/m").await);
         assert!(matches!(
             second.admit("p/m", "run-2", until).await,
@@ -746,5 +816,62 @@ mod tests {
         ));
         assert_eq!(second.admit("p/n", "run-2", until).await, Admission::Call);
         assert_eq!(second.misconfigured("p/other"), None);
+    }
+
+    /// State written into the ledger by anyone but the gate is refused:
+    /// read as a closed breaker (the model is called), and named.
+    #[tokio::test]
+    async fn a_breaker_state_the_gate_did_not_sign_is_refused_and_named() {
+        let now = Utc::now();
+        let recent_open = BreakerRecord {
+            opened_at: Some(now),
+            updated_at: now,
+            ..open_record(now)
+        };
+        let sealed = ledger::seal(&recent_open, &key());
+        // (what is stored, whether it is obeyed)
+        let cases: Vec<(&str, BreakerRecord, bool)> = vec![
+            ("signed by the gate", sealed.clone(), true),
+            ("planted, unsigned", recent_open.clone(), false),
+            (
+                "signed by another key",
+                ledger::seal(&recent_open, &SigningKey::from_seed(&[9; 32])),
+                false,
+            ),
+            (
+                "signed closed, then edited open",
+                BreakerRecord {
+                    state: OPEN.into(),
+                    ..ledger::seal(
+                        &BreakerRecord {
+                            state: CLOSED.into(),
+                            ..recent_open.clone()
+                        },
+                        &key(),
+                    )
+                },
+                false,
+            ),
+        ];
+        for (what, stored, obeyed) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("ledger.db");
+            let mut seed = Ledger::open(&path).unwrap();
+            seed.update_breaker("p/m", |_| (Some(stored), ())).unwrap();
+            let policy = BreakerPolicy::with_cooldown(120);
+            let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
+            let until = now + chrono::Duration::seconds(60);
+            let admitted = breakers.admit("p/m", "run-1", until).await;
+            assert_eq!(
+                matches!(admitted, Admission::Skip { .. }),
+                obeyed,
+                "{what}: {admitted:?}"
+            );
+            let refused = breakers.refused();
+            assert_eq!(refused.is_empty(), obeyed, "{what}: {refused:?}");
+            if !obeyed {
+                assert_eq!(refused[0].0, "p/m", "{what}");
+            }
+        }
     }
 }

@@ -599,6 +599,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 estimated: estimate,
                 sent: budget.sent(),
             }),
+            breakers_refused: Vec::new(),
         },
         findings,
         dropped: answers.dropped,

@@ -46,6 +46,9 @@ pub(super) struct ReviewStage<'a> {
     pub pages: &'a [rules::design::PageShots],
     /// What no model is sent: the run's secret values and secret shapes.
     pub redactor: &'a Redactor,
+    /// The run's signing key: it seals the breaker states this run writes
+    /// and vouches for those it reads.
+    pub key: &'a gate_evidence::SigningKey,
 }
 
 /// `files` as a model may see them: a secret in one (a `.env`, a URL with
@@ -138,7 +141,7 @@ impl ReviewStage<'_> {
         let fence = Fence::new();
         let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
         let breakers = match attest::open_ledger(self.ctx) {
-            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy),
+            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy, self.key),
             Err(e) => {
                 tracing::warn!(error = %e, "circuit breakers kept for this run only");
                 Breakers::in_memory(breaker_policy)
@@ -148,7 +151,7 @@ impl ReviewStage<'_> {
         // Heartbeat lines come from the event dispatcher; on a terminal, a
         // spinner line shows the same.
         let spinner = output::heartbeat::spinner(watch.clone(), self.ctx);
-        let out = review::run(&ReviewInput {
+        let mut out = review::run(&ReviewInput {
             run_id: self.run_id,
             spec,
             tier: self.tier,
@@ -172,6 +175,11 @@ impl ReviewStage<'_> {
         })
         .await;
         spinner.stop().await;
+        out.record.breakers_refused = breakers
+            .refused()
+            .into_iter()
+            .map(|(model, why)| crate::record::BreakerRefusal { model, why })
+            .collect();
         Ok(out)
     }
 
@@ -289,6 +297,7 @@ pub(super) async fn review_or_skip(
             events,
             pages: &exercised.page_shots,
             redactor: &planned.redactor,
+            key: &setup.key,
         };
         tokio::select! {
             review = stage.run() => review?,
