@@ -15,6 +15,7 @@
 //!   captured output is redacted of.
 //! - [`sandbox`]: the isolation policy every process for the workspace runs
 //!   under, and the one place it becomes a bubblewrap command line.
+//! - [`seccomp`]: the system calls refused inside every sandbox.
 //! - [`netns`]: the process that holds a run's private network namespace.
 //! - [`inside`]: what the gate's executable runs inside that namespace (the
 //!   probes and the browser bridge a [`sandbox::Helper`] asks for).
@@ -34,6 +35,7 @@ pub mod probe;
 pub mod process;
 pub mod sandbox;
 pub mod schedule;
+pub mod seccomp;
 pub mod secrets;
 #[cfg(test)]
 mod testutil;

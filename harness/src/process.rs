@@ -72,8 +72,13 @@ pub async fn run_argv(
     };
     let stdout = Capture::shared(Keep::Head, cap);
     let stderr = Capture::shared(Keep::Tail, cap);
+    let mut command =
+        new_command(launcher, program, args, cwd).map_err(|source| HarnessError::Spawn {
+            command: argv.join(" "),
+            source,
+        })?;
     let mut group = ProcessGroup::spawn(
-        &mut new_command(launcher, program, args, cwd),
+        &mut command,
         &argv.join(" "),
         Arc::clone(&stdout),
         Arc::clone(&stderr),
@@ -329,16 +334,47 @@ pub fn kill_all_groups() {
     clippy::disallowed_methods,
     reason = "the process module is where subprocesses are made, with a process group and capture"
 )]
-fn new_command(launcher: &Launcher, program: &str, args: &[&str], cwd: &Path) -> Command {
+fn new_command(
+    launcher: &Launcher,
+    program: &str,
+    args: &[&str],
+    cwd: &Path,
+) -> std::io::Result<Command> {
+    use command_fds::{CommandFdExt, FdMapping};
     let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-    let (program, args) = launcher.argv(std::ffi::OsStr::new(program), &args, cwd);
-    let mut command = Command::new(program);
+    let argv = launcher.argv(std::ffi::OsStr::new(program), &args, cwd);
+    let mut command = Command::new(argv.program);
     command
-        .args(args)
+        .args(argv.args)
         .env_clear()
         .envs(launcher.env().iter().map(|(k, v)| (k, v)))
         .current_dir(cwd);
-    command
+    if let Some((uid, gid)) = argv.run_as {
+        // The standard library drops the supplementary groups too.
+        command.uid(uid).gid(gid);
+    }
+    if !argv.files.is_empty() {
+        let mut mappings = Vec::new();
+        for (fd, content) in argv.files {
+            mappings.push(FdMapping {
+                parent_fd: unlinked_file(&content)?.into(),
+                child_fd: fd,
+            });
+        }
+        command
+            .fd_mappings(mappings)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+    }
+    Ok(command)
+}
+
+/// A file nobody can open by name, holding `content`, read from its start.
+fn unlinked_file(content: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let mut file = tempfile::tempfile()?;
+    file.write_all(content)?;
+    file.rewind()?;
+    Ok(file)
 }
 
 impl ProcessGroup {
@@ -352,7 +388,12 @@ impl ProcessGroup {
         launcher: &Launcher,
     ) -> Result<Self, HarnessError> {
         let combined = Self::combined(cap, watch_for);
-        let mut command = new_command(launcher, "sh", &["-c", run], cwd);
+        let mut command = new_command(launcher, "sh", &["-c", run], cwd).map_err(|source| {
+            HarnessError::Spawn {
+                command: crate::secrets::redact(run, &[] as &[&str]),
+                source,
+            }
+        })?;
         Self::spawn(&mut command, run, Arc::clone(&combined), combined)
     }
 
@@ -371,7 +412,11 @@ impl ProcessGroup {
             });
         };
         let combined = Self::combined(cap, watch_for);
-        let mut command = new_command(launcher, program, args, cwd);
+        let mut command =
+            new_command(launcher, program, args, cwd).map_err(|source| HarnessError::Spawn {
+                command: argv.join(" "),
+                source,
+            })?;
         Self::spawn(
             &mut command,
             &argv.join(" "),

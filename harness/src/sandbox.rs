@@ -120,12 +120,72 @@ pub struct Home {
     pub read_only: Vec<Bind>,
 }
 
+/// A host path shown inside the sandbox at its own path, read-only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Shown {
+    /// A folder or file, bound read-only.
+    Path(PathBuf),
+    /// A symbolic link the host has at `path` (`/bin` → `usr/bin` on a
+    /// merged `/usr`), made again inside.
+    Link {
+        /// Where the link is.
+        path: PathBuf,
+        /// What it points at, as the host's link says.
+        target: PathBuf,
+    },
+}
+
+/// Who the items run as when the gate runs as root: bubblewrap starts as
+/// root (so it can mount what only root can reach), keeps only the
+/// capabilities that switch identity, and `setpriv` drops to this uid
+/// before the item's command, with no capability left, an empty bounding
+/// set and no new privileges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The run's own uid (never 0).
+    pub uid: u32,
+    /// Its gid.
+    pub gid: u32,
+    /// The `setpriv` executable that drops to it.
+    pub setpriv: PathBuf,
+    /// Files shown over `/etc/passwd` and `/etc/group` that name the uid,
+    /// so tools that look their user up find one.
+    pub accounts: Option<(PathBuf, PathBuf)>,
+}
+
+impl Identity {
+    /// The command that runs the rest of the line as this identity.
+    pub fn drop_args(&self) -> Vec<OsString> {
+        vec![
+            self.setpriv.clone().into_os_string(),
+            format!("--reuid={}", self.uid).into(),
+            format!("--regid={}", self.gid).into(),
+            "--clear-groups".into(),
+            "--inh-caps=-all".into(),
+            "--bounding-set=-all".into(),
+            "--no-new-privs".into(),
+            "--".into(),
+        ]
+    }
+}
+
 /// What a sandboxed process may see and touch: one value, turned into a
 /// bubblewrap command line by [`Sandbox::args`].
+///
+/// The root inside is empty but for what is listed here: the host paths
+/// of `shown`, a minimal `/dev`, a fresh `/proc` with the kernel's
+/// tunables read-only, private `/tmp`, `/var/tmp`, `/run` and `/dev/shm`,
+/// the private home, the writable paths and the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {
     /// The bubblewrap executable.
     pub bwrap: PathBuf,
+    /// Host paths shown read-only at their own path (system folders,
+    /// toolchains, `PATH` folders, `[sandbox] readable`).
+    pub shown: Vec<Shown>,
+    /// Files under `/run` shown read-only in the private `/run` (where
+    /// `/etc/resolv.conf` leads).
+    pub run_files: Vec<PathBuf>,
     /// The workspace: writable, the working directory.
     pub workspace: PathBuf,
     /// Paths inside the workspace that stay read-only.
@@ -138,24 +198,39 @@ pub struct Sandbox {
     pub writable: Vec<PathBuf>,
     /// The host folder shown at `/tmp`: one per run, shared by its items.
     pub tmp: PathBuf,
+    /// The host folder shown at `/var/tmp`: one per run, like `tmp`.
+    pub var_tmp: PathBuf,
     /// The private home, when the gate's user has one.
     pub home: Option<Home>,
     /// The network.
     pub network: Network,
+    /// The identity items run as, when the gate runs as root.
+    pub identity: Option<Identity>,
 }
 
 /// Where a path's content comes from inside the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
+    /// Nothing of the host: the path is not there at all.
+    Absent,
     /// The host's file system, as it is.
     Host,
-    /// A folder of the gate's (the private `/tmp` or `HOME`).
+    /// A folder of the gate's (the private `/tmp` or `HOME`), or one
+    /// made empty inside (`/run`, `/dev`, `/proc`).
     Private,
 }
 
+/// Files of `/proc` that change the whole machine, shown read-only over
+/// the fresh `/proc`: uid 0 writes many tunables by their mode bits alone.
+const PROC_READ_ONLY: [&str; 4] = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
+
+/// Folders made empty inside the sandbox, whatever the host has there.
+const PRIVATE_ROOTS: [&str; 5] = ["/tmp", "/var/tmp", "/run", "/dev", "/proc"];
+
 impl Sandbox {
     /// The bubblewrap arguments that run a command in `cwd` under this
-    /// policy; the command and its arguments follow them.
+    /// policy; [`Sandbox::command_prefix`], then the command and its
+    /// arguments follow them.
     pub fn args(&self, cwd: &Path) -> Vec<OsString> {
         let mut a = Args::default();
         a.flags(&[
@@ -172,34 +247,81 @@ impl Sandbox {
             Network::Host | Network::Join(_) => {}
         }
         a.flags(&["--cap-drop", "ALL"]);
-        a.pair("--ro-bind", Path::new("/"), Path::new("/"));
-        a.one("--dev", Path::new("/dev"));
-        a.one("--proc", Path::new("/proc"));
-        a.pair("--bind", &self.tmp, Path::new("/tmp"));
+        if self.identity.is_some() {
+            // Only what `setpriv` needs to become the run's uid; it drops
+            // these too before the item's command starts.
+            a.flags(&[
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+                "--cap-add",
+                "CAP_SETPCAP",
+            ]);
+        }
+        for shown in &self.shown {
+            match shown {
+                Shown::Path(path) => a.mount("--ro-bind", path, path),
+                Shown::Link { path, target } => a.link(target, path),
+            }
+        }
+        a.made("--dev", Path::new("/dev"), None);
+        a.made("--tmpfs", Path::new("/dev/shm"), Some("1777"));
+        a.made("--proc", Path::new("/proc"), None);
+        for path in PROC_READ_ONLY {
+            a.pair("--ro-bind-try", Path::new(path), Path::new(path));
+        }
+        a.made("--tmpfs", Path::new("/run"), Some("0755"));
+        for file in &self.run_files {
+            a.mount("--ro-bind", file, file);
+        }
+        a.mount("--bind", &self.tmp, Path::new("/tmp"));
+        a.mount("--bind", &self.var_tmp, Path::new("/var/tmp"));
         if let Some(home) = &self.home {
-            a.pair("--bind", &home.source, &home.path);
+            a.mount("--bind", &home.source, &home.path);
             for bind in &home.read_only {
-                a.pair("--ro-bind", &bind.source, &bind.target);
+                a.mount("--ro-bind", &bind.source, &bind.target);
             }
         }
         for dir in &self.writable {
-            a.pair("--bind", dir, dir);
+            a.mount("--bind", dir, dir);
         }
-        a.pair("--bind", &self.workspace, &self.workspace);
+        a.mount("--bind", &self.workspace, &self.workspace);
         for path in &self.read_only {
             a.pair("--ro-bind", path, path);
         }
         for overlay in &self.overlays {
             a.pair("--ro-bind", &overlay.source, &overlay.target);
         }
+        if let Some((passwd, group)) = self.identity.as_ref().and_then(|i| i.accounts.as_ref()) {
+            a.pair("--ro-bind", passwd, Path::new("/etc/passwd"));
+            a.pair("--ro-bind", group, Path::new("/etc/group"));
+        }
+        self.mask_hidden(&mut a);
+        a.one("--remount-ro", Path::new("/"));
+        a.one("--chdir", cwd);
+        a.args
+    }
+
+    /// What runs between bubblewrap and the item's command: the drop to
+    /// the run's identity, when there is one.
+    pub fn command_prefix(&self) -> Vec<OsString> {
+        self.identity
+            .as_ref()
+            .map(Identity::drop_args)
+            .unwrap_or_default()
+    }
+
+    /// Masks each hidden path the sandbox shows from the host.
+    fn mask_hidden(&self, a: &mut Args) {
         for hidden in &self.hidden {
             let inside_another = self
                 .hidden
                 .iter()
                 .any(|h| h.dir && h.path != hidden.path && hidden.path.starts_with(&h.path));
-            if inside_another || self.origin(&hidden.path) == Origin::Private {
-                // Already out of sight: masking it again would fail or
-                // only create it.
+            if inside_another || self.origin(&hidden.path) != Origin::Host {
+                // Out of sight already: masking it would fail or only
+                // create it.
                 continue;
             }
             if hidden.dir {
@@ -209,22 +331,29 @@ impl Sandbox {
                 a.pair("--ro-bind", Path::new("/dev/null"), &hidden.path);
             }
         }
-        a.one("--chdir", cwd);
-        a.flags(&["--"]);
-        a.0
     }
 
     /// Where the content at `path` comes from: the innermost mount that
     /// holds it.
     fn origin(&self, path: &Path) -> Origin {
-        let mut best: (usize, Origin) = (0, Origin::Host);
+        let mut best: (usize, Origin) = (0, Origin::Absent);
         let mut consider = |mount: &Path, origin: Origin| {
             let depth = mount.components().count();
             if path.starts_with(mount) && depth >= best.0 {
                 best = (depth, origin);
             }
         };
-        consider(Path::new("/tmp"), Origin::Private);
+        for shown in &self.shown {
+            if let Shown::Path(p) = shown {
+                consider(p, Origin::Host);
+            }
+        }
+        for private in PRIVATE_ROOTS {
+            consider(Path::new(private), Origin::Private);
+        }
+        for file in &self.run_files {
+            consider(file, Origin::Host);
+        }
         if let Some(home) = &self.home {
             consider(&home.path, Origin::Private);
             for bind in &home.read_only {
@@ -239,24 +368,71 @@ impl Sandbox {
     }
 }
 
-/// A bubblewrap command line being built.
+/// A bubblewrap command line being built, and the folders it has made
+/// inside so far.
 #[derive(Default)]
-struct Args(Vec<OsString>);
+struct Args {
+    args: Vec<OsString>,
+    made: Vec<PathBuf>,
+}
 
 impl Args {
     fn flags(&mut self, flags: &[&str]) {
-        self.0.extend(flags.iter().map(OsString::from));
+        self.args.extend(flags.iter().map(OsString::from));
     }
 
     fn one(&mut self, flag: &str, path: &Path) {
-        self.0.push(flag.into());
-        self.0.push(path.into());
+        self.args.push(flag.into());
+        self.args.push(path.into());
     }
 
     fn pair(&mut self, flag: &str, source: &Path, target: &Path) {
-        self.0.push(flag.into());
-        self.0.push(source.into());
-        self.0.push(target.into());
+        self.args.push(flag.into());
+        self.args.push(source.into());
+        self.args.push(target.into());
+    }
+
+    /// A mount at `target`, after the folders that lead to it: bubblewrap
+    /// would make those itself, but only its own user could enter them,
+    /// and the run's uid must.
+    fn mount(&mut self, flag: &str, source: &Path, target: &Path) {
+        self.parents(target);
+        self.pair(flag, source, target);
+        self.made.push(target.to_path_buf());
+    }
+
+    /// A link at `path`.
+    fn link(&mut self, target: &Path, path: &Path) {
+        self.parents(path);
+        self.pair("--symlink", target, path);
+        self.made.push(path.to_path_buf());
+    }
+
+    /// A file system bubblewrap makes at `path` (`--dev`, `--tmpfs`,
+    /// `--proc`), with `perms` when given.
+    fn made(&mut self, flag: &str, path: &Path, perms: Option<&str>) {
+        self.parents(path);
+        if let Some(perms) = perms {
+            self.flags(&["--perms", perms]);
+        }
+        self.one(flag, path);
+        self.made.push(path.to_path_buf());
+    }
+
+    /// Makes each folder above `path` that nothing made yet, open to all.
+    fn parents(&mut self, path: &Path) {
+        let mut missing: Vec<PathBuf> = path
+            .ancestors()
+            .skip(1)
+            .take_while(|a| a.parent().is_some() && !self.made.iter().any(|m| m == a))
+            .map(Path::to_path_buf)
+            .collect();
+        missing.reverse();
+        for dir in missing {
+            self.flags(&["--perms", "0755"]);
+            self.one("--dir", &dir);
+            self.made.push(dir);
+        }
     }
 }
 
@@ -271,14 +447,39 @@ pub struct Launcher {
 /// Where a launcher's processes run.
 #[derive(Debug, Clone, Default)]
 enum How {
-    /// As they are.
+    /// As they are, as the gate's user.
     #[default]
     Direct,
+    /// Unisolated, as the run's own `(uid, gid)`: the gate runs as root
+    /// and no sandbox can start here.
+    As(u32, u32),
     /// In a sandbox (inside the run's network namespace when its network
     /// says so).
     Sandboxed(Box<Sandbox>),
     /// Only inside the run's network namespace: the gate's own helpers.
     Joined(Namespace),
+}
+
+/// The file descriptor bubblewrap reads its arguments from, so that they
+/// (every hidden path among them) are not its command line, which
+/// `/proc/1/cmdline` shows inside.
+const ARGS_FD: i32 = 3;
+
+/// The file descriptor bubblewrap reads the seccomp filter from.
+const SECCOMP_FD: i32 = 4;
+
+/// How one process is started: the program, its arguments, the files it
+/// gets as extra descriptors, and the identity it runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Argv {
+    /// The program.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Contents the process reads at these descriptors.
+    pub files: Vec<(i32, Vec<u8>)>,
+    /// The `(uid, gid)` to start it as, when not the gate's.
+    pub run_as: Option<(u32, u32)>,
 }
 
 impl Launcher {
@@ -287,6 +488,14 @@ impl Launcher {
         Self {
             env,
             how: How::Direct,
+        }
+    }
+
+    /// Processes get exactly `env` and run unisolated as `uid` and `gid`.
+    pub fn as_user(env: Vec<(OsString, OsString)>, uid: u32, gid: u32) -> Self {
+        Self {
+            env,
+            how: How::As(uid, gid),
         }
     }
 
@@ -302,7 +511,7 @@ impl Launcher {
     pub fn sandbox(&self) -> Option<&Sandbox> {
         match &self.how {
             How::Sandboxed(sandbox) => Some(sandbox),
-            How::Direct | How::Joined(_) => None,
+            How::Direct | How::As(..) | How::Joined(_) => None,
         }
     }
 
@@ -314,7 +523,7 @@ impl Launcher {
                 Network::Host | Network::Private => None,
             },
             How::Joined(namespace) => Some(namespace),
-            How::Direct => None,
+            How::Direct | How::As(..) => None,
         }
     }
 
@@ -333,49 +542,83 @@ impl Launcher {
         &self.env
     }
 
+    /// The uid processes run as when it is not the gate's.
+    pub fn uid(&self) -> Option<u32> {
+        match &self.how {
+            How::As(uid, _) => Some(*uid),
+            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| i.uid),
+            How::Direct | How::Joined(_) => None,
+        }
+    }
+
     /// A new folder for a process to write in, removed when dropped, and its
     /// path as the process sees it: in the sandbox's private `/tmp` when
-    /// there is one, else in the system's temporary folder.
+    /// there is one, else in the system's temporary folder; owned by the
+    /// identity processes run as.
     pub fn temp_dir(&self, prefix: &str) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
         let mut builder = tempfile::Builder::new();
         builder.prefix(prefix);
-        match &self.how {
-            How::Direct | How::Joined(_) => {
+        let (dir, inside) = match &self.how {
+            How::Direct | How::As(..) | How::Joined(_) => {
                 let dir = builder.tempdir()?;
                 let inside = dir.path().to_path_buf();
-                Ok((dir, inside))
+                (dir, inside)
             }
             How::Sandboxed(sandbox) => {
                 let dir = builder.tempdir_in(&sandbox.tmp)?;
                 let name = dir.path().file_name().unwrap_or_default().to_owned();
-                Ok((dir, Path::new("/tmp").join(name)))
+                (dir, Path::new("/tmp").join(name))
             }
+        };
+        let owner = match &self.how {
+            How::As(uid, gid) => Some((*uid, *gid)),
+            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| (i.uid, i.gid)),
+            How::Direct | How::Joined(_) => None,
+        };
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
         }
+        Ok((dir, inside))
     }
 
-    /// The program to start and its arguments, for `program args…` run in `cwd`.
-    pub(crate) fn argv(
-        &self,
-        program: &OsStr,
-        args: &[&OsStr],
-        cwd: &Path,
-    ) -> (OsString, Vec<OsString>) {
+    /// How to start `program args…` in `cwd`.
+    pub(crate) fn argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
         let command =
             std::iter::once(program.to_owned()).chain(args.iter().map(|a| (*a).to_owned()));
+        let plain = |run_as| Argv {
+            program: program.to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            files: Vec::new(),
+            run_as,
+        };
         match &self.how {
-            How::Direct => (
-                program.to_owned(),
-                args.iter().map(|a| (*a).to_owned()).collect(),
-            ),
+            How::Direct => plain(None),
+            How::As(uid, gid) => plain(Some((*uid, *gid))),
             How::Joined(namespace) => {
                 let mut all = namespace.args();
                 all.extend(command);
-                (namespace.nsenter.clone().into_os_string(), all)
+                Argv {
+                    program: namespace.nsenter.clone().into_os_string(),
+                    args: all,
+                    files: Vec::new(),
+                    run_as: None,
+                }
             }
             How::Sandboxed(sandbox) => {
-                let mut all = sandbox.args(cwd);
+                let mut all: Vec<OsString> = vec![
+                    "--args".into(),
+                    ARGS_FD.to_string().into(),
+                    "--seccomp".into(),
+                    SECCOMP_FD.to_string().into(),
+                    "--".into(),
+                ];
+                all.extend(sandbox.command_prefix());
                 all.extend(command);
-                match &sandbox.network {
+                let files = vec![
+                    (ARGS_FD, nul_separated(&sandbox.args(cwd))),
+                    (SECCOMP_FD, crate::seccomp::filter()),
+                ];
+                let (program, args) = match &sandbox.network {
                     Network::Join(namespace) => {
                         let mut joined = namespace.args();
                         joined.push(sandbox.bwrap.clone().into_os_string());
@@ -385,10 +628,27 @@ impl Launcher {
                     Network::Host | Network::Private => {
                         (sandbox.bwrap.clone().into_os_string(), all)
                     }
+                };
+                Argv {
+                    program,
+                    args,
+                    files,
+                    run_as: None,
                 }
             }
         }
     }
+}
+
+/// Arguments as bubblewrap's `--args` reads them: each ended by a NUL.
+fn nul_separated(args: &[OsString]) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for arg in args {
+        out.extend_from_slice(arg.as_bytes());
+        out.push(0);
+    }
+    out
 }
 
 /// The hidden subcommand of the gate's executable that runs a [`Helper`].
@@ -501,15 +761,25 @@ mod tests {
     fn policy() -> Sandbox {
         Sandbox {
             bwrap: "/usr/bin/bwrap".into(),
-            workspace: "/tmp/ws".into(),
-            read_only: vec!["/tmp/ws/.git".into(), "/tmp/ws/gate.toml".into()],
+            shown: vec![
+                Shown::Path("/usr".into()),
+                Shown::Link {
+                    path: "/bin".into(),
+                    target: "usr/bin".into(),
+                },
+                Shown::Path("/etc".into()),
+                Shown::Path("/opt/tools/bin".into()),
+            ],
+            run_files: vec!["/run/systemd/resolve/stub-resolv.conf".into()],
+            workspace: "/srv/ci/ws".into(),
+            read_only: vec!["/srv/ci/ws/.git".into(), "/srv/ci/ws/gate.toml".into()],
             overlays: vec![Overlay {
                 source: "/var/base/e2e.sh".into(),
-                target: "/tmp/ws/scripts/e2e.sh".into(),
+                target: "/srv/ci/ws/scripts/e2e.sh".into(),
             }],
             hidden: vec![
                 Hidden {
-                    path: "/tmp/ws/.gate".into(),
+                    path: "/srv/ci/ws/.gate".into(),
                     dir: true,
                 },
                 Hidden {
@@ -529,12 +799,17 @@ mod tests {
                     dir: false,
                 },
                 Hidden {
-                    path: "/tmp/ws/.gate/ledger.db".into(),
+                    path: "/srv/ci/ws/.gate/ledger.db".into(),
+                    dir: false,
+                },
+                Hidden {
+                    path: "/var/lib/gate/ledger.db".into(),
                     dir: false,
                 },
             ],
             writable: vec!["/cache".into()],
             tmp: "/var/run-tmp".into(),
+            var_tmp: "/var/run-var-tmp".into(),
             home: Some(Home {
                 path: "/root".into(),
                 source: "/var/run-home".into(),
@@ -544,27 +819,111 @@ mod tests {
                 }],
             }),
             network: Network::Host,
+            identity: None,
         }
     }
 
     #[test]
     fn the_policy_becomes_one_command_line_in_mount_order() {
-        let args: Vec<String> = policy()
-            .args(Path::new("/tmp/ws"))
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
-        let line = args.join(" ");
-        let want = "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts \
-             --unshare-cgroup-try --cap-drop ALL --ro-bind / / --dev /dev --proc /proc \
-             --bind /var/run-tmp /tmp --bind /var/run-home /root --ro-bind /root/.rustup /root/.rustup \
-             --bind /cache /cache --bind /tmp/ws /tmp/ws --ro-bind /tmp/ws/.git /tmp/ws/.git \
-             --ro-bind /tmp/ws/gate.toml /tmp/ws/gate.toml \
-             --ro-bind /var/base/e2e.sh /tmp/ws/scripts/e2e.sh \
-             --tmpfs /tmp/ws/.gate --remount-ro /tmp/ws/.gate \
+        // (the run's identity, the command line)
+        let identity = Identity {
+            uid: 1_879_048_193,
+            gid: 1_879_048_193,
+            setpriv: "/usr/bin/setpriv".into(),
+            accounts: Some(("/var/run-passwd".into(), "/var/run-group".into())),
+        };
+        let common = "--ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc \
+             --perms 0755 --dir /opt --perms 0755 --dir /opt/tools \
+             --ro-bind /opt/tools/bin /opt/tools/bin \
+             --dev /dev --perms 1777 --tmpfs /dev/shm --proc /proc \
+             --ro-bind-try /proc/sys /proc/sys --ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger \
+             --ro-bind-try /proc/irq /proc/irq --ro-bind-try /proc/bus /proc/bus \
+             --perms 0755 --tmpfs /run \
+             --perms 0755 --dir /run/systemd --perms 0755 --dir /run/systemd/resolve \
+             --ro-bind /run/systemd/resolve/stub-resolv.conf /run/systemd/resolve/stub-resolv.conf \
+             --bind /var/run-tmp /tmp --perms 0755 --dir /var --bind /var/run-var-tmp /var/tmp \
+             --bind /var/run-home /root --ro-bind /root/.rustup /root/.rustup \
+             --bind /cache /cache \
+             --perms 0755 --dir /srv --perms 0755 --dir /srv/ci --bind /srv/ci/ws /srv/ci/ws \
+             --ro-bind /srv/ci/ws/.git /srv/ci/ws/.git \
+             --ro-bind /srv/ci/ws/gate.toml /srv/ci/ws/gate.toml \
+             --ro-bind /var/base/e2e.sh /srv/ci/ws/scripts/e2e.sh";
+        let masks = "--tmpfs /srv/ci/ws/.gate --remount-ro /srv/ci/ws/.gate \
              --ro-bind /dev/null /root/.rustup/credentials \
-             --ro-bind /dev/null /etc/gate/signing.key --chdir /tmp/ws --";
-        assert_eq!(line, want);
+             --ro-bind /dev/null /etc/gate/signing.key --remount-ro / --chdir /srv/ci/ws";
+        let start = "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts \
+             --unshare-cgroup-try --cap-drop ALL";
+        let cases = [
+            (None, format!("{start} {common} {masks}")),
+            (
+                Some(identity),
+                format!(
+                    "{start} --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP \
+                     {common} --ro-bind /var/run-passwd /etc/passwd \
+                     --ro-bind /var/run-group /etc/group {masks}"
+                ),
+            ),
+        ];
+        for (identity, want) in cases {
+            let mut p = policy();
+            p.identity = identity;
+            let line = strings(&p.args(Path::new("/srv/ci/ws"))).join(" ");
+            let want = want.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(line, want);
+        }
+    }
+
+    #[test]
+    fn the_command_line_reaches_bubblewrap_as_a_file_and_the_item_as_the_runs_uid() {
+        // (the run's identity, what runs between bubblewrap and the command)
+        let cases: [(Option<u32>, &[&str]); 2] = [
+            (None, &[]),
+            (
+                Some(5000),
+                &[
+                    "/usr/bin/setpriv",
+                    "--reuid=5000",
+                    "--regid=5000",
+                    "--clear-groups",
+                    "--inh-caps=-all",
+                    "--bounding-set=-all",
+                    "--no-new-privs",
+                    "--",
+                ],
+            ),
+        ];
+        for (uid, prefix) in cases {
+            let mut p = policy();
+            p.identity = uid.map(|uid| Identity {
+                uid,
+                gid: uid,
+                setpriv: "/usr/bin/setpriv".into(),
+                accounts: None,
+            });
+            let bwrap = p.args(Path::new("/srv/ci/ws"));
+            let l = Launcher::sandboxed(Vec::new(), p);
+            assert_eq!(l.uid(), uid);
+            let argv = l.argv(
+                OsStr::new("sh"),
+                &[OsStr::new("-c")],
+                Path::new("/srv/ci/ws"),
+            );
+            assert_eq!(argv.program, "/usr/bin/bwrap");
+            let mut want = vec!["--args", "3", "--seccomp", "4", "--"];
+            want.extend(prefix);
+            want.extend(["sh", "-c"]);
+            assert_eq!(strings(&argv.args), want, "{uid:?}");
+            // No hidden path is on the command line: they are in the file.
+            assert_eq!(argv.files[0], (3, nul_separated(&bwrap)));
+            assert_eq!(argv.files[1], (4, crate::seccomp::filter()));
+            assert_eq!(argv.run_as, None);
+        }
+        let argv =
+            Launcher::as_user(Vec::new(), 7, 8).argv(OsStr::new("true"), &[], Path::new("/"));
+        assert_eq!(
+            (argv.program.as_os_str(), argv.run_as),
+            (OsStr::new("true"), Some((7, 8)))
+        );
     }
 
     fn namespace(user: bool) -> Namespace {
@@ -593,7 +952,7 @@ mod tests {
         for (network, unshares) in cases {
             let mut p = policy();
             p.network = network.clone();
-            let args = p.args(Path::new("/tmp/ws"));
+            let args = p.args(Path::new("/srv/ci/ws"));
             assert_eq!(
                 args.iter().any(|a| a == "--unshare-net"),
                 unshares,
@@ -623,32 +982,34 @@ mod tests {
         for (user, nsenter) in cases {
             let mut p = policy();
             p.network = Network::Join(namespace(user));
-            let bwrap = strings(&p.args(Path::new("/tmp/ws")));
             let l = Launcher::sandboxed(Vec::new(), p);
-            let (program, args) = l.argv(
+            let argv = l.argv(
                 OsStr::new("sh"),
                 &[OsStr::new("-c"), OsStr::new("true")],
-                Path::new("/tmp/ws"),
+                Path::new("/srv/ci/ws"),
             );
-            assert_eq!(program, "/usr/bin/nsenter");
+            assert_eq!(argv.program, "/usr/bin/nsenter");
             let mut want: Vec<String> = nsenter.iter().map(|a| (*a).to_owned()).collect();
             want.push("/usr/bin/bwrap".to_owned());
-            want.extend(bwrap);
-            want.extend(["sh", "-c", "true"].map(str::to_owned));
-            assert_eq!(strings(&args), want, "user {user}");
+            want.extend(
+                ["--args", "3", "--seccomp", "4", "--", "sh", "-c", "true"].map(str::to_owned),
+            );
+            assert_eq!(strings(&argv.args), want, "user {user}");
+            assert_eq!(argv.files.len(), 2);
 
             // The gate's helpers join the namespace and nothing else.
             let helpers = l.helpers().expect("a joined launcher has helpers");
             assert!(helpers.sandbox().is_none());
-            let (program, args) = helpers.argv(
+            let argv = helpers.argv(
                 OsStr::new("/usr/local/bin/gate"),
                 &[OsStr::new("sandbox-helper")],
-                Path::new("/tmp/ws"),
+                Path::new("/srv/ci/ws"),
             );
-            assert_eq!(program, "/usr/bin/nsenter");
+            assert_eq!(argv.program, "/usr/bin/nsenter");
             let mut want: Vec<String> = nsenter.iter().map(|a| (*a).to_owned()).collect();
             want.extend(["/usr/local/bin/gate", "sandbox-helper"].map(str::to_owned));
-            assert_eq!(strings(&args), want, "user {user}");
+            assert_eq!(strings(&argv.args), want, "user {user}");
+            assert!(argv.files.is_empty());
         }
         // Without the run's namespace the gate's own process reaches the
         // services: no helpers.
@@ -707,9 +1068,13 @@ mod tests {
             ("/root/.ssh", Origin::Private),
             ("/root/.rustup/x", Origin::Host),
             ("/tmp/other", Origin::Private),
-            ("/tmp/ws/.gate", Origin::Host),
+            ("/run/user/0", Origin::Private),
+            ("/srv/ci/ws/.gate", Origin::Host),
             ("/etc/passwd", Origin::Host),
             ("/cache/a", Origin::Host),
+            ("/var/lib/postgresql", Origin::Absent),
+            ("/home/ci/.aws", Origin::Absent),
+            ("/srv/other", Origin::Absent),
         ];
         for (path, origin) in cases {
             assert_eq!(p.origin(Path::new(path)), origin, "{path}");
@@ -719,16 +1084,13 @@ mod tests {
     #[test]
     fn a_launcher_without_a_sandbox_runs_the_program_itself() {
         let l = Launcher::new(vec![("PATH".into(), "/bin".into())]);
-        let (program, args) = l.argv(
+        let argv = l.argv(
             OsStr::new("sh"),
             &[OsStr::new("-c"), OsStr::new("true")],
             Path::new("/w"),
         );
-        assert_eq!(program, "sh");
-        assert_eq!(args, ["-c", "true"]);
-        let l = Launcher::sandboxed(Vec::new(), policy());
-        let (program, args) = l.argv(OsStr::new("sh"), &[OsStr::new("-c")], Path::new("/tmp/ws"));
-        assert_eq!(program, "/usr/bin/bwrap");
-        assert_eq!(args[args.len() - 3..], ["--", "sh", "-c"]);
+        assert_eq!(argv.program, "sh");
+        assert_eq!(argv.args, ["-c", "true"]);
+        assert!(argv.files.is_empty());
     }
 }
