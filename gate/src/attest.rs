@@ -66,17 +66,65 @@ pub(crate) fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
     {
         paths.push(config::from_cwd(Path::new(value.trim())));
     }
-    if let Ok(Location::Sqlite(file)) = ledger_location(ctx) {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut name = file.clone().into_os_string();
-            name.push(suffix);
-            paths.push(PathBuf::from(name));
+    match ledger_location(ctx) {
+        Ok(Location::Sqlite(file)) => paths.extend(beside_ledger(&file, &ctx.workspace)),
+        Ok(postgres) => paths.extend(
+            postgres
+                .tls_files()
+                .into_iter()
+                .map(|f| config::from_cwd(&f)),
+        ),
+        Err(_) => {}
+    }
+    // Credential files the ledger's and the bundle store's clients read.
+    for name in CREDENTIAL_FILE_VARIABLES {
+        if let Some(value) = ctx.env.var(name).filter(|v| !v.is_empty()) {
+            paths.push(config::from_cwd(Path::new(value)));
         }
     }
     if let Target::Dir(dir) = store.target() {
         paths.push(dir.clone());
     }
     paths
+}
+
+/// Variables that name files holding the ledger's or the bundle store's
+/// credentials.
+const CREDENTIAL_FILE_VARIABLES: [&str; 7] = [
+    "PGPASSFILE",
+    "PGSSLKEY",
+    "PGSSLCERT",
+    "PGSSLROOTCERT",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+];
+
+/// A SQLite ledger's file and every file beside it (its journal, its
+/// write-ahead log, the locks a shared ledger is written and its series
+/// held under): a process
+/// that could hold one could stall every other run on it. In the workspace,
+/// only the ledger's own files.
+fn beside_ledger(file: &Path, workspace: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for suffix in ["", "-wal", "-shm", "-journal", "-append", "-series"] {
+        let mut name = file.to_path_buf().into_os_string();
+        name.push(suffix);
+        out.push(PathBuf::from(name));
+    }
+    if let Some(dir) = file.parent()
+        && !dir.starts_with(workspace)
+        && !workspace.starts_with(dir)
+        && let Ok(entries) = std::fs::read_dir(dir)
+    {
+        out.extend(
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    out
 }
 
 /// Whether there can be anything to read: a shared ledger always, a SQLite

@@ -191,7 +191,7 @@ fn compare_criteria(base: &Spec, now: &Spec) -> Vec<(String, String)> {
 }
 
 /// What of `[sandbox]` and `[spec] protected` the change widened: a weaker
-/// mode or a wider network, more writable paths or passed variables, fewer
+/// mode or a wider network, more writable or readable paths or passed variables, fewer
 /// hidden paths or protected globs.
 fn compare_sandbox(base: &Spec, now: &Spec) -> Vec<(String, String)> {
     let (b, n) = (&base.sandbox, &now.sandbox);
@@ -214,6 +214,12 @@ fn compare_sandbox(base: &Spec, now: &Spec) -> Vec<(String, String)> {
         out.push((
             format!("The change makes `{path}` writable to what the gate runs"),
             "[sandbox] writable did not name it at the base.".to_owned(),
+        ));
+    }
+    for path in n.readable.iter().filter(|p| !b.readable.contains(p)) {
+        out.push((
+            format!("The change makes `{path}` readable to what the gate runs"),
+            "[sandbox] readable did not name it at the base.".to_owned(),
         ));
     }
     for name in n.pass_env.iter().filter(|p| !b.pass_env.contains(p)) {
@@ -622,6 +628,7 @@ protected = ["tests/acceptance/**"]
 mode = "required"
 network = "loopback"
 writable = ["~/.cache/a"]
+readable = ["~/.cache/a"]
 hidden = ["/srv/secrets"]
 pass_env = ["A"]
 [[check]]
@@ -740,6 +747,11 @@ expect_default = "fail-to-pass"
                 "writable = [\"~/.cache/a\"]",
                 "writable = [\"~/.cache/a\", \"/opt\"]",
                 "The change makes `/opt` writable to what the gate runs",
+            ),
+            (
+                "readable = [\"~/.cache/a\"]",
+                "readable = [\"~/.cache/a\", \"/srv/data\"]",
+                "The change makes `/srv/data` readable to what the gate runs",
             ),
             (
                 "pass_env = [\"A\"]",

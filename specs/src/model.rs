@@ -757,6 +757,10 @@ pub struct SandboxSection {
     /// with later runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<String>,
+    /// Absolute or `~/` host paths shown read-only, besides the system's
+    /// folders and the toolchains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readable: Vec<String>,
     /// Absolute or `~/` paths made unreachable, besides the built-in list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<String>,

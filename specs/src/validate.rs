@@ -490,7 +490,11 @@ impl Validator {
 
     fn sandbox(&mut self, sandbox: &SandboxSection) {
         let here = key_path!["sandbox"];
-        for (key, paths) in [("writable", &sandbox.writable), ("hidden", &sandbox.hidden)] {
+        for (key, paths) in [
+            ("writable", &sandbox.writable),
+            ("readable", &sandbox.readable),
+            ("hidden", &sandbox.hidden),
+        ] {
             for (k, path) in paths.iter().enumerate() {
                 if let Err(reason) = host_path(path) {
                     let mut at = join(&here, key);
@@ -722,7 +726,7 @@ fn token(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-/// A path of `[sandbox] writable` or `hidden`: absolute or under the home
+/// A path of `[sandbox] writable`, `readable` or `hidden`: absolute or under the home
 /// folder (`~/…`), never the whole file system or the whole home, and
 /// without `..`.
 fn host_path(path: &str) -> Result<(), String> {

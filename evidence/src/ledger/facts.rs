@@ -120,6 +120,38 @@ pub struct RunIsolation {
     /// Why the run was not isolated, or had the host's network when the
     /// spec asked for a private one.
     pub reason: Option<String>,
+    /// Who the items ran as on the host; absent in records made before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<RunIdentity>,
+    /// The gate's own tools the run used, where they were found and their
+    /// digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<RunTool>,
+}
+
+/// Who the items of a run ran as, on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunIdentity {
+    /// The host uid: never 0.
+    pub uid: u32,
+    /// The host gid.
+    pub gid: u32,
+    /// `per_run` (a uid of the run's own, the gate running as root) or
+    /// `gate_user` (the gate's own unprivileged uid, in a user namespace
+    /// of the item's own when sandboxed).
+    pub kind: String,
+}
+
+/// One of the gate's own tools, as a run found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunTool {
+    /// Its name (`bwrap`, `nsenter`, `setpriv`, `git`).
+    pub name: String,
+    /// Where it was found, links resolved.
+    pub path: String,
+    /// The SHA-256 of the file.
+    pub sha256: String,
 }
 
 impl RunIsolation {
@@ -136,6 +168,8 @@ impl Default for RunIsolation {
             kind: "none".to_owned(),
             network: "host".to_owned(),
             reason: Some("not recorded".to_owned()),
+            identity: None,
+            tools: Vec::new(),
         }
     }
 }

@@ -64,6 +64,15 @@ impl Location {
         }
     }
 
+    /// The TLS files a PostgreSQL URL names (`sslrootcert`, `sslcert`,
+    /// `sslkey`); none for SQLite.
+    pub fn tls_files(&self) -> Vec<PathBuf> {
+        match self {
+            Self::Postgres(url) => super::postgres::tls::files(url),
+            Self::Sqlite(_) => Vec::new(),
+        }
+    }
+
     /// True for a shared PostgreSQL ledger.
     pub fn is_postgres(&self) -> bool {
         matches!(self, Self::Postgres(_))

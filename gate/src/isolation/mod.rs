@@ -13,14 +13,19 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gate_evidence::ledger::RunIdentity;
 use gate_harness::netns::Holder;
-use gate_harness::sandbox::{Bind, Hidden, Home, Network, Overlay};
+use gate_harness::sandbox::{Bind, Hidden, Home, Identity, Network, Overlay};
 use gate_harness::{Launcher, Sandbox, process};
 use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 
 use crate::config::Source;
 use crate::errors::GateError;
+use crate::identity::Lease;
 use crate::record::RunIsolation;
+use crate::tools::Tools;
+
+mod shown;
 
 /// Environment variables every process gets when the host has them.
 const PASSED: [&str; 46] = [
@@ -234,125 +239,176 @@ pub(crate) struct Isolation {
     tools_env: Vec<(OsString, OsString)>,
     /// The process that holds the run's network namespace, when it has
     /// one: held until the run ends, when dropping it kills it (before the
-    /// scratch folder goes).
+    /// run's uid gives its files back and the scratch folder goes).
     _holder: Option<Holder>,
-    /// The run's scratch folder (private `/tmp`, `HOME`, base files, a
-    /// copy of the gate's executable), removed when the run ends.
+    /// The uid of the run's own when the gate runs as root: what was
+    /// handed to it goes back when it is dropped.
+    lease: Option<Lease>,
+    /// The run's scratch folder (private `/tmp`, `/var/tmp`, `HOME`, base
+    /// files, a copy of the gate's executable), removed when the run ends.
     scratch: Option<tempfile::TempDir>,
     /// Every path to hide, whether or not it exists yet: what exists is
     /// hidden each time a launcher is made (a ledger file is created after
     /// the run starts).
     candidates: Vec<PathBuf>,
     /// What the run should be told of its sandbox's settings (a `writable`
-    /// path that is not there).
+    /// path that is not there, a `PATH` folder passed over).
     pub warnings: Vec<String>,
 }
 
 /// How long the sandbox probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// What every way of running a run's items starts from: the environment
+/// of the gate's tools, the tools themselves, and the run's uid.
+struct Start {
+    tools_env: Vec<(OsString, OsString)>,
+    tools: Tools,
+    lease: Option<Lease>,
+    warnings: Vec<String>,
+}
+
+impl Start {
+    /// The gate's tools, found once where the items cannot write, and the
+    /// `writable` paths that exist (the items can write those).
+    fn new(setup: &Setup<'_>, host_home: Option<&Path>) -> (Vec<PathBuf>, Self) {
+        let (writable, mut warnings) = writable_paths(&setup.section.writable, host_home);
+        let tools = Tools::resolve(
+            lookup(setup.host_env, "PATH"),
+            &untrusted_roots(setup, &writable),
+        );
+        warnings.extend(tools.warning());
+        // The tools' own `PATH`: only the folders they were found in.
+        let trusted_path = std::env::join_paths(
+            tools
+                .found
+                .iter()
+                .filter_map(|t| Path::new(&t.path).parent().map(Path::to_path_buf))
+                .chain(["/usr/bin", "/bin"].map(PathBuf::from)),
+        )
+        .ok();
+        let start = Self {
+            tools_env: crate::git::environment(trusted_path, None),
+            tools,
+            lease: None,
+            warnings,
+        };
+        (writable, start)
+    }
+}
+
 impl Isolation {
     /// A run without a sandbox: its processes get the allow-listed
-    /// environment all the same.
+    /// environment all the same and, when the gate runs as root, the run's
+    /// own uid with a private home and `/tmp`.
     fn unisolated(
         setup: &Setup<'_>,
-        tools_env: Vec<(OsString, OsString)>,
+        start: Start,
         reason: Option<String>,
-    ) -> Self {
+    ) -> Result<Self, GateError> {
+        let (scratch, private) = match &start.lease {
+            Some(lease) => {
+                let scratch = scratch_folder()?;
+                hand_scratch(scratch.path(), lease.uid())?;
+                let private = (scratch.path().join("home"), scratch.path().join("tmp"));
+                (Some(scratch), Some(private))
+            }
+            None => (None, None),
+        };
         let env = environment(
             setup.host_env,
             &setup.section.pass_env,
             &setup.never_env,
-            None,
-            None,
+            private.as_ref().map(|p| p.0.as_path()),
+            private.as_ref().map(|p| p.1.as_path()),
             None,
         );
-        Self {
+        Ok(Self {
             record: RunIsolation {
                 kind: "none".to_owned(),
                 network: SandboxNetwork::Host.as_str().to_owned(),
                 reason,
+                identity: Some(identity_record(start.lease.as_ref())),
+                tools: start.tools.found,
             },
             env,
             sandbox: None,
-            tools_env,
-            scratch: None,
+            tools_env: start.tools_env,
+            scratch,
             candidates: Vec::new(),
-            warnings: Vec::new(),
+            warnings: start.warnings,
             _holder: None,
-        }
+            lease: start.lease,
+        })
     }
 
     /// Resolves the run's isolation and checks it works here. With `mode =
     /// "required"` a sandbox that cannot start is a configuration error
     /// (exit 2) naming why; with `auto` the run goes on unisolated and says
-    /// so.
+    /// so. The gate run as root takes a uid of the run's own first: the
+    /// items never run as uid 0 (but with `mode = "off"`, the operator's
+    /// explicit choice).
     pub(crate) async fn prepare(setup: Setup<'_>) -> Result<Self, GateError> {
         let mode = effective_mode(setup.floor.0, setup.section.mode);
         let network = setup.section.network.unwrap_or_default();
         let host_home = lookup(setup.host_env, "HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir());
-        let tools_env =
-            crate::git::environment(lookup(setup.host_env, "PATH").map(OsStr::to_owned), None);
-        let unisolated =
-            |reason: Option<String>| Self::unisolated(&setup, tools_env.clone(), reason);
+        let (writable, mut start) = Start::new(&setup, host_home.as_deref());
         if mode == SandboxMode::Off {
-            return Ok(unisolated(Some(format!(
-                "the sandbox is off ({})",
-                if setup.section.mode == Some(SandboxMode::Off) && setup.floor.0 == SandboxMode::Off
-                {
-                    "[sandbox] mode = \"off\"".to_owned()
-                } else {
-                    setup.floor.1.to_string()
-                }
-            ))));
+            let why = off_reason(&setup);
+            return Self::unisolated(&setup, start, Some(why));
         }
-        let refuse = |why: String| -> Result<Self, GateError> {
+        if nix::unistd::geteuid().is_root() {
+            start.lease = Some(Lease::take().map_err(|e| {
+                GateError::Usage(format!(
+                    "the gate runs as root, and what it runs for the workspace must not: \
+                     cannot take a uid of the run's own under {}: {e}",
+                    crate::identity::LEASE_DIR
+                ))
+            })?);
+        }
+        let refuse = |start: Start, why: String| -> Result<Self, GateError> {
             if mode == SandboxMode::Required {
                 Err(GateError::Usage(format!(
                     "the sandbox is required ([sandbox] mode or {}) but cannot run here: {why}",
                     setup.floor.1
                 )))
             } else {
-                Ok(unisolated(Some(why)))
+                Self::unisolated(&setup, start, Some(why))
             }
         };
-        let Some(bwrap) = find_on_path(lookup(setup.host_env, "PATH"), "bwrap") else {
+        let Some(bwrap) = start.tools.path("bwrap") else {
             return refuse(
-                "bubblewrap (`bwrap`) is not installed; install it (Debian and Ubuntu: \
-                 `apt-get install bubblewrap`) to isolate what the gate runs"
+                start,
+                "bubblewrap (`bwrap`) is not installed outside the folders the workspace's \
+                 code can write; install it (Debian and Ubuntu: `apt-get install bubblewrap`) \
+                 to isolate what the gate runs"
                     .to_owned(),
             );
         };
+        let setpriv = start.tools.path("setpriv");
+        if start.lease.is_some() && setpriv.is_none() {
+            return refuse(
+                start,
+                "`setpriv` is not installed (Debian and Ubuntu: `apt-get install util-linux`): \
+                 the gate runs as root and cannot drop the items to a uid of the run's own"
+                    .to_owned(),
+            );
+        }
         let scratch = scratch_folder()?;
-        let (home, cargo_home) = match &host_home {
-            Some(real) => {
-                let (binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
-                (
-                    Some(Home {
-                        path: real.clone(),
-                        source: scratch.path().join("home"),
-                        read_only: binds,
-                    }),
-                    cargo,
-                )
-            }
-            None => (None, None),
-        };
         let candidates = hide_candidates(&setup, host_home.as_deref());
-        let (writable, warnings) = writable_paths(&setup.section.writable, host_home.as_deref());
-        let mut sandbox = Sandbox {
-            bwrap,
-            workspace: setup.workspace.to_path_buf(),
-            read_only: Vec::new(),
-            overlays: Vec::new(),
-            hidden: hidden(&candidates),
-            writable,
-            tmp: scratch.path().join("tmp"),
-            home,
-            network: Network::Host,
-        };
+        let (mut sandbox, cargo_home) =
+            build_sandbox(&setup, bwrap, &scratch, host_home.as_deref(), writable);
+        if let (Some(lease), Some(setpriv)) = (&start.lease, setpriv) {
+            sandbox.identity = Some(own_identity(
+                &sandbox,
+                scratch.path(),
+                lease.uid(),
+                setpriv,
+            )?);
+        }
+        sandbox.hidden = hidden(&candidates);
         let env = environment(
             setup.host_env,
             &setup.section.pass_env,
@@ -361,10 +417,14 @@ impl Isolation {
             Some(Path::new("/tmp")),
             cargo_home.as_deref(),
         );
+        let nsenter = start.tools.path("nsenter");
         let (holder, network_reason, probed) =
-            network_and_probe(&mut sandbox, &setup, network, scratch.path(), &env).await;
+            network_and_probe(&mut sandbox, &setup, network, scratch.path(), &env, nsenter).await;
         if let Err(why) = probed {
-            return refuse(format!("bubblewrap cannot start a sandbox here: {why}"));
+            return refuse(
+                start,
+                format!("bubblewrap cannot start a sandbox here: {why}"),
+            );
         }
         let network_reason = network_reason.map(|why| {
             format!(
@@ -390,15 +450,47 @@ impl Isolation {
                 .as_str()
                 .to_owned(),
                 reason: network_reason,
+                identity: Some(identity_record(start.lease.as_ref())),
+                tools: start.tools.found,
             },
             env,
             sandbox: Some(sandbox),
-            tools_env,
+            tools_env: start.tools_env,
             scratch: Some(scratch),
             candidates,
-            warnings,
+            warnings: start.warnings,
             _holder: holder,
+            lease: start.lease,
         })
+    }
+
+    /// Hands the workspace and the `writable` paths to the run's uid, when
+    /// the items run as one (the gate runs as root), so they can write
+    /// there; everything goes back when the run ends. `.git` and the
+    /// hidden paths stay as they are.
+    pub(crate) fn hand_over_workspace(&mut self, workspace: &Path) -> Result<(), GateError> {
+        let Some(lease) = &mut self.lease else {
+            return Ok(());
+        };
+        let mut skip: Vec<PathBuf> = self
+            .candidates
+            .iter()
+            .flat_map(|c| [Some(c.clone()), c.canonicalize().ok()])
+            .flatten()
+            .collect();
+        skip.push(workspace.join(".git"));
+        let writable = self
+            .sandbox
+            .as_ref()
+            .map(|s| s.writable.clone())
+            .unwrap_or_default();
+        for root in std::iter::once(workspace.to_path_buf()).chain(writable) {
+            lease.give(&root, &skip).map_err(|e| GateError::Workspace {
+                path: root.clone(),
+                reason: format!("cannot hand it to the run's uid {}: {e}", lease.uid()),
+            })?;
+        }
+        Ok(())
     }
 
     /// The launcher of the gate's own tools (`git`): an environment of
@@ -413,6 +505,8 @@ impl Isolation {
                 tools.read_only = vec![sandbox.workspace.clone()];
                 tools.writable.clear();
                 tools.network = Network::Private;
+                // The gate's own: no item's code runs here.
+                tools.identity = None;
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
         }
@@ -422,7 +516,7 @@ impl Isolation {
     /// read-only inside the workspace and each overlay shows its file.
     pub(crate) fn items(&self, read_only: Vec<PathBuf>, overlays: Vec<Overlay>) -> Launcher {
         match &self.sandbox {
-            None => Launcher::new(self.env.clone()),
+            None => self.unsandboxed(),
             Some(sandbox) => {
                 let mut items = sandbox.clone();
                 items.hidden = hidden(&self.candidates);
@@ -433,6 +527,15 @@ impl Isolation {
                 items.overlays = overlays;
                 Launcher::sandboxed(self.env.clone(), items)
             }
+        }
+    }
+
+    /// The items' launcher when no sandbox runs: as the run's uid when
+    /// there is one.
+    fn unsandboxed(&self) -> Launcher {
+        match &self.lease {
+            Some(lease) => Launcher::as_user(self.env.clone(), lease.uid(), lease.uid()),
+            None => Launcher::new(self.env.clone()),
         }
     }
 
@@ -449,18 +552,30 @@ impl Isolation {
                 tools.read_only = vec![objects.to_path_buf()];
                 tools.writable.clear();
                 tools.network = Network::Private;
+                tools.identity = None;
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
         }
     }
 
     /// The launcher of what runs on the base: the items' sandbox, with the
-    /// base's checkout (`root`) as the one writable workspace, a `/tmp` and
-    /// `HOME` of its own under `scratch`, and the change's workspace out of
-    /// sight.
-    pub(crate) fn base_items(&self, root: &Path, scratch: &Path) -> Launcher {
-        match &self.sandbox {
-            None => Launcher::new(self.env.clone()),
+    /// base's checkout (`root`) as the one writable workspace, a `/tmp`,
+    /// `/var/tmp` and `HOME` of its own under `scratch`, and the change's
+    /// workspace out of sight. The checkout and those folders are handed
+    /// to the run's uid, when it has one.
+    pub(crate) fn base_items(&self, root: &Path, scratch: &Path) -> Result<Launcher, String> {
+        if let Some(lease) = &self.lease {
+            for dir in [
+                root.to_path_buf(),
+                scratch.join("tmp"),
+                scratch.join("home"),
+            ] {
+                crate::identity::hand(&dir, lease.uid())
+                    .map_err(|e| format!("cannot hand {} to the run's uid: {e}", dir.display()))?;
+            }
+        }
+        Ok(match &self.sandbox {
+            None => self.unsandboxed(),
             Some(sandbox) => {
                 let mut items = sandbox.clone();
                 let mut candidates = self.candidates.clone();
@@ -470,12 +585,16 @@ impl Isolation {
                 items.read_only = Vec::new();
                 items.overlays = Vec::new();
                 items.tmp = scratch.join("tmp");
+                items.var_tmp = scratch.join("tmp");
                 if let Some(home) = &mut items.home {
                     home.source = scratch.join("home");
+                    if let Some(lease) = &self.lease {
+                        prepare_home(home, lease.uid()).map_err(|e| e.to_string())?;
+                    }
                 }
                 Launcher::sandboxed(self.env.clone(), items)
             }
-        }
+        })
     }
 
     /// A folder of the run's, outside the workspace and out of the items'
@@ -485,9 +604,171 @@ impl Isolation {
     }
 }
 
-/// Starts the process that holds the run's network namespace, with the
-/// items' environment; the error says why there cannot be one here.
-/// The run's scratch folder, with its `tmp`, `home` and `base`.
+/// Why a run with `mode = "off"` is unisolated: the spec's word or the
+/// operator's.
+fn off_reason(setup: &Setup<'_>) -> String {
+    let why = if setup.section.mode == Some(SandboxMode::Off) && setup.floor.0 == SandboxMode::Off {
+        "[sandbox] mode = \"off\"".to_owned()
+    } else {
+        setup.floor.1.to_string()
+    };
+    format!("the sandbox is off ({why})")
+}
+
+/// What the record says of who the items ran as.
+fn identity_record(lease: Option<&Lease>) -> RunIdentity {
+    match lease {
+        Some(lease) => RunIdentity {
+            uid: lease.uid(),
+            gid: lease.uid(),
+            kind: "per_run".to_owned(),
+        },
+        None => RunIdentity {
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            kind: "gate_user".to_owned(),
+        },
+    }
+}
+
+/// The folders the items can write or must not reach, where the gate takes
+/// none of its tools from: the workspace, the state directory and every
+/// secret path, and the `writable` paths.
+fn untrusted_roots(setup: &Setup<'_>, writable: &[PathBuf]) -> Vec<PathBuf> {
+    std::iter::once(setup.workspace.to_path_buf())
+        .chain(setup.secret_paths.iter().cloned())
+        .chain(writable.iter().cloned())
+        .flat_map(|p| [p.canonicalize().ok(), Some(p)])
+        .flatten()
+        .collect()
+}
+
+/// The run's sandbox, before its identity and hidden paths: what it
+/// shows of the host, and its private folders in `scratch`; and the
+/// `CARGO_HOME` items get when cargo's home lies outside the home.
+fn build_sandbox(
+    setup: &Setup<'_>,
+    bwrap: PathBuf,
+    scratch: &tempfile::TempDir,
+    host_home: Option<&Path>,
+    writable: Vec<PathBuf>,
+) -> (Sandbox, Option<PathBuf>) {
+    let readable: Vec<PathBuf> = setup
+        .section
+        .readable
+        .iter()
+        .filter_map(|p| expand(p, host_home))
+        .collect();
+    let mut cargo_home = None;
+    let home = host_home.map(|real| {
+        let (mut binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
+        cargo_home = cargo;
+        binds.extend(shown::in_home(
+            setup.host_env,
+            &readable,
+            real,
+            setup.workspace,
+        ));
+        Home {
+            path: real.to_path_buf(),
+            source: scratch.path().join("home"),
+            read_only: binds,
+        }
+    });
+    let sandbox = Sandbox {
+        bwrap,
+        shown: shown::outside_home(setup.host_env, &readable, host_home, setup.workspace),
+        run_files: shown::run_files(),
+        workspace: setup.workspace.to_path_buf(),
+        read_only: Vec::new(),
+        overlays: Vec::new(),
+        hidden: Vec::new(),
+        writable,
+        tmp: scratch.path().join("tmp"),
+        var_tmp: scratch.path().join("var-tmp"),
+        home,
+        network: Network::Host,
+        identity: None,
+    };
+    (sandbox, cargo_home)
+}
+
+/// The identity the items of `sandbox` run as: the run's `uid`, with its
+/// private folders handed to it and accounts that name it.
+fn own_identity(
+    sandbox: &Sandbox,
+    scratch: &Path,
+    uid: u32,
+    setpriv: PathBuf,
+) -> Result<Identity, GateError> {
+    let why = |e: std::io::Error| {
+        GateError::Usage(format!(
+            "cannot prepare the run's folders for its uid {uid}: {e}"
+        ))
+    };
+    hand_scratch(scratch, uid)?;
+    if let Some(home) = &sandbox.home {
+        prepare_home(home, uid).map_err(why)?;
+    }
+    let home = sandbox
+        .home
+        .as_ref()
+        .map_or_else(|| PathBuf::from("/"), |h| h.path.clone());
+    let accounts = crate::identity::accounts(scratch, uid, &home).map_err(why)?;
+    Ok(Identity {
+        uid,
+        gid: uid,
+        setpriv,
+        accounts: Some(accounts),
+    })
+}
+
+/// Hands the run's private `/tmp`, `/var/tmp` and home to `uid`.
+fn hand_scratch(scratch: &Path, uid: u32) -> Result<(), GateError> {
+    for sub in ["tmp", "var-tmp", "home"] {
+        std::os::unix::fs::chown(scratch.join(sub), Some(uid), Some(uid)).map_err(|e| {
+            GateError::Usage(format!(
+                "cannot hand the run's {sub} folder to its uid {uid}: {e}"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Makes, in the private home's folder, the folders and mount points of
+/// the toolchains it shows, owned by `uid`: bubblewrap would make them as
+/// root, and cargo writes its locks beside the folders it is shown.
+fn prepare_home(home: &Home, uid: u32) -> std::io::Result<()> {
+    for bind in &home.read_only {
+        let Ok(rel) = bind.target.strip_prefix(&home.path) else {
+            continue;
+        };
+        let inside = home.source.join(rel);
+        let mut made = home.source.clone();
+        let parents: Vec<_> = rel
+            .parent()
+            .map(|p| p.components().collect())
+            .unwrap_or_default();
+        for part in parents {
+            made.push(part);
+            if !made.exists() {
+                std::fs::create_dir(&made)?;
+                std::os::unix::fs::chown(&made, Some(uid), Some(uid))?;
+            }
+        }
+        if !inside.exists() {
+            if bind.source.is_dir() {
+                std::fs::create_dir(&inside)?;
+            } else {
+                std::fs::write(&inside, "")?;
+            }
+            std::os::unix::fs::chown(&inside, Some(uid), Some(uid))?;
+        }
+    }
+    Ok(())
+}
+
+/// The run's scratch folder, with its `tmp`, `var-tmp`, `home` and `base`.
 fn scratch_folder() -> Result<tempfile::TempDir, GateError> {
     let why = |e: std::io::Error| {
         GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
@@ -496,7 +777,7 @@ fn scratch_folder() -> Result<tempfile::TempDir, GateError> {
         .prefix("gate-run-")
         .tempdir()
         .map_err(why)?;
-    for sub in ["tmp", "home", "base"] {
+    for sub in ["tmp", "var-tmp", "home", "base"] {
         std::fs::create_dir(scratch.path().join(sub)).map_err(why)?;
     }
     Ok(scratch)
@@ -552,11 +833,12 @@ async fn network_and_probe(
     network: SandboxNetwork,
     scratch: &Path,
     env: &[(OsString, OsString)],
+    nsenter: Option<PathBuf>,
 ) -> (Option<Holder>, Option<String>, Result<(), String>) {
     let mut holder = None;
     let mut network_reason = None;
     if network == SandboxNetwork::Loopback {
-        match start_holder(sandbox, setup.host_env, scratch, env.to_vec()).await {
+        match start_holder(sandbox, nsenter, scratch, env.to_vec()).await {
             Ok(started) => {
                 sandbox.network = Network::Join(started.namespace().clone());
                 holder = Some(started);
@@ -578,13 +860,15 @@ async fn network_and_probe(
     (holder, network_reason, probed)
 }
 
+/// Starts the process that holds the run's network namespace, with the
+/// items' environment; the error says why there cannot be one here.
 async fn start_holder(
     sandbox: &Sandbox,
-    host_env: &[(OsString, OsString)],
+    nsenter: Option<PathBuf>,
     cwd: &Path,
     env: Vec<(OsString, OsString)>,
 ) -> Result<Holder, String> {
-    let Some(nsenter) = find_on_path(lookup(host_env, "PATH"), "nsenter") else {
+    let Some(nsenter) = nsenter else {
         return Err(
             "`nsenter` is not installed (Debian and Ubuntu: `apt-get install \
                     util-linux`)"
@@ -708,16 +992,6 @@ fn lookup<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a OsStr> 
         .find(|(n, _)| n == name)
         .map(|(_, v)| v.as_os_str())
         .filter(|v| !v.is_empty())
-}
-
-/// The first executable `name` on `path`.
-fn find_on_path(path: Option<&OsStr>, name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path?)
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 #[cfg(test)]

@@ -160,6 +160,8 @@ pub(crate) fn record() -> RunRecord {
             kind: "bwrap".to_owned(),
             network: "host".to_owned(),
             reason: None,
+            identity: None,
+            tools: Vec::new(),
         },
         base_runs: None,
         verdict: Verdict::Fail,

@@ -77,7 +77,7 @@ pub(super) async fn load(
         path: ctx.state_dir.clone(),
         reason: format!("cannot create the state directory: {e}"),
     })?;
-    let isolation = Isolation::prepare(isolation::Setup {
+    let mut isolation = Isolation::prepare(isolation::Setup {
         floor: req.sandbox.clone(),
         section: &spec.sandbox,
         workspace: &ctx.workspace,
@@ -86,6 +86,7 @@ pub(super) async fn load(
         host_env: ctx.env.pairs(),
     })
     .await?;
+    isolation.hand_over_workspace(&ctx.workspace)?;
     let git = Git::new(isolation.tools());
     let spec_file =
         crate::change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))

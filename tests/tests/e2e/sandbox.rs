@@ -269,10 +269,15 @@ fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
                     "{case}: {probe} saw a GATE_ variable:\n{text}"
                 );
             }
-            assert!(
-                !saw("state-write").contains("WROTE"),
-                "{case}: the state directory was written"
-            );
+            // A state directory outside the workspace is not there at all
+            // (what a probe writes at its path lands in the run's own
+            // `/var/tmp`); one inside is read-only. `probe` checks the host.
+            if state_in_workspace {
+                assert!(
+                    !saw("state-write").contains("WROTE"),
+                    "{case}: the state directory was written"
+                );
+            }
             // The state directory is there but empty: no ledger, no keys.
             let state = saw("state-read");
             assert!(
@@ -1188,5 +1193,253 @@ fn an_exam_run_as_a_python_module_is_protected() {
             out.stderr
         );
         out.stderr_has("criterion `json` runs no file of the workspace");
+    }
+}
+
+/// The attacks of a `[[check]]` the agent wrote, each writing what it got
+/// into `probe/ID.txt`: check id → command. `{SOCKET}` is a Unix socket a
+/// host daemon listens on, `{OWN}` a file only the gate's user may read,
+/// `{ETC}` a root-only file in a folder the sandbox shows, `{LEDGER}` the
+/// shared SQLite ledger, `{STATE}` and `{KEY}` the gate's state and key.
+const ATTACKS: &[(&str, &str)] = &[
+    (
+        "sysctl",
+        // The value it already has: only whether the write goes through matters.
+        "v=$(cat /proc/sys/kernel/core_pattern); (printf '%s\\n' \"$v\" > /proc/sys/kernel/core_pattern && echo WROTE) > probe/sysctl.txt 2>&1; exit 0",
+    ),
+    ("shadow", "cat /etc/shadow > probe/shadow.txt 2>&1; exit 0"),
+    ("own-file", "cat '{OWN}' > probe/own-file.txt 2>&1; exit 0"),
+    ("etc-file", "cat '{ETC}' > probe/etc-file.txt 2>&1; exit 0"),
+    (
+        "socket",
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{SOCKET}'); print('CONNECTED', s.recv(16))\" > probe/socket.txt 2>&1; exit 0",
+    ),
+    (
+        "ledger-lock",
+        "(exec 9< '{LEDGER}-append' && [ ! -c '{LEDGER}-append' ] && flock -n 9 && echo LOCKED) > probe/ledger-lock.txt 2>&1; exit 0",
+    ),
+    (
+        "keyring",
+        "python3 -c \"import ctypes; l=ctypes.CDLL(None, use_errno=True); r=l.syscall(250, 0, -3, 0); print('keyctl', r, ctypes.get_errno())\" > probe/keyring.txt 2>&1; exit 0",
+    ),
+    (
+        "cmdline",
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done > probe/cmdline.txt 2>/dev/null; exit 0",
+    ),
+    (
+        "uid",
+        "(grep Uid /proc/self/status; cat /proc/self/uid_map) > probe/uid.txt 2>&1; exit 0",
+    ),
+];
+
+/// A fake tool the agent put on `PATH`: it leaves a mark, then does what
+/// the real one would.
+fn fake_tool(env: &TestEnv, name: &str, real: &str) {
+    env.script(
+        &format!(".venv/bin/{name}"),
+        &format!(
+            "#!/bin/sh\ntouch '{}/probe/FAKE-{name}'\nexec {real} \"$@\"\n",
+            env.path().display()
+        ),
+    );
+}
+
+/// The git the test's own `PATH` finds.
+fn real_git() -> String {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .map_or_else(|| "/usr/bin/git".to_owned(), |p| p.display().to_string())
+}
+
+/// A Unix socket a host daemon listens on at `path`; it answers each
+/// connection and notes it.
+fn daemon(path: &Path) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    use std::io::Write as _;
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = stream.write_all(b"hello");
+        }
+    });
+    seen
+}
+
+#[test]
+fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
+    for who in [As::Root, As::Nobody] {
+        for mode in ["auto", "required"] {
+            let case = format!("{who:?}, {mode}");
+            let env = TestEnv::new();
+            // Outside /tmp, which is the run's own anyway.
+            let outside = tempfile::Builder::new()
+                .prefix("gate-attack-")
+                .tempdir_in("/var/tmp")
+                .unwrap();
+            let token = unique_token("attack");
+            let state = outside.path().join("state");
+            let home = outside.path().join("home");
+            std::fs::create_dir_all(&home).unwrap();
+            // A folder the sandbox shows, and files in it only root may read.
+            let etc_dir = PathBuf::from(format!("/etc/gate-attack-{token}"));
+            std::fs::create_dir_all(&etc_dir).unwrap();
+            let etc_file = etc_dir.join("secret");
+            std::fs::write(&etc_file, format!("{token}-etc")).unwrap();
+            std::fs::set_permissions(&etc_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+            // The gate's user's own file, where the sandbox shows nothing.
+            let own = outside.path().join("own");
+            std::fs::write(&own, format!("{token}-own")).unwrap();
+            // A host daemon's socket: in /run as root, beside the state otherwise.
+            let socket_dir = match who {
+                As::Root => PathBuf::from(format!("/run/gate-attack-{token}")),
+                As::Nobody => outside.path().join("run"),
+            };
+            std::fs::create_dir_all(&socket_dir).unwrap();
+            std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let seen = daemon(&socket_dir.join("daemon.sock"));
+            // A shared SQLite ledger in a folder the sandbox shows.
+            let ledger_dir = match who {
+                As::Root => etc_dir.join("ledger"),
+                As::Nobody => outside.path().join("ledger"),
+            };
+            std::fs::create_dir_all(&ledger_dir).unwrap();
+            let ledger = ledger_dir.join("ledger.db");
+            let mut spec =
+                String::from("[spec]\nid = \"attacks\"\n[policy]\nbuiltin_secrets = false\n");
+            for (id, run) in ATTACKS {
+                let run = run
+                    .replace(
+                        "{SOCKET}",
+                        &socket_dir.join("daemon.sock").display().to_string(),
+                    )
+                    .replace("{OWN}", &own.display().to_string())
+                    .replace("{ETC}", &etc_file.display().to_string())
+                    .replace("{LEDGER}", &ledger.display().to_string());
+                let _ = writeln!(spec, "[[check]]\nid = \"{id}\"\nrun = '''{run}'''");
+            }
+            let _ = writeln!(spec, "[sandbox]\nmode = \"{mode}\"");
+            env.write("gate.toml", &spec);
+            std::fs::create_dir_all(env.path().join("probe")).unwrap();
+            fake_tool(&env, "bwrap", "/usr/bin/bwrap");
+            fake_tool(&env, "git", &real_git());
+            let bin_dir = tempfile::tempdir().unwrap();
+            let owned: Vec<&Path> = vec![env.path(), outside.path(), &ledger_dir];
+            if who == As::Nobody {
+                // Only the gate's user may read its file.
+                give_to_nobody(&own);
+            }
+            let run = |bin_dir: &Path| {
+                let mut cmd = gate_as(who, bin_dir, &owned);
+                if who == As::Nobody {
+                    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o600)).unwrap();
+                }
+                let path = format!(
+                    "{}:{}",
+                    env.path().join(".venv/bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                );
+                cmd.args(["verify", "--offline", "--format", "json"])
+                    .current_dir(env.path())
+                    .env("HOME", &home)
+                    .env("PATH", path)
+                    .env("GATE_STATE_DIR", &state)
+                    .env("GATE_LEDGER", &ledger);
+                cmd.output().unwrap()
+            };
+            // The first run makes the ledger's lock file; the second is
+            // the one attacked with it in place.
+            run(bin_dir.path());
+            let out = run(bin_dir.path());
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(0), "{case}\n{stdout}\n{stderr}");
+            let doc: Value = serde_json::from_str(&stdout).unwrap();
+            let isolation = &doc["isolation"];
+            assert_eq!(isolation["kind"], "bwrap", "{case}: {isolation}");
+            let saw = |id: &str| env.read(&format!("probe/{id}.txt"));
+            // (attack, what it must not have got)
+            let blocked: [(&str, &str); 8] = [
+                ("sysctl", "WROTE"),
+                ("shadow", "root:"),
+                ("own-file", &format!("{token}-own")),
+                ("etc-file", &format!("{token}-etc")),
+                ("socket", "CONNECTED"),
+                ("ledger-lock", "LOCKED"),
+                ("cmdline", &state.display().to_string()),
+                ("cmdline", "--ro-bind"),
+            ];
+            for (attack, got) in blocked {
+                let text = saw(attack);
+                assert!(!text.contains(got), "{case}: {attack} got {got}:\n{text}");
+            }
+            assert_eq!(
+                seen.load(std::sync::atomic::Ordering::SeqCst),
+                0,
+                "{case}: the daemon was reached"
+            );
+            // The keyring calls are refused outright.
+            assert!(
+                saw("keyring").contains("keyctl -1 1"),
+                "{case}: {}",
+                saw("keyring")
+            );
+            // Never host uid 0: as root the items are the run's own uid,
+            // with no user namespace between it and the host.
+            let uid = saw("uid");
+            let inside: u32 = uid
+                .split_whitespace()
+                .nth(1)
+                .and_then(|u| u.parse().ok())
+                .unwrap_or_else(|| panic!("{case}: {uid}"));
+            let identity = &isolation["identity"];
+            match who {
+                As::Root => {
+                    assert_ne!(inside, 0, "{case}: {uid}");
+                    assert!(uid.contains("0          0 4294967295"), "{case}: {uid}");
+                    assert_eq!(identity["kind"], "per_run", "{case}: {identity}");
+                    assert_eq!(identity["uid"], inside, "{case}: {identity}");
+                }
+                As::Nobody => {
+                    assert_eq!(inside, NOBODY, "{case}: {uid}");
+                    assert_eq!(identity["kind"], "gate_user", "{case}: {identity}");
+                }
+            }
+            // The fake tools on PATH never ran; the record names the real ones.
+            for name in ["bwrap", "git"] {
+                assert!(
+                    !env.path().join(format!("probe/FAKE-{name}")).exists(),
+                    "{case}: the workspace's {name} ran"
+                );
+                let tool = isolation["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["name"] == name)
+                    .unwrap_or_else(|| panic!("{case}: no {name} in {isolation}"));
+                let at = tool["path"].as_str().unwrap();
+                assert!(
+                    !at.starts_with(&env.path().display().to_string()),
+                    "{case}: {tool}"
+                );
+                assert_eq!(tool["sha256"].as_str().unwrap().len(), 64, "{case}: {tool}");
+            }
+            assert!(stderr.contains("are not looked for in"), "{case}: {stderr}");
+            // Ownership is back as it was.
+            let meta = std::fs::metadata(env.path().join("probe")).unwrap();
+            use std::os::unix::fs::MetadataExt as _;
+            let want = if who == As::Root { 0 } else { NOBODY };
+            assert_eq!(
+                meta.uid(),
+                want,
+                "{case}: the workspace's files stayed the run's"
+            );
+            drop(outside);
+            let _ = std::fs::remove_dir_all(&etc_dir);
+            let _ = std::fs::remove_dir_all(&socket_dir);
+        }
     }
 }

@@ -128,6 +128,22 @@ pub(crate) fn files_relative_to(url: &str, base: &Path) -> String {
     format!("{head}?{}", pairs.join("&"))
 }
 
+/// The files a URL's `sslrootcert`, `sslcert` and `sslkey` name: what no
+/// process the gate starts for the workspace may read.
+pub(crate) fn files(url: &str) -> Vec<std::path::PathBuf> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    params(query)
+        .filter_map(|(_, key, value)| match decode(key).as_deref() {
+            Ok("sslrootcert" | "sslcert" | "sslkey") => decode(value).ok(),
+            _ => None,
+        })
+        .filter(|f| !f.is_empty() && f != "system")
+        .map(std::path::PathBuf::from)
+        .collect()
+}
+
 /// A URL query's parameters as (the pair as written, key, value), both
 /// still percent-encoded; a key without `=` has an empty value.
 fn params(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
