@@ -201,8 +201,7 @@ mod tests {
             (
                 "a doom loop planted",
                 |r| {
-                    r.entry.extra["doom_loop"] =
-                        serde_json::json!({"pattern": "repeat", "detail": "x", "attempts": [1]});
+                    r.entry.extra["doom_loop"] = serde_json::json!({"pattern": "repeat", "attempts": [1], "failing": ["build"], "message": "x"});
                 },
                 &["extra.doom_loop"],
             ),

@@ -126,10 +126,10 @@ pub fn history(
             return Ok(h);
         }
         h.escalated = Some((last_row.entry.run_id.clone(), last.extra.doom_loop.clone()));
-        h.attempt = last.attempt + 1;
+        h.attempt = last.number + 1;
         return Ok(h);
     }
-    h.attempt = last.attempt + 1;
+    h.attempt = last.number + 1;
     let series: Vec<&Attempt> = {
         let mut s = Vec::new();
         for a in &signed {
@@ -137,7 +137,7 @@ pub fn history(
                 break;
             }
             s.push(a);
-            if a.attempt <= 1 {
+            if a.number <= 1 {
                 break;
             }
         }
@@ -148,7 +148,7 @@ pub fn history(
         .iter()
         .filter(|a| a.verdict == "fail")
         .map(|a| FailingAttempt {
-            attempt: a.attempt,
+            attempt: a.number,
             failures: a.extra.failures.iter().cloned().collect(),
         })
         .collect();
@@ -163,7 +163,7 @@ pub fn history(
 /// One earlier attempt as the series reads it: from its verified bundle.
 struct Attempt {
     verdict: String,
-    attempt: u32,
+    number: u32,
     extra: RowExtra,
 }
 
@@ -176,7 +176,7 @@ impl Attempt {
         match vouch::row_run(row, store, trusted) {
             Ok(record) => Self {
                 verdict: record.verdict.as_str().to_owned(),
-                attempt: record.attempt,
+                number: record.attempt,
                 extra: RowExtra::of(&record),
             },
             Err(why) => {
@@ -184,7 +184,7 @@ impl Attempt {
                     "a run of the series is not as signed: counted as a failed attempt");
                 Self {
                     verdict: "fail".to_owned(),
-                    attempt: row.entry.attempt,
+                    number: row.entry.attempt,
                     extra: RowExtra::default(),
                 }
             }

@@ -422,7 +422,7 @@ impl Breakers {
         let done = tokio::task::spawn_blocking(move || {
             let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
             ledger.update_breaker(&key, |current| {
-                let current = current.and_then(|rec| vouched(rec, signer.as_deref(), &refused));
+                let current = current.and_then(|rec| vouched(&rec, signer.as_deref(), &refused));
                 let (next, out) = f(current);
                 let next = match (next, signer.as_deref()) {
                     (Some(rec), Some(signer)) => Some(ledger::seal(&rec, signer)),
@@ -449,12 +449,12 @@ impl Breakers {
 /// `rec` when `signer`'s key vouches for it; else `None` (a closed
 /// breaker), the refusal noted under its model.
 fn vouched(
-    rec: BreakerRecord,
+    rec: &BreakerRecord,
     signer: Option<&SigningKey>,
     refused: &Mutex<BTreeMap<String, String>>,
 ) -> Option<BreakerRecord> {
     let trusted = signer.map(|k| k.public_key().clone());
-    match ledger::vouch(&rec, trusted.as_slice()) {
+    match ledger::vouch(rec, trusted.as_slice()) {
         Ok(signed) => Some(signed),
         Err(why) => {
             tracing::warn!(model = %rec.model, %why, "circuit breaker state refused: read as closed");

@@ -131,6 +131,9 @@ fn bundle_path(env: &TestEnv, id: &str) -> String {
 /// generated directly (no bundle files behind them).
 fn fixture_ledger(env: &TestEnv) {
     let mut ledger = Ledger::open(env.path().join(".gate/ledger.db")).unwrap();
+    // Outcomes count only when the gate's own key signed them.
+    let (key, _) =
+        gate_evidence::SigningKey::load_or_generate(&env.path().join(".gate/keys")).unwrap();
     for r in RUNS {
         let roles: Vec<Value> = r
             .models
@@ -157,12 +160,16 @@ fn fixture_ledger(env: &TestEnv) {
         };
         ledger.append(&entry, r.id.as_bytes()).unwrap();
     }
-    let outcome = |run: &str, broken, reason: &str| OutcomeEntry {
-        run_id: run.into(),
-        broken,
-        reason: Some(reason.into()),
-        source: Some("ci".into()),
-        recorded_at: day(25),
+    let outcome = |run: &str, broken, reason: &str| {
+        let entry = OutcomeEntry {
+            run_id: run.into(),
+            broken,
+            reason: Some(reason.into()),
+            source: Some("ci".into()),
+            recorded_at: day(25),
+            envelope: None,
+        };
+        gate_evidence::ledger::seal(&entry, &key)
     };
     ledger
         .add_outcomes(&[
