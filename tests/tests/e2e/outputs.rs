@@ -557,6 +557,9 @@ fn wire_redactions() -> Vec<(&'static str, &'static str)> {
         (r#""(\w+_s)":( ?)\d+(\.\d+)?"#, r#""$1":$2"[S]""#),
     ];
     all.extend(redactions());
+    // Who the items ran as, and where this machine keeps git.
+    all.push((r#""(uid|gid)":( ?)\d+"#, r#""$1":$2"[ID]""#));
+    all.push((r#""path":( ?)"[^"]*/git""#, r#""path":$1"[GIT]""#));
     // After the run ids and digests those name.
     all.push((r"\b[0-9a-f]{12,40}\b", "[HEX]"));
     all

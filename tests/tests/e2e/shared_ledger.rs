@@ -412,10 +412,14 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
     let fleet = Fleet::with(url, None, None);
     let ws = TestEnv::new();
     // Each check says when it starts (the run has read its series by then)
-    // in a folder outside the workspace.
+    // in a folder outside the workspace, one per run: a run hands its
+    // `writable` paths to a uid of its own while it runs.
     let marks = tempfile::tempdir().unwrap();
+    for id in ["p", "f", "l"] {
+        std::fs::create_dir(marks.path().join(id)).unwrap();
+    }
     let slow = |id: &str, fails: bool| {
-        let mark = marks.path().join(id);
+        let mark = marks.path().join(id).join("started");
         let tail = if fails {
             "; echo broken build; exit 1"
         } else {
@@ -423,7 +427,7 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
         };
         format!(
             "[spec]\nid = \"{id}\"\n[sandbox]\nwritable = [\"{}\"]\n[[check]]\nid = \"build\"\nrun = \"touch {}; sleep 2{tail}\"\n",
-            marks.path().display(),
+            marks.path().join(id).display(),
             mark.display()
         )
     };
@@ -452,7 +456,7 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
     let deadline = Instant::now() + Duration::from_secs(30);
     while ["p", "f", "l"]
         .iter()
-        .any(|id| !marks.path().join(id).exists())
+        .any(|id| !marks.path().join(id).join("started").exists())
     {
         assert!(Instant::now() < deadline, "the runs never started");
         std::thread::sleep(Duration::from_millis(20));
