@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use gate_tests::postgres::{self, Database, Proxy};
 use gate_tests::private_postgres::TlsServer;
 use gate_tests::{RunOutput, TestEnv, gate_command};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::Digest as _;
 
 /// A spec whose one check passes.
@@ -716,4 +716,90 @@ fn a_ledger_over_tls_records_and_a_server_it_cannot_trust_is_named() {
     let out = fleet.gate(&ws, &["runs"]).run();
     out.assert_exit(2);
     out.stderr_has("sslrootcert /nowhere/ca.pem");
+}
+
+/// Runs `sql` on the fleet's ledger database, whichever it is.
+fn tamper(fleet: &Fleet, sql: &str) {
+    match &fleet.db {
+        Some(db) => gate_tests::postgres::execute(&db.url, sql),
+        None => {
+            let conn = rusqlite::Connection::open(&fleet.ledger).unwrap();
+            conn.execute_batch(sql).unwrap();
+        }
+    }
+}
+
+/// Someone who can write the ledger's database edits it into a decision:
+/// a failed run flipped to a pass at a lower tier, and outcomes planted.
+/// `gate ledger verify` names each edit, the series goes on as the signed
+/// rows say, and the report counts no planted outcome.
+#[test]
+fn an_edited_ledger_is_named_by_verify_and_decides_nothing() {
+    let mut fleets = vec![("sqlite", Fleet::sqlite())];
+    if std::env::var_os("GATE_TEST_POSTGRES").is_some() {
+        fleets.push(("postgres", Fleet::postgres()));
+    }
+    for (kind, fleet) in fleets {
+        let ws = TestEnv::new();
+        ws.write("fail.toml", &looping_spec("t", "0"));
+        ws.write("pass.toml", &passing_spec("ok"));
+        fleet
+            .gate(&ws, &["verify", "--spec", "fail.toml"])
+            .run()
+            .assert_exit(1);
+        fleet
+            .gate(&ws, &["verify", "--spec", "pass.toml"])
+            .run()
+            .assert_exit(0);
+        let before = fleet.gate(&ws, &["report", "--format", "json"]).run();
+        before.assert_exit(0);
+        tamper(
+            &fleet,
+            "UPDATE runs SET verdict = 'pass', tier = 'full' WHERE seq = 1;\n\
+             INSERT INTO outcomes (run_id, broken, reason, source, recorded_at) \
+             SELECT run_id, TRUE, 'planted', 'ci', '2026-12-01T00:00:00Z' FROM runs WHERE seq = 2;",
+        );
+        let out = fleet
+            .gate(&ws, &["ledger", "verify", "--format", "json"])
+            .run();
+        out.assert_exit(1);
+        let problems = out.json()["problems"].as_array().unwrap().clone();
+        // (the column edited, what the row says now, what was signed)
+        for (column, stored, signed) in [("verdict", "pass", "fail"), ("tier", "full", "trivial")] {
+            let p = problems
+                .iter()
+                .find(|p| p["column"] == column)
+                .unwrap_or_else(|| panic!("{kind}: the {column} edit is not named: {problems:#?}"));
+            assert_eq!(
+                (&p["seq"], &p["kind"]),
+                (&json!(1), &json!("column_edited")),
+                "{kind}: {p}"
+            );
+            assert!(
+                p["stored"].as_str().unwrap().contains(stored)
+                    && p["signed"].as_str().unwrap().contains(signed),
+                "{kind}: {p}"
+            );
+        }
+        assert!(
+            problems.iter().any(|p| p["kind"] == "event_not_signed"
+                && p["table"] == "outcome"
+                && p["seq"] == 2),
+            "{kind}: the planted outcome is not named: {problems:#?}"
+        );
+        // The series goes on as signed: the flipped run did not end it.
+        let next = fleet
+            .gate(&ws, &["verify", "--spec", "fail.toml", "--format", "json"])
+            .run();
+        next.assert_exit(1);
+        assert_eq!(next.json()["attempt"], 2, "{kind}");
+        // The planted outcome is not counted.
+        let after = fleet.gate(&ws, &["report", "--format", "json"]).run();
+        after.assert_exit(0);
+        assert_eq!(
+            after.json()["false_pass"]["with_outcome"],
+            before.json()["false_pass"]["with_outcome"],
+            "{kind}: a planted outcome was counted"
+        );
+    }
 }
