@@ -1443,3 +1443,65 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
         }
     }
 }
+
+/// A PostgreSQL ledger reached over its Unix socket, with a client key
+/// named in its URL: a check can neither connect to the server's socket
+/// nor read the key, though the key lies in a folder the sandbox shows.
+#[test]
+fn a_postgres_ledgers_socket_and_client_key_are_out_of_a_checks_reach() {
+    // The key is put in /etc, which only root may write (CI runs as root).
+    if std::env::var_os("GATE_TEST_POSTGRES").is_none() || !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let db = gate_tests::postgres::Database::fresh();
+    let socket_dir = db.column("SHOW unix_socket_directories")[0].clone();
+    let port = gate_tests::postgres::port_of(&db.url);
+    let socket = format!("{socket_dir}/.s.PGSQL.{port}");
+    let token = unique_token("pgkey");
+    let key_dir = PathBuf::from(format!("/etc/gate-attack-{token}"));
+    std::fs::create_dir_all(&key_dir).unwrap();
+    let (cert, key) = gate_tests::tls::Ca::new("gate test CA").issue("postgres", &[]);
+    std::fs::write(key_dir.join("client.crt"), cert).unwrap();
+    std::fs::write(key_dir.join("client.key"), &key).unwrap();
+    let dbname = db.url.rsplit('/').next().unwrap().to_owned();
+    let url = format!(
+        "postgres://postgres@localhost/{dbname}?host={socket_dir}&port={port}&sslmode=prefer&sslcert={}&sslkey={}",
+        key_dir.join("client.crt").display(),
+        key_dir.join("client.key").display()
+    );
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.path().join("probe")).unwrap();
+    let checks = [
+        (
+            "socket",
+            format!(
+                "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{socket}'); print('CONNECTED')\" > probe/socket.txt 2>&1; exit 0"
+            ),
+        ),
+        (
+            "sslkey",
+            format!(
+                "cat '{}' > probe/sslkey.txt 2>&1; exit 0",
+                key_dir.join("client.key").display()
+            ),
+        ),
+    ];
+    let mut spec = String::from("[spec]\nid = \"pg\"\n[policy]\nbuiltin_secrets = false\n");
+    for (id, run) in &checks {
+        let _ = writeln!(spec, "[[check]]\nid = \"{id}\"\nrun = '''{run}'''");
+    }
+    env.write("gate.toml", &spec);
+    let out = env
+        .gate(&["verify", "--offline", "--format", "json"])
+        .env("GATE_LEDGER", &url)
+        .run();
+    let _ = std::fs::remove_dir_all(&key_dir);
+    out.assert_exit(0);
+    assert_eq!(out.json()["isolation"]["kind"], "bwrap");
+    // The run reached its ledger over that socket all the same.
+    assert_eq!(db.column("SELECT count(*) FROM runs"), ["1"]);
+    let socket_probe = env.read("probe/socket.txt");
+    assert!(!socket_probe.contains("CONNECTED"), "{socket_probe}");
+    let key_probe = env.read("probe/sslkey.txt");
+    assert!(!key_probe.contains("PRIVATE KEY"), "{key_probe}");
+}
