@@ -784,7 +784,8 @@ fn scratch_folder() -> Result<tempfile::TempDir, GateError> {
 }
 
 /// Every path to hide, whether or not it exists yet: the gate's secrets,
-/// the user's credential files, and what `[sandbox] hidden` adds.
+/// the user's credential files, what `[sandbox] hidden` adds, and the
+/// sockets of the shown folders searched.
 fn hide_candidates(setup: &Setup<'_>, host_home: Option<&Path>) -> Vec<PathBuf> {
     let mut candidates: Vec<PathBuf> = setup.secret_paths.clone();
     if let Some(home) = host_home {
@@ -798,6 +799,13 @@ fn hide_candidates(setup: &Setup<'_>, host_home: Option<&Path>) -> Vec<PathBuf> 
             .iter()
             .filter_map(|p| expand(p, host_home)),
     );
+    let readable: Vec<PathBuf> = setup
+        .section
+        .readable
+        .iter()
+        .filter_map(|p| expand(p, host_home))
+        .collect();
+    candidates.extend(shown::sockets(setup.host_env, &readable));
     candidates
 }
 

@@ -142,6 +142,55 @@ pub(crate) fn in_home(
         .collect()
 }
 
+/// The most entries looked at for sockets under one shown folder.
+const SOCKET_SCAN_LIMIT: usize = 20_000;
+
+/// The Unix sockets in the folders shown that hold configuration or what
+/// the user named (`/etc`, `readable`; the first level of each `PATH`
+/// folder): a read-only mount does not stop `connect()`, so each is
+/// hidden. Program and library folders (`/usr`, `/opt`) are not searched.
+pub(crate) fn sockets(env: &[(OsString, OsString)], readable: &[PathBuf]) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut deep: Vec<PathBuf> = vec![PathBuf::from("/etc")];
+    deep.extend(readable.iter().cloned());
+    let shallow: Vec<PathBuf> = env
+        .iter()
+        .find(|(n, _)| n == "PATH")
+        .map(|(_, v)| std::env::split_paths(v).collect())
+        .unwrap_or_default();
+    let mut found = Vec::new();
+    let mut look = |root: &Path, depth: usize| {
+        let mut todo = vec![(root.to_path_buf(), 0)];
+        let mut seen = 0;
+        while let Some((dir, d)) = todo.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > SOCKET_SCAN_LIMIT {
+                    return;
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_socket() {
+                    found.push(entry.path());
+                } else if kind.is_dir() && d + 1 < depth {
+                    todo.push((entry.path(), d + 1));
+                }
+            }
+        }
+    };
+    for root in &deep {
+        look(root, usize::MAX);
+    }
+    for root in shallow.iter().filter(|p| p.is_absolute()) {
+        look(root, 1);
+    }
+    found
+}
+
 /// The file `/etc/resolv.conf` leads to when it lies in `/run` (as with
 /// systemd-resolved): shown in the private `/run`, so names still resolve.
 pub(crate) fn run_files() -> Vec<PathBuf> {
@@ -213,6 +262,27 @@ mod tests {
                 target: pyenv
             }]
         );
+    }
+
+    #[test]
+    fn sockets_in_named_folders_are_found_to_be_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("data/a/b");
+        let bin = dir.path().join("bin");
+        for d in [&deep, &bin.join("sub")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let _deep = std::os::unix::net::UnixListener::bind(deep.join("d.sock")).unwrap();
+        let _top = std::os::unix::net::UnixListener::bind(bin.join("t.sock")).unwrap();
+        let _below = std::os::unix::net::UnixListener::bind(bin.join("sub/s.sock")).unwrap();
+        std::fs::write(deep.join("plain"), "").unwrap();
+        let env = vec![(os("PATH"), bin.clone().into_os_string())];
+        let mut found = sockets(&env, &[dir.path().join("data")]);
+        found.retain(|p| p.starts_with(dir.path()));
+        found.sort();
+        // (a socket deep in `readable`, one at the top of a PATH folder;
+        // not one below that)
+        assert_eq!(found, [bin.join("t.sock"), deep.join("d.sock")]);
     }
 
     #[test]

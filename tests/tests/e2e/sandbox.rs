@@ -1215,6 +1215,10 @@ const ATTACKS: &[(&str, &str)] = &[
         "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{SOCKET}'); print('CONNECTED', s.recv(16))\" > probe/socket.txt 2>&1; exit 0",
     ),
     (
+        "etc-socket",
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{ETCSOCKET}'); print('CONNECTED', s.recv(16))\" > probe/etc-socket.txt 2>&1; exit 0",
+    ),
+    (
         "ledger-lock",
         "(exec 9< '{LEDGER}-append' && [ ! -c '{LEDGER}-append' ] && flock -n 9 && echo LOCKED) > probe/ledger-lock.txt 2>&1; exit 0",
     ),
@@ -1301,6 +1305,9 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             std::fs::create_dir_all(&socket_dir).unwrap();
             std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
             let seen = daemon(&socket_dir.join("daemon.sock"));
+            // One in a folder the sandbox shows, which a read-only mount
+            // alone would not keep out.
+            let etc_seen = daemon(&etc_dir.join("daemon.sock"));
             // A shared SQLite ledger in a folder the sandbox shows.
             let ledger_dir = match who {
                 As::Root => etc_dir.join("ledger"),
@@ -1315,6 +1322,10 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                     .replace(
                         "{SOCKET}",
                         &socket_dir.join("daemon.sock").display().to_string(),
+                    )
+                    .replace(
+                        "{ETCSOCKET}",
+                        &etc_dir.join("daemon.sock").display().to_string(),
                     )
                     .replace("{OWN}", &own.display().to_string())
                     .replace("{ETC}", &etc_file.display().to_string())
@@ -1362,7 +1373,8 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             assert_eq!(isolation["kind"], "bwrap", "{case}: {isolation}");
             let saw = |id: &str| env.read(&format!("probe/{id}.txt"));
             // (attack, what it must not have got)
-            let blocked: [(&str, &str); 8] = [
+            let blocked: [(&str, &str); 9] = [
+                ("etc-socket", "CONNECTED"),
                 ("sysctl", "WROTE"),
                 ("shadow", "root:"),
                 ("own-file", &format!("{token}-own")),
@@ -1376,11 +1388,13 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                 let text = saw(attack);
                 assert!(!text.contains(got), "{case}: {attack} got {got}:\n{text}");
             }
-            assert_eq!(
-                seen.load(std::sync::atomic::Ordering::SeqCst),
-                0,
-                "{case}: the daemon was reached"
-            );
+            for (daemon, seen) in [("/run", &seen), ("/etc", &etc_seen)] {
+                assert_eq!(
+                    seen.load(std::sync::atomic::Ordering::SeqCst),
+                    0,
+                    "{case}: the daemon in {daemon} was reached"
+                );
+            }
             // The keyring calls are refused outright.
             assert!(
                 saw("keyring").contains("keyctl -1 1"),

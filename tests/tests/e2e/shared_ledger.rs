@@ -720,12 +720,11 @@ fn a_ledger_over_tls_records_and_a_server_it_cannot_trust_is_named() {
 
 /// Runs `sql` on the fleet's ledger database, whichever it is.
 fn tamper(fleet: &Fleet, sql: &str) {
-    match &fleet.db {
-        Some(db) => gate_tests::postgres::execute(&db.url, sql),
-        None => {
-            let conn = rusqlite::Connection::open(&fleet.ledger).unwrap();
-            conn.execute_batch(sql).unwrap();
-        }
+    if let Some(db) = &fleet.db {
+        gate_tests::postgres::execute(&db.url, sql);
+    } else {
+        let conn = rusqlite::Connection::open(&fleet.ledger).unwrap();
+        conn.execute_batch(sql).unwrap();
     }
 }
 
