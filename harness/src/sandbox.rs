@@ -248,8 +248,10 @@ impl Sandbox {
         }
         a.flags(&["--cap-drop", "ALL"]);
         if self.identity.is_some() {
-            // Only what `setpriv` needs to become the run's uid; it drops
-            // these too before the item's command starts.
+            // Only what `setpriv` needs to become the run's uid, and what
+            // bubblewrap needs to enter a working directory only that uid
+            // may enter (a workspace made with mode 0700); `setpriv` drops
+            // them all before the item's command starts.
             a.flags(&[
                 "--cap-add",
                 "CAP_SETUID",
@@ -257,6 +259,8 @@ impl Sandbox {
                 "CAP_SETGID",
                 "--cap-add",
                 "CAP_SETPCAP",
+                "--cap-add",
+                "CAP_DAC_READ_SEARCH",
             ]);
         }
         for shown in &self.shown {
@@ -858,7 +862,7 @@ mod tests {
             (
                 Some(identity),
                 format!(
-                    "{start} --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP \
+                    "{start} --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH \
                      {common} --ro-bind /var/run-passwd /etc/passwd \
                      --ro-bind /var/run-group /etc/group {masks}"
                 ),

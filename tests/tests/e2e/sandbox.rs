@@ -1335,6 +1335,9 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             let _ = writeln!(spec, "[sandbox]\nmode = \"{mode}\"");
             env.write("gate.toml", &spec);
             std::fs::create_dir_all(env.path().join("probe")).unwrap();
+            // A workspace only its owner may enter (as `mktemp -d` makes):
+            // the run's uid gets in once it is handed over.
+            std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
             fake_tool(&env, "bwrap", "/usr/bin/bwrap");
             fake_tool(&env, "git", &real_git());
             let bin_dir = tempfile::tempdir().unwrap();
