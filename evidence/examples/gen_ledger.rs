@@ -83,6 +83,8 @@ struct Args {
     outcomes: u64,
     seed: u64,
     bundles: bool,
+    /// A real run to model each bundle's run on (implies `bundles`).
+    template: Option<PathBuf>,
 }
 
 fn parse(args: Vec<String>) -> Result<Args, String> {
@@ -92,6 +94,7 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
         outcomes: 100_000,
         seed: 7,
         bundles: false,
+        template: None,
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -105,12 +108,16 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
             "--outcomes" => out.outcomes = number("--outcomes")?,
             "--seed" => out.seed = number("--seed")?,
             "--bundles" => out.bundles = true,
+            "--template" => {
+                out.bundles = true;
+                out.template = Some(it.next().ok_or("--template needs a file")?.into());
+            }
             _ if out.db.as_os_str().is_empty() && !a.starts_with('-') => out.db = a.into(),
             _ => return Err(format!("unknown argument {a}")),
         }
     }
     if out.db.as_os_str().is_empty() {
-        return Err("usage: gen_ledger DB [--runs N] [--outcomes M] [--seed S] [--bundles]".into());
+        return Err("usage: gen_ledger DB [--runs N] [--outcomes M] [--seed S] [--bundles | --template FILE]".into());
     }
     Ok(out)
 }
@@ -228,6 +235,9 @@ fn run(rng: &mut Rng, i: u64, n: u64, start: DateTime<Utc>) -> RunEntry {
 struct Signed {
     key: SigningKey,
     dir: PathBuf,
+    /// `{"run": …, "row": …}`: a real run's record and its row's tokens,
+    /// cost and facts (`extra`).
+    template: Option<serde_json::Value>,
 }
 
 /// The key derived from the seed; its pair is written beside `DB` as in a
@@ -249,17 +259,46 @@ impl Signed {
         let key = signer(args)?;
         let dir = state.join("bundles");
         std::fs::create_dir_all(&dir)?;
-        Ok(Self { key, dir })
+        let template = match &args.template {
+            Some(path) => Some(serde_json::from_slice(&std::fs::read(path)?)?),
+            None => None,
+        };
+        Ok(Self { key, dir, template })
     }
 
     /// Seals `entry`'s run, writes its bundle and points the row at it.
+    /// With a template, the run is the template's whole run with this
+    /// row's id, spec, attempt, verdict, tier and times, and the row takes
+    /// the template row's tokens, cost and facts: a bundle whose run
+    /// agrees with its row, as `gate ledger verify` checks.
     fn write(&self, entry: &mut RunEntry) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+        let run = match &self.template {
+            Some(t) => {
+                let mut run = t["run"].clone();
+                let ms = (entry.finished_at - entry.started_at).num_milliseconds();
+                run["run_id"] = json!(entry.run_id);
+                run["spec_id"] = json!(entry.spec_id);
+                run["attempt"] = json!(entry.attempt);
+                run["verdict"] = json!(entry.verdict);
+                run["tier"] = json!(entry.tier);
+                run["started_at"] = json!(entry.started_at.to_rfc3339());
+                run["duration_ms"] = json!(ms);
+                let row = &t["row"];
+                entry.input_tokens = row["input_tokens"].as_u64().unwrap_or(0);
+                entry.cached_input_tokens = row["cached_input_tokens"].as_u64().unwrap_or(0);
+                entry.output_tokens = row["output_tokens"].as_u64().unwrap_or(0);
+                entry.cost_usd = row["cost_usd"].as_f64();
+                entry.extra = row["extra"].clone();
+                run
+            }
+            None => json!({
+                "run_id": entry.run_id, "verdict": entry.verdict, "attempt": entry.attempt,
+            }),
+        };
         let statement = Statement::new(
             vec![Subject::from_bytes("gate.toml", entry.spec_id.as_bytes())],
             "https://gate.dev/attestation/run/v1",
-            json!({"format_version": 1, "run": {
-                "run_id": entry.run_id, "verdict": entry.verdict, "attempt": entry.attempt,
-            }}),
+            json!({"format_version": 1, "run": run}),
         );
         let envelope = bundle::seal(&statement, &self.key);
         // A generator needs no durability: plain writes, not bundle::write's
@@ -268,6 +307,27 @@ impl Signed {
         std::fs::write(&path, &envelope)?;
         entry.bundle_path = path.display().to_string();
         Ok(envelope)
+    }
+}
+
+impl Signed {
+    /// Writes an override's own signed bundle, as `gate override` does,
+    /// and points the row at it.
+    fn write_override(&self, entry: &mut OverrideEntry) -> Result<(), Box<dyn std::error::Error>> {
+        let statement = Statement::new(
+            vec![Subject::from_bytes("override", entry.run_id.as_bytes())],
+            "https://gate.dev/attestation/override/v1",
+            json!({"run_id": entry.run_id, "spec_id": entry.spec_id,
+                   "content_digest": entry.content_digest, "reason": entry.reason, "by": entry.by}),
+        );
+        let envelope = bundle::seal(&statement, &self.key);
+        let path = self
+            .dir
+            .join(format!("override-{}.dsse.json", entry.run_id));
+        std::fs::write(&path, &envelope)?;
+        entry.bundle_path = path.display().to_string();
+        entry.bundle_sha256 = bundle::digest(&envelope);
+        Ok(())
     }
 }
 
@@ -356,7 +416,7 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
     }
     ledger.add_outcomes(&outcomes)?;
     for (k, spec) in &failed {
-        ledger.add_override(&OverrideEntry {
+        let mut entry = OverrideEntry {
             run_id: run_id(*k),
             spec_id: spec.clone(),
             reason: "hotfix".into(),
@@ -365,7 +425,11 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             bundle_path: format!("/var/lib/gate/bundles/override-{k}.dsse.json"),
             bundle_sha256: format!("{k:064x}"),
             recorded_at: recorded,
-        })?;
+        };
+        if let Some(signed) = &signed {
+            signed.write_override(&mut entry)?;
+        }
+        ledger.add_override(&entry)?;
     }
     for (k, spec, finding) in &with_findings {
         let dismissal = Dismissal {
