@@ -263,12 +263,23 @@ impl Sandbox {
                 "CAP_DAC_READ_SEARCH",
             ]);
         }
-        for shown in &self.shown {
-            match shown {
-                Shown::Path(path) => a.mount("--ro-bind", path, path),
-                Shown::Link { path, target } => a.link(target, path),
+        // What lies in a folder made private (a `readable` path under
+        // /var/tmp) is shown after that folder is made.
+        let private = |p: &Path| PRIVATE_ROOTS.iter().any(|r| p.starts_with(r));
+        let show = |a: &mut Args, late: bool| {
+            for shown in &self.shown {
+                match shown {
+                    Shown::Path(path) if private(path) == late => {
+                        a.mount("--ro-bind", path, path);
+                    }
+                    Shown::Link { path, target } if private(path) == late => {
+                        a.link(target, path);
+                    }
+                    Shown::Path(_) | Shown::Link { .. } => {}
+                }
             }
-        }
+        };
+        show(&mut a, false);
         a.made("--dev", Path::new("/dev"), None);
         a.made("--tmpfs", Path::new("/dev/shm"), Some("1777"));
         a.made("--proc", Path::new("/proc"), None);
@@ -281,6 +292,7 @@ impl Sandbox {
         }
         a.mount("--bind", &self.tmp, Path::new("/tmp"));
         a.mount("--bind", &self.var_tmp, Path::new("/var/tmp"));
+        show(&mut a, true);
         if let Some(home) = &self.home {
             a.mount("--bind", &home.source, &home.path);
             for bind in &home.read_only {
@@ -305,6 +317,19 @@ impl Sandbox {
         a.one("--remount-ro", Path::new("/"));
         a.one("--chdir", cwd);
         a.args
+    }
+
+    /// This policy without the hidden paths that are gone since it was
+    /// made (a socket removed, a ledger's journal deleted): bubblewrap
+    /// would fail making a mount point in a read-only folder for them.
+    pub fn still_there(&self) -> std::borrow::Cow<'_, Self> {
+        let gone = |h: &Hidden| std::fs::symlink_metadata(&h.path).is_err();
+        if !self.hidden.iter().any(gone) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut present = self.clone();
+        present.hidden.retain(|h| !gone(h));
+        std::borrow::Cow::Owned(present)
     }
 
     /// What runs between bubblewrap and the item's command: the drop to
@@ -619,7 +644,7 @@ impl Launcher {
                 all.extend(sandbox.command_prefix());
                 all.extend(command);
                 let files = vec![
-                    (ARGS_FD, nul_separated(&sandbox.args(cwd))),
+                    (ARGS_FD, nul_separated(&sandbox.still_there().args(cwd))),
                     (SECCOMP_FD, crate::seccomp::filter()),
                 ];
                 let (program, args) = match &sandbox.network {
@@ -904,7 +929,7 @@ mod tests {
                 setpriv: "/usr/bin/setpriv".into(),
                 accounts: None,
             });
-            let bwrap = p.args(Path::new("/srv/ci/ws"));
+            let bwrap = p.still_there().args(Path::new("/srv/ci/ws"));
             let l = Launcher::sandboxed(Vec::new(), p);
             assert_eq!(l.uid(), uid);
             let argv = l.argv(
@@ -1083,6 +1108,31 @@ mod tests {
         for (path, origin) in cases {
             assert_eq!(p.origin(Path::new(path)), origin, "{path}");
         }
+    }
+
+    #[test]
+    fn a_hidden_path_gone_since_the_policy_was_made_is_not_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (kept, gone) = (dir.path().join("kept"), dir.path().join("gone"));
+        std::fs::write(&kept, "").unwrap();
+        let mut p = policy();
+        p.hidden = [&kept, &gone]
+            .into_iter()
+            .map(|path| Hidden {
+                path: path.clone(),
+                dir: false,
+            })
+            .collect();
+        assert!(matches!(p.still_there(), std::borrow::Cow::Owned(_)));
+        let paths: Vec<PathBuf> = p
+            .still_there()
+            .hidden
+            .iter()
+            .map(|h| h.path.clone())
+            .collect();
+        assert_eq!(paths, std::slice::from_ref(&kept));
+        p.hidden.pop();
+        assert!(matches!(p.still_there(), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

@@ -653,12 +653,7 @@ fn build_sandbox(
     host_home: Option<&Path>,
     writable: Vec<PathBuf>,
 ) -> (Sandbox, Option<PathBuf>) {
-    let readable: Vec<PathBuf> = setup
-        .section
-        .readable
-        .iter()
-        .filter_map(|p| expand(p, host_home))
-        .collect();
+    let readable = readable_paths(setup.section, host_home);
     let mut cargo_home = None;
     let home = host_home.map(|real| {
         let (mut binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
@@ -799,14 +794,18 @@ fn hide_candidates(setup: &Setup<'_>, host_home: Option<&Path>) -> Vec<PathBuf> 
             .iter()
             .filter_map(|p| expand(p, host_home)),
     );
-    let readable: Vec<PathBuf> = setup
-        .section
+    let readable = readable_paths(setup.section, host_home);
+    candidates.extend(shown::sockets(setup.host_env, &readable));
+    candidates
+}
+
+/// The host paths `[sandbox] readable` names, expanded.
+fn readable_paths(section: &SandboxSection, host_home: Option<&Path>) -> Vec<PathBuf> {
+    section
         .readable
         .iter()
         .filter_map(|p| expand(p, host_home))
-        .collect();
-    candidates.extend(shown::sockets(setup.host_env, &readable));
-    candidates
+        .collect()
 }
 
 /// The paths `[sandbox] writable` names that exist, and a warning for each

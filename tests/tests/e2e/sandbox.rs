@@ -1215,8 +1215,8 @@ const ATTACKS: &[(&str, &str)] = &[
         "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{SOCKET}'); print('CONNECTED', s.recv(16))\" > probe/socket.txt 2>&1; exit 0",
     ),
     (
-        "etc-socket",
-        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{ETCSOCKET}'); print('CONNECTED', s.recv(16))\" > probe/etc-socket.txt 2>&1; exit 0",
+        "shown-socket",
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{SHOWNSOCKET}'); print('CONNECTED', s.recv(16))\" > probe/shown-socket.txt 2>&1; exit 0",
     ),
     (
         "ledger-lock",
@@ -1305,9 +1305,12 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             std::fs::create_dir_all(&socket_dir).unwrap();
             std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
             let seen = daemon(&socket_dir.join("daemon.sock"));
-            // One in a folder the sandbox shows, which a read-only mount
-            // alone would not keep out.
-            let etc_seen = daemon(&etc_dir.join("daemon.sock"));
+            // One in a folder the sandbox shows (`[sandbox] readable`; /etc
+            // is searched the same way), which a read-only mount alone
+            // would not keep out.
+            let shown_dir = outside.path().join("shown");
+            std::fs::create_dir_all(&shown_dir).unwrap();
+            let shown_seen = daemon(&shown_dir.join("daemon.sock"));
             // A shared SQLite ledger in a folder the sandbox shows.
             let ledger_dir = match who {
                 As::Root => etc_dir.join("ledger"),
@@ -1324,15 +1327,19 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                         &socket_dir.join("daemon.sock").display().to_string(),
                     )
                     .replace(
-                        "{ETCSOCKET}",
-                        &etc_dir.join("daemon.sock").display().to_string(),
+                        "{SHOWNSOCKET}",
+                        &shown_dir.join("daemon.sock").display().to_string(),
                     )
                     .replace("{OWN}", &own.display().to_string())
                     .replace("{ETC}", &etc_file.display().to_string())
                     .replace("{LEDGER}", &ledger.display().to_string());
                 let _ = writeln!(spec, "[[check]]\nid = \"{id}\"\nrun = '''{run}'''");
             }
-            let _ = writeln!(spec, "[sandbox]\nmode = \"{mode}\"");
+            let _ = writeln!(
+                spec,
+                "[sandbox]\nmode = \"{mode}\"\nreadable = [\"{}\"]",
+                shown_dir.display()
+            );
             env.write("gate.toml", &spec);
             std::fs::create_dir_all(env.path().join("probe")).unwrap();
             // A workspace only its owner may enter (as `mktemp -d` makes):
@@ -1377,7 +1384,7 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             let saw = |id: &str| env.read(&format!("probe/{id}.txt"));
             // (attack, what it must not have got)
             let blocked: [(&str, &str); 9] = [
-                ("etc-socket", "CONNECTED"),
+                ("shown-socket", "CONNECTED"),
                 ("sysctl", "WROTE"),
                 ("shadow", "root:"),
                 ("own-file", &format!("{token}-own")),
@@ -1391,7 +1398,7 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                 let text = saw(attack);
                 assert!(!text.contains(got), "{case}: {attack} got {got}:\n{text}");
             }
-            for (daemon, seen) in [("/run", &seen), ("/etc", &etc_seen)] {
+            for (daemon, seen) in [("/run", &seen), ("a shown folder", &shown_seen)] {
                 assert_eq!(
                     seen.load(std::sync::atomic::Ordering::SeqCst),
                     0,
