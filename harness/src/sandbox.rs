@@ -10,12 +10,18 @@
 //! - a PID namespace of its own: the gate and every other process are
 //!   invisible, and whatever the item started dies with it (bubblewrap's
 //!   init is PID 1; when the item's command ends, so does the namespace);
-//! - every capability dropped, root included, and no new privileges, so
-//!   nothing mounted to hide a path can be unmounted;
-//! - the filesystem read-only but for the workspace, the run's private
-//!   `/tmp` and `HOME`, and what the policy makes writable; the paths the
-//!   policy names read-only inside the workspace (`.git`, the spec, the
-//!   gate's other inputs, protected verifiers) stay so;
+//! - every capability dropped and no new privileges, so nothing mounted to
+//!   hide a path can be unmounted; with an [`Identity`] (the gate runs as
+//!   root) the item runs as a uid of the run's own, never host uid 0;
+//! - an allow-listed root: only the host paths the policy shows, read-only,
+//!   a fresh `/proc` with the kernel's tunables read-only, a minimal
+//!   `/dev`, and private `/tmp`, `/var/tmp`, `/run`, `/dev/shm` and `HOME`;
+//!   writable only the workspace, those private folders and what the
+//!   policy makes writable; the paths the policy names read-only inside
+//!   the workspace (`.git`, the spec, the gate's other inputs, protected
+//!   verifiers) stay so;
+//! - a seccomp filter ([`crate::seccomp`]), and bubblewrap's arguments read
+//!   from a file, not its command line;
 //! - hidden paths (the state directory, the signing key's file, credential
 //!   files) replaced by an empty directory or an empty file;
 //! - a new session, so no terminal of the gate's can be reached;
