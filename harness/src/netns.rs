@@ -28,7 +28,7 @@ pub struct Holder {
 
 impl Holder {
     /// Starts the holder with `env` in `cwd`; processes join its namespace
-    /// through `nsenter`, and `helper` runs the gate's [`Helper`]s there.
+    /// through `nsenter`, and `helper` runs the gate's [`Helper`](crate::sandbox::Helper)s there.
     /// The error says why the namespace could not be made.
     pub async fn start(
         bwrap: &Path,

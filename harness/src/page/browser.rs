@@ -5,7 +5,7 @@
 //!
 //! In a run with a network namespace of its own the browser runs inside it,
 //! where the workspace's server is, and its DevTools endpoint listens there:
-//! a [`Bridge`] carries the gate's connection in, through a Unix socket
+//! a `Bridge` carries the gate's connection in, through a Unix socket
 //! (the file system crosses namespaces) and a forwarder inside.
 
 use std::path::{Path, PathBuf};
