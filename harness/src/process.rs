@@ -378,7 +378,7 @@ fn unlinked_file(content: &[u8]) -> std::io::Result<std::fs::File> {
 }
 
 impl ProcessGroup {
-    /// Starts `sh -c <run>` in `cwd`, keeping the last `cap` bytes of its
+    /// Starts `sh -c <run>` (the launcher's shell) in `cwd`, keeping the last `cap` bytes of its
     /// combined output; with `watch_for`, notes when that text appears.
     pub fn spawn_shell(
         run: &str,
@@ -388,7 +388,8 @@ impl ProcessGroup {
         launcher: &Launcher,
     ) -> Result<Self, HarnessError> {
         let combined = Self::combined(cap, watch_for);
-        let mut command = new_command(launcher, "sh", &["-c", run], cwd).map_err(|source| {
+        let shell = launcher.shell().to_string_lossy().into_owned();
+        let mut command = new_command(launcher, &shell, &["-c", run], cwd).map_err(|source| {
             HarnessError::Spawn {
                 command: crate::secrets::redact(run, &[] as &[&str]),
                 source,

@@ -477,6 +477,9 @@ impl Args {
 pub struct Launcher {
     env: Vec<(OsString, OsString)>,
     how: How,
+    /// The shell that runs a command line, when the gate found its own
+    /// (else `sh` on the processes' `PATH`).
+    shell: Option<PathBuf>,
 }
 
 /// Where a launcher's processes run.
@@ -523,6 +526,7 @@ impl Launcher {
         Self {
             env,
             how: How::Direct,
+            shell: None,
         }
     }
 
@@ -531,6 +535,7 @@ impl Launcher {
         Self {
             env,
             how: How::As(uid, gid),
+            shell: None,
         }
     }
 
@@ -539,7 +544,25 @@ impl Launcher {
         Self {
             env,
             how: How::Sandboxed(Box::new(sandbox)),
+            shell: None,
         }
+    }
+
+    /// Command lines run with `shell` (an absolute path the gate found
+    /// where the items cannot write), never a `sh` the processes' `PATH`
+    /// finds first: an activated virtual environment of the workspace's
+    /// could hold one that runs nothing and exits 0.
+    #[must_use]
+    pub fn with_shell(mut self, shell: Option<PathBuf>) -> Self {
+        self.shell = shell;
+        self
+    }
+
+    /// The shell command lines run with.
+    pub fn shell(&self) -> &OsStr {
+        self.shell
+            .as_deref()
+            .map_or_else(|| OsStr::new("sh"), Path::as_os_str)
     }
 
     /// The sandbox, if processes run in one.
@@ -569,6 +592,7 @@ impl Launcher {
         self.namespace().map(|namespace| Self {
             env: self.env.clone(),
             how: How::Joined(namespace.clone()),
+            shell: self.shell.clone(),
         })
     }
 

@@ -37,7 +37,7 @@ pub use model::{
 };
 pub use parse::from_toml_str;
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};
-pub use verifier::{VerifierPath, verifier_paths};
+pub use verifier::{VerifierPath, verifier_paths, verifier_programs};
 
 /// The two spellings of a spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -101,6 +101,36 @@ pub fn verifier_paths(run: &str) -> Vec<VerifierPath> {
     out
 }
 
+/// The programs `run` starts by bare name to run a verifier or a nested
+/// command line (an interpreter, a test runner or a shell: `python3` in
+/// `python3 tests/accept.py`), which the shell finds through the items'
+/// `PATH`.
+pub fn verifier_programs(run: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    programs(run, &mut out, 0);
+    out
+}
+
+fn programs(run: &str, out: &mut Vec<String>, depth: usize) {
+    for command in simple_commands(run) {
+        let mut found = Vec::new();
+        let nested = runs(&command, &mut found);
+        if let Some(word) = command.get(command_index(&command))
+            && (!found.is_empty() || nested.is_some())
+            && !word.expands
+            && !word.text.contains('/')
+            && !out.contains(&word.text)
+        {
+            out.push(word.text.clone());
+        }
+        if let Some(line) = nested
+            && depth < MAX_NESTING
+        {
+            programs(&line, out, depth + 1);
+        }
+    }
+}
+
 fn collect(run: &str, out: &mut Vec<VerifierPath>, cursor: &mut Cursor, depth: usize) {
     for command in simple_commands(run) {
         let Some(dir) = cursor.dir.clone() else {
@@ -156,10 +186,9 @@ fn add(out: &mut Vec<VerifierPath>, found: VerifierPath) {
     }
 }
 
-/// What one simple command runs: the paths into `found`, and the command
-/// line of `sh -c '…'` when it has one.
-fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
-    // Past assignments and wrappers, to the command itself.
+/// Where the command itself is among a simple command's words: past
+/// assignments and wrappers (`env`, `timeout 30`, `nice -n 5`).
+fn command_index(words: &[Word]) -> usize {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
@@ -186,6 +215,13 @@ fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
         }
         break;
     }
+    i
+}
+
+/// What one simple command runs: the paths into `found`, and the command
+/// line of `sh -c '…'` when it has one.
+fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
+    let i = command_index(words);
     let command = words.get(i)?;
     if command.expands {
         return None;
@@ -549,6 +585,23 @@ mod tests {
 
     fn s(path: &str) -> Found {
         (path.to_owned(), false)
+    }
+
+    #[test]
+    fn the_programs_that_run_a_verifier_by_bare_name() {
+        // (command line, the programs found through PATH)
+        let cases: &[(&str, &[&str])] = &[
+            ("python3 tests/accept.py", &["python3"]),
+            ("timeout 30 node e2e.js && bash x.sh", &["node", "bash"]),
+            ("sh -c 'pytest tests/acc'", &["sh", "pytest"]),
+            ("npx vitest run tests/a.test.ts", &["vitest"]),
+            (".venv/bin/python tests/x.py", &[]),
+            ("python3 -c 'print(1)'", &[]),
+            ("curl -sf http://localhost/", &[]),
+        ];
+        for (run, want) in cases {
+            assert_eq!(verifier_programs(run), *want, "{run}");
+        }
     }
 
     #[test]

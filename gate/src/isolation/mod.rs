@@ -254,6 +254,8 @@ pub(crate) struct Isolation {
     /// What the run should be told of its sandbox's settings (a `writable`
     /// path that is not there, a `PATH` folder passed over).
     pub warnings: Vec<String>,
+    /// The gate's own `sh`, which runs every item's command line.
+    shell: Option<PathBuf>,
 }
 
 /// How long the sandbox probe may take.
@@ -329,8 +331,9 @@ impl Isolation {
                 network: SandboxNetwork::Host.as_str().to_owned(),
                 reason,
                 identity: Some(identity_record(start.lease.as_ref())),
-                tools: start.tools.found,
+                tools: start.tools.found.clone(),
             },
+            shell: start.tools.path("sh"),
             env,
             sandbox: None,
             tools_env: start.tools_env,
@@ -451,8 +454,9 @@ impl Isolation {
                 .to_owned(),
                 reason: network_reason,
                 identity: Some(identity_record(start.lease.as_ref())),
-                tools: start.tools.found,
+                tools: start.tools.found.clone(),
             },
+            shell: start.tools.path("sh"),
             env,
             sandbox: Some(sandbox),
             tools_env: start.tools_env,
@@ -525,7 +529,7 @@ impl Isolation {
                     .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_symlink()))
                     .collect();
                 items.overlays = overlays;
-                Launcher::sandboxed(self.env.clone(), items)
+                Launcher::sandboxed(self.env.clone(), items).with_shell(self.shell.clone())
             }
         }
     }
@@ -537,6 +541,7 @@ impl Isolation {
             Some(lease) => Launcher::as_user(self.env.clone(), lease.uid(), lease.uid()),
             None => Launcher::new(self.env.clone()),
         }
+        .with_shell(self.shell.clone())
     }
 
     /// The launcher of the gate's own git while it checks the base out into
@@ -592,7 +597,7 @@ impl Isolation {
                         prepare_home(home, lease.uid()).map_err(|e| e.to_string())?;
                     }
                 }
-                Launcher::sandboxed(self.env.clone(), items)
+                Launcher::sandboxed(self.env.clone(), items).with_shell(self.shell.clone())
             }
         })
     }

@@ -1347,6 +1347,8 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
             fake_tool(&env, "bwrap", "/usr/bin/bwrap");
             fake_tool(&env, "git", &real_git());
+            // The shell every command line runs in is the gate's too.
+            fake_tool(&env, "sh", "/bin/sh");
             let bin_dir = tempfile::tempdir().unwrap();
             let owned: Vec<&Path> = vec![env.path(), outside.path(), &ledger_dir];
             if who == As::Nobody {
@@ -1433,7 +1435,7 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                 }
             }
             // The fake tools on PATH never ran; the record names the real ones.
-            for name in ["bwrap", "git"] {
+            for name in ["bwrap", "git", "sh"] {
                 assert!(
                     !env.path().join(format!("probe/FAKE-{name}")).exists(),
                     "{case}: the workspace's {name} ran"
