@@ -35,6 +35,7 @@ pub(crate) mod git;
 pub(crate) mod guard;
 pub(crate) mod identity;
 pub(crate) mod init;
+pub(crate) mod interpreters;
 pub(crate) mod interrupt;
 pub(crate) mod isolation;
 pub(crate) mod output;

@@ -106,13 +106,17 @@ pub(super) async fn exercise(
     }
     // What the items changed of the fingerprinted workspace.
     let after = harness::fingerprint(ctx, spec, &req.own_files).await?;
-    let tampered = tamper_findings(
+    let mut tampered = tamper_findings(
         &survey.snapshot,
         &after,
         &setup.spec_file,
         &survey.protection,
         &survey.rule_set,
     );
+    tampered.extend(crate::interpreters::replaced(
+        &survey.interpreters,
+        &ctx.workspace,
+    ));
     let (page_records, page_shots) = pages::collect(
         spec,
         &survey.changed,

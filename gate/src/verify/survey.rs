@@ -34,6 +34,9 @@ pub(super) struct Survey {
     pub coverage_findings: Vec<Finding>,
     /// Whether a glob of the spec matches no file (no model is asked then).
     pub globs_unmatched: bool,
+    /// The programs that run verifiers which the items' `PATH` finds in
+    /// the workspace, as they were before the items ran.
+    pub interpreters: Vec<crate::interpreters::Interpreter>,
 }
 
 /// Surveys the workspace; returns the launcher the items run through
@@ -94,6 +97,12 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
     let launcher = setup
         .isolation
         .items(read_only, protection.overlays.clone());
+    let items_path = launcher
+        .env()
+        .iter()
+        .find(|(n, _)| n == "PATH")
+        .map(|(_, v)| v.as_os_str());
+    let interpreters = crate::interpreters::in_workspace(spec, items_path, &ctx.workspace);
     if !protection.unprotected.is_empty() {
         events.emit(RunEvent::Note(Note::Unprotected {
             criteria: protection.unprotected.clone(),
@@ -130,6 +139,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
             protection,
             coverage_findings,
             globs_unmatched,
+            interpreters,
         },
         launcher,
     ))

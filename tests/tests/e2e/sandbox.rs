@@ -1531,3 +1531,50 @@ fn a_postgres_ledgers_socket_and_client_key_are_out_of_a_checks_reach() {
     let key_probe = env.read("probe/sslkey.txt");
     assert!(!key_probe.contains("PRIVATE KEY"), "{key_probe}");
 }
+
+/// A check replaces the virtual environment's `python3` (which the items'
+/// `PATH` finds first) with a program that exits 0, so the criterion run
+/// with it passes: the run fails on a critical finding naming it.
+#[test]
+fn an_item_that_replaces_the_exams_interpreter_fails_the_run() {
+    let env = TestEnv::new();
+    let python = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("python3"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/python3"));
+    std::fs::create_dir_all(env.path().join(".venv/bin")).unwrap();
+    symlink(&python, env.path().join(".venv/bin/python3")).unwrap();
+    env.write("tests/accept.py", "import sys\nsys.exit(1)\n");
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"interp\"\n[[check]]\nid = \"swap\"\n\
+         run = \"rm .venv/bin/python3 && printf '#!/bin/sh\\\\nexit 0\\\\n' > .venv/bin/python3 && chmod +x .venv/bin/python3\"\n\
+         [[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"accept\"\ntext = \"accepted\"\n\
+         run = \"python3 tests/accept.py\"\nafter = [\"swap\"]\n",
+    );
+    let path = format!(
+        "{}:{}",
+        env.path().join(".venv/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .gate(&["verify", "--offline", "--format", "json"])
+        .env("PATH", path)
+        .run();
+    let doc = out.json();
+    // The fake interpreter did make the criterion pass; the finding fails the run.
+    assert_eq!(
+        gate_tests::item(&doc, "accept").unwrap()["status"],
+        "passed",
+        "{doc}"
+    );
+    let found = titles(&doc);
+    assert!(
+        found
+            .iter()
+            .any(|t| t
+                == "critical The interpreter `.venv/bin/python3` changed while the checks ran"),
+        "{found:#?}"
+    );
+    out.assert_exit(1);
+}
