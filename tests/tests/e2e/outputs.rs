@@ -557,9 +557,12 @@ fn wire_redactions() -> Vec<(&'static str, &'static str)> {
         (r#""(\w+_s)":( ?)\d+(\.\d+)?"#, r#""$1":$2"[S]""#),
     ];
     all.extend(redactions());
-    // Who the items ran as, and where this machine keeps git.
+    // Who the items ran as, and where this machine keeps git and sh.
     all.push((r#""(uid|gid)":( ?)\d+"#, r#""$1":$2"[ID]""#));
-    all.push((r#""path":( ?)"[^"]*/git""#, r#""path":$1"[GIT]""#));
+    all.push((
+        r#""path":( ?)"[^"]*/(git|sh|dash|bash)""#,
+        r#""path":$1"[TOOL]""#,
+    ));
     // After the run ids and digests those name.
     all.push((r"\b[0-9a-f]{12,40}\b", "[HEX]"));
     all
