@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 
 use gate_specs::Spec;
 
-use crate::findings::finding_id;
 use crate::guard::GUARD_ROLE;
-use crate::record::{Finding, Lineage};
+use crate::record::Finding;
 
 /// One interpreter found in the workspace, and what it was when the items
 /// started.
@@ -116,21 +115,18 @@ pub(crate) fn replaced(before: &[Interpreter], workspace: &Path) -> Vec<Finding>
         .iter()
         .filter(|i| state(&workspace.join(&i.path), workspace) != i.state)
         .map(|i| {
-            let title = format!("The interpreter `{}` changed while the checks ran", i.path);
-            Finding {
-                id: finding_id(GUARD_ROLE, &i.path, &title),
-                severity: "critical".to_owned(),
-                role: GUARD_ROLE.to_owned(),
-                file: i.path.clone(),
-                line: None,
-                title,
-                detail: "A check or criterion runs its verifier with this program, which the \
-                         items' PATH finds in the workspace; what the gate runs must not replace \
-                         the program that runs the exam."
+            Finding::raised(
+                GUARD_ROLE,
+                "critical",
+                i.path.clone(),
+                None,
+                format!("The interpreter `{}` changed while the checks ran", i.path),
+                "A check or criterion runs its verifier with this program, which the items' \
+                 PATH finds in the workspace; what the gate runs must not replace the program \
+                 that runs the exam."
                     .to_owned(),
-                confidence: 1.0,
-                lineage: Lineage::raised(GUARD_ROLE, "critical"),
-            }
+                1.0,
+            )
         })
         .collect()
 }

@@ -100,45 +100,33 @@ fn micros(t: DateTime<Utc>) -> DateTime<Utc> {
     t.trunc_subsecs(6)
 }
 
-impl Signed for OutcomeEntry {
-    const PAYLOAD_TYPE: &'static str = OUTCOME_PAYLOAD_TYPE;
-    fn envelope(&self) -> Option<&str> {
-        self.envelope.as_deref()
-    }
-    fn unsealed(&self) -> Self {
-        Self {
-            recorded_at: micros(self.recorded_at),
-            envelope: None,
-            ..self.clone()
+/// A record signed over its own fields, its time kept to microseconds.
+macro_rules! signed_event {
+    ($type:ty, $payload:expr) => {
+        impl Signed for $type {
+            const PAYLOAD_TYPE: &'static str = $payload;
+            fn envelope(&self) -> Option<&str> {
+                self.envelope.as_deref()
+            }
+            fn unsealed(&self) -> Self {
+                Self {
+                    recorded_at: micros(self.recorded_at),
+                    envelope: None,
+                    ..self.clone()
+                }
+            }
+            fn with_envelope(self, envelope: String) -> Self {
+                Self {
+                    envelope: Some(envelope),
+                    ..self
+                }
+            }
         }
-    }
-    fn with_envelope(self, envelope: String) -> Self {
-        Self {
-            envelope: Some(envelope),
-            ..self
-        }
-    }
+    };
 }
 
-impl Signed for Dismissal {
-    const PAYLOAD_TYPE: &'static str = DISMISSAL_PAYLOAD_TYPE;
-    fn envelope(&self) -> Option<&str> {
-        self.envelope.as_deref()
-    }
-    fn unsealed(&self) -> Self {
-        Self {
-            recorded_at: micros(self.recorded_at),
-            envelope: None,
-            ..self.clone()
-        }
-    }
-    fn with_envelope(self, envelope: String) -> Self {
-        Self {
-            envelope: Some(envelope),
-            ..self
-        }
-    }
-}
+signed_event!(OutcomeEntry, OUTCOME_PAYLOAD_TYPE);
+signed_event!(Dismissal, DISMISSAL_PAYLOAD_TYPE);
 
 impl Signed for BreakerRecord {
     const PAYLOAD_TYPE: &'static str = BREAKER_PAYLOAD_TYPE;
