@@ -7,9 +7,10 @@
 //! never read). A file matched by a forced-include glob (an item's `inputs`)
 //! is hashed even when ignored.
 //!
-//! Ignore rules come from the workspace alone: its `.gitignore` files (nested
-//! ones too, whether or not it is a git repository) and its repository's
-//! `.git/info/exclude`; never from folders above it or the user's global
+//! Ignore rules come from the workspace's tree alone: its `.gitignore` files
+//! (nested ones too, whether or not it is a git repository); never its
+//! repository's `.git/info/exclude` (which is in no commit, so whoever wrote
+//! `.git` could hide a file with it), folders above it or the user's global
 //! gitignore, so the snapshot does not depend on who takes it or where.
 //! `.ignore` files, which only some tools read, are not honoured.
 
@@ -248,7 +249,9 @@ fn walk(
     builder
         .standard_filters(false)
         .git_ignore(ignores)
-        .git_exclude(ignores)
+        // `.git/info/exclude` is not in the tree: whoever wrote `.git` could
+        // hide a file from the fingerprint with it.
+        .git_exclude(false)
         .require_git(false)
         .follow_links(false)
         .threads(0)
@@ -617,11 +620,10 @@ mod tests {
                 "nested/f.txt",
                 "sub/.gitignore",
                 "sub/keep.log",
+                // `.git/info/exclude` hides nothing.
+                "excluded.txt",
             ];
-            if matches!(repo, Repo::None) {
-                want.push("excluded.txt");
-                want.sort_unstable();
-            }
+            want.sort_unstable();
             assert_eq!(keys(&snap), want, "{repo:?}");
         }
     }

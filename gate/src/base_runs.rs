@@ -35,7 +35,7 @@ use gate_specs::{BaseRuns, Expect, Spec};
 use crate::errors::GateError;
 use crate::events::{EventSink, Note, RunEvent};
 use crate::findings::finding_id;
-use crate::git::Git;
+use crate::git::{Git, Repository};
 use crate::guard::GUARD_ROLE;
 use crate::interrupt::Interrupt;
 use crate::isolation::Isolation;
@@ -566,19 +566,12 @@ async fn checkout(
     folder: &Path,
     root: &Path,
 ) -> Result<(), String> {
-    let common = git
-        .run(
-            inputs.workspace,
-            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-        )
-        .await?;
-    let objects =
-        PathBuf::from(String::from_utf8_lossy(&common).trim_end_matches('\n')).join("objects");
-    let base_git = Git::new(inputs.isolation.base_tools(folder, &objects));
-    let root_arg = root.to_string_lossy().into_owned();
-    base_git
-        .run(folder, &["init", "-q", "--template=", &root_arg])
-        .await?;
+    let objects = git.repository()?.objects();
+    let base_git = Git::new(
+        inputs.isolation.base_tools(folder, &objects),
+        Ok(Repository::own(root)),
+    );
+    base_git.init(folder, root).await?;
     let info = root.join(".git/objects/info");
     std::fs::create_dir_all(&info).map_err(|e| e.to_string())?;
     std::fs::write(

@@ -4,6 +4,8 @@
 //! base and the working tree (committed, uncommitted and untracked); without
 //! one, every file under the tasks' `paths`.
 
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use gate_evidence::Snapshot;
@@ -47,12 +49,22 @@ pub(crate) async fn resolve_base(
 /// The changed files, workspace-relative, sorted and unique: what differs
 /// between the working tree and the merge-base of `commit` (what `base`
 /// resolved to) and HEAD.
+///
+/// The merge-base's tree is compared with the files themselves, never
+/// through the repository's index: whoever wrote `.git` could mark a file
+/// assume-unchanged or skip-worktree there, or forge the stat data git
+/// trusts instead of reading a file, and `git diff` would not name it.
 pub(crate) async fn with_base(
     git: &Git,
     workspace: &Path,
+    snapshot: &Snapshot,
     base: &str,
     commit: &str,
 ) -> Result<Vec<String>, GateError> {
+    let failed = |reason: String| GateError::Base {
+        base: base.to_owned(),
+        reason,
+    };
     let merge_base = match git.run(workspace, &["merge-base", commit, "HEAD"]).await {
         Ok(found) => found,
         Err(failed) => {
@@ -69,61 +81,93 @@ pub(crate) async fn with_base(
         }
     };
     let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
-    // `--relative` keeps the diff to the workspace and its paths relative to it,
-    // which matters when the workspace is a folder inside a larger repository.
-    let diffed = git
-        .run(
-            workspace,
-            &[
-                "diff",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--name-only",
-                "--no-renames",
-                "--relative",
-                "-z",
-                &merge_base,
-                "--",
-            ],
-        )
-        .await;
-    let untracked = git
-        .run(
-            workspace,
-            &[
-                "ls-files",
-                "--others",
-                "--exclude-standard",
-                "-z",
-                "--",
-                ".",
-            ],
-        )
-        .await;
-    let mut files: Vec<String> = [diffed, untracked]
-        .into_iter()
-        .map(|r| {
-            r.map_err(|e| GateError::Base {
-                base: base.to_owned(),
-                reason: e,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?
-        .iter()
-        .flat_map(|out| out.split(|b| *b == 0))
-        .filter(|s| !s.is_empty())
-        .filter_map(|s| {
-            let path = std::str::from_utf8(s).ok().map(str::to_owned);
-            if path.is_none() {
-                // Such a file cannot be named in a spec or a finding.
-                tracing::warn!(path = %String::from_utf8_lossy(s), "skipping a non-UTF-8 path");
-            }
-            path
-        })
-        .collect();
+    // Paths relative to the directory git runs in (the workspace), and only
+    // what lies under it: the workspace may be a folder of a larger repository.
+    let listing = git
+        .run(workspace, &["ls-tree", "-r", "-z", &merge_base, "--", "."])
+        .await
+        .map_err(failed)?;
+    let tree = tree_entries(&listing);
+    let mut files: Vec<String> = differing(workspace, &tree, &merge_base);
+    files.extend(
+        snapshot
+            .entries()
+            .map(|(p, _)| p)
+            .filter(|p| !tree.contains_key(*p))
+            .map(str::to_owned),
+    );
     files.sort();
     files.dedup();
     Ok(files)
+}
+
+/// A tree entry as `ls-tree` lists it: its mode and object id.
+struct TreeEntry {
+    mode: String,
+    id: String,
+}
+
+/// `ls-tree -r -z` output (`<mode> SP <type> SP <object> TAB <path>`) by
+/// path; a path that is not UTF-8 cannot be named in a spec or a finding.
+fn tree_entries(listing: &[u8]) -> BTreeMap<String, TreeEntry> {
+    let mut out = BTreeMap::new();
+    for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let Ok(entry) = std::str::from_utf8(entry) else {
+            tracing::warn!(entry = %String::from_utf8_lossy(entry), "skipping a non-UTF-8 path");
+            continue;
+        };
+        let Some((meta, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        let mut fields = meta.split(' ');
+        if let (Some(mode), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next()) {
+            out.insert(
+                path.to_owned(),
+                TreeEntry {
+                    mode: mode.to_owned(),
+                    id: id.to_owned(),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The tree's files that the working tree no longer holds as they were:
+/// gone, another kind, another mode, or other content (by git blob id).
+fn differing(workspace: &Path, tree: &BTreeMap<String, TreeEntry>, like: &str) -> Vec<String> {
+    use rayon::prelude::*;
+    tree.par_iter()
+        .filter(|(path, entry)| !same_as_tree(&workspace.join(path), entry, like))
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
+/// Whether `file` on disk is what `entry` records.
+fn same_as_tree(file: &Path, entry: &TreeEntry, like: &str) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return false;
+    };
+    let bytes = match entry.mode.as_str() {
+        "120000" if meta.is_symlink() => match std::fs::read_link(file) {
+            Ok(target) => target.into_os_string().into_encoded_bytes(),
+            Err(_) => return false,
+        },
+        "100644" | "100755" if meta.is_file() => {
+            let executable = meta.permissions().mode() & 0o111 != 0;
+            if executable != (entry.mode == "100755") {
+                return false;
+            }
+            match std::fs::read(file) {
+                Ok(bytes) => bytes,
+                Err(_) => return false,
+            }
+        }
+        // A submodule's commit is its own repository's business.
+        "160000" => return true,
+        _ => return false,
+    };
+    crate::verifiers::git_blob_id(&bytes, like) == entry.id
 }
 
 /// The workspace-relative paths, as the snapshot names them, of those of
@@ -225,12 +269,80 @@ mod tests {
     async fn a_base_that_git_would_read_as_an_option_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         for base in ["--all", "-h", "--output=/tmp/x"] {
-            let git = Git::new(gate_harness::Launcher::new(Vec::new()));
+            let git = Git::new(
+                gate_harness::Launcher::new(Vec::new()),
+                crate::git::Repository::find(dir.path()),
+            );
             let err = resolve_base(&git, dir.path(), base).await.unwrap_err();
             assert_eq!(
                 err.to_string(),
                 format!("base `{base}`: a commit or branch name cannot start with `-`")
             );
         }
+    }
+
+    /// An index whoever wrote `.git` forged hides nothing: a file marked
+    /// assume-unchanged or skip-worktree, a new file the index lists as
+    /// tracked, a mode change, a deletion, all in a subfolder workspace.
+    #[tokio::test]
+    async fn the_change_is_read_from_the_files_never_from_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        let ws = top.join("app");
+        std::fs::create_dir_all(&ws).unwrap();
+        let git_in = |args: &[&str]| {
+            #[allow(clippy::disallowed_methods)] // test set-up
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(top)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git_in(&["init", "-q", "-b", "main"]);
+        for file in [
+            "hidden.txt",
+            "skipped.txt",
+            "same.txt",
+            "gone.txt",
+            "run.sh",
+        ] {
+            std::fs::write(ws.join(file), format!("{file}\n")).unwrap();
+        }
+        std::fs::write(top.join("outside.txt"), "x\n").unwrap();
+        git_in(&["add", "."]);
+        git_in(&["commit", "-qm", "base"]);
+        git_in(&["checkout", "-q", "-b", "change"]);
+        for file in ["hidden.txt", "skipped.txt"] {
+            std::fs::write(ws.join(file), "changed\n").unwrap();
+        }
+        std::fs::remove_file(ws.join("gone.txt")).unwrap();
+        std::fs::set_permissions(ws.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::fs::write(ws.join("new.txt"), "new\n").unwrap();
+        std::fs::write(top.join("outside.txt"), "changed\n").unwrap();
+        git_in(&["add", "-N", "app/new.txt"]);
+        git_in(&["update-index", "--assume-unchanged", "app/hidden.txt"]);
+        git_in(&["update-index", "--skip-worktree", "app/skipped.txt"]);
+        git_in(&["update-index", "--assume-unchanged", "app/run.sh"]);
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        let git = Git::new(
+            gate_harness::Launcher::new(crate::git::environment(path, None)),
+            crate::git::Repository::find(&ws),
+        );
+        let commit = resolve_base(&git, &ws, "main").await.unwrap();
+        let snapshot =
+            Snapshot::take(&ws, &gate_evidence::snapshot::WalkOptions::default()).unwrap();
+        let changed = with_base(&git, &ws, &snapshot, "main", &commit)
+            .await
+            .unwrap();
+        assert_eq!(
+            changed,
+            ["gone.txt", "hidden.txt", "new.txt", "run.sh", "skipped.txt"]
+        );
     }
 }

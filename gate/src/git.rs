@@ -3,15 +3,20 @@
 //! The workspace's `.git` is the agent's to configure: a `core.fsmonitor`
 //! command, a hook, an external diff or textconv driver, a clean filter
 //! named by `.gitattributes`, a `refs/replace/` ref that swaps the base
-//! commit for a forged one, a graft. Every call the gate makes therefore
-//! switches each of those off on its command line and in its environment,
-//! runs with an environment of its own (no `GATE_*`, no provider key, no
-//! global or system configuration), and runs through the launcher the run
-//! gives it: read-only and with the gate's secrets hidden where the machine
-//! can isolate.
+//! commit for a forged one, a graft, a `core.worktree` or `core.bare` that
+//! moves what git reads, an `include` of a file it wrote, an alternate
+//! object store elsewhere on the machine, a `.git` file naming another
+//! repository. The gate therefore finds the repository itself
+//! ([`Repository::find`]) and names its git dir and work tree on every
+//! call; every call switches the rest off on its command line (which wins
+//! over anything a configuration file or its includes set) and in its
+//! environment, runs with an environment of its own (no `GATE_*`, no
+//! provider key, no global or system configuration), and runs through the
+//! launcher the run gives it: read-only and with the gate's secrets hidden
+//! where the machine can isolate.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gate_harness::Launcher;
@@ -23,8 +28,10 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// The most of one call's output kept.
 const OUTPUT_CAP: usize = 64 * 1024 * 1024;
 
-/// Settings that make a read-only git call run nothing of the repository's.
-const HARDENING: [&str; 18] = [
+/// Settings that make a read-only git call run nothing of the repository's
+/// and read what the gate asks for, whatever the repository's configuration
+/// (or a file it includes) says.
+const HARDENING: [&str; 40] = [
     "-c",
     "core.fsmonitor=false",
     "-c",
@@ -44,6 +51,31 @@ const HARDENING: [&str; 18] = [
     // Grafts are off (`GIT_GRAFT_FILE`); git would say so on every call.
     "-c",
     "advice.graftFileDeprecated=false",
+    "-c",
+    "core.useReplaceRefs=false",
+    "-c",
+    "core.bare=false",
+    // A forged commit-graph or multi-pack index would be believed for
+    // ancestry (the merge-base) and object lookup.
+    "-c",
+    "core.commitGraph=false",
+    "-c",
+    "core.multiPackIndex=false",
+    // What lists untracked files: only the `.gitignore` files of the tree.
+    "-c",
+    "core.excludesFile=",
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "core.sparseCheckout=false",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
 ];
 
 /// The environment of every git call: the host's `PATH` and locale, and
@@ -75,36 +107,202 @@ pub(crate) fn environment(
     env
 }
 
-/// Runs the gate's git calls for one workspace.
+/// How many alternate object stores deep git looks (its own limit).
+const MAX_ALTERNATE_DEPTH: usize = 5;
+
+/// A repository as the gate found it: its git dir and its work tree, named
+/// on every call so that nothing in the repository moves them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repository {
+    git_dir: PathBuf,
+    work_tree: PathBuf,
+}
+
+impl Repository {
+    /// The repository `workspace` is in: the nearest folder at or above it
+    /// holding a `.git` folder. A `.git` file is followed only to a git dir
+    /// inside its own folder: one naming a repository elsewhere (a linked
+    /// worktree, a submodule, or a planted pointer) is refused, and so is
+    /// an alternate object store outside the git dir.
+    pub(crate) fn find(workspace: &Path) -> Result<Self, String> {
+        let start = workspace
+            .canonicalize()
+            .map_err(|e| format!("cannot read {}: {e}", workspace.display()))?;
+        for dir in start.ancestors() {
+            let dot_git = dir.join(".git");
+            let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+                continue;
+            };
+            let git_dir = if meta.is_dir() {
+                dot_git
+            } else {
+                pointed_git_dir(dir, &dot_git)?
+            };
+            let found = Self {
+                git_dir,
+                work_tree: dir.to_path_buf(),
+            };
+            found.check_alternates()?;
+            return Ok(found);
+        }
+        Err(format!(
+            "{} is not inside a git repository",
+            start.display()
+        ))
+    }
+
+    /// A repository the gate made itself (the base's checkout), trusted as
+    /// it is: `work_tree/.git`.
+    pub(crate) fn own(work_tree: &Path) -> Self {
+        Self {
+            git_dir: work_tree.join(".git"),
+            work_tree: work_tree.to_path_buf(),
+        }
+    }
+
+    /// The repository's object store.
+    pub(crate) fn objects(&self) -> PathBuf {
+        self.git_dir.join("objects")
+    }
+
+    /// Every alternate object store the repository borrows from lies inside
+    /// its git dir: objects the gate reads come from the repository, not
+    /// from a folder a `.git` the agent wrote points at.
+    fn check_alternates(&self) -> Result<(), String> {
+        let inside = self
+            .git_dir
+            .canonicalize()
+            .map_err(|e| format!("cannot read {}: {e}", self.git_dir.display()))?;
+        let mut stores = vec![self.objects()];
+        for _ in 0..MAX_ALTERNATE_DEPTH {
+            let mut next = Vec::new();
+            for store in &stores {
+                let file = store.join("info/alternates");
+                let Ok(text) = std::fs::read_to_string(&file) else {
+                    continue;
+                };
+                for line in text
+                    .lines()
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                {
+                    let alternate = store.join(line.trim_matches('"'));
+                    let real = alternate.canonicalize().unwrap_or(alternate.clone());
+                    if !real.starts_with(&inside) {
+                        return Err(format!(
+                            "{} borrows objects from {}, outside the repository; \
+                             the gate reads objects only from the repository itself",
+                            file.display(),
+                            alternate.display()
+                        ));
+                    }
+                    next.push(real);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            stores = next;
+        }
+        Ok(())
+    }
+}
+
+/// The git dir a `.git` file in `dir` names, when it lies inside `dir`.
+fn pointed_git_dir(dir: &Path, dot_git: &Path) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(dot_git)
+        .map_err(|e| format!("cannot read {}: {e}", dot_git.display()))?;
+    let named = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("gitdir:"))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("{} is not a git dir or a `gitdir:` file", dot_git.display()))?;
+    let target = dir.join(named);
+    let real = target.canonicalize().map_err(|e| {
+        format!(
+            "{} names {}, which cannot be read: {e}",
+            dot_git.display(),
+            target.display()
+        )
+    })?;
+    if real.starts_with(dir) && real != dir {
+        return Ok(real);
+    }
+    Err(format!(
+        "{} names the repository {}, outside {}; the gate reads only a repository \
+         whose git dir is inside the folder it belongs to (clone the repository, \
+         rather than verifying a linked worktree or a submodule in place)",
+        dot_git.display(),
+        real.display(),
+        dir.display()
+    ))
+}
+
+/// Runs the gate's git calls for one repository.
 #[derive(Debug, Clone)]
 pub(crate) struct Git {
     launcher: Launcher,
+    /// The repository, or why there is none to read.
+    repository: Result<Repository, String>,
 }
 
 impl Git {
-    /// Git calls started through `launcher` (whose environment should be
-    /// [`environment`]).
-    pub(crate) fn new(launcher: Launcher) -> Self {
-        Self { launcher }
+    /// Git calls on `repository` started through `launcher` (whose
+    /// environment should be [`environment`]).
+    pub(crate) fn new(launcher: Launcher, repository: Result<Repository, String>) -> Self {
+        Self {
+            launcher,
+            repository,
+        }
     }
 
-    /// Runs `git ARGS` in `dir` and returns its stdout, or one line on why
-    /// it failed.
+    /// The repository these calls read, or why there is none.
+    pub(crate) fn repository(&self) -> Result<&Repository, String> {
+        self.repository.as_ref().map_err(Clone::clone)
+    }
+
+    /// Runs `git ARGS` in `dir` (inside the work tree) and returns its
+    /// stdout, or one line on why it failed.
     pub(crate) async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
-        let filters = self.filter_settings(dir).await;
+        let located = self.located()?;
+        let filters = self.filter_settings(dir, &located).await;
         let mut argv: Vec<&str> = vec!["git"];
+        argv.extend(located.iter().map(String::as_str));
         argv.extend(HARDENING);
         argv.extend(filters.iter().map(String::as_str));
         argv.extend_from_slice(args);
         self.call(dir, &argv, args).await
     }
 
+    /// Creates the repository (`git init`) of the gate's own checkout at
+    /// `root`, from `dir`.
+    pub(crate) async fn init(&self, dir: &Path, root: &Path) -> Result<(), String> {
+        let root = root.to_string_lossy();
+        let mut argv: Vec<&str> = vec!["git"];
+        argv.extend(HARDENING);
+        let args = ["init", "-q", "--template=", &root];
+        argv.extend(args);
+        self.call(dir, &argv, &args).await.map(drop)
+    }
+
+    /// `--git-dir` and `--work-tree`, as every call names them.
+    fn located(&self) -> Result<[String; 2], String> {
+        let repository = self.repository()?;
+        Ok([
+            format!("--git-dir={}", repository.git_dir.display()),
+            format!("--work-tree={}", repository.work_tree.display()),
+        ])
+    }
+
     /// The `-c` settings that empty every filter driver the repository
     /// configures: `git diff` and `git status` would otherwise run a
     /// driver's `clean` command on any file `.gitattributes` assigns to it.
-    async fn filter_settings(&self, dir: &Path) -> Vec<String> {
+    async fn filter_settings(&self, dir: &Path, located: &[String; 2]) -> Vec<String> {
         let argv = [
             "git",
+            located[0].as_str(),
+            located[1].as_str(),
             "-c",
             "core.fsmonitor=false",
             "config",
@@ -113,7 +311,7 @@ impl Git {
             "--get-regexp",
             r"^filter\.",
         ];
-        let names = self.call(dir, &argv, &argv[3..]).await.unwrap_or_default();
+        let names = self.call(dir, &argv, &argv[5..]).await.unwrap_or_default();
         let mut drivers: Vec<String> = names
             .split(|b| *b == 0)
             .filter_map(|k| std::str::from_utf8(k).ok())
@@ -173,14 +371,37 @@ impl Git {
         Ok(id)
     }
 
-    /// `path`'s content at `commit`, `None` when it did not exist there (or
-    /// git could not say).
-    pub(crate) async fn read_at(&self, commit: &str, path: &Path) -> Option<Vec<u8>> {
-        let dir = path.parent()?;
-        let name = path.file_name()?.to_str()?;
-        // `REV:./name` is relative to the directory git runs in.
-        let spec = format!("{commit}:./{name}");
-        self.run(dir, &["cat-file", "blob", &spec]).await.ok()
+    /// `path`'s content at `commit`: `None` when it is not a file there, an
+    /// error when git could not say (so a base that cannot be read is never
+    /// taken for one without the file).
+    pub(crate) async fn read_at(
+        &self,
+        commit: &str,
+        path: &Path,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+        else {
+            return Ok(None);
+        };
+        // `./name` is relative to the directory git runs in.
+        let literal = format!(":(literal)./{name}");
+        let listing = self
+            .run(dir, &["ls-tree", "-z", commit, "--", &literal])
+            .await?;
+        // `<mode> SP <type> SP <object> TAB <path>`.
+        let entry = listing.split(|b| *b == 0).next().unwrap_or_default();
+        let Some((meta, _)) = std::str::from_utf8(entry)
+            .ok()
+            .and_then(|e| e.split_once('\t'))
+        else {
+            return Ok(None);
+        };
+        let mut fields = meta.split(' ');
+        let (Some(_), Some("blob"), Some(id)) = (fields.next(), fields.next(), fields.next())
+        else {
+            return Ok(None);
+        };
+        self.run(dir, &["cat-file", "blob", id]).await.map(Some)
     }
 }
 
@@ -244,12 +465,27 @@ mod tests {
         ] {
             sh(&["config", key, value]);
         }
+        // What moves git elsewhere: a work tree above the workspace, and an
+        // included file that ignores every untracked file.
+        let ignore_all = dir.path().join("ignore-all");
+        std::fs::write(&ignore_all, "*\n").unwrap();
+        let included = dir.path().join("included");
+        std::fs::write(
+            &included,
+            format!("[core]\n\texcludesFile = {}\n", ignore_all.display()),
+        )
+        .unwrap();
+        sh(&["config", "core.worktree", ".."]);
+        sh(&["config", "include.path", &included.to_string_lossy()]);
         std::fs::write(ws.join("a.txt"), "two\n").unwrap();
         std::fs::write(ws.join("b.txt"), "new\n").unwrap();
         let path = crate::environment::Environment::capture()
             .path()
             .map(ToOwned::to_owned);
-        let git = Git::new(Launcher::new(environment(path, None)));
+        let git = Git::new(
+            Launcher::new(environment(path, None)),
+            Repository::find(&ws),
+        );
         let diff = git
             .run(
                 &ws,
@@ -259,14 +495,69 @@ mod tests {
             .unwrap();
         assert!(String::from_utf8_lossy(&diff).contains("+two"));
         git.run(&ws, &["status", "--porcelain"]).await.unwrap();
+        let untracked = git
+            .run(
+                &ws,
+                &["ls-files", "--others", "--exclude-per-directory=.gitignore"],
+            )
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&untracked), "b.txt\n");
         assert!(!marker.exists(), "the repository ran a command of its own");
         let resolved = git.resolve_commit(&ws, "main").await.unwrap();
         assert_eq!(resolved, base.trim());
         assert!(git.resolve_commit(&ws, "no-such-branch").await.is_err());
         assert_eq!(
-            git.read_at(&resolved, &ws.join("a.txt")).await.as_deref(),
+            git.read_at(&resolved, &ws.join("a.txt"))
+                .await
+                .unwrap()
+                .as_deref(),
             Some(&b"one\n"[..])
         );
-        assert_eq!(git.read_at(&resolved, &ws.join("b.txt")).await, None);
+        assert_eq!(git.read_at(&resolved, &ws.join("b.txt")).await, Ok(None));
+    }
+
+    /// Where the gate finds a repository, and what it refuses to follow.
+    #[test]
+    fn a_repository_is_found_only_where_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let elsewhere = root.join("elsewhere/.git");
+        std::fs::create_dir_all(elsewhere.join("objects")).unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        std::fs::create_dir_all(root.join("plain/.git/objects/info")).unwrap();
+        std::fs::create_dir_all(root.join("plain/app/src")).unwrap();
+        std::fs::create_dir_all(root.join("inner/.git-real/objects")).unwrap();
+        write("inner/.git", "gitdir: .git-real\n");
+        write(
+            "pointer/.git",
+            &format!("gitdir: {}\n", elsewhere.display()),
+        );
+        write(
+            "borrows/.git/objects/info/alternates",
+            &format!("{}\n", elsewhere.join("objects").display()),
+        );
+        std::fs::create_dir_all(root.join("borrows/.git/objects/pack")).unwrap();
+        write("own-pack/.git/objects/info/alternates", "pack\n");
+        std::fs::create_dir_all(root.join("own-pack/.git/objects/pack")).unwrap();
+        for (workspace, found) in [
+            ("plain", Ok("plain")),
+            ("plain/app/src", Ok("plain")),
+            ("inner", Ok("inner")),
+            ("pointer", Err("outside")),
+            ("borrows", Err("outside the repository")),
+            ("own-pack", Ok("own-pack")),
+        ] {
+            let got = Repository::find(&root.join(workspace));
+            match (found, got) {
+                (Ok(top), Ok(repo)) => assert_eq!(repo.work_tree, root.join(top), "{workspace}"),
+                (Err(why), Err(said)) => assert!(said.contains(why), "{workspace}: {said}"),
+                (want, got) => panic!("{workspace}: wanted {want:?}, got {got:?}"),
+            }
+        }
     }
 }

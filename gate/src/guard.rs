@@ -18,9 +18,9 @@ use crate::rules::model::{self as rules_model, Rule};
 pub(crate) const GUARD_ROLE: &str = "gate";
 
 /// Reads `path` as text as it was at `commit`, `None` when it did not
-/// exist there.
+/// exist there (or could not be read).
 pub(crate) async fn read_at_base(git: &Git, commit: &str, path: &Path) -> Option<String> {
-    String::from_utf8(git.read_at(commit, path).await?).ok()
+    String::from_utf8(git.read_at(commit, path).await.ok()??).ok()
 }
 
 /// A loosening, before it becomes a finding.
@@ -424,6 +424,8 @@ pub(crate) enum NoBaseSpec {
     Missing,
     /// It did, but does not parse.
     Unparsable,
+    /// git could not say: the run stops rather than guard nothing.
+    Unreadable(String),
 }
 
 /// The spec as it was at `base` (a commit id), or why there is none to
@@ -433,9 +435,12 @@ pub(crate) async fn spec_at_base(
     base: &str,
     spec_path: &Path,
 ) -> Result<Spec, NoBaseSpec> {
-    let text = read_at_base(git, base, spec_path)
+    let bytes = git
+        .read_at(base, spec_path)
         .await
+        .map_err(NoBaseSpec::Unreadable)?
         .ok_or(NoBaseSpec::Missing)?;
+    let text = String::from_utf8(bytes).map_err(|_| NoBaseSpec::Unparsable)?;
     gate_specs::parse_str(&text, spec_path, gate_specs::Format::from_path(spec_path)).map_err(|e| {
         tracing::warn!(error = %e, "the spec at the base does not parse; not compared");
         NoBaseSpec::Unparsable

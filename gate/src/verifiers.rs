@@ -693,7 +693,7 @@ async fn base_version(
     if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
         return None;
     }
-    let bytes = git.read_at(commit, &target).await?;
+    let bytes = git.read_at(commit, &target).await.ok()??;
     let source = dir.join(file);
     std::fs::create_dir_all(source.parent()?).ok()?;
     std::fs::write(&source, bytes).ok()?;

@@ -11,7 +11,7 @@ use gate_specs::Spec;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::{EventSink, Note, RunEvent};
-use crate::git::Git;
+use crate::git::{Git, Repository};
 use crate::isolation::{self, Isolation};
 use crate::review::prompts::Prompts;
 use crate::routing::Routing;
@@ -87,7 +87,7 @@ pub(super) async fn load(
     })
     .await?;
     isolation.hand_over_workspace(&ctx.workspace)?;
-    let git = Git::new(isolation.tools());
+    let git = Git::new(isolation.tools(), Repository::find(&ctx.workspace));
     let spec_file =
         crate::change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
             .pop()

@@ -167,7 +167,7 @@ async fn changed(
     .map_err(|e| GateError::Usage(e.to_string()))?;
     let mut changed = match (&trust.base, &trust.base_commit) {
         (Some(base), Some(commit)) => {
-            change::with_base(&setup.git, &ctx.workspace, base, commit).await?
+            change::with_base(&setup.git, &ctx.workspace, snapshot, base, commit).await?
         }
         _ => change::by_paths(snapshot, &task_paths),
     };

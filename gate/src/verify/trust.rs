@@ -43,6 +43,12 @@ pub(super) async fn resolve(
         Some(commit) => Some(guard::spec_at_base(git, commit, &req.spec_path).await),
         None => None,
     };
+    if let (Some(rev), Some(Err(guard::NoBaseSpec::Unreadable(why)))) = (&base, &spec_then) {
+        return Err(GateError::Base {
+            base: rev.clone(),
+            reason: format!("cannot read {spec_file} at the base: {why}"),
+        });
+    }
     let self_guard = match (&base, &spec_then) {
         (_, Some(Ok(_))) => SelfGuard::on(),
         (Some(rev), Some(Err(guard::NoBaseSpec::Missing))) => SelfGuard::off(format!(

@@ -632,6 +632,80 @@ fn the_gates_own_git_runs_nothing_the_workspace_configures_and_reads_the_base_it
     }
 }
 
+/// The workspace's repository configured to move what the gate's git reads
+/// (a work tree above it, a bare repository, an included file saying so,
+/// an index hiding the edit) changes nothing the gate reads: the spec at
+/// the base is read, the edited verifier is a modified one and the edited
+/// files are in the change. A `.git` file or an alternate object store
+/// naming a repository elsewhere is refused.
+#[test]
+fn a_repository_configured_to_mislead_the_gate_is_not_followed() {
+    let title = "critical The change modifies the verifier `scripts/e2e.sh`";
+    for how in [
+        "core.worktree",
+        "core.bare",
+        "include",
+        "assume-unchanged",
+        "gitdir elsewhere",
+        "alternates elsewhere",
+    ] {
+        let env = exam();
+        let elsewhere = tempfile::tempdir().unwrap();
+        env.script("scripts/e2e.sh", "#!/bin/sh\nexit 0\n");
+        match how {
+            "core.worktree" => drop(env.git(&["config", "core.worktree", ".."])),
+            "core.bare" => drop(env.git(&["config", "core.bare", "true"])),
+            "include" => {
+                let included = elsewhere.path().join("config");
+                std::fs::write(&included, "[core]\n\tworktree = /\n").unwrap();
+                env.git(&["config", "include.path", &included.to_string_lossy()]);
+            }
+            "assume-unchanged" => {
+                for file in ["scripts/e2e.sh", "src/app.txt"] {
+                    env.git(&["update-index", "--assume-unchanged", file]);
+                }
+            }
+            "gitdir elsewhere" => {
+                let moved = elsewhere.path().join("repo.git");
+                std::fs::rename(env.path().join(".git"), &moved).unwrap();
+                env.write(".git", &format!("gitdir: {}\n", moved.display()));
+            }
+            _ => {
+                let objects = elsewhere.path().join("objects");
+                std::fs::create_dir_all(&objects).unwrap();
+                env.write(
+                    ".git/objects/info/alternates",
+                    &format!("{}\n", objects.display()),
+                );
+            }
+        }
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .run();
+        if how.ends_with("elsewhere") {
+            out.assert_exit(2);
+            out.stderr_has("outside");
+            continue;
+        }
+        out.assert_exit(1);
+        let doc = out.json();
+        assert!(
+            titles(&doc).iter().any(|t| t == title),
+            "{how}: {:#?}",
+            titles(&doc)
+        );
+        assert_eq!(
+            doc["self_guard"]["status"], "on",
+            "{how}: {}",
+            doc["self_guard"]
+        );
+        let changed = doc["changed_files"].as_array().unwrap();
+        for file in ["scripts/e2e.sh", "src/app.txt"] {
+            assert!(changed.iter().any(|f| f == file), "{how}: {changed:?}");
+        }
+    }
+}
+
 /// A `PATH` whose `name` fails with `message`, as a tool does where the
 /// kernel refuses it what it needs.
 fn broken_tool(dir: &Path, name: &str, message: &str) -> String {
