@@ -55,17 +55,32 @@ pub(crate) fn ledger_location(ctx: &Context) -> Result<Location, GateError> {
     }
 }
 
-/// What no process the gate starts for the workspace may reach: the state
-/// directory (keys, ledger, bundles, spool), the signing key's file when
-/// `GATE_SIGNING_KEY` names one, and a ledger file or bundle folder kept
-/// elsewhere.
-pub(crate) fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
+/// The gate's own records and key: the state directory (keys, ledger,
+/// bundles, spool), the signing key's file when `GATE_SIGNING_KEY` names
+/// one, a SQLite ledger's files and a bundle folder kept elsewhere. None
+/// of them may come from the repository under review.
+pub(crate) fn record_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
     let mut paths = vec![ctx.state_dir.clone()];
     if let Some(value) = ctx.env.signing_key()
         && !value.contains("-----BEGIN")
     {
         paths.push(config::from_cwd(Path::new(value.trim())));
     }
+    if let Ok(Location::Sqlite(file)) = ledger_location(ctx) {
+        paths.extend(ledger_files(&file));
+    }
+    if let Target::Dir(dir) = store.target() {
+        paths.push(dir.clone());
+    }
+    paths
+}
+
+/// What no process the gate starts for the workspace may reach: the
+/// gate's records and key ([`record_paths`]), every file beside a SQLite
+/// ledger kept elsewhere, a shared ledger's TLS files, and the credential
+/// files the ledger's and the bundle store's clients read.
+pub(crate) fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
+    let mut paths = record_paths(ctx, store);
     match ledger_location(ctx) {
         Ok(Location::Sqlite(file)) => paths.extend(beside_ledger(&file, &ctx.workspace)),
         Ok(postgres) => paths.extend(
@@ -76,15 +91,13 @@ pub(crate) fn secret_paths(ctx: &Context, store: &BundleStore) -> Vec<PathBuf> {
         ),
         Err(_) => {}
     }
-    // Credential files the ledger's and the bundle store's clients read.
     for name in CREDENTIAL_FILE_VARIABLES {
         if let Some(value) = ctx.env.var(name).filter(|v| !v.is_empty()) {
             paths.push(config::from_cwd(Path::new(value)));
         }
     }
-    if let Target::Dir(dir) = store.target() {
-        paths.push(dir.clone());
-    }
+    paths.sort();
+    paths.dedup();
     paths
 }
 
@@ -100,18 +113,24 @@ const CREDENTIAL_FILE_VARIABLES: [&str; 7] = [
     "AWS_WEB_IDENTITY_TOKEN_FILE",
 ];
 
-/// A SQLite ledger's file and every file beside it (its journal, its
+/// A SQLite ledger's own files: the database, its journal, its
 /// write-ahead log, the locks a shared ledger is written and its series
-/// held under): a process
-/// that could hold one could stall every other run on it. In the workspace,
-/// only the ledger's own files.
+/// held under.
+fn ledger_files(file: &Path) -> Vec<PathBuf> {
+    ["", "-wal", "-shm", "-journal", "-append", "-series"]
+        .iter()
+        .map(|suffix| {
+            let mut name = file.to_path_buf().into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect()
+}
+
+/// Every file beside a SQLite ledger kept outside the workspace: a process
+/// that could hold one could stall every other run on it.
 fn beside_ledger(file: &Path, workspace: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for suffix in ["", "-wal", "-shm", "-journal", "-append", "-series"] {
-        let mut name = file.to_path_buf().into_os_string();
-        name.push(suffix);
-        out.push(PathBuf::from(name));
-    }
     if let Some(dir) = file.parent()
         && !dir.starts_with(workspace)
         && !workspace.starts_with(dir)

@@ -160,6 +160,11 @@ impl Repository {
         }
     }
 
+    /// The folder the repository's files are checked out in.
+    pub(crate) fn work_tree(&self) -> &Path {
+        &self.work_tree
+    }
+
     /// The repository's object store.
     pub(crate) fn objects(&self) -> PathBuf {
         self.git_dir.join("objects")

@@ -16,6 +16,13 @@ pub(crate) fn run(ctx: &crate::config::Context) -> Result<u8, GateError> {
     for path in write_starter(&ctx.workspace)? {
         let _ = writeln!(out, "wrote {path}");
     }
+    if let Some(entry) = ignore_state(ctx)? {
+        let _ = writeln!(
+            out,
+            "added {entry} to .gitignore: the signing key, ledger and bundles must never be \
+             committed (a run refuses a state directory git tracks)"
+        );
+    }
     let keys = crate::attest::keys_dir(ctx);
     if keys.join(gate_evidence::keys::PRIVATE_KEY_FILE).exists() {
         let _ = writeln!(out, "kept the signing key in {}", keys.display());
@@ -31,6 +38,53 @@ pub(crate) fn run(ctx: &crate::config::Context) -> Result<u8, GateError> {
     }
     crate::output::stdout(&out).map_err(GateError::stdout)?;
     Ok(crate::exit::PASS)
+}
+
+/// Adds the state directory, when it lies inside the workspace, to the
+/// workspace's `.gitignore` (created when missing); the entry added, or
+/// `None` when it was there already or the state is kept elsewhere.
+fn ignore_state(ctx: &crate::config::Context) -> Result<Option<String>, GateError> {
+    let Some(state) = ctx.state_inside_workspace() else {
+        return Ok(None);
+    };
+    let workspace = ctx
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| ctx.workspace.clone());
+    let Some(rel) = state
+        .strip_prefix(&workspace)
+        .ok()
+        .and_then(Path::to_str)
+        .filter(|r| !r.is_empty())
+    else {
+        return Ok(None);
+    };
+    let entry = format!("/{rel}/");
+    let file = ctx.workspace.join(".gitignore");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(GateError::Write { path: file, source }),
+    };
+    let same = |line: &str| {
+        let line = line.trim();
+        line.trim_start_matches('/').trim_end_matches('/') == rel
+    };
+    if text.lines().any(same) {
+        return Ok(None);
+    }
+    let mut new = text;
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str("# gate's state: its signing key, ledger and bundles\n");
+    new.push_str(&entry);
+    new.push('\n');
+    std::fs::write(&file, new).map_err(|source| GateError::Write {
+        path: file.clone(),
+        source,
+    })?;
+    Ok(Some(entry))
 }
 
 /// Writes `gate.toml` and `routing.toml` (the built-in table, commented, to

@@ -41,6 +41,7 @@ pub(crate) mod isolation;
 pub(crate) mod output;
 pub(crate) mod pages;
 pub(crate) mod plan;
+pub(crate) mod planted;
 pub(crate) mod predicate;
 pub mod provider;
 pub(crate) mod record;

@@ -88,6 +88,7 @@ pub(super) async fn load(
     .await?;
     isolation.hand_over_workspace(&ctx.workspace)?;
     let git = Git::new(isolation.tools(), Repository::find(&ctx.workspace));
+    crate::planted::refuse_tracked(&git, &attest::record_paths(ctx, &store)).await?;
     let spec_file =
         crate::change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
             .pop()

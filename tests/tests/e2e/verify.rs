@@ -522,6 +522,9 @@ fn init_writes_a_spec_a_routing_table_and_a_key_once() {
         .stdout_has("routing.toml")
         .stdout_has("key id");
     assert!(env.path().join(".gate/keys/signing.key").is_file());
+    // The state is kept out of git, and it says why.
+    out.stdout_has("added /.gate/ to .gitignore");
+    assert!(env.read(".gitignore").lines().any(|l| l == "/.gate/"));
     // The files it wrote are valid as written.
     env.gate(&["routing", "check"]).run().assert_exit(0);
     env.gate(&["verify", "--print-config"]).run().assert_exit(0);
@@ -532,6 +535,53 @@ fn init_writes_a_spec_a_routing_table_and_a_key_once() {
         .assert_exit(2)
         .stderr_has("already exists");
     assert_eq!(env.read("gate.toml"), before);
+}
+
+/// A signing key, ledger or state directory that git tracks is one the
+/// change could have planted: refused before anything runs, with `CI` set
+/// too, while a state directory the CI keeps untracked inside the project
+/// folder is fine.
+#[test]
+fn state_that_git_tracks_is_refused() {
+    // (where the state is, what is committed, the exit code)
+    let cases = [
+        (None, Some(".gate/keys/signing.key"), 2),
+        (None, Some(".gate/gate.db"), 2),
+        (Some(".ci-state"), None, 0),
+        (Some(".ci-state"), Some(".ci-state/keys/signing.key"), 2),
+    ];
+    for (state, committed, code) in cases {
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            "[spec]\nid = \"planted\"\n[[check]]\nid = \"ok\"\nrun = \"true\"\n",
+        );
+        let state_dir = env.path().join(state.unwrap_or(".gate"));
+        env.gate(&["keys", "generate"])
+            .env("GATE_STATE_DIR", &state_dir)
+            .run()
+            .assert_exit(0);
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "gate.toml"]);
+        if let Some(file) = committed {
+            if !env.path().join(file).exists() {
+                env.write(file, "planted\n");
+            }
+            env.git(&["add", "-f", file]);
+        }
+        env.git(&["commit", "-q", "-m", "work"]);
+        let mut cmd = env.gate(&["verify"]).env("CI", "true");
+        if state.is_some() {
+            cmd = cmd.env("GATE_STATE_DIR", &state_dir);
+        }
+        let out = cmd.run();
+        out.assert_exit(code);
+        if let Some(file) = committed {
+            out.stderr_has(&format!(
+                "git tracks a file of the gate's own state ({file})"
+            ));
+        }
+    }
 }
 
 #[test]
