@@ -51,6 +51,7 @@ pub(crate) mod role;
 pub(crate) mod routing;
 pub(crate) mod row;
 pub(crate) mod rules;
+pub(crate) mod tested;
 pub(crate) mod tier;
 pub(crate) mod tools;
 pub(crate) mod verdict;

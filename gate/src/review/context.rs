@@ -8,6 +8,7 @@
 //! per-run nonce; any copy of the fence is removed from the content first,
 //! and zero-width and bidi control characters are stripped.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -332,16 +333,42 @@ pub struct ChangedFile {
     pub noise: Option<&'static str>,
 }
 
+/// Why a file the checks changed is not shown: what they ran on is gone.
+pub const GONE: &str =
+    "changed while the checks ran, and the content they ran on is not in the commit";
+
 /// Reads the changed files under `workspace`, classified and noise-marked.
 /// Symlinks are never followed; deleted files are kept (without text) so the
 /// file list shows them. Only the first `READ_CAP` bytes of a file are held.
-pub fn read_change(workspace: &Path, changed: &[String]) -> Vec<ChangedFile> {
+/// A path in `tested` is taken from there instead of the disk: the content
+/// the checks ran on, or `None` where it is gone (shown as [`GONE`]).
+pub fn read_change(
+    workspace: &Path,
+    changed: &[String],
+    tested: &BTreeMap<String, Option<&[u8]>>,
+) -> Vec<ChangedFile> {
     changed
         .iter()
         .map(|path| {
-            let full = workspace.join(path);
-            let is_file = std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_file());
-            let read = if is_file { read_head(&full).ok() } else { None };
+            let read = match tested.get(path) {
+                Some(Some(bytes)) => Some(ReadFile::of(bytes)),
+                Some(None) => {
+                    return ChangedFile {
+                        path: path.clone(),
+                        class: classify(path),
+                        text: None,
+                        size: 0,
+                        digest: None,
+                        noise: Some(GONE),
+                    };
+                }
+                None => {
+                    let full = workspace.join(path);
+                    let is_file =
+                        std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_file());
+                    if is_file { read_head(&full).ok() } else { None }
+                }
+            };
             let mut class = classify(path);
             if read
                 .as_ref()
@@ -369,6 +396,17 @@ struct ReadFile {
     head: Vec<u8>,
     size: u64,
     digest: blake3::Hash,
+}
+
+impl ReadFile {
+    /// `bytes` as a read of them would give.
+    fn of(bytes: &[u8]) -> Self {
+        Self {
+            head: bytes[..bytes.len().min(READ_CAP)].to_vec(),
+            size: bytes.len() as u64,
+            digest: blake3::hash(bytes),
+        }
+    }
 }
 
 /// Reads `path` once, keeping its first `READ_CAP` bytes and hashing all.
@@ -558,7 +596,11 @@ mod tests {
         let mut other = bytes.clone();
         *other.last_mut().unwrap() = b'!';
         std::fs::write(ws.path().join("other.rs"), &other).unwrap();
-        let files = read_change(ws.path(), &["big.rs".to_owned(), "other.rs".to_owned()]);
+        let files = read_change(
+            ws.path(),
+            &["big.rs".to_owned(), "other.rs".to_owned()],
+            &BTreeMap::new(),
+        );
         let big = &files[0];
         assert_eq!(big.text.as_ref().map(String::len), Some(READ_CAP));
         assert_eq!(big.size, size as u64);

@@ -193,7 +193,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         "services/api/src/handler.rs".to_owned(),
         "src/lookup.rs".to_owned(),
     ];
-    let change = read_change(ws, &changed);
+    let change = read_change(ws, &changed, &std::collections::BTreeMap::new());
     let set = RuleSet::load(ws, &discover::all(ws, None)).unwrap();
     let asked = ask::asked(&set, &changed);
     let keys: Vec<&str> = asked.iter().map(|a| a.key.as_str()).collect();
@@ -207,7 +207,11 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
             "no-product-branch"
         ]
     );
-    let references = read_change(ws, &ask::references(&asked));
+    let references = read_change(
+        ws,
+        &ask::references(&asked),
+        &std::collections::BTreeMap::new(),
+    );
     let fence = Fence::with_nonce("n0nce");
     let tier = TierDecision {
         tier: Tier::Trivial,

@@ -265,7 +265,11 @@ fn case_request(
         ));
     }
     if let Some(reference) = &rule.reference {
-        let files = context::read_change(tester.workspace, std::slice::from_ref(reference));
+        let files = context::read_change(
+            tester.workspace,
+            std::slice::from_ref(reference),
+            &std::collections::BTreeMap::new(),
+        );
         let block = RemitBlock::build(REFERENCES_HEADING, fence, files.iter());
         if !block.files.is_empty() {
             blocks.push(Block::new(block.text));

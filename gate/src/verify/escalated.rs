@@ -68,6 +68,7 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
     record.previous_bundle = history.previous.as_ref().map(|p| p.bundle_sha256.clone());
     record.routing_override.clone_from(&setup.routing_override);
     let sealed = super::seal::Sealed {
+        tested: None,
         subject_names: &[],
         plan: Vec::new(),
         rules: Vec::new(),

@@ -2,6 +2,8 @@
 //! the gate's own, gone before anything of the change runs), then the
 //! change's cross-checks and criteria, then the workspace looked at again.
 
+use gate_specs::InputGlobs;
+
 use crate::base_runs;
 use crate::errors::GateError;
 use crate::interrupt::Interrupt;
@@ -9,6 +11,7 @@ use crate::pages;
 use crate::record::{Finding, PageRecord};
 use crate::rules::RuleSet;
 use crate::rules::design::PageShots;
+use crate::tested::Tested;
 use crate::{guard, verifiers};
 
 use super::harness::{self, Harnessed};
@@ -24,6 +27,8 @@ pub(super) struct Exercised {
     pub harnessed: Harnessed,
     /// Fingerprinted files the items changed.
     pub tampered: Vec<Finding>,
+    /// What those files held when the items started, where it is known.
+    pub tested: Tested,
     /// The pages as the record keeps them.
     pub page_records: Vec<PageRecord>,
     /// Pages whose check passed, with their screenshots, for review.
@@ -55,6 +60,9 @@ pub(super) async fn exercise(
     } else {
         None
     };
+    // The commit the workspace is at, before anything of it runs: what a
+    // file the items change held is recovered from there.
+    let head = setup.git.resolve_commit(&ctx.workspace, "HEAD").await.ok();
     let base_results = base_runs::decide(base_runs::Inputs {
         spec,
         plan: &planned.plan,
@@ -106,12 +114,24 @@ pub(super) async fn exercise(
     }
     // What the items changed of the fingerprinted workspace.
     let after = harness::fingerprint(ctx, spec, &req.own_files).await?;
+    let tested = Tested::recover(
+        &setup.git,
+        &ctx.workspace,
+        head.as_deref(),
+        &survey.snapshot,
+        &after,
+    )
+    .await;
     let mut tampered = tamper_findings(
         &survey.snapshot,
         &after,
-        &setup.spec_file,
-        &survey.protection,
-        &survey.rule_set,
+        &Guarded {
+            spec_file: &setup.spec_file,
+            protection: &survey.protection,
+            rule_set: &survey.rule_set,
+            task_paths: &task_paths(spec),
+            tested: &tested,
+        },
     );
     tampered.extend(crate::interpreters::replaced(
         &survey.interpreters,
@@ -127,58 +147,99 @@ pub(super) async fn exercise(
         base_results,
         harnessed,
         tampered,
+        tested,
         page_records,
         page_shots,
     })
 }
 
-/// Findings for fingerprinted files that changed while the items ran:
-/// critical for the spec, the gate's other inputs and protected verifiers
-/// (which the sandbox keeps read-only, so only an unisolated run can change
-/// them), a warning for the rest.
-fn tamper_findings(
-    before: &gate_evidence::Snapshot,
-    after: &gate_evidence::Snapshot,
-    spec_file: &str,
-    protection: &verifiers::Protection,
-    rule_set: &RuleSet,
-) -> Vec<Finding> {
-    let guarded = |path: &str| {
-        path == spec_file
+/// What decides how grave a change the items made is.
+struct Guarded<'a> {
+    spec_file: &'a str,
+    protection: &'a verifiers::Protection,
+    rule_set: &'a RuleSet,
+    task_paths: &'a InputGlobs,
+    tested: &'a Tested,
+}
+
+impl Guarded<'_> {
+    /// Part of the exam: the spec, house rules, protected verifiers.
+    fn exam(&self, path: &str) -> bool {
+        path == self.spec_file
             || path == ".git"
-            || rule_set.files.iter().any(|(p, _)| p == path)
-            || protection.paths.iter().any(|p| {
+            || self.rule_set.files.iter().any(|(p, _)| p == path)
+            || self.protection.paths.iter().any(|p| {
                 path.strip_prefix(p.as_str())
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
             })
-    };
+    }
+
+    /// A file of the change itself: under a task's `paths` and tracked by
+    /// git (a build's output, such as `__pycache__`, is not).
+    fn task_source(&self, path: &str) -> bool {
+        self.task_paths.is_match(path) && self.tested.altered(path).is_some_and(|a| a.tracked)
+    }
+}
+
+/// The tasks' `paths`, as one set of globs (validated with the spec, so
+/// one that does not compile matches nothing here).
+fn task_paths(spec: &gate_specs::Spec) -> InputGlobs {
+    let globs: Vec<&String> = spec.tasks.iter().flat_map(|t| t.paths.iter()).collect();
+    InputGlobs::new(&globs).unwrap_or_else(|_| InputGlobs::new::<&str>(&[]).expect("no globs"))
+}
+
+/// Findings for fingerprinted files that changed while the items ran:
+/// critical for the spec, the gate's other inputs and protected verifiers
+/// (which the sandbox keeps read-only, so only an unisolated run can change
+/// them) and for a task's tracked source file (reviewers are then sent
+/// what the commit holds, or nothing), a warning for the rest.
+fn tamper_findings(
+    before: &gate_evidence::Snapshot,
+    after: &gate_evidence::Snapshot,
+    guarded: &Guarded<'_>,
+) -> Vec<Finding> {
     before
         .entries()
         .filter(|(path, entry)| after.get(path).is_none_or(|now| now.digest != entry.digest))
         .map(|(path, _)| {
-            let critical = guarded(path);
+            let exam = guarded.exam(path);
+            let source = !exam && guarded.task_source(path);
+            let critical = exam || source;
             let title = format!("`{path}` changed while the checks ran");
+            let detail = if exam {
+                "It is part of the exam the change is judged by; what the gate runs must not \
+                 change it."
+                    .to_owned()
+            } else if source {
+                let shown = if guarded
+                    .tested
+                    .altered(path)
+                    .is_some_and(|a| a.bytes.is_some())
+                {
+                    "reviewers are sent the committed version, which the checks ran on"
+                } else {
+                    "what the checks ran on is not in the commit, so reviewers are not sent it"
+                };
+                format!(
+                    "It is a file of the change: code that rewrites its own source while it runs \
+                     hides from review what was tested; {shown}."
+                )
+            } else {
+                "What the gate ran changed a file the change is made of, so the run looked \
+                 at something other than the change."
+                    .to_owned()
+            };
+            let severity = if critical { "critical" } else { "warning" };
             Finding {
                 id: crate::findings::finding_id(guard::GUARD_ROLE, path, &title),
-                severity: if critical { "critical" } else { "warning" }.to_owned(),
+                severity: severity.to_owned(),
                 role: guard::GUARD_ROLE.to_owned(),
                 file: path.to_owned(),
                 line: None,
                 title,
-                detail: if critical {
-                    "It is part of the exam the change is judged by; what the gate runs must not \
-                     change it."
-                        .to_owned()
-                } else {
-                    "What the gate ran changed a file the change is made of, so the run looked \
-                     at something other than the change."
-                        .to_owned()
-                },
+                detail,
                 confidence: 1.0,
-                lineage: crate::record::Lineage::raised(
-                    guard::GUARD_ROLE,
-                    if critical { "critical" } else { "warning" },
-                ),
+                lineage: crate::record::Lineage::raised(guard::GUARD_ROLE, severity),
             }
         })
         .collect()

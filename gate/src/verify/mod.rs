@@ -81,13 +81,14 @@ pub(crate) async fn run_with(
     say_attempt(events, &history);
     let (survey, launcher) = survey::survey(&run).await?;
     let planned = planning::plan(&run, &survey);
-    let exercised = exercise::exercise(&run, &survey, &planned, launcher, &interrupt).await?;
+    let mut exercised = exercise::exercise(&run, &survey, &planned, launcher, &interrupt).await?;
     let tier = tier_of(&setup.spec, &survey.changed)?;
     let review =
         review::review_or_skip(&run, &survey, &planned, &exercised, &tier, &interrupt).await?;
+    let tested = std::mem::take(&mut exercised.tested);
     let mut record = decide::decide(&run, &survey, &planned, exercised, tier, review);
     record.duration_ms = millis(start.clock.elapsed());
-    seal::seal(&run, &survey, &planned, &mut record)?;
+    seal::seal(&run, &survey, &planned, &tested, &mut record)?;
     Ok(record)
 }
 

@@ -49,6 +49,9 @@ pub(super) struct ReviewStage<'a> {
     /// The run's signing key: it seals the breaker states this run writes
     /// and vouches for those it reads.
     pub key: &'a gate_evidence::SigningKey,
+    /// What the items ran on, for the files they changed: read instead of
+    /// the disk.
+    pub tested: &'a crate::tested::Tested,
 }
 
 /// `files` as a model may see them: a secret in one (a `.env`, a URL with
@@ -66,6 +69,33 @@ fn redacted(
 }
 
 impl ReviewStage<'_> {
+    /// The change and the judged criteria's inputs, as the items ran on
+    /// them and redacted, read off the runtime's threads.
+    async fn read(
+        &self,
+        judge_paths: Vec<String>,
+    ) -> Result<(Vec<context::ChangedFile>, Vec<context::ChangedFile>), GateError> {
+        let workspace = self.ctx.workspace.clone();
+        let changed = self.changed.to_vec();
+        let redactor = self.redactor.clone();
+        let tested = self.tested.clone();
+        tokio::task::spawn_blocking(move || {
+            let substitutes = tested.substitutes();
+            let read = |paths: &[String]| {
+                redacted(
+                    context::read_change(&workspace, paths, &substitutes),
+                    &redactor,
+                )
+            };
+            (read(&changed), read(&judge_paths))
+        })
+        .await
+        .map_err(|e| GateError::Workspace {
+            path: self.ctx.workspace.clone(),
+            reason: format!("reading the change stopped: {e}"),
+        })
+    }
+
     /// The model review, when a provider is configured.
     pub(super) async fn run(&self) -> Result<ReviewOutput, GateError> {
         let keys = config::provider_keys(self.routing, &self.ctx.env);
@@ -79,8 +109,6 @@ impl ReviewStage<'_> {
             Duration::from_secs(spec.policy.connect_timeout_s),
         )
         .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
-        let workspace = self.ctx.workspace.clone();
-        let changed_owned = self.changed.to_vec();
         // Only criteria this attempt runs are asked; carried ones keep their answer.
         let judged: Vec<JudgedCriterion> = spec
             .criteria()
@@ -97,18 +125,7 @@ impl ReviewStage<'_> {
                 text: c.text.clone(),
             })
             .collect();
-        let judge_paths = judge_inputs(spec, self.snapshot);
-        let redactor = self.redactor.clone();
-        let (change, judge_files) = tokio::task::spawn_blocking(move || {
-            let read =
-                |paths: &[String]| redacted(context::read_change(&workspace, paths), &redactor);
-            (read(&changed_owned), read(&judge_paths))
-        })
-        .await
-        .map_err(|e| GateError::Workspace {
-            path: self.ctx.workspace.clone(),
-            reason: format!("reading the change stopped: {e}"),
-        })?;
+        let (change, judge_files) = self.read(judge_inputs(spec, self.snapshot)).await?;
         let code_criteria: Vec<(String, String)> = spec
             .criteria()
             .filter_map(|(_, c)| {
@@ -124,7 +141,11 @@ impl ReviewStage<'_> {
             .collect();
         let asked = rules::ask::asked(self.rule_set, &shown);
         let rule_references = redacted(
-            context::read_change(&self.ctx.workspace, &rules::ask::references(&asked)),
+            context::read_change(
+                &self.ctx.workspace,
+                &rules::ask::references(&asked),
+                &self.tested.substitutes(),
+            ),
             self.redactor,
         );
         let page_asks: Vec<rules::design::PageAsk> = self
@@ -294,6 +315,7 @@ pub(super) async fn review_or_skip(
             previous: history.previous.as_ref(),
             full: req.full,
             rule_set: &survey.rule_set,
+            tested: &exercised.tested,
             events,
             pages: &exercised.page_shots,
             redactor: &planned.redactor,

@@ -11,6 +11,7 @@ use crate::errors::GateError;
 use crate::events::{Note, RunEvent};
 use crate::predicate::{PlanEntry, Predicate, PromptUsed, RoutingUsed, RulesUsed};
 use crate::record::{RunRecord, millis};
+use crate::tested::Tested;
 
 use super::planning::Planned;
 use super::records;
@@ -24,6 +25,7 @@ pub(super) fn seal(
     run: &Stage<'_>,
     survey: &Survey,
     planned: &Planned,
+    tested: &Tested,
     record: &mut RunRecord,
 ) -> Result<(), GateError> {
     let Stage {
@@ -51,6 +53,7 @@ pub(super) fn seal(
         .collect();
     let sealed = Sealed {
         subject_names: &names,
+        tested: Some(tested),
         plan: records::plan_entries(&planned.plan),
         rules,
     };
@@ -72,6 +75,9 @@ pub(super) fn seal(
 pub(super) struct Sealed<'a> {
     /// The subjects, workspace-relative.
     pub subject_names: &'a [String],
+    /// What the items ran on, for the files they changed: recorded
+    /// instead of the disk (a file whose tested content is gone is left out).
+    pub tested: Option<&'a Tested>,
     /// The plan as the predicate keeps it.
     pub plan: Vec<PlanEntry>,
     /// The house rules files and their digests.
@@ -89,6 +95,7 @@ pub(super) fn finish(
     let (store, key, routing, prompts) = (&setup.store, &setup.key, &setup.routing, &setup.prompts);
     let Sealed {
         subject_names,
+        tested,
         plan,
         rules,
     } = sealed;
@@ -114,6 +121,30 @@ pub(super) fn finish(
         plan,
         previous_bundle_sha256: record.previous_bundle.clone(),
     };
-    let subjects = attest::subjects(&ctx.workspace, subject_names);
+    let subjects = tested_subjects(&ctx.workspace, subject_names, tested);
     attest::record_run(ctx, store, record, key, subjects, &predicate)
+}
+
+/// The subjects of `names`: from the disk, but for the files the items
+/// changed, which are recorded as they were when the items started (from
+/// the commit), or left out where that is gone.
+fn tested_subjects(
+    workspace: &std::path::Path,
+    names: &[String],
+    tested: Option<&Tested>,
+) -> Vec<gate_evidence::Subject> {
+    let Some(tested) = tested else {
+        return attest::subjects(workspace, names);
+    };
+    let (altered, untouched): (Vec<String>, Vec<String>) = names
+        .iter()
+        .cloned()
+        .partition(|n| tested.altered(n).is_some());
+    let mut subjects = attest::subjects(workspace, &untouched);
+    subjects.extend(altered.iter().filter_map(|name| {
+        let bytes = tested.altered(name)?.bytes.as_deref()?;
+        Some(gate_evidence::Subject::from_bytes(name.clone(), bytes))
+    }));
+    subjects.sort_by(|a, b| a.name.cmp(&b.name));
+    subjects
 }

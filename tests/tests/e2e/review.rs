@@ -375,6 +375,81 @@ fn secrets_in_changed_files_are_not_sent_to_a_model() {
     assert!(shown, "the file was shown, redacted");
 }
 
+/// Code under test that scrubs its own source when it starts hides
+/// nothing: reviewers are sent the committed file the checks ran on, the
+/// bundle records that file, `gate evidence verify` agrees with the
+/// commit, and the rewrite is a critical finding.
+#[test]
+fn a_file_the_checks_rewrite_is_reviewed_and_recorded_as_tested() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::openai(&answer(json!([]), json!([]))));
+    let env = trivial_workspace(&server, "openai");
+    let committed = "def total(lines):\n    return sum(l.price for l in lines)\n\
+                     # BACKDOOR: exec(request.args['cmd'])\n";
+    env.write("src/a.py", committed);
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"scrub\"\n[[check]]\nid = \"start\"\nrun = \"sed -i /BACKDOOR/d src/a.py\"\n\
+         [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n[[task.criterion]]\nid = \"c\"\ntext = \"exists\"\nrun = \"test -f src/a.py\"\n",
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-qm", "work"]);
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    let finding = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["title"] == "`src/a.py` changed while the checks ran")
+        .unwrap_or_else(|| panic!("{:#}", doc["findings"]));
+    assert_eq!(finding["severity"], "critical");
+    assert!(
+        !env.read("src/a.py").contains("BACKDOOR"),
+        "the check scrubbed it"
+    );
+    let requests = server.requests();
+    assert!(!requests.is_empty(), "the review ran");
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.text().contains("# BACKDOOR: exec")),
+        "no reviewer was sent the file the checks ran on"
+    );
+    // The bundle records the committed file, not the scrubbed disk.
+    let bundle: Value = serde_json::from_str(&env.read(doc["bundle"].as_str().unwrap())).unwrap();
+    let payload = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        bundle["payload"].as_str().unwrap(),
+    )
+    .unwrap();
+    let statement: Value = serde_json::from_slice(&payload).unwrap();
+    let subject = statement["subject"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "src/a.py")
+        .expect("src/a.py is a subject");
+    assert_eq!(
+        subject["digest"]["blake3"],
+        gate_evidence::Digest::of(committed.as_bytes()).to_hex()
+    );
+    env.git(&["checkout", "--", "src/a.py"]);
+    let ws = env.path().to_str().unwrap().to_owned();
+    let bundle_path = env.path().join(doc["bundle"].as_str().unwrap());
+    env.gate(&[
+        "--workspace",
+        &ws,
+        "evidence",
+        "verify",
+        bundle_path.to_str().unwrap(),
+    ])
+    .run()
+    .assert_exit(0);
+}
+
 #[test]
 fn a_malformed_reply_is_repaired_once_then_did_not_run() {
     // Repaired: the second reply is valid.

@@ -383,6 +383,7 @@ judge = "model"
             "recorded",
             "tier",
             "tier_reason",
+            "changed_files",
             "base",
             "base_commit",
             "isolation",
