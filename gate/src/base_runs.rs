@@ -546,7 +546,11 @@ async fn run_on_base(
         files: Arc::new(Vec::new()),
         satisfied: HashSet::new(),
         redact: Arc::new(inputs.redact.clone()),
-        launcher: Arc::new(inputs.isolation.base_items(&root, folder.path())?),
+        launcher: Arc::new(inputs.isolation.base_items(
+            &root,
+            git.repository()?.work_tree(),
+            folder.path(),
+        )?),
         requires: Arc::new(std::collections::HashMap::new()),
     };
     let results = gate_harness::run(items, opts, None, inputs.interrupt.wait())

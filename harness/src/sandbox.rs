@@ -194,6 +194,11 @@ pub struct Sandbox {
     pub run_files: Vec<PathBuf>,
     /// The workspace: writable, the working directory.
     pub workspace: PathBuf,
+    /// Where the workspace is shown inside, when not at its own path: a
+    /// base's checkout shown where the change's repository is, so what
+    /// runs on the base cannot tell the two runs apart by where it runs.
+    #[serde(default)]
+    pub workspace_at: Option<PathBuf>,
     /// Paths inside the workspace that stay read-only.
     pub read_only: Vec<PathBuf>,
     /// Files shown read-only over workspace paths.
@@ -308,12 +313,12 @@ impl Sandbox {
         for dir in &self.writable {
             a.mount("--bind", dir, dir);
         }
-        a.mount("--bind", &self.workspace, &self.workspace);
+        a.mount("--bind", &self.workspace, &self.inside(&self.workspace));
         for path in &self.read_only {
-            a.pair("--ro-bind", path, path);
+            a.pair("--ro-bind", path, &self.inside(path));
         }
         for overlay in &self.overlays {
-            a.pair("--ro-bind", &overlay.source, &overlay.target);
+            a.pair("--ro-bind", &overlay.source, &self.inside(&overlay.target));
         }
         if let Some((passwd, group)) = self.identity.as_ref().and_then(|i| i.accounts.as_ref()) {
             a.pair("--ro-bind", passwd, Path::new("/etc/passwd"));
@@ -321,8 +326,18 @@ impl Sandbox {
         }
         self.mask_hidden(&mut a);
         a.one("--remount-ro", Path::new("/"));
-        a.one("--chdir", cwd);
+        a.one("--chdir", &self.inside(cwd));
         a.args
+    }
+
+    /// Where the host path `path` is seen inside: under the workspace, at
+    /// [`Sandbox::workspace_at`] when the workspace is shown elsewhere.
+    pub fn inside(&self, path: &Path) -> PathBuf {
+        match (&self.workspace_at, path.strip_prefix(&self.workspace)) {
+            (Some(at), Ok(rest)) if rest.as_os_str().is_empty() => at.clone(),
+            (Some(at), Ok(rest)) => at.join(rest),
+            _ => path.to_path_buf(),
+        }
     }
 
     /// This policy without the hidden paths that are gone since it was
@@ -398,7 +413,11 @@ impl Sandbox {
         for dir in &self.writable {
             consider(dir, Origin::Host);
         }
-        consider(&self.workspace, Origin::Host);
+        // Shown elsewhere, what lies under its path inside is not the host's.
+        match &self.workspace_at {
+            None => consider(&self.workspace, Origin::Host),
+            Some(at) => consider(at, Origin::Private),
+        }
         best.1
     }
 }
@@ -831,6 +850,7 @@ mod tests {
             ],
             run_files: vec!["/run/systemd/resolve/stub-resolv.conf".into()],
             workspace: "/srv/ci/ws".into(),
+            workspace_at: None,
             read_only: vec!["/srv/ci/ws/.git".into(), "/srv/ci/ws/gate.toml".into()],
             overlays: vec![Overlay {
                 source: "/var/base/e2e.sh".into(),

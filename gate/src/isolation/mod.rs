@@ -564,11 +564,18 @@ impl Isolation {
     }
 
     /// The launcher of what runs on the base: the items' sandbox, with the
-    /// base's checkout (`root`) as the one writable workspace, a `/tmp`,
+    /// base's checkout (`root`) as the one writable workspace, shown where
+    /// the change's repository is (`shown_at`) so a verifier cannot tell
+    /// the base's run from the change's by where it runs, a `/tmp`,
     /// `/var/tmp` and `HOME` of its own under `scratch`, and the change's
-    /// workspace out of sight. The checkout and those folders are handed
-    /// to the run's uid, when it has one.
-    pub(crate) fn base_items(&self, root: &Path, scratch: &Path) -> Result<Launcher, String> {
+    /// workspace out of sight (the checkout covers it). The checkout and
+    /// those folders are handed to the run's uid, when it has one.
+    pub(crate) fn base_items(
+        &self,
+        root: &Path,
+        shown_at: &Path,
+        scratch: &Path,
+    ) -> Result<Launcher, String> {
         if let Some(lease) = &self.lease {
             for dir in [
                 root.to_path_buf(),
@@ -587,6 +594,7 @@ impl Isolation {
                 candidates.push(sandbox.workspace.clone());
                 items.hidden = hidden(&candidates);
                 items.workspace = root.to_path_buf();
+                items.workspace_at = Some(shown_at.to_path_buf());
                 items.read_only = Vec::new();
                 items.overlays = Vec::new();
                 items.tmp = scratch.join("tmp");
@@ -680,6 +688,7 @@ fn build_sandbox(
         shown: shown::outside_home(setup.host_env, &readable, host_home, setup.workspace),
         run_files: shown::run_files(),
         workspace: setup.workspace.to_path_buf(),
+        workspace_at: None,
         read_only: Vec::new(),
         overlays: Vec::new(),
         hidden: Vec::new(),

@@ -3,8 +3,11 @@
 //! base result decides what their pass is worth. Each workspace is a git
 //! repository the test makes: the base commit holds the spec, a build
 //! script and the verifiers; the change is what the test writes after it.
-//! Every script logs where it ran into a folder outside the workspace
-//! (`[sandbox] writable`), so the test counts real executions on the base.
+//! Every script logs where it ran, and on which side, into a folder outside
+//! the workspace (`[sandbox] writable`), so the test counts real executions
+//! on the base. The base's checkout is shown where the workspace is, so a
+//! script tells the two apart by content alone: `.here`, an ignored file
+//! of the workspace's, is in no commit.
 
 use std::path::{Path, PathBuf};
 
@@ -33,11 +36,11 @@ impl Repo {
                  [sandbox]\nwritable = [\"{log}\"]\n"
             ),
         );
-        env.write(".gitignore", ".gate/\ntarget/\n");
+        env.write(".gitignore", ".gate/\ntarget/\n.here\n");
         env.script(
             "scripts/build.sh",
             &format!(
-                "#!/bin/sh\nset -e\necho \"$PWD\" >> {log}/build\n\
+                "#!/bin/sh\nset -e\n{SIDE} >> {log}/build\n\
                  test ! -e src/broken\nmkdir -p target\ncp src/*.txt target/\n"
             ),
         );
@@ -45,7 +48,7 @@ impl Repo {
         let verifier = |name: &str, test: &str| {
             env.script(
                 &format!("scripts/{name}.sh"),
-                &format!("#!/bin/sh\necho \"$PWD\" >> {log}/{name}\n{test}\n"),
+                &format!("#!/bin/sh\n{SIDE} >> {log}/{name}\n{test}\n"),
             );
         };
         verifier("has_feature", "grep -q feature target/app.txt");
@@ -57,6 +60,7 @@ impl Repo {
         env.git(&["init", "-q", "-b", "main"]);
         env.git(&["add", "."]);
         env.git(&["commit", "-q", "-m", "base"]);
+        env.write(".here", "");
         Self { env, logs }
     }
 
@@ -72,24 +76,29 @@ impl Repo {
         self.env.gate(&args).run()
     }
 
-    /// The folders a script ran in, one line per run.
-    fn ran(&self, name: &str) -> Vec<PathBuf> {
+    /// Each run of a script: the folder it ran in and whether it was on
+    /// the base.
+    fn runs(&self, name: &str) -> Vec<(PathBuf, bool)> {
         std::fs::read_to_string(self.logs.path().join(name))
             .unwrap_or_default()
             .lines()
-            .map(PathBuf::from)
+            .filter_map(|l| l.rsplit_once(' '))
+            .map(|(dir, side)| (PathBuf::from(dir), side == "base"))
             .collect()
     }
 
-    /// The runs of a script outside the workspace: on the base.
+    /// The runs of a script on the base.
     fn ran_on_base(&self, name: &str) -> Vec<PathBuf> {
-        let ws = self.env.path().canonicalize().unwrap();
-        self.ran(name)
+        self.runs(name)
             .into_iter()
-            .filter(|p| !p.starts_with(&ws))
+            .filter(|(_, base)| *base)
+            .map(|(dir, _)| dir)
             .collect()
     }
 }
+
+/// What a script logs: where it runs, and on which side.
+const SIDE: &str = "echo \"$PWD $(test -e .here && echo change || echo base)\"";
 
 fn criterion(id: &str, script: &str, expect: &str) -> String {
     format!(
@@ -166,6 +175,31 @@ fn a_fail_to_pass_criterion_that_passes_on_the_base_is_a_critical_finding() {
     assert_eq!(doc["verdict"], "fail");
 }
 
+/// A verifier the change created that fails on purpose wherever the
+/// workspace is not earns nothing: the base's checkout is shown at the
+/// workspace's own path, so it passes there too.
+#[test]
+fn a_created_verifier_cannot_tell_the_base_by_where_it_runs() {
+    let repo = Repo::new(&criterion("sly", "sly", "fail-to-pass"), "");
+    let ws = repo.env.path().canonicalize().unwrap();
+    repo.env.script(
+        "scripts/sly.sh",
+        &format!("#!/bin/sh\n[ \"$PWD\" = \"{}\" ]\n", ws.display()),
+    );
+    repo.feature();
+    let out = repo.verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(base_status(&doc, "sly")["status"], "passed", "{doc:#}");
+    assert!(
+        critical_titles(&doc).contains(
+            &"criterion `sly` passes without the change: it does not show the feature".to_owned()
+        ),
+        "{:#}",
+        doc["findings"]
+    );
+}
+
 #[test]
 fn a_criterion_that_fails_on_both_fails_as_it_always_did() {
     let repo = Repo::new(&criterion("nope", "never", "fail-to-pass"), "");
@@ -197,11 +231,7 @@ fn a_pass_to_pass_criterion_broken_on_the_base_is_the_specs_problem() {
     out.assert_exit(2);
     out.stderr_has("criterion `nope` expects pass-to-pass but fails on the base");
     // Nothing of the change ran.
-    assert!(
-        repo.ran("never")
-            .iter()
-            .all(|p| !p.starts_with(repo.env.path().canonicalize().unwrap()))
-    );
+    assert!(repo.runs("never").iter().all(|(_, base)| *base));
 }
 
 #[test]
@@ -234,7 +264,11 @@ fn a_base_whose_build_fails_leaves_the_criteria_unverified() {
             "{c:#}"
         );
     }
-    assert_eq!(repo.ran_on_base("build").len(), 1);
+    // The base ran where the change does: at the workspace's own path.
+    assert_eq!(
+        repo.ran_on_base("build"),
+        [repo.env.path().canonicalize().unwrap()]
+    );
     assert!(repo.ran_on_base("has_feature").is_empty());
 }
 
@@ -281,22 +315,35 @@ fn no_base_runs_leaves_unknown_base_results_unverified_and_says_so() {
 #[test]
 fn the_base_checkout_is_gone_after_the_run_and_out_of_the_changes_reach() {
     let repo = Repo::new(&criterion("orders-201", "has_feature", "fail-to-pass"), "");
-    // The change's criterion tries to write where the base's ran.
-    let log = repo.logs.path().display().to_string();
+    // The gate makes the base's checkout in its temporary folder; the
+    // change's criterion tries to write there.
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, tmp_dir) = (
+        repo.logs.path().display().to_string(),
+        tmp.path().display().to_string(),
+    );
     let spec = repo.env.read("gate.toml")
         + &format!(
             "[[task.criterion]]\nid = \"reach\"\ntext = \"reaches the base\"\n\
-             run = \"for d in $(cat {log}/has_feature); do if [ $d != $PWD ] && touch $d/planted; then echo wrote $d >> {log}/reach; fi; done; true\"\n"
+             run = \"for d in {tmp_dir}/gate-base-*/tree; do if touch $d/planted; then echo wrote $d >> {log}/reach; fi; done; true\"\n"
         );
     repo.env.write("gate.toml", &spec);
     repo.env.git(&["commit", "-qam", "the reach criterion"]);
     repo.feature();
-    let out = repo.verify(&[]);
+    let out = repo
+        .env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .env("TMPDIR", tmp.path())
+        .run();
     out.assert_exit(0);
-    let on_base = repo.ran_on_base("has_feature");
-    assert_eq!(on_base.len(), 1);
-    let base_dir: &Path = &on_base[0];
-    assert!(!base_dir.exists(), "{} is still there", base_dir.display());
+    assert_eq!(repo.ran_on_base("has_feature").len(), 1);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("gate-base-"))
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?} still there");
     assert!(
         !Path::new(&format!("{log}/reach")).exists(),
         "the change wrote into the base's checkout"
@@ -339,7 +386,10 @@ fn an_interrupted_base_run_leaves_no_checkout_behind() {
         env.git(&["commit", "-q", "-m", "base"]);
         let mut args = vec!["verify", "--base", "main", "--format", "json"];
         args.extend_from_slice(extra);
-        let mut child = env.gate(&args).spawn();
+        // The checkout is made in the gate's temporary folder: where a
+        // script runs no longer says (it is shown at the workspace's path).
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = env.gate(&args).env("TMPDIR", tmp.path()).spawn();
         let gate = Pid::from_raw(i32::try_from(child.id()).unwrap());
         let where_ = logs.path().join("where");
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -350,8 +400,22 @@ fn an_interrupted_base_run_leaves_no_checkout_behind() {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let checkout = PathBuf::from(std::fs::read_to_string(&where_).unwrap().trim());
-        assert!(checkout.exists(), "{}", checkout.display());
+        let checkouts = || -> Vec<PathBuf> {
+            std::fs::read_dir(tmp.path())
+                .unwrap()
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("gate-base-")
+                })
+                .collect()
+        };
+        let found = checkouts();
+        assert_eq!(found.len(), 1, "{found:?}");
+        let checkout = found[0].clone();
         kill(gate, Signal::SIGTERM).unwrap();
         if signals == 2 {
             std::thread::sleep(Duration::from_millis(200));
