@@ -1,0 +1,702 @@
+//! npm, pnpm and yarn scripts, and the Vitest, Jest and Mocha runners: the
+//! package.json script entries a command runs (and their `pre`/`post`
+//! hooks), the command lines in them, the test files the runner selects,
+//! and the configuration of the package manager and the runner.
+
+use std::collections::BTreeMap;
+
+use super::{
+    Call, Exam, ExamKind, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
+    ini, is_glob, looks_like_path, resolve, script_entry,
+};
+use crate::verifier::Word;
+
+/// The package manager's own commands (not scripts) that run no tests.
+const BUILTINS: [&str; 24] = [
+    "install",
+    "i",
+    "ci",
+    "add",
+    "remove",
+    "rm",
+    "uninstall",
+    "update",
+    "up",
+    "upgrade",
+    "link",
+    "unlink",
+    "publish",
+    "pack",
+    "init",
+    "create",
+    "audit",
+    "outdated",
+    "list",
+    "ls",
+    "why",
+    "config",
+    "set",
+    "cache",
+];
+
+/// Keys of `.npmrc` that change nothing of how a script is launched.
+const NPMRC_ALLOWED: [&str; 16] = [
+    "registry",
+    "fund",
+    "audit",
+    "audit-level",
+    "engine-strict",
+    "package-lock",
+    "legacy-peer-deps",
+    "strict-peer-dependencies",
+    "auto-install-peers",
+    "lockfile-version",
+    "progress",
+    "loglevel",
+    "update-notifier",
+    "always-auth",
+    "email",
+    "_auth",
+];
+
+/// Keys of `.yarnrc.yml` (yarn 2+) that change nothing of how a script is launched.
+const YARNRC_YML_ALLOWED: [&str; 20] = [
+    "npmRegistryServer",
+    "npmScopes",
+    "npmAuthToken",
+    "npmAuthIdent",
+    "npmAlwaysAuth",
+    "npmPublishRegistry",
+    "enableTelemetry",
+    "enableProgressBars",
+    "enableGlobalCache",
+    "enableColors",
+    "enableHyperlinks",
+    "enableMessageNames",
+    "cacheFolder",
+    "globalFolder",
+    "httpProxy",
+    "httpsProxy",
+    "httpTimeout",
+    "httpRetry",
+    "networkConcurrency",
+    "enableImmutableInstalls",
+];
+
+/// Keys of `.yarnrc` (yarn 1) that change nothing of how a script is launched.
+const YARNRC_ALLOWED: [&str; 10] = [
+    "registry",
+    "network-timeout",
+    "network-concurrency",
+    "disable-self-update-check",
+    "email",
+    "username",
+    "always-auth",
+    "strict-ssl",
+    "lastUpdateCheck",
+    "yarn-offline-mirror",
+];
+
+/// Keys of `pnpm-workspace.yaml` that change nothing of how a script is launched.
+const PNPM_WORKSPACE_ALLOWED: [&str; 6] = [
+    "packages",
+    "catalog",
+    "catalogs",
+    "onlyBuiltDependencies",
+    "ignoredBuiltDependencies",
+    "neverBuiltDependencies",
+];
+
+/// Keys of package.json, besides the scripts (exam entries) and the
+/// runners' sections, that change how a script runs: `type` (how `.js`
+/// files, configs among them, are loaded), `packageManager` (which package
+/// manager corepack runs), and the overrides and pnpm settings that swap
+/// the packages the runner itself is made of.
+const PACKAGE_JSON_KEYS: [&str; 5] = ["type", "packageManager", "pnpm", "overrides", "resolutions"];
+
+/// Test file extensions of Vitest's and Jest's default match.
+const TEST_EXTENSIONS: [&str; 8] = ["js", "ts", "jsx", "tsx", "mjs", "cjs", "mts", "cts"];
+
+/// Reads an `npm`, `pnpm` or `yarn` command.
+pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Exam) {
+    let mut dir = call.dir.to_owned();
+    let mut args = call.args.iter();
+    let sub = loop {
+        let Some(w) = args.next() else { return };
+        match w.text.as_str() {
+            "--prefix" | "-C" | "--dir" | "--cwd" => {
+                let Some(d) = args.next().and_then(|d| resolve(call.dir, &d.text)) else {
+                    out.unresolved(format!(
+                        "`{}` runs in a directory outside the workspace",
+                        call.text
+                    ));
+                    return;
+                };
+                dir = d;
+            }
+            "-w" | "--workspace" | "-ws" | "--workspaces" | "--filter" | "-F" | "-r"
+            | "--recursive" => {
+                out.unresolved(format!(
+                    "`{}` runs in the workspace's packages (`{}`), which are not resolved",
+                    call.text, w.text
+                ));
+                return;
+            }
+            t if t.starts_with('-') => {}
+            _ => break w,
+        }
+    };
+    let rest: Vec<Word> = args.cloned().collect();
+    let (script, after) = match sub.text.as_str() {
+        "test" | "t" | "tst" => ("test".to_owned(), &rest[..]),
+        "start" | "stop" | "restart" => (sub.text.clone(), &rest[..]),
+        "run" | "run-script" | "rum" | "urn" => {
+            let Some(at) = rest.iter().position(|w| !w.text.starts_with('-')) else {
+                return;
+            };
+            (rest[at].text.clone(), &rest[at + 1..])
+        }
+        "exec" | "x" | "dlx" => {
+            // The rest is a command run with the package's binaries on PATH.
+            let skip = rest
+                .iter()
+                .take_while(|w| w.text.starts_with('-') && w.text != "--")
+                .count();
+            let words: Vec<Word> = rest[skip..]
+                .iter()
+                .skip_while(|w| w.text == "--")
+                .cloned()
+                .collect();
+            call.ctx.command(&words, &dir, call.scope, out);
+            return;
+        }
+        b if BUILTINS.contains(&b) => return,
+        _ if pm == "npm" => return,
+        other => (other.to_owned(), &rest[..]),
+    };
+    if sub.expands {
+        out.unresolved(format!(
+            "`{}` names its script through an expansion",
+            call.text
+        ));
+        return;
+    }
+    run_script(pm, call, &dir, &script, after, out);
+}
+
+/// A package script and what it runs, with the words after its name.
+fn run_script(pm: &str, call: &Call<'_>, dir: &str, name: &str, after: &[Word], out: &mut Exam) {
+    let Some(package) = ancestors(dir)
+        .into_iter()
+        .map(|d| in_dir(&d, "package.json"))
+        .find(|p| call.ctx.exists(p))
+    else {
+        out.unresolved(format!(
+            "`{}` finds no package.json at or above `{dir}`",
+            call.text
+        ));
+        return;
+    };
+    let pkg_dir = super::parent(&package).to_owned();
+    manager_configs(pm, call, &pkg_dir, &package, out);
+    let bytes = call.ctx.tree.read(&package).unwrap_or_default();
+    let args: Vec<&Word> = after.iter().skip_while(|w| w.text == "--").collect();
+    let line = script_entry(&bytes, name);
+    if line.is_none() {
+        if (pm == "pnpm" || pm == "yarn") && matches!(name, "vitest" | "jest" | "mocha") {
+            // `pnpm vitest`: no script of that name runs the package's binary.
+            let words: Vec<Word> = std::iter::once(Word {
+                text: name.to_owned(),
+                expands: false,
+            })
+            .chain(args.iter().map(|w| (*w).clone()))
+            .collect();
+            call.ctx.command(&words, dir, call.scope, out);
+            return;
+        }
+        out.unresolved(format!(
+            "`{package}` has no `scripts.{name}`, which `{}` runs",
+            call.text
+        ));
+    }
+    for hook in [format!("pre{name}"), name.to_owned(), format!("post{name}")] {
+        out.file(
+            &package,
+            call.why(),
+            ExamKind::ScriptEntry {
+                key: format!("scripts.{hook}"),
+            },
+        );
+        let Some(mut text) = script_entry(&bytes, &hook) else {
+            continue;
+        };
+        if hook == name {
+            // The words after the script's name are appended to its line.
+            for w in &args {
+                text.push(' ');
+                text.push_str(&quoted(&w.text));
+                if !w.expands
+                    && looks_like_path(&w.text)
+                    && let Some(path) = resolve(dir, &w.text)
+                    && call.ctx.exists(&path)
+                {
+                    out.file(
+                        &path,
+                        format!("{} hands it to the script", call.why()),
+                        ExamKind::File,
+                    );
+                }
+            }
+        }
+        call.run_line(&text, &pkg_dir, out);
+    }
+}
+
+/// A word quoted for `sh`.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The package manager's configuration for a package.
+fn manager_configs(pm: &str, call: &Call<'_>, pkg_dir: &str, package: &str, out: &mut Exam) {
+    let dirs = ancestors(pkg_dir);
+    for d in &dirs {
+        out.config(&in_dir(d, ".npmrc"), Runner::Npm, None);
+    }
+    for d in &dirs {
+        match pm {
+            "yarn" => {
+                out.config(&in_dir(d, ".yarnrc.yml"), Runner::Npm, None);
+                out.config(&in_dir(d, ".yarnrc"), Runner::Npm, None);
+            }
+            "pnpm" => out.config(&in_dir(d, "pnpm-workspace.yaml"), Runner::Npm, None),
+            _ => {}
+        }
+    }
+    out.config(package, Runner::Npm, None);
+    // A workspace root's package.json above says which manager runs.
+    for d in dirs.iter().skip(1) {
+        let root = in_dir(d, "package.json");
+        if call.ctx.exists(&root) {
+            out.config(&root, Runner::Npm, None);
+        }
+    }
+}
+
+/// What one runner invocation names.
+#[derive(Default)]
+struct RunnerArgs {
+    operands: Vec<String>,
+    config: Option<String>,
+    root: Option<String>,
+    recursive: bool,
+    /// Files the runner loads before the tests (`mocha --require x.js`).
+    required: Vec<String>,
+}
+
+/// Options of the runners that take a value.
+const RUNNER_VALUE_OPTIONS: [&str; 34] = [
+    "-t",
+    "--testNamePattern",
+    "--reporter",
+    "--reporters",
+    "--outputFile",
+    "--environment",
+    "--testEnvironment",
+    "--pool",
+    "--project",
+    "--selectProjects",
+    "--shard",
+    "--exclude",
+    "--mode",
+    "--maxWorkers",
+    "--minWorkers",
+    "--testTimeout",
+    "--hookTimeout",
+    "--retry",
+    "--retries",
+    "-w",
+    "--testPathPattern",
+    "--testPathIgnorePatterns",
+    "--seed",
+    "--ui",
+    "-u",
+    "--timeout",
+    "--grep",
+    "-g",
+    "--fgrep",
+    "-f",
+    "--slow",
+    "-s",
+    "--jobs",
+    "-j",
+];
+
+/// Reads a `vitest`, `jest` or `mocha` command.
+pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Exam) {
+    let args = runner_args(name, call, out);
+    let base = if let Some(r) = &args.root {
+        let Some(d) = resolve(call.dir, r) else {
+            out.unresolved(format!("`{}` has a root outside the workspace", call.text));
+            return;
+        };
+        d
+    } else {
+        call.dir.to_owned()
+    };
+    let configs = runner_configs(name, call, &base, args.config.as_deref(), out);
+    for r in &args.required {
+        if let Some(path) = resolve(call.dir, r).filter(|p| call.ctx.exists(p)) {
+            out.file(&path, call.why(), ExamKind::File);
+        }
+    }
+    if args.operands.is_empty() {
+        if let Some(config) = configs.first() {
+            out.unresolved(format!(
+                "`{config}` may change the files `{}` selects, which is not read: its default match is listed",
+                call.text
+            ));
+        }
+        for file in default_match(name, call, &base, args.recursive) {
+            out.file(&file, call.why(), ExamKind::File);
+        }
+        return;
+    }
+    for operand in &args.operands {
+        for file in operand_files(name, call, &base, operand, args.recursive) {
+            out.file(&file, call.why(), ExamKind::File);
+        }
+    }
+}
+
+/// The operands and options of a runner's command line.
+fn runner_args(name: &str, call: &Call<'_>, out: &mut Exam) -> RunnerArgs {
+    let mut args = RunnerArgs::default();
+    let mut words = call.args.iter().peekable();
+    if name == "vitest"
+        && words
+            .peek()
+            .is_some_and(|w| matches!(w.text.as_str(), "run" | "watch" | "dev" | "related"))
+    {
+        words.next();
+    }
+    let mut operands_only = false;
+    while let Some(w) = words.next() {
+        if w.expands && (w.text.contains('$') || w.text.contains('`')) {
+            out.unresolved(format!(
+                "`{}` has `{}`, which the shell expands: what it selects is not known",
+                call.text, w.text
+            ));
+            continue;
+        }
+        if operands_only || !w.text.starts_with('-') {
+            args.operands.push(w.text.clone());
+            continue;
+        }
+        let (flag, inline) = w
+            .text
+            .split_once('=')
+            .map_or((w.text.as_str(), None), |(f, v)| (f, Some(v.to_owned())));
+        let takes = [
+            "-c",
+            "--config",
+            "-r",
+            "--root",
+            "--rootDir",
+            "--dir",
+            "--require",
+            "--file",
+            "--spec",
+        ]
+        .contains(&flag)
+            || RUNNER_VALUE_OPTIONS.contains(&flag);
+        let value = if takes && inline.is_none() {
+            words.next().map(|v| v.text.clone())
+        } else {
+            inline
+        };
+        match flag {
+            "--" => operands_only = true,
+            "-c" | "--config" => args.config = value,
+            // Mocha's `-r` is `--require`.
+            "-r" if name == "mocha" => args.required.extend(value),
+            "-r" | "--root" | "--rootDir" | "--dir" => args.root = value,
+            "--require" | "--file" => args.required.extend(value),
+            "--spec" => args.operands.extend(value),
+            "--recursive" => args.recursive = true,
+            _ => {}
+        }
+    }
+    args
+}
+
+/// The runner's configuration files, listed whether present or not; the
+/// present ones are returned.
+fn runner_configs(
+    name: &str,
+    call: &Call<'_>,
+    base: &str,
+    explicit: Option<&str>,
+    out: &mut Exam,
+) -> Vec<String> {
+    let (runner, stems, extensions): (Runner, &[&str], &[&str]) = match name {
+        "vitest" => (
+            Runner::Vitest,
+            &["vitest.config", "vite.config", "vitest.workspace"],
+            &["ts", "mts", "cts", "js", "mjs", "cjs", "json"],
+        ),
+        "jest" => (
+            Runner::Jest,
+            &["jest.config", "babel.config", ".babelrc"],
+            &["js", "ts", "mjs", "cjs", "json"],
+        ),
+        _ => (
+            Runner::Mocha,
+            &[".mocharc"],
+            &["js", "cjs", "yaml", "yml", "json", "jsonc"],
+        ),
+    };
+    let mut present = Vec::new();
+    let mut add = |path: String, section: Option<&str>, out: &mut Exam| {
+        out.config(&path, runner, section);
+        if call.ctx.exists(&path) && section.is_none() {
+            present.push(path);
+        }
+    };
+    if let Some(path) = explicit.and_then(|c| resolve(call.dir, c)) {
+        add(path, None, out);
+    }
+    for stem in stems {
+        for ext in extensions {
+            add(in_dir(base, &format!("{stem}.{ext}")), None, out);
+        }
+    }
+    if name == "jest" {
+        add(in_dir(base, ".babelrc"), None, out);
+    }
+    if name != "vitest" {
+        let package = in_dir(base, "package.json");
+        out.config(&package, runner, Some(name));
+        let has_section = call
+            .ctx
+            .tree
+            .read(&package)
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v.get(name).is_some());
+        if has_section {
+            present.push(format!("{package}#{name}"));
+        }
+    }
+    present
+}
+
+/// Whether a file is one the runner's default match selects.
+fn default_test(name: &str, path: &str, recursive_base: Option<&str>) -> bool {
+    if path
+        .split('/')
+        .any(|p| matches!(p, "node_modules" | ".git" | "dist"))
+    {
+        return false;
+    }
+    let file = file_name(path);
+    let Some((stem, ext)) = file.rsplit_once('.') else {
+        return false;
+    };
+    if name == "mocha" {
+        return matches!(ext, "js" | "cjs" | "mjs")
+            && recursive_base.is_none_or(|b| {
+                !path
+                    .strip_prefix(b)
+                    .unwrap_or(path)
+                    .trim_start_matches('/')
+                    .contains('/')
+            });
+    }
+    if !TEST_EXTENSIONS.contains(&ext) {
+        return false;
+    }
+    // `a.test.ts`, `a.spec.ts` (and Jest's bare `test.ts`).
+    let marker = stem.rsplit('.').next().unwrap_or(stem);
+    let marked = (stem.contains('.') && (marker == "test" || marker == "spec"))
+        || (name == "jest" && (stem == "test" || stem == "spec"));
+    marked || (name == "jest" && path.split('/').any(|p| p == "__tests__"))
+}
+
+/// The files the runner selects with no operand.
+fn default_match(name: &str, call: &Call<'_>, base: &str, recursive: bool) -> Vec<String> {
+    let (dir, only_top) = if name == "mocha" {
+        (in_dir(base, "test"), !recursive)
+    } else {
+        (base.to_owned(), false)
+    };
+    let top = only_top.then_some(dir.as_str());
+    call.ctx
+        .files_under(&dir)
+        .into_iter()
+        .filter(|f| default_test(name, f, top))
+        .collect()
+}
+
+/// The files one operand selects: a glob, a file, a directory, or (for
+/// Vitest and Jest) a filter on the default match's paths.
+fn operand_files(
+    name: &str,
+    call: &Call<'_>,
+    base: &str,
+    operand: &str,
+    recursive: bool,
+) -> Vec<String> {
+    let text = operand.split("::").next().unwrap_or(operand);
+    if is_glob(text) {
+        let Some(full) = resolve(call.dir, text) else {
+            return Vec::new();
+        };
+        let Some(m) = glob(&full) else {
+            return Vec::new();
+        };
+        return call
+            .ctx
+            .files_under(base)
+            .into_iter()
+            .filter(|f| m.is_match(f))
+            .collect();
+    }
+    if let Some(path) = resolve(call.dir, text) {
+        if call.ctx.exists(&path) {
+            return vec![path];
+        }
+        if call.ctx.is_dir(&path) {
+            let top = (name == "mocha" && !recursive).then_some(path.as_str());
+            return call
+                .ctx
+                .files_under(&path)
+                .into_iter()
+                .filter(|f| default_test(name, f, top))
+                .collect();
+        }
+    }
+    if name == "mocha" {
+        return Vec::new();
+    }
+    default_match(name, call, base, recursive)
+        .into_iter()
+        .filter(|f| f.contains(text))
+        .collect()
+}
+
+/// `.npmrc`, `.yarnrc`, `.yarnrc.yml`, `pnpm-workspace.yaml` and
+/// package.json: every key but the allow-listed ones (for package.json,
+/// [`PACKAGE_JSON_KEYS`] only).
+pub(super) fn npm_changes(
+    name: &str,
+    base: Option<&[u8]>,
+    now: Option<&[u8]>,
+) -> Vec<LaunchChange> {
+    let text = |b: Option<&[u8]>| {
+        b.map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    let (was, is) = (text(base), text(now));
+    match name {
+        ".npmrc" => changed_keys(&ini::keys(&was, None), &ini::keys(&is, None), |k| {
+            !npmrc_allowed(k)
+        }),
+        ".yarnrc" => changed_keys(&yarnrc(&was), &yarnrc(&is), |k| {
+            !YARNRC_ALLOWED.contains(&k) && !k.ends_with(":registry")
+        }),
+        ".yarnrc.yml" => changed_keys(&yaml_top(&was), &yaml_top(&is), |k| {
+            !YARNRC_YML_ALLOWED.contains(&k)
+        }),
+        "pnpm-workspace.yaml" => changed_keys(&yaml_top(&was), &yaml_top(&is), |k| {
+            !PNPM_WORKSPACE_ALLOWED.contains(&k)
+        }),
+        "package.json" => match (json_keys(base, None), json_keys(now, None)) {
+            (Some(w), Some(n)) => changed_keys(&w, &n, |k| PACKAGE_JSON_KEYS.contains(&k)),
+            _ => super::whole_file(base, now),
+        },
+        _ => super::whole_file(base, now),
+    }
+}
+
+fn npmrc_allowed(key: &str) -> bool {
+    NPMRC_ALLOWED.contains(&key)
+        || key.starts_with("//")
+        || key.ends_with(":registry")
+        || key == "save"
+        || key.starts_with("save-")
+}
+
+/// A runner's configuration: package.json's section (`jest`, `mocha`),
+/// or a whole file (a JS config is code: any change counts).
+pub(super) fn runner_changes(
+    section: Option<&str>,
+    base: Option<&[u8]>,
+    now: Option<&[u8]>,
+) -> Vec<LaunchChange> {
+    let Some(section) = section else {
+        return super::whole_file(base, now);
+    };
+    match (
+        json_keys(base, Some(section)),
+        json_keys(now, Some(section)),
+    ) {
+        (Some(w), Some(n)) => changed_keys(&w, &n, |_| true),
+        _ => super::whole_file(base, now),
+    }
+}
+
+/// A JSON file's top-level values (or one key's), as text; `None` when a
+/// present file is not JSON; an absent file has none.
+fn json_keys(bytes: Option<&[u8]>, only: Option<&str>) -> Option<BTreeMap<String, String>> {
+    let Some(bytes) = bytes else {
+        return Some(BTreeMap::new());
+    };
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let object = value.as_object()?;
+    Some(
+        object
+            .iter()
+            .filter(|(k, _)| only.is_none_or(|o| o == k.as_str()))
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect(),
+    )
+}
+
+/// `.yarnrc` (yarn 1): `key value` lines.
+fn yarnrc(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            (k.trim_matches('"').to_owned(), v.trim().to_owned())
+        })
+        .collect()
+}
+
+/// A YAML file's top-level keys, each with the text of its block (what
+/// follows the key and the indented lines under it).
+fn yaml_top(text: &str) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        if line.starts_with([' ', '\t', '-']) {
+            if let Some(value) = current.as_ref().and_then(|k| out.get_mut(k)) {
+                value.push('\n');
+                value.push_str(line.trim_end());
+            }
+            continue;
+        }
+        let (key, value) = line.split_once(':').unwrap_or((line, ""));
+        let key = key.trim().trim_matches(['"', '\'']).to_owned();
+        out.insert(key.clone(), value.trim().to_owned());
+        current = Some(key);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
