@@ -153,8 +153,20 @@ pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
     }
     let packages = selected(call, &sel, &start, &start_toml, &root, &members, out);
     configs(call, &sel, &root, &packages, out);
+    let mut matched = Vec::new();
     for package in &packages {
-        package_exam(call, &sel, package, out);
+        matched.extend(package_exam(call, &sel, package, out));
+    }
+    // A name need only be in one of the packages; a glob may match none.
+    for (kind, names) in &sel.named {
+        for name in names {
+            if !is_glob(name) && !matched.iter().any(|(k, n)| k == kind && n == name) {
+                out.unresolved(format!(
+                    "`{}` names the {kind} target `{name}`, which no selected package has",
+                    call.text
+                ));
+            }
+        }
     }
 }
 
@@ -192,6 +204,12 @@ fn selection(call: &Call<'_>, out: &mut Exam) -> Option<Selection> {
         ));
     }
     while let Some(w) = args.next() {
+        if w.expands {
+            out.unresolved(format!(
+                "`{}` has `{}`, which the shell expands: what it selects is not known",
+                call.text, w.text
+            ));
+        }
         let (flag, inline) = match w.text.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
             _ => (w.text.as_str(), None),
@@ -541,13 +559,26 @@ fn configs(call: &Call<'_>, sel: &Selection, root: &str, packages: &[&Package], 
 
 /// The targets of one package the command selects, their files, and what
 /// runs in the package's own code.
-fn package_exam(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) {
+/// Returns the `--test NAME` (and bench, example) names it has.
+fn package_exam(
+    call: &Call<'_>,
+    sel: &Selection,
+    package: &Package,
+    out: &mut Exam,
+) -> Vec<(&'static str, String)> {
+    let mut matched = Vec::new();
     for kind in &KINDS {
         let targets = targets(call, package, kind);
         let chosen: Vec<&Target> = match sel.named.get(kind.table) {
             Some(names) => names
                 .iter()
-                .flat_map(|n| named_targets(call, package, kind, &targets, n, sel, out))
+                .flat_map(|n| {
+                    let found = named_targets(&targets, n);
+                    if !found.is_empty() {
+                        matched.push((kind.table, n.clone()));
+                    }
+                    found
+                })
                 .collect(),
             // `--tests` is the test targets with `test = true`.
             None if sel.all.contains(&kind.table) => targets
@@ -571,32 +602,16 @@ fn package_exam(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut E
         }
     }
     in_code(call, sel, package, out);
+    matched
 }
 
-/// The targets of `--test NAME` (a glob may match many; none is an error
-/// of cargo's unless it is a glob).
-fn named_targets<'t>(
-    call: &Call<'_>,
-    package: &Package,
-    kind: &Kind,
-    targets: &'t [Target],
-    name: &str,
-    sel: &Selection,
-    out: &mut Exam,
-) -> Vec<&'t Target> {
+/// The targets of `--test NAME` (a glob may match many).
+fn named_targets<'t>(targets: &'t [Target], name: &str) -> Vec<&'t Target> {
     let matcher = glob(name);
-    let found: Vec<&Target> = targets
+    targets
         .iter()
         .filter(|t| t.name == name || matcher.as_ref().is_some_and(|m| m.is_match(&t.name)))
-        .collect();
-    // With many packages a name need only be in one of them.
-    if found.is_empty() && !is_glob(name) && sel.packages.len() <= 1 && !sel.workspace {
-        out.unresolved(format!(
-            "`{}` names the {} target `{name}`, which `{}` does not have",
-            call.text, kind.table, package.name
-        ));
-    }
-    found
+        .collect()
 }
 
 /// The `[[test]]` (or bench, example) targets of a package: those found
@@ -815,6 +830,12 @@ pub(super) fn manifest_changes(base: Option<&[u8]>, now: Option<&[u8]>) -> Vec<L
         return super::whole_file(base, now);
     }
     let mut out = changed_keys(&was, &is, manifest_key_counts);
+    // A new `[[test]]` that only names itself adds a test; what else it
+    // sets may re-point or re-harness one found in `tests/`, and counts.
+    out.retain(|c| {
+        let parts: Vec<&str> = c.key.split('.').collect();
+        !(parts.len() == 3 && parts[0] == "test" && parts[2] == "name" && c.was.is_none())
+    });
     let list = |t: Option<&Table>, key: &str| -> Vec<String> {
         t.and_then(|t| t.get("workspace"))
             .and_then(|w| w.get(key))

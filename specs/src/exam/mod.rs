@@ -129,6 +129,12 @@ pub struct LaunchChange {
 /// The key of a change to a file that counts as a whole.
 pub(crate) const WHOLE_FILE: &str = "the whole file";
 
+/// Runners (and task runners) whose own selection of what runs is not read.
+const UNREAD: [&str; 14] = [
+    "tox", "nox", "gradle", "gradlew", "mvn", "mvnw", "dotnet", "ctest", "just", "task", "rake",
+    "bazel", "bazelisk", "sbt",
+];
+
 /// How deep command lines are followed into scripts, recipes and `sh -c`.
 const MAX_DEPTH: usize = 6;
 
@@ -417,6 +423,15 @@ impl Ctx<'_> {
                 }
             }
             n if n.starts_with("python") => python::interpreter(&call, out),
+            n if UNREAD.contains(&n)
+                || (matches!(n, "bun" | "deno")
+                    && call.args.first().is_some_and(|w| w.text == "test")) =>
+            {
+                out.unresolved(format!(
+                    "`{}` runs what `{n}` selects, which is not read{}",
+                    call.text, scope.via
+                ));
+            }
             _ => self.other(words, dir, scope, out),
         }
     }
@@ -654,6 +669,8 @@ mod tests {
             ),
             ("ci/run", &["tests/x.py"], false),
             ("$RUNNER test", &[], true),
+            ("tox -e py311", &[], true),
+            ("./gradlew test", &[], true),
             ("cd \"$D\" && cargo test", &[], true),
             (
                 "cd . && cargo test --test server",

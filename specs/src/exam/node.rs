@@ -135,7 +135,7 @@ pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Exam) {
                 dir = d;
             }
             "-w" | "--workspace" | "-ws" | "--workspaces" | "--filter" | "-F" | "-r"
-            | "--recursive" => {
+            | "--recursive" | "workspace" | "workspaces" => {
                 out.unresolved(format!(
                     "`{}` runs in the workspace's packages (`{}`), which are not resolved",
                     call.text, w.text

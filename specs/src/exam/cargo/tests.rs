@@ -80,6 +80,12 @@ fn what_cargo_test_runs() {
             ],
             false,
         ),
+        // In a virtual workspace `--test` need only be in one package.
+        (
+            "cargo test --test server",
+            &["tests/server.rs", "tests/common/mod.rs"],
+            false,
+        ),
         ("cargo test -p server --lib", &[], true),
         ("cargo test -p server --doc", &[], true),
         ("cargo test -p cli", &[], true),
@@ -273,11 +279,16 @@ fn launch_changes_of_cargo_files() {
             Some(
                 "[package]\nname = \"a\"\nautotests = false\n\n[[test]]\nname = \"server\"\nharness = false\n\n[dependencies]\nserde = \"1\"\n",
             ),
-            &[
-                "package.autotests",
-                "test.server.harness",
-                "test.server.name",
-            ],
+            &["package.autotests", "test.server.harness"],
+        ),
+        (
+            "Cargo.toml",
+            Runner::Cargo,
+            Some(manifest),
+            Some(
+                "[package]\nname = \"a\"\n\n[[test]]\nname = \"new\"\n\n[dependencies]\nserde = \"1\"\n",
+            ),
+            &[],
         ),
         (
             "Cargo.toml",

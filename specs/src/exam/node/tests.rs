@@ -106,6 +106,7 @@ fn what_node_cannot_resolve_and_its_configs() {
         "npm run missing",
         "npx vitest",
         "npm test -ws",
+        "yarn workspace app test",
         "vitest run $FILES",
     ] {
         assert!(!exam(run, &tree).unresolved.is_empty(), "{run}");
