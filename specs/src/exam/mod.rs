@@ -373,7 +373,11 @@ impl Ctx<'_> {
             if found.module && !self.exists(&path) {
                 continue;
             }
-            let why = format!("it is named by `{}`{}", first_line(run), scope.via);
+            let lines: Vec<&str> = run.lines().filter(|l| !l.trim().is_empty()).collect();
+            let why = match lines[..] {
+                [one] => format!("`{}` runs it{}", one.trim(), scope.via),
+                _ => format!("it is run by name{}", scope.via),
+            };
             if self.is_dir(&path) && !self.exists(&path) {
                 // A runner given a directory: its own module reads it.
                 continue;
@@ -461,14 +465,25 @@ impl Ctx<'_> {
                 via: format!(" (from `{path}`{})", scope.via),
                 named: true,
             };
-            // A script runs in its caller's directory; `$0` is its path.
-            let text = text
-                .replace("$(dirname \"$0\")", &dir_word(parent(&path)))
-                .replace("$(dirname $0)", &dir_word(parent(&path)));
+            // A script runs in its caller's directory; `$0` is its path
+            // as the caller wrote it.
+            let own_dir = dir_word(parent(&script.path));
+            let text = SCRIPT_DIR
+                .iter()
+                .fold(text, |t, form| t.replace(form, &own_dir));
             self.line(&text, dir, &nested, out);
         }
     }
 }
+
+/// How scripts write their own directory (`cd "$(dirname "$0")/.."`).
+const SCRIPT_DIR: [&str; 5] = [
+    "$(dirname \"$0\")",
+    "$(dirname $0)",
+    "$(dirname \"${BASH_SOURCE[0]}\")",
+    "$(dirname ${BASH_SOURCE[0]})",
+    "$(dirname \"$BASH_SOURCE\")",
+];
 
 /// A directory as a word `cd` can take (`.` for the root).
 fn dir_word(dir: &str) -> String {
@@ -658,6 +673,12 @@ mod tests {
             ("Cargo.toml", "[package]\nname = \"app\"\n"),
             ("tests/server.rs", "#[test] fn t() {}\n"),
             ("ci/run", "#!/usr/bin/env bash\npython3 tests/x.py\n"),
+            (
+                "app/scripts/t.sh",
+                "#!/bin/bash\ncd \"$(dirname \"${BASH_SOURCE[0]}\")/..\"\ncargo test --test it\n",
+            ),
+            ("app/Cargo.toml", "[package]\nname = \"app2\"\n"),
+            ("app/tests/it.rs", "\n"),
         ]);
         // (command line, exam files, whether something is unresolved)
         let cases: &[(&str, &[&str], bool)] = &[
@@ -668,6 +689,7 @@ mod tests {
                 false,
             ),
             ("ci/run", &["tests/x.py"], false),
+            ("cd app && bash scripts/t.sh", &["app/tests/it.rs"], false),
             ("$RUNNER test", &[], true),
             ("tox -e py311", &[], true),
             ("./gradlew test", &[], true),

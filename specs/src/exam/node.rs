@@ -345,6 +345,9 @@ pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Exam) {
         call.dir.to_owned()
     };
     let configs = runner_configs(name, call, &base, args.config.as_deref(), out);
+    for config in &configs {
+        named_in_config(call, config, out);
+    }
     for r in &args.required {
         if let Some(path) = resolve(call.dir, r).filter(|p| call.ctx.exists(p)) {
             out.file(&path, call.why(), ExamKind::File);
@@ -488,6 +491,70 @@ fn runner_configs(
         }
     }
     present
+}
+
+/// The files a runner's configuration names by a literal path
+/// (`setupFiles: ['./tests/setup.ts']`, `require: test/hooks.js`): code
+/// the runner loads with the tests. `config` may be `package.json#jest`.
+fn named_in_config(call: &Call<'_>, config: &str, out: &mut Exam) {
+    let (path, section) = config
+        .split_once('#')
+        .map_or((config, None), |(p, s)| (p, Some(s)));
+    let Some(text) = call.read_text(path) else {
+        return;
+    };
+    let text = match section {
+        Some(s) => serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get(s).map(ToString::to_string))
+            .unwrap_or_default(),
+        None => text,
+    };
+    let yaml = matches!(super::extension(path), Some("yml" | "yaml"));
+    let mut words = string_literals(&text);
+    if yaml {
+        words.extend(
+            text.split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | ',' | ':'))
+                .map(str::to_owned),
+        );
+    }
+    let dir = super::parent(path);
+    for word in words {
+        let word = word.replace("<rootDir>", ".");
+        if !looks_like_path(&word) || is_glob(&word) || word.contains("node_modules") {
+            continue;
+        }
+        if let Some(found) = resolve(dir, &word)
+            && found != path
+            && call.ctx.exists(&found)
+        {
+            let why = format!("`{path}`, which `{}` reads, names it", call.text);
+            out.file(&found, why, ExamKind::File);
+        }
+    }
+}
+
+/// The contents of the quoted strings of JS or JSON text (`'…'`, `"…"`,
+/// `` `…` ``), each on one line.
+fn string_literals(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if !matches!(c, '\'' | '"' | '`') {
+            continue;
+        }
+        let mut s = String::new();
+        let mut escaped = false;
+        for n in chars.by_ref() {
+            if n == '\n' || (n == c && !escaped) {
+                break;
+            }
+            escaped = n == '\\' && !escaped;
+            s.push(n);
+        }
+        out.push(s);
+    }
+    out
 }
 
 /// Whether a file is one the runner's default match selects.

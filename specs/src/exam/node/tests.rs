@@ -100,6 +100,37 @@ fn what_a_package_script_runs() {
 }
 
 #[test]
+fn files_a_runner_configuration_names() {
+    let tree = Mem::new(&[
+        (
+            "vitest.config.ts",
+            "export default { test: { setupFiles: ['./tests/setup.ts'], include: ['tests/**/*.test.ts'] } }\n",
+        ),
+        (
+            "package.json",
+            r#"{"jest": {"setupFiles": ["<rootDir>/jest.setup.js"]}}"#,
+        ),
+        (
+            ".mocharc.yml",
+            "require: test/hooks.js\nspec: [test/x.js]\n",
+        ),
+        ("tests/setup.ts", "\n"),
+        ("tests/a.test.ts", "\n"),
+        ("jest.setup.js", "\n"),
+        ("test/hooks.js", "\n"),
+        ("test/x.js", "\n"),
+    ]);
+    let cases: &[(&str, &[&str])] = &[
+        ("vitest run", &["tests/setup.ts", "tests/a.test.ts"]),
+        ("jest", &["jest.setup.js", "tests/a.test.ts"]),
+        ("mocha", &["test/hooks.js", "test/x.js"]),
+    ];
+    for (run, want) in cases {
+        assert_eq!(files(&exam(run, &tree)), *want, "{run}");
+    }
+}
+
+#[test]
 fn what_node_cannot_resolve_and_its_configs() {
     let tree = tree();
     for run in [
