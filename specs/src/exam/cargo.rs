@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use toml::{Table, Value};
 
+use crate::verifier::Word;
+
 use super::{
     Call, Exam, ExamKind, LaunchChange, Runner, ancestors, changed_keys, glob, in_dir, is_glob,
     parent, resolve, rust,
@@ -186,14 +188,32 @@ fn selection(call: &Call<'_>, out: &mut Exam) -> Option<Selection> {
             break w.text.as_str();
         }
     };
+    let next_is = |args: &mut std::iter::Peekable<std::slice::Iter<'_, Word>>, names: &[&str]| {
+        args.peek()
+            .is_some_and(|w| names.contains(&w.text.as_str()))
+    };
     match sub {
         "test" | "t" => {}
-        "nextest"
-            if args
-                .next()
-                .is_some_and(|w| w.text == "run" || w.text == "r") =>
-        {
+        "nextest" if next_is(&mut args, &["run", "r"]) => {
+            args.next();
             sel.nextest = true;
+        }
+        // Subcommands that run `cargo test` (or nextest) with its options.
+        "miri" | "insta" if next_is(&mut args, &["test"]) => {
+            args.next();
+        }
+        "llvm-cov" if next_is(&mut args, &["nextest"]) => {
+            args.next();
+            sel.nextest = true;
+        }
+        "llvm-cov"
+            if !args
+                .peek()
+                .is_some_and(|w| !w.text.starts_with('-') && w.text != "test") =>
+        {
+            if next_is(&mut args, &["test"]) {
+                args.next();
+            }
         }
         _ => return None,
     }
@@ -699,10 +719,10 @@ fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) 
     }
     if !what.is_empty() {
         out.in_code(format!(
-            "`{}` runs {} in `{}`: they live in the code under test and cannot be told apart from it",
+            "`{}` runs tests inside the code of `{}` ({}): they live in the code under test and cannot be told apart from it",
             call.text,
-            what.join(", "),
-            package.name
+            package.name,
+            what.join(", ")
         ));
     }
     let build = m

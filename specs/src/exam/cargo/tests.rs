@@ -86,6 +86,22 @@ fn what_cargo_test_runs() {
             &["tests/server.rs", "tests/common/mod.rs"],
             false,
         ),
+        (
+            "cargo llvm-cov -p server --test wire",
+            &["checks/wire.rs"],
+            false,
+        ),
+        (
+            "cargo llvm-cov nextest -p server --test wire",
+            &["checks/wire.rs"],
+            false,
+        ),
+        (
+            "cargo insta test -p server --test wire",
+            &["checks/wire.rs"],
+            false,
+        ),
+        ("cargo llvm-cov report -p server --test wire", &[], false),
         ("cargo test -p server --lib", &[], true),
         ("cargo test -p server --doc", &[], true),
         ("cargo test -p cli", &[], true),
