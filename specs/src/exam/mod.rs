@@ -586,6 +586,24 @@ fn glob(pattern: &str) -> Option<globset::GlobMatcher> {
         .map(|g| g.compile_matcher())
 }
 
+/// Whether a file lies on the tests' side of a workspace: in a directory
+/// named for tests or fixtures (`tests/`, `__tests__/`, `testutil/`,
+/// `fixtures/`). A helper a test imports is part of the exam only there;
+/// elsewhere it is the code under test.
+fn test_side(path: &str) -> bool {
+    let dir = parent(path);
+    !dir.is_empty()
+        && dir.split('/').any(|c| {
+            let c = c.to_ascii_lowercase();
+            c.starts_with("test")
+                || c.ends_with("tests")
+                || c.ends_with("_test")
+                || c == "__tests__"
+                || c == "spec"
+                || c.contains("fixture")
+        })
+}
+
 /// Whether a word holds glob characters.
 fn is_glob(text: &str) -> bool {
     text.contains(['*', '?', '['])

@@ -104,6 +104,7 @@ struct PytestArgs {
 
 /// Reads a pytest command with the words after `pytest`.
 pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Exam) {
+    let before = out.files.len();
     let Some(args) = pytest_args(call, args, out) else {
         return;
     };
@@ -158,6 +159,126 @@ pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Exam) {
             }
         }
     }
+    helpers(call, &rootdir, before, out);
+}
+
+/// The most helper modules followed from one command's tests.
+const MAX_HELPERS: usize = 2_000;
+
+/// The modules on the tests' side that the exam's Python files (from
+/// `out.files[from..]`) import, transitively, with the packages'
+/// `__init__.py` files importing them runs.
+fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Exam) {
+    let mut queue: Vec<String> = out.files[from..]
+        .iter()
+        .filter(|f| f.kind == ExamKind::File && super::extension(&f.path) == Some("py"))
+        .map(|f| f.path.clone())
+        .collect();
+    let mut seen: Vec<String> = queue.clone();
+    while let Some(file) = queue.pop() {
+        if seen.len() > MAX_HELPERS {
+            break;
+        }
+        let Some(text) = call.read_text(&file) else {
+            continue;
+        };
+        let mut found = package_inits(call, root, &file);
+        for (level, module, names) in imports(&text) {
+            found.extend(import_files(call, root, &file, level, &module, &names));
+        }
+        for path in found {
+            if super::test_side(&path) && !seen.contains(&path) {
+                let why = format!("`{file}` imports it{}", call.scope.via);
+                out.file(&path, why, ExamKind::File);
+                seen.push(path.clone());
+                queue.push(path);
+            }
+        }
+    }
+}
+
+/// The `__init__.py` files of the packages a file is in, up to `root`.
+fn package_inits(call: &Call<'_>, root: &str, file: &str) -> Vec<String> {
+    ancestors(parent(file))
+        .into_iter()
+        .take_while(|d| !d.is_empty() && d != root)
+        .map(|d| in_dir(&d, "__init__.py"))
+        .take_while(|p| call.ctx.exists(p))
+        .collect()
+}
+
+/// The imports of Python source: `(dots, module, names)` for `from
+/// ..a.b import c, d` and `(0, "a.b", [])` for `import a.b`.
+fn imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("from ") {
+            let Some((module, names)) = rest.split_once(" import ") else {
+                continue;
+            };
+            let module = module.trim();
+            let level = module.chars().take_while(|c| *c == '.').count();
+            let names = names
+                .trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace())
+                .split(',')
+                .filter_map(|n| n.split_whitespace().next())
+                .map(str::to_owned)
+                .collect();
+            out.push((level, module[level..].to_owned(), names));
+        } else if let Some(rest) = line.strip_prefix("import ") {
+            for m in rest.split(',') {
+                if let Some(m) = m.split_whitespace().next() {
+                    out.push((0, m.to_owned(), Vec::new()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The workspace files an import may load: relative to the importing
+/// file's package, or absolute from `root` or a directory above the file.
+fn import_files(
+    call: &Call<'_>,
+    root: &str,
+    file: &str,
+    level: usize,
+    module: &str,
+    names: &[String],
+) -> Vec<String> {
+    let bases: Vec<String> = if level > 0 {
+        let mut base = parent(file).to_owned();
+        for _ in 1..level {
+            // The parent is a prefix of the path.
+            let up = parent(&base).len();
+            base.truncate(up);
+        }
+        vec![base]
+    } else {
+        ancestors(parent(file))
+            .into_iter()
+            .take_while(|d| d.len() >= root.len())
+            .chain(std::iter::once(root.to_owned()))
+            .collect()
+    };
+    let module_path = module.replace('.', "/");
+    let mut out = Vec::new();
+    for base in bases {
+        let mut candidates = Vec::new();
+        let stem = if module_path.is_empty() {
+            base.clone()
+        } else {
+            let stem = in_dir(&base, &module_path);
+            candidates.push(format!("{stem}.py"));
+            candidates.push(in_dir(&stem, "__init__.py"));
+            stem
+        };
+        // `from pkg import sub` may import the module `pkg/sub.py`.
+        candidates.extend(names.iter().map(|n| in_dir(&stem, &format!("{n}.py"))));
+        out.extend(candidates.into_iter().filter(|c| call.ctx.exists(c)));
+    }
+    out
 }
 
 /// The paths and options of a pytest command line.
@@ -385,6 +506,13 @@ fn test_files(call: &Call<'_>, dir: &str, patterns: &[String]) -> Vec<String> {
 
 /// Reads `python -m unittest` with the words after `unittest`.
 fn unittest(call: &Call<'_>, args: &[Word], out: &mut Exam) {
+    let before = out.files.len();
+    unittest_files(call, args, out);
+    helpers(call, call.dir, before, out);
+}
+
+/// The test files `python -m unittest` runs.
+fn unittest_files(call: &Call<'_>, args: &[Word], out: &mut Exam) {
     let positional: Vec<&Word> = {
         let mut words = args.iter();
         let mut kept = Vec::new();

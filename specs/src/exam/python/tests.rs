@@ -17,7 +17,15 @@ fn tree() -> Mem {
         ("tests/acc/sub/test_c.py", "\n"),
         ("tests/acc/.hidden/test_h.py", "\n"),
         ("tests/unit/__init__.py", "\n"),
-        ("tests/unit/test_u.py", "\n"),
+        (
+            "tests/unit/test_u.py",
+            "from tests.support.db import fake\nfrom . import helpers\nimport app.core\n",
+        ),
+        ("tests/unit/helpers.py", "from ..support import other\n"),
+        ("tests/support/__init__.py", "\n"),
+        ("tests/support/db.py", "\n"),
+        ("tests/support/other.py", "\n"),
+        ("app/core.py", "\n"),
     ])
 }
 
@@ -32,7 +40,16 @@ fn what_pytest_and_unittest_run() {
         "tests/acc/sub/test_c.py",
         "tests/acc/test_a.py",
     ];
-    let unit: &[&str] = &["conftest.py", "tests/conftest.py", "tests/unit/test_u.py"];
+    let unit: &[&str] = &[
+        "conftest.py",
+        "tests/conftest.py",
+        "tests/unit/test_u.py",
+        "tests/unit/__init__.py",
+        "tests/support/db.py",
+        "tests/unit/helpers.py",
+        "tests/support/__init__.py",
+        "tests/support/other.py",
+    ];
     let cases: &[(&str, &[&str])] = &[
         ("pytest tests/acc", acc),
         ("pytest -q", acc),
@@ -44,11 +61,25 @@ fn what_pytest_and_unittest_run() {
         ),
         (
             "python3 -m unittest discover -s tests/unit -p 'test_*.py'",
-            &["tests/unit/__init__.py", "tests/unit/test_u.py"],
+            &[
+                "tests/unit/__init__.py",
+                "tests/unit/test_u.py",
+                "tests/support/db.py",
+                "tests/unit/helpers.py",
+                "tests/support/__init__.py",
+                "tests/support/other.py",
+            ],
         ),
         (
             "python -m unittest tests.unit.test_u.TestX",
-            &["tests/unit/test_u.py"],
+            &[
+                "tests/unit/test_u.py",
+                "tests/unit/__init__.py",
+                "tests/support/db.py",
+                "tests/unit/helpers.py",
+                "tests/support/__init__.py",
+                "tests/support/other.py",
+            ],
         ),
         ("python3 tests/acc/helper.py", &[]),
     ];
