@@ -348,11 +348,11 @@ pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Exam) {
     for config in &configs {
         named_in_config(call, config, out);
     }
-    for r in &args.required {
-        if let Some(path) = resolve(call.dir, r).filter(|p| call.ctx.exists(p)) {
-            out.file(&path, call.why(), ExamKind::File);
-        }
-    }
+    let mut selected: Vec<String> = args
+        .required
+        .iter()
+        .filter_map(|r| resolve(call.dir, r).filter(|p| call.ctx.exists(p)))
+        .collect();
     if args.operands.is_empty() {
         if let Some(config) = configs.first() {
             out.unresolved(format!(
@@ -360,16 +360,71 @@ pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Exam) {
                 call.text
             ));
         }
-        for file in default_match(name, call, &base, args.recursive) {
-            out.file(&file, call.why(), ExamKind::File);
-        }
-        return;
+        selected.extend(default_match(name, call, &base, args.recursive));
     }
     for operand in &args.operands {
-        for file in operand_files(name, call, &base, operand, args.recursive) {
-            out.file(&file, call.why(), ExamKind::File);
+        selected.extend(operand_files(name, call, &base, operand, args.recursive));
+    }
+    for file in &selected {
+        out.file(file, call.why(), ExamKind::File);
+    }
+    helpers(call, selected, out);
+}
+
+/// The most helper files followed from one runner's tests.
+const MAX_HELPERS: usize = 2_000;
+
+/// Extensions a relative import may leave out, in the resolvers' order.
+const IMPORT_EXTENSIONS: [&str; 8] = ["ts", "tsx", "js", "jsx", "mjs", "cjs", "mts", "cts"];
+
+/// The files on the tests' side that the tests name by a relative path
+/// (`import { db } from '../support/db'`, `readFileSync('./fixtures/x.json')`),
+/// transitively: the helpers and fixtures they are judged by.
+fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Exam) {
+    let mut seen = queue.clone();
+    while let Some(file) = queue.pop() {
+        if seen.len() > MAX_HELPERS {
+            break;
+        }
+        if !super::extension(&file).is_some_and(|e| IMPORT_EXTENSIONS.contains(&e)) {
+            continue;
+        }
+        let Some(text) = call.read_text(&file) else {
+            continue;
+        };
+        for literal in string_literals(&text) {
+            if !(literal.starts_with("./") || literal.starts_with("../")) {
+                continue;
+            }
+            let Some(found) = import_target(call, super::parent(&file), &literal) else {
+                continue;
+            };
+            if super::test_side(&found) && !seen.contains(&found) {
+                let why = format!("`{file}` names it{}", call.scope.via);
+                out.file(&found, why, ExamKind::File);
+                seen.push(found.clone());
+                queue.push(found);
+            }
         }
     }
+}
+
+/// The file a relative import names, as Node and TypeScript resolve it:
+/// as written, with an extension added, as a directory's index, or a
+/// `.js` written for its `.ts` source.
+fn import_target(call: &Call<'_>, dir: &str, spec: &str) -> Option<String> {
+    let path = resolve(dir, spec)?;
+    let mut candidates = vec![path.clone()];
+    candidates.extend(IMPORT_EXTENSIONS.iter().map(|e| format!("{path}.{e}")));
+    candidates.extend(
+        IMPORT_EXTENSIONS
+            .iter()
+            .map(|e| in_dir(&path, &format!("index.{e}"))),
+    );
+    if let Some(stem) = path.strip_suffix(".js") {
+        candidates.extend(["ts", "tsx"].iter().map(|e| format!("{stem}.{e}")));
+    }
+    candidates.into_iter().find(|c| call.ctx.exists(c))
 }
 
 /// The operands and options of a runner's command line.

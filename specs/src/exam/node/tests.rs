@@ -115,14 +115,39 @@ fn files_a_runner_configuration_names() {
             "require: test/hooks.js\nspec: [test/x.js]\n",
         ),
         ("tests/setup.ts", "\n"),
-        ("tests/a.test.ts", "\n"),
+        (
+            "tests/a.test.ts",
+            "import { db } from './support/db.js';\nimport { app } from '../src/app';\nconst x = readFileSync('./fixtures/in.json');\n",
+        ),
+        ("tests/support/db.ts", "export * from './inner'\n"),
+        ("tests/support/inner/index.ts", "\n"),
+        ("tests/fixtures/in.json", "{}\n"),
+        ("src/app.ts", "\n"),
         ("jest.setup.js", "\n"),
         ("test/hooks.js", "\n"),
         ("test/x.js", "\n"),
     ]);
     let cases: &[(&str, &[&str])] = &[
-        ("vitest run", &["tests/setup.ts", "tests/a.test.ts"]),
-        ("jest", &["jest.setup.js", "tests/a.test.ts"]),
+        (
+            "vitest run",
+            &[
+                "tests/setup.ts",
+                "tests/a.test.ts",
+                "tests/support/db.ts",
+                "tests/fixtures/in.json",
+                "tests/support/inner/index.ts",
+            ],
+        ),
+        (
+            "jest",
+            &[
+                "jest.setup.js",
+                "tests/a.test.ts",
+                "tests/support/db.ts",
+                "tests/fixtures/in.json",
+                "tests/support/inner/index.ts",
+            ],
+        ),
         ("mocha", &["test/hooks.js", "test/x.js"]),
     ];
     for (run, want) in cases {
