@@ -95,6 +95,80 @@ pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
             package_files(call, &dir, out);
         }
     }
+    if let (Some(root), Some(module)) = (&module_root, &module_path) {
+        helpers(call, root, module, out);
+    }
+}
+
+/// The most helper packages followed from one command's tests.
+const MAX_HELPERS: usize = 500;
+
+/// The packages on the tests' side (`internal/testutil`) that the exam's
+/// Go files import from their own module, transitively: their `.go` files
+/// are compiled into the tests.
+fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Exam) {
+    let mut queue: Vec<String> = out
+        .files
+        .iter()
+        .filter(|f| extension(&f.path) == Some("go"))
+        .map(|f| f.path.clone())
+        .collect();
+    let mut seen_dirs: Vec<String> = Vec::new();
+    while let Some(file) = queue.pop() {
+        if seen_dirs.len() > MAX_HELPERS {
+            break;
+        }
+        let Some(text) = call.read_text(&file) else {
+            continue;
+        };
+        for import in imports(&text) {
+            let rest = if import == module {
+                Some("")
+            } else {
+                import.strip_prefix(&format!("{module}/"))
+            };
+            let Some(dir) = rest.and_then(|r| resolve(root, r)) else {
+                continue;
+            };
+            if seen_dirs.contains(&dir) || !super::test_side(&in_dir(&dir, "x.go")) {
+                continue;
+            }
+            seen_dirs.push(dir.clone());
+            for f in call.ctx.files_under(&dir) {
+                let rel = f.strip_prefix(&dir).unwrap_or(&f).trim_start_matches('/');
+                if !rel.contains('/') && extension(rel) == Some("go") && !rel.ends_with("_test.go")
+                {
+                    let why = format!("`{file}` imports its package{}", call.scope.via);
+                    out.file(&f, why, ExamKind::File);
+                    queue.push(f);
+                }
+            }
+        }
+    }
+}
+
+/// The import paths of Go source (`import "x"`, `import ( a "x"; "y" )`).
+fn imports(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or_default().trim();
+        let quoted = || line.split('"').nth(1).map(str::to_owned);
+        if in_block {
+            if line.starts_with(')') {
+                in_block = false;
+            } else {
+                out.extend(quoted());
+            }
+        } else if let Some(rest) = line.strip_prefix("import") {
+            if rest.trim_start().starts_with('(') {
+                in_block = true;
+            } else {
+                out.extend(quoted());
+            }
+        }
+    }
+    out
 }
 
 /// The directory and packages a `go test` command line names.
@@ -302,7 +376,16 @@ mod tests {
             ("pkg/a/testdata/golden.txt", "x\n"),
             ("pkg/a/testdata/sub/in.json", "{}\n"),
             ("pkg/b/b.go", "package b\n"),
-            ("pkg/b/b_test.go", "package b\n"),
+            (
+                "pkg/b/b_test.go",
+                "package b\n\nimport (\n\t\"testing\"\n\tu \"example.com/app/internal/testutil\"\n\t\"example.com/app/pkg/a\"\n)\n",
+            ),
+            (
+                "internal/testutil/util.go",
+                "package testutil\nimport \"example.com/app/internal/testutil/more\"\n",
+            ),
+            ("internal/testutil/util_test.go", "package testutil\n"),
+            ("internal/testutil/more/more.go", "package more\n"),
             ("pkg/b/internal/c_test.go", "package internal\n"),
             ("pkg/_skip/x_test.go", "package skip\n"),
             ("pkg/nested/go.mod", "module other\n"),
@@ -313,6 +396,11 @@ mod tests {
     #[test]
     fn what_go_test_runs() {
         let tree = tree();
+        const B: &[&str] = &[
+            "pkg/b/b_test.go",
+            "internal/testutil/util.go",
+            "internal/testutil/more/more.go",
+        ];
         let cases: &[(&str, &[&str])] = &[
             (
                 "go test ./pkg/...",
@@ -322,15 +410,14 @@ mod tests {
                     "pkg/a/testdata/sub/in.json",
                     "pkg/b/b_test.go",
                     "pkg/b/internal/c_test.go",
+                    "internal/testutil/util.go",
+                    "internal/testutil/more/more.go",
                 ],
             ),
-            ("go test -run TestX -count=1 ./pkg/b", &["pkg/b/b_test.go"]),
+            ("go test -run TestX -count=1 ./pkg/b", B),
             ("go test", &["main_test.go"]),
-            (
-                "cd pkg && go test -v ./b -args -x ./a",
-                &["pkg/b/b_test.go"],
-            ),
-            ("go test example.com/app/pkg/b", &["pkg/b/b_test.go"]),
+            ("cd pkg && go test -v ./b -args -x ./a", B),
+            ("go test example.com/app/pkg/b", B),
             ("go build ./...", &[]),
         ];
         for (run, want) in cases {
