@@ -612,7 +612,7 @@ fn package_exam(
         };
         for target in chosen {
             out.file(&target.path, call.why(), ExamKind::File);
-            let (pulled, unresolved) = rust::pulled_in(call.ctx, &target.path);
+            let (pulled, unresolved) = rust::pulled_in(call.ctx, &target.path, &package.dir);
             for (path, why) in pulled {
                 out.file(&path, format!("{why}{}", call.scope.via), ExamKind::File);
             }

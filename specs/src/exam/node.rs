@@ -389,6 +389,19 @@ fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Exam) {
         if !super::extension(&file).is_some_and(|e| IMPORT_EXTENSIONS.contains(&e)) {
             continue;
         }
+        // Jest's and Vitest's snapshots: `__snapshots__/<file>.snap` beside it.
+        let snapshot = in_dir(
+            &in_dir(super::parent(&file), "__snapshots__"),
+            &format!("{}.snap", file_name(&file)),
+        );
+        if call.ctx.exists(&snapshot) && !seen.contains(&snapshot) {
+            out.file(
+                &snapshot,
+                format!("`{file}` compares with it"),
+                ExamKind::File,
+            );
+            seen.push(snapshot);
+        }
         let Some(text) = call.read_text(&file) else {
             continue;
         };

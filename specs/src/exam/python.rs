@@ -179,6 +179,16 @@ fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Exam) {
         if seen.len() > MAX_HELPERS {
             break;
         }
+        // syrupy's snapshots: `__snapshots__/<test file stem>…` beside it.
+        let stem = file_name(&file).trim_end_matches(".py");
+        let snapshots = in_dir(parent(&file), "__snapshots__");
+        for snap in call.ctx.files_under(&snapshots) {
+            let rel = snap.strip_prefix(&snapshots).unwrap_or(&snap);
+            if rel.trim_start_matches('/').starts_with(stem) && !seen.contains(&snap) {
+                out.file(&snap, format!("`{file}` compares with it"), ExamKind::File);
+                seen.push(snap);
+            }
+        }
         let Some(text) = call.read_text(&file) else {
             continue;
         };

@@ -26,8 +26,15 @@ struct Source {
 }
 
 /// What a target's module tree pulls in besides its root: `(path, why)`,
-/// and sentences for what could not be resolved.
-pub(super) fn pulled_in(ctx: &Ctx<'_>, root: &str) -> (Vec<(String, String)>, Vec<String>) {
+/// and sentences for what could not be resolved. Besides modules and
+/// includes, that is the data its string literals name on the tests' side
+/// (`"tests/fixtures/golden.json"`, from the package directory `cargo test`
+/// runs in, or from the file's own) and insta's `snapshots/` beside it.
+pub(super) fn pulled_in(
+    ctx: &Ctx<'_>,
+    root: &str,
+    package_dir: &str,
+) -> (Vec<(String, String)>, Vec<String>) {
     let mut seen: BTreeSet<String> = BTreeSet::from([root.to_owned()]);
     let mut queue = vec![Source {
         path: root.to_owned(),
@@ -45,7 +52,8 @@ pub(super) fn pulled_in(ctx: &Ctx<'_>, root: &str) -> (Vec<(String, String)>, Ve
         let Some(text) = ctx.read_text(&source.path) else {
             continue;
         };
-        for found in references(&tokens(&text), &source, &mut unresolved) {
+        let toks = tokens(&text);
+        for found in references(&toks, &source, &mut unresolved) {
             let Some((path, mod_rs, why)) = found.resolve(ctx, &source) else {
                 continue;
             };
@@ -56,8 +64,37 @@ pub(super) fn pulled_in(ctx: &Ctx<'_>, root: &str) -> (Vec<(String, String)>, Ve
                 }
             }
         }
+        // After the modules, so a source a literal also names is followed.
+        for path in data_files(ctx, &toks, &source.path, package_dir) {
+            if seen.insert(path.clone()) {
+                out.push((path, format!("`{}` names it", source.path)));
+            }
+        }
     }
     (out, unresolved)
+}
+
+/// The test-side files a source's string literals name, and its
+/// `snapshots/` directory's files.
+fn data_files(ctx: &Ctx<'_>, toks: &[Tok], path: &str, package_dir: &str) -> Vec<String> {
+    let dir = parent(path);
+    let mut out: Vec<String> = ctx.files_under(&super::in_dir(dir, "snapshots"));
+    for tok in toks {
+        let Tok::Str(s) = tok else { continue };
+        if !super::looks_like_path(s) || super::is_glob(s) || s.contains('\n') {
+            continue;
+        }
+        let candidates = [
+            resolve(package_dir, s.trim_start_matches('/')),
+            resolve(dir, s),
+        ];
+        for c in candidates.into_iter().flatten() {
+            if c != path && super::test_side(&c) && ctx.exists(&c) && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,7 +433,7 @@ mod tests {
             tree: &tree,
             listings: RefCell::new(BTreeMap::new()),
         };
-        let (found, unresolved) = pulled_in(&ctx, root);
+        let (found, unresolved) = pulled_in(&ctx, root, "");
         let mut paths: Vec<String> = found.into_iter().map(|(p, _)| p).collect();
         paths.sort();
         (paths, unresolved.len())

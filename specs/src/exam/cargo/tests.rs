@@ -17,7 +17,12 @@ fn workspace() -> Mem {
             "crates/server/tests/server.rs",
             "mod common;\n#[test] fn t() {}\n",
         ),
-        ("crates/server/tests/common/mod.rs", "pub fn helper() {}\n"),
+        (
+            "crates/server/tests/common/mod.rs",
+            "pub fn helper() {}\npub const GOLDEN: &str = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/tests/data/golden.json\");\n",
+        ),
+        ("crates/server/tests/data/golden.json", "{}\n"),
+        ("crates/server/tests/snapshots/server__t.snap", "x\n"),
         ("crates/server/tests/slow.rs", "#[test] fn s() {}\n"),
         ("crates/server/tests/multi/main.rs", "mod part;\n"),
         ("crates/server/tests/multi/part.rs", "\n"),
@@ -36,6 +41,15 @@ fn workspace() -> Mem {
 
 const S: &str = "crates/server/";
 
+/// What `--test server` runs: the target, its module, the golden file it
+/// names and the snapshots beside it.
+const SERVER: &[&str] = &[
+    "tests/server.rs",
+    "tests/common/mod.rs",
+    "tests/data/golden.json",
+    "tests/snapshots/server__t.snap",
+];
+
 #[test]
 fn what_cargo_test_runs() {
     let tree = workspace();
@@ -44,18 +58,16 @@ fn what_cargo_test_runs() {
         "crates/server/tests/multi/part.rs",
         "crates/server/tests/server.rs",
         "crates/server/tests/common/mod.rs",
+        "crates/server/tests/data/golden.json",
+        "crates/server/tests/snapshots/server__t.snap",
         "crates/server/checks/wire.rs",
     ];
     // (command line, exam files (sorted), whether in_code is set)
     let cases: &[(&str, &[&str], bool)] = &[
-        (
-            "cargo test -p server --test server",
-            &["tests/server.rs", "tests/common/mod.rs"],
-            false,
-        ),
+        ("cargo test -p server --test server", SERVER, false),
         (
             "cargo nextest run -p server --test server -- --exact t",
-            &["tests/server.rs", "tests/common/mod.rs"],
+            SERVER,
             false,
         ),
         (
@@ -65,7 +77,7 @@ fn what_cargo_test_runs() {
         ),
         (
             "cargo test -p server --test slow",
-            &["tests/slow.rs"],
+            &["tests/slow.rs", "tests/snapshots/server__t.snap"],
             false,
         ),
         (
@@ -75,17 +87,15 @@ fn what_cargo_test_runs() {
                 "tests/multi/part.rs",
                 "tests/server.rs",
                 "tests/common/mod.rs",
+                "tests/data/golden.json",
+                "tests/snapshots/server__t.snap",
                 "tests/slow.rs",
                 "checks/wire.rs",
             ],
             false,
         ),
         // In a virtual workspace `--test` need only be in one package.
-        (
-            "cargo test --test server",
-            &["tests/server.rs", "tests/common/mod.rs"],
-            false,
-        ),
+        ("cargo test --test server", SERVER, false),
         (
             "cargo llvm-cov -p server --test wire",
             &["checks/wire.rs"],
@@ -136,7 +146,7 @@ fn which_packages_cargo_test_selects() {
     let tree = workspace();
     // (command line, the first exam file of each package, in order)
     let cases: &[(&str, usize, &[&str])] = &[
-        ("cargo test", 5, &["crates/server/tests/multi/main.rs"]),
+        ("cargo test", 7, &["crates/server/tests/multi/main.rs"]),
         ("cargo test --workspace --exclude server", 0, &[]),
         (
             "cargo test --manifest-path single/Cargo.toml",

@@ -122,6 +122,7 @@ fn files_a_runner_configuration_names() {
         ("tests/support/db.ts", "export * from './inner'\n"),
         ("tests/support/inner/index.ts", "\n"),
         ("tests/fixtures/in.json", "{}\n"),
+        ("tests/__snapshots__/a.test.ts.snap", "x\n"),
         ("src/app.ts", "\n"),
         ("jest.setup.js", "\n"),
         ("test/hooks.js", "\n"),
@@ -133,6 +134,7 @@ fn files_a_runner_configuration_names() {
             &[
                 "tests/setup.ts",
                 "tests/a.test.ts",
+                "tests/__snapshots__/a.test.ts.snap",
                 "tests/support/db.ts",
                 "tests/fixtures/in.json",
                 "tests/support/inner/index.ts",
@@ -143,6 +145,7 @@ fn files_a_runner_configuration_names() {
             &[
                 "jest.setup.js",
                 "tests/a.test.ts",
+                "tests/__snapshots__/a.test.ts.snap",
                 "tests/support/db.ts",
                 "tests/fixtures/in.json",
                 "tests/support/inner/index.ts",

@@ -12,6 +12,7 @@ fn tree() -> Mem {
         ("tests/conftest.py", "\n"),
         ("tests/acc/conftest.py", "\n"),
         ("tests/acc/test_a.py", "\n"),
+        ("tests/acc/__snapshots__/test_a.ambr", "\n"),
         ("tests/acc/b_test.py", "\n"),
         ("tests/acc/helper.py", "\n"),
         ("tests/acc/sub/test_c.py", "\n"),
@@ -39,6 +40,7 @@ fn what_pytest_and_unittest_run() {
         "tests/acc/b_test.py",
         "tests/acc/sub/test_c.py",
         "tests/acc/test_a.py",
+        "tests/acc/__snapshots__/test_a.ambr",
     ];
     let unit: &[&str] = &[
         "conftest.py",
