@@ -156,8 +156,16 @@ pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
     let packages = selected(call, &sel, &start, &start_toml, &root, &members, out);
     configs(call, &sel, &root, &packages, out);
     let mut matched = Vec::new();
+    let root_toml = call
+        .read_text(&in_dir(&root, "Cargo.toml"))
+        .and_then(|t| t.parse::<Table>().ok())
+        .unwrap_or_default();
     for package in &packages {
-        matched.extend(package_exam(call, &sel, package, out));
+        let (names, ran) = package_exam(call, &sel, package, out);
+        matched.extend(names);
+        if ran {
+            support_crates(call, &root, &root_toml, package, out);
+        }
     }
     // A name need only be in one of the packages; a glob may match none.
     for (kind, names) in &sel.named {
@@ -579,14 +587,16 @@ fn configs(call: &Call<'_>, sel: &Selection, root: &str, packages: &[&Package], 
 
 /// The targets of one package the command selects, their files, and what
 /// runs in the package's own code.
-/// Returns the `--test NAME` (and bench, example) names it has.
+/// Returns the `--test NAME` (and bench, example) names it has, and
+/// whether any test of it runs.
 fn package_exam(
     call: &Call<'_>,
     sel: &Selection,
     package: &Package,
     out: &mut Exam,
-) -> Vec<(&'static str, String)> {
+) -> (Vec<(&'static str, String)>, bool) {
     let mut matched = Vec::new();
+    let mut ran = false;
     for kind in &KINDS {
         let targets = targets(call, package, kind);
         let chosen: Vec<&Target> = match sel.named.get(kind.table) {
@@ -611,6 +621,7 @@ fn package_exam(
             None => Vec::new(),
         };
         for target in chosen {
+            ran = true;
             out.file(&target.path, call.why(), ExamKind::File);
             let (pulled, unresolved) = rust::pulled_in(call.ctx, &target.path, &package.dir);
             for (path, why) in pulled {
@@ -621,8 +632,78 @@ fn package_exam(
             }
         }
     }
-    in_code(call, sel, package, out);
-    matched
+    ran |= in_code(call, sel, package, out);
+    if ran {
+        build_script(call, package, out);
+    }
+    (matched, ran)
+}
+
+/// A sentence for the build script of a package whose tests run.
+fn build_script(call: &Call<'_>, package: &Package, out: &mut Exam) {
+    let (ctx, m) = (call.ctx, &package.manifest);
+    let build = m
+        .get("package")
+        .and_then(|p| p.get("build"))
+        .and_then(Value::as_str)
+        .map_or_else(
+            || in_dir(&package.dir, "build.rs"),
+            |b| in_dir(&package.dir, b),
+        );
+    if ctx.exists(&build) {
+        out.in_code(format!(
+            "`{build}` runs before the tests of `{}` and can change how they are compiled: it is code under test",
+            package.name
+        ));
+    }
+}
+
+/// The sources of the workspace's test-support crates a package's tests
+/// depend on (a path dev-dependency on the tests' side, such as
+/// `crates/test-support`): they are compiled into the tests.
+fn support_crates(
+    call: &Call<'_>,
+    root: &str,
+    root_toml: &Table,
+    package: &Package,
+    out: &mut Exam,
+) {
+    let Some(dev) = package
+        .manifest
+        .get("dev-dependencies")
+        .and_then(Value::as_table)
+    else {
+        return;
+    };
+    let inherited = root_toml
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(Value::as_table);
+    for (name, dep) in dev {
+        let dir = if dep.get("workspace").and_then(Value::as_bool) == Some(true) {
+            inherited
+                .and_then(|d| d.get(name))
+                .and_then(|d| d.get("path"))
+                .and_then(Value::as_str)
+                .and_then(|p| resolve(root, p))
+        } else {
+            dep.get("path")
+                .and_then(Value::as_str)
+                .and_then(|p| resolve(&package.dir, p))
+        };
+        let Some(dir) = dir.filter(|d| super::test_side(&in_dir(d, "Cargo.toml"))) else {
+            continue;
+        };
+        for file in call.ctx.files_under(&in_dir(&dir, "src")) {
+            if super::extension(&file) == Some("rs") {
+                let why = format!(
+                    "the tests of `{}` depend on the crate `{name}`{}",
+                    package.name, call.scope.via
+                );
+                out.file(&file, why, ExamKind::File);
+            }
+        }
+    }
 }
 
 /// The targets of `--test NAME` (a glob may match many).
@@ -698,8 +779,9 @@ fn targets(call: &Call<'_>, package: &Package, kind: &Kind) -> Vec<Target> {
     out
 }
 
-/// Sentences for the tests the command runs inside the package's own code.
-fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) {
+/// Sentences for the tests the command runs inside the package's own code;
+/// whether there are any.
+fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) -> bool {
     let ctx = call.ctx;
     let m = &package.manifest;
     let has_lib = m.contains_key("lib") || ctx.exists(&in_dir(&package.dir, "src/lib.rs"));
@@ -717,7 +799,8 @@ fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) 
     if has_lib && !sel.nextest && (default || sel.doc) {
         what.push("its doctests");
     }
-    if !what.is_empty() {
+    let runs = !what.is_empty();
+    if runs {
         out.in_code(format!(
             "`{}` runs tests inside the code of `{}` ({}): they live in the code under test and cannot be told apart from it",
             call.text,
@@ -725,20 +808,7 @@ fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) 
             what.join(", ")
         ));
     }
-    let build = m
-        .get("package")
-        .and_then(|p| p.get("build"))
-        .and_then(Value::as_str)
-        .map_or_else(
-            || in_dir(&package.dir, "build.rs"),
-            |b| in_dir(&package.dir, b),
-        );
-    if ctx.exists(&build) {
-        out.in_code(format!(
-            "`{build}` runs before the tests of `{}` and can change how they are compiled: it is code under test",
-            package.name
-        ));
-    }
+    runs
 }
 
 /// A TOML document's leaves by dotted key (array-of-tables entries keyed by

@@ -6,7 +6,7 @@ fn workspace() -> Mem {
     Mem::new(&[
         (
             "Cargo.toml",
-            "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"3\"\n",
+            "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"3\"\n\n[workspace.dependencies]\ntest-support = { path = \"crates/test-support\" }\n",
         ),
         (
             "crates/server/Cargo.toml",
@@ -29,9 +29,14 @@ fn workspace() -> Mem {
         ("crates/server/checks/wire.rs", "\n"),
         (
             "crates/cli/Cargo.toml",
-            "[package]\nname = \"cli\"\nautotests = false\n",
+            "[package]\nname = \"cli\"\nautotests = false\n\n[dev-dependencies]\ntest-support = { workspace = true }\n",
         ),
         ("crates/cli/src/main.rs", "fn main() {}\n"),
+        (
+            "crates/test-support/Cargo.toml",
+            "[package]\nname = \"test-support\"\n",
+        ),
+        ("crates/test-support/src/lib.rs", "\n"),
         ("crates/cli/tests/ignored.rs", "\n"),
         ("single/Cargo.toml", "[package]\nname = \"single\"\n"),
         ("single/src/lib.rs", "\n"),
@@ -114,7 +119,12 @@ fn what_cargo_test_runs() {
         ("cargo llvm-cov report -p server --test wire", &[], false),
         ("cargo test -p server --lib", &[], true),
         ("cargo test -p server --doc", &[], true),
-        ("cargo test -p cli", &[], true),
+        // Its tests use the workspace's test-support crate.
+        (
+            "cargo test -p cli",
+            &["crates/test-support/src/lib.rs"],
+            true,
+        ),
         (
             "cd crates/server && cargo test --tests name_filter",
             &[],
@@ -123,7 +133,16 @@ fn what_cargo_test_runs() {
     ];
     for (run, want, in_code) in cases {
         let got = exam(run, &tree);
-        let mut want: Vec<String> = want.iter().map(|p| format!("{S}{p}")).collect();
+        let mut want: Vec<String> = want
+            .iter()
+            .map(|p| {
+                if p.starts_with("crates/") {
+                    (*p).to_owned()
+                } else {
+                    format!("{S}{p}")
+                }
+            })
+            .collect();
         if run.contains("--tests") {
             want = all_server.iter().map(|p| (*p).to_owned()).collect();
         }
@@ -146,8 +165,12 @@ fn which_packages_cargo_test_selects() {
     let tree = workspace();
     // (command line, the first exam file of each package, in order)
     let cases: &[(&str, usize, &[&str])] = &[
-        ("cargo test", 7, &["crates/server/tests/multi/main.rs"]),
-        ("cargo test --workspace --exclude server", 0, &[]),
+        ("cargo test", 8, &["crates/server/tests/multi/main.rs"]),
+        (
+            "cargo test --workspace --exclude server",
+            1,
+            &["crates/test-support/src/lib.rs"],
+        ),
         (
             "cargo test --manifest-path single/Cargo.toml",
             1,
