@@ -9,7 +9,7 @@ use toml::{Table, Value};
 use crate::verifier::Word;
 
 use super::{
-    Call, Exam, ExamKind, LaunchChange, Runner, ancestors, changed_keys, glob, in_dir, is_glob,
+    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, glob, in_dir, is_glob,
     parent, resolve, rust,
 };
 
@@ -136,7 +136,7 @@ struct Target {
 }
 
 /// Reads a `cargo` command.
-pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
+pub(super) fn exam(call: &Call<'_>, out: &mut Found) {
     let Some(sel) = selection(call, out) else {
         return;
     };
@@ -181,7 +181,7 @@ pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
 }
 
 /// The selection a `cargo` command makes, `None` when it runs no tests.
-fn selection(call: &Call<'_>, out: &mut Exam) -> Option<Selection> {
+fn selection(call: &Call<'_>, out: &mut Found) -> Option<Selection> {
     let mut sel = Selection::default();
     let mut args = call.args.iter().peekable();
     let mut toolchain = None;
@@ -314,7 +314,7 @@ fn apply(sel: &mut Selection, flag: &str, value: Option<String>) {
 
 /// The manifest cargo starts from: `--manifest-path`, or the nearest
 /// `Cargo.toml` at or above the directory.
-fn start_manifest(call: &Call<'_>, sel: &Selection, out: &mut Exam) -> Option<String> {
+fn start_manifest(call: &Call<'_>, sel: &Selection, out: &mut Found) -> Option<String> {
     if let Some(m) = &sel.manifest {
         let path = resolve(call.dir, m);
         if path.is_none() {
@@ -343,7 +343,7 @@ fn dir_name(dir: &str) -> &str {
     if dir.is_empty() { "." } else { dir }
 }
 
-fn parse_manifest(call: &Call<'_>, path: &str, out: &mut Exam) -> Option<Table> {
+fn parse_manifest(call: &Call<'_>, path: &str, out: &mut Found) -> Option<Table> {
     let parsed = call.read_text(path).and_then(|t| t.parse::<Table>().ok());
     if parsed.is_none() {
         out.unresolved(format!(
@@ -378,7 +378,7 @@ fn workspace_root(call: &Call<'_>, start: &str, start_toml: &Table) -> String {
 
 /// The workspace's packages: the root's, its `members` (globs expanded),
 /// and the path dependencies inside the workspace, less `exclude`.
-fn members(call: &Call<'_>, root: &str, out: &mut Exam) -> Vec<Package> {
+fn members(call: &Call<'_>, root: &str, out: &mut Found) -> Vec<Package> {
     let Some(root_toml) = parse_manifest(call, &in_dir(root, "Cargo.toml"), out) else {
         return Vec::new();
     };
@@ -498,7 +498,7 @@ fn selected<'a>(
     start_toml: &Table,
     root: &str,
     members: &'a [Package],
-    out: &mut Exam,
+    out: &mut Found,
 ) -> Vec<&'a Package> {
     if !sel.packages.is_empty() {
         let mut chosen: Vec<&Package> = Vec::new();
@@ -550,7 +550,7 @@ fn selected<'a>(
 }
 
 /// The configuration cargo, rustup and nextest read for the command.
-fn configs(call: &Call<'_>, sel: &Selection, root: &str, packages: &[&Package], out: &mut Exam) {
+fn configs(call: &Call<'_>, sel: &Selection, root: &str, packages: &[&Package], out: &mut Found) {
     let mut dirs = ancestors(call.dir);
     for p in packages {
         dirs.extend(ancestors(&p.dir));
@@ -593,7 +593,7 @@ fn package_exam(
     call: &Call<'_>,
     sel: &Selection,
     package: &Package,
-    out: &mut Exam,
+    out: &mut Found,
 ) -> (Vec<(&'static str, String)>, bool) {
     let mut matched = Vec::new();
     let mut ran = false;
@@ -640,7 +640,7 @@ fn package_exam(
 }
 
 /// A sentence for the build script of a package whose tests run.
-fn build_script(call: &Call<'_>, package: &Package, out: &mut Exam) {
+fn build_script(call: &Call<'_>, package: &Package, out: &mut Found) {
     let (ctx, m) = (call.ctx, &package.manifest);
     let build = m
         .get("package")
@@ -666,7 +666,7 @@ fn support_crates(
     root: &str,
     root_toml: &Table,
     package: &Package,
-    out: &mut Exam,
+    out: &mut Found,
 ) {
     let Some(dev) = package
         .manifest
@@ -781,7 +781,7 @@ fn targets(call: &Call<'_>, package: &Package, kind: &Kind) -> Vec<Target> {
 
 /// Sentences for the tests the command runs inside the package's own code;
 /// whether there are any.
-fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Exam) -> bool {
+fn in_code(call: &Call<'_>, sel: &Selection, package: &Package, out: &mut Found) -> bool {
     let ctx = call.ctx;
     let m = &package.manifest;
     let has_lib = m.contains_key("lib") || ctx.exists(&in_dir(&package.dir, "src/lib.rs"));

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Call, Exam, ExamKind, LaunchChange, Runner, ancestors, changed_keys, extension, in_dir, parent,
-    resolve,
+    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, extension, in_dir,
+    parent, resolve,
 };
 
 /// `go test` flags that take a value.
@@ -50,7 +50,7 @@ struct GoTest {
 }
 
 /// Reads a `go` command.
-pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
+pub(super) fn exam(call: &Call<'_>, out: &mut Found) {
     let Some(go) = parse(call, out) else { return };
     let module_root = ancestors(&go.dir)
         .into_iter()
@@ -106,7 +106,7 @@ const MAX_HELPERS: usize = 500;
 /// The packages on the tests' side (`internal/testutil`) that the exam's
 /// Go files import from their own module, transitively: their `.go` files
 /// are compiled into the tests.
-fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Exam) {
+fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Found) {
     let mut queue: Vec<String> = out
         .files
         .iter()
@@ -172,7 +172,7 @@ fn imports(text: &str) -> Vec<String> {
 }
 
 /// The directory and packages a `go test` command line names.
-fn parse(call: &Call<'_>, out: &mut Exam) -> Option<GoTest> {
+fn parse(call: &Call<'_>, out: &mut Found) -> Option<GoTest> {
     let mut args = call.args.iter();
     if args.next().is_none_or(|w| w.text != "test") {
         return None;
@@ -292,7 +292,7 @@ fn package_dirs(call: &Call<'_>, base: &str, recursive: bool) -> Vec<String> {
 }
 
 /// A package's `_test.go` files and its `testdata/`.
-fn package_files(call: &Call<'_>, dir: &str, out: &mut Exam) {
+fn package_files(call: &Call<'_>, dir: &str, out: &mut Found) {
     let files = call.ctx.files_under(dir);
     for file in &files {
         let rel = file

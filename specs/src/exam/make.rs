@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Call, Exam, ExamKind, Runner, glob, in_dir, is_glob, resolve};
+use super::{Call, ExamKind, Found, Runner, glob, in_dir, is_glob, resolve};
 
 /// The makefiles make looks for, in its order.
 const MAKEFILES: [&str; 3] = ["GNUmakefile", "makefile", "Makefile"];
@@ -43,7 +43,7 @@ struct MakeArgs {
 }
 
 /// Reads a `make` command.
-pub(super) fn exam(call: &Call<'_>, out: &mut Exam) {
+pub(super) fn exam(call: &Call<'_>, out: &mut Found) {
     let Some(args) = make_args(call, out) else {
         return;
     };
@@ -100,7 +100,7 @@ fn visit(
     target: &str,
     wanted: bool,
     seen: &mut BTreeSet<String>,
-    out: &mut Exam,
+    out: &mut Found,
 ) {
     if !seen.insert(target.to_owned()) {
         return;
@@ -125,7 +125,7 @@ fn visit(
 }
 
 /// The directory, makefiles, targets and variables of a make command line.
-fn make_args(call: &Call<'_>, out: &mut Exam) -> Option<MakeArgs> {
+fn make_args(call: &Call<'_>, out: &mut Found) -> Option<MakeArgs> {
     let mut args = MakeArgs {
         dir: call.dir.to_owned(),
         ..MakeArgs::default()
@@ -193,7 +193,7 @@ fn read_makefile(
     args: &MakeArgs,
     path: &str,
     make: &mut Makefile,
-    out: &mut Exam,
+    out: &mut Found,
 ) {
     if make.read.iter().any(|r| r == path) || make.read.len() >= MAX_INCLUDES {
         return;
@@ -255,7 +255,7 @@ fn includes(
     from: &str,
     rest: &str,
     make: &mut Makefile,
-    out: &mut Exam,
+    out: &mut Found,
 ) {
     let expanded = expand(&make.vars, rest, "", &Rule::default(), 0);
     for word in expanded.split_whitespace() {

@@ -22,7 +22,7 @@ mod python;
 mod rust;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::verifier::{self, Word};
 
@@ -64,7 +64,7 @@ pub struct ExamFile {
 }
 
 /// Whether an exam part is a whole file or one entry of one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ExamKind {
     /// The whole file.
     File,
@@ -77,7 +77,7 @@ pub enum ExamKind {
 }
 
 /// A runner configuration file the command depends on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RunnerConfig {
     /// The file, workspace-relative.
     pub path: String,
@@ -145,7 +145,7 @@ pub fn exam(run: &str, tree: &dyn Tree) -> Exam {
         tree,
         listings: RefCell::new(BTreeMap::new()),
     };
-    let mut out = Exam::default();
+    let mut out = Found::default();
     ctx.line(
         run,
         "",
@@ -156,7 +156,7 @@ pub fn exam(run: &str, tree: &dyn Tree) -> Exam {
         },
         &mut out,
     );
-    out
+    out.exam
 }
 
 /// Which keys of `config` the change from `base` to `now` altered in a way
@@ -217,10 +217,27 @@ pub(crate) fn changed_keys(
         .collect()
 }
 
-impl Exam {
+/// An exam being collected, with its files and configurations indexed:
+/// an exam may list thousands of files, each added once.
+#[derive(Default)]
+struct Found {
+    exam: Exam,
+    file_index: HashSet<(String, ExamKind)>,
+    config_index: HashSet<RunnerConfig>,
+}
+
+impl std::ops::Deref for Found {
+    type Target = Exam;
+
+    fn deref(&self) -> &Exam {
+        &self.exam
+    }
+}
+
+impl Found {
     fn file(&mut self, path: &str, why: String, kind: ExamKind) {
-        if !self.files.iter().any(|f| f.path == path && f.kind == kind) {
-            self.files.push(ExamFile {
+        if self.file_index.insert((path.to_owned(), kind.clone())) {
+            self.exam.files.push(ExamFile {
                 path: path.to_owned(),
                 why,
                 kind,
@@ -234,20 +251,20 @@ impl Exam {
             runner,
             section: section.map(str::to_owned),
         };
-        if !self.configs.contains(&config) {
-            self.configs.push(config);
+        if self.config_index.insert(config.clone()) {
+            self.exam.configs.push(config);
         }
     }
 
     fn in_code(&mut self, sentence: String) {
-        if !self.in_code.contains(&sentence) {
-            self.in_code.push(sentence);
+        if !self.exam.in_code.contains(&sentence) {
+            self.exam.in_code.push(sentence);
         }
     }
 
     fn unresolved(&mut self, sentence: String) {
-        if !self.unresolved.contains(&sentence) {
-            self.unresolved.push(sentence);
+        if !self.exam.unresolved.contains(&sentence) {
+            self.exam.unresolved.push(sentence);
         }
     }
 }
@@ -298,7 +315,7 @@ impl Call<'_> {
     }
 
     /// Reads a command line this command runs (a script, a recipe) in `dir`.
-    fn run_line(&self, line: &str, dir: &str, out: &mut Exam) {
+    fn run_line(&self, line: &str, dir: &str, out: &mut Found) {
         self.ctx.line(line, dir, &self.nested(true), out);
     }
 
@@ -336,7 +353,7 @@ impl Ctx<'_> {
     }
 
     /// Reads one command line run in `dir`.
-    fn line(&self, run: &str, dir: &str, scope: &Scope, out: &mut Exam) {
+    fn line(&self, run: &str, dir: &str, scope: &Scope, out: &mut Found) {
         if scope.depth > MAX_DEPTH {
             out.unresolved(format!(
                 "`{}` is nested more than {MAX_DEPTH} deep{}: it was not read",
@@ -367,7 +384,7 @@ impl Ctx<'_> {
     }
 
     /// The files a script or recipe names by path (`node x.js`, `./t.sh`).
-    fn named_paths(&self, run: &str, dir: &str, scope: &Scope, out: &mut Exam) {
+    fn named_paths(&self, run: &str, dir: &str, scope: &Scope, out: &mut Found) {
         for found in verifier::verifier_paths(run) {
             let path = verifier::join(dir, &found.path);
             if found.module && !self.exists(&path) {
@@ -387,7 +404,7 @@ impl Ctx<'_> {
     }
 
     /// Reads one simple command: a runner's, a shell's, or a script run by path.
-    fn command(&self, words: &[Word], dir: &str, scope: &Scope, out: &mut Exam) {
+    fn command(&self, words: &[Word], dir: &str, scope: &Scope, out: &mut Found) {
         let i = verifier::command_index(words);
         let Some(cmd) = words.get(i) else { return };
         // The command index skips expansions: one before it may be the command.
@@ -442,7 +459,7 @@ impl Ctx<'_> {
 
     /// A shell's `-c` line, or a shell script the command runs by path,
     /// whose text is read as a command line of its own.
-    fn other(&self, words: &[Word], dir: &str, scope: &Scope, out: &mut Exam) {
+    fn other(&self, words: &[Word], dir: &str, scope: &Scope, out: &mut Found) {
         let mut found = Vec::new();
         if let Some(line) = verifier::runs(words, &mut found) {
             let nested = Scope {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Call, Exam, ExamKind, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
+    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
     ini, is_glob, looks_like_path, resolve, script_entry,
 };
 use crate::verifier::Word;
@@ -118,7 +118,7 @@ const PACKAGE_JSON_KEYS: [&str; 5] = ["type", "packageManager", "pnpm", "overrid
 const TEST_EXTENSIONS: [&str; 8] = ["js", "ts", "jsx", "tsx", "mjs", "cjs", "mts", "cts"];
 
 /// Reads an `npm`, `pnpm` or `yarn` command.
-pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Exam) {
+pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Found) {
     let mut dir = call.dir.to_owned();
     let mut args = call.args.iter();
     let sub = loop {
@@ -185,7 +185,7 @@ pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Exam) {
 }
 
 /// A package script and what it runs, with the words after its name.
-fn run_script(pm: &str, call: &Call<'_>, dir: &str, name: &str, after: &[Word], out: &mut Exam) {
+fn run_script(pm: &str, call: &Call<'_>, dir: &str, name: &str, after: &[Word], out: &mut Found) {
     let Some(package) = ancestors(dir)
         .into_iter()
         .map(|d| in_dir(&d, "package.json"))
@@ -258,7 +258,7 @@ fn quoted(text: &str) -> String {
 }
 
 /// The package manager's configuration for a package.
-fn manager_configs(pm: &str, call: &Call<'_>, pkg_dir: &str, package: &str, out: &mut Exam) {
+fn manager_configs(pm: &str, call: &Call<'_>, pkg_dir: &str, package: &str, out: &mut Found) {
     let dirs = ancestors(pkg_dir);
     for d in &dirs {
         out.config(&in_dir(d, ".npmrc"), Runner::Npm, None);
@@ -333,7 +333,7 @@ const RUNNER_VALUE_OPTIONS: [&str; 34] = [
 ];
 
 /// Reads a `vitest`, `jest` or `mocha` command.
-pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Exam) {
+pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Found) {
     let args = runner_args(name, call, out);
     let base = if let Some(r) = &args.root {
         let Some(d) = resolve(call.dir, r) else {
@@ -380,10 +380,11 @@ const IMPORT_EXTENSIONS: [&str; 8] = ["ts", "tsx", "js", "jsx", "mjs", "cjs", "m
 /// The files on the tests' side that the tests name by a relative path
 /// (`import { db } from '../support/db'`, `readFileSync('./fixtures/x.json')`),
 /// transitively: the helpers and fixtures they are judged by.
-fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Exam) {
-    let mut seen = queue.clone();
+fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Found) {
+    let mut seen: std::collections::HashSet<String> = queue.iter().cloned().collect();
+    let mut added = 0usize;
     while let Some(file) = queue.pop() {
-        if seen.len() > MAX_HELPERS {
+        if added > MAX_HELPERS {
             break;
         }
         if !super::extension(&file).is_some_and(|e| IMPORT_EXTENSIONS.contains(&e)) {
@@ -394,13 +395,13 @@ fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Exam) {
             &in_dir(super::parent(&file), "__snapshots__"),
             &format!("{}.snap", file_name(&file)),
         );
-        if call.ctx.exists(&snapshot) && !seen.contains(&snapshot) {
+        if call.ctx.exists(&snapshot) && seen.insert(snapshot.clone()) {
             out.file(
                 &snapshot,
                 format!("`{file}` compares with it"),
                 ExamKind::File,
             );
-            seen.push(snapshot);
+            added += 1;
         }
         let Some(text) = call.read_text(&file) else {
             continue;
@@ -412,10 +413,10 @@ fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Exam) {
             let Some(found) = import_target(call, super::parent(&file), &literal) else {
                 continue;
             };
-            if super::test_side(&found) && !seen.contains(&found) {
+            if super::test_side(&found) && seen.insert(found.clone()) {
                 let why = format!("`{file}` names it{}", call.scope.via);
                 out.file(&found, why, ExamKind::File);
-                seen.push(found.clone());
+                added += 1;
                 queue.push(found);
             }
         }
@@ -441,7 +442,7 @@ fn import_target(call: &Call<'_>, dir: &str, spec: &str) -> Option<String> {
 }
 
 /// The operands and options of a runner's command line.
-fn runner_args(name: &str, call: &Call<'_>, out: &mut Exam) -> RunnerArgs {
+fn runner_args(name: &str, call: &Call<'_>, out: &mut Found) -> RunnerArgs {
     let mut args = RunnerArgs::default();
     let mut words = call.args.iter().peekable();
     if name == "vitest"
@@ -508,7 +509,7 @@ fn runner_configs(
     call: &Call<'_>,
     base: &str,
     explicit: Option<&str>,
-    out: &mut Exam,
+    out: &mut Found,
 ) -> Vec<String> {
     let (runner, stems, extensions): (Runner, &[&str], &[&str]) = match name {
         "vitest" => (
@@ -528,7 +529,7 @@ fn runner_configs(
         ),
     };
     let mut present = Vec::new();
-    let mut add = |path: String, section: Option<&str>, out: &mut Exam| {
+    let mut add = |path: String, section: Option<&str>, out: &mut Found| {
         out.config(&path, runner, section);
         if call.ctx.exists(&path) && section.is_none() {
             present.push(path);
@@ -564,7 +565,7 @@ fn runner_configs(
 /// The files a runner's configuration names by a literal path
 /// (`setupFiles: ['./tests/setup.ts']`, `require: test/hooks.js`): code
 /// the runner loads with the tests. `config` may be `package.json#jest`.
-fn named_in_config(call: &Call<'_>, config: &str, out: &mut Exam) {
+fn named_in_config(call: &Call<'_>, config: &str, out: &mut Found) {
     let (path, section) = config
         .split_once('#')
         .map_or((config, None), |(p, s)| (p, Some(s)));

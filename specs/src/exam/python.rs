@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Call, Exam, ExamKind, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
+    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
     ini, is_glob, parent, resolve,
 };
 use crate::verifier::Word;
@@ -71,7 +71,7 @@ const PYTEST_CONFIGS: [(&str, &str); 5] = [
 ];
 
 /// Reads `python … -m pytest` or `python … -m unittest`.
-pub(super) fn interpreter(call: &Call<'_>, out: &mut Exam) {
+pub(super) fn interpreter(call: &Call<'_>, out: &mut Found) {
     let mut args = call.args.iter();
     while let Some(w) = args.next() {
         match w.text.as_str() {
@@ -103,7 +103,7 @@ struct PytestArgs {
 }
 
 /// Reads a pytest command with the words after `pytest`.
-pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Exam) {
+pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Found) {
     let before = out.files.len();
     let Some(args) = pytest_args(call, args, out) else {
         return;
@@ -168,15 +168,16 @@ const MAX_HELPERS: usize = 2_000;
 /// The modules on the tests' side that the exam's Python files (from
 /// `out.files[from..]`) import, transitively, with the packages'
 /// `__init__.py` files importing them runs.
-fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Exam) {
+fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Found) {
     let mut queue: Vec<String> = out.files[from..]
         .iter()
         .filter(|f| f.kind == ExamKind::File && super::extension(&f.path) == Some("py"))
         .map(|f| f.path.clone())
         .collect();
-    let mut seen: Vec<String> = queue.clone();
+    let mut seen: std::collections::HashSet<String> = queue.iter().cloned().collect();
+    let mut added = 0usize;
     while let Some(file) = queue.pop() {
-        if seen.len() > MAX_HELPERS {
+        if added > MAX_HELPERS {
             break;
         }
         // syrupy's snapshots: `__snapshots__/<test file stem>…` beside it.
@@ -184,9 +185,9 @@ fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Exam) {
         let snapshots = in_dir(parent(&file), "__snapshots__");
         for snap in call.ctx.files_under(&snapshots) {
             let rel = snap.strip_prefix(&snapshots).unwrap_or(&snap);
-            if rel.trim_start_matches('/').starts_with(stem) && !seen.contains(&snap) {
+            if rel.trim_start_matches('/').starts_with(stem) && seen.insert(snap.clone()) {
                 out.file(&snap, format!("`{file}` compares with it"), ExamKind::File);
-                seen.push(snap);
+                added += 1;
             }
         }
         let Some(text) = call.read_text(&file) else {
@@ -197,10 +198,10 @@ fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Exam) {
             found.extend(import_files(call, root, &file, level, &module, &names));
         }
         for path in found {
-            if super::test_side(&path) && !seen.contains(&path) {
+            if super::test_side(&path) && seen.insert(path.clone()) {
                 let why = format!("`{file}` imports it{}", call.scope.via);
                 out.file(&path, why, ExamKind::File);
-                seen.push(path.clone());
+                added += 1;
                 queue.push(path);
             }
         }
@@ -292,7 +293,7 @@ fn import_files(
 }
 
 /// The paths and options of a pytest command line.
-fn pytest_args(call: &Call<'_>, args: &[Word], out: &mut Exam) -> Option<PytestArgs> {
+fn pytest_args(call: &Call<'_>, args: &[Word], out: &mut Found) -> Option<PytestArgs> {
     let mut found = PytestArgs::default();
     let mut words = args.iter();
     while let Some(w) = words.next() {
@@ -385,7 +386,7 @@ fn pytest_configs(
     call: &Call<'_>,
     start: &str,
     explicit: Option<&str>,
-    out: &mut Exam,
+    out: &mut Found,
 ) -> Option<(String, BTreeMap<String, String>)> {
     if let Some(path) = explicit.and_then(|c| resolve(call.dir, c)) {
         let section = PYTEST_CONFIGS
@@ -456,7 +457,7 @@ fn settings(path: &str, section: &str, text: &str) -> BTreeMap<String, String> {
 /// The `conftest.py` files pytest loads from `top` down to `target`, and
 /// those under a directory target: present ones are exam files, every
 /// candidate a configuration (one added is code that runs in pytest).
-fn conftests(call: &Call<'_>, top: &str, target: &str, out: &mut Exam) {
+fn conftests(call: &Call<'_>, top: &str, target: &str, out: &mut Found) {
     let dir = if call.ctx.exists(target) {
         parent(target)
     } else {
@@ -515,14 +516,14 @@ fn test_files(call: &Call<'_>, dir: &str, patterns: &[String]) -> Vec<String> {
 }
 
 /// Reads `python -m unittest` with the words after `unittest`.
-fn unittest(call: &Call<'_>, args: &[Word], out: &mut Exam) {
+fn unittest(call: &Call<'_>, args: &[Word], out: &mut Found) {
     let before = out.files.len();
     unittest_files(call, args, out);
     helpers(call, call.dir, before, out);
 }
 
 /// The test files `python -m unittest` runs.
-fn unittest_files(call: &Call<'_>, args: &[Word], out: &mut Exam) {
+fn unittest_files(call: &Call<'_>, args: &[Word], out: &mut Found) {
     let positional: Vec<&Word> = {
         let mut words = args.iter();
         let mut kept = Vec::new();
@@ -573,7 +574,7 @@ fn module_file(call: &Call<'_>, dotted: &str) -> Option<String> {
 }
 
 /// `python -m unittest discover [-s DIR] [-p PATTERN] [-t TOP]`.
-fn discover(call: &Call<'_>, args: &[&Word], out: &mut Exam) {
+fn discover(call: &Call<'_>, args: &[&Word], out: &mut Found) {
     let mut start = ".".to_owned();
     let mut pattern = "test*.py".to_owned();
     let mut operands = 0;
