@@ -231,13 +231,19 @@ fn run_script(pm: &str, call: &Call<'_>, dir: &str, name: &str, after: &[Word], 
             continue;
         };
         if hook == name {
-            // The words after the script's name are appended to its line.
+            // The words after the script's name are appended to its line (an
+            // expansion stays one), and the script runs in the package's
+            // directory, where the runner finds them.
             for w in &args {
                 text.push(' ');
-                text.push_str(&quoted(&w.text));
+                text.push_str(&if w.expands {
+                    w.text.clone()
+                } else {
+                    quoted(&w.text)
+                });
                 if !w.expands
                     && looks_like_path(&w.text)
-                    && let Some(path) = resolve(dir, &w.text)
+                    && let Some(path) = resolve(&pkg_dir, &w.text)
                     && call.ctx.exists(&path)
                 {
                     out.file(

@@ -166,6 +166,7 @@ fn what_node_cannot_resolve_and_its_configs() {
         "npx vitest",
         "npm test -ws",
         "yarn workspace app test",
+        "npm test -- $FILES",
         "vitest run $FILES",
     ] {
         assert!(!exam(run, &tree).unresolved.is_empty(), "{run}");
