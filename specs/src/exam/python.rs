@@ -143,14 +143,8 @@ pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Found) {
             None => vec![call.dir.to_owned()],
         };
     }
-    // With a configuration file, conftest.py files above it are not loaded.
-    let top = if winner.is_some() {
-        rootdir.as_str()
-    } else {
-        ""
-    };
     for target in &targets {
-        conftests(call, top, target, out);
+        conftests(call, target, out);
         if call.ctx.exists(target) {
             out.file(target, call.why(), ExamKind::File);
         } else {
@@ -454,19 +448,18 @@ fn settings(path: &str, section: &str, text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The `conftest.py` files pytest loads from `top` down to `target`, and
-/// those under a directory target: present ones are exam files, every
-/// candidate a configuration (one added is code that runs in pytest).
-fn conftests(call: &Call<'_>, top: &str, target: &str, out: &mut Found) {
+/// The `conftest.py` files pytest loads on the way to `target`, and those
+/// under a directory target: present ones are exam files, every candidate
+/// a configuration (one added is code that runs in pytest). pytest stops at
+/// its confcutdir, which versions place differently: every directory from
+/// the root down counts.
+fn conftests(call: &Call<'_>, target: &str, out: &mut Found) {
     let dir = if call.ctx.exists(target) {
         parent(target)
     } else {
         target
     };
-    let chain: Vec<String> = ancestors(dir)
-        .into_iter()
-        .filter(|d| top.is_empty() || d == top || d.starts_with(&format!("{top}/")))
-        .collect();
+    let chain = ancestors(dir);
     for d in chain.iter().rev() {
         let path = in_dir(d, "conftest.py");
         out.config(&path, Runner::Pytest, None);

@@ -119,6 +119,7 @@ fn what_cargo_test_runs() {
         ("cargo llvm-cov report -p server --test wire", &[], false),
         ("cargo test -p server --lib", &[], true),
         ("cargo test -p server --doc", &[], true),
+        ("cargo test --lib", &[], true),
         // Its tests use the workspace's test-support crate.
         (
             "cargo test -p cli",

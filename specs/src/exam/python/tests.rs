@@ -120,6 +120,22 @@ fn the_configuration_pytest_picks() {
 }
 
 #[test]
+fn a_pytest_ini_nearer_the_tests_wins() {
+    let mut tree = tree();
+    tree.0.insert(
+        "tests/pytest.ini".into(),
+        b"[pytest]\naddopts = -q\n".to_vec(),
+    );
+    let got = exam("pytest tests/acc", &tree);
+    let configs = configs(&got);
+    assert!(configs.contains(&"tests/pytest.ini#pytest".to_owned()));
+    // Found nearer, it is picked: the root's files are not candidates.
+    assert!(!configs.contains(&"pyproject.toml#tool.pytest".to_owned()));
+    // conftest.py files above it count still (pytest versions differ).
+    assert_eq!(files(&got)[0], "conftest.py");
+}
+
+#[test]
 fn launch_changes_of_pytest_files() {
     /// (file, section, base ("" = absent), now, keys that count)
     type Case<'a> = (&'a str, Option<&'a str>, &'a str, &'a str, &'a [&'a str]);
