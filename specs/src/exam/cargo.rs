@@ -860,7 +860,8 @@ fn unreadable(bytes: Option<&[u8]>, table: Option<&Table>) -> bool {
     bytes.is_some() && table.is_none()
 }
 
-/// `.cargo/config.toml`: every key but [`CONFIG_ALLOWED`]'s tables.
+/// `.cargo/config.toml`: every key but [`CONFIG_ALLOWED`]'s tables and
+/// `build.jobs` (how many compile at once).
 pub(super) fn config_changes(base: Option<&[u8]>, now: Option<&[u8]>) -> Vec<LaunchChange> {
     let (was, was_t) = flat_toml(base);
     let (is, is_t) = flat_toml(now);
@@ -869,7 +870,7 @@ pub(super) fn config_changes(base: Option<&[u8]>, now: Option<&[u8]>) -> Vec<Lau
     }
     changed_keys(&was, &is, |k| {
         let top = k.split('.').next().unwrap_or(k);
-        !CONFIG_ALLOWED.contains(&top)
+        !CONFIG_ALLOWED.contains(&top) && k != "build.jobs"
     })
 }
 

@@ -11,6 +11,16 @@
 //! which keys of a configuration a change altered in a way that changes
 //! how the runner is launched or what it runs; [`line_fate`] tells an exam
 //! file that only gained lines from one whose lines were altered.
+//!
+//! Command lines are followed where they lead: `sh -c`, shell scripts run
+//! by path, package scripts and make recipes are read as command lines of
+//! their own (and the paths they name are exam files there). Besides the
+//! tests a runner selects, the exam holds what they are judged by: the
+//! helpers they pull in (Rust modules, Python imports, relative JS imports,
+//! Go packages of the module), golden files and snapshots, and test-support
+//! crates, where these lie on the tests' side of the workspace (a directory
+//! named for tests or fixtures); elsewhere they are the code under test.
+//! What cannot be known from the text is said in [`Exam::unresolved`].
 
 mod cargo;
 mod fate;

@@ -279,7 +279,7 @@ fn launch_changes_of_cargo_files() {
             Runner::Cargo,
             Some("[http]\ntimeout = 1\n"),
             Some(
-                "[http]\ntimeout = 2\n[build]\nrustflags = [\"--cfg\", \"x\"]\n[alias]\nnextest = \"check\"\n",
+                "[http]\ntimeout = 2\n[build]\njobs = 2\nrustflags = [\"--cfg\", \"x\"]\n[alias]\nnextest = \"check\"\n",
             ),
             &["alias.nextest", "build.rustflags"],
         ),
