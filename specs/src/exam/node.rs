@@ -134,6 +134,34 @@ pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Found) {
                 };
                 dir = d;
             }
+            // One package of the workspace, by name or directory.
+            "-w" | "--workspace" | "--filter" | "-F" | "workspace"
+                if args
+                    .clone()
+                    .next()
+                    .is_some_and(|n| !n.expands && !n.text.contains('*')) =>
+            {
+                let name = args.next().map(|n| n.text.clone()).unwrap_or_default();
+                let Some(d) = workspace_package(call, &dir, &name) else {
+                    out.unresolved(format!(
+                        "`{}` runs in the workspace package `{name}`, which is not found",
+                        call.text
+                    ));
+                    return;
+                };
+                dir = d;
+            }
+            t if t.starts_with("--workspace=") || t.starts_with("--filter=") => {
+                let name = t.split_once('=').map(|(_, n)| n).unwrap_or_default();
+                let Some(d) = workspace_package(call, &dir, name) else {
+                    out.unresolved(format!(
+                        "`{}` runs in the workspace package `{name}`, which is not found",
+                        call.text
+                    ));
+                    return;
+                };
+                dir = d;
+            }
             "-w" | "--workspace" | "-ws" | "--workspaces" | "--filter" | "-F" | "-r"
             | "--recursive" | "workspace" | "workspaces" => {
                 out.unresolved(format!(
@@ -181,7 +209,112 @@ pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Found) {
         ));
         return;
     }
-    run_script(pm, call, &dir, &script, after, out);
+    let Some(after) = workspace_options(call, &mut dir, after, out) else {
+        return;
+    };
+    run_script(pm, call, &dir, &script, &after, out);
+}
+
+/// The words after a script's name without the package manager's own
+/// workspace options (`npm test -w app`), which move `dir` to the package
+/// they name; `None` when they name many packages or an unknown one.
+fn workspace_options(
+    call: &Call<'_>,
+    dir: &mut String,
+    after: &[Word],
+    out: &mut Found,
+) -> Option<Vec<Word>> {
+    let mut kept = Vec::new();
+    let mut words = after.iter();
+    while let Some(w) = words.next() {
+        if w.text == "--" {
+            kept.push(w.clone());
+            kept.extend(words.cloned());
+            break;
+        }
+        let name = match w.text.as_str() {
+            "-w" | "--workspace" | "--filter" | "-F" => words.next().map(|n| n.text.clone()),
+            t if t.starts_with("--workspace=") || t.starts_with("--filter=") => {
+                t.split_once('=').map(|(_, n)| n.to_owned())
+            }
+            "-ws" | "--workspaces" | "-r" | "--recursive" => {
+                out.unresolved(format!(
+                    "`{}` runs in every package of the workspace (`{}`), which are not resolved",
+                    call.text, w.text
+                ));
+                return None;
+            }
+            _ => {
+                kept.push(w.clone());
+                continue;
+            }
+        };
+        let found = name
+            .as_deref()
+            .filter(|n| !n.contains('*'))
+            .and_then(|n| workspace_package(call, dir, n));
+        let Some(found) = found else {
+            out.unresolved(format!(
+                "`{}` runs in the workspace package `{}`, which is not found",
+                call.text,
+                name.unwrap_or_default()
+            ));
+            return None;
+        };
+        *dir = found;
+    }
+    Some(kept)
+}
+
+/// The directory of a workspace package named `name` (or at the directory
+/// `name`), among the `workspaces` of the package.json or the `packages`
+/// of the pnpm-workspace.yaml at or above `dir`.
+fn workspace_package(call: &Call<'_>, dir: &str, name: &str) -> Option<String> {
+    if let Some(d) = resolve(dir, name).filter(|d| call.ctx.exists(&in_dir(d, "package.json"))) {
+        return Some(d);
+    }
+    for root in ancestors(dir) {
+        let mut patterns: Vec<String> = call
+            .read_text(&in_dir(&root, "package.json"))
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| {
+                let w = v.get("workspaces")?;
+                let list = w.get("packages").unwrap_or(w).as_array()?;
+                Some(
+                    list.iter()
+                        .filter_map(|p| p.as_str().map(str::to_owned))
+                        .collect(),
+                )
+            })
+            .unwrap_or_default();
+        if let Some(yaml) = call.read_text(&in_dir(&root, "pnpm-workspace.yaml")) {
+            patterns.extend(yaml.lines().filter_map(|l| {
+                let item = l.trim().strip_prefix('-')?.trim().trim_matches(['\'', '"']);
+                (!item.starts_with('!')).then(|| item.to_owned())
+            }));
+        }
+        for pattern in patterns {
+            let Some(m) = resolve(&root, &pattern).and_then(|p| glob(&p)) else {
+                continue;
+            };
+            for file in call.ctx.files_under(&root) {
+                let Some(pkg_dir) = file.strip_suffix("/package.json") else {
+                    continue;
+                };
+                if !m.is_match(pkg_dir) || pkg_dir.contains("node_modules") {
+                    continue;
+                }
+                let named = call
+                    .read_text(&file)
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .is_some_and(|v| v.get("name").and_then(|n| n.as_str()) == Some(name));
+                if named {
+                    return Some(pkg_dir.to_owned());
+                }
+            }
+        }
+    }
+    None
 }
 
 /// A package script and what it runs, with the words after its name.

@@ -159,6 +159,52 @@ fn files_a_runner_configuration_names() {
 }
 
 #[test]
+fn one_package_of_a_workspace() {
+    let tree = Mem::new(&[
+        ("package.json", r#"{"workspaces": ["packages/*"]}"#),
+        (
+            "packages/app/package.json",
+            r#"{"name": "@x/app", "scripts": {"test": "vitest run"}}"#,
+        ),
+        ("packages/app/src/a.test.ts", "\n"),
+        ("pnpm-workspace.yaml", "packages:\n  - 'libs/*'\n"),
+        (
+            "libs/core/package.json",
+            r#"{"name": "core", "scripts": {"test": "jest"}}"#,
+        ),
+        ("libs/core/x.test.js", "\n"),
+    ]);
+    let app = [
+        "packages/app/package.json#scripts.pretest",
+        "packages/app/package.json#scripts.test",
+        "packages/app/src/a.test.ts",
+        "packages/app/package.json#scripts.posttest",
+    ];
+    let core = [
+        "libs/core/package.json#scripts.pretest",
+        "libs/core/package.json#scripts.test",
+        "libs/core/x.test.js",
+        "libs/core/package.json#scripts.posttest",
+    ];
+    let cases: &[(&str, &[&str])] = &[
+        ("npm test -w @x/app", &app),
+        ("npm run test --workspace=packages/app", &app),
+        ("npm --workspace @x/app test", &app),
+        ("yarn workspace @x/app test", &app),
+        ("pnpm --filter core test", &core),
+        ("pnpm test --filter=core", &core),
+    ];
+    for (run, want) in cases {
+        let got = exam(run, &tree);
+        assert_eq!(files(&got), *want, "{run}");
+        assert!(got.unresolved.is_empty(), "{run}: {:?}", got.unresolved);
+    }
+    for run in ["npm test -w nope", "npm test --workspaces", "pnpm -r test"] {
+        assert!(!exam(run, &tree).unresolved.is_empty(), "{run}");
+    }
+}
+
+#[test]
 fn what_node_cannot_resolve_and_its_configs() {
     let tree = tree();
     for run in [
