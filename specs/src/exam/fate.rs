@@ -2,7 +2,8 @@
 //! or altered what was there.
 
 /// What a change did to an exam file's lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum LineFate {
     /// The same bytes.
     Same,

@@ -48,7 +48,7 @@ pub trait Tree {
 }
 
 /// What a command line's result depends on beyond the scripts it names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Exam {
     /// The exam's files and script entries, each once.
     pub files: Vec<ExamFile>,
@@ -63,7 +63,7 @@ pub struct Exam {
 }
 
 /// One part of the exam.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExamFile {
     /// The file, workspace-relative.
     pub path: String,
@@ -74,7 +74,8 @@ pub struct ExamFile {
 }
 
 /// Whether an exam part is a whole file or one entry of one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ExamKind {
     /// The whole file.
     File,
@@ -87,7 +88,7 @@ pub enum ExamKind {
 }
 
 /// A runner configuration file the command depends on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct RunnerConfig {
     /// The file, workspace-relative.
     pub path: String,
@@ -99,7 +100,8 @@ pub struct RunnerConfig {
 }
 
 /// The runners whose configuration is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Runner {
     /// `cargo test` (Cargo.toml, `.cargo/config.toml`).
     Cargo,
@@ -125,7 +127,7 @@ pub enum Runner {
 
 /// A key of a runner configuration whose change alters how the runner is
 /// launched or what it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LaunchChange {
     /// The key, dotted within the file (`target.x86_64-unknown-linux-gnu.runner`,
     /// `script-shell`), or "the whole file".
@@ -750,6 +752,21 @@ mod tests {
             assert_eq!(files(&got), *want, "{run}");
             assert_eq!(!got.unresolved.is_empty(), *unresolved, "{run}: {got:?}");
         }
+    }
+
+    #[test]
+    fn an_exam_serialises_for_the_evidence() {
+        let tree = Mem::new(&[("package.json", r#"{"scripts": {"test": "jest"}}"#)]);
+        let value = serde_json::to_value(exam("npm test", &tree)).unwrap();
+        assert_eq!(
+            value["files"][1]["kind"],
+            serde_json::json!({"script-entry": {"key": "scripts.test"}})
+        );
+        assert_eq!(value["configs"][0]["runner"], "npm");
+        assert_eq!(
+            serde_json::to_value(LineFate::OnlyGained).unwrap(),
+            "only-gained"
+        );
     }
 
     #[test]
