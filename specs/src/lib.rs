@@ -3,6 +3,8 @@
 //! # Layout
 //! - [`model`]: the typed spec, one struct per table of `gate.toml`.
 //! - [`errors`]: every way a spec can be wrong, each with file, line and column.
+//! - [`exam`](mod@exam): the test files, script entries and runner configuration a
+//!   command line's result depends on beyond the scripts it names.
 //! - [`globs`]: input and path globs, compiled once, matched on workspace-relative paths.
 //! - [`graph`]: the task graph and the check graph (petgraph), cycle reports.
 //! - [`locate`]: key paths to line and column, for TOML and JSON alike.
@@ -15,6 +17,7 @@
 //! no other crate of the workspace.
 
 pub mod errors;
+pub mod exam;
 pub mod globs;
 pub mod graph;
 pub mod locate;
@@ -27,6 +30,10 @@ pub mod verifier;
 use std::path::Path;
 
 pub use errors::{MAX_ERRORS, SpecError, SpecErrorKind, SpecErrors};
+pub use exam::{
+    Exam, ExamFile, ExamKind, LaunchChange, LineFate, Runner, RunnerConfig, Tree, entry_fate, exam,
+    launch_changes, line_fate, script_entry,
+};
 pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, NodeKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};

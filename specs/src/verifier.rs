@@ -166,7 +166,7 @@ fn collect(run: &str, out: &mut Vec<VerifierPath>, cursor: &mut Cursor, depth: u
 }
 
 /// `path` under the workspace-relative directory `dir`.
-fn join(dir: &str, path: &str) -> String {
+pub(crate) fn join(dir: &str, path: &str) -> String {
     if dir.is_empty() {
         path.to_owned()
     } else {
@@ -188,7 +188,7 @@ fn add(out: &mut Vec<VerifierPath>, found: VerifierPath) {
 
 /// Where the command itself is among a simple command's words: past
 /// assignments and wrappers (`env`, `timeout 30`, `nice -n 5`).
-fn command_index(words: &[Word]) -> usize {
+pub(crate) fn command_index(words: &[Word]) -> usize {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
@@ -220,7 +220,7 @@ fn command_index(words: &[Word]) -> usize {
 
 /// What one simple command runs: the paths into `found`, and the command
 /// line of `sh -c '…'` when it has one.
-fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
+pub(crate) fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<String> {
     let i = command_index(words);
     let command = words.get(i)?;
     if command.expands {
@@ -327,7 +327,7 @@ fn module_files(module: &str) -> Vec<VerifierPath> {
 
 /// The path operands of a test runner: words that hold a `/` or end in a
 /// file extension (an option's value such as `-k name` has neither).
-fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
+pub(crate) fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
     for w in args {
         if w.expands || w.text.starts_with('-') {
             continue;
@@ -351,7 +351,7 @@ fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
     }
 }
 
-fn base_name(word: &str) -> &str {
+pub(crate) fn base_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
@@ -366,11 +366,11 @@ fn is_shell_command_option(word: &str) -> bool {
 
 /// A word as the shell would see it once unquoted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Word {
-    text: String,
+pub(crate) struct Word {
+    pub(crate) text: String,
     /// Part of it would still be expanded by the shell (`$`, a glob, `~`, a
     /// backquote): what it names is not known from the text.
-    expands: bool,
+    pub(crate) expands: bool,
 }
 
 /// The state of [`simple_commands`] between characters.
@@ -439,7 +439,7 @@ impl Lexer {
 /// way `sh` does for what matters here: quotes and backslashes, comments,
 /// the operators that end a command, and redirections (whose targets are
 /// not words of the command).
-fn simple_commands(run: &str) -> Vec<Vec<Word>> {
+pub(crate) fn simple_commands(run: &str) -> Vec<Vec<Word>> {
     let mut lx = Lexer::default();
     let mut chars = run.chars().peekable();
     while let Some(c) = chars.next() {
@@ -530,7 +530,7 @@ fn without_reserved_words(mut commands: Vec<Vec<Word>>) -> Vec<Vec<Word>> {
 }
 
 /// `NAME=value` before a command.
-fn is_assignment(word: &str) -> bool {
+pub(crate) fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -541,7 +541,7 @@ fn is_assignment(word: &str) -> bool {
 /// The workspace-relative path a word names, or `None` when it names none:
 /// an option, an assignment, a URL, an absolute path, one that leaves the
 /// workspace, or the workspace itself.
-fn normalise(word: &str) -> Option<String> {
+pub(crate) fn normalise(word: &str) -> Option<String> {
     if word.is_empty()
         || word.starts_with('-')
         || word.starts_with('/')

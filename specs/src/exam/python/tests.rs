@@ -1,0 +1,202 @@
+use super::super::testing::{Mem, configs, files};
+use super::super::{LaunchChange, Runner, RunnerConfig, exam, launch_changes};
+
+fn tree() -> Mem {
+    Mem::new(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"a\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests/acc\"]\naddopts = \"-q\"\n",
+        ),
+        ("setup.cfg", "[metadata]\nname = a\n"),
+        ("conftest.py", "\n"),
+        ("tests/conftest.py", "\n"),
+        ("tests/acc/conftest.py", "\n"),
+        ("tests/acc/test_a.py", "\n"),
+        ("tests/acc/__snapshots__/test_a.ambr", "\n"),
+        ("tests/acc/b_test.py", "\n"),
+        ("tests/acc/helper.py", "\n"),
+        ("tests/acc/sub/test_c.py", "\n"),
+        ("tests/acc/.hidden/test_h.py", "\n"),
+        ("tests/unit/__init__.py", "\n"),
+        (
+            "tests/unit/test_u.py",
+            "from tests.support.db import fake\nfrom . import helpers\nimport app.core\n",
+        ),
+        ("tests/unit/helpers.py", "from ..support import other\n"),
+        ("tests/support/__init__.py", "\n"),
+        ("tests/support/db.py", "\n"),
+        ("tests/support/other.py", "\n"),
+        ("app/core.py", "\n"),
+    ])
+}
+
+#[test]
+fn what_pytest_and_unittest_run() {
+    let tree = tree();
+    let acc: &[&str] = &[
+        "conftest.py",
+        "tests/conftest.py",
+        "tests/acc/conftest.py",
+        "tests/acc/b_test.py",
+        "tests/acc/sub/test_c.py",
+        "tests/acc/test_a.py",
+        "tests/acc/__snapshots__/test_a.ambr",
+    ];
+    let unit: &[&str] = &[
+        "conftest.py",
+        "tests/conftest.py",
+        "tests/unit/test_u.py",
+        "tests/unit/__init__.py",
+        "tests/support/db.py",
+        "tests/unit/helpers.py",
+        "tests/support/__init__.py",
+        "tests/support/other.py",
+    ];
+    let cases: &[(&str, &[&str])] = &[
+        ("pytest tests/acc", acc),
+        ("pytest -q", acc),
+        ("uv run pytest tests/acc/", acc),
+        ("python -m pytest tests/unit/test_u.py::test_x -k foo", unit),
+        (
+            "cd tests && python3 -m pytest -p no:cacheprovider unit",
+            unit,
+        ),
+        (
+            "python3 -m unittest discover -s tests/unit -p 'test_*.py'",
+            &[
+                "tests/unit/__init__.py",
+                "tests/unit/test_u.py",
+                "tests/support/db.py",
+                "tests/unit/helpers.py",
+                "tests/support/__init__.py",
+                "tests/support/other.py",
+            ],
+        ),
+        (
+            "python -m unittest tests.unit.test_u.TestX",
+            &[
+                "tests/unit/test_u.py",
+                "tests/unit/__init__.py",
+                "tests/support/db.py",
+                "tests/unit/helpers.py",
+                "tests/support/__init__.py",
+                "tests/support/other.py",
+            ],
+        ),
+        ("python3 tests/acc/helper.py", &[]),
+    ];
+    for (run, want) in cases {
+        let got = exam(run, &tree);
+        assert_eq!(files(&got), *want, "{run}");
+        assert!(got.unresolved.is_empty(), "{run}: {:?}", got.unresolved);
+    }
+    assert!(!exam("pytest --pyargs pkg", &tree).unresolved.is_empty());
+    assert!(
+        !exam("python -m unittest nope.mod", &tree)
+            .unresolved
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_configuration_pytest_picks() {
+    let got = configs(&exam("pytest tests/acc", &tree()));
+    let mut want: Vec<String> = Vec::new();
+    for dir in ["tests/acc/", "tests/", ""] {
+        for c in [
+            "pytest.ini#pytest",
+            ".pytest.ini#pytest",
+            "pyproject.toml#tool.pytest",
+            "tox.ini#pytest",
+            "setup.cfg#tool:pytest",
+        ] {
+            want.push(format!("{dir}{c}"));
+        }
+    }
+    // The root's pyproject.toml is picked: its setup.cfg and tox.ini are not read.
+    want.truncate(want.len() - 2);
+    want.extend(["conftest.py", "tests/conftest.py", "tests/acc/conftest.py"].map(String::from));
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_pytest_ini_nearer_the_tests_wins() {
+    let mut tree = tree();
+    tree.0.insert(
+        "tests/pytest.ini".into(),
+        b"[pytest]\naddopts = -q\n".to_vec(),
+    );
+    let got = exam("pytest tests/acc", &tree);
+    let configs = configs(&got);
+    assert!(configs.contains(&"tests/pytest.ini#pytest".to_owned()));
+    // Found nearer, it is picked: the root's files are not candidates.
+    assert!(!configs.contains(&"pyproject.toml#tool.pytest".to_owned()));
+    // conftest.py files above it count still (pytest versions differ).
+    assert_eq!(files(&got)[0], "conftest.py");
+}
+
+#[test]
+fn launch_changes_of_pytest_files() {
+    /// (file, section, base ("" = absent), now, keys that count)
+    type Case<'a> = (&'a str, Option<&'a str>, &'a str, &'a str, &'a [&'a str]);
+    let py = "[project]\ndependencies = []\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n";
+    let cases: &[Case<'_>] = &[
+        (
+            "pyproject.toml",
+            Some("tool.pytest"),
+            py,
+            "[project]\ndependencies = [\"requests\"]\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n",
+            &[],
+        ),
+        (
+            "pyproject.toml",
+            Some("tool.pytest"),
+            py,
+            "[project]\ndependencies = []\n\n[tool.pytest.ini_options]\naddopts = \"-q -k nothing\"\n",
+            &["tool.pytest.ini_options.addopts"],
+        ),
+        (
+            "setup.cfg",
+            Some("tool:pytest"),
+            "[metadata]\nname = a\n",
+            "[metadata]\nname = b\n[tool:pytest]\naddopts = -x\n",
+            &["[tool:pytest]", "addopts"],
+        ),
+        (
+            "tox.ini",
+            Some("pytest"),
+            "[tox]\nenvlist = py3\n",
+            "[tox]\nenvlist = py311\n",
+            &[],
+        ),
+        ("pytest.ini", Some("pytest"), "", "", &[]),
+        (
+            "pytest.ini",
+            Some("pytest"),
+            "",
+            "[pytest]\n",
+            &["[pytest]"],
+        ),
+        (
+            "conftest.py",
+            None,
+            "",
+            "import pytest\n",
+            &["the whole file"],
+        ),
+    ];
+    for (path, section, base, now, want) in cases {
+        let config = RunnerConfig {
+            path: (*path).to_owned(),
+            runner: Runner::Pytest,
+            section: section.map(str::to_owned),
+        };
+        let bytes = |t: &str| (!t.is_empty()).then(|| t.as_bytes().to_vec());
+        let got: Vec<String> =
+            launch_changes(&config, bytes(base).as_deref(), bytes(now).as_deref())
+                .into_iter()
+                .map(|LaunchChange { key, .. }| key)
+                .collect();
+        assert_eq!(got, *want, "{path}: {now}");
+    }
+}
