@@ -192,6 +192,9 @@ pub fn launch_changes(
         Runner::Vitest | Runner::Jest | Runner::Mocha => node::runner_changes(section, base, now),
         Runner::Pytest => python::pytest_changes(name, section, base, now),
         Runner::Go if name == "go.mod" => go::mod_changes(base, now),
+        Runner::Make if section.is_some() => {
+            make::make_changes(section.unwrap_or_default(), base, now)
+        }
         Runner::Nextest | Runner::Go | Runner::Make => whole_file(base, now),
     }
 }
