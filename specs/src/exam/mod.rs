@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::verifier::{self, Word};
 
-pub use fate::{LineFate, entry_fate, line_fate, script_entry};
+pub use fate::{LineFate, entry_fate, gained_lines, line_fate, script_entry};
 
 /// A tree of files the exam is read from: the workspace now, or a commit.
 pub trait Tree {
