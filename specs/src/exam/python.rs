@@ -80,6 +80,10 @@ pub(super) fn interpreter(call: &Call<'_>, out: &mut Found) {
                 match args.next().map(|m| m.text.as_str()) {
                     Some("pytest" | "py.test") => pytest(call, &rest, out),
                     Some("unittest") => unittest(call, &rest, out),
+                    Some("doctest") => out.in_code(format!(
+                        "`{}` runs doctests: they live in the code under test and cannot be told apart from it",
+                        call.text
+                    )),
                     _ => {}
                 }
                 return;
@@ -100,6 +104,7 @@ struct PytestArgs {
     paths: Vec<String>,
     config: Option<String>,
     rootdir: Option<String>,
+    doctests: bool,
 }
 
 /// Reads a pytest command with the words after `pytest`.
@@ -127,6 +132,13 @@ pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Found) {
         .or_else(|| winner.as_ref().map(|(p, _)| parent(p).to_owned()))
         .unwrap_or_else(|| start.clone());
     let settings = winner.as_ref().map(|(_, s)| s.clone()).unwrap_or_default();
+    let addopts = settings.get("addopts").map_or("", String::as_str);
+    if args.doctests || addopts.contains("--doctest-modules") {
+        out.in_code(format!(
+            "`{}` runs the doctests of the Python modules it collects: they live in the code under test and cannot be told apart from it",
+            call.text
+        ));
+    }
     let patterns = settings.get("python_files").map_or_else(
         || vec!["test_*.py".to_owned(), "*_test.py".to_owned()],
         |v| v.split_whitespace().map(str::to_owned).collect(),
@@ -321,6 +333,7 @@ fn pytest_args(call: &Call<'_>, args: &[Word], out: &mut Found) -> Option<Pytest
         match flag {
             "-c" | "--config-file" => found.config = value,
             "--rootdir" => found.rootdir = value,
+            "--doctest-modules" => found.doctests = true,
             "--pyargs" => {
                 out.unresolved(format!(
                     "`{}` names its tests as Python packages (`--pyargs`), which are not resolved",

@@ -91,6 +91,13 @@ fn what_pytest_and_unittest_run() {
         assert!(got.unresolved.is_empty(), "{run}: {:?}", got.unresolved);
     }
     assert!(!exam("pytest --pyargs pkg", &tree).unresolved.is_empty());
+    assert!(exam("pytest tests/acc", &tree).in_code.is_empty());
+    for run in [
+        "pytest --doctest-modules src",
+        "python3 -m doctest app/core.py",
+    ] {
+        assert!(!exam(run, &tree).in_code.is_empty(), "{run}");
+    }
     assert!(
         !exam("python -m unittest nope.mod", &tree)
             .unresolved
