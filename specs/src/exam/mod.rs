@@ -637,6 +637,7 @@ fn test_side(path: &str) -> bool {
                 || c.ends_with("_test")
                 || c == "__tests__"
                 || c == "spec"
+                || c == "e2e"
                 || c.contains("fixture")
         })
 }
