@@ -225,12 +225,19 @@ fn package_inits(call: &Call<'_>, root: &str, file: &str) -> Vec<String> {
 }
 
 /// The imports of Python source: `(dots, module, names)` for `from
-/// ..a.b import c, d` and `(0, "a.b", [])` for `import a.b`.
+/// ..a.b import c, d` and `(0, "a.b", [])` for `import a.b` and each
+/// module of a conftest's `pytest_plugins = ["a.b"]` (a one-line list).
 fn imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
-        if let Some(rest) = line.strip_prefix("from ") {
+        if let Some(rest) = line.strip_prefix("pytest_plugins") {
+            for (i, part) in rest.split(['"', '\'']).enumerate() {
+                if i % 2 == 1 {
+                    out.push((0, part.to_owned(), Vec::new()));
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("from ") {
             let Some((module, names)) = rest.split_once(" import ") else {
                 continue;
             };

@@ -9,7 +9,11 @@ fn tree() -> Mem {
         ),
         ("setup.cfg", "[metadata]\nname = a\n"),
         ("conftest.py", "\n"),
-        ("tests/conftest.py", "\n"),
+        (
+            "tests/conftest.py",
+            "pytest_plugins = [\"tests.plugins.db\"]\n",
+        ),
+        ("tests/plugins/db.py", "\n"),
         ("tests/acc/conftest.py", "\n"),
         ("tests/acc/test_a.py", "\n"),
         ("tests/acc/__snapshots__/test_a.ambr", "\n"),
@@ -41,6 +45,7 @@ fn what_pytest_and_unittest_run() {
         "tests/acc/sub/test_c.py",
         "tests/acc/test_a.py",
         "tests/acc/__snapshots__/test_a.ambr",
+        "tests/plugins/db.py",
     ];
     let unit: &[&str] = &[
         "conftest.py",
@@ -51,6 +56,7 @@ fn what_pytest_and_unittest_run() {
         "tests/unit/helpers.py",
         "tests/support/__init__.py",
         "tests/support/other.py",
+        "tests/plugins/db.py",
     ];
     let cases: &[(&str, &[&str])] = &[
         ("pytest tests/acc", acc),
