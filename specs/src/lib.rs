@@ -32,7 +32,7 @@ use std::path::Path;
 pub use errors::{MAX_ERRORS, SpecError, SpecErrorKind, SpecErrors};
 pub use exam::{
     Exam, ExamFile, ExamKind, LaunchChange, LineFate, Runner, RunnerConfig, Tree, entry_fate, exam,
-    launch_changes, line_fate, script_entry,
+    gained_lines, launch_changes, line_fate, script_entry,
 };
 pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, NodeKind, TaskGraph};

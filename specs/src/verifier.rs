@@ -327,7 +327,7 @@ fn module_files(module: &str) -> Vec<VerifierPath> {
 
 /// The path operands of a test runner: words that hold a `/` or end in a
 /// file extension (an option's value such as `-k name` has neither).
-pub(crate) fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
+fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
     for w in args {
         if w.expands || w.text.starts_with('-') {
             continue;
@@ -541,7 +541,7 @@ pub(crate) fn is_assignment(word: &str) -> bool {
 /// The workspace-relative path a word names, or `None` when it names none:
 /// an option, an assignment, a URL, an absolute path, one that leaves the
 /// workspace, or the workspace itself.
-pub(crate) fn normalise(word: &str) -> Option<String> {
+fn normalise(word: &str) -> Option<String> {
     if word.is_empty()
         || word.starts_with('-')
         || word.starts_with('/')

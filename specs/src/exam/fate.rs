@@ -39,6 +39,23 @@ pub fn line_fate(base: &[u8], now: &[u8]) -> LineFate {
     }
 }
 
+/// The lines `now` gained (1-based line numbers in `now`) when it keeps
+/// every line of `base` in order, `None` when it does not: for the gate to
+/// show what an [`LineFate::OnlyGained`] file gained, since an inserted
+/// line can change what the old ones mean.
+pub fn gained_lines(base: &[u8], now: &[u8]) -> Option<Vec<usize>> {
+    let mut kept = lines(base).peekable();
+    let mut gained = Vec::new();
+    for (i, line) in lines(now).enumerate() {
+        if kept.peek() == Some(&line) {
+            kept.next();
+        } else {
+            gained.push(i + 1);
+        }
+    }
+    kept.peek().is_none().then_some(gained)
+}
+
 fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let empty = bytes.is_empty();
@@ -90,6 +107,22 @@ mod tests {
         for (base, now, want) in cases {
             assert_eq!(
                 line_fate(base.as_bytes(), now.as_bytes()),
+                *want,
+                "{base:?} → {now:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_lines_a_file_gained() {
+        let cases: &[(&str, &str, Option<&[usize]>)] = &[
+            ("a\nb\n", "a\nb\n", Some(&[])),
+            ("a\nb\n", "x\na\n#[ignore]\nb\n", Some(&[1, 3])),
+            ("a\nb\n", "a\n", None),
+        ];
+        for (base, now, want) in cases {
+            assert_eq!(
+                gained_lines(base.as_bytes(), now.as_bytes()).as_deref(),
                 *want,
                 "{base:?} → {now:?}"
             );

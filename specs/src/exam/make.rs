@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Call, ExamKind, Found, Runner, glob, in_dir, is_glob, resolve};
+use super::{
+    Call, ExamKind, Found, LaunchChange, Runner, changed_keys, glob, in_dir, is_glob, resolve,
+};
 
 /// The makefiles make looks for, in its order.
 const MAKEFILES: [&str; 3] = ["GNUmakefile", "makefile", "Makefile"];
@@ -90,6 +92,113 @@ pub(super) fn exam(call: &Call<'_>, out: &mut Found) {
         let wanted = args.targets.contains(goal);
         visit(call, &make, &dir, goal, wanted, &mut seen, out);
     }
+    // Each makefile read is also a configuration: what it says of these
+    // targets and the variables their recipes read (see `make_changes`).
+    let section = format!(
+        "{} | {}",
+        seen.iter().cloned().collect::<Vec<_>>().join(" "),
+        referenced(&make, &seen).join(" ")
+    );
+    for file in &make.read {
+        out.config(file, Runner::Make, Some(&section));
+    }
+}
+
+/// The variables the recipes and prerequisites of `targets` read,
+/// through the values of the variables they read.
+fn referenced(make: &Makefile, targets: &BTreeSet<String>) -> Vec<String> {
+    let mut texts: Vec<String> = targets
+        .iter()
+        .filter_map(|t| make.rules.get(t))
+        .flat_map(|r| {
+            r.recipe
+                .iter()
+                .cloned()
+                .chain(std::iter::once(r.prereqs.join(" ")))
+        })
+        .collect();
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    while let Some(text) = texts.pop() {
+        for name in variable_names(&text) {
+            if names.insert(name.clone())
+                && let Some(value) = make.vars.get(&name)
+            {
+                texts.push(value.clone());
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// The names in `$(NAME)` and `${NAME}` of a text (a function's name, as
+/// in `$(shell …)`, is read as one too: it is no variable any file sets).
+fn variable_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let Some(close) = rest
+            .strip_prefix('(')
+            .map(|_| ')')
+            .or_else(|| rest.strip_prefix('{').map(|_| '}'))
+        else {
+            continue;
+        };
+        let name: String = rest[1..]
+            .chars()
+            .take_while(|c| *c != close && !c.is_whitespace() && *c != ':' && *c != '$')
+            .collect();
+        if !name.is_empty() {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Variables and special targets that change how every recipe runs.
+const SPECIAL: [&str; 8] = [
+    "SHELL",
+    ".SHELLFLAGS",
+    "MAKEFLAGS",
+    ".DEFAULT_GOAL",
+    ".RECIPEPREFIX",
+    ".ONESHELL",
+    ".IGNORE",
+    ".POSIX",
+];
+
+/// A makefile the command reads, as a configuration: the recipes and
+/// prerequisites of the targets it makes, the variables they read
+/// (`section` is `TARGETS | VARIABLES`, as [`exam`] writes it), and the
+/// special variables and targets that change how recipes run. A recipe
+/// that only gained lines, or a rule for the target added later in the
+/// file (make runs the last), changes what runs as much as an edit.
+pub(super) fn make_changes(
+    section: &str,
+    base: Option<&[u8]>,
+    now: Option<&[u8]>,
+) -> Vec<LaunchChange> {
+    let (targets, vars) = section.split_once('|').unwrap_or((section, ""));
+    let keys = |bytes: Option<&[u8]>| -> BTreeMap<String, String> {
+        let mut make = Makefile::default();
+        if let Some(b) = bytes {
+            parse_lines(&String::from_utf8_lossy(b), &mut make, &mut |_, _| {});
+        }
+        let mut out = BTreeMap::new();
+        for t in targets.split_whitespace().chain(SPECIAL.iter().copied()) {
+            if let Some(rule) = make.rules.get(t) {
+                out.insert(format!("recipe of `{t}`"), rule.recipe.join("\n"));
+                out.insert(format!("prerequisites of `{t}`"), rule.prereqs.join(" "));
+            }
+        }
+        for v in vars.split_whitespace().chain(SPECIAL.iter().copied()) {
+            if let Some(value) = make.vars.get(v) {
+                out.insert(format!("variable `{v}`"), value.clone());
+            }
+        }
+        out
+    };
+    changed_keys(&keys(base), &keys(now), |_| true)
 }
 
 /// Reads what making `target` runs: its prerequisites' recipes, then its own.
@@ -117,10 +226,22 @@ fn visit(
     for prereq in &rule.prereqs {
         visit(call, make, dir, prereq, false, seen, out);
     }
-    for line in &rule.recipe {
-        let line = expand(&make.vars, line, target, rule, 0);
-        let line = line.trim_start_matches(['@', '-', '+', ' ', '\t']);
-        call.run_line(line, dir, out);
+    let lines: Vec<String> = rule
+        .recipe
+        .iter()
+        .map(|l| {
+            let line = expand(&make.vars, l, target, rule, 0);
+            line.trim_start_matches(['@', '-', '+', ' ', '\t'])
+                .to_owned()
+        })
+        .collect();
+    if make.rules.contains_key(".ONESHELL") {
+        // One shell runs the whole recipe: a `cd` holds for what follows.
+        call.run_line(&lines.join("\n"), dir, out);
+    } else {
+        for line in &lines {
+            call.run_line(line, dir, out);
+        }
     }
 }
 
@@ -207,10 +328,18 @@ fn read_makefile(
         format!("`{}` reads it{}", call.text, call.scope.via),
         ExamKind::File,
     );
+    parse_lines(&text, make, &mut |make, rest| {
+        includes(call, args, path, rest, make, out);
+    });
+}
+
+/// Reads a makefile's text into `make`; `include` reads what an include
+/// line names (its words as written) at the point it is named.
+fn parse_lines(text: &str, make: &mut Makefile, include: &mut dyn FnMut(&mut Makefile, &str)) {
     // The rules a recipe line belongs to.
     let mut current: Vec<String> = Vec::new();
     let mut in_define = false;
-    for line in logical_lines(&text) {
+    for line in logical_lines(text) {
         if in_define {
             in_define = line.trim() != "endef";
             continue;
@@ -233,8 +362,7 @@ fn read_makefile(
         match first {
             "define" => in_define = true,
             "include" | "-include" | "sinclude" => {
-                let rest = trimmed[first.len()..].trim().to_owned();
-                includes(call, args, path, &rest, make, out);
+                include(make, trimmed[first.len()..].trim());
             }
             "ifeq" | "ifneq" | "ifdef" | "ifndef" | "else" | "endif" | "export" | "unexport"
             | "override" | "vpath"
@@ -489,8 +617,58 @@ fn expand(
 
 #[cfg(test)]
 mod tests {
-    use super::super::exam;
     use super::super::testing::{Mem, configs, files};
+    use super::super::{Runner, RunnerConfig, exam, launch_changes};
+
+    #[test]
+    fn launch_changes_of_a_makefile() {
+        let base =
+            "PY = python3\ncheck: build\n\t$(PY) t.py\nbuild:\n\tcc x.c\nlint:\n\teslint .\n";
+        let cases: &[(&str, &[&str])] = &[
+            (base, &[]),
+            (
+                "PY = python3\ncheck: build\n\t$(PY) t.py\nbuild:\n\tcc x.c\nlint:\n\teslint src\ndocs:\n\tmkdocs\n",
+                &[],
+            ),
+            (
+                "PY = python3\ncheck: build\n\t$(PY) t.py\n\texit 0\nbuild:\n\tcc x.c\n",
+                &["recipe of `check`"],
+            ),
+            (
+                "PY = python3\ncheck: build\n\t$(PY) t.py\nbuild:\n\tcc x.c\ncheck:\n\t@true\n",
+                &["recipe of `check`"],
+            ),
+            (
+                "PY = true\ncheck: build\n\t$(PY) t.py\nbuild:\n\tcc x.c\n",
+                &["variable `PY`"],
+            ),
+            (
+                "SHELL := /bin/true\nPY = python3\ncheck: build\n\t$(PY) t.py\nbuild:\n\tcc x.c\n",
+                &["variable `SHELL`"],
+            ),
+            (
+                ".IGNORE:\nPY = python3\ncheck: build setup\n\t$(PY) t.py\nbuild:\n\tcc x.c\n",
+                &[
+                    "prerequisites of `.IGNORE`",
+                    "prerequisites of `check`",
+                    "recipe of `.IGNORE`",
+                ],
+            ),
+        ];
+        let config = RunnerConfig {
+            path: "Makefile".to_owned(),
+            runner: Runner::Make,
+            section: Some("build check | PY".to_owned()),
+        };
+        for (now, want) in cases {
+            let got: Vec<String> =
+                launch_changes(&config, Some(base.as_bytes()), Some(now.as_bytes()))
+                    .into_iter()
+                    .map(|c| c.key)
+                    .collect();
+            assert_eq!(got, *want, "{now}");
+        }
+    }
 
     fn tree() -> Mem {
         Mem::new(&[
@@ -547,6 +725,10 @@ mod tests {
         }
         let got = exam("make check", &tree);
         assert_eq!(configs(&got)[..3], ["GNUmakefile", "makefile", "local.mk"]);
+        for file in ["Makefile", "common.mk"] {
+            let config = format!("{file}#build check unit | MAKE PY");
+            assert!(configs(&got).contains(&config), "{:?}", configs(&got));
+        }
         assert!(got.unresolved.is_empty(), "{:?}", got.unresolved);
         for run in ["make -C vars test", "make nope", "make -C empty"] {
             assert!(!exam(run, &tree).unresolved.is_empty(), "{run}");

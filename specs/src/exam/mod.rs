@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::verifier::{self, Word};
 
-pub use fate::{LineFate, entry_fate, line_fate, script_entry};
+pub use fate::{LineFate, entry_fate, gained_lines, line_fate, script_entry};
 
 /// A tree of files the exam is read from: the workspace now, or a commit.
 pub trait Tree {
@@ -45,6 +45,11 @@ pub trait Tree {
     fn read(&self, path: &str) -> Option<Vec<u8>>;
     /// Every file path under `dir` ("" = the root), recursively, sorted.
     fn files_under(&self, dir: &str) -> Vec<String>;
+    /// Whether the file is present; the exam asks this of many candidates,
+    /// so a tree that can answer without reading the file should.
+    fn exists(&self, path: &str) -> bool {
+        self.read(path).is_some()
+    }
 }
 
 /// What a command line's result depends on beyond the scripts it names.
@@ -192,6 +197,9 @@ pub fn launch_changes(
         Runner::Vitest | Runner::Jest | Runner::Mocha => node::runner_changes(section, base, now),
         Runner::Pytest => python::pytest_changes(name, section, base, now),
         Runner::Go if name == "go.mod" => go::mod_changes(base, now),
+        Runner::Make if section.is_some() => {
+            make::make_changes(section.unwrap_or_default(), base, now)
+        }
         Runner::Nextest | Runner::Go | Runner::Make => whole_file(base, now),
     }
 }
@@ -344,7 +352,7 @@ impl Ctx<'_> {
     }
 
     fn exists(&self, path: &str) -> bool {
-        self.tree.read(path).is_some()
+        self.tree.exists(path)
     }
 
     /// The files under `dir`, listed once.
@@ -629,6 +637,7 @@ fn test_side(path: &str) -> bool {
                 || c.ends_with("_test")
                 || c == "__tests__"
                 || c == "spec"
+                || c == "e2e"
                 || c.contains("fixture")
         })
 }
@@ -767,6 +776,71 @@ mod tests {
             serde_json::to_value(LineFate::OnlyGained).unwrap(),
             "only-gained"
         );
+    }
+
+    /// Malformed files and command lines are read without a panic.
+    #[test]
+    fn what_is_malformed_is_read_without_a_panic() {
+        let tree = Mem::new(&[
+            ("Cargo.toml", "[package\nname = "),
+            (
+                "crates/a/Cargo.toml",
+                "[package]\nname = \"a\"\n[[test]]\npath = 3\n",
+            ),
+            ("tests/x.rs", "mod \"é\"; /* unterminated r#\"x include!("),
+            ("tests/y.rs", "'\\"),
+            ("package.json", "{\"scripts\": {\"test\": \"npm test\"}"),
+            ("Makefile", "check: $(\n\t$(MAKE) -C $${X\ninclude $(\n\\"),
+            ("pytest.ini", "[pytest\naddopts"),
+            ("pyproject.toml", "[tool.pytest.ini_options\n"),
+            ("go.mod", "module\nreplace (\n=>\n"),
+            ("é/ü.test.ts", "import x from '../../../../x'; require('"),
+            ("scripts/loop.sh", "#!/bin/sh\n./scripts/loop.sh\n"),
+        ]);
+        let runs = [
+            "cargo test --test x -p",
+            "cargo test --manifest-path crates/a/Cargo.toml --test '['",
+            "npm test",
+            "npm run",
+            "make check -C",
+            "make -f",
+            "pytest -c",
+            "python -m",
+            "go test -C",
+            "go test ...",
+            "vitest run '[' -c",
+            "./scripts/loop.sh",
+            "sh -c 'sh -c \"sh -c ./scripts/loop.sh\"'",
+            "cd é && jest ü",
+            "\"unterminated",
+            "$(",
+        ];
+        for run in runs {
+            let _ = exam(run, &tree);
+        }
+        for config in [
+            "Cargo.toml",
+            ".cargo/config",
+            "rust-toolchain",
+            "package.json",
+            ".npmrc",
+        ] {
+            for runner in [
+                Runner::Cargo,
+                Runner::Rustup,
+                Runner::Npm,
+                Runner::Pytest,
+                Runner::Make,
+            ] {
+                let c = RunnerConfig {
+                    path: config.to_owned(),
+                    runner,
+                    section: Some("x | y".to_owned()),
+                };
+                let _ = launch_changes(&c, Some(b"\xff\xfe["), Some(b"[a]\nb = 1"));
+            }
+        }
+        let _ = line_fate(b"\xff\n", b"");
     }
 
     #[test]

@@ -495,11 +495,18 @@ pub(super) fn runner(name: &str, call: &Call<'_>, out: &mut Found) {
     if args.operands.is_empty() {
         if let Some(config) = configs.first() {
             out.unresolved(format!(
-                "`{config}` may change the files `{}` selects, which is not read: its default match is listed",
+                "`{config}` may change the files `{}` selects, which is not read but for its literal patterns: its default match is listed with what they match",
                 call.text
             ));
         }
         selected.extend(default_match(name, call, &base, args.recursive));
+        for config in &configs {
+            for file in config_matches(name, call, config) {
+                if !selected.contains(&file) {
+                    selected.push(file);
+                }
+            }
+        }
     }
     for operand in &args.operands {
         selected.extend(operand_files(name, call, &base, operand, args.recursive));
@@ -740,6 +747,61 @@ fn named_in_config(call: &Call<'_>, config: &str, out: &mut Found) {
             out.file(&found, why, ExamKind::File);
         }
     }
+}
+
+/// Keys of a runner's configuration whose values select test files.
+const SELECTING_KEYS: [&str; 3] = ["include", "testMatch", "spec"];
+
+/// The test files the literal glob patterns of a configuration's
+/// selecting keys (`include: ['e2e/**/*.e2e.ts']`) match. Only files that
+/// look like tests or lie on the tests' side count, since the same key
+/// names the code under test elsewhere (`coverage.include`).
+fn config_matches(name: &str, call: &Call<'_>, config: &str) -> Vec<String> {
+    let (path, _) = config.split_once('#').unwrap_or((config, ""));
+    let Some(text) = call.read_text(path) else {
+        return Vec::new();
+    };
+    let dir = super::parent(path);
+    let mut patterns = Vec::new();
+    for key in SELECTING_KEYS {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(key) {
+            rest = &rest[at + key.len()..];
+            let value = rest.trim_start_matches(['"', '\'', ' ']);
+            let Some(value) = value.strip_prefix(':') else {
+                continue;
+            };
+            let value = value.trim_start();
+            // An array up to its `]`, or one string.
+            let end = if value.starts_with('[') {
+                value.find(']')
+            } else {
+                value.find([',', '\n', '}'])
+            };
+            patterns.extend(string_literals(&value[..end.unwrap_or(value.len())]));
+        }
+    }
+    let files = call.ctx.files_under(dir);
+    let mut out = Vec::new();
+    for pattern in patterns {
+        let pattern = pattern.replace("<rootDir>/", "");
+        let Some(m) = resolve(dir, &pattern).and_then(|p| glob(&p)) else {
+            continue;
+        };
+        out.extend(
+            files
+                .iter()
+                .filter(|f| {
+                    m.is_match(f.as_str())
+                        && !f.contains("node_modules")
+                        && (default_test(name, f, None) || super::test_side(f))
+                        && !out.contains(*f)
+                })
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+    }
+    out
 }
 
 /// The contents of the quoted strings of JS or JSON text (`'…'`, `"…"`,

@@ -80,6 +80,10 @@ pub(super) fn interpreter(call: &Call<'_>, out: &mut Found) {
                 match args.next().map(|m| m.text.as_str()) {
                     Some("pytest" | "py.test") => pytest(call, &rest, out),
                     Some("unittest") => unittest(call, &rest, out),
+                    Some("doctest") => out.in_code(format!(
+                        "`{}` runs doctests: they live in the code under test and cannot be told apart from it",
+                        call.text
+                    )),
                     _ => {}
                 }
                 return;
@@ -100,6 +104,7 @@ struct PytestArgs {
     paths: Vec<String>,
     config: Option<String>,
     rootdir: Option<String>,
+    doctests: bool,
 }
 
 /// Reads a pytest command with the words after `pytest`.
@@ -127,6 +132,13 @@ pub(super) fn pytest(call: &Call<'_>, args: &[Word], out: &mut Found) {
         .or_else(|| winner.as_ref().map(|(p, _)| parent(p).to_owned()))
         .unwrap_or_else(|| start.clone());
     let settings = winner.as_ref().map(|(_, s)| s.clone()).unwrap_or_default();
+    let addopts = settings.get("addopts").map_or("", String::as_str);
+    if args.doctests || addopts.contains("--doctest-modules") {
+        out.in_code(format!(
+            "`{}` runs the doctests of the Python modules it collects: they live in the code under test and cannot be told apart from it",
+            call.text
+        ));
+    }
     let patterns = settings.get("python_files").map_or_else(
         || vec!["test_*.py".to_owned(), "*_test.py".to_owned()],
         |v| v.split_whitespace().map(str::to_owned).collect(),
@@ -213,12 +225,19 @@ fn package_inits(call: &Call<'_>, root: &str, file: &str) -> Vec<String> {
 }
 
 /// The imports of Python source: `(dots, module, names)` for `from
-/// ..a.b import c, d` and `(0, "a.b", [])` for `import a.b`.
+/// ..a.b import c, d` and `(0, "a.b", [])` for `import a.b` and each
+/// module of a conftest's `pytest_plugins = ["a.b"]` (a one-line list).
 fn imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
-        if let Some(rest) = line.strip_prefix("from ") {
+        if let Some(rest) = line.strip_prefix("pytest_plugins") {
+            for (i, part) in rest.split(['"', '\'']).enumerate() {
+                if i % 2 == 1 {
+                    out.push((0, part.to_owned(), Vec::new()));
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("from ") {
             let Some((module, names)) = rest.split_once(" import ") else {
                 continue;
             };
@@ -321,6 +340,7 @@ fn pytest_args(call: &Call<'_>, args: &[Word], out: &mut Found) -> Option<Pytest
         match flag {
             "-c" | "--config-file" => found.config = value,
             "--rootdir" => found.rootdir = value,
+            "--doctest-modules" => found.doctests = true,
             "--pyargs" => {
                 out.unresolved(format!(
                     "`{}` names its tests as Python packages (`--pyargs`), which are not resolved",

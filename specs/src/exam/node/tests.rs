@@ -104,7 +104,7 @@ fn files_a_runner_configuration_names() {
     let tree = Mem::new(&[
         (
             "vitest.config.ts",
-            "export default { test: { setupFiles: ['./tests/setup.ts'], include: ['tests/**/*.test.ts'] } }\n",
+            "export default { test: { setupFiles: ['./tests/setup.ts'], include: ['tests/**/*.test.ts', 'e2e/**/*.e2e.ts'], coverage: { include: ['src/**'] } } }\n",
         ),
         (
             "package.json",
@@ -115,6 +115,8 @@ fn files_a_runner_configuration_names() {
             "require: test/hooks.js\nspec: [test/x.js]\n",
         ),
         ("tests/setup.ts", "\n"),
+        ("e2e/login.e2e.ts", "\n"),
+        ("src/lib.ts", "\n"),
         (
             "tests/a.test.ts",
             "import { db } from './support/db.js';\nimport { app } from '../src/app';\nconst x = readFileSync('./fixtures/in.json');\n",
@@ -134,6 +136,8 @@ fn files_a_runner_configuration_names() {
             &[
                 "tests/setup.ts",
                 "tests/a.test.ts",
+                // Its `include` names it; `coverage.include` names code.
+                "e2e/login.e2e.ts",
                 "tests/__snapshots__/a.test.ts.snap",
                 "tests/support/db.ts",
                 "tests/fixtures/in.json",

@@ -9,7 +9,11 @@ fn tree() -> Mem {
         ),
         ("setup.cfg", "[metadata]\nname = a\n"),
         ("conftest.py", "\n"),
-        ("tests/conftest.py", "\n"),
+        (
+            "tests/conftest.py",
+            "pytest_plugins = [\"tests.plugins.db\"]\n",
+        ),
+        ("tests/plugins/db.py", "\n"),
         ("tests/acc/conftest.py", "\n"),
         ("tests/acc/test_a.py", "\n"),
         ("tests/acc/__snapshots__/test_a.ambr", "\n"),
@@ -41,6 +45,7 @@ fn what_pytest_and_unittest_run() {
         "tests/acc/sub/test_c.py",
         "tests/acc/test_a.py",
         "tests/acc/__snapshots__/test_a.ambr",
+        "tests/plugins/db.py",
     ];
     let unit: &[&str] = &[
         "conftest.py",
@@ -51,6 +56,7 @@ fn what_pytest_and_unittest_run() {
         "tests/unit/helpers.py",
         "tests/support/__init__.py",
         "tests/support/other.py",
+        "tests/plugins/db.py",
     ];
     let cases: &[(&str, &[&str])] = &[
         ("pytest tests/acc", acc),
@@ -91,6 +97,13 @@ fn what_pytest_and_unittest_run() {
         assert!(got.unresolved.is_empty(), "{run}: {:?}", got.unresolved);
     }
     assert!(!exam("pytest --pyargs pkg", &tree).unresolved.is_empty());
+    assert!(exam("pytest tests/acc", &tree).in_code.is_empty());
+    for run in [
+        "pytest --doctest-modules src",
+        "python3 -m doctest app/core.py",
+    ] {
+        assert!(!exam(run, &tree).in_code.is_empty(), "{run}");
+    }
     assert!(
         !exam("python -m unittest nope.mod", &tree)
             .unresolved
