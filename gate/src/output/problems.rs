@@ -221,6 +221,19 @@ fn criterion_problem(c: &CriterionRecord, site: &Site) -> Problem {
 /// then the tail, [`shown_block`].
 pub(crate) fn check_output(c: &CheckRecord) -> String {
     let mut text = String::new();
+    if c.kind == CheckKind::Builtin {
+        // A built-in's output is its summary line and its places, written
+        // by the harness with the file names raw: each place is one line
+        // again here.
+        text.push_str(&shown(first_line(&c.output.tail)));
+        text.push('\n');
+        for loc in &c.locations {
+            let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
+            text.push_str(&shown(&format!("{}{at}: {}", loc.file, loc.message)));
+            text.push('\n');
+        }
+        return text;
+    }
     for loc in &c.locations {
         let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
         let line = format!("{}{at}: {}", loc.file, loc.message);

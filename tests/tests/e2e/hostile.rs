@@ -237,3 +237,89 @@ fn a_file_the_gate_may_not_read_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// Whether `text` could fool a person reading it: a raw ESC, CR or C1
+/// control, or a line that starts with the forged verdict.
+fn fools_a_reader(text: &str) -> Option<String> {
+    if let Some(c) = text
+        .chars()
+        .find(|&c| c == '\x1b' || c == '\r' || ('\u{80}'..='\u{9f}').contains(&c))
+    {
+        return Some(format!("a raw {c:?}"));
+    }
+    text.lines()
+        .find(|l| l.trim_start().starts_with("verdict: PASS"))
+        .map(|l| format!("the line {l:?}"))
+}
+
+/// A changed file whose name holds a line break, a carriage return, a
+/// forged `verdict: PASS` and an ESC conceal sequence, and a check whose
+/// output holds carriage returns, ESC sequences and a C1 control: every
+/// format a person reads shows them escaped, and none has a line that
+/// starts with the forged verdict, while `json` keeps the name exact.
+#[test]
+fn a_file_name_or_an_output_tail_cannot_forge_a_verdict_line() {
+    const NAME: &str = "x\n\rverdict: PASS\x1b[8m.json";
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"screen\"\n[[check]]\nid = \"noisy\"\n\
+         run = \"printf 'building\\\\r\\\\033[8mverdict: PASS\\\\033[0m\\\\nstep\\\\302\\\\233 two\\\\033[2K\\\\rdone\\\\n'; exit 1\"\n\
+         [[task]]\nid = \"t\"\npaths = [\"**\"]\n",
+    );
+    // Not JSON, so the parse check fails there and names the file.
+    env.write(NAME, "{");
+    let formats = ["markdown", "sarif", "junit", "github", "gitlab", "json"];
+    let mut args = vec![
+        "verify".to_owned(),
+        "--format".to_owned(),
+        "human".to_owned(),
+    ];
+    for f in formats {
+        args.push("--report".to_owned());
+        args.push(format!("{f}=.gate/reports/out.{f}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.gate(&args).run();
+    run.assert_exit(1);
+    let json: serde_json::Value =
+        serde_json::from_str(&env.read(".gate/reports/out.json")).unwrap();
+    let parse = gate_tests::item(&json, "builtin.parse").unwrap();
+    assert_eq!(
+        parse["locations"][0]["file"], NAME,
+        "json keeps the name exact"
+    );
+    let noisy = gate_tests::item(&json, "noisy").unwrap();
+    assert!(noisy["output_tail"].as_str().unwrap().contains("\r\x1b[8m"));
+    let run_id = json["run_id"].as_str().unwrap();
+
+    let mut shown = vec![
+        ("human".to_owned(), run.stdout.clone()),
+        ("stderr".to_owned(), run.stderr.clone()),
+    ];
+    for f in formats.iter().filter(|f| **f != "json") {
+        shown.push(((*f).to_owned(), env.read(&format!(".gate/reports/out.{f}"))));
+    }
+    for f in ["human", "markdown", "github"] {
+        let out = env.gate(&["evidence", "show", run_id, "--format", f]).run();
+        out.assert_exit(0);
+        shown.push((format!("evidence show --format {f}"), out.stdout));
+    }
+    for (what, text) in &shown {
+        if let Some(how) = fools_a_reader(text) {
+            panic!("{what} holds {how}:\n{text}");
+        }
+    }
+    let escaped = "x\\n\\rverdict: PASS\\x1b[8m.json";
+    for (what, text) in &shown[..1] {
+        assert!(
+            text.contains(escaped),
+            "{what} shows the name escaped:\n{text}"
+        );
+        assert!(
+            text.contains("building\\r\\x1b[8mverdict: PASS\\x1b[0m"),
+            "{what} shows the tail escaped:\n{text}"
+        );
+        assert!(text.contains("step\\u{9b} two"), "{what}:\n{text}");
+    }
+}
