@@ -27,17 +27,17 @@ pub mod bundle;
 pub mod checkpoint;
 pub mod digest;
 pub mod dsse;
-mod durable;
 pub mod keys;
 pub mod ledger;
 pub mod merkle;
+pub mod place;
 pub mod snapshot;
 pub mod statement;
 #[cfg(feature = "stores")]
 pub mod store;
 
 pub use digest::Digest;
-pub use durable::replace_file;
+pub use place::replace_file;
 pub use snapshot::{Snapshot, SnapshotError, WalkOptions};
 
 pub use keys::{KeyId, PublicKey, SigningKey};

@@ -191,7 +191,29 @@ pub(crate) fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
         None if matches!(ledger, Location::Postgres(_)) => Target::Ledger,
         None => Target::Dir(bundles_dir(ctx)),
     };
-    Ok(BundleStore::new(target, AwsSettings::from_vars(ctx.env.aws())).with_ledger(ledger))
+    let store = BundleStore::new(target, AwsSettings::from_vars(ctx.env.aws())).with_ledger(ledger);
+    Ok(match store.target() {
+        Target::Dir(dir) => {
+            let root = anchor(ctx, dir).to_path_buf();
+            store.anchored(root)
+        }
+        _ => store,
+    })
+}
+
+/// The folder a file the gate keeps at `dir` is written from without
+/// following links (see `gate_evidence::place`): the workspace when `dir`
+/// is in it (below it, the items could have planted a link), else the
+/// state directory when `dir` is in that, else `dir` itself, as the
+/// operator gave it (both are hidden from the items).
+pub(crate) fn anchor<'a>(ctx: &'a Context, dir: &'a Path) -> &'a Path {
+    if dir.starts_with(&ctx.workspace) {
+        &ctx.workspace
+    } else if dir.starts_with(&ctx.state_dir) {
+        &ctx.state_dir
+    } else {
+        dir
+    }
 }
 
 /// A run's bundle bytes, from wherever its row says they are, checked
@@ -419,7 +441,8 @@ pub(crate) fn record_run(
         })?;
     if !store.is_local() {
         // Kept here until the row is written: the store or the ledger may be down.
-        let spooled = bundle::write(&spool_dir(ctx), &record.run_id, &envelope)?;
+        let spool = spool_dir(ctx);
+        let spooled = bundle::write(&spool, anchor(ctx, &spool), &record.run_id, &envelope)?;
         record.bundle = Some(display_path(ctx, &spooled.path));
     }
     let at = match store.put(&record.run_id, &envelope) {

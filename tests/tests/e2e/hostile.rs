@@ -323,3 +323,56 @@ fn a_file_name_or_an_output_tail_cannot_forge_a_verdict_line() {
         assert!(text.contains("step\\u{9b} two"), "{what}:\n{text}");
     }
 }
+
+/// With the state kept outside the workspace, a check replaces the report
+/// folder with a link to a host folder while the run goes: the gate, which
+/// writes its reports after the checks, writes nothing through it, names
+/// the link, and the verdict stands (the exit code is the one for a report
+/// not written).
+#[test]
+fn a_report_folder_made_a_link_while_the_run_goes_is_not_written_through() {
+    let env = TestEnv::new();
+    let host = TestEnv::new();
+    let state = TestEnv::new();
+    env.write(
+        "gate.toml",
+        &format!(
+            "[spec]\nid = \"place\"\n[[check]]\nid = \"plant\"\n\
+             run = \"mkdir -p .gate && rm -rf .gate/reports && ln -s {} .gate/reports\"\n\
+             [[task]]\nid = \"t\"\npaths = [\"**\"]\n",
+            host.path().display()
+        ),
+    );
+    std::fs::create_dir_all(env.path().join(".gate/reports")).unwrap();
+    let out = env
+        .gate(&[
+            "verify",
+            "--format",
+            "json",
+            "--report",
+            "sarif=.gate/reports/gate.sarif",
+            "--report",
+            "markdown=.gate/reports/deep/gate.md",
+        ])
+        .env("GATE_STATE_DIR", state.path())
+        .run();
+    assert!(
+        std::fs::symlink_metadata(env.path().join(".gate/reports"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the check planted its link"
+    );
+    let written: Vec<_> = std::fs::read_dir(host.path()).unwrap().collect();
+    assert!(written.is_empty(), "written outside: {written:?}");
+    for (format, file) in [("sarif", "gate.sarif"), ("markdown", "deep/gate.md")] {
+        out.stderr_has(&format!(
+            "gate: not writing the {format} report .gate/reports/{file}: \
+             .gate/reports is a symbolic link"
+        ));
+    }
+    // The verdict is the run's; the exit code is a report not written's.
+    let run = out.json();
+    assert_eq!(run["verdict"], "pass", "{}", out.stderr);
+    out.assert_exit(4);
+}
