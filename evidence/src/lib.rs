@@ -9,6 +9,8 @@
 //! - [`statement`]: in-toto Statement v1, subjects with sha256 and blake3,
 //!   the subject check against a workspace.
 //! - [`bundle`]: one envelope per run on disk, written atomically; its digest.
+//! - [`place`]: every file written atomically, following no symbolic link
+//!   below the folder it is anchored at.
 //! - [`store`]: where bundles live — a local directory or S3-compatible
 //!   object storage — and how a ledger row's bundle is read back.
 //! - [`merkle`]: RFC 6962 tree hashes, inclusion and consistency proofs.
