@@ -50,6 +50,13 @@ pub fn replace_file(anchor: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> 
     write(anchor, path, bytes, 0o644, Existing::Replace)
 }
 
+/// Writes `bytes` to a new file at `path`, mode 0644, never replacing one
+/// (an existing file is [`io::ErrorKind::AlreadyExists`]); no symbolic
+/// link below `anchor` is followed.
+pub fn create_file(anchor: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write(anchor, path, bytes, 0o644, Existing::Keep)
+}
+
 /// The folder `path` is in, as an anchor: only the file's own name is
 /// then checked (a key file, whose folder its owner chose).
 pub(crate) fn own_folder(path: &Path) -> &Path {

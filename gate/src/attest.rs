@@ -156,13 +156,16 @@ pub(crate) fn keep_state_out_of_git(ctx: &Context) {
     };
     let ours = matches!(ctx.state_source, config::Source::Default(_)) || !state.exists();
     let file = state.join(".gitignore");
-    if !ours || file.exists() || state == ctx.workspace {
+    if !ours || state == ctx.workspace {
         return;
     }
-    if let Err(e) =
-        std::fs::create_dir_all(&state).and_then(|()| std::fs::write(&file, STATE_GITIGNORE))
-    {
-        tracing::warn!(file = %file.display(), error = %e, "cannot keep the state directory out of git");
+    // In the workspace, so a link planted at the name (or on the way) is
+    // refused rather than written through.
+    match gate_evidence::place::create_file(&ctx.workspace, &file, STATE_GITIGNORE.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            tracing::warn!(file = %file.display(), error = %e, "cannot keep the state directory out of git");
+        }
+        _ => {}
     }
 }
 
@@ -753,5 +756,16 @@ mod tests {
             let written = std::fs::read_to_string(ws.join(case.state).join(".gitignore")).ok();
             assert_eq!(written.as_deref(), case.after, "{}", case.name);
         }
+    }
+
+    #[test]
+    fn a_link_planted_as_the_gitignore_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/.gate")).unwrap();
+        let ws = dir.path().join("ws").canonicalize().unwrap();
+        let host = dir.path().join("host-file");
+        std::os::unix::fs::symlink(&host, ws.join(".gate/.gitignore")).unwrap();
+        keep_state_out_of_git(&Context::quiet(ws.clone()));
+        assert!(!host.exists(), "written through the link");
     }
 }
