@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use crate::dsse::{self, DsseError};
-use crate::durable::{self, Existing};
 use crate::keys::{KeyId, PublicKey, SigningKey};
+use crate::place::{self, Existing};
 use crate::statement::{PAYLOAD_TYPE, Statement, StatementError};
 
 /// The file name suffix of a bundle.
@@ -122,15 +122,20 @@ pub fn open(envelope: &[u8], trusted: &[PublicKey]) -> Result<OpenedBundle, Bund
 
 /// Writes `envelope` to `<dir>/<run-id>.dsse.json` durably (temporary file
 /// in `dir`, fsync, link into place, fsync `dir`); never replaces an
-/// existing bundle. Creates `dir` if needed.
-pub fn write(dir: &Path, run_id: &str, envelope: &[u8]) -> Result<StoredBundle, BundleError> {
+/// existing bundle. Creates `dir` if needed, following no symbolic link
+/// below `anchor` (see [`crate::place`]).
+pub fn write(
+    dir: &Path,
+    anchor: &Path,
+    run_id: &str,
+    envelope: &[u8],
+) -> Result<StoredBundle, BundleError> {
     let path = path_for(dir, run_id)?;
     let write_err = |source| BundleError::Write {
         path: path.clone(),
         source,
     };
-    fs::create_dir_all(dir).map_err(write_err)?;
-    durable::write(&path, envelope, 0o644, Existing::Keep).map_err(|source| {
+    place::write(anchor, &path, envelope, 0o644, Existing::Keep).map_err(|source| {
         if source.kind() == io::ErrorKind::AlreadyExists {
             BundleError::Exists { path: path.clone() }
         } else {
@@ -170,7 +175,7 @@ mod tests {
         let bundles = dir.path().join("bundles");
         let key = SigningKey::from_seed(&[5; 32]);
         let envelope = seal(&statement(), &key);
-        let stored = write(&bundles, "0190-abc", &envelope).unwrap();
+        let stored = write(&bundles, &bundles, "0190-abc", &envelope).unwrap();
         assert_eq!(stored.path, bundles.join("0190-abc.dsse.json"));
         let bytes = read(&stored.path).unwrap();
         assert_eq!(bytes, envelope);
@@ -189,8 +194,8 @@ mod tests {
     #[test]
     fn never_replaces_a_bundle() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "r1", b"first").unwrap();
-        let err = write(dir.path(), "r1", b"second").unwrap_err();
+        write(dir.path(), dir.path(), "r1", b"first").unwrap();
+        let err = write(dir.path(), dir.path(), "r1", b"second").unwrap_err();
         assert!(matches!(err, BundleError::Exists { .. }), "{err}");
         assert_eq!(read(&dir.path().join("r1.dsse.json")).unwrap(), b"first");
     }

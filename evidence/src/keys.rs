@@ -17,7 +17,7 @@ use ed25519_dalek::pkcs8::{
 use ed25519_dalek::{Signature, Signer, VerifyingKey};
 use sha2::{Digest as _, Sha256};
 
-use crate::durable::{self, Existing};
+use crate::place::{self, Existing};
 
 /// File name of the private key inside a key directory.
 pub const PRIVATE_KEY_FILE: &str = "signing.key";
@@ -167,7 +167,8 @@ impl PublicKey {
 
     /// Writes the SPKI PEM to `path` atomically (mode 0644), replacing any old file.
     pub fn write_pem(&self, path: &Path) -> Result<(), KeyError> {
-        durable::write(
+        place::write(
+            place::own_folder(path),
             path,
             self.to_spki_pem().as_bytes(),
             0o644,
@@ -332,7 +333,14 @@ impl SigningKey {
     /// replacing an existing file.
     pub fn write_pem(&self, path: &Path) -> Result<(), KeyError> {
         let pem = self.to_pkcs8_pem();
-        durable::write(path, pem.as_bytes(), 0o600, Existing::Keep).map_err(|source| {
+        place::write(
+            place::own_folder(path),
+            path,
+            pem.as_bytes(),
+            0o600,
+            Existing::Keep,
+        )
+        .map_err(|source| {
             if source.kind() == io::ErrorKind::AlreadyExists {
                 KeyError::Exists {
                     path: path.to_path_buf(),

@@ -9,6 +9,8 @@
 //! - [`statement`]: in-toto Statement v1, subjects with sha256 and blake3,
 //!   the subject check against a workspace.
 //! - [`bundle`]: one envelope per run on disk, written atomically; its digest.
+//! - [`place`]: every file written atomically, following no symbolic link
+//!   below the folder it is anchored at.
 //! - [`store`]: where bundles live — a local directory or S3-compatible
 //!   object storage — and how a ledger row's bundle is read back.
 //! - [`merkle`]: RFC 6962 tree hashes, inclusion and consistency proofs.
@@ -27,17 +29,17 @@ pub mod bundle;
 pub mod checkpoint;
 pub mod digest;
 pub mod dsse;
-mod durable;
 pub mod keys;
 pub mod ledger;
 pub mod merkle;
+pub mod place;
 pub mod snapshot;
 pub mod statement;
 #[cfg(feature = "stores")]
 pub mod store;
 
 pub use digest::Digest;
-pub use durable::replace_file;
+pub use place::replace_file;
 pub use snapshot::{Snapshot, SnapshotError, WalkOptions};
 
 pub use keys::{KeyId, PublicKey, SigningKey};

@@ -102,6 +102,8 @@ impl fmt::Display for Target {
 #[derive(Debug)]
 pub struct BundleStore {
     target: Target,
+    /// The folder a directory target is trusted from (see [`crate::place`]).
+    anchor: Option<PathBuf>,
     objects: s3::Objects,
     ledger: Option<LedgerSource>,
 }
@@ -119,6 +121,7 @@ impl BundleStore {
     pub fn new(target: Target, aws: AwsSettings) -> Self {
         Self {
             target,
+            anchor: None,
             objects: s3::Objects::new(aws),
             ledger: None,
         }
@@ -132,6 +135,14 @@ impl BundleStore {
             location,
             opened: OnceLock::new(),
         });
+        self
+    }
+
+    /// Writes into a directory target following no symbolic link below
+    /// `root` (by default the target's own folder is trusted as given).
+    #[must_use]
+    pub fn anchored(mut self, root: impl Into<PathBuf>) -> Self {
+        self.anchor = Some(root.into());
         self
     }
 
@@ -161,7 +172,9 @@ impl BundleStore {
     /// makes the ledger's append keep the envelope with the row.
     pub fn put(&self, run_id: &str, envelope: &[u8]) -> Result<BundleRef, StoreError> {
         match &self.target {
-            Target::Dir(dir) => put_file(dir, run_id, envelope),
+            Target::Dir(dir) => {
+                put_file(dir, self.anchor.as_deref().unwrap_or(dir), run_id, envelope)
+            }
             Target::Ledger => Ok(BundleRef::Ledger {
                 sha256: bundle::digest(envelope),
             }),
@@ -248,8 +261,13 @@ pub fn check_named(at: &BundleRef, bytes: &[u8]) -> Result<(), StoreError> {
     }
 }
 
-fn put_file(dir: &Path, run_id: &str, envelope: &[u8]) -> Result<BundleRef, StoreError> {
-    match bundle::write(dir, run_id, envelope) {
+fn put_file(
+    dir: &Path,
+    anchor: &Path,
+    run_id: &str,
+    envelope: &[u8],
+) -> Result<BundleRef, StoreError> {
+    match bundle::write(dir, anchor, run_id, envelope) {
         Ok(stored) => Ok(BundleRef::File(stored.path)),
         Err(BundleError::Exists { path }) => {
             let there = read_file(&path)?;

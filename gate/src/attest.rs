@@ -175,13 +175,16 @@ pub(crate) fn keep_state_out_of_git(ctx: &Context) {
     };
     let ours = matches!(ctx.state_source, config::Source::Default(_)) || !state.exists();
     let file = state.join(".gitignore");
-    if !ours || file.exists() || state == ctx.workspace {
+    if !ours || state == ctx.workspace {
         return;
     }
-    if let Err(e) =
-        std::fs::create_dir_all(&state).and_then(|()| std::fs::write(&file, STATE_GITIGNORE))
-    {
-        tracing::warn!(file = %file.display(), error = %e, "cannot keep the state directory out of git");
+    // In the workspace, so a link planted at the name (or on the way) is
+    // refused rather than written through.
+    match gate_evidence::place::create_file(&ctx.workspace, &file, STATE_GITIGNORE.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            tracing::warn!(file = %file.display(), error = %e, "cannot keep the state directory out of git");
+        }
+        _ => {}
     }
 }
 
@@ -210,7 +213,29 @@ pub(crate) fn bundle_store(ctx: &Context) -> Result<BundleStore, GateError> {
         None if matches!(ledger, Location::Postgres(_)) => Target::Ledger,
         None => Target::Dir(bundles_dir(ctx)),
     };
-    Ok(BundleStore::new(target, AwsSettings::from_vars(ctx.env.aws())).with_ledger(ledger))
+    let store = BundleStore::new(target, AwsSettings::from_vars(ctx.env.aws())).with_ledger(ledger);
+    Ok(match store.target() {
+        Target::Dir(dir) => {
+            let root = anchor(ctx, dir).to_path_buf();
+            store.anchored(root)
+        }
+        _ => store,
+    })
+}
+
+/// The folder a file the gate keeps at `dir` is written from without
+/// following links (see `gate_evidence::place`): the workspace when `dir`
+/// is in it (below it, the items could have planted a link), else the
+/// state directory when `dir` is in that, else `dir` itself, as the
+/// operator gave it (both are hidden from the items).
+pub(crate) fn anchor<'a>(ctx: &'a Context, dir: &'a Path) -> &'a Path {
+    if dir.starts_with(&ctx.workspace) {
+        &ctx.workspace
+    } else if dir.starts_with(&ctx.state_dir) {
+        &ctx.state_dir
+    } else {
+        dir
+    }
 }
 
 /// A run's bundle bytes, from wherever its row says they are, checked
@@ -438,7 +463,8 @@ pub(crate) fn record_run(
         })?;
     if !store.is_local() {
         // Kept here until the row is written: the store or the ledger may be down.
-        let spooled = bundle::write(&spool_dir(ctx), &record.run_id, &envelope)?;
+        let spool = spool_dir(ctx);
+        let spooled = bundle::write(&spool, anchor(ctx, &spool), &record.run_id, &envelope)?;
         record.bundle = Some(display_path(ctx, &spooled.path));
     }
     let at = match store.put(&record.run_id, &envelope) {
@@ -749,5 +775,16 @@ mod tests {
             let written = std::fs::read_to_string(ws.join(case.state).join(".gitignore")).ok();
             assert_eq!(written.as_deref(), case.after, "{}", case.name);
         }
+    }
+
+    #[test]
+    fn a_link_planted_as_the_gitignore_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/.gate")).unwrap();
+        let ws = dir.path().join("ws").canonicalize().unwrap();
+        let host = dir.path().join("host-file");
+        std::os::unix::fs::symlink(&host, ws.join(".gate/.gitignore")).unwrap();
+        keep_state_out_of_git(&Context::quiet(ws.clone()));
+        assert!(!host.exists(), "written through the link");
     }
 }

@@ -305,7 +305,9 @@ pub fn verify_exit_code(record: &RunRecord) -> u8 {
 }
 
 fn fail(e: &GateError) -> ExitCode {
-    output::stderr(&format!("gate: {e}"));
+    // An error quotes what it was given (a path, a spec key): its lines
+    // stay lines, its control characters are shown.
+    output::stderr(&output::text::shown_block(&format!("gate: {e}")));
     exit::code(e.exit_code())
 }
 

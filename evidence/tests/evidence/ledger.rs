@@ -51,7 +51,7 @@ impl Fixture {
             serde_json::json!({"run_id": run_id, "spec": spec}),
         );
         let envelope = bundle::seal(&statement, &self.key);
-        let stored = bundle::write(&self.bundles(), run_id, &envelope).unwrap();
+        let stored = bundle::write(&self.bundles(), &self.bundles(), run_id, &envelope).unwrap();
         ledger
             .append(&entry(run_id, spec, &stored.path), &envelope)
             .unwrap()
@@ -198,7 +198,7 @@ fn replayed_envelope_is_reported() {
     let mut value: serde_json::Value = serde_json::from_slice(&old_bytes).unwrap();
     value["replayed"] = serde_json::json!(true);
     let rewrapped = serde_json::to_vec(&value).unwrap();
-    let stored = bundle::write(&f.bundles(), "replay-b", &rewrapped).unwrap();
+    let stored = bundle::write(&f.bundles(), &f.bundles(), "replay-b", &rewrapped).unwrap();
     ledger
         .append(&entry("replay-b", "shop", &stored.path), &rewrapped)
         .unwrap();

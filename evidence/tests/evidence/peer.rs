@@ -40,7 +40,8 @@ fn securesystemslib_verifies_our_bundle_and_digests() {
     let key = SigningKey::generate().unwrap();
     let paths = key.write_pair(&dir.path().join("keys")).unwrap();
     let envelope = bundle::seal(&common::statement(&ws, &names, 7), &key);
-    let stored = bundle::write(&dir.path().join("bundles"), "run-7", &envelope).unwrap();
+    let stored =
+        bundle::write(&dir.path().join("bundles"), dir.path(), "run-7", &envelope).unwrap();
 
     let out = peer_verify(&stored.path, &paths.public, &ws);
     assert!(

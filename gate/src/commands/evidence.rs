@@ -15,6 +15,7 @@ use crate::exit;
 use crate::output;
 use crate::output::site::Site;
 use crate::output::style::Style;
+use crate::output::text::shown;
 use crate::plan::Decision;
 use crate::predicate::{PREDICATE_TYPE, Predicate};
 
@@ -102,13 +103,13 @@ pub(crate) fn verify(
     let opened = open(&found, &trusted)?;
     let run = read_run(&found, &opened)?;
     let mut out = String::new();
-    let _ = writeln!(out, "bundle {}", found.at);
+    let _ = writeln!(out, "bundle {}", shown(&found.at));
     let _ = writeln!(out, "  signature: ok (key {})", opened.keyid);
     let _ = writeln!(
         out,
         "  run {} of `{}`, attempt {}: {}",
-        run.run.run_id,
-        run.run.spec_id,
+        shown(&run.run.run_id),
+        shown(&run.run.spec_id),
         run.run.attempt,
         run.run.verdict.as_str()
     );
@@ -121,11 +122,11 @@ pub(crate) fn verify(
             let _ = writeln!(
                 out,
                 "  subjects: all {subjects} match {}",
-                ctx.workspace.display()
+                shown(&ctx.workspace.display().to_string())
             );
         } else {
             for p in &problems {
-                let _ = writeln!(out, "  subject {p}");
+                let _ = writeln!(out, "  subject {}", shown(&p.to_string()));
             }
             code = if problems
                 .iter()
@@ -205,12 +206,12 @@ pub(crate) fn show(
         let _ = writeln!(
             text,
             "bundle {} (signed by {}, sha256 {})\nstarted {} · took {} ms · gate {}",
-            found.at,
+            shown(&found.at),
             opened.keyid,
             opened.sha256,
-            record.started_at,
+            shown(&record.started_at),
             record.duration_ms,
-            record.tool_version
+            shown(&record.tool_version)
         );
         if let Some(row) = row.as_ref().filter(|_| record.recorded) {
             let _ = writeln!(text, "ledger: row {}", row.seq);
@@ -223,7 +224,7 @@ pub(crate) fn show(
                     Decision::Run { why } => format!("run: {why}"),
                     Decision::Skip { why } => format!("skip: {why}"),
                 };
-                let _ = writeln!(text, "  {} — {what}", p.id);
+                let _ = writeln!(text, "  {} — {}", shown(&p.id), shown(&what));
             }
         }
         text.push('\n');

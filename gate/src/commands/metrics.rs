@@ -25,7 +25,7 @@ pub(crate) fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError
     match &args.output {
         Some(path) => {
             let path = config::from_cwd(path);
-            super::report::write_atomically(&path, text.as_bytes())?;
+            super::report::write_atomically(ctx, &path, text.as_bytes())?;
         }
         None => output::stdout(&text).map_err(GateError::stdout)?,
     }

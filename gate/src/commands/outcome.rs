@@ -8,6 +8,7 @@ use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::output::text::shown;
 
 /// `gate outcome RUN (--broken|--fine) [--reason T] [--source T]`: appends
 /// an outcome, signed by the gate's key (the report counts no outcome it
@@ -42,7 +43,9 @@ pub(crate) fn record(ctx: &Context, args: &OutcomeArgs) -> Result<u8, GateError>
     };
     output::stdout(&format!(
         "recorded: run {} (spec {}, verdict {}) was {what}{because}{earlier}\n",
-        run.run_id, run.spec_id, run.verdict
+        shown(&run.run_id),
+        shown(&run.spec_id),
+        run.verdict
     ))
     .map_err(GateError::stdout)?;
     Ok(exit::PASS)

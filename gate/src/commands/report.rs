@@ -11,16 +11,18 @@ use crate::eval::{Scorecard, html, json, text};
 use crate::exit;
 use crate::output;
 
-/// Writes a file whole or not at all, creating its folder when missing.
-pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), GateError> {
-    let err = |source| GateError::Write {
+/// Writes a file whole or not at all, creating its folder when missing and
+/// following no symbolic link below the workspace (every component of a
+/// path outside it; see `gate_evidence::place`).
+pub(crate) fn write_atomically(
+    ctx: &Context,
+    path: &std::path::Path,
+    bytes: &[u8],
+) -> Result<(), GateError> {
+    gate_evidence::replace_file(&ctx.workspace, path, bytes).map_err(|source| GateError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(err)?;
-    }
-    gate_evidence::replace_file(path, bytes).map_err(err)
+    })
 }
 
 /// A ledger to read: the one there is, or, when there is none yet, an
@@ -97,7 +99,7 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
     if let Some(path) = &args.html {
         let path = config::from_cwd(path);
         let page = html::render(&card, chrono::Utc::now());
-        write_atomically(&path, page.as_bytes())?;
+        write_atomically(ctx, &path, page.as_bytes())?;
         if ctx.verbosity > Verbosity::Quiet {
             output::stderr(&format!("wrote {}", path.display()));
         }

@@ -13,6 +13,7 @@ use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::output::text::shown;
 use crate::predicate::Predicate;
 use crate::record::{RunRecord, Verdict};
 
@@ -120,7 +121,11 @@ pub(crate) fn dismiss(
     ledger.add_dismissal(&ledger::seal(&dismissal, &key))?;
     output::stdout(&format!(
         "dismissed {} ({}: {}) in `{}`; it stays quiet until {} changes\n",
-        f.id, f.role, f.title, loaded.record.spec_id, f.file
+        shown(&f.id),
+        shown(&f.role),
+        shown(&f.title),
+        shown(&loaded.record.spec_id),
+        shown(&f.file)
     ))
     .map_err(GateError::stdout)?;
     Ok(exit::PASS)

@@ -11,6 +11,7 @@ use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::output::text::shown;
 
 /// Parses `--since`: a date (`2026-11-30`, midnight UTC) or an RFC 3339 time.
 pub(crate) fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GateError> {
@@ -79,8 +80,8 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
                     "{:>5}  {}  {}  {:<20} #{:<2} {:<10} {:<7} {cost}",
                     r.seq,
                     e.started_at.format("%Y-%m-%d %H:%M"),
-                    e.run_id,
-                    e.spec_id,
+                    shown(&e.run_id),
+                    shown(&e.spec_id),
                     e.attempt,
                     e.verdict,
                     e.tier,

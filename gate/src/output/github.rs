@@ -42,7 +42,9 @@ pub(crate) fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// The command for one problem.
+/// The command for one problem. Its text is [`text::shown`] first (the
+/// file too: the runner's log shows it, and would obey an ESC in it), then
+/// escaped as GitHub reads it.
 pub(crate) fn annotation(p: &Problem) -> String {
     let command = match p.level {
         Level::Failed | Level::Critical => "error",
@@ -51,10 +53,10 @@ pub(crate) fn annotation(p: &Problem) -> String {
     };
     format!(
         "::{command} file={},line={},title={}::{}",
-        escape_property(&p.file),
+        escape_property(&text::shown(&p.file)),
         p.line.max(1),
-        escape_property(&text::strip_ansi(&p.title)),
-        escape_data(&text::strip_ansi(&p.message)),
+        escape_property(&text::shown(&p.title)),
+        escape_data(&text::shown_block(&p.message)),
     )
 }
 
@@ -64,16 +66,16 @@ pub(crate) fn error_line(title: &str, at: Option<(&str, usize, usize)>, message:
     let place = match at {
         Some((file, line, column)) if line > 0 => format!(
             "file={},line={line},col={},",
-            escape_property(file),
+            escape_property(&text::shown(file)),
             column.max(1)
         ),
-        Some((file, _, _)) => format!("file={},", escape_property(file)),
+        Some((file, _, _)) => format!("file={},", escape_property(&text::shown(file))),
         None => String::new(),
     };
     format!(
         "::error {place}title={}::{}",
-        escape_property(title),
-        escape_data(&text::strip_ansi(message))
+        escape_property(&text::shown(title)),
+        escape_data(&text::shown_block(message))
     )
 }
 
@@ -168,8 +170,8 @@ pub(crate) fn render(record: &RunRecord, site: &Site) -> String {
         "::group::{}",
         escape_data(&format!(
             "gate: {} ({}, attempt {})",
-            crate::record::verdict_line(record),
-            record.spec_id,
+            text::shown(&crate::record::verdict_line(record)),
+            text::shown(&record.spec_id),
             record.attempt
         ))
     );
@@ -304,6 +306,12 @@ mod tests {
             ),
             ("dir:odd/x%41.rs", "100%25 literal", "%0A is not a newline"),
             ("plain.rs", "t", "m"),
+            // Control characters are shown escaped, then escaped for GitHub.
+            (
+                "a\nverdict: PASS\x1b[8m.rs",
+                "t\rPASS\u{9b}",
+                "tail\x1b[2K\rPASS\nnext",
+            ),
         ];
         for (file, title, message) in cases {
             let p = Problem {
@@ -322,12 +330,13 @@ mod tests {
             assert_eq!(
                 props,
                 vec![
-                    ("file".to_owned(), file.to_owned()),
+                    ("file".to_owned(), text::shown(file).into_owned()),
                     ("line".to_owned(), "7".to_owned()),
-                    ("title".to_owned(), title.to_owned()),
+                    ("title".to_owned(), text::shown(title).into_owned()),
                 ]
             );
-            assert_eq!(data, message);
+            assert_eq!(data, text::shown_block(message));
+            assert!(!line.contains(['\x1b', '\u{9b}']), "{line:?}");
         }
         assert_eq!(escape_data("a%b\r\nc"), "a%25b%0D%0Ac");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");

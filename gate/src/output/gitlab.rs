@@ -65,7 +65,7 @@ fn fingerprint(p: &Problem, occurrence: u32) -> String {
 
 /// The message on one line: its first line, then the rest after a dash.
 fn description(p: &Problem) -> String {
-    let message = text::strip_ansi(&p.message);
+    let message = text::shown_block(&p.message);
     let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let (first, rest) = message.split_once('\n').unwrap_or((&message, ""));
     let rest = collapse(rest);

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::text::shown;
 use crate::config::{Context, Verbosity};
 use crate::review::watch::{Running, Watch};
 
@@ -39,9 +40,9 @@ pub(crate) fn line(running: &[Running]) -> Option<String> {
         .map(|r| {
             let secs = r.elapsed.as_secs();
             match &r.model {
-                Some(model) => format!("{}: waiting on {model}, {secs} s", r.role),
-                None if r.attempts == 0 => format!("{}: starting, {secs} s", r.role),
-                None => format!("{}: between attempts, {secs} s", r.role),
+                Some(model) => format!("{}: waiting on {}, {secs} s", shown(&r.role), shown(model)),
+                None if r.attempts == 0 => format!("{}: starting, {secs} s", shown(&r.role)),
+                None => format!("{}: between attempts, {secs} s", shown(&r.role)),
             }
         })
         .collect();

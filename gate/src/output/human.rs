@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::progress::duration;
 use super::style::Style;
+use super::text::{shown, shown_block};
 use crate::record::{
     GuardStatus, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, verdict_line,
 };
@@ -20,7 +21,8 @@ pub(crate) fn render(record: &RunRecord) -> String {
 
 /// How the run's processes were isolated, in one line.
 pub(crate) fn isolation_line(isolation: &crate::record::RunIsolation) -> String {
-    match (&isolation.reason, isolation.unisolated()) {
+    let reason = isolation.reason.as_deref().map(shown);
+    match (&reason, isolation.unisolated()) {
         (Some(why), true) => format!("none — {why}"),
         (None, true) => "none".to_owned(),
         (Some(why), false) => format!(
@@ -38,12 +40,19 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
     let _ = writeln!(
         out,
         "gate · {} · attempt {} · run {}",
-        record.spec_id, record.attempt, record.run_id
+        shown(&record.spec_id),
+        record.attempt,
+        shown(&record.run_id)
     );
     if let Some(note) = &record.override_note {
-        let _ = writeln!(out, "overridden: {note}");
+        let _ = writeln!(out, "overridden: {}", shown(note));
     }
-    let _ = writeln!(out, "tier: {} ({})", record.tier, record.tier_reason);
+    let _ = writeln!(
+        out,
+        "tier: {} ({})",
+        record.tier,
+        shown(&record.tier_reason)
+    );
     let _ = writeln!(out, "isolation: {}", isolation_line(&record.isolation));
 
     checks_section(&mut out, record, style);
@@ -55,31 +64,31 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
             let _ = writeln!(
                 out,
                 "review: did not run — {}",
-                record.review.reason.as_deref().unwrap_or("no reason given")
+                shown(record.review.reason.as_deref().unwrap_or("no reason given"))
             );
         }
         ReviewStatus::Ran => review_lines(&mut out, &record.review.specialists),
     }
     // Beside the review: both say what backs the verdict.
     if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
-        let _ = writeln!(out, "self-guard: off — {why}");
+        let _ = writeln!(out, "self-guard: off — {}", shown(why));
     }
     if let Some(o) = &record.routing_override {
+        let url = shown(&o.url);
         let _ = match (o.status.as_str(), &o.error) {
             ("applied", _) if o.changed.is_empty() => {
-                writeln!(out, "routing override: {} applied, no change", o.url)
+                writeln!(out, "routing override: {url} applied, no change")
             }
             ("applied", _) => writeln!(
                 out,
-                "routing override: {} applied ({})",
-                o.url,
-                o.changed.join(", ")
+                "routing override: {url} applied ({})",
+                shown(&o.changed.join(", "))
             ),
             (status, why) => writeln!(
                 out,
-                "routing override: {} {status} — {}; the local table was used",
-                o.url,
-                why.as_deref().unwrap_or("no reason given")
+                "routing override: {url} {} — {}; the local table was used",
+                shown(status),
+                shown(why.as_deref().unwrap_or("no reason given"))
             ),
         };
     }
@@ -90,11 +99,15 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
             let _ = writeln!(
                 out,
                 "  {:<10} {}{at}  {}  ({}, {})",
-                f.severity, f.file, f.title, f.role, f.id
+                shown(&f.severity),
+                shown(&f.file),
+                shown(&f.title),
+                shown(&f.role),
+                shown(&f.id)
             );
         }
     }
-    if let Some(line) = super::fates::line(record, &str::to_owned) {
+    if let Some(line) = super::fates::line(record, &|s| shown(s).into_owned()) {
         let _ = writeln!(out, "{line}");
     }
     let resolved = record
@@ -106,16 +119,19 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
         let _ = writeln!(out, "earlier findings: {resolved} resolved");
     }
     if let Some(d) = &record.doom_loop {
-        let _ = writeln!(out, "\n{}", d.message);
+        let _ = writeln!(out, "\n{}", shown(&d.message));
     }
 
-    let verdict = style.strong(&verdict_line(record), Style::verdict_paint(record.verdict));
+    let verdict = style.strong(
+        &shown(&verdict_line(record)),
+        Style::verdict_paint(record.verdict),
+    );
     let _ = writeln!(out, "\nverdict: {verdict}");
     for r in &record.verdict_reasons {
-        let _ = writeln!(out, "  · {}", r.why);
+        let _ = writeln!(out, "  · {}", shown(&r.why));
     }
     if let Some(bundle) = &record.bundle {
-        let _ = writeln!(out, "evidence: {bundle}");
+        let _ = writeln!(out, "evidence: {}", shown(bundle));
     }
     if !record.recorded {
         let _ = writeln!(out, "not recorded in the ledger");
@@ -236,7 +252,13 @@ fn review_lines(out: &mut String, specialists: &[SpecialistRecord]) {
                 }
             }
         };
-        let _ = writeln!(out, "  {:<12} {:<24} {what}", s.role, s.model);
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<24} {}",
+            shown(&s.role),
+            shown(&s.model),
+            shown(&what)
+        );
     }
 }
 
@@ -309,12 +331,13 @@ fn item_line(out: &mut String, style: Style, width: usize, row: &Row<'_>) {
         ItemStatus::Passed | ItemStatus::Failed => duration(Duration::from_millis(ms)),
         _ => String::new(),
     };
+    let (id, reason, base) = (shown(id), reason.map(shown), base.map(shown));
     let by = if by.is_empty() {
         String::new()
     } else {
         format!("{by}  ")
     };
-    let what = match (status, reason) {
+    let what = match (status, reason.as_deref()) {
         (ItemStatus::Carried, Some(r)) => format!("carried {r}"),
         (ItemStatus::Passed, _) | (_, None) => status.as_str().to_owned(),
         (_, Some(r)) => format!("{}: {r}", status.as_str()),
@@ -327,9 +350,11 @@ fn count(n: Option<u64>) -> String {
     n.map_or_else(|| "?".to_owned(), |n| n.to_string())
 }
 
+/// The last lines of an item's output, each behind the `│` margin, so no
+/// line of it can pass for one of the gate's own.
 fn tail(out: &mut String, text: &str) {
-    // Captured terminal codes would repaint the reader's terminal.
-    let text = super::text::strip_ansi(text);
+    // Captured control codes would repaint the reader's terminal.
+    let text = shown_block(text);
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);
     if start > 0 {

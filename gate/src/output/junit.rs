@@ -11,7 +11,7 @@
 
 use std::fmt::Write;
 
-use super::text::{strip_ansi, xml_escape};
+use super::text::{shown, shown_block, xml_escape};
 use crate::record::{
     CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord,
     Verdict, verdict_line,
@@ -27,7 +27,7 @@ pub(crate) fn render(record: &RunRecord) -> String {
     let _ = writeln!(
         out,
         "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
-        xml_escape(&format!("gate: {}", record.spec_id)),
+        xml_escape(&format!("gate: {}", shown(&record.spec_id))),
         total(|s| s.cases.len()),
         total(Suite::failures),
         total(Suite::skipped),
@@ -95,7 +95,7 @@ impl Suite {
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
-            xml_escape(&self.name),
+            xml_escape(&shown(&self.name)),
             self.cases.len(),
             self.failures(),
             self.skipped(),
@@ -113,7 +113,7 @@ impl Suite {
             let _ = writeln!(
                 out,
                 "      <property name=\"{name}\" value=\"{}\"/>",
-                xml_escape(value)
+                xml_escape(&shown(value))
             );
         }
         let _ = writeln!(out, "    </properties>");
@@ -129,8 +129,8 @@ impl Case {
         let _ = write!(
             out,
             "    <testcase name=\"{}\" classname=\"{}\" time=\"{}\"",
-            xml_escape(&self.name),
-            xml_escape(&self.classname),
+            xml_escape(&shown(&self.name)),
+            xml_escape(&shown(&self.classname)),
             seconds(self.ms)
         );
         if matches!(self.end, End::Passed) && self.out.is_none() {
@@ -148,20 +148,24 @@ impl Case {
                 let _ = writeln!(
                     out,
                     "      <failure message=\"{}\" type=\"{}\">{}</failure>",
-                    xml_escape(message),
-                    xml_escape(kind),
-                    xml_escape(&strip_ansi(text))
+                    xml_escape(&shown(message)),
+                    xml_escape(&shown(kind)),
+                    xml_escape(&shown_block(text))
                 );
             }
             End::Skipped { message } => {
-                let _ = writeln!(out, "      <skipped message=\"{}\"/>", xml_escape(message));
+                let _ = writeln!(
+                    out,
+                    "      <skipped message=\"{}\"/>",
+                    xml_escape(&shown(message))
+                );
             }
         }
         if let Some(text) = &self.out {
             let _ = writeln!(
                 out,
                 "      <system-out>{}</system-out>",
-                xml_escape(&strip_ansi(text))
+                xml_escape(&shown_block(text))
             );
         }
         out.push_str("    </testcase>\n");
@@ -230,10 +234,11 @@ fn ran(status: ItemStatus) -> bool {
 /// One case: the verdict, failed unless the run passed.
 fn verdict_suite(record: &RunRecord) -> Suite {
     let line = verdict_line(record);
-    let reasons: Vec<&str> = record
+    // One line each: a reason's line break cannot start a line of its own.
+    let reasons: Vec<String> = record
         .verdict_reasons
         .iter()
-        .map(|r| r.why.as_str())
+        .map(|r| shown(&r.why).into_owned())
         .collect();
     let end = if record.verdict == Verdict::Pass {
         End::Passed
@@ -297,7 +302,7 @@ fn criterion_case(c: &CriterionRecord) -> Case {
         }
         _ => c.reason.clone(),
     };
-    let text = format!("{}\n{}", c.text, c.output.tail);
+    let text = format!("{}\n{}", shown(&c.text), c.output.tail);
     let judged = match (c.met, c.threshold) {
         (Some(met), Some(t)) if c.status == ItemStatus::Passed => {
             Some(format!("judged {met:.2} (needs {t:.2})"))
@@ -406,7 +411,12 @@ fn finding_case(f: &Finding) -> Case {
         None => f.file.clone(),
     };
     let name = format!("{} [{}] {} ({at})", f.id, f.severity, first_line(&f.title));
-    let text = format!("{at}\n{}\n\n{}", f.title, f.detail);
+    let text = format!(
+        "{}\n{}\n\n{}",
+        shown(&at),
+        shown(&f.title),
+        shown(&f.detail)
+    );
     let end = if f.severity == "critical" {
         End::Failed {
             message: first_line(&f.title).to_owned(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::problems::{self, Level};
 use super::progress::duration;
-use super::text::{code_block, last_lines, md_inline, md_quoting, strip_ansi};
+use super::text::{code_block, last_lines, md_inline, md_quoting, shown, shown_block};
 use crate::record::{
     Finding, GuardStatus, ItemStatus, ReviewStatus, RunRecord, Verdict, verdict_line,
 };
@@ -106,7 +106,7 @@ fn failed(out: &mut String, record: &RunRecord) {
             .map(|w| format!(" — {}", md_inline(w)))
             .unwrap_or_default();
         let _ = writeln!(out, "- ✗ {kind} {}{why}", code(id));
-        let tail = last_lines(&strip_ansi(text), TAIL_LINES);
+        let tail = last_lines(&shown_block(text), TAIL_LINES);
         if !tail.trim().is_empty() {
             let _ = writeln!(out, "\n  <details><summary>output</summary>\n");
             for line in code_block(&tail).lines() {
@@ -245,10 +245,12 @@ fn more(out: &mut String, total: usize) {
     }
 }
 
-/// An id or path as inline code (escaped text when it holds a backtick).
+/// An id or path as inline code (escaped text when it holds a backtick),
+/// its control characters [`shown`].
 fn code(s: &str) -> String {
-    if s.contains('`') || s.contains('\n') {
-        md_inline(s)
+    let s = shown(s);
+    if s.contains('`') {
+        md_inline(&s)
     } else {
         format!("`{s}`")
     }

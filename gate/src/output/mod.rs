@@ -212,11 +212,12 @@ pub(crate) fn deliver(
             (Format::Jsonl, Some(lines)) => lines.to_vec(),
             _ => render(*format, record, &site, Style::PLAIN).into_bytes(),
         };
-        if let Err(e) = write_atomic(path, &bytes) {
-            stderr(&format!(
-                "gate: cannot write the {} report {}: {e}",
+        if let Err(e) = write_report(&ctx.workspace, path, &bytes) {
+            stderr(&report_not_written(
+                &ctx.workspace,
                 format.as_str(),
-                path.display()
+                path,
+                &e,
             ));
             first_error.get_or_insert(GateError::Write {
                 path: path.clone(),
@@ -244,27 +245,38 @@ pub(crate) fn deliver(
     first_error.map_or(Ok(()), Err)
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file beside it, synced,
-/// then renamed over it), creating missing folders.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir: PathBuf = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+/// Writes a report to `path` atomically, creating missing folders and
+/// following no symbolic link below the workspace (every component of a
+/// path outside it): the run's checks have run by now, and may have made
+/// the report's folder a link to a host folder.
+pub(crate) fn write_report(workspace: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    gate_evidence::place::replace_file(workspace, path, bytes)
+}
+
+/// What stderr says of a report `write_report` could not write: the link
+/// it refused (relative to the workspace when inside it), or why.
+pub(crate) fn report_not_written(
+    workspace: &Path,
+    format: &str,
+    path: &Path,
+    e: &io::Error,
+) -> String {
+    let shown_path = |p: &Path| {
+        let p = p.strip_prefix(workspace).unwrap_or(p);
+        text::shown(&p.display().to_string()).into_owned()
     };
-    std::fs::create_dir_all(&dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".gate-report-")
-        .tempfile_in(&dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    match gate_evidence::place::refused_link(e) {
+        Some(link) => format!(
+            "gate: not writing the {format} report {}: {} is a symbolic link",
+            shown_path(path),
+            shown_path(link)
+        ),
+        None => format!(
+            "gate: cannot write the {format} report {}: {}",
+            shown_path(path),
+            text::shown(&e.to_string())
+        ),
     }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -275,8 +287,8 @@ mod tests {
     fn reports_replace_the_file_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/dir/gate.sarif");
-        write_atomic(&path, b"first").unwrap();
-        write_atomic(&path, b"second").unwrap();
+        write_report(dir.path(), &path, b"first").unwrap();
+        write_report(dir.path(), &path, b"second").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second");
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()

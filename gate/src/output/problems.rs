@@ -9,6 +9,7 @@ use crate::record::{
 };
 
 use super::site::Site;
+use super::text::{shown, shown_block};
 
 /// How bad a problem is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,11 +43,12 @@ pub(crate) struct Problem {
     pub rule: String,
     /// How bad.
     pub level: Level,
-    /// One line.
+    /// One line, [`shown`].
     pub title: String,
-    /// What is wrong, in full.
+    /// What is wrong, in full: lines of [`shown`] record text, a captured
+    /// tail [`shown_block`].
     pub message: String,
-    /// Repository-relative file.
+    /// Repository-relative file, exact (a place, not text to read).
     pub file: String,
     /// 1-based line.
     pub line: u32,
@@ -80,11 +82,12 @@ pub(crate) fn verdict_problem(record: &RunRecord, site: &Site) -> Option<Problem
     };
     let mut message = format!(
         "{title} (spec `{}`, attempt {})",
-        record.spec_id, record.attempt
+        shown(&record.spec_id),
+        record.attempt
     );
     for r in &record.verdict_reasons {
         message.push_str("\n- ");
-        message.push_str(&r.why);
+        message.push_str(&shown(&r.why));
     }
     Some(Problem {
         rule: VERDICT_RULE.to_owned(),
@@ -135,11 +138,11 @@ fn items_and_findings(record: &RunRecord, site: &Site) -> Vec<Problem> {
         out.push(Problem {
             rule: format!("review.{}", f.role),
             level: Level::of_severity(&f.severity),
-            title: f.title.clone(),
+            title: shown(&f.title).into_owned(),
             message: if f.detail.is_empty() {
-                f.title.clone()
+                shown(&f.title).into_owned()
             } else {
-                format!("{}\n\n{}", f.title, f.detail)
+                format!("{}\n\n{}", shown(&f.title), shown(&f.detail))
             },
             file: site.path(&f.file),
             line: f.line.unwrap_or(1).max(1),
@@ -162,13 +165,14 @@ pub(crate) fn check_rule(c: &CheckRecord) -> String {
 
 fn check_problems(c: &CheckRecord, site: &Site, out: &mut Vec<Problem>) {
     let rule = check_rule(c);
-    let why = c.reason.as_deref().unwrap_or("failed");
+    let why = shown(c.reason.as_deref().unwrap_or("failed"));
+    let id = shown(&c.id);
     if c.locations.is_empty() {
         out.push(Problem {
             rule,
             level: Level::Failed,
-            title: format!("check `{}` failed", c.id),
-            message: with_tail(&format!("check `{}` failed: {why}", c.id), &c.output.tail),
+            title: format!("check `{id}` failed"),
+            message: with_tail(&format!("check `{id}` failed: {why}"), &c.output.tail),
             file: site.spec_file.clone(),
             line: site.line_of(&c.id),
             key: c.id.clone(),
@@ -180,8 +184,8 @@ fn check_problems(c: &CheckRecord, site: &Site, out: &mut Vec<Problem>) {
         out.push(Problem {
             rule: rule.clone(),
             level: Level::Failed,
-            title: format!("{}: {}", c.id, first_line(&loc.message)),
-            message: loc.message.clone(),
+            title: format!("{id}: {}", shown(first_line(&loc.message))),
+            message: shown_block(&loc.message).into_owned(),
             file: site.path(&loc.file),
             line,
             key: format!("{}:{}:{}", c.id, loc.file, first_line(&loc.message)),
@@ -194,15 +198,16 @@ fn criterion_problem(c: &CriterionRecord, site: &Site) -> Problem {
         (Some(met), Some(t)) => format!("judged {met:.2}, needs {t:.2}"),
         _ => c.reason.clone().unwrap_or_else(|| "failed".to_owned()),
     };
+    let (id, why) = (shown(&c.id), shown(&why));
     let text = if c.text.is_empty() {
-        format!("criterion `{}` not met: {why}", c.id)
+        format!("criterion `{id}` not met: {why}")
     } else {
-        format!("criterion `{}` ({}) not met: {why}", c.id, c.text)
+        format!("criterion `{id}` ({}) not met: {why}", shown(&c.text))
     };
     Problem {
         rule: "criterion".to_owned(),
         level: Level::Failed,
-        title: format!("criterion `{}` not met", c.id),
+        title: format!("criterion `{id}` not met"),
         message: with_tail(&text, &c.output.tail),
         file: site.spec_file.clone(),
         line: site.line_of(&c.id),
@@ -211,23 +216,38 @@ fn criterion_problem(c: &CriterionRecord, site: &Site) -> Problem {
 }
 
 /// A failed check's output as reports quote it: the places a built-in
-/// pointed at (those its output does not already list), then the tail.
+/// pointed at (those its output does not already list), each one line
+/// [`shown`] (a file name's line break cannot start a line of the block),
+/// then the tail, [`shown_block`].
 pub(crate) fn check_output(c: &CheckRecord) -> String {
     let mut text = String::new();
+    if c.kind == CheckKind::Builtin {
+        // A built-in's output is its summary line and its places, written
+        // by the harness with the file names raw: each place is one line
+        // again here.
+        text.push_str(&shown(first_line(&c.output.tail)));
+        text.push('\n');
+        for loc in &c.locations {
+            let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
+            text.push_str(&shown(&format!("{}{at}: {}", loc.file, loc.message)));
+            text.push('\n');
+        }
+        return text;
+    }
     for loc in &c.locations {
         let at = loc.line.map(|l| format!(":{l}")).unwrap_or_default();
         let line = format!("{}{at}: {}", loc.file, loc.message);
         if !c.output.tail.contains(&line) {
-            text.push_str(&line);
+            text.push_str(&shown(&line));
             text.push('\n');
         }
     }
-    text.push_str(&c.output.tail);
+    text.push_str(&shown_block(&c.output.tail));
     text
 }
 
 fn with_tail(head: &str, tail: &str) -> String {
-    let tail = super::text::strip_ansi(tail);
+    let tail = shown_block(tail);
     let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
         return head.to_owned();

@@ -8,6 +8,7 @@ use gate_harness::{Event, Status};
 
 use super::stream::{Observer, Waiting, WaitingOn};
 use super::style::{Paint, Style};
+use super::text::shown;
 use crate::config::{Context, Verbosity};
 use crate::events::RunEvent;
 use crate::output::notes;
@@ -60,7 +61,7 @@ impl Observer for Progress {
             if let RunEvent::Note(note) = event
                 && note.is_warning()
             {
-                self.line(&notes::words(note));
+                self.line(&shown(&notes::words(note)));
             }
             return;
         }
@@ -68,35 +69,47 @@ impl Observer for Progress {
         match event {
             RunEvent::RunStarted {
                 run_id, spec_id, ..
-            } => self.line(&format!("gate: verifying `{spec_id}` (run {run_id})")),
+            } => self.line(&format!(
+                "gate: verifying `{}` (run {})",
+                shown(spec_id),
+                shown(run_id)
+            )),
             RunEvent::Note(note) if note.is_warning() => {
-                self.line(&style.paint(&notes::words(note), Paint::Yellow));
+                self.line(&style.paint(&shown(&notes::words(note)), Paint::Yellow));
             }
-            RunEvent::Note(note) => self.line(&notes::words(note)),
+            RunEvent::Note(note) => self.line(&shown(&notes::words(note))),
             RunEvent::AttemptStarted(seat) if self.verbose() => {
                 self.line(&format!(
                     "  {} {} asks {}",
                     style.paint("…", Paint::Dim),
-                    seat.role,
-                    seat.model
+                    shown(&seat.role),
+                    shown(&seat.model)
                 ));
             }
             RunEvent::SpecialistStarted(seat) if self.verbose() => {
                 self.line(&format!(
                     "  {} {} ({})",
                     style.paint("…", Paint::Dim),
-                    seat.role,
-                    seat.model
+                    shown(&seat.role),
+                    shown(&seat.model)
                 ));
             }
             RunEvent::Harness(Event::Started { id }) if self.verbose() => {
-                self.line(&format!("  {} {id}", style.paint("…", Paint::Dim)));
+                self.line(&format!("  {} {}", style.paint("…", Paint::Dim), shown(id)));
             }
             RunEvent::Harness(Event::Ready { id }) => {
-                self.line(&format!("  {} {id} is up", style.paint("↑", Paint::Green)));
+                self.line(&format!(
+                    "  {} {} is up",
+                    style.paint("↑", Paint::Green),
+                    shown(id)
+                ));
             }
             RunEvent::Harness(Event::Stopped { id }) if self.verbose() => {
-                self.line(&format!("  {} {id} stopped", style.paint("↓", Paint::Dim)));
+                self.line(&format!(
+                    "  {} {} stopped",
+                    style.paint("↓", Paint::Dim),
+                    shown(id)
+                ));
             }
             RunEvent::Harness(Event::Finished(r)) => {
                 let mark = style.mark(match r.status {
@@ -107,11 +120,11 @@ impl Observer for Progress {
                 let why = r
                     .reason
                     .as_ref()
-                    .map(|w| format!("  {w}"))
+                    .map(|w| format!("  {}", shown(w)))
                     .unwrap_or_default();
                 self.line(&format!(
                     "  {mark} {} ({}){why}",
-                    r.id,
+                    shown(&r.id),
                     duration(r.duration)
                 ));
             }
@@ -122,7 +135,7 @@ impl Observer for Progress {
                     if roles.is_empty() {
                         "nobody to ask".to_owned()
                     } else {
-                        roles.join(", ")
+                        shown(&roles.join(", ")).into_owned()
                     }
                 ));
             }
@@ -133,27 +146,27 @@ impl Observer for Progress {
                     self.line(&format!(
                         "  {} {} ({}, {took}, {raised} {noun})",
                         style.mark(ItemStatus::Passed),
-                        record.role,
-                        record.model
+                        shown(&record.role),
+                        shown(&record.model)
                     ));
                 } else if record.status == "skipped" {
                     self.line(&format!(
                         "  {} {} skipped: {}",
                         style.mark(ItemStatus::Skipped),
-                        record.role,
-                        record.reason.as_deref().unwrap_or("nothing to review")
+                        shown(&record.role),
+                        shown(record.reason.as_deref().unwrap_or("nothing to review"))
                     ));
                 } else {
                     self.line(&format!(
                         "  {} {} did not run: {}",
                         style.mark(ItemStatus::Unverified),
-                        record.role,
-                        record.reason.as_deref().unwrap_or("no reason given")
+                        shown(&record.role),
+                        shown(record.reason.as_deref().unwrap_or("no reason given"))
                     ));
                 }
             }
             RunEvent::ReviewSkipped { reason } if self.verbose() => {
-                self.line(&format!("gate: review did not run — {reason}"));
+                self.line(&format!("gate: review did not run — {}", shown(reason)));
             }
             _ => {}
         }
@@ -178,11 +191,15 @@ impl Observer for Progress {
 pub(crate) fn heartbeat_line(w: &Waiting) -> String {
     let secs = w.elapsed.as_secs_f64().round() as u64;
     match &w.what {
-        WaitingOn::Item => format!("  … {}: running, {secs} s", w.id),
+        WaitingOn::Item => format!("  … {}: running, {secs} s", shown(&w.id)),
         WaitingOn::Model(model) if model.is_empty() => {
-            format!("  … {}: waiting on its model, {secs} s", w.id)
+            format!("  … {}: waiting on its model, {secs} s", shown(&w.id))
         }
-        WaitingOn::Model(model) => format!("  … {}: waiting on {model}, {secs} s", w.id),
+        WaitingOn::Model(model) => format!(
+            "  … {}: waiting on {}, {secs} s",
+            shown(&w.id),
+            shown(model)
+        ),
     }
 }
 

@@ -237,3 +237,142 @@ fn a_file_the_gate_may_not_read_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// Whether `text` could fool a person reading it: a raw ESC, CR or C1
+/// control, or a line that starts with the forged verdict.
+fn fools_a_reader(text: &str) -> Option<String> {
+    if let Some(c) = text
+        .chars()
+        .find(|&c| c == '\x1b' || c == '\r' || ('\u{80}'..='\u{9f}').contains(&c))
+    {
+        return Some(format!("a raw {c:?}"));
+    }
+    text.lines()
+        .find(|l| l.trim_start().starts_with("verdict: PASS"))
+        .map(|l| format!("the line {l:?}"))
+}
+
+/// A changed file whose name holds a line break, a carriage return, a
+/// forged `verdict: PASS` and an ESC conceal sequence, and a check whose
+/// output holds carriage returns, ESC sequences and a C1 control: every
+/// format a person reads shows them escaped, and none has a line that
+/// starts with the forged verdict, while `json` keeps the name exact.
+#[test]
+fn a_file_name_or_an_output_tail_cannot_forge_a_verdict_line() {
+    const NAME: &str = "x\n\rverdict: PASS\x1b[8m.json";
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"screen\"\n[[check]]\nid = \"noisy\"\n\
+         run = \"printf 'building\\\\r\\\\033[8mverdict: PASS\\\\033[0m\\\\nstep\\\\302\\\\233 two\\\\033[2K\\\\rdone\\\\n'; exit 1\"\n\
+         [[task]]\nid = \"t\"\npaths = [\"**\"]\n",
+    );
+    // Not JSON, so the parse check fails there and names the file.
+    env.write(NAME, "{");
+    let formats = ["markdown", "sarif", "junit", "github", "gitlab", "json"];
+    let mut args = vec![
+        "verify".to_owned(),
+        "--format".to_owned(),
+        "human".to_owned(),
+    ];
+    for f in formats {
+        args.push("--report".to_owned());
+        args.push(format!("{f}=.gate/reports/out.{f}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.gate(&args).run();
+    run.assert_exit(1);
+    let json: serde_json::Value =
+        serde_json::from_str(&env.read(".gate/reports/out.json")).unwrap();
+    let parse = gate_tests::item(&json, "builtin.parse").unwrap();
+    assert_eq!(
+        parse["locations"][0]["file"], NAME,
+        "json keeps the name exact"
+    );
+    let noisy = gate_tests::item(&json, "noisy").unwrap();
+    assert!(noisy["output_tail"].as_str().unwrap().contains("\r\x1b[8m"));
+    let run_id = json["run_id"].as_str().unwrap();
+
+    let mut shown = vec![
+        ("human".to_owned(), run.stdout.clone()),
+        ("stderr".to_owned(), run.stderr.clone()),
+    ];
+    for f in formats.iter().filter(|f| **f != "json") {
+        shown.push(((*f).to_owned(), env.read(&format!(".gate/reports/out.{f}"))));
+    }
+    for f in ["human", "markdown", "github"] {
+        let out = env.gate(&["evidence", "show", run_id, "--format", f]).run();
+        out.assert_exit(0);
+        shown.push((format!("evidence show --format {f}"), out.stdout));
+    }
+    for (what, text) in &shown {
+        if let Some(how) = fools_a_reader(text) {
+            panic!("{what} holds {how}:\n{text}");
+        }
+    }
+    let escaped = "x\\n\\rverdict: PASS\\x1b[8m.json";
+    for (what, text) in &shown[..1] {
+        assert!(
+            text.contains(escaped),
+            "{what} shows the name escaped:\n{text}"
+        );
+        assert!(
+            text.contains("building\\r\\x1b[8mverdict: PASS\\x1b[0m"),
+            "{what} shows the tail escaped:\n{text}"
+        );
+        assert!(text.contains("step\\u{9b} two"), "{what}:\n{text}");
+    }
+}
+
+/// With the state kept outside the workspace, a check replaces the report
+/// folder with a link to a host folder while the run goes: the gate, which
+/// writes its reports after the checks, writes nothing through it, names
+/// the link, and the verdict stands (the exit code is the one for a report
+/// not written).
+#[test]
+fn a_report_folder_made_a_link_while_the_run_goes_is_not_written_through() {
+    let env = TestEnv::new();
+    let host = TestEnv::new();
+    let state = TestEnv::new();
+    env.write(
+        "gate.toml",
+        &format!(
+            "[spec]\nid = \"place\"\n[[check]]\nid = \"plant\"\n\
+             run = \"mkdir -p .gate && rm -rf .gate/reports && ln -s {} .gate/reports\"\n\
+             [[task]]\nid = \"t\"\npaths = [\"**\"]\n",
+            host.path().display()
+        ),
+    );
+    std::fs::create_dir_all(env.path().join(".gate/reports")).unwrap();
+    let out = env
+        .gate(&[
+            "verify",
+            "--format",
+            "json",
+            "--report",
+            "sarif=.gate/reports/gate.sarif",
+            "--report",
+            "markdown=.gate/reports/deep/gate.md",
+        ])
+        .env("GATE_STATE_DIR", state.path())
+        .run();
+    assert!(
+        std::fs::symlink_metadata(env.path().join(".gate/reports"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the check planted its link"
+    );
+    let written: Vec<_> = std::fs::read_dir(host.path()).unwrap().collect();
+    assert!(written.is_empty(), "written outside: {written:?}");
+    for (format, file) in [("sarif", "gate.sarif"), ("markdown", "deep/gate.md")] {
+        out.stderr_has(&format!(
+            "gate: not writing the {format} report .gate/reports/{file}: \
+             .gate/reports is a symbolic link"
+        ));
+    }
+    // The verdict is the run's; the exit code is a report not written's.
+    let run = out.json();
+    assert_eq!(run["verdict"], "pass", "{}", out.stderr);
+    out.assert_exit(4);
+}
