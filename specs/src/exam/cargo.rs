@@ -8,10 +8,10 @@ use toml::{Table, Value};
 
 use crate::verifier::Word;
 
-use super::{
-    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, glob, in_dir, is_glob,
-    parent, resolve, rust,
-};
+use super::model::{ExamKind, LaunchChange, Runner, changed_keys, whole_file};
+use super::path::{ancestors, extension, glob, in_dir, is_glob, parent, resolve, test_side};
+use super::rust;
+use super::walk::{Call, Found};
 
 /// Options of `cargo test` and `cargo nextest run` that take a value
 /// (the selecting ones are read apart).
@@ -691,11 +691,11 @@ fn support_crates(
                 .and_then(Value::as_str)
                 .and_then(|p| resolve(&package.dir, p))
         };
-        let Some(dir) = dir.filter(|d| super::test_side(&in_dir(d, "Cargo.toml"))) else {
+        let Some(dir) = dir.filter(|d| test_side(&in_dir(d, "Cargo.toml"))) else {
             continue;
         };
         for file in call.ctx.files_under(&in_dir(&dir, "src")) {
-            if super::extension(&file) == Some("rs") {
+            if extension(&file) == Some("rs") {
                 let why = format!(
                     "the tests of `{}` depend on the crate `{name}`{}",
                     package.name, call.scope.via
@@ -866,7 +866,7 @@ pub(super) fn config_changes(base: Option<&[u8]>, now: Option<&[u8]>) -> Vec<Lau
     let (was, was_t) = flat_toml(base);
     let (is, is_t) = flat_toml(now);
     if unreadable(now, is_t.as_ref()) || unreadable(base, was_t.as_ref()) {
-        return super::whole_file(base, now);
+        return whole_file(base, now);
     }
     changed_keys(&was, &is, |k| {
         let top = k.split('.').next().unwrap_or(k);
@@ -918,7 +918,7 @@ pub(super) fn manifest_changes(base: Option<&[u8]>, now: Option<&[u8]>) -> Vec<L
     let (was, was_t) = flat_toml(base);
     let (is, is_t) = flat_toml(now);
     if unreadable(now, is_t.as_ref()) {
-        return super::whole_file(base, now);
+        return whole_file(base, now);
     }
     let mut out = changed_keys(&was, &is, manifest_key_counts);
     // A new `[[test]]` that only names itself adds a test; what else it

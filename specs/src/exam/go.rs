@@ -4,10 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, extension, in_dir,
-    parent, resolve,
-};
+use super::model::{ExamKind, LaunchChange, Runner, changed_keys};
+use super::path::{ancestors, extension, in_dir, parent, resolve, test_side};
+use super::walk::{Call, Found};
 
 /// `go test` flags that take a value.
 const VALUE_FLAGS: [&str; 27] = [
@@ -130,7 +129,7 @@ fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Found) {
             let Some(dir) = rest.and_then(|r| resolve(root, r)) else {
                 continue;
             };
-            if seen_dirs.contains(&dir) || !super::test_side(&in_dir(&dir, "x.go")) {
+            if seen_dirs.contains(&dir) || !test_side(&in_dir(&dir, "x.go")) {
                 continue;
             }
             seen_dirs.push(dir.clone());
@@ -363,7 +362,7 @@ fn directives(bytes: Option<&[u8]>) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Mem, configs, files};
+    use super::super::testutil::{Mem, configs, files};
     use super::super::{Runner, RunnerConfig, exam, launch_changes};
 
     fn tree() -> Mem {

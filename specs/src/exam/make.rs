@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{
-    Call, ExamKind, Found, LaunchChange, Runner, changed_keys, glob, in_dir, is_glob, resolve,
-};
+use super::model::{ExamKind, LaunchChange, Runner, changed_keys};
+use super::path::{glob, in_dir, is_glob, resolve};
+use super::walk::{Call, Found};
 
 /// The makefiles make looks for, in its order.
 const MAKEFILES: [&str; 3] = ["GNUmakefile", "makefile", "Makefile"];
@@ -617,7 +617,7 @@ fn expand(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Mem, configs, files};
+    use super::super::testutil::{Mem, configs, files};
     use super::super::{Runner, RunnerConfig, exam, launch_changes};
 
     #[test]

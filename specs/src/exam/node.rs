@@ -5,10 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
-    ini, is_glob, looks_like_path, resolve, script_entry,
+use super::fate::script_entry;
+use super::ini;
+use super::model::{ExamKind, LaunchChange, Runner, changed_keys, whole_file};
+use super::path::{
+    ancestors, extension, file_name, glob, in_dir, is_glob, looks_like_path, parent, resolve,
+    test_side,
 };
+use super::walk::{Call, Found};
 use crate::verifier::Word;
 
 /// The package manager's own commands (not scripts) that run no tests.
@@ -195,7 +199,7 @@ pub(super) fn package_manager(pm: &str, call: &Call<'_>, out: &mut Found) {
                 .skip_while(|w| w.text == "--")
                 .cloned()
                 .collect();
-            call.ctx.command(&words, &dir, call.scope, out);
+            call.run_command(&words, &dir, out);
             return;
         }
         b if BUILTINS.contains(&b) => return,
@@ -330,7 +334,7 @@ fn run_script(pm: &str, call: &Call<'_>, dir: &str, name: &str, after: &[Word], 
         ));
         return;
     };
-    let pkg_dir = super::parent(&package).to_owned();
+    let pkg_dir = parent(&package).to_owned();
     manager_configs(pm, call, &pkg_dir, &package, out);
     let bytes = call.ctx.tree.read(&package).unwrap_or_default();
     let args: Vec<&Word> = after.iter().skip_while(|w| w.text == "--").collect();
@@ -344,7 +348,7 @@ fn run_script(pm: &str, call: &Call<'_>, dir: &str, name: &str, after: &[Word], 
             })
             .chain(args.iter().map(|w| (*w).clone()))
             .collect();
-            call.ctx.command(&words, dir, call.scope, out);
+            call.run_command(&words, dir, out);
             return;
         }
         out.unresolved(format!(
@@ -533,12 +537,12 @@ fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Found) {
         if added > MAX_HELPERS {
             break;
         }
-        if !super::extension(&file).is_some_and(|e| IMPORT_EXTENSIONS.contains(&e)) {
+        if !extension(&file).is_some_and(|e| IMPORT_EXTENSIONS.contains(&e)) {
             continue;
         }
         // Jest's and Vitest's snapshots: `__snapshots__/<file>.snap` beside it.
         let snapshot = in_dir(
-            &in_dir(super::parent(&file), "__snapshots__"),
+            &in_dir(parent(&file), "__snapshots__"),
             &format!("{}.snap", file_name(&file)),
         );
         if call.ctx.exists(&snapshot) && seen.insert(snapshot.clone()) {
@@ -556,10 +560,10 @@ fn helpers(call: &Call<'_>, mut queue: Vec<String>, out: &mut Found) {
             if !(literal.starts_with("./") || literal.starts_with("../")) {
                 continue;
             }
-            let Some(found) = import_target(call, super::parent(&file), &literal) else {
+            let Some(found) = import_target(call, parent(&file), &literal) else {
                 continue;
             };
-            if super::test_side(&found) && seen.insert(found.clone()) {
+            if test_side(&found) && seen.insert(found.clone()) {
                 let why = format!("`{file}` names it{}", call.scope.via);
                 out.file(&found, why, ExamKind::File);
                 added += 1;
@@ -725,7 +729,7 @@ fn named_in_config(call: &Call<'_>, config: &str, out: &mut Found) {
             .unwrap_or_default(),
         None => text,
     };
-    let yaml = matches!(super::extension(path), Some("yml" | "yaml"));
+    let yaml = matches!(extension(path), Some("yml" | "yaml"));
     let mut words = string_literals(&text);
     if yaml {
         words.extend(
@@ -733,7 +737,7 @@ fn named_in_config(call: &Call<'_>, config: &str, out: &mut Found) {
                 .map(str::to_owned),
         );
     }
-    let dir = super::parent(path);
+    let dir = parent(path);
     for word in words {
         let word = word.replace("<rootDir>", ".");
         if !looks_like_path(&word) || is_glob(&word) || word.contains("node_modules") {
@@ -761,7 +765,7 @@ fn config_matches(name: &str, call: &Call<'_>, config: &str) -> Vec<String> {
     let Some(text) = call.read_text(path) else {
         return Vec::new();
     };
-    let dir = super::parent(path);
+    let dir = parent(path);
     let mut patterns = Vec::new();
     for key in SELECTING_KEYS {
         let mut rest = text.as_str();
@@ -794,7 +798,7 @@ fn config_matches(name: &str, call: &Call<'_>, config: &str) -> Vec<String> {
                 .filter(|f| {
                     m.is_match(f.as_str())
                         && !f.contains("node_modules")
-                        && (default_test(name, f, None) || super::test_side(f))
+                        && (default_test(name, f, None) || test_side(f))
                         && !out.contains(*f)
                 })
                 .cloned()
@@ -949,9 +953,9 @@ pub(super) fn npm_changes(
         }),
         "package.json" => match (json_keys(base, None), json_keys(now, None)) {
             (Some(w), Some(n)) => changed_keys(&w, &n, |k| PACKAGE_JSON_KEYS.contains(&k)),
-            _ => super::whole_file(base, now),
+            _ => whole_file(base, now),
         },
-        _ => super::whole_file(base, now),
+        _ => whole_file(base, now),
     }
 }
 
@@ -971,14 +975,14 @@ pub(super) fn runner_changes(
     now: Option<&[u8]>,
 ) -> Vec<LaunchChange> {
     let Some(section) = section else {
-        return super::whole_file(base, now);
+        return whole_file(base, now);
     };
     match (
         json_keys(base, Some(section)),
         json_keys(now, Some(section)),
     ) {
         (Some(w), Some(n)) => changed_keys(&w, &n, |_| true),
-        _ => super::whole_file(base, now),
+        _ => whole_file(base, now),
     }
 }
 

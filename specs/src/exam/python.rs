@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Call, ExamKind, Found, LaunchChange, Runner, ancestors, changed_keys, file_name, glob, in_dir,
-    ini, is_glob, parent, resolve,
+use super::ini;
+use super::model::{ExamKind, LaunchChange, Runner, changed_keys, whole_file};
+use super::path::{
+    ancestors, extension, file_name, glob, in_dir, is_glob, parent, resolve, test_side,
 };
+use super::walk::{Call, Found};
 use crate::verifier::Word;
 
 /// Options of pytest that take a value.
@@ -177,7 +179,7 @@ const MAX_HELPERS: usize = 2_000;
 fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Found) {
     let mut queue: Vec<String> = out.files[from..]
         .iter()
-        .filter(|f| f.kind == ExamKind::File && super::extension(&f.path) == Some("py"))
+        .filter(|f| f.kind == ExamKind::File && extension(&f.path) == Some("py"))
         .map(|f| f.path.clone())
         .collect();
     let mut seen: std::collections::HashSet<String> = queue.iter().cloned().collect();
@@ -204,7 +206,7 @@ fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Found) {
             found.extend(import_files(call, root, &file, level, &module, &names));
         }
         for path in found {
-            if super::test_side(&path) && seen.insert(path.clone()) {
+            if test_side(&path) && seen.insert(path.clone()) {
                 let why = format!("`{file}` imports it{}", call.scope.via);
                 out.file(&path, why, ExamKind::File);
                 added += 1;
@@ -515,7 +517,7 @@ fn skipped(base: &str, file: &str) -> bool {
     let dirs: Vec<&str> = rel.split('/').collect();
     dirs[..dirs.len().saturating_sub(1)]
         .iter()
-        .any(|d| d.starts_with('.') || super::extension(d) == Some("egg") || NORECURSE.contains(d))
+        .any(|d| d.starts_with('.') || extension(d) == Some("egg") || NORECURSE.contains(d))
 }
 
 /// The test files under a directory whose names match `patterns`.
@@ -561,7 +563,7 @@ fn unittest_files(call: &Call<'_>, args: &[Word], out: &mut Found) {
             ));
             continue;
         }
-        let path = if name.text.contains('/') || super::extension(&name.text) == Some("py") {
+        let path = if name.text.contains('/') || extension(&name.text) == Some("py") {
             resolve(call.dir, &name.text)
         } else {
             module_file(call, &name.text)
@@ -637,7 +639,7 @@ pub(super) fn pytest_changes(
     now: Option<&[u8]>,
 ) -> Vec<LaunchChange> {
     let Some(section) = section.filter(|_| name != "conftest.py") else {
-        return super::whole_file(base, now);
+        return whole_file(base, now);
     };
     let read = |b: Option<&[u8]>| -> Option<BTreeMap<String, String>> {
         let Some(b) = b else {
@@ -667,7 +669,7 @@ pub(super) fn pytest_changes(
     };
     match (read(base), read(now)) {
         (Some(w), Some(n)) => changed_keys(&w, &n, |_| true),
-        _ => super::whole_file(base, now),
+        _ => whole_file(base, now),
     }
 }
 

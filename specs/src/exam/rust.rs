@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{Ctx, parent, resolve};
+use super::path::{extension, in_dir, is_glob, looks_like_path, parent, resolve, test_side};
+use super::walk::Ctx;
 
 /// The most files one target's module tree is followed into.
 const MAX_FILES: usize = 2_000;
@@ -59,7 +60,7 @@ pub(super) fn pulled_in(
             };
             if seen.insert(path.clone()) {
                 out.push((path.clone(), why));
-                if super::extension(&path) == Some("rs") && found.kind != Kind::Bytes {
+                if extension(&path) == Some("rs") && found.kind != Kind::Bytes {
                     queue.push(Source { path, mod_rs });
                 }
             }
@@ -78,10 +79,10 @@ pub(super) fn pulled_in(
 /// `snapshots/` directory's files.
 fn data_files(ctx: &Ctx<'_>, toks: &[Tok], path: &str, package_dir: &str) -> Vec<String> {
     let dir = parent(path);
-    let mut out: Vec<String> = ctx.files_under(&super::in_dir(dir, "snapshots"));
+    let mut out: Vec<String> = ctx.files_under(&in_dir(dir, "snapshots"));
     for tok in toks {
         let Tok::Str(s) = tok else { continue };
-        if !super::looks_like_path(s) || super::is_glob(s) || s.contains('\n') {
+        if !looks_like_path(s) || is_glob(s) || s.contains('\n') {
             continue;
         }
         let candidates = [
@@ -89,7 +90,7 @@ fn data_files(ctx: &Ctx<'_>, toks: &[Tok], path: &str, package_dir: &str) -> Vec
             resolve(dir, s),
         ];
         for c in candidates.into_iter().flatten() {
-            if c != path && super::test_side(&c) && ctx.exists(&c) && !out.contains(&c) {
+            if c != path && test_side(&c) && ctx.exists(&c) && !out.contains(&c) {
                 out.push(c);
             }
         }
@@ -131,10 +132,10 @@ impl Reference {
         // Where the modules declared in this file live.
         let mut base = dir.to_owned();
         if !from.mod_rs && (self.path_attr.is_none() || !self.inline.is_empty()) {
-            base = super::in_dir(&base, stem);
+            base = in_dir(&base, stem);
         }
         for m in &self.inline {
-            base = super::in_dir(&base, m);
+            base = in_dir(&base, m);
         }
         match (self.kind, &self.path_attr) {
             (Kind::Module, Some(p)) => {
@@ -144,8 +145,8 @@ impl Reference {
                 Some((path, true, why))
             }
             (Kind::Module, None) => {
-                let file = super::in_dir(&base, &format!("{}.rs", self.name));
-                let dir_mod = super::in_dir(&base, &format!("{}/mod.rs", self.name));
+                let file = in_dir(&base, &format!("{}.rs", self.name));
+                let dir_mod = in_dir(&base, &format!("{}/mod.rs", self.name));
                 let why = format!("`{}` declares `mod {};`", from.path, self.name);
                 if ctx.exists(&file) {
                     Some((file, false, why))
@@ -423,16 +424,13 @@ fn char_literal_end(chars: &[char], i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::Mem;
-    use super::super::{BTreeMap, Ctx, RefCell};
+    use super::super::testutil::Mem;
+    use super::super::walk::Ctx;
     use super::*;
 
     fn pulled(files: &[(&str, &str)], root: &str) -> (Vec<String>, usize) {
         let tree = Mem::new(files);
-        let ctx = Ctx {
-            tree: &tree,
-            listings: RefCell::new(BTreeMap::new()),
-        };
+        let ctx = Ctx::new(&tree);
         let (found, unresolved) = pulled_in(&ctx, root, "");
         let mut paths: Vec<String> = found.into_iter().map(|(p, _)| p).collect();
         paths.sort();

@@ -1,4 +1,4 @@
-use super::super::testing::{Mem, configs, files};
+use super::super::testutil::{Mem, configs, files};
 use super::super::{LaunchChange, Runner, RunnerConfig, exam, launch_changes};
 
 fn tree() -> Mem {
