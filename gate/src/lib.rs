@@ -29,6 +29,7 @@ pub(crate) mod environment;
 pub(crate) mod errors;
 pub(crate) mod eval;
 pub(crate) mod events;
+pub(crate) mod exam;
 pub(crate) mod exit;
 pub(crate) mod findings;
 pub(crate) mod git;

@@ -504,6 +504,22 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
             }
         }
     }
+    // What the runners make their exam of: compared here by their own rules
+    // with a base, else protected like the verifiers.
+    let exam = crate::exam::compare(&crate::exam::Inputs {
+        spec,
+        base_spec: inputs.base_spec,
+        workspace: inputs.workspace,
+        now_files: &now_files,
+        base: inputs.base.map(|(git, commit)| (git, commit, &ref_set)),
+        base_dir: inputs.base_dir.as_deref(),
+    });
+    if inputs.base.is_none() {
+        for path in &exam.paths {
+            protected.entry(path.clone()).or_default();
+        }
+    }
+    out.unprotected.retain(|id| !exam.covered.contains(id));
 
     // Each protected file, compared with its reference.
     let was = match (inputs.base, diff) {
@@ -550,14 +566,22 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
 
     // The base's versions of what was modified, for the sandbox to show.
     out.overlays = overlays(&inputs, &fates, &was).await;
+    out.findings.extend(exam.findings);
+    for overlay in exam.overlays {
+        if !out.overlays.iter().any(|had| had.target == overlay.target) {
+            out.overlays.push(overlay);
+        }
+    }
 
-    out.paths = protected.keys().cloned().collect();
-    for path in protected.keys() {
+    let mut paths: BTreeSet<String> = protected.keys().cloned().collect();
+    paths.extend(exam.paths);
+    for path in &paths {
         let abs = inputs.workspace.join(path);
         if present(&now_files, path) {
             out.read_only.push(abs);
         }
     }
+    out.paths = paths.into_iter().collect();
     out.reference = reference_kept(&inputs, &protected, &now_files);
     Ok(out)
 }

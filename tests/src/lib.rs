@@ -144,6 +144,23 @@ impl TestEnv {
     }
 }
 
+/// A run's findings (`verify --format json`) but the warning that names
+/// criteria whose command runs no file of the workspace, which most test
+/// specs' one-line criteria (`test -f …`) raise.
+pub fn findings(run: &Value) -> Vec<&Value> {
+    run["findings"]
+        .as_array()
+        .map(|all| all.iter().filter(|f| !unprotected(f)).collect())
+        .unwrap_or_default()
+}
+
+/// Whether `finding` is the warning on criteria nothing protects.
+pub fn unprotected(finding: &Value) -> bool {
+    finding["title"]
+        .as_str()
+        .is_some_and(|t| t.contains("no file of the workspace: nothing protects"))
+}
+
 /// The check or criterion `id` of a run's JSON (`verify --format json`,
 /// or the `run` of `evidence show`), if the run has it.
 pub fn item<'a>(run: &'a Value, id: &str) -> Option<&'a Value> {

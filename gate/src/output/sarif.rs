@@ -154,6 +154,7 @@ pub(crate) fn render(record: &RunRecord, site: &Site) -> Value {
                 "id": p.rule,
                 "shortDescription": {"text": format!("gate: {}", p.rule)},
                 "fullDescription": {"text": format!("Problems the gate reports under {}.", p.rule)},
+                "help": {"text": format!("Problems the gate reports under {}.", p.rule)},
                 "defaultConfiguration": {"level": "warning"},
                 "properties": {"tags": ["gate"]},
             }));

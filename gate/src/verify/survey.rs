@@ -121,6 +121,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
         &snapshot,
     );
     let globs_unmatched = !coverage_findings.is_empty();
+    coverage_findings.extend(unprotected(&setup.spec_file, &protection.unprotected));
     if trust.base.is_some() {
         let mut own = change::relative_to(&ctx.workspace, &config_files);
         own.extend(rule_files.iter().cloned());
@@ -182,4 +183,32 @@ async fn changed(
         &change::relative_to(&ctx.workspace, &own_paths),
     );
     Ok(changed)
+}
+
+/// A warning, in every output, for the criteria nothing protects: neither
+/// a script they name nor a test runner's exam is a file of the workspace.
+fn unprotected(spec_file: &str, ids: &[String]) -> Option<Finding> {
+    let quoted: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
+    let title = match quoted.as_slice() {
+        [] => return None,
+        [one] => format!(
+            "criterion {one} runs no file of the workspace: nothing protects what decides it"
+        ),
+        many => format!(
+            "criteria {} run no file of the workspace: nothing protects what decides them",
+            many.join(", ")
+        ),
+    };
+    Some(Finding::raised(
+        crate::guard::GUARD_ROLE,
+        "warning",
+        spec_file.to_owned(),
+        None,
+        title,
+        "Neither a script they name nor a test runner's own exam is a file of the workspace, \
+         so a change could alter what decides them unseen; name the files they depend on in \
+         `[spec] protected`."
+            .to_owned(),
+        1.0,
+    ))
 }

@@ -330,10 +330,8 @@ fn every_raised_finding_is_accounted_for() {
     let out = env.gate(&["verify", "--format", "json"]).run();
     out.assert_exit(0);
     let doc = out.json();
-    let titles: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let titles: Vec<&str> = gate_tests::findings(&doc)
+        .into_iter()
         .map(|f| f["title"].as_str().unwrap())
         .collect();
     assert_eq!(titles, [WARNING]);

@@ -438,7 +438,17 @@ judge = "model"
 
     assert_eq!(doc["review"]["status"], "did_not_run");
     assert!(doc["review"]["specialists"].as_array().unwrap().is_empty());
-    assert_eq!(doc["findings"], serde_json::json!([]));
+    // The one finding: criteria whose command runs no file of the workspace.
+    let titles: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["criterion `orders-201` runs no file of the workspace: nothing protects what decides it"]
+    );
     assert_eq!(doc["doom_loop"], serde_json::Value::Null);
     // Progress goes to stderr: stdout is the JSON document alone.
     assert!(out.stdout.trim_start().starts_with('{'));
