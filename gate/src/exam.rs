@@ -399,10 +399,10 @@ impl Compared<'_> {
             format!(
                 "Runner configuration is part of the exam: {}.{}",
                 keys.join("; "),
-                if shown_base {
-                    " The items ran with the base's copy."
-                } else {
-                    ""
+                match (shown_base, was) {
+                    (false, _) => "",
+                    (true, Some(_)) => " The items ran with the base's copy.",
+                    (true, None) => " The base has no such file: the items ran with it empty.",
                 }
             ),
         );

@@ -504,22 +504,7 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
             }
         }
     }
-    // What the runners make their exam of: compared here by their own rules
-    // with a base, else protected like the verifiers.
-    let exam = crate::exam::compare(&crate::exam::Inputs {
-        spec,
-        base_spec: inputs.base_spec,
-        workspace: inputs.workspace,
-        now_files: &now_files,
-        base: inputs.base.map(|(git, commit)| (git, commit, &ref_set)),
-        base_dir: inputs.base_dir.as_deref(),
-    });
-    if inputs.base.is_none() {
-        for path in &exam.paths {
-            protected.entry(path.clone()).or_default();
-        }
-    }
-    out.unprotected.retain(|id| !exam.covered.contains(id));
+    let exam = runners_exam(&inputs, (&now_files, &ref_set), &mut protected, &mut out);
 
     // Each protected file, compared with its reference.
     let was = match (inputs.base, diff) {
@@ -542,7 +527,13 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
         (None, None) => BTreeMap::new(),
     };
     let has_reference = inputs.base.is_some() || inputs.previous.is_some();
-    let (fates, added) = compare(&inputs, &protected, (&now_files, &ref_set), &was);
+    let (mut fates, added) = compare(&inputs, &protected, (&now_files, &ref_set), &was);
+    let gained = only_gained(&inputs, &by_item, &protected, &mut fates).await;
+    out.findings.extend(
+        gained
+            .into_iter()
+            .filter(|g| !exam.findings.iter().any(|f| f.title == g.title)),
+    );
     // One run directly that was never executable is the spec's fault, as
     // one that never existed is; one the change made non-executable is not.
     for (id, path) in direct_known {
@@ -584,6 +575,91 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     out.paths = paths.into_iter().collect();
     out.reference = reference_kept(&inputs, &protected, &now_files);
     Ok(out)
+}
+
+/// What the runners make their exam of (`crate::exam`): compared there by
+/// its own rules with a base, else protected like the verifiers; the
+/// criteria it covers are no longer unprotected.
+fn runners_exam(
+    inputs: &Inputs<'_>,
+    (now_files, ref_set): (&BTreeSet<&str>, &BTreeSet<&str>),
+    protected: &mut BTreeMap<String, Namers>,
+    out: &mut Protection,
+) -> crate::exam::Found {
+    let exam = crate::exam::compare(&crate::exam::Inputs {
+        spec: inputs.spec,
+        base_spec: inputs.base_spec,
+        workspace: inputs.workspace,
+        now_files,
+        base: inputs.base.map(|(git, commit)| (git, commit, ref_set)),
+        base_dir: inputs.base_dir.as_deref(),
+    });
+    if inputs.base.is_none() {
+        for path in &exam.paths {
+            protected.entry(path.clone()).or_default();
+        }
+    }
+    out.unprotected.retain(|id| !exam.covered.contains(id));
+    exam
+}
+
+/// The test files a runner is given (`pytest tests/x.py`) that the change
+/// only added lines to, taken out of `fates`: a suite that gained tests
+/// still runs its old ones, so each is a warning, as a test runner's exam
+/// is (`crate::exam`). A file `[spec] protected` names, or that a shell or
+/// an interpreter runs, stays critical: a script that gained a line (an
+/// `exit 0` at its top) may run nothing of what it did.
+async fn only_gained(
+    inputs: &Inputs<'_>,
+    by_item: &[(String, bool, Vec<gate_specs::VerifierPath>)],
+    protected: &BTreeMap<String, Namers>,
+    fates: &mut BTreeMap<String, (Tampering, String)>,
+) -> Vec<Finding> {
+    let Some((git, commit)) = inputs.base else {
+        return Vec::new();
+    };
+    let named = |path: &str| {
+        by_item
+            .iter()
+            .flat_map(|(_, _, paths)| paths.iter())
+            .filter(|p| {
+                path.strip_prefix(p.path.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    let candidates: Vec<String> = fates
+        .iter()
+        .filter(|(_, (fate, _))| matches!(fate, Tampering::Modified))
+        .map(|(path, _)| path.clone())
+        .filter(|path| {
+            let names = named(path);
+            !names.is_empty()
+                && names.iter().all(|n| n.runner)
+                && !protected.get(path).is_some_and(|n| n.glob)
+        })
+        .collect();
+    for path in candidates {
+        let full = inputs.workspace.join(&path);
+        let (Ok(Some(was)), Ok(now)) = (git.read_at(commit, &full).await, std::fs::read(&full))
+        else {
+            continue;
+        };
+        if gate_specs::line_fate(&was, &now) != gate_specs::LineFate::OnlyGained {
+            continue;
+        }
+        if let Some((_, by)) = fates.remove(&path) {
+            out.push(warning(
+                &path,
+                format!("The change adds tests to the exam file `{path}`, which {by} runs"),
+                "Its lines from before the change are all still there, so its old tests \
+                 still run; the new ones are self-certified."
+                    .to_owned(),
+            ));
+        }
+    }
+    out
 }
 
 /// A file's state now.

@@ -47,6 +47,11 @@ pub struct VerifierPath {
     /// where the workspace has it, now or before the change; otherwise the
     /// module is an installed one.
     pub module: bool,
+    /// Whether a test runner is given it (`pytest tests/x.py`), rather than
+    /// a shell or an interpreter running it: a suite that only gained tests
+    /// still runs its old ones, where a script that gained a line may no
+    /// longer run them.
+    pub runner: bool,
 }
 
 /// Interpreters whose first operand is the script they run.
@@ -234,6 +239,7 @@ pub(crate) fn runs(words: &[Word], found: &mut Vec<VerifierPath>) -> Option<Stri
             direct: true,
             first: true,
             module: false,
+            runner: false,
         });
         return None;
     }
@@ -288,6 +294,7 @@ fn interpreted(name: &str, args: &[Word], found: &mut Vec<VerifierPath>) -> Opti
                 direct: false,
                 first: true,
                 module: false,
+                runner: false,
             });
         }
         return None;
@@ -314,6 +321,7 @@ fn module_files(module: &str) -> Vec<VerifierPath> {
         direct: false,
         first: true,
         module: true,
+        runner: false,
     };
     let mut out: Vec<VerifierPath> = (1..parts.len())
         .map(|n| candidate(format!("{}/__init__.py", parts[..n].join("/"))))
@@ -346,6 +354,7 @@ fn tested(args: &[Word], found: &mut Vec<VerifierPath>) {
                 direct: false,
                 first: true,
                 module: false,
+                runner: true,
             });
         }
     }

@@ -15,6 +15,7 @@ mod completions;
 mod doctor;
 mod eval;
 mod evidence;
+mod exam;
 mod example;
 mod grounds;
 mod hostile;

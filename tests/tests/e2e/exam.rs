@@ -1,0 +1,377 @@
+//! The exam as each ecosystem runs it, on real cargo, npm, make and pytest
+//! workspaces the test makes: every edit of a runner's exam and every
+//! runner-configuration trick is a critical finding and a failing run,
+//! with and without `[spec] protected`; the legitimate changes pass.
+//!
+//! Each workspace is a git repository whose base commit has a passing
+//! criterion; the change breaks the code under test (so the criterion
+//! fails honestly) and then tries to make it pass anyway.
+
+use std::path::PathBuf;
+
+use gate_tests::TestEnv;
+use serde_json::Value;
+
+/// An ecosystem: its files at the base, the criterion that runs its
+/// runner, and how the change breaks the code under test.
+struct Ecosystem {
+    name: &'static str,
+    files: &'static [(&'static str, &'static str)],
+    run: &'static str,
+    protected: &'static str,
+}
+
+const CARGO: Ecosystem = Ecosystem {
+    name: "cargo",
+    files: &[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"srv\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn ping() -> &'static str {\n    \"PONG\"\n}\n",
+        ),
+        (
+            "tests/server.rs",
+            "mod common;\n\n#[test]\nfn ping_pongs() {\n    assert_eq!(srv::ping(), common::PONG);\n}\n",
+        ),
+        ("tests/common/mod.rs", "pub const PONG: &str = \"PONG\";\n"),
+    ],
+    run: "cargo test --offline --test server",
+    protected: "[\"src/**\", \"tests/**\", \"Cargo.toml\"]",
+};
+
+const NPM: Ecosystem = Ecosystem {
+    name: "npm",
+    files: &[
+        (
+            "package.json",
+            "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node tests/run.js\"\n  }\n}\n",
+        ),
+        ("src/app.js", "exports.ping = () => 'PONG';\n"),
+        (
+            "tests/run.js",
+            "const assert = require('assert');\nassert.strictEqual(require('../src/app.js').ping(), 'PONG');\n",
+        ),
+    ],
+    run: "npm test",
+    protected: "[\"src/**\", \"tests/**\", \"package.json\", \".npmrc\"]",
+};
+
+const MAKE: Ecosystem = Ecosystem {
+    name: "make",
+    files: &[
+        ("Makefile", "check:\n\tsh tests/check.sh\n"),
+        ("src/app.txt", "PONG\n"),
+        ("tests/check.sh", "grep -q PONG src/app.txt\n"),
+    ],
+    run: "make check",
+    protected: "[\"src/**\", \"tests/**\", \"Makefile\"]",
+};
+
+const PYTEST: Ecosystem = Ecosystem {
+    name: "pytest",
+    files: &[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"app\"\nversion = \"1.0\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n",
+        ),
+        ("src/app.txt", "PONG\n"),
+        (
+            "tests/test_app.py",
+            "import pathlib\n\n\ndef test_ping():\n    assert pathlib.Path('src/app.txt').read_text() == 'PONG\\n'\n",
+        ),
+    ],
+    run: "python -m pytest tests/",
+    protected: "[\"src/**\", \"tests/**\", \"pyproject.toml\"]",
+};
+
+/// A conftest.py that reports every failed test as passed.
+const PASSING_CONFTEST: &str = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n\
+def pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n\
+    if report.when == 'call':\n        report.outcome = 'passed'\n";
+
+/// The base committed on `main`, the change's branch checked out.
+fn workspace(eco: &Ecosystem, protected: bool) -> TestEnv {
+    let env = TestEnv::new();
+    let protected = if protected {
+        format!("protected = {}\n", eco.protected)
+    } else {
+        String::new()
+    };
+    // pytest lives in the test suite's own virtual environment: shown to
+    // the items read-only.
+    let readable = venv().map_or_else(String::new, |dir| {
+        format!("[sandbox]\nreadable = [\"{}\"]\n", dir.display())
+    });
+    env.write(
+        "gate.toml",
+        &format!(
+            "[spec]\nid = \"{}\"\n{protected}[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+             [[task.criterion]]\nid = \"pings\"\ntext = \"ping answers\"\nrun = \"{}\"\n{readable}",
+            eco.name, eco.run
+        ),
+    );
+    env.write(
+        ".gitignore",
+        ".gate/\ntarget/\nCargo.lock\n__pycache__/\n.pytest_cache/\n",
+    );
+    for (path, text) in eco.files {
+        env.write(path, text);
+    }
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.git(&["checkout", "-q", "-b", "feature"]);
+    env
+}
+
+/// The code under test broken: the criterion fails unless something is
+/// done about its exam.
+fn break_code(env: &TestEnv, eco: &Ecosystem) {
+    let (path, _) = eco.files[1];
+    let text = env.read(path).replace("PONG", "PANG");
+    env.write(path, &text);
+}
+
+/// The test suite's virtual environment (`GATE_TEST_PYTHON`'s), which has
+/// pytest.
+fn venv() -> Option<PathBuf> {
+    let python = PathBuf::from(std::env::var_os("GATE_TEST_PYTHON")?);
+    Some(python.parent()?.parent()?.to_path_buf())
+}
+
+/// The `PATH` the gate runs with: pytest's Python first.
+fn path() -> std::ffi::OsString {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(venv) = venv() {
+        dirs.push(venv.join("bin"));
+    }
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
+}
+
+fn verify(env: &TestEnv) -> Value {
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "the change", "--allow-empty"]);
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .env("PATH", path())
+        .timeout(std::time::Duration::from_secs(300))
+        .run();
+    let mut doc = out.json();
+    doc["exit"] = out.code.into();
+    doc
+}
+
+fn titles(doc: &Value, severity: &str) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == severity)
+        .map(|f| f["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+type Change = fn(&TestEnv, &Ecosystem);
+
+/// Every trick: the ecosystem, what the change does besides breaking the
+/// code, and what the critical finding's title holds.
+fn tricks() -> Vec<(&'static Ecosystem, &'static str, Change, &'static str)> {
+    vec![
+        (
+            &CARGO,
+            "the integration test expects the new behaviour",
+            |env, _| {
+                let text = env.read("tests/common/mod.rs").replace("PONG", "PANG");
+                env.write("tests/common/mod.rs", &text);
+            },
+            "exam file `tests/common/mod.rs`",
+        ),
+        (
+            &CARGO,
+            "a target runner that runs nothing",
+            |env, _| {
+                env.write(
+                    ".cargo/config.toml",
+                    "[target.'cfg(all())']\nrunner = \"true\"\n",
+                );
+            },
+            "`.cargo/config.toml`",
+        ),
+        (
+            &CARGO,
+            "a toolchain of the change's own",
+            |env, _| {
+                env.write(
+                    "rust-toolchain.toml",
+                    "[toolchain]\npath = \"/opt/fake-rust\"\n",
+                );
+            },
+            "`rust-toolchain.toml` `toolchain.path`",
+        ),
+        (
+            &NPM,
+            "the test script runs nothing",
+            |env, _| {
+                let text = env
+                    .read("package.json")
+                    .replace("node tests/run.js", "node -e 0");
+                env.write("package.json", &text);
+            },
+            "`scripts.test` of `package.json`",
+        ),
+        (
+            &NPM,
+            "a script shell that runs nothing",
+            |env, _| drop(env.write(".npmrc", "script-shell=/bin/true\n")),
+            "`.npmrc` `script-shell`",
+        ),
+        (
+            &MAKE,
+            "the recipe checks nothing",
+            |env, _| drop(env.write("Makefile", "check:\n\ttrue\n")),
+            "`Makefile`",
+        ),
+        (
+            &PYTEST,
+            "the test expects the new behaviour",
+            |env, _| {
+                let text = env.read("tests/test_app.py").replace("PONG", "PANG");
+                env.write("tests/test_app.py", &text);
+            },
+            "`tests/test_app.py`",
+        ),
+        (
+            &PYTEST,
+            "a conftest.py that passes every test",
+            |env, _| drop(env.write("tests/conftest.py", PASSING_CONFTEST)),
+            "`tests/conftest.py`",
+        ),
+        (
+            &PYTEST,
+            "pytest told to deselect the test",
+            |env, _| {
+                let text = env.read("pyproject.toml").replace(
+                    "addopts = \"-q\"",
+                    "addopts = \"-q -k 'not ping' -p no:cacheprovider\"",
+                );
+                env.write("pyproject.toml", &text);
+            },
+            "`pyproject.toml`",
+        ),
+    ]
+}
+
+#[test]
+fn every_exam_edit_and_runner_trick_is_critical_with_and_without_protection() {
+    for (eco, what, change, named) in tricks() {
+        for protected in [false, true] {
+            let env = workspace(eco, protected);
+            break_code(&env, eco);
+            change(&env, eco);
+            let doc = verify(&env);
+            let case = format!("{} / {what} / protected {protected}", eco.name);
+            assert_eq!(doc["exit"], 1, "{case}: {:#}", doc["findings"]);
+            let critical = titles(&doc, "critical");
+            assert!(
+                critical.iter().any(|t| t.contains(named)),
+                "{case}: no critical finding naming {named}: {critical:#?}"
+            );
+        }
+    }
+}
+
+/// What a change may do to the exam's neighbourhood and still pass: a new
+/// test added to an existing exam file (a warning: self-certified), a lint
+/// setting, a dependency, a target of the makefile no criterion runs.
+#[test]
+fn legitimate_changes_around_the_exam_pass() {
+    let cases: Vec<(&Ecosystem, &str, Change, Option<&str>)> = vec![
+        (
+            &CARGO,
+            "a new test in the integration test",
+            |env, _| {
+                let text = env.read("tests/server.rs")
+                    + "\n#[test]\nfn ping_is_short() {\n    assert!(srv::ping().len() < 10);\n}\n";
+                env.write("tests/server.rs", &text);
+            },
+            Some("adds tests to the exam file `tests/server.rs`"),
+        ),
+        (
+            &CARGO,
+            "a lint setting",
+            |env, _| {
+                let text = env.read("Cargo.toml") + "\n[lints.rust]\nunused = \"allow\"\n";
+                env.write("Cargo.toml", &text);
+            },
+            None,
+        ),
+        (
+            &NPM,
+            "a dependency",
+            |env, _| {
+                let text = env.read("package.json").replace(
+                    "  \"scripts\"",
+                    "  \"dependencies\": {\n    \"left-pad\": \"1.3.0\"\n  },\n  \"scripts\"",
+                );
+                env.write("package.json", &text);
+            },
+            None,
+        ),
+        (
+            &MAKE,
+            "a target no criterion runs",
+            |env, _| {
+                let text = env.read("Makefile") + "\nlint:\n\ttrue\n";
+                env.write("Makefile", &text);
+            },
+            None,
+        ),
+        (
+            &PYTEST,
+            "a new test in the existing file",
+            |env, _| {
+                let text = env.read("tests/test_app.py")
+                    + "\n\ndef test_ping_is_short():\n    assert len('PONG') < 10\n";
+                env.write("tests/test_app.py", &text);
+            },
+            Some("adds tests to the exam file `tests/test_app.py`"),
+        ),
+        (
+            &PYTEST,
+            "a dependency and a new test",
+            |env, _| {
+                let text = env.read("pyproject.toml").replace(
+                    "version = \"1.0\"\n",
+                    "version = \"1.0\"\ndependencies = [\"requests\"]\n",
+                );
+                env.write("pyproject.toml", &text);
+                env.write(
+                    "tests/test_more.py",
+                    "def test_more():\n    assert 1 + 1 == 2\n",
+                );
+            },
+            Some("tests/test_more.py"),
+        ),
+    ];
+    for (eco, what, change, warned) in cases {
+        let env = workspace(eco, false);
+        change(&env, eco);
+        let doc = verify(&env);
+        let case = format!("{} / {what}", eco.name);
+        assert_eq!(doc["exit"], 0, "{case}: {:#}", doc["findings"]);
+        assert!(titles(&doc, "critical").is_empty(), "{case}");
+        if let Some(warned) = warned {
+            let warnings = titles(&doc, "warning");
+            assert!(
+                warnings.iter().any(|t| t.contains(warned)),
+                "{case}: {warnings:#?}"
+            );
+        }
+    }
+}
