@@ -388,7 +388,7 @@ impl Compared<'_> {
         self.critical(
             path,
             format!(
-                "The change alters how {} starts: `{path}` {}",
+                "The change alters how the runner of {} starts: `{path}` {}",
                 named(ids),
                 changes
                     .iter()

@@ -500,13 +500,19 @@ impl Isolation {
     /// The launcher of the gate's own tools (`git`): an environment of
     /// their own and, where the machine isolates, a sandbox in which the
     /// workspace is read-only and no network is reachable.
-    pub(crate) fn tools(&self) -> Launcher {
+    /// With `top`, the work tree of the workspace's repository (a folder
+    /// above it when the workspace is a folder of a larger repository), the
+    /// whole work tree is shown read-only, its `.git` with it.
+    pub(crate) fn tools(&self, top: Option<&Path>) -> Launcher {
         match &self.sandbox {
             None => Launcher::new(self.tools_env.clone()),
             Some(sandbox) => {
                 let mut tools = sandbox.clone();
                 tools.hidden = hidden(&self.candidates);
-                tools.read_only = vec![sandbox.workspace.clone()];
+                if let Some(top) = top {
+                    tools.workspace = top.to_path_buf();
+                }
+                tools.read_only = vec![tools.workspace.clone()];
                 tools.writable.clear();
                 tools.network = Network::Private;
                 // The gate's own: no item's code runs here.

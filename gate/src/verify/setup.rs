@@ -87,7 +87,12 @@ pub(super) async fn load(
     })
     .await?;
     isolation.hand_over_workspace(&ctx.workspace)?;
-    let git = Git::new(isolation.tools(), Repository::find(&ctx.workspace));
+    let repository = Repository::find(&ctx.workspace);
+    let top = repository
+        .as_ref()
+        .ok()
+        .map(|r| r.work_tree().to_path_buf());
+    let git = Git::new(isolation.tools(top.as_deref()), repository);
     crate::planted::refuse_tracked(&git, &attest::record_paths(ctx, &store)).await?;
     let spec_file =
         crate::change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))

@@ -632,6 +632,49 @@ fn the_gates_own_git_runs_nothing_the_workspace_configures_and_reads_the_base_it
     }
 }
 
+/// A workspace that is a folder of a larger repository: the gate's git
+/// reads the repository above it (shown to git's sandbox read-only), so
+/// an edited verifier is compared with the base there too.
+#[test]
+fn a_workspace_inside_a_larger_repository_is_compared_with_its_base() {
+    let env = TestEnv::new();
+    env.write(
+        "app/gate.toml",
+        "[spec]\nid = \"app\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         [[task.criterion]]\nid = \"e2e\"\ntext = \"the feature works\"\nrun = \"./scripts/e2e.sh\"\n",
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.script(
+        "app/scripts/e2e.sh",
+        "#!/bin/sh\ngrep -q feature src/app.txt\n",
+    );
+    env.write("app/src/app.txt", "old\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.script("app/scripts/e2e.sh", "#!/bin/sh\nexit 0\n");
+    let out = env
+        .gate(&[
+            "verify",
+            "--workspace",
+            "app",
+            "--base",
+            "main",
+            "--format",
+            "json",
+        ])
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert!(
+        titles(&doc)
+            .contains(&"critical The change modifies the verifier `scripts/e2e.sh`".to_owned()),
+        "{:#?}",
+        titles(&doc)
+    );
+    assert_eq!(doc["isolation"]["kind"], "bwrap");
+}
+
 /// The workspace's repository configured to move what the gate's git reads
 /// (a work tree above it, a bare repository, an included file saying so,
 /// an index hiding the edit) changes nothing the gate reads: the spec at
