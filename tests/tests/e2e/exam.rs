@@ -37,6 +37,7 @@ const CARGO: Ecosystem = Ecosystem {
             "mod common;\n\n#[test]\nfn ping_pongs() {\n    assert_eq!(srv::ping(), common::PONG);\n}\n",
         ),
         ("tests/common/mod.rs", "pub const PONG: &str = \"PONG\";\n"),
+        ("tests/other.rs", "#[test]\nfn other() {}\n"),
     ],
     run: "cargo test --offline --test server",
     protected: "[\"src/**\", \"tests/**\", \"Cargo.toml\"]",
@@ -308,6 +309,32 @@ fn legitimate_changes_around_the_exam_pass() {
             |env, _| {
                 let text = env.read("Cargo.toml") + "\n[lints.rust]\nunused = \"allow\"\n";
                 env.write("Cargo.toml", &text);
+            },
+            None,
+        ),
+        (
+            &CARGO,
+            "a workspace member",
+            |env, _| {
+                let text =
+                    env.read("Cargo.toml") + "\n[workspace]\nmembers = [\"crates/helper\"]\n";
+                env.write("Cargo.toml", &text);
+                env.write(
+                    "crates/helper/Cargo.toml",
+                    "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+                );
+                env.write("crates/helper/src/lib.rs", "pub fn help() {}\n");
+            },
+            None,
+        ),
+        (
+            &CARGO,
+            "an edit of a test no criterion runs",
+            |env, _| {
+                env.write(
+                    "tests/other.rs",
+                    "#[test]\nfn other() {\n    assert!(false);\n}\n",
+                );
             },
             None,
         ),
