@@ -404,15 +404,11 @@ impl BaseTree {
             )
             .await
             .map_err(err)?;
-        let files = listing
-            .split(|b| *b == 0)
-            .filter_map(|line| std::str::from_utf8(line).ok())
-            .filter_map(|line| {
-                let (meta, path) = line.split_once('\t')?;
-                let mut parts = meta.split(' ');
-                let (mode, _kind, oid) = (parts.next()?, parts.next()?, parts.next()?);
+        let files = crate::git::tree_entries(&listing)
+            .into_iter()
+            .filter_map(|(path, entry)| {
                 let rel = path.strip_prefix(prefix.as_str())?;
-                Some((rel.to_owned(), format!("{mode} {oid}")))
+                Some((rel.to_owned(), format!("{} {}", entry.mode, entry.id)))
             })
             .collect();
         Ok(Self { prefix, files })

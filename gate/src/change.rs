@@ -12,7 +12,7 @@ use gate_evidence::Snapshot;
 use gate_specs::InputGlobs;
 
 use crate::errors::GateError;
-use crate::git::Git;
+use crate::git::{Git, TreeEntry, tree_entries};
 
 /// The commit `base` names, resolved before anything of the workspace
 /// runs: everything the run compares with the base uses this id, so what a
@@ -87,7 +87,7 @@ pub(crate) async fn with_base(
         .run(workspace, &["ls-tree", "-r", "-z", &merge_base, "--", "."])
         .await
         .map_err(failed)?;
-    let tree = tree_entries(&listing);
+    let tree: BTreeMap<String, TreeEntry> = tree_entries(&listing).into_iter().collect();
     let mut files: Vec<String> = differing(workspace, &tree, &merge_base);
     files.extend(
         snapshot
@@ -99,38 +99,6 @@ pub(crate) async fn with_base(
     files.sort();
     files.dedup();
     Ok(files)
-}
-
-/// A tree entry as `ls-tree` lists it: its mode and object id.
-struct TreeEntry {
-    mode: String,
-    id: String,
-}
-
-/// `ls-tree -r -z` output (`<mode> SP <type> SP <object> TAB <path>`) by
-/// path; a path that is not UTF-8 cannot be named in a spec or a finding.
-fn tree_entries(listing: &[u8]) -> BTreeMap<String, TreeEntry> {
-    let mut out = BTreeMap::new();
-    for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        let Ok(entry) = std::str::from_utf8(entry) else {
-            tracing::warn!(entry = %String::from_utf8_lossy(entry), "skipping a non-UTF-8 path");
-            continue;
-        };
-        let Some((meta, path)) = entry.split_once('\t') else {
-            continue;
-        };
-        let mut fields = meta.split(' ');
-        if let (Some(mode), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next()) {
-            out.insert(
-                path.to_owned(),
-                TreeEntry {
-                    mode: mode.to_owned(),
-                    id: id.to_owned(),
-                },
-            );
-        }
-    }
-    out
 }
 
 /// The tree's files that the working tree no longer holds as they were:
@@ -148,26 +116,20 @@ fn same_as_tree(file: &Path, entry: &TreeEntry, like: &str) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(file) else {
         return false;
     };
-    let bytes = match entry.mode.as_str() {
-        "120000" if meta.is_symlink() => match std::fs::read_link(file) {
-            Ok(target) => target.into_os_string().into_encoded_bytes(),
-            Err(_) => return false,
-        },
+    let link = match entry.mode.as_str() {
+        "120000" if meta.is_symlink() => true,
         "100644" | "100755" if meta.is_file() => {
             let executable = meta.permissions().mode() & 0o111 != 0;
             if executable != (entry.mode == "100755") {
                 return false;
             }
-            match std::fs::read(file) {
-                Ok(bytes) => bytes,
-                Err(_) => return false,
-            }
+            false
         }
         // A submodule's commit is its own repository's business.
         "160000" => return true,
         _ => return false,
     };
-    crate::verifiers::git_blob_id(&bytes, like) == entry.id
+    crate::verifiers::blob_id_on_disk(file, link, like).is_some_and(|id| id == entry.id)
 }
 
 /// The workspace-relative paths, as the snapshot names them, of those of

@@ -26,7 +26,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use gate_harness::sandbox::Overlay;
 use gate_specs::{Exam, ExamKind, LineFate, Runner, RunnerConfig, Spec, Tree};
@@ -55,7 +55,7 @@ impl Tree for Now<'_> {
     }
 
     fn files_under(&self, dir: &str) -> Vec<String> {
-        under(self.files.iter().copied(), dir)
+        under(self.files, dir)
     }
 }
 
@@ -91,13 +91,20 @@ impl Tree for Base<'_> {
     }
 
     fn files_under(&self, dir: &str) -> Vec<String> {
-        under(self.files.iter().copied(), dir)
+        under(self.files, dir)
     }
 }
 
-fn under<'a>(files: impl Iterator<Item = &'a str>, dir: &str) -> Vec<String> {
-    files
-        .filter(|f| dir.is_empty() || f.strip_prefix(dir).is_some_and(|r| r.starts_with('/')))
+/// The files under `dir` ("": all of them).
+fn under(files: &BTreeSet<&str>, dir: &str) -> Vec<String> {
+    let found = if dir.is_empty() {
+        files.iter().copied().collect()
+    } else {
+        crate::workspace_files::under(files, dir)
+    };
+    found
+        .into_iter()
+        .filter(|f| *f != dir)
         .map(str::to_owned)
         .collect()
 }
@@ -206,7 +213,8 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     }
     let mut found = Found::default();
     let Some((git, commit, base_files)) = inputs.base else {
-        finish_without_base(&gathered, &now, &mut found);
+        notes(&gathered, &mut found);
+        cover(&gathered, &now, &mut found);
         return found;
     };
     let base = Base {
@@ -238,13 +246,6 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     notes(&gathered, &mut found);
     cover(&gathered, &now, &mut found);
     found
-}
-
-/// Without a base: the exam's files present now are protected like
-/// verifiers, and the notes are said.
-fn finish_without_base(gathered: &Gathered, now: &Now<'_>, found: &mut Found) {
-    notes(gathered, found);
-    cover(gathered, now, found);
 }
 
 /// The paths present now, and the items whose exam holds one.
@@ -408,26 +409,16 @@ impl Compared<'_> {
         );
     }
 
-    /// Writes `bytes` (the base's version) under the base folder and shows
-    /// it over `path`; whether it could.
+    /// Shows `bytes` (the base's version) over `path`; whether it could.
     fn show_base(&mut self, path: &str, bytes: &[u8]) -> bool {
         let Some(dir) = self.base_dir else {
             return false;
         };
-        let target = self.workspace.join(path);
-        // Only a regular file can be covered without creating anything.
-        if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
-            return false;
-        }
-        let source: PathBuf = dir.join("exam").join(path);
-        let written = source
-            .parent()
-            .is_some_and(|p| std::fs::create_dir_all(p).is_ok())
-            && std::fs::write(&source, bytes).is_ok();
-        if written {
-            self.found.overlays.push(Overlay { source, target });
-        }
-        written
+        let shown =
+            crate::workspace_files::overlay(self.workspace, path, bytes, &dir.join("exam"), false);
+        let could = shown.is_some();
+        self.found.overlays.extend(shown);
+        could
     }
 
     fn critical(&mut self, path: &str, title: String, detail: String) {

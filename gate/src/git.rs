@@ -107,6 +107,44 @@ pub(crate) fn environment(
     env
 }
 
+/// One entry of `git ls-tree -z` output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TreeEntry {
+    /// Its mode (`100644`, `100755`, `120000`, `160000`, `040000`).
+    pub mode: String,
+    /// Its object type (`blob`, `tree`, `commit`).
+    pub kind: String,
+    /// Its object id.
+    pub id: String,
+}
+
+/// `git ls-tree -z` output (`<mode> SP <type> SP <object> TAB <path>`), in
+/// order; a path that is not UTF-8 cannot be named in a spec or a finding.
+pub(crate) fn tree_entries(listing: &[u8]) -> Vec<(String, TreeEntry)> {
+    let mut out = Vec::new();
+    for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let Ok(entry) = std::str::from_utf8(entry) else {
+            tracing::warn!(entry = %String::from_utf8_lossy(entry), "skipping a non-UTF-8 path");
+            continue;
+        };
+        let Some((meta, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        let mut fields = meta.split(' ');
+        if let (Some(mode), Some(kind), Some(id)) = (fields.next(), fields.next(), fields.next()) {
+            out.push((
+                path.to_owned(),
+                TreeEntry {
+                    mode: mode.to_owned(),
+                    kind: kind.to_owned(),
+                    id: id.to_owned(),
+                },
+            ));
+        }
+    }
+    out
+}
+
 /// How many alternate object stores deep git looks (its own limit).
 const MAX_ALTERNATE_DEPTH: usize = 5;
 
@@ -393,20 +431,15 @@ impl Git {
         let listing = self
             .run(dir, &["ls-tree", "-z", commit, "--", &literal])
             .await?;
-        // `<mode> SP <type> SP <object> TAB <path>`.
-        let entry = listing.split(|b| *b == 0).next().unwrap_or_default();
-        let Some((meta, _)) = std::str::from_utf8(entry)
-            .ok()
-            .and_then(|e| e.split_once('\t'))
-        else {
+        let Some((_, entry)) = tree_entries(&listing).into_iter().next() else {
             return Ok(None);
         };
-        let mut fields = meta.split(' ');
-        let (Some(_), Some("blob"), Some(id)) = (fields.next(), fields.next(), fields.next())
-        else {
+        if entry.kind != "blob" {
             return Ok(None);
-        };
-        self.run(dir, &["cat-file", "blob", id]).await.map(Some)
+        }
+        self.run(dir, &["cat-file", "blob", &entry.id])
+            .await
+            .map(Some)
     }
 }
 

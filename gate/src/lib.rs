@@ -59,6 +59,7 @@ pub(crate) mod verdict;
 pub(crate) mod verifiers;
 pub(crate) mod verify;
 pub(crate) mod vouch;
+pub(crate) mod workspace_files;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

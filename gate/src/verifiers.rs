@@ -30,6 +30,7 @@ use crate::findings::finding_id;
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
 use crate::record::{Finding, Lineage, ProtectedState};
+use crate::workspace_files::under;
 
 /// Who protects a path: the items whose `run` names it, or the spec's
 /// `protected` globs.
@@ -387,20 +388,6 @@ fn present(files: &BTreeSet<&str>, path: &str) -> bool {
         .is_some_and(|f| f.starts_with(&prefix))
 }
 
-/// The files of `files` that `path` is or holds.
-fn under<'a>(files: &BTreeSet<&'a str>, path: &str) -> Vec<&'a str> {
-    let prefix = format!("{path}/");
-    let mut out: Vec<&'a str> = files
-        .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
-        .take_while(|f| f.starts_with(&prefix))
-        .copied()
-        .collect();
-    if let Some(f) = files.get(path) {
-        out.push(*f);
-    }
-    out
-}
-
 /// A verifier file at its reference, as far as the comparison needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Was {
@@ -687,14 +674,19 @@ fn state_now(workspace: &Path, snapshot: &Snapshot, file: &str) -> Option<Now> {
 /// The git blob id of what `file` holds now (a link: its target), in the
 /// object format of `like`.
 fn git_id_now(workspace: &Path, file: &str, now: &Now, like: &str) -> Option<String> {
-    let path = workspace.join(file);
-    let bytes = if now.link {
-        std::fs::read_link(&path)
+    blob_id_on_disk(&workspace.join(file), now.link, like)
+}
+
+/// The git blob id of what `path` holds on disk (a link, `link`: its
+/// target), in the object format of `like`.
+pub(crate) fn blob_id_on_disk(path: &Path, link: bool, like: &str) -> Option<String> {
+    let bytes = if link {
+        std::fs::read_link(path)
             .ok()?
             .into_os_string()
             .into_encoded_bytes()
     } else {
-        std::fs::read(&path).ok()?
+        std::fs::read(path).ok()?
     };
     Some(git_blob_id(&bytes, like))
 }
@@ -734,29 +726,18 @@ async fn base_states(
             base: commit.to_owned(),
             reason: why,
         })?;
-    let mut out = BTreeMap::new();
-    // `<mode> SP <type> SP <object> TAB <path>`, paths relative to the workspace.
-    for entry in listing.split(|b| *b == 0) {
-        let Ok(entry) = std::str::from_utf8(entry) else {
-            continue;
-        };
-        let Some((meta, path)) = entry.split_once('\t') else {
-            continue;
-        };
-        let mut fields = meta.split(' ');
-        let (Some(mode), Some(_), Some(id)) = (fields.next(), fields.next(), fields.next()) else {
-            continue;
-        };
-        out.insert(
-            path.to_owned(),
-            Was {
-                executable: mode == "100755",
-                link: mode == "120000",
-                id: id.to_owned(),
-            },
-        );
-    }
-    Ok(out)
+    // Paths relative to the workspace, where git runs.
+    Ok(crate::git::tree_entries(&listing)
+        .into_iter()
+        .map(|(path, entry)| {
+            let was = Was {
+                executable: entry.mode == "100755",
+                link: entry.mode == "120000",
+                id: entry.id,
+            };
+            (path, was)
+        })
+        .collect())
 }
 
 /// The workspace's path inside its repository (`""` at the top, else
@@ -789,17 +770,11 @@ async fn base_version(
         return None;
     }
     let target = workspace.join(file);
-    // Only a regular file can be covered without creating anything in the workspace.
-    if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file()) {
+    if !crate::workspace_files::coverable(&target) {
         return None;
     }
     let bytes = git.read_at(commit, &target).await.ok()??;
-    let source = dir.join(file);
-    std::fs::create_dir_all(source.parent()?).ok()?;
-    std::fs::write(&source, bytes).ok()?;
-    let mode = if was.executable { 0o755 } else { 0o644 };
-    std::fs::set_permissions(&source, std::fs::Permissions::from_mode(mode)).ok()?;
-    Some(Overlay { source, target })
+    crate::workspace_files::overlay(workspace, file, &bytes, dir, was.executable)
 }
 
 /// The git blob id of `bytes`, in the object format `like` (an id of the

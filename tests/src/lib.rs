@@ -144,6 +144,19 @@ impl TestEnv {
     }
 }
 
+/// The in-toto statement a run's bundle signs (`verify --format json`'s
+/// `bundle`, a file in the workspace's state directory).
+pub fn statement(env: &TestEnv, run: &Value) -> Value {
+    let path = run["bundle"].as_str().expect("the run has a bundle");
+    let bundle: Value = serde_json::from_str(&env.read(path)).expect("a bundle is JSON");
+    let payload = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        bundle["payload"].as_str().expect("a bundle has a payload"),
+    )
+    .expect("the payload is base64");
+    serde_json::from_slice(&payload).expect("the payload is a statement")
+}
+
 /// A run's findings (`verify --format json`) but the warning that names
 /// criteria whose command runs no file of the workspace, which most test
 /// specs' one-line criteria (`test -f …`) raise.

@@ -5,7 +5,6 @@
 //! parse check accepts what the formats accept, and a deliberate fixture is
 //! exempted without turning the check off; every declared page has a line.
 
-use base64::Engine as _;
 use gate_tests::{TestEnv, item, ran, status_of};
 use serde_json::Value;
 
@@ -242,11 +241,7 @@ run = "grep -q total src/cart/cart.py"
     assert_eq!(status_of(&doc, "cart-total"), "passed");
     assert_eq!(status_of(&doc, "store.tests"), "failed", "{doc}");
     // The bundle names the ignored report as a subject of the run.
-    let bundle: Value = serde_json::from_str(&env.read(doc["bundle"].as_str().unwrap())).unwrap();
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(bundle["payload"].as_str().unwrap())
-        .unwrap();
-    let statement: Value = serde_json::from_slice(&payload).unwrap();
+    let statement = gate_tests::statement(&env, &doc);
     let subjects: Vec<&str> = statement["subject"]
         .as_array()
         .unwrap()

@@ -419,13 +419,7 @@ fn a_file_the_checks_rewrite_is_reviewed_and_recorded_as_tested() {
         "no reviewer was sent the file the checks ran on"
     );
     // The bundle records the committed file, not the scrubbed disk.
-    let bundle: Value = serde_json::from_str(&env.read(doc["bundle"].as_str().unwrap())).unwrap();
-    let payload = base64::Engine::decode(
-        &base64::engine::general_purpose::STANDARD,
-        bundle["payload"].as_str().unwrap(),
-    )
-    .unwrap();
-    let statement: Value = serde_json::from_slice(&payload).unwrap();
+    let statement = gate_tests::statement(&env, &doc);
     let subject = statement["subject"]
         .as_array()
         .unwrap()
