@@ -27,6 +27,31 @@ fn chromium() -> PathBuf {
     path
 }
 
+/// Starts the browser once outside any check and waits for it, so the
+/// cases time the browser and not a cold machine: a first start after an
+/// install reads the whole program from disk and builds font caches, which
+/// under a loaded test run has taken longer than a check's start-up bound.
+fn warm(browser: &Path) {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Chromium did not render about:blank within 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// axe-core's `axe.min.js`.
 fn axe() -> PathBuf {
     let path = std::env::var_os("GATE_TEST_AXE").map_or_else(
@@ -193,6 +218,7 @@ fn our_browsers() -> Vec<String> {
 /// screenshots it leaves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_are_captured_measured_or_failed_with_the_browser_s_words() {
+    warm(&chromium());
     let fixtures = Fixtures::start();
     let ws = tempfile::tempdir().unwrap();
     let refused = {
