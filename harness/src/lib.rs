@@ -39,6 +39,7 @@ pub mod seccomp;
 pub mod secrets;
 #[cfg(test)]
 mod testutil;
+pub mod trace;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -245,6 +246,9 @@ pub struct ItemResult {
     /// that is not there: a fault of the spec, not of the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_error: Option<String>,
+    /// What its processes touched in the workspace, when they were traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<crate::trace::Accesses>,
 }
 
 /// Progress, reported as it happens.

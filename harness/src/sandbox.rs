@@ -499,6 +499,10 @@ pub struct Launcher {
     /// The shell that runs a command line, when the gate found its own
     /// (else `sh` on the processes' `PATH`).
     shell: Option<PathBuf>,
+    /// The tracer that records what items touch, when the gate has one.
+    tracer: Option<crate::trace::Tracer>,
+    /// Where this launcher's processes are traced into, when they are.
+    trace_to: Option<PathBuf>,
 }
 
 /// Where a launcher's processes run.
@@ -546,6 +550,8 @@ impl Launcher {
             env,
             how: How::Direct,
             shell: None,
+            tracer: None,
+            trace_to: None,
         }
     }
 
@@ -555,6 +561,8 @@ impl Launcher {
             env,
             how: How::As(uid, gid),
             shell: None,
+            tracer: None,
+            trace_to: None,
         }
     }
 
@@ -564,6 +572,8 @@ impl Launcher {
             env,
             how: How::Sandboxed(Box::new(sandbox)),
             shell: None,
+            tracer: None,
+            trace_to: None,
         }
     }
 
@@ -575,6 +585,29 @@ impl Launcher {
     pub fn with_shell(mut self, shell: Option<PathBuf>) -> Self {
         self.shell = shell;
         self
+    }
+
+    /// Items' processes may be traced with `tracer` ([`Launcher::traced_into`]).
+    #[must_use]
+    pub fn with_tracer(mut self, tracer: Option<crate::trace::Tracer>) -> Self {
+        self.tracer = tracer;
+        self
+    }
+
+    /// The tracer, when items can be traced.
+    pub fn tracer(&self) -> Option<&crate::trace::Tracer> {
+        self.tracer.as_ref()
+    }
+
+    /// This launcher, its processes traced into `dir` (a folder of the
+    /// gate's that they cannot see); unchanged when there is no tracer.
+    #[must_use]
+    pub fn traced_into(&self, dir: &Path) -> Self {
+        let mut traced = self.clone();
+        if traced.tracer.is_some() {
+            traced.trace_to = Some(dir.to_path_buf());
+        }
+        traced
     }
 
     /// The shell command lines run with.
@@ -612,6 +645,8 @@ impl Launcher {
             env: self.env.clone(),
             how: How::Joined(namespace.clone()),
             shell: self.shell.clone(),
+            tracer: None,
+            trace_to: None,
         })
     }
 
@@ -659,8 +694,27 @@ impl Launcher {
         Ok((dir, inside))
     }
 
-    /// How to start `program args…` in `cwd`.
+    /// How to start `program args…` in `cwd`: traced, when this launcher
+    /// traces.
     pub(crate) fn argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
+        let argv = self.untraced_argv(program, args, cwd);
+        // Items run as the run's uid without a sandbox are not traced: the
+        // tracer would run as that uid too, within their reach.
+        match (&self.tracer, &self.trace_to, &self.how) {
+            (_, _, How::As(..)) => argv,
+            (Some(tracer), Some(dir), _) => {
+                let (program, args) = tracer.wrap(dir, argv.program, argv.args);
+                Argv {
+                    program,
+                    args,
+                    ..argv
+                }
+            }
+            _ => argv,
+        }
+    }
+
+    fn untraced_argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
         let command =
             std::iter::once(program.to_owned()).chain(args.iter().map(|a| (*a).to_owned()));
         let plain = |run_as| Argv {

@@ -177,6 +177,36 @@ impl Ctx {
         }
     }
 
+    /// A folder of the gate's for one item's trace, and the launcher that
+    /// traces into it; no folder when items are not traced (the launcher
+    /// has no tracer, or the folder cannot be made).
+    fn traced(
+        &self,
+    ) -> (
+        Option<tempfile::TempDir>,
+        std::borrow::Cow<'_, crate::Launcher>,
+    ) {
+        let launcher = &self.opts.launcher;
+        if launcher.tracer().is_none() {
+            return (None, std::borrow::Cow::Borrowed(launcher));
+        }
+        match tempfile::Builder::new().prefix("gate-trace-").tempdir() {
+            Ok(dir) => {
+                let traced = launcher.traced_into(dir.path());
+                (Some(dir), std::borrow::Cow::Owned(traced))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot make a folder for a trace; the item is not traced");
+                (None, std::borrow::Cow::Borrowed(launcher))
+            }
+        }
+    }
+
+    /// What a traced item touched, read from its trace folder.
+    fn observed(&self, dir: Option<tempfile::TempDir>) -> Option<crate::trace::Accesses> {
+        dir.map(|d| crate::trace::read(d.path(), &self.workspace))
+    }
+
     /// Redacts the free text of a result.
     fn redact(&self, mut result: ItemResult) -> ItemResult {
         result.reason = result.reason.map(|r| self.redactor.redact(&r));
@@ -402,6 +432,7 @@ fn result(item: &Item, status: Status, duration: Duration) -> ItemResult {
         output: Output::default(),
         locations: Vec::new(),
         spec_error: None,
+        observed: None,
     }
 }
 
@@ -510,16 +541,18 @@ async fn run_item(
 /// A plain command: passes on exit 0.
 async fn command(ctx: &Ctx, item: &Item, run: &str, permit: OwnedSemaphorePermit) -> ItemResult {
     let started = Instant::now();
+    let (trace_dir, launcher) = ctx.traced();
     let shell = process::run_shell(
         run,
         &ctx.workspace,
         item.timeout,
         ctx.opts.output_cap,
         ctx.cancelled(),
-        &ctx.opts.launcher,
+        &launcher,
     )
     .await;
     drop(permit);
+    let observed = ctx.observed(trace_dir);
     let shell = match shell {
         Ok(shell) => shell,
         Err(e) => {
@@ -547,6 +580,7 @@ async fn command(ctx: &Ctx, item: &Item, run: &str, permit: OwnedSemaphorePermit
         exit_code,
         reason,
         output: ctx.output(shell.output),
+        observed,
         ..result(item, status, shell.duration)
     }
 }
@@ -570,12 +604,13 @@ impl Service<'_> {
         ready_tx: UnboundedSender<usize>,
     ) -> ItemResult {
         let started = Instant::now();
+        let (trace_dir, launcher) = self.ctx.traced();
         let spawned = ProcessGroup::spawn_shell(
             run,
             &self.ctx.workspace,
             self.ctx.opts.output_cap,
             starts.ready_log.as_deref(),
-            &self.ctx.opts.launcher,
+            &launcher,
         );
         let mut group = match spawned {
             Ok(group) => group,
@@ -633,6 +668,7 @@ impl Service<'_> {
             exit_code,
             reason,
             output: self.ctx.output(group.output()),
+            observed: self.ctx.observed(trace_dir),
             ..result(self.item, status, ready_in)
         }
     }

@@ -1,0 +1,586 @@
+//! Observed inputs: what an item's processes touched in the workspace.
+//!
+//! `strace` (found by the gate where the items cannot write) runs outside
+//! the sandbox, above bubblewrap, and follows every process of the item
+//! with a seccomp filter, so only file system calls stop. It writes one
+//! file per process into a folder of the gate's that the items cannot see
+//! (`-ff`, so no two processes' lines interleave), and `-y` decodes every
+//! descriptor, the working directory (`AT_FDCWD`) included, into its path.
+//!
+//! An access is any open, exec, stat-family call, `access`, `readlink` or
+//! directory listing: build tools decide freshness by `stat`, so a command
+//! that found its build fresh still depends on every source it looked at.
+//! A relative name used where a process's working directory is not known
+//! yet is kept as a suffix: any workspace file ending so may be the one.
+//! Whatever cannot be read in full makes the trace incomplete, and an
+//! incomplete trace carries nothing.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes of trace read at most per item: past that the trace is cut.
+const TRACE_CAP: u64 = 512 * 1024 * 1024;
+
+/// The name each process's file starts with (`trace.PID`).
+const PREFIX: &str = "trace";
+
+/// What one item's processes did to the workspace, by workspace-relative
+/// `/`-separated path. `.git` is left out: the gate reads the repository
+/// itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accesses {
+    /// Paths opened, executed, stat'ed, probed or read as links, whether
+    /// or not they existed.
+    pub paths: BTreeSet<String>,
+    /// Folders listed (`""` for the workspace's root).
+    pub listed: BTreeSet<String>,
+    /// Relative names used where the working directory was not known: any
+    /// workspace path that is this one or ends with `/` and this one.
+    pub suffixes: BTreeSet<String>,
+    /// Paths created, written, renamed, linked or removed.
+    pub written: BTreeSet<String>,
+    /// Why the trace cannot be relied on in full, when it cannot.
+    pub incomplete: Option<String>,
+}
+
+/// The tracer: `strace` at a path the gate trusts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tracer {
+    /// The `strace` executable.
+    pub strace: PathBuf,
+}
+
+impl Tracer {
+    /// The command line that runs `program args…` traced into `dir`.
+    pub fn wrap(
+        &self,
+        dir: &Path,
+        program: OsString,
+        args: Vec<OsString>,
+    ) -> (OsString, Vec<OsString>) {
+        let mut all: Vec<OsString> = [
+            "-f",
+            "-ff",
+            "-qq",
+            "--seccomp-bpf",
+            "-y",
+            "-s",
+            "0",
+            "-e",
+            "trace=%file,getdents,getdents64,fchdir",
+            "-e",
+            "signal=none",
+            "-o",
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+        all.push(dir.join(PREFIX).into_os_string());
+        all.push("--".into());
+        all.push(program);
+        all.extend(args);
+        (self.strace.clone().into_os_string(), all)
+    }
+}
+
+/// Reads the per-process files `strace` left in `dir`, keeping what lies
+/// under `workspace`.
+pub fn read(dir: &Path, workspace: &Path) -> Accesses {
+    let mut accesses = Accesses::default();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            accesses.incomplete = Some(format!("the trace could not be read: {e}"));
+            return accesses;
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(PREFIX))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        accesses.incomplete = Some("the tracer wrote nothing".to_owned());
+        return accesses;
+    }
+    let mut total = 0_u64;
+    let mut reader = Reader {
+        workspace,
+        out: &mut accesses,
+    };
+    for file in files {
+        let bytes = match std::fs::read(&file) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                reader.out.incomplete = Some(format!("a trace file could not be read: {e}"));
+                break;
+            }
+        };
+        total += bytes.len() as u64;
+        if total > TRACE_CAP {
+            reader.out.incomplete = Some(format!(
+                "the trace was cut at {} MiB",
+                TRACE_CAP / 1024 / 1024
+            ));
+            break;
+        }
+        reader.process(&String::from_utf8_lossy(&bytes));
+    }
+    accesses
+}
+
+/// Reads one process's lines into `out`.
+struct Reader<'a> {
+    workspace: &'a Path,
+    out: &'a mut Accesses,
+}
+
+/// What a call does with the paths it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    Read,
+    Write,
+    Chdir,
+    List,
+}
+
+/// Calls that change what is at the paths they name.
+const WRITES: [&str; 27] = [
+    "creat",
+    "mkdir",
+    "mkdirat",
+    "unlink",
+    "unlinkat",
+    "rmdir",
+    "rename",
+    "renameat",
+    "renameat2",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "truncate",
+    "mknod",
+    "mknodat",
+    "chmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "utimensat",
+    "futimesat",
+    "setxattr",
+];
+
+impl Reader<'_> {
+    fn process(&mut self, text: &str) {
+        // The process's working directory, once a call has shown it.
+        let mut cwd: Option<PathBuf> = None;
+        for line in text.lines() {
+            let line = line.trim_end();
+            if line.is_empty() || line.starts_with("+++") || line.starts_with("---") {
+                continue;
+            }
+            let Some(call) = Call::parse(line) else {
+                self.out.incomplete =
+                    Some(format!("a trace line could not be read: {}", shorten(line)));
+                continue;
+            };
+            self.call(&call, &mut cwd);
+        }
+    }
+
+    fn call(&mut self, call: &Call, cwd: &mut Option<PathBuf>) {
+        let effect = match call.name.as_str() {
+            "chdir" | "fchdir" => Effect::Chdir,
+            "getdents" | "getdents64" => Effect::List,
+            n if WRITES.contains(&n) => Effect::Write,
+            "open" | "openat" | "openat2" if call.writes() => Effect::Write,
+            _ => Effect::Read,
+        };
+        // Every descriptor decoded as AT_FDCWD names the working directory.
+        for arg in &call.args {
+            if let Arg::Fd { cwd: true, path } = arg {
+                *cwd = Some(path.clone());
+            }
+        }
+        let mut named: Vec<Named> = Vec::new();
+        for (i, arg) in call.args.iter().enumerate() {
+            match arg {
+                Arg::Str(name) => {
+                    let base = match i.checked_sub(1).map(|j| &call.args[j]) {
+                        Some(Arg::Fd { path, .. }) => Some(path.clone()),
+                        _ => cwd.clone(),
+                    };
+                    named.push(resolve(&base, name));
+                }
+                Arg::Fd { path, cwd: false } if matches!(effect, Effect::List | Effect::Chdir) => {
+                    named.push(Named::At(path.clone()));
+                }
+                Arg::Fd { .. } | Arg::Other => {}
+            }
+        }
+        // A successful open's descriptor names the file it reached.
+        if let Some(path) = &call.returned {
+            named.push(Named::At(path.clone()));
+        }
+        match effect {
+            Effect::Chdir => {
+                if call.failed {
+                    return;
+                }
+                *cwd = match named.first() {
+                    Some(Named::At(path)) => Some(path.clone()),
+                    _ => None,
+                };
+            }
+            Effect::List => {
+                for n in &named {
+                    if let Named::At(path) = n
+                        && let Some(rel) = self.relative(path)
+                    {
+                        self.out.listed.insert(rel);
+                    }
+                }
+            }
+            Effect::Read | Effect::Write => {
+                for n in named {
+                    match n {
+                        Named::At(path) => {
+                            if let Some(rel) = self.relative(&path) {
+                                if effect == Effect::Write {
+                                    self.out.written.insert(rel.clone());
+                                }
+                                self.out.paths.insert(rel);
+                            }
+                        }
+                        Named::Suffix(rel) => {
+                            if effect == Effect::Write {
+                                self.out.written.insert(format!("*/{rel}"));
+                            }
+                            self.out.suffixes.insert(rel);
+                        }
+                        Named::Nothing => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// `path` relative to the workspace, when it lies there and outside `.git`.
+    fn relative(&self, path: &Path) -> Option<String> {
+        let rest = path.strip_prefix(self.workspace).ok()?;
+        let rel = rest
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if rel == ".git" || rel.starts_with(".git/") {
+            return None;
+        }
+        Some(rel)
+    }
+}
+
+/// A path a call names, resolved as far as the trace allows.
+#[derive(Debug, PartialEq, Eq)]
+enum Named {
+    /// An absolute path.
+    At(PathBuf),
+    /// A relative name whose base is unknown.
+    Suffix(String),
+    /// Nothing a file could be found by (a name going above its unknown base).
+    Nothing,
+}
+
+/// `name` against `base`, lexically.
+fn resolve(base: &Option<PathBuf>, name: &str) -> Named {
+    let path = Path::new(name);
+    if path.is_absolute() {
+        return Named::At(normalize(path));
+    }
+    if let Some(base) = base {
+        return Named::At(normalize(&base.join(path)));
+    }
+    // Unknown base: what is left after any leading `..` may be any path's tail.
+    let mut parts: Vec<String> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    parts.clear();
+                }
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    if parts.is_empty() {
+        Named::Nothing
+    } else {
+        Named::Suffix(parts.join("/"))
+    }
+}
+
+/// `path` with `.` and `..` taken out.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// One argument of a traced call.
+#[derive(Debug, PartialEq, Eq)]
+enum Arg {
+    /// A quoted string: a path.
+    Str(String),
+    /// A descriptor decoded by `-y`; `cwd` when it was `AT_FDCWD`.
+    Fd { path: PathBuf, cwd: bool },
+    /// Anything else.
+    Other,
+}
+
+/// One line of a trace: `name(args) = result`.
+#[derive(Debug, PartialEq, Eq)]
+struct Call {
+    name: String,
+    args: Vec<Arg>,
+    /// The text of the arguments outside strings (`O_WRONLY|O_CREAT`…),
+    /// for the opens.
+    flags: String,
+    /// The path a returned descriptor was decoded to.
+    returned: Option<PathBuf>,
+    /// Whether it returned an error.
+    failed: bool,
+}
+
+impl Call {
+    fn writes(&self) -> bool {
+        ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC"]
+            .iter()
+            .any(|f| self.flags.contains(f))
+    }
+
+    /// Parses a line; `None` when it is not a call.
+    fn parse(line: &str) -> Option<Self> {
+        let open = line.find('(')?;
+        let name = &line[..open];
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return None;
+        }
+        let mut s = Scanner {
+            bytes: line.as_bytes(),
+            at: open + 1,
+        };
+        let mut args = Vec::new();
+        let mut depth = 0_usize;
+        let mut current_other = String::new();
+        let mut raw = String::new();
+        // Arguments, split on top-level commas; nested braces and brackets
+        // (a stat buffer, an argv) are skipped whole.
+        loop {
+            let Some(b) = s.peek() else {
+                // An unfinished call (its process was killed): what it named
+                // counts, whatever it returned.
+                break;
+            };
+            match b {
+                b'"' if depth == 0 => {
+                    args.push(Arg::Str(s.quoted()?));
+                    if s.rest().starts_with("...") {
+                        s.at += 3;
+                    }
+                }
+                b'"' => {
+                    s.quoted()?;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    s.at += 1;
+                }
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    s.at += 1;
+                }
+                b'<' if depth == 0 && !current_other.is_empty() => {
+                    let path = s.angled()?;
+                    let cwd = current_other.trim() == "AT_FDCWD";
+                    current_other.clear();
+                    args.push(Arg::Fd {
+                        path: PathBuf::from(path),
+                        cwd,
+                    });
+                }
+                b',' if depth == 0 => {
+                    if !current_other.trim().is_empty() {
+                        args.push(Arg::Other);
+                    }
+                    current_other.clear();
+                    s.at += 1;
+                }
+                b')' if depth == 0 => {
+                    if !current_other.trim().is_empty() {
+                        args.push(Arg::Other);
+                    }
+                    s.at += 1;
+                    break;
+                }
+                _ => {
+                    if depth == 0 {
+                        current_other.push(char::from(b));
+                    }
+                    raw.push(char::from(b));
+                    s.at += 1;
+                }
+            }
+        }
+        let rest = s.rest();
+        let (returned, failed) = match rest.find(" = ") {
+            None => (None, false),
+            Some(eq) => {
+                let ret = &rest[eq + 3..];
+                let failed = ret.starts_with('-');
+                let returned = ret.find('<').and_then(|lt| {
+                    let mut r = Scanner {
+                        bytes: ret.as_bytes(),
+                        at: lt,
+                    };
+                    r.angled().map(PathBuf::from)
+                });
+                (returned, failed)
+            }
+        };
+        Some(Self {
+            name: name.to_owned(),
+            args,
+            flags: raw,
+            returned,
+            failed,
+        })
+    }
+}
+
+/// A cursor over one line.
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn rest(&self) -> &str {
+        std::str::from_utf8(&self.bytes[self.at.min(self.bytes.len())..]).unwrap_or("")
+    }
+
+    /// A `"…"` string with strace's C escapes, as text.
+    fn quoted(&mut self) -> Option<String> {
+        self.at += 1;
+        let bytes = self.until(b'"')?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A `<…>` decoded path.
+    fn angled(&mut self) -> Option<String> {
+        self.at += 1;
+        let bytes = self.until(b'>')?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Bytes up to the unescaped `end`, which is consumed.
+    fn until(&mut self, end: u8) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            let b = self.peek()?;
+            self.at += 1;
+            if b == end {
+                return Some(out);
+            }
+            if b != b'\\' {
+                out.push(b);
+                continue;
+            }
+            let e = self.peek()?;
+            self.at += 1;
+            match e {
+                b'n' => out.push(b'\n'),
+                b't' => out.push(b'\t'),
+                b'r' => out.push(b'\r'),
+                b'v' => out.push(0x0b),
+                b'f' => out.push(0x0c),
+                b'x' => {
+                    let hex = self.bytes.get(self.at..self.at + 2)?;
+                    out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+                    self.at += 2;
+                }
+                b'0'..=b'7' => {
+                    let mut value = u32::from(e - b'0');
+                    for _ in 0..2 {
+                        match self.peek() {
+                            Some(d @ b'0'..=b'7') => {
+                                value = value * 8 + u32::from(d - b'0');
+                                self.at += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                    out.push(u8::try_from(value).ok()?);
+                }
+                other => out.push(other),
+            }
+        }
+    }
+}
+
+/// A line cut for a message.
+fn shorten(line: &str) -> String {
+    line.chars().take(120).collect()
+}
+
+/// Per workspace path, the ids of the items whose written files another
+/// item read: `reader → writers`.
+pub fn fed_by<'a>(
+    all: impl IntoIterator<Item = (&'a str, &'a Accesses)> + Clone,
+) -> HashMap<&'a str, BTreeSet<&'a str>> {
+    let mut writers: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (id, a) in all.clone() {
+        for path in &a.written {
+            writers.entry(path.as_str()).or_default().push(id);
+        }
+    }
+    let mut out: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for (id, a) in all {
+        let mut from = BTreeSet::new();
+        for path in a.paths.iter().chain(&a.suffixes) {
+            if let Some(ws) = writers.get(path.as_str()) {
+                from.extend(ws.iter().filter(|w| **w != id));
+            }
+        }
+        out.insert(id, from);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

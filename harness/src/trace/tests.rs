@@ -1,0 +1,211 @@
+//! The trace reader on lines as strace 6 writes them, and on a real trace.
+
+use super::*;
+
+fn accesses(lines: &str) -> Accesses {
+    let mut out = Accesses::default();
+    Reader {
+        workspace: Path::new("/ws"),
+        out: &mut out,
+    }
+    .process(lines);
+    out
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Each line (or lines of one process) and what it adds: paths, listed,
+/// suffixes, written.
+#[test]
+fn each_kind_of_call_is_read_as_an_access() {
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "an open relative to the working directory, and what it reached",
+            r#"openat(AT_FDCWD</ws/sub>, "a.txt", O_RDONLY) = 3</ws/sub/a.txt>"#,
+            &["sub/a.txt"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "a probe for a file that is not there",
+            r#"newfstatat(AT_FDCWD</ws>, "tests/conftest.py", 0x7ffc, 0) = -1 ENOENT (No such file or directory)"#,
+            &["tests/conftest.py"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "a stat of a descriptor's own file",
+            r#"newfstatat(3</ws/src/lib.rs>, "", {st_mode=S_IFREG|0644, st_size=3, ...}, AT_EMPTY_PATH) = 0"#,
+            &["src/lib.rs"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "a listing",
+            r#"getdents64(3</ws/src>, 0x55cf /* 3 entries */, 32768) = 80"#,
+            &[],
+            &["src"],
+            &[],
+            &[],
+        ),
+        (
+            "a file written, with a name holding a quote and a newline",
+            r#"openat(AT_FDCWD</ws>, "target/a\"b\nc", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</ws/target/a"b\nc>"#,
+            &["target/a\"b\nc"],
+            &[],
+            &[],
+            &["target/a\"b\nc"],
+        ),
+        (
+            "a rename writes both names",
+            r#"renameat2(AT_FDCWD</ws>, "out.tmp", AT_FDCWD</ws>, "out", RENAME_NOREPLACE) = 0"#,
+            &["out", "out.tmp"],
+            &[],
+            &[],
+            &["out", "out.tmp"],
+        ),
+        (
+            "an exec by a relative name before the working directory is known",
+            r#"execve("./scripts/check.sh", [""...], 0x7ffd /* 39 vars */) = 0"#,
+            &[],
+            &[],
+            &["scripts/check.sh"],
+            &[],
+        ),
+        (
+            "an access after a chdir",
+            "chdir(\"/ws/pkg\") = 0\naccess(\"setup.cfg\", R_OK) = -1 ENOENT (No such file or directory)",
+            &["pkg/setup.cfg"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "the working directory learnt from AT_FDCWD serves a later plain call",
+            "newfstatat(AT_FDCWD</ws/a>, \".\", 0x1, 0) = 0\nreadlink(\"link\", 0x2, 4096) = -1 EINVAL (Invalid argument)",
+            &["a", "a/link"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "files outside the workspace and in .git are not the item's inputs",
+            "openat(AT_FDCWD</ws>, \"/usr/lib/x.so\", O_RDONLY) = 3</usr/lib/x.so>\nopenat(AT_FDCWD</ws>, \".git/HEAD\", O_RDONLY) = 3</ws/.git/HEAD>",
+            &[],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "an unfinished call still names its path",
+            r#"openat(AT_FDCWD</ws>, "late.txt", O_RDONLY <unfinished ...>"#,
+            &["late.txt"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "octal escapes",
+            r#"openat(AT_FDCWD</ws>, "caf\303\251", O_RDONLY) = -1 ENOENT (No such file or directory)"#,
+            &["café"],
+            &[],
+            &[],
+            &[],
+        ),
+    ];
+    for (name, lines, paths, listed, suffixes, written) in cases {
+        let got = accesses(lines);
+        assert_eq!(got.incomplete, None, "{name}");
+        assert_eq!(got.paths, set(paths), "{name}: paths");
+        assert_eq!(got.listed, set(listed), "{name}: listed");
+        assert_eq!(got.suffixes, set(suffixes), "{name}: suffixes");
+        assert_eq!(got.written, set(written), "{name}: written");
+    }
+}
+
+#[test]
+fn a_line_that_is_not_a_call_makes_the_trace_incomplete() {
+    let got = accesses("openat(AT_FDCWD</ws>, \"a\", O_RDONLY) = 3</ws/a>\nsomething else\n");
+    assert!(got.incomplete.is_some());
+    assert_eq!(got.paths, set(&["a"]));
+}
+
+#[test]
+fn readers_are_fed_by_the_items_that_wrote_what_they_read() {
+    let build = Accesses {
+        written: set(&["target/app"]),
+        paths: set(&["src/main.rs", "target/app"]),
+        ..Accesses::default()
+    };
+    let run = Accesses {
+        paths: set(&["target/app"]),
+        ..Accesses::default()
+    };
+    let alone = Accesses {
+        paths: set(&["README.md"]),
+        ..Accesses::default()
+    };
+    let all = [("build", &build), ("run", &run), ("alone", &alone)];
+    let fed = fed_by(all.iter().map(|(id, a)| (*id, *a)));
+    assert_eq!(fed["run"], ["build"].into_iter().collect());
+    assert!(fed["build"].is_empty(), "an item does not feed itself");
+    assert!(fed["alone"].is_empty());
+}
+
+/// strace itself, when installed: a shell that changes folder, reads,
+/// lists, probes and writes is seen doing each.
+#[test]
+fn a_real_trace_of_a_shell() {
+    let Some(strace) = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "strace is missing: scripts/test installs it"
+        );
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    std::fs::create_dir(ws_path.join("sub")).unwrap();
+    std::fs::write(ws_path.join("sub/a.txt"), "hi").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let tracer = Tracer { strace };
+    let (program, args) = tracer.wrap(
+        out.path(),
+        "/bin/sh".into(),
+        vec![
+            "-c".into(),
+            "cd sub && cat a.txt >/dev/null && ls >/dev/null && test -e b.txt; echo x > ../made"
+                .into(),
+        ],
+    );
+    let status = std::process::Command::new(program)
+        .args(args)
+        .current_dir(&ws_path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let got = read(out.path(), &ws_path);
+    assert_eq!(got.incomplete, None);
+    for want in ["sub/a.txt", "sub/b.txt", "made"] {
+        assert!(got.paths.contains(want), "{want} not in {:?}", got.paths);
+    }
+    assert!(got.listed.contains("sub"), "{:?}", got.listed);
+    assert_eq!(got.written, set(&["made"]));
+}
