@@ -923,6 +923,7 @@ mod tests {
             output: gate_harness::Output::default(),
             locations: Vec::new(),
             spec_error: None,
+            observed: None,
         };
         let cases = [
             (result(Status::Passed, Some(0), ""), BaseState::Passed),

@@ -39,6 +39,7 @@ pub(crate) mod init;
 pub(crate) mod interpreters;
 pub(crate) mod interrupt;
 pub(crate) mod isolation;
+pub(crate) mod observed;
 pub(crate) mod output;
 pub(crate) mod pages;
 pub(crate) mod plan;

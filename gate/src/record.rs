@@ -392,6 +392,10 @@ pub struct CheckRecord {
     pub output: Output,
     /// Places a built-in or report check pointed at.
     pub locations: Vec<Location>,
+    /// What its processes were seen to read, when they were traced (kept
+    /// from the run that verified it, when carried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<crate::observed::Observed>,
 }
 
 /// Who decided a criterion.
@@ -448,6 +452,10 @@ pub struct CriterionRecord {
     /// Its result on the base commit, when it was run there or was to be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_status: Option<BaseStatus>,
+    /// What its command's processes were seen to read, when they were
+    /// traced (kept from the run that verified it, when carried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<crate::observed::Observed>,
 }
 
 /// A criterion's result on the base commit.

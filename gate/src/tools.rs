@@ -1,5 +1,6 @@
-//! The gate's own tools (`bwrap`, `nsenter`, `setpriv`, `git`, and the
-//! `sh` that runs every item's command line), found once
+//! The gate's own tools (`bwrap`, `nsenter`, `setpriv`, `git`, the `sh`
+//! that runs every item's command line, and the `strace` that records what
+//! items read), found once
 //! at the start of a run where the agent under review cannot write.
 //!
 //! `PATH` is the user's, and a CI step may have put a folder of the
@@ -18,7 +19,7 @@ use gate_evidence::ledger::RunTool;
 use sha2::{Digest as _, Sha256};
 
 /// The tools the gate runs itself, by name.
-pub(crate) const NAMES: [&str; 5] = ["bwrap", "nsenter", "setpriv", "git", "sh"];
+pub(crate) const NAMES: [&str; 6] = ["bwrap", "nsenter", "setpriv", "git", "sh", "strace"];
 
 /// The gate's tools as found for one run.
 #[derive(Debug, Clone, Default)]
@@ -88,7 +89,7 @@ impl Tools {
     pub(crate) fn warning(&self) -> Option<String> {
         (!self.skipped.is_empty()).then(|| {
             format!(
-                "the gate's own tools (bwrap, nsenter, setpriv, git, sh) are not looked for in {}: \
+                "the gate's own tools (bwrap, nsenter, setpriv, git, sh, strace) are not looked for in {}: \
                  what runs for the workspace can write there",
                 self.skipped
                     .iter()

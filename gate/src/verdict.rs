@@ -323,6 +323,7 @@ mod tests {
             reason: Some("exited with status 2".into()),
             output: gate_harness::Output::default(),
             locations: Vec::new(),
+            observed: None,
         }
     }
 
@@ -346,6 +347,7 @@ mod tests {
             output: gate_harness::Output::default(),
             expect: gate_specs::Expect::Any,
             base_status: None,
+            observed: None,
         }
     }
 

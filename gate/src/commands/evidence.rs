@@ -227,6 +227,23 @@ pub(crate) fn show(
                 let _ = writeln!(text, "  {} — {}", shown(&p.id), shown(&what));
             }
         }
+        let observed = record
+            .checks
+            .iter()
+            .map(|c| (&c.id, &c.observed))
+            .chain(record.criteria.iter().map(|c| (&c.id, &c.observed)));
+        for (id, o) in observed {
+            let Some(o) = o else { continue };
+            if !o.outside_inputs.is_empty() {
+                let _ = writeln!(text, "{} read beyond its declared inputs:", shown(id));
+                for file in &o.outside_inputs {
+                    let _ = writeln!(text, "  {}", shown(file));
+                }
+            }
+            if let Some(why) = &o.incomplete {
+                let _ = writeln!(text, "{}: its trace is incomplete ({})", shown(id), shown(why));
+            }
+        }
         text.push('\n');
     }
     let site = Site::locate(&ctx.workspace, &ctx.workspace.join("gate.toml"));

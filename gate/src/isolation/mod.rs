@@ -24,6 +24,7 @@ use crate::errors::GateError;
 use crate::identity::Lease;
 use crate::record::RunIsolation;
 use crate::tools::Tools;
+use gate_harness::trace::Tracer;
 
 mod shown;
 
@@ -256,6 +257,8 @@ pub(crate) struct Isolation {
     pub warnings: Vec<String>,
     /// The gate's own `sh`, which runs every item's command line.
     shell: Option<PathBuf>,
+    /// The tracer that records what items read, when it works here.
+    tracer: Option<Tracer>,
 }
 
 /// How long the sandbox probe may take.
@@ -268,6 +271,7 @@ struct Start {
     tools: Tools,
     lease: Option<Lease>,
     warnings: Vec<String>,
+    tracer: Option<Tracer>,
 }
 
 impl Start {
@@ -289,11 +293,23 @@ impl Start {
                 .chain(["/usr/bin", "/bin"].map(PathBuf::from)),
         )
         .ok();
+        let tools_env = crate::git::environment(trusted_path, None);
+        let tracer = match probe_tracer(&tools, &tools_env) {
+            Ok(tracer) => Some(tracer),
+            Err(why) => {
+                warnings.push(format!(
+                    "what the items read is not traced ({why}): a retry carries no command's \
+                     result forward, it runs them all again"
+                ));
+                None
+            }
+        };
         let start = Self {
-            tools_env: crate::git::environment(trusted_path, None),
+            tools_env,
             tools,
             lease: None,
             warnings,
+            tracer,
         };
         (writable, start)
     }
@@ -334,6 +350,7 @@ impl Isolation {
                 tools: start.tools.found.clone(),
             },
             shell: start.tools.path("sh"),
+            tracer: start.tracer,
             env,
             sandbox: None,
             tools_env: start.tools_env,
@@ -457,6 +474,7 @@ impl Isolation {
                 tools: start.tools.found.clone(),
             },
             shell: start.tools.path("sh"),
+            tracer: start.tracer,
             env,
             sandbox: Some(sandbox),
             tools_env: start.tools_env,
@@ -535,7 +553,9 @@ impl Isolation {
                     .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_symlink()))
                     .collect();
                 items.overlays = overlays;
-                Launcher::sandboxed(self.env.clone(), items).with_shell(self.shell.clone())
+                Launcher::sandboxed(self.env.clone(), items)
+                    .with_shell(self.shell.clone())
+                    .with_tracer(self.tracer.clone())
             }
         }
     }
@@ -544,8 +564,9 @@ impl Isolation {
     /// there is one.
     fn unsandboxed(&self) -> Launcher {
         match &self.lease {
+            // Not traced: the tracer would run as the items' uid, in their reach.
             Some(lease) => Launcher::as_user(self.env.clone(), lease.uid(), lease.uid()),
-            None => Launcher::new(self.env.clone()),
+            None => Launcher::new(self.env.clone()).with_tracer(self.tracer.clone()),
         }
         .with_shell(self.shell.clone())
     }
@@ -621,6 +642,43 @@ impl Isolation {
     pub(crate) fn base_dir(&self) -> Option<PathBuf> {
         self.scratch.as_ref().map(|s| s.path().join("base"))
     }
+}
+
+/// The gate's `strace`, when it can trace here: it must be found where
+/// the items cannot write and follow a shell with its seccomp filter (a
+/// container may refuse `ptrace`).
+fn probe_tracer(tools: &Tools, env: &[(OsString, OsString)]) -> Result<Tracer, String> {
+    let strace = tools.path("strace").ok_or_else(|| {
+        "`strace` is not installed outside the folders the workspace's code can write \
+         (Debian and Ubuntu: `apt-get install strace`)"
+            .to_owned()
+    })?;
+    let shell = tools.path("sh").unwrap_or_else(|| PathBuf::from("/bin/sh"));
+    let dir = tempfile::Builder::new()
+        .prefix("gate-trace-probe-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a folder for a trace: {e}"))?;
+    let tracer = Tracer { strace };
+    let (program, args) = tracer.wrap(
+        dir.path(),
+        shell.into_os_string(),
+        vec!["-c".into(), ":".into()],
+    );
+    let output = std::process::Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("strace cannot start: {e}"))?;
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "strace cannot trace here: {}",
+            said.lines().next().unwrap_or("it failed")
+        ));
+    }
+    Ok(tracer)
 }
 
 /// Why a run with `mode = "off"` is unisolated: the spec's word or the

@@ -32,6 +32,7 @@ fn check(id: &str, kind: CheckKind, status: ItemStatus) -> CheckRecord {
         reason: None,
         output: Output::default(),
         locations: Vec::new(),
+        observed: None,
     }
 }
 
@@ -55,6 +56,7 @@ fn criterion(id: &str, by: DecidedBy, status: ItemStatus) -> CriterionRecord {
         output: Output::default(),
         expect: gate_specs::Expect::Any,
         base_status: None,
+        observed: None,
     }
 }
 

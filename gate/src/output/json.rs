@@ -67,6 +67,10 @@ struct CheckEntry<'a> {
     reason: &'a Option<String>,
     output_tail: Option<&'a str>,
     locations: &'a [Location],
+    /// How many files its command read beyond its declared inputs, when
+    /// it was traced (`gate evidence show` names them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_beyond_inputs: Option<usize>,
 }
 
 /// A criterion as the document shows it.
@@ -87,6 +91,10 @@ struct CriterionEntry<'a> {
     output_tail: Option<&'a str>,
     expect: gate_specs::Expect,
     base_status: &'a Option<BaseStatus>,
+    /// How many files its command read beyond its declared inputs, when
+    /// it was traced (`gate evidence show` names them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_beyond_inputs: Option<usize>,
 }
 
 impl<'a> Document<'a> {
@@ -146,6 +154,7 @@ fn check(c: &CheckRecord) -> CheckEntry<'_> {
         } else {
             &[]
         },
+        read_beyond_inputs: c.observed.as_ref().map(|o| o.outside_inputs.len()),
     }
 }
 
@@ -166,6 +175,7 @@ fn criterion(c: &CriterionRecord) -> CriterionEntry<'_> {
         output_tail: tail(c.status, &c.output.tail),
         expect: c.expect,
         base_status: &c.base_status,
+        read_beyond_inputs: c.observed.as_ref().map(|o| o.outside_inputs.len()),
     }
 }
 

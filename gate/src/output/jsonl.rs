@@ -297,6 +297,7 @@ mod tests {
             },
             locations: Vec::new(),
             spec_error: None,
+            observed: None,
         };
         let failed = event_json(
             &RunEvent::Harness(Event::Finished(result.clone())),
@@ -427,6 +428,7 @@ mod tests {
                 message: "not JSON".into(),
             }],
             spec_error: None,
+            observed: None,
         };
         let mut lines: Vec<Value> = [
             RunEvent::RunStarted {

@@ -187,6 +187,7 @@ mod tests {
             output: Output::default(),
             locations: Vec::new(),
             spec_error: None,
+            observed: None,
         }))
     }
 

@@ -15,6 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use gate_harness::{Action, ItemKind};
 use gate_specs::{CheckGraph, Spec};
 
+use gate_evidence::Snapshot;
+
+use crate::observed::Observed;
 use crate::plan::{Decision, Plan};
 use crate::record::{ItemStatus, RunRecord};
 
@@ -33,6 +36,8 @@ pub struct Previous {
 struct Known<'a> {
     status: ItemStatus,
     digest: &'a str,
+    /// What its processes were seen to read.
+    observed: Option<&'a Observed>,
     /// Where a passed result came from: that run and its bundle.
     origin: (String, String),
 }
@@ -49,6 +54,7 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
             Known {
                 status: c.status,
                 digest: c.inputs_digest.as_str(),
+                observed: c.observed.as_ref(),
                 origin: origin(&c.carried_from, &c.carried_bundle),
             },
         )
@@ -59,6 +65,7 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
             Known {
                 status: c.status,
                 digest: c.inputs_digest.as_str(),
+                observed: c.observed.as_ref(),
                 origin: origin(&c.carried_from, &c.carried_bundle),
             },
         )
@@ -67,8 +74,15 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
 }
 
 /// Decides, for every item of `plan`, whether this attempt runs it or
-/// carries it. `full` re-runs everything.
-pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) {
+/// carries it, against the workspace as `snapshot` holds it. `full`
+/// re-runs everything.
+pub fn apply(
+    plan: &mut Plan,
+    spec: &Spec,
+    snapshot: &Snapshot,
+    prev: Option<&Previous>,
+    full: bool,
+) {
     // What the plan skips (a page the change does not touch) stays skipped.
     let skipped = |d: &Decision| matches!(d, Decision::Skip { .. });
     let Some(prev) = prev.filter(|_| !full) else {
@@ -97,36 +111,64 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
             // Its screenshots are what the design rules are asked about, and
             // they are asked on every attempt.
             Some(_) if item.kind == ItemKind::Page => run("a page is looked at on every attempt"),
-            Some(k) => Decision::Carry {
-                from_run: k.origin.0.clone(),
-                from_bundle: k.origin.1.clone(),
+            Some(k) => match unobserved(item, k, snapshot) {
+                Some(why) => run(&why),
+                None => Decision::Carry {
+                    from_run: k.origin.0.clone(),
+                    from_bundle: k.origin.1.clone(),
+                },
             },
         };
     }
+    let fed_by: BTreeMap<&str, &[String]> = plan
+        .items
+        .iter()
+        .filter_map(|i| {
+            let k = known.get(i.id.as_str())?;
+            Some((i.id.as_str(), k.observed?.fed_by.as_slice()))
+        })
+        .collect();
+    let fed_by: BTreeMap<String, Vec<String>> = fed_by
+        .into_iter()
+        .map(|(id, from)| (id.to_owned(), from.to_vec()))
+        .collect();
 
-    // (c): whatever names a re-run item through `after`, transitively.
-    if let Ok(graph) = CheckGraph::new(spec) {
-        let rerun: Vec<String> = plan
+    // (c): whatever names a re-run item through `after`, transitively, and
+    // whatever read files a re-run item wrote, until nothing more changes.
+    let graph = CheckGraph::new(spec).ok();
+    loop {
+        let rerun: BTreeSet<String> = plan
             .items
             .iter()
             .filter(|i| i.decision.runs())
             .map(|i| i.id.clone())
             .collect();
-        let dependents: BTreeMap<String, String> = rerun
+        let dependents: BTreeMap<String, String> = graph
             .iter()
-            .flat_map(|id| {
-                graph
-                    .transitive_dependents([id.as_str()])
-                    .into_iter()
-                    .map(move |d| (d.to_owned(), id.clone()))
+            .flat_map(|graph| {
+                rerun.iter().flat_map(move |id| {
+                    graph
+                        .transitive_dependents([id.as_str()])
+                        .into_iter()
+                        .map(move |d| (d.to_owned(), id.clone()))
+                })
             })
             .collect();
-        for item in &mut plan.items {
-            if let Some(cause) = dependents.get(&item.id)
-                && item.decision.carries()
-            {
+        let mut changed = false;
+        for item in plan.items.iter_mut().filter(|i| i.decision.carries()) {
+            if let Some(cause) = dependents.get(&item.id) {
                 item.decision = run(&format!("depends on `{cause}`, which re-runs"));
+                changed = true;
+            } else if let Some(writer) = fed_by
+                .get(&item.id)
+                .and_then(|from| from.iter().find(|w| rerun.contains(*w)))
+            {
+                item.decision = run(&format!("it read what `{writer}` wrote, which re-runs"));
+                changed = true;
             }
+        }
+        if !changed {
+            break;
         }
     }
 
@@ -177,6 +219,32 @@ pub fn apply(plan: &mut Plan, spec: &Spec, prev: Option<&Previous>, full: bool) 
         if !changed {
             break;
         }
+    }
+}
+
+/// Why an item that would otherwise carry must run: a command whose
+/// reads were not traced, or whose trace was incomplete, or that read
+/// something that has changed since. Declared inputs alone never carry a
+/// command: a test that compiles a crate reads all of it.
+fn unobserved(
+    item: &crate::plan::PlannedItem,
+    k: &Known<'_>,
+    snapshot: &Snapshot,
+) -> Option<String> {
+    let command = item
+        .work
+        .as_ref()
+        .is_some_and(|w| matches!(w.action, Action::Command { .. }));
+    if !command {
+        return None;
+    }
+    match k.observed {
+        None => Some("what it read was not traced, so nothing shows it still holds".to_owned()),
+        Some(o) => match (&o.incomplete, o.changed(snapshot)) {
+            (Some(why), _) => Some(format!("its trace is incomplete ({why})")),
+            (None, Some(key)) => Some(format!("`{key}`, which it read, changed")),
+            (None, None) => None,
+        },
     }
 }
 

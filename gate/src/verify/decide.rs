@@ -34,7 +34,8 @@ pub(super) fn decide(
         ..
     } = *run;
     let spec = &setup.spec;
-    let (checks, criteria, base_findings) = item_records(run, planned, &exercised, &review);
+    let (checks, criteria, base_findings) =
+        item_records(run, &survey.snapshot, planned, &exercised, &review);
     let earlier_digests = history
         .previous
         .as_ref()
@@ -128,11 +129,13 @@ pub(super) fn decide(
 /// applied, and what the base runs found.
 fn item_records(
     run: &Stage<'_>,
+    snapshot: &gate_evidence::Snapshot,
     planned: &Planned,
     exercised: &Exercised,
     review: &ReviewOutput,
 ) -> (Vec<CheckRecord>, Vec<CriterionRecord>, Vec<Finding>) {
     let Stage {
+        ctx,
         setup,
         trust,
         history,
@@ -144,6 +147,7 @@ fn item_records(
         &exercised.harnessed,
         &review.record,
         history.previous.as_ref(),
+        (snapshot, &ctx.workspace),
     );
     for c in &mut checks {
         c.command = planned.redactor.redact(&c.command);

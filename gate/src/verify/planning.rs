@@ -56,7 +56,13 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
             env: &ctx.env,
         },
     ));
-    retry::delta::apply(&mut plan, spec, history.previous.as_ref(), req.full);
+    retry::delta::apply(
+        &mut plan,
+        spec,
+        &survey.snapshot,
+        history.previous.as_ref(),
+        req.full,
+    );
     let mut secret_names = setup.routing.key_variables();
     secret_names.extend(pages::credential_variables(spec));
     let redact = ctx.env.secret_values(&secret_names);

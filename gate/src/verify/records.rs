@@ -8,6 +8,7 @@ use gate_harness::{ItemKind, Status};
 use gate_specs::{InputGlobs, Spec};
 
 use crate::config::Context;
+use crate::observed::Observed;
 use crate::plan::{Decision, Plan};
 use crate::predicate::PlanEntry;
 use crate::record::{CheckRecord, CriterionRecord, DecidedBy, ItemStatus, ReviewRecord, RunRecord};
@@ -22,8 +23,11 @@ pub(super) fn records(
     harnessed: &super::harness::Harnessed,
     review: &ReviewRecord,
     previous: Option<&Previous>,
+    (snapshot, workspace): (&Snapshot, &Path),
 ) -> (Vec<CheckRecord>, Vec<CriterionRecord>) {
     let results = &harnessed.results;
+    let mut observed = observed(results, previous, snapshot, workspace);
+    note_outside(spec, &mut observed);
     let interrupted = harnessed.interrupted;
     let tests_of: HashMap<String, &str> = spec
         .tasks
@@ -118,6 +122,7 @@ pub(super) fn records(
                 output,
                 expect: c.expectation(&spec.policy),
                 base_status: None,
+                observed: observed.get(item.id.as_str()).cloned(),
             });
         } else {
             checks.push(CheckRecord {
@@ -135,10 +140,89 @@ pub(super) fn records(
                 reason: planned_skip.or_else(|| result.and_then(|r| r.reason.clone())),
                 output,
                 locations: result.map(|r| r.locations.clone()).unwrap_or_default(),
+                observed: observed.get(item.id.as_str()).cloned(),
             });
         }
     }
     (checks, criteria)
+}
+
+/// What each item was seen to read: from this run's trace for the items
+/// that ran, and as the run that verified it recorded for those carried
+/// (so the next attempt can still tell what they depend on).
+fn observed(
+    results: &HashMap<String, gate_harness::ItemResult>,
+    previous: Option<&Previous>,
+    snapshot: &Snapshot,
+    workspace: &Path,
+) -> HashMap<String, Observed> {
+    let traced: Vec<(&str, &gate_harness::trace::Accesses)> = results
+        .iter()
+        .filter_map(|(id, r)| r.observed.as_ref().map(|a| (id.as_str(), a)))
+        .collect();
+    let fed = gate_harness::trace::fed_by(traced.iter().copied());
+    let none = BTreeSet::new();
+    let mut out: HashMap<String, Observed> = traced
+        .iter()
+        .map(|(id, accesses)| {
+            let fed_by = fed.get(id).unwrap_or(&none);
+            (
+                (*id).to_owned(),
+                Observed::new(accesses, snapshot, workspace, fed_by),
+            )
+        })
+        .collect();
+    if let Some(previous) = previous {
+        let earlier = previous
+            .record
+            .checks
+            .iter()
+            .map(|c| (&c.id, &c.observed))
+            .chain(
+                previous
+                    .record
+                    .criteria
+                    .iter()
+                    .map(|c| (&c.id, &c.observed)),
+            );
+        for (id, observed) in earlier {
+            if let Some(observed) = observed
+                && !results.contains_key(id)
+            {
+                out.insert(id.clone(), observed.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Notes, in each traced item's observation, the files it read beyond
+/// what it declares: a check's `inputs`, a criterion's (or its task's
+/// `paths`), a task's tests' `paths`. A check without `inputs` declares
+/// the whole workspace.
+fn note_outside(spec: &Spec, observed: &mut HashMap<String, Observed>) {
+    let mut declared: HashMap<String, &[String]> = HashMap::new();
+    for check in &spec.checks {
+        declared.insert(check.id.clone(), &check.inputs);
+    }
+    for task in &spec.tasks {
+        declared.insert(Spec::tests_check_id(task), &task.paths);
+        for criterion in &task.criteria {
+            let globs = if criterion.inputs.is_empty() {
+                &task.paths
+            } else {
+                &criterion.inputs
+            };
+            declared.insert(criterion.id.clone(), globs);
+        }
+    }
+    for (id, o) in observed.iter_mut() {
+        if let Some(globs) = declared.get(id.as_str()).filter(|g| !g.is_empty())
+            && let Ok(globs) = InputGlobs::new(globs)
+        {
+            o.note_outside(&globs);
+        }
+    }
 }
 
 /// Records of every item the spec declares, none of them run, each
@@ -157,7 +241,14 @@ pub(super) fn not_run(spec: &Spec, why: &str) -> (Vec<CheckRecord>, Vec<Criterio
         interrupted: false,
         started_ms: HashMap::new(),
     };
-    let (mut checks, criteria) = records(spec, &plan, &harnessed, &review, None);
+    let (mut checks, criteria) = records(
+        spec,
+        &plan,
+        &harnessed,
+        &review,
+        None,
+        (&Snapshot::default(), Path::new("")),
+    );
     // Pages after the built-ins, where a run that plans them lists them.
     let pages = spec.pages.iter().map(|page| CheckRecord {
         id: page.id.clone(),
@@ -174,6 +265,7 @@ pub(super) fn not_run(spec: &Spec, why: &str) -> (Vec<CheckRecord>, Vec<Criterio
         reason: Some(why.to_owned()),
         output: gate_harness::Output::default(),
         locations: Vec::new(),
+        observed: None,
     });
     checks.extend(pages);
     (checks, criteria)

@@ -284,3 +284,83 @@ fn deleting_the_failing_criterion_at_base_is_caught() {
     env.write("src/x.txt", "done\n");
     env.gate(&["verify", "--base", "main"]).run().assert_exit(0);
 }
+
+/// A criterion whose declared `inputs` leave out a file its command reads
+/// (as `cargo test --test ttl` reads the whole crate): a retry that changes
+/// only that file runs it again and catches the break, while a criterion
+/// that never read it is still carried; `gate evidence show` and the JSON
+/// say what each read beyond its inputs.
+#[test]
+fn a_file_read_outside_the_declared_inputs_is_not_carried_over() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        r#"
+[spec]
+id = "observed"
+[policy]
+builtin_parse = false
+[[task]]
+id = "t"
+paths = ["src/**", "tests/**"]
+[[task.criterion]]
+id = "ttl"
+text = "the TTL holds"
+run = "sh tests/ttl.sh"
+inputs = ["tests/ttl.sh"]
+[[task.criterion]]
+id = "ping"
+text = "ping pongs"
+run = "grep -qx pong src/ping.txt"
+inputs = ["src/ping.txt"]
+[[task.criterion]]
+id = "other"
+text = "other holds"
+run = "grep -qx yes src/other.txt"
+inputs = ["src/other.txt"]
+"#,
+    );
+    env.write("tests/ttl.sh", "grep -qx seconds src/set.txt\n");
+    env.write("src/set.txt", "seconds\n");
+    env.write("src/ping.txt", "pong\n");
+    env.write("src/other.txt", "no\n");
+    let verify = || env.gate(&["verify", "--format", "json"]).run();
+
+    // Attempt 1: `other` fails; `ttl` passes, having read src/set.txt.
+    let out = verify();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "ttl"), "passed");
+    assert_eq!(item(&doc, "ttl").unwrap()["read_beyond_inputs"], 1, "{doc:#}");
+    assert_eq!(item(&doc, "ping").unwrap()["read_beyond_inputs"], 0, "{doc:#}");
+    let run = doc["run_id"].as_str().unwrap().to_owned();
+    let shown = env.gate(&["evidence", "show", &run]).run();
+    shown.assert_exit(0);
+    assert!(
+        shown
+            .stdout
+            .contains("ttl read beyond its declared inputs:\n  src/set.txt\n"),
+        "{}",
+        shown.stdout
+    );
+
+    // Attempt 2 fixes `other` and breaks what `ttl` reads, outside its inputs.
+    env.write("src/other.txt", "yes\n");
+    env.write("src/set.txt", "milliseconds\n");
+    let out = verify();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["attempt"], 2);
+    assert_eq!(status_of(&doc, "ttl"), "failed", "{doc:#}");
+    assert_eq!(status_of(&doc, "ping"), "carried", "{doc:#}");
+    assert_eq!(status_of(&doc, "other"), "passed");
+
+    // Attempt 3 undoes the break: `ttl` runs again (a file it read changed)
+    // and passes; `ping` is still carried.
+    env.write("src/set.txt", "seconds\n");
+    let out = verify();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "ttl"), "passed");
+    assert_eq!(status_of(&doc, "ping"), "carried");
+}
