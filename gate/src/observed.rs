@@ -199,7 +199,7 @@ mod tests {
             ("README.md", "d"),
         ]);
         let accesses = Accesses {
-            paths: ["src/lib.rs", "src/set.rs", "tests/conftest.py"]
+            paths: ["src/lib.rs", "src/set.rs", "src/conftest.py"]
                 .map(String::from)
                 .into(),
             listed: ["tests"].map(String::from).into(),
@@ -222,8 +222,8 @@ mod tests {
             ),
             (
                 "a file it probed for is created",
-                vec![("tests/conftest.py", "x")],
-                Some("tests/conftest.py"),
+                vec![("src/conftest.py", "x")],
+                Some("src/conftest.py"),
             ),
             (
                 "a file appears in a folder it listed",
