@@ -201,7 +201,7 @@ fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Found) {
         let Some(text) = call.read_text(&file) else {
             continue;
         };
-        let mut found = package_inits(call, root, &file);
+        let mut found = package_inits(call, &file);
         for (level, module, names) in imports(&text) {
             found.extend(import_files(call, root, &file, level, &module, &names));
         }
@@ -216,11 +216,13 @@ fn helpers(call: &Call<'_>, root: &str, from: usize, out: &mut Found) {
     }
 }
 
-/// The `__init__.py` files of the packages a file is in, up to `root`.
-fn package_inits(call: &Call<'_>, root: &str, file: &str) -> Vec<String> {
+/// The `__init__.py` files of the packages a file is in: its folder's and
+/// each one's above, while the folder has one. A module in a package is
+/// imported with its packages, which run first, wherever the rootdir lies
+/// (pytest's `prepend` mode takes the first folder without one as the base).
+fn package_inits(call: &Call<'_>, file: &str) -> Vec<String> {
     ancestors(parent(file))
         .into_iter()
-        .take_while(|d| !d.is_empty() && d != root)
         .map(|d| in_dir(&d, "__init__.py"))
         .take_while(|p| call.ctx.exists(p))
         .collect()
@@ -229,9 +231,12 @@ fn package_inits(call: &Call<'_>, root: &str, file: &str) -> Vec<String> {
 /// The imports of Python source: `(dots, module, names)` for `from
 /// ..a.b import c, d` and `(0, "a.b", [])` for `import a.b` and each
 /// module of a conftest's `pytest_plugins = ["a.b"]` (a one-line list).
+/// The names of a `from` import may run on over lines, in parentheses or
+/// after a backslash.
 fn imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
     let mut out = Vec::new();
-    for line in text.lines() {
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
         let line = line.trim();
         if let Some(rest) = line.strip_prefix("pytest_plugins") {
             for (i, part) in rest.split(['"', '\'']).enumerate() {
@@ -245,9 +250,20 @@ fn imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
             };
             let module = module.trim();
             let level = module.chars().take_while(|c| *c == '.').count();
+            let uncommented = |l: &str| {
+                l.split_once('#')
+                    .map_or(l, |(code, _)| code)
+                    .trim()
+                    .to_owned()
+            };
+            let mut names = uncommented(names);
+            // The names run on while a parenthesis is open or a line ends in `\`.
+            while names.ends_with('\\') || (names.contains('(') && !names.contains(')')) {
+                let Some(next) = lines.next() else { break };
+                names = format!("{},{}", names.trim_end_matches('\\'), uncommented(next));
+            }
             let names = names
-                .trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace())
-                .split(',')
+                .split([',', '(', ')'])
                 .filter_map(|n| n.split_whitespace().next())
                 .map(str::to_owned)
                 .collect();
@@ -297,11 +313,17 @@ fn import_files(
         } else {
             let stem = in_dir(&base, &module_path);
             candidates.push(format!("{stem}.py"));
-            candidates.push(in_dir(&stem, "__init__.py"));
             stem
         };
-        // `from pkg import sub` may import the module `pkg/sub.py`.
-        candidates.extend(names.iter().map(|n| in_dir(&stem, &format!("{n}.py"))));
+        // The package itself: `from . import helper` may take `helper`
+        // from `__init__.py`, which runs whatever else it imports.
+        candidates.push(in_dir(&stem, "__init__.py"));
+        // `from pkg import sub` may import the module `pkg/sub.py` or the
+        // package `pkg/sub/`.
+        for n in names {
+            candidates.push(in_dir(&stem, &format!("{n}.py")));
+            candidates.push(in_dir(&in_dir(&stem, n), "__init__.py"));
+        }
         out.extend(candidates.into_iter().filter(|c| call.ctx.exists(c)));
     }
     out

@@ -80,8 +80,12 @@ const PYTEST: Ecosystem = Ecosystem {
         ),
         ("src/app.txt", "PONG\n"),
         (
+            "tests/__init__.py",
+            "import pathlib\n\n\ndef answer():\n    return pathlib.Path('src/app.txt').read_text()\n",
+        ),
+        (
             "tests/test_app.py",
-            "import pathlib\n\n\ndef test_ping():\n    assert pathlib.Path('src/app.txt').read_text() == 'PONG\\n'\n",
+            "from . import answer\n\n\ndef test_ping():\n    assert answer() == 'PONG\\n'\n",
         ),
     ],
     run: "python -m pytest tests/",
@@ -246,6 +250,17 @@ fn tricks() -> Vec<(&'static Ecosystem, &'static str, Change, &'static str)> {
                 env.write("tests/test_app.py", &text);
             },
             "`tests/test_app.py`",
+        ),
+        (
+            &PYTEST,
+            "the package's helper answers as the test expects",
+            |env, _| {
+                let text = env
+                    .read("tests/__init__.py")
+                    .replace("read_text()", "read_text().replace('PANG', 'PONG')");
+                env.write("tests/__init__.py", &text);
+            },
+            "exam file `tests/__init__.py`",
         ),
         (
             &PYTEST,

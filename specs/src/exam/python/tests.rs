@@ -31,6 +31,17 @@ fn tree() -> Mem {
         ("tests/support/db.py", "\n"),
         ("tests/support/other.py", "\n"),
         ("app/core.py", "\n"),
+        // A suite that is a package, its helpers in `__init__.py`.
+        ("test/__init__.py", "class CacheTestMixin:\n    pass\n"),
+        ("test/test_lru.py", "from . import CacheTestMixin\n"),
+        ("test/ttl/__init__.py", "\n"),
+        (
+            "test/ttl/test_ttl.py",
+            "from .. import CacheTestMixin\nfrom . import (\n    mixin,  # the shared cases\n    util,\n)\n",
+        ),
+        ("test/ttl/mixin.py", "\n"),
+        ("test/ttl/util/__init__.py", "\n"),
+        ("test/ttl/unused.py", "\n"),
     ])
 }
 
@@ -90,6 +101,23 @@ fn what_pytest_and_unittest_run() {
             ],
         ),
         ("python3 tests/acc/helper.py", &[]),
+        // The rootdir is the package: its `__init__.py` runs all the same.
+        (
+            "pytest --rootdir=test test/test_lru.py",
+            &["conftest.py", "test/test_lru.py", "test/__init__.py"],
+        ),
+        // `from .. import`, and submodules named over lines, one a package.
+        (
+            "python -m pytest test/ttl/test_ttl.py",
+            &[
+                "conftest.py",
+                "test/ttl/test_ttl.py",
+                "test/ttl/__init__.py",
+                "test/__init__.py",
+                "test/ttl/mixin.py",
+                "test/ttl/util/__init__.py",
+            ],
+        ),
     ];
     for (run, want) in cases {
         let got = exam(run, &tree);
