@@ -248,7 +248,7 @@ pub struct ItemResult {
     pub spec_error: Option<String>,
     /// What its processes touched in the workspace, when they were traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed: Option<crate::trace::Accesses>,
+    pub observed: Option<Box<crate::trace::Accesses>>,
 }
 
 /// Progress, reported as it happens.

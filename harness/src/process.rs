@@ -353,11 +353,21 @@ fn new_command(
         // The standard library drops the supplementary groups too.
         command.uid(uid).gid(gid);
     }
-    if !argv.files.is_empty() {
+    if !argv.files.is_empty() || !argv.writes.is_empty() {
         let mut mappings = Vec::new();
         for (fd, content) in argv.files {
             mappings.push(FdMapping {
                 parent_fd: unlinked_file(&content)?.into(),
+                child_fd: fd,
+            });
+        }
+        for (fd, path) in argv.writes {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)?;
+            mappings.push(FdMapping {
+                parent_fd: file.into(),
                 child_fd: fd,
             });
         }

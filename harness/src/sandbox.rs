@@ -529,6 +529,9 @@ const ARGS_FD: i32 = 3;
 /// The file descriptor bubblewrap reads the seccomp filter from.
 const SECCOMP_FD: i32 = 4;
 
+/// The file descriptor bubblewrap writes what it tells of the sandbox to.
+const INFO_FD: i32 = 5;
+
 /// How one process is started: the program, its arguments, the files it
 /// gets as extra descriptors, and the identity it runs as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -539,6 +542,8 @@ pub(crate) struct Argv {
     pub args: Vec<OsString>,
     /// Contents the process reads at these descriptors.
     pub files: Vec<(i32, Vec<u8>)>,
+    /// Files of the gate's the process writes at these descriptors.
+    pub writes: Vec<(i32, PathBuf)>,
     /// The `(uid, gid)` to start it as, when not the gate's.
     pub run_as: Option<(u32, u32)>,
 }
@@ -697,12 +702,15 @@ impl Launcher {
     /// How to start `program args…` in `cwd`: traced, when this launcher
     /// traces.
     pub(crate) fn argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
-        let argv = self.untraced_argv(program, args, cwd);
         // Items run as the run's uid without a sandbox are not traced: the
         // tracer would run as that uid too, within their reach.
         match (&self.tracer, &self.trace_to, &self.how) {
-            (_, _, How::As(..)) => argv,
+            (_, _, How::As(..)) => self.untraced_argv(program, args, cwd, None),
             (Some(tracer), Some(dir), _) => {
+                // bubblewrap says which process set the sandbox up, so its
+                // own reads of what it mounts are not taken for the item's.
+                let info = dir.join(crate::trace::SANDBOX_INFO);
+                let argv = self.untraced_argv(program, args, cwd, Some(info));
                 let (program, args) = tracer.wrap(dir, argv.program, argv.args);
                 Argv {
                     program,
@@ -710,17 +718,26 @@ impl Launcher {
                     ..argv
                 }
             }
-            _ => argv,
+            _ => self.untraced_argv(program, args, cwd, None),
         }
     }
 
-    fn untraced_argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
+    /// How to start `program args…` in `cwd`; a sandbox writes what
+    /// bubblewrap tells of it (`--info-fd`) to `info`, when given.
+    fn untraced_argv(
+        &self,
+        program: &OsStr,
+        args: &[&OsStr],
+        cwd: &Path,
+        info: Option<PathBuf>,
+    ) -> Argv {
         let command =
             std::iter::once(program.to_owned()).chain(args.iter().map(|a| (*a).to_owned()));
         let plain = |run_as| Argv {
             program: program.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             files: Vec::new(),
+            writes: Vec::new(),
             run_as,
         };
         match &self.how {
@@ -733,6 +750,7 @@ impl Launcher {
                     program: namespace.nsenter.clone().into_os_string(),
                     args: all,
                     files: Vec::new(),
+                    writes: Vec::new(),
                     run_as: None,
                 }
             }
@@ -742,8 +760,13 @@ impl Launcher {
                     ARGS_FD.to_string().into(),
                     "--seccomp".into(),
                     SECCOMP_FD.to_string().into(),
-                    "--".into(),
                 ];
+                let mut writes = Vec::new();
+                if let Some(info) = info {
+                    all.extend(["--info-fd".into(), INFO_FD.to_string().into()]);
+                    writes.push((INFO_FD, info));
+                }
+                all.push("--".into());
                 all.extend(sandbox.command_prefix());
                 all.extend(command);
                 let files = vec![
@@ -765,6 +788,7 @@ impl Launcher {
                     program,
                     args,
                     files,
+                    writes,
                     run_as: None,
                 }
             }

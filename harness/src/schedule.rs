@@ -203,8 +203,8 @@ impl Ctx {
     }
 
     /// What a traced item touched, read from its trace folder.
-    fn observed(&self, dir: Option<tempfile::TempDir>) -> Option<crate::trace::Accesses> {
-        dir.map(|d| crate::trace::read(d.path(), &self.workspace))
+    fn observed(&self, dir: Option<tempfile::TempDir>) -> Option<Box<crate::trace::Accesses>> {
+        dir.map(|d| Box::new(crate::trace::read(d.path(), &self.workspace)))
     }
 
     /// Redacts the free text of a result.

@@ -27,6 +27,11 @@ const TRACE_CAP: u64 = 512 * 1024 * 1024;
 /// The name each process's file starts with (`trace.PID`).
 const PREFIX: &str = "trace";
 
+/// The file bubblewrap writes its `--info-fd` JSON to, in a trace's folder:
+/// it names the process that set the sandbox up (`child-pid`), whose
+/// reads of what it mounts are bubblewrap's, not the item's.
+pub const SANDBOX_INFO: &str = "sandbox-info.json";
+
 /// What one item's processes did to the workspace, by workspace-relative
 /// `/`-separated path. `.git` is left out: the gate reads the repository
 /// itself.
@@ -97,13 +102,14 @@ pub fn read(dir: &Path, workspace: &Path) -> Accesses {
             return accesses;
         }
     };
+    let setup = sandbox_setup(dir).map(|pid| format!("{PREFIX}.{pid}"));
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(PREFIX))
+                .is_some_and(|n| n.starts_with(PREFIX) && Some(n) != setup.as_deref())
         })
         .collect();
     files.sort();
@@ -135,6 +141,14 @@ pub fn read(dir: &Path, workspace: &Path) -> Accesses {
         reader.process(&String::from_utf8_lossy(&bytes));
     }
     accesses
+}
+
+/// The pid of the process that set the sandbox up, as bubblewrap wrote it
+/// (before any item's code ran); `None` outside a sandbox.
+fn sandbox_setup(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join(SANDBOX_INFO)).ok()?;
+    let info: serde_json::Value = serde_json::from_str(&text).ok()?;
+    info.get("child-pid")?.as_u64()
 }
 
 /// Reads one process's lines into `out`.
@@ -220,10 +234,10 @@ impl Reader<'_> {
             match arg {
                 Arg::Str(name) => {
                     let base = match i.checked_sub(1).map(|j| &call.args[j]) {
-                        Some(Arg::Fd { path, .. }) => Some(path.clone()),
-                        _ => cwd.clone(),
+                        Some(Arg::Fd { path, .. }) => Some(path.as_path()),
+                        _ => cwd.as_deref(),
                     };
-                    named.push(resolve(&base, name));
+                    named.push(resolve(base, name));
                 }
                 Arg::Fd { path, cwd: false } if matches!(effect, Effect::List | Effect::Chdir) => {
                     named.push(Named::At(path.clone()));
@@ -305,7 +319,7 @@ enum Named {
 }
 
 /// `name` against `base`, lexically.
-fn resolve(base: &Option<PathBuf>, name: &str) -> Named {
+fn resolve(base: Option<&Path>, name: &str) -> Named {
     let path = Path::new(name);
     if path.is_absolute() {
         return Named::At(normalize(path));
@@ -397,12 +411,9 @@ impl Call {
         let mut raw = String::new();
         // Arguments, split on top-level commas; nested braces and brackets
         // (a stat buffer, an argv) are skipped whole.
-        loop {
-            let Some(b) = s.peek() else {
-                // An unfinished call (its process was killed): what it named
-                // counts, whatever it returned.
-                break;
-            };
+        // A line that ends before its `)` is an unfinished call (its process
+        // was killed): what it named counts, whatever it returned.
+        while let Some(b) = s.peek() {
             match b {
                 b'"' if depth == 0 => {
                     args.push(Arg::Str(s.quoted()?));

@@ -31,6 +31,10 @@ fn chromium() -> PathBuf {
 /// cases time the browser and not a cold machine: a first start after an
 /// install reads the whole program from disk and builds font caches, which
 /// under a loaded test run has taken longer than a check's start-up bound.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a plain wait for the browser, outside anything the harness runs"
+)]
 fn warm(browser: &Path) {
     let profile = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(browser)

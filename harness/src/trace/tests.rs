@@ -55,7 +55,7 @@ fn each_kind_of_call_is_read_as_an_access() {
         ),
         (
             "a listing",
-            r#"getdents64(3</ws/src>, 0x55cf /* 3 entries */, 32768) = 80"#,
+            r"getdents64(3</ws/src>, 0x55cf /* 3 entries */, 32768) = 80",
             &[],
             &["src"],
             &[],
@@ -168,6 +168,10 @@ fn readers_are_fed_by_the_items_that_wrote_what_they_read() {
 /// strace itself, when installed: a shell that changes folder, reads,
 /// lists, probes and writes is seen doing each.
 #[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tracer's own command line, run as it is"
+)]
 fn a_real_trace_of_a_shell() {
     let Some(strace) = ["/usr/bin/strace", "/bin/strace"]
         .into_iter()
@@ -208,4 +212,27 @@ fn a_real_trace_of_a_shell() {
     }
     assert!(got.listed.contains("sub"), "{:?}", got.listed);
     assert_eq!(got.written, set(&["made"]));
+}
+
+/// The process bubblewrap names as the one that set the sandbox up is
+/// left out: what it reads are the paths it mounts, not the item's inputs.
+#[test]
+fn the_sandbox_setup_process_is_not_the_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Path::new("/ws");
+    std::fs::write(
+        dir.path().join("trace.5"),
+        "newfstatat(AT_FDCWD</>, \"/ws/gate.toml\", {st_mode=S_IFREG|0644, ...}, 0) = 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("trace.6"),
+        "openat(AT_FDCWD</ws>, \"src/a.txt\", O_RDONLY) = 3</ws/src/a.txt>\n",
+    )
+    .unwrap();
+    assert_eq!(read(dir.path(), ws).paths, set(&["gate.toml", "src/a.txt"]));
+    std::fs::write(dir.path().join(SANDBOX_INFO), "{\n    \"child-pid\": 5\n}\n").unwrap();
+    let got = read(dir.path(), ws);
+    assert_eq!(got.paths, set(&["src/a.txt"]));
+    assert_eq!(got.incomplete, None);
 }
