@@ -241,7 +241,12 @@ pub(crate) fn show(
                 }
             }
             if let Some(why) = &o.incomplete {
-                let _ = writeln!(text, "{}: its trace is incomplete ({})", shown(id), shown(why));
+                let _ = writeln!(
+                    text,
+                    "{}: its trace is incomplete ({})",
+                    shown(id),
+                    shown(why)
+                );
             }
         }
         text.push('\n');

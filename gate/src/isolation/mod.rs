@@ -293,25 +293,26 @@ impl Start {
                 .chain(["/usr/bin", "/bin"].map(PathBuf::from)),
         )
         .ok();
-        let tools_env = crate::git::environment(trusted_path, None);
-        let tracer = match probe_tracer(&tools, &tools_env) {
-            Ok(tracer) => Some(tracer),
-            Err(why) => {
-                warnings.push(format!(
-                    "what the items read is not traced ({why}): a retry carries no command's \
-                     result forward, it runs them all again"
-                ));
-                None
-            }
-        };
         let start = Self {
-            tools_env,
+            tools_env: crate::git::environment(trusted_path, None),
             tools,
             lease: None,
             warnings,
-            tracer,
+            tracer: None,
         };
         (writable, start)
+    }
+
+    /// Takes the gate's `strace` as the run's tracer when it can trace
+    /// here, else says once why nothing is traced.
+    async fn trace(&mut self) {
+        match probe_tracer(&self.tools, &self.tools_env).await {
+            Ok(tracer) => self.tracer = Some(tracer),
+            Err(why) => self.warnings.push(format!(
+                "what the items read is not traced ({why}): a retry carries no command's \
+                 result forward, it runs them all again"
+            )),
+        }
     }
 }
 
@@ -375,6 +376,7 @@ impl Isolation {
             .map(PathBuf::from)
             .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir());
         let (writable, mut start) = Start::new(&setup, host_home.as_deref());
+        start.trace().await;
         if mode == SandboxMode::Off {
             let why = off_reason(&setup);
             return Self::unisolated(&setup, start, Some(why));
@@ -647,7 +649,7 @@ impl Isolation {
 /// The gate's `strace`, when it can trace here: it must be found where
 /// the items cannot write and follow a shell with its seccomp filter (a
 /// container may refuse `ptrace`).
-fn probe_tracer(tools: &Tools, env: &[(OsString, OsString)]) -> Result<Tracer, String> {
+async fn probe_tracer(tools: &Tools, env: &[(OsString, OsString)]) -> Result<Tracer, String> {
     let strace = tools.path("strace").ok_or_else(|| {
         "`strace` is not installed outside the folders the workspace's code can write \
          (Debian and Ubuntu: `apt-get install strace`)"
@@ -659,26 +661,30 @@ fn probe_tracer(tools: &Tools, env: &[(OsString, OsString)]) -> Result<Tracer, S
         .tempdir()
         .map_err(|e| format!("cannot make a folder for a trace: {e}"))?;
     let tracer = Tracer { strace };
-    let (program, args) = tracer.wrap(
+    let launcher = Launcher::new(env.to_vec())
+        .with_tracer(Some(tracer.clone()))
+        .traced_into(dir.path());
+    let shell = shell.to_string_lossy();
+    let output = gate_harness::process::run_argv(
+        &[&shell, "-c", ":"],
         dir.path(),
-        shell.into_os_string(),
-        vec!["-c".into(), ":".into()],
-    );
-    let output = std::process::Command::new(program)
-        .args(args)
-        .env_clear()
-        .envs(env.iter().cloned())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("strace cannot start: {e}"))?;
-    if !output.status.success() {
+        PROBE_TIMEOUT,
+        4096,
+        &launcher,
+    )
+    .await
+    .map_err(|e| format!("strace cannot start: {e}"))?;
+    if output.exit_code != Some(0) {
         let said = String::from_utf8_lossy(&output.stderr);
         return Err(format!(
             "strace cannot trace here: {}",
             said.lines().next().unwrap_or("it failed")
         ));
     }
-    Ok(tracer)
+    match gate_harness::trace::read(dir.path(), dir.path()).incomplete {
+        Some(why) => Err(format!("strace's trace cannot be read here: {why}")),
+        None => Ok(tracer),
+    }
 }
 
 /// Why a run with `mode = "off"` is unisolated: the spec's word or the

@@ -120,21 +120,22 @@ pub fn apply(
             },
         };
     }
-    let fed_by: BTreeMap<&str, &[String]> = plan
+    // Who wrote what each item read, as its earlier run saw it.
+    let fed_by: BTreeMap<String, Vec<String>> = plan
         .items
         .iter()
         .filter_map(|i| {
-            let k = known.get(i.id.as_str())?;
-            Some((i.id.as_str(), k.observed?.fed_by.as_slice()))
+            let observed = known.get(i.id.as_str())?.observed?;
+            Some((i.id.clone(), observed.fed_by.clone()))
         })
         .collect();
-    let fed_by: BTreeMap<String, Vec<String>> = fed_by
-        .into_iter()
-        .map(|(id, from)| (id.to_owned(), from.to_vec()))
-        .collect();
+    rerun_dependents(plan, spec, &fed_by);
+    rerun_needed_checks(plan);
+}
 
-    // (c): whatever names a re-run item through `after`, transitively, and
-    // whatever read files a re-run item wrote, until nothing more changes.
+/// (c): whatever names a re-run item through `after`, transitively, and
+/// whatever read files a re-run item wrote, until nothing more changes.
+fn rerun_dependents(plan: &mut Plan, spec: &Spec, fed_by: &BTreeMap<String, Vec<String>>) {
     let graph = CheckGraph::new(spec).ok();
     loop {
         let rerun: BTreeSet<String> = plan
@@ -171,10 +172,12 @@ pub fn apply(
             break;
         }
     }
+}
 
-    // (d): the checks a re-run item needs first, transitively. A carried
-    // service it needs up is started again; a carried build is built again,
-    // since what it made (ignored output, say) is not in the fingerprint.
+/// (d): the checks a re-run item needs first, transitively. A carried
+/// service it needs up is started again; a carried build is built again,
+/// since what it made (ignored output, say) is not in the fingerprint.
+fn rerun_needed_checks(plan: &mut Plan) {
     let services: BTreeSet<String> = plan
         .items
         .iter()

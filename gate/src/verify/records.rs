@@ -158,7 +158,7 @@ fn observed(
 ) -> HashMap<String, Observed> {
     let traced: Vec<(&str, &gate_harness::trace::Accesses)> = results
         .iter()
-        .filter_map(|(id, r)| r.observed.as_ref().map(|a| (id.as_str(), a)))
+        .filter_map(|(id, r)| r.observed.as_deref().map(|a| (id.as_str(), a)))
         .collect();
     let fed = gate_harness::trace::fed_by(traced.iter().copied());
     let none = BTreeSet::new();

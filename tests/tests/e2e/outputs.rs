@@ -557,10 +557,10 @@ fn wire_redactions() -> Vec<(&'static str, &'static str)> {
         (r#""(\w+_s)":( ?)\d+(\.\d+)?"#, r#""$1":$2"[S]""#),
     ];
     all.extend(redactions());
-    // Who the items ran as, and where this machine keeps git and sh.
+    // Who the items ran as, and where this machine keeps git, sh and strace.
     all.push((r#""(uid|gid)":( ?)\d+"#, r#""$1":$2"[ID]""#));
     all.push((
-        r#""path":( ?)"[^"]*/(git|sh|dash|bash)""#,
+        r#""path":( ?)"[^"]*/(git|sh|dash|bash|strace)""#,
         r#""path":$1"[TOOL]""#,
     ));
     // After the run ids and digests those name.

@@ -331,8 +331,16 @@ inputs = ["src/other.txt"]
     out.assert_exit(1);
     let doc = out.json();
     assert_eq!(status_of(&doc, "ttl"), "passed");
-    assert_eq!(item(&doc, "ttl").unwrap()["read_beyond_inputs"], 1, "{doc:#}");
-    assert_eq!(item(&doc, "ping").unwrap()["read_beyond_inputs"], 0, "{doc:#}");
+    assert_eq!(
+        item(&doc, "ttl").unwrap()["read_beyond_inputs"],
+        1,
+        "{doc:#}"
+    );
+    assert_eq!(
+        item(&doc, "ping").unwrap()["read_beyond_inputs"],
+        0,
+        "{doc:#}"
+    );
     let run = doc["run_id"].as_str().unwrap().to_owned();
     let shown = env.gate(&["evidence", "show", &run]).run();
     shown.assert_exit(0);
