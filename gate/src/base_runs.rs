@@ -94,6 +94,10 @@ struct Wanted {
     verifiers: String,
     /// Verifier files the base does not have, copied in from the change.
     copies: Vec<String>,
+    /// Exam files of its test runner that the change created or altered,
+    /// copied in from the change: the base run asks whether the change's
+    /// own tests fail without it.
+    exam: Vec<String>,
 }
 
 impl Outcome {
@@ -180,11 +184,11 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
     let tree = BaseTree::list(git, inputs.workspace, commit).await?;
     let mut keyed: Vec<Wanted> = asking
         .iter()
-        .map(|c| key(spec, c, &tree, inputs.snapshot))
+        .map(|c| key(spec, c, &tree, (inputs.workspace, inputs.snapshot)))
         .collect();
     let mut self_certified = BTreeSet::new();
     for c in unsaid {
-        let w = key(spec, c, &tree, inputs.snapshot);
+        let w = key(spec, c, &tree, (inputs.workspace, inputs.snapshot));
         if !w.copies.is_empty() {
             self_certified.insert(c.id.clone());
             keyed.push(w);
@@ -359,8 +363,18 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
             ..ran(BaseState::Passed)
         },
         // Only an exit of its own is a result: a timeout, a signal or a
-        // command that could not start says nothing of the base.
-        Status::Failed if r.exit_code.is_some() && r.spec_error.is_none() => ran(BaseState::Failed),
+        // command that could not start says nothing of the base, and nor
+        // does an exam that never ran (a missing test target or command).
+        Status::Failed if r.exit_code.is_some() && r.spec_error.is_none() => {
+            match exam_did_not_run(r.exit_code, &r.output.tail) {
+                Some(why) => BaseStatus {
+                    status: BaseState::CouldNotRun,
+                    reason: Some(format!("the exam did not run on the base: {why}")),
+                    ..ran(BaseState::CouldNotRun)
+                },
+                None => ran(BaseState::Failed),
+            }
+        }
         Status::Failed | Status::Skipped => BaseStatus {
             status: BaseState::CouldNotRun,
             reason: Some(
@@ -373,6 +387,43 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
             from_run: None,
         },
     }
+}
+
+/// What a runner says when it did not run the exam at all, by exit code
+/// and by the words of its output, with how the gate names it. A failure
+/// is evidence only when tests ran and failed (or would not compile
+/// against the base's code); these are none of that.
+const DID_NOT_RUN: [(Option<i32>, &str, &str); 12] = [
+    (Some(126), "", "its command cannot be executed"),
+    (Some(127), "", "its command is not found"),
+    (
+        None,
+        "no test target named",
+        "cargo has no such test target",
+    ),
+    (None, "no bin target named", "cargo has no such target"),
+    (None, "no example target named", "cargo has no such target"),
+    (None, "error: no such command", "cargo has no such command"),
+    (None, "npm error Missing script", "npm has no such script"),
+    (None, "npm ERR! Missing script", "npm has no such script"),
+    (
+        Some(4),
+        "ERROR: file or directory not found",
+        "pytest found no such file",
+    ),
+    (Some(5), "no tests ran", "pytest collected no tests"),
+    (None, "No rule to make target", "make has no such target"),
+    (None, "matched no packages", "go found no such package"),
+];
+
+/// Why a runner's failing exit says nothing of the base, if it does not.
+fn exam_did_not_run(exit: Option<i32>, tail: &str) -> Option<&'static str> {
+    DID_NOT_RUN
+        .iter()
+        .find(|(code, words, _)| {
+            code.is_none_or(|c| exit == Some(c)) && (words.is_empty() || tail.contains(words))
+        })
+        .map(|(_, _, why)| *why)
 }
 
 /// The base commit's files, workspace-relative, with their modes and object
@@ -428,7 +479,12 @@ impl BaseTree {
 /// The key a criterion's base result is kept under: its definition with
 /// the checks it runs after (transitively), and its verifiers as the base
 /// run sees them (the base's, or the change's where the base has none).
-fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, snapshot: &Snapshot) -> Wanted {
+fn key(
+    spec: &Spec,
+    c: &gate_specs::Criterion,
+    tree: &BaseTree,
+    (workspace, snapshot): (&Path, &Snapshot),
+) -> Wanted {
     let mut definition = blake3::Hasher::new();
     definition.update(&serde_json::to_vec(c).unwrap_or_default());
     for check in after_closure(spec, &c.after) {
@@ -468,12 +524,55 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, snapshot: &Snaps
             }
         }
     }
+    // Only a fail-to-pass criterion asks whether the change's tests need
+    // the change; a pass-to-pass one asks whether the base's still hold.
+    let exam = if c.expectation(&spec.policy) == Expect::FailToPass {
+        changed_exam(c, tree, workspace, snapshot, &paths)
+    } else {
+        Vec::new()
+    };
+    for file in &exam {
+        if let Some(entry) = snapshot.get(file) {
+            verifiers.update(format!("{file}\0exam\0{}\n", entry.digest.to_hex()).as_bytes());
+        }
+    }
     Wanted {
         id: c.id.clone(),
         definition: Digest::from(definition.finalize()).to_hex(),
         verifiers: Digest::from(verifiers.finalize()).to_hex(),
         copies,
+        exam,
     }
+}
+
+/// The exam files of `c`'s test runner (beyond the verifiers it names by
+/// path, `verifiers`) that the change created or whose content differs
+/// from the base's: a test the change wrote or rewrote runs on the base as
+/// the change has it (as a benchmark applies its test patch to the base),
+/// so a pass there shows the test does not need the change.
+fn changed_exam(
+    c: &gate_specs::Criterion,
+    tree: &BaseTree,
+    workspace: &Path,
+    snapshot: &Snapshot,
+    verifiers: &BTreeSet<String>,
+) -> Vec<String> {
+    let Some(run) = c.run.as_deref() else {
+        return Vec::new();
+    };
+    let files: BTreeSet<&str> = snapshot.regular_files().collect();
+    crate::exam::files_now(run, workspace, &files)
+        .into_iter()
+        .filter(|file| !verifiers.contains(file))
+        .filter(|file| match tree.files.get(file.as_str()) {
+            None => true,
+            Some(entry) => {
+                let id = entry.split(' ').nth(1).unwrap_or_default();
+                crate::verifiers::blob_id_on_disk(&workspace.join(file), false, id)
+                    .is_none_or(|now| now != id)
+            }
+        })
+        .collect()
 }
 
 /// Every item `after` names, and every item those name, in a stable order.
@@ -509,7 +608,7 @@ async fn run_on_base(
     checkout(inputs, git, commit, folder.path(), &root).await?;
     let cwd = root.join(&tree.prefix);
     for w in wanted {
-        for file in &w.copies {
+        for file in w.copies.iter().chain(&w.exam) {
             copy_in(inputs.workspace, &cwd, file)?;
         }
     }
@@ -909,6 +1008,57 @@ mod tests {
         }
         drop(folder);
         assert!(!path.exists(), "{} is still there", path.display());
+    }
+
+    /// A runner's failing exit that ran no test says nothing of the base.
+    #[test]
+    fn an_exam_that_never_ran_is_no_base_result() {
+        let cases: [(Option<i32>, &str, Option<&str>); 9] = [
+            (
+                Some(127),
+                "sh: 1: cargo-nextest: not found",
+                Some("its command is not found"),
+            ),
+            (
+                Some(101),
+                "error: no test target named `ttl` in default-run packages",
+                Some("cargo has no such test target"),
+            ),
+            (
+                Some(1),
+                "npm error Missing script: \"e2e\"",
+                Some("npm has no such script"),
+            ),
+            (
+                Some(4),
+                "ERROR: file or directory not found: tests/test_ttl.py",
+                Some("pytest found no such file"),
+            ),
+            (
+                Some(5),
+                "no tests ran in 0.01s",
+                Some("pytest collected no tests"),
+            ),
+            (
+                Some(2),
+                "make: *** No rule to make target 'ttl'.  Stop.",
+                Some("make has no such target"),
+            ),
+            (
+                Some(101),
+                "test ttl ... FAILED\ntest result: FAILED. 0 passed; 1 failed",
+                None,
+            ),
+            (
+                Some(1),
+                "E   AssertionError: assert 'ms' == 's'\n1 failed in 0.02s",
+                None,
+            ),
+            (Some(5), "exit 5 of a script of its own", None),
+        ];
+        for (exit, tail, want) in cases {
+            assert_eq!(exam_did_not_run(exit, tail), want, "{tail}");
+        }
     }
 
     #[test]

@@ -109,6 +109,18 @@ fn under(files: &BTreeSet<&str>, dir: &str) -> Vec<String> {
         .collect()
 }
 
+/// The files of the exam `run` makes of the workspace as it is now (whole
+/// files only: a script entry is a part of a manifest, not a file to copy).
+pub(crate) fn files_now(run: &str, workspace: &Path, files: &BTreeSet<&str>) -> Vec<String> {
+    let now = Now { workspace, files };
+    gate_specs::exam(run, &now)
+        .files
+        .into_iter()
+        .filter(|f| f.kind == ExamKind::File && files.contains(f.path.as_str()))
+        .map(|f| f.path)
+        .collect()
+}
+
 /// What the exam comparison found, and what the items' sandbox needs.
 #[derive(Debug, Default)]
 pub(crate) struct Found {

@@ -417,3 +417,48 @@ fn legitimate_changes_around_the_exam_pass() {
         }
     }
 }
+
+/// A fail-to-pass criterion whose test the change wrote (in a folder the
+/// command names, so no verifier path names it) runs that test on the
+/// base, over the base's code: an empty test passes there and is a
+/// critical finding, a real one fails there and earns its pass. Without
+/// the change's test on the base, pytest would select no test there.
+#[test]
+fn the_changes_own_test_runs_on_the_base() {
+    let cases = [
+        ("an empty test", "def test_ttl():\n    pass\n", 1),
+        (
+            "a real test",
+            "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
+            0,
+        ),
+    ];
+    for (name, test, exit) in cases {
+        let env = workspace(&PYTEST, false);
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"",
+            "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+             run = \"python -m pytest tests/ -k ttl\"\nexpect = \"fail-to-pass\"\n\n\
+             [[task.criterion]]\nid = \"pings\"",
+        );
+        env.write("gate.toml", &spec);
+        env.write("src/ttl.txt", "seconds\n");
+        env.write("tests/test_ttl.py", test);
+        let doc = verify(&env);
+        let ttl = gate_tests::item(&doc, "ttl").unwrap();
+        assert_eq!(doc["exit"], exit, "{name}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        if exit == 1 {
+            assert_eq!(ttl["base_status"]["status"], "passed", "{name}: {ttl:#}");
+            assert!(
+                critical
+                    .iter()
+                    .any(|t| t.contains("passes without the change")),
+                "{name}: {critical:#?}"
+            );
+        } else {
+            assert_eq!(ttl["base_status"]["status"], "failed", "{name}: {ttl:#}");
+            assert!(critical.is_empty(), "{name}: {critical:#?}");
+        }
+    }
+}
