@@ -231,7 +231,11 @@ fn the_sandbox_setup_process_is_not_the_item() {
     )
     .unwrap();
     assert_eq!(read(dir.path(), ws).paths, set(&["gate.toml", "src/a.txt"]));
-    std::fs::write(dir.path().join(SANDBOX_INFO), "{\n    \"child-pid\": 5\n}\n").unwrap();
+    std::fs::write(
+        dir.path().join(SANDBOX_INFO),
+        "{\n    \"child-pid\": 5\n}\n",
+    )
+    .unwrap();
     let got = read(dir.path(), ws);
     assert_eq!(got.paths, set(&["src/a.txt"]));
     assert_eq!(got.incomplete, None);
