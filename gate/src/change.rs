@@ -13,6 +13,7 @@ use gate_specs::InputGlobs;
 
 use crate::errors::GateError;
 use crate::git::{Git, TreeEntry, tree_entries};
+use crate::record::Verified;
 
 /// The commit `base` names, resolved before anything of the workspace
 /// runs: everything the run compares with the base uses this id, so what a
@@ -81,14 +82,78 @@ pub(crate) async fn with_base(
         }
     };
     let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
+    differs_from(git, workspace, snapshot, &merge_base)
+        .await
+        .map_err(failed)
+}
+
+/// The variables a CI names a detached checkout's branch by, in order.
+const CI_BRANCH: [&str; 8] = [
+    "GITHUB_HEAD_REF",
+    "GITHUB_REF_NAME",
+    "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+    "CI_COMMIT_REF_NAME",
+    "BUILDKITE_BRANCH",
+    "CIRCLE_BRANCH",
+    "BRANCH_NAME",
+    "GIT_BRANCH",
+];
+
+/// What the run verifies: `HEAD`'s commit and branch (else the CI's name
+/// for it) and how many files differ from that commit. Outside a
+/// repository, or before a first commit, nothing but the files.
+pub(crate) async fn verified(
+    git: &Git,
+    workspace: &Path,
+    snapshot: &Snapshot,
+    env: &crate::environment::Environment,
+) -> Verified {
+    let Ok(commit) = git.resolve_commit(workspace, "HEAD").await else {
+        return Verified {
+            uncommitted: snapshot.len(),
+            ..Verified::default()
+        };
+    };
+    let branch = match git
+        .run(workspace, &["symbolic-ref", "--short", "-q", "HEAD"])
+        .await
+    {
+        Ok(name) => Some(String::from_utf8_lossy(&name).trim().to_owned()),
+        Err(_) => CI_BRANCH
+            .iter()
+            .find_map(|name| env.var(name).map(str::trim).filter(|v| !v.is_empty()))
+            .map(str::to_owned),
+    }
+    .filter(|b| !b.is_empty());
+    let uncommitted = match differs_from(git, workspace, snapshot, &commit).await {
+        Ok(files) => files.len(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot compare the workspace with HEAD");
+            snapshot.len()
+        }
+    };
+    Verified {
+        commit: Some(commit),
+        branch,
+        uncommitted,
+    }
+}
+
+/// The workspace's files that differ from `commit`: gone, another kind,
+/// mode or content, or not in it (as the snapshot names them).
+pub(crate) async fn differs_from(
+    git: &Git,
+    workspace: &Path,
+    snapshot: &Snapshot,
+    commit: &str,
+) -> Result<Vec<String>, String> {
     // Paths relative to the directory git runs in (the workspace), and only
     // what lies under it: the workspace may be a folder of a larger repository.
     let listing = git
-        .run(workspace, &["ls-tree", "-r", "-z", &merge_base, "--", "."])
-        .await
-        .map_err(failed)?;
+        .run(workspace, &["ls-tree", "-r", "-z", commit, "--", "."])
+        .await?;
     let tree: BTreeMap<String, TreeEntry> = tree_entries(&listing).into_iter().collect();
-    let mut files: Vec<String> = differing(workspace, &tree, &merge_base);
+    let mut files: Vec<String> = differing(workspace, &tree, commit);
     files.extend(
         snapshot
             .entries()

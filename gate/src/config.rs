@@ -530,7 +530,7 @@ fn format_names() -> String {
 }
 
 /// A boolean environment value: 1/true/yes/on or 0/false/no/off.
-fn truthy(name: &str, value: &str) -> Result<bool, GateError> {
+pub(crate) fn truthy(name: &str, value: &str) -> Result<bool, GateError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),

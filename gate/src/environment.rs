@@ -30,6 +30,8 @@ pub(crate) mod names {
     pub(crate) const OFFLINE: &str = "GATE_OFFLINE";
     /// Test suite only: panic right after start-up, to exercise the panic path.
     pub(crate) const TEST_PANIC: &str = "GATE_TEST_PANIC";
+    /// Whether what items read is traced (on unless `0`/`false`/`no`/`off`).
+    pub(crate) const TRACE: &str = "GATE_TRACE";
     /// The sandbox floor: `auto`, `required` or `off` (`--sandbox` wins).
     pub(crate) const SANDBOX: &str = "GATE_SANDBOX";
     /// Test suite only: a shorter heartbeat, in milliseconds.

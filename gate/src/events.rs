@@ -144,6 +144,14 @@ pub enum Note {
         /// The spec.
         spec_id: String,
     },
+    /// The workspace's files differ from the commit it is at: the run
+    /// verifies the working tree, not that commit.
+    Uncommitted {
+        /// How many files differ.
+        files: usize,
+        /// The commit.
+        commit: String,
+    },
     /// A retry runs only part of the plan.
     Rerunning {
         /// Items run again.
@@ -165,6 +173,7 @@ impl Note {
                 | Self::NotRecorded { .. }
                 | Self::RoutingOverrideFailed { .. }
                 | Self::HistoryUnreadable { .. }
+                | Self::Uncommitted { .. }
         )
     }
 }

@@ -829,6 +829,25 @@ pub struct ProtectedState {
     pub link: bool,
 }
 
+/// What a run verified: the commit the workspace was at, its branch, and
+/// whether its files were that commit's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Verified {
+    /// The commit `HEAD` was at; none outside a repository or before its
+    /// first commit.
+    pub commit: Option<String>,
+    /// `HEAD`'s branch; on a detached checkout, the branch the CI names
+    /// (`GITHUB_HEAD_REF`, `GITHUB_REF_NAME`,
+    /// `CI_MERGE_REQUEST_SOURCE_BRANCH_NAME`, `CI_COMMIT_REF_NAME`,
+    /// `BUILDKITE_BRANCH`, `CIRCLE_BRANCH`, `BRANCH_NAME`, `GIT_BRANCH`);
+    /// else none.
+    pub branch: Option<String>,
+    /// How many of the workspace's files differed from that commit
+    /// (changed, added, removed, untracked and not ignored): 0 when the
+    /// run verified exactly the commit.
+    pub uncommitted: usize,
+}
+
 /// One gate run, whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
@@ -858,6 +877,10 @@ pub struct RunRecord {
     /// what the change, the self-guard and the verifiers were compared with.
     #[serde(default)]
     pub base_commit: Option<String>,
+    /// The commit and branch the workspace was at, and how far its files
+    /// were from that commit, when the run began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verified>,
     /// What isolated the processes the run started.
     #[serde(default)]
     pub isolation: RunIsolation,

@@ -35,6 +35,13 @@ pub(crate) struct RowExtra {
         skip_serializing_if = "Option::is_none"
     )]
     pub base_runs: Option<BaseRunsRecord>,
+    /// The commit and branch the run verified.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub verified: Option<crate::record::Verified>,
 }
 
 impl RowExtra {
@@ -85,6 +92,7 @@ impl RowExtra {
             failures: record.failures.clone(),
             doom_loop: record.doom_loop.clone(),
             base_runs: record.base_runs.clone(),
+            verified: record.verified.clone(),
         }
     }
 

@@ -66,8 +66,16 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
             } else {
                 let _ = writeln!(
                     out,
-                    "{:>5}  {:<16}  {:<36}  {:<20} {:<3} {:<10} {:<7} cost",
-                    "seq", "started (UTC)", "run", "spec", "#", "verdict", "tier"
+                    "{:>5}  {:<16}  {:<36}  {:<20} {:<3} {:<10} {:<7} {:<12} {:<20} cost",
+                    "seq",
+                    "started (UTC)",
+                    "run",
+                    "spec",
+                    "#",
+                    "verdict",
+                    "tier",
+                    "commit",
+                    "branch"
                 );
             }
             for r in &rows {
@@ -75,9 +83,19 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
                 let cost = e
                     .cost_usd
                     .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"));
+                // What the run verified; `+` marks a working tree that
+                // differed from its commit. Rows of older runs have none.
+                let verified = &e.extra["verified"];
+                let mut commit: String = verified["commit"]
+                    .as_str()
+                    .map_or_else(|| "-".to_owned(), |c| c.chars().take(11).collect());
+                if verified["uncommitted"].as_u64().is_some_and(|n| n > 0) {
+                    commit.push('+');
+                }
+                let branch = verified["branch"].as_str().unwrap_or("-");
                 let _ = writeln!(
                     out,
-                    "{:>5}  {}  {}  {:<20} #{:<2} {:<10} {:<7} {cost}",
+                    "{:>5}  {}  {}  {:<20} #{:<2} {:<10} {:<7} {:<12} {:<20} {cost}",
                     r.seq,
                     e.started_at.format("%Y-%m-%d %H:%M"),
                     shown(&e.run_id),
@@ -85,6 +103,8 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
                     e.attempt,
                     e.verdict,
                     e.tier,
+                    shown(&commit),
+                    shown(branch),
                 );
             }
             out

@@ -16,15 +16,16 @@ use std::time::Duration;
 use gate_evidence::ledger::RunIdentity;
 use gate_harness::netns::Holder;
 use gate_harness::sandbox::{Bind, Hidden, Home, Identity, Network, Overlay};
+use gate_harness::trace::Tracer;
 use gate_harness::{Launcher, Sandbox, process};
 use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 
 use crate::config::Source;
+use crate::environment::names;
 use crate::errors::GateError;
 use crate::identity::Lease;
 use crate::record::RunIsolation;
 use crate::tools::Tools;
-use gate_harness::trace::Tracer;
 
 mod shown;
 
@@ -304,8 +305,21 @@ impl Start {
     }
 
     /// Takes the gate's `strace` as the run's tracer when it can trace
-    /// here, else says once why nothing is traced.
-    async fn trace(&mut self) {
+    /// here and `GATE_TRACE` does not turn it off, else says once why
+    /// nothing is traced; a `GATE_TRACE` that is no boolean is an error.
+    async fn trace(&mut self, host_env: &[(OsString, OsString)]) -> Result<(), GateError> {
+        let on = match lookup(host_env, names::TRACE) {
+            Some(v) => crate::config::truthy(names::TRACE, &v.to_string_lossy())?,
+            None => true,
+        };
+        if !on {
+            self.warnings.push(format!(
+                "what the items read is not traced ({}=off): a retry carries no command's \
+                 result forward, it runs them all again",
+                names::TRACE
+            ));
+            return Ok(());
+        }
         match probe_tracer(&self.tools, &self.tools_env).await {
             Ok(tracer) => self.tracer = Some(tracer),
             Err(why) => self.warnings.push(format!(
@@ -313,6 +327,7 @@ impl Start {
                  result forward, it runs them all again"
             )),
         }
+        Ok(())
     }
 }
 
@@ -376,7 +391,7 @@ impl Isolation {
             .map(PathBuf::from)
             .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir());
         let (writable, mut start) = Start::new(&setup, host_home.as_deref());
-        start.trace().await;
+        start.trace(setup.host_env).await?;
         if mode == SandboxMode::Off {
             let why = off_reason(&setup);
             return Self::unisolated(&setup, start, Some(why));

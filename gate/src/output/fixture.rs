@@ -158,6 +158,11 @@ pub(crate) fn record() -> RunRecord {
         spec_digest: "f".repeat(64),
         base: Some("main".to_owned()),
         base_commit: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
+        verified: Some(crate::record::Verified {
+            commit: Some("89abcdef0123456789abcdef0123456789abcdef".to_owned()),
+            branch: Some("feature/orders".to_owned()),
+            uncommitted: 0,
+        }),
         isolation: crate::record::RunIsolation {
             kind: "bwrap".to_owned(),
             network: "host".to_owned(),

@@ -19,6 +19,26 @@ pub(crate) fn render(record: &RunRecord) -> String {
     render_styled(record, Style::PLAIN)
 }
 
+/// The commit, branch and working tree a run verified, in one line.
+pub(crate) fn verified_line(v: &crate::record::Verified) -> String {
+    let Some(commit) = &v.commit else {
+        return "a working tree with no commit".to_owned();
+    };
+    let mut line = format!("commit {}", shown(commit.get(..12).unwrap_or(commit)));
+    if let Some(branch) = &v.branch {
+        let _ = write!(line, " on {}", shown(branch));
+    }
+    if v.uncommitted > 0 {
+        let _ = write!(
+            line,
+            ", with {} uncommitted file{}",
+            v.uncommitted,
+            if v.uncommitted == 1 { "" } else { "s" }
+        );
+    }
+    line
+}
+
 /// How the run's processes were isolated, in one line.
 pub(crate) fn isolation_line(isolation: &crate::record::RunIsolation) -> String {
     let reason = isolation.reason.as_deref().map(shown);
@@ -54,6 +74,9 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
         shown(&record.tier_reason)
     );
     let _ = writeln!(out, "isolation: {}", isolation_line(&record.isolation));
+    if let Some(verified) = &record.verified {
+        let _ = writeln!(out, "verified: {}", verified_line(verified));
+    }
 
     checks_section(&mut out, record, style);
     criteria_section(&mut out, record, style);

@@ -37,6 +37,9 @@ pub(crate) struct Document<'a> {
     changed_files: &'a [String],
     base: &'a Option<String>,
     base_commit: &'a Option<String>,
+    /// The commit and branch the workspace was at, and how many of its
+    /// files differed from that commit.
+    verified: &'a Option<crate::record::Verified>,
     isolation: &'a RunIsolation,
     base_runs: &'a Option<BaseRunsRecord>,
     self_guard: &'a SelfGuard,
@@ -115,6 +118,7 @@ impl<'a> Document<'a> {
             changed_files: &record.changed_files,
             base: &record.base,
             base_commit: &record.base_commit,
+            verified: &record.verified,
             isolation: &record.isolation,
             base_runs: &record.base_runs,
             self_guard: &record.self_guard,

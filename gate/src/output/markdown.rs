@@ -65,6 +65,9 @@ fn heading(out: &mut String, record: &RunRecord) {
         record.tier,
         md_inline(&record.tier_reason)
     ));
+    if let Some(verified) = &record.verified {
+        line.push(md_inline(&crate::output::human::verified_line(verified)));
+    }
     if record.isolation.unisolated() {
         line.push(format!(
             "**unisolated** ({})",

@@ -63,6 +63,13 @@ pub(crate) fn words(note: &Note) -> String {
         Note::SeriesBusy { spec_id } => format!(
             "gate: another run of `{spec_id}` is in progress; waiting for it to be recorded"
         ),
+        Note::Uncommitted { files, commit } => format!(
+            "gate: {files} file{} of the workspace differ{} from commit {}: this run verifies \
+             the working tree, not that commit",
+            if *files == 1 { "" } else { "s" },
+            if *files == 1 { "s" } else { "" },
+            commit.get(..12).unwrap_or(commit)
+        ),
         Note::Rerunning { rerun, carried } => format!(
             "gate: re-running {rerun} of {} items; carrying {carried} forward",
             rerun + carried
@@ -105,6 +112,10 @@ mod tests {
             Note::SeriesBusy {
                 spec_id: "s".into(),
             },
+            Note::Uncommitted {
+                files: 2,
+                commit: "c".into(),
+            },
             Note::Rerunning {
                 rerun: 1,
                 carried: 1,
@@ -127,6 +138,7 @@ mod tests {
                 | Note::HistoryUnreadable { .. }
                 | Note::SeriesUnlocked { .. }
                 | Note::SeriesBusy { .. }
+                | Note::Uncommitted { .. }
                 | Note::Rerunning { .. } => {}
             }
         }

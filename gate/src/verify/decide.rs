@@ -94,6 +94,7 @@ pub(super) fn decide(
     record.tier = tier.tier;
     record.tier_reason = tier.reason;
     record.changed_files.clone_from(&survey.changed);
+    record.verified = Some(survey.verified.clone());
     record.files_fingerprinted = survey.snapshot.len();
     record.checks = checks;
     record.criteria = criteria;

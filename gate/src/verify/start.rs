@@ -104,6 +104,7 @@ impl Start {
             spec_digest: self.spec_digest.clone(),
             base: None,
             base_commit: None,
+            verified: None,
             isolation: RunIsolation::default(),
             base_runs: None,
             verdict,

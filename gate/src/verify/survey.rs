@@ -37,6 +37,8 @@ pub(super) struct Survey {
     /// The programs that run verifiers which the items' `PATH` finds in
     /// the workspace, as they were before the items ran.
     pub interpreters: Vec<crate::interpreters::Interpreter>,
+    /// The commit and branch the workspace is at, and how far from it.
+    pub verified: crate::record::Verified,
 }
 
 /// Surveys the workspace; returns the launcher the items run through
@@ -53,6 +55,13 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
     } = *run;
     let spec = &setup.spec;
     let snapshot = super::harness::fingerprint(ctx, spec, &req.own_files).await?;
+    let verified = change::verified(&setup.git, &ctx.workspace, &snapshot, &ctx.env).await;
+    if let (Some(commit), true) = (&verified.commit, verified.uncommitted > 0) {
+        events.emit(RunEvent::Note(Note::Uncommitted {
+            files: verified.uncommitted,
+            commit: commit.clone(),
+        }));
+    }
     let changed = changed(ctx, req, setup, trust, &snapshot).await?;
     // House rules are configuration: a broken rules file stops the run
     // before anything runs.
@@ -141,6 +150,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
             coverage_findings,
             globs_unmatched,
             interpreters,
+            verified,
         },
         launcher,
     ))

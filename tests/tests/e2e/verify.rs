@@ -670,3 +670,77 @@ fn a_base_git_cannot_reach_says_why_and_what_to_fetch() {
         );
     }
 }
+
+/// Every output names what was verified: the commit, the branch (HEAD's,
+/// else the CI's name on a detached checkout) and how many files differed
+/// from the commit, which also comes as a note and in `gate runs`.
+#[test]
+fn what_was_verified_is_recorded() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"verified\"\n[[check]]\nid = \"ok\"\nrun = \"true\"\n",
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.git(&["init", "-q", "-b", "feature/ttl"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    let head = env.git(&["rev-parse", "HEAD"]).trim().to_owned();
+
+    // Exactly the commit, on its branch.
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["verified"]["commit"], head.as_str(), "{doc:#}");
+    assert_eq!(doc["verified"]["branch"], "feature/ttl");
+    assert_eq!(doc["verified"]["uncommitted"], 0);
+
+    // A detached checkout with one edited file and one new: the CI's branch
+    // name, two files uncommitted, said as a note and in every format.
+    env.git(&["checkout", "-q", "--detach"]);
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"verified\"\n[[check]]\nid = \"ok\"\nrun = \"true\"\n\n",
+    );
+    env.write("notes.txt", "draft\n");
+    let out = env
+        .gate(&["verify", "--format", "jsonl"])
+        .env("GITHUB_HEAD_REF", "feature/from-ci")
+        .run();
+    out.assert_exit(0);
+    let note = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"note\":\"uncommitted\""))
+        .unwrap_or_else(|| panic!("no uncommitted note: {}", out.stdout));
+    assert!(note.contains("\"files\":2"), "{note}");
+    assert!(note.contains(&head), "{note}");
+    let human = env
+        .gate(&["verify"])
+        .env("GITHUB_HEAD_REF", "feature/from-ci")
+        .run();
+    let short = &head[..12];
+    assert!(
+        human.stdout.contains(&format!(
+            "verified: commit {short} on feature/from-ci, with 2 uncommitted files"
+        )),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human
+            .stderr
+            .contains("2 files of the workspace differ from commit"),
+        "{}",
+        human.stderr
+    );
+    let runs = env.gate(&["runs"]).run();
+    runs.assert_exit(0);
+    assert!(
+        runs.stdout.contains(&format!("{}+", &head[..11])),
+        "{}",
+        runs.stdout
+    );
+    assert!(runs.stdout.contains("feature/from-ci"), "{}", runs.stdout);
+    assert!(runs.stdout.contains("feature/ttl"), "{}", runs.stdout);
+}
