@@ -112,6 +112,10 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
     } else {
         snapshot.regular_files().map(str::to_owned).collect()
     };
+    let overlaid: Vec<std::path::PathBuf> = launcher
+        .sandbox()
+        .map(|s| s.overlays.iter().map(|o| o.target.clone()).collect())
+        .unwrap_or_default();
     let opts = RunOptions {
         workspace: ctx.workspace.clone(),
         concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
@@ -151,6 +155,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         interrupted.store(true, Ordering::SeqCst);
     };
     let results = gate_harness::run(items, opts, Some(tx), cancel).await;
+    touch(&overlaid);
     let started_ms = note_starts.await.unwrap_or_default();
     let _ = forward.await;
     let mut results: HashMap<String, ItemResult> =
@@ -167,4 +172,25 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         interrupted,
         started_ms,
     })
+}
+
+/// Gives each file an overlay showed in place of the workspace's its time
+/// now: a build tool that compiled the overlay (the base's test) while the
+/// items ran would otherwise take the workspace's own file, older than
+/// what it built, for built, and run the base's test for the user's
+/// afterwards. A link an item left in its place is not followed.
+fn touch(paths: &[std::path::PathBuf]) {
+    use nix::sys::stat::{UtimensatFlags, utimensat};
+    use nix::sys::time::TimeSpec;
+    for path in paths {
+        if let Err(e) = utimensat(
+            nix::fcntl::AT_FDCWD,
+            path.as_path(),
+            &TimeSpec::UTIME_NOW,
+            &TimeSpec::UTIME_NOW,
+            UtimensatFlags::NoFollowSymlink,
+        ) {
+            tracing::debug!(path = %path.display(), error = %e, "cannot touch an overlaid file");
+        }
+    }
 }

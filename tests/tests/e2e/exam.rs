@@ -298,8 +298,30 @@ fn every_exam_edit_and_runner_trick_is_critical_with_and_without_protection() {
                 critical.iter().any(|t| t.contains(named)),
                 "{case}: no critical finding naming {named}: {critical:#?}"
             );
+            if eco.name == "cargo" && named.starts_with("exam file") {
+                users_own_cargo_test_builds_anew(&env, &case);
+            }
         }
     }
+}
+
+/// After a run that showed the base's test in place of the change's, the
+/// user's own `cargo test` builds the change's test again (its file's time
+/// is after the build the overlay made) instead of running the base's, built
+/// during the run, as fresh.
+fn users_own_cargo_test_builds_anew(env: &TestEnv, case: &str) {
+    #[allow(clippy::disallowed_methods)] // the user's own command, by hand
+    let out = std::process::Command::new("cargo")
+        .args(["test", "--offline", "--test", "server"])
+        .current_dir(env.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("Compiling srv"),
+        "{case}: the user's cargo test after the run took the overlay's build as fresh: {said}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// What a change may do to the exam's neighbourhood and still pass: a new
