@@ -88,12 +88,13 @@ impl Observed {
         }
     }
 
-    /// The first key whose value in `snapshot` differs from what was read.
-    pub(crate) fn changed(&self, snapshot: &Snapshot) -> Option<&str> {
+    /// The keys whose value in `snapshot` differs from what was read.
+    pub(crate) fn changed(&self, snapshot: &Snapshot) -> Vec<&str> {
         self.read
             .iter()
-            .find(|(key, was)| value(key, snapshot) != **was)
+            .filter(|(key, was)| value(key, snapshot) != **was)
             .map(|(key, _)| key.as_str())
+            .collect()
     }
 
     /// Notes the files it read that `declared` (its inputs) does not match.
@@ -208,7 +209,7 @@ mod tests {
         };
         let ws = tempfile::tempdir().unwrap();
         let observed = Observed::new(&accesses, &before, ws.path(), &BTreeSet::new());
-        assert_eq!(observed.changed(&before), None);
+        assert!(observed.changed(&before).is_empty());
         type Case = (
             &'static str,
             Vec<(&'static str, &'static str)>,
@@ -255,7 +256,7 @@ mod tests {
                 .map(|(p, c)| (p.as_str(), c.as_str()))
                 .collect();
             let after = snapshot(&pairs);
-            assert_eq!(observed.changed(&after), want, "{name}");
+            assert_eq!(observed.changed(&after).first().copied(), want, "{name}");
         }
     }
 

@@ -216,9 +216,12 @@ impl Reader<'_> {
     }
 
     fn call(&mut self, call: &Call, cwd: &mut Option<PathBuf>) {
+        // A call that failed changed nothing (a `mkdir` of a folder that is
+        // there): what it named was only looked for.
         let effect = match call.name.as_str() {
             "chdir" | "fchdir" => Effect::Chdir,
             "getdents" | "getdents64" => Effect::List,
+            _ if call.failed => Effect::Read,
             n if WRITES.contains(&n) => Effect::Write,
             "open" | "openat" | "openat2" if call.writes() => Effect::Write,
             _ => Effect::Read,
@@ -569,23 +572,30 @@ fn shorten(line: &str) -> String {
     line.chars().take(120).collect()
 }
 
-/// Per workspace path, the ids of the items whose written files another
-/// item read: `reader → writers`.
-pub fn fed_by<'a>(
-    all: impl IntoIterator<Item = (&'a str, &'a Accesses)> + Clone,
-) -> HashMap<&'a str, BTreeSet<&'a str>> {
-    let mut writers: HashMap<&str, Vec<&str>> = HashMap::new();
-    for (id, a) in all.clone() {
+/// One traced item of a run: its id, what it touched, and when it ran (in
+/// milliseconds from any common start: its start and its end).
+pub type Traced<'a> = (&'a str, &'a Accesses, (u64, u64));
+
+/// For each item, the items whose written files it read: `reader →
+/// writers`. A writer that started only after the reader ended cannot
+/// have written what it read.
+pub fn fed_by<'a>(all: &[Traced<'a>]) -> HashMap<&'a str, BTreeSet<&'a str>> {
+    let mut writers: HashMap<&str, Vec<(&str, u64)>> = HashMap::new();
+    for (id, a, (start, _)) in all {
         for path in &a.written {
-            writers.entry(path.as_str()).or_default().push(id);
+            writers.entry(path.as_str()).or_default().push((id, *start));
         }
     }
     let mut out: HashMap<&str, BTreeSet<&str>> = HashMap::new();
-    for (id, a) in all {
+    for (id, a, (_, end)) in all {
         let mut from = BTreeSet::new();
         for path in a.paths.iter().chain(&a.suffixes) {
             if let Some(ws) = writers.get(path.as_str()) {
-                from.extend(ws.iter().filter(|w| **w != id));
+                from.extend(
+                    ws.iter()
+                        .filter(|(w, start)| w != id && start <= end)
+                        .map(|(w, _)| *w),
+                );
             }
         }
         out.insert(id, from);

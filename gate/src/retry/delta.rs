@@ -243,10 +243,20 @@ fn unobserved(
     }
     match k.observed {
         None => Some("what it read was not traced, so nothing shows it still holds".to_owned()),
-        Some(o) => match (&o.incomplete, o.changed(snapshot)) {
+        Some(o) => match (&o.incomplete, o.changed(snapshot).as_slice()) {
             (Some(why), _) => Some(format!("its trace is incomplete ({why})")),
-            (None, Some(key)) => Some(format!("`{key}`, which it read, changed")),
-            (None, None) => None,
+            (None, []) => None,
+            (None, changed) => {
+                let named: Vec<String> = changed.iter().take(3).map(|k| format!("`{k}`")).collect();
+                let more = match changed.len().saturating_sub(3) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                Some(format!(
+                    "{}{more}, which it read, changed",
+                    named.join(", ")
+                ))
+            }
         },
     }
 }

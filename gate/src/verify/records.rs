@@ -26,8 +26,7 @@ pub(super) fn records(
     (snapshot, workspace): (&Snapshot, &Path),
 ) -> (Vec<CheckRecord>, Vec<CriterionRecord>) {
     let results = &harnessed.results;
-    let mut observed = observed(results, previous, snapshot, workspace);
-    note_outside(spec, &mut observed);
+    let observed = observed(spec, harnessed, previous, (snapshot, workspace));
     let interrupted = harnessed.interrupted;
     let tests_of: HashMap<String, &str> = spec
         .tasks
@@ -151,20 +150,26 @@ pub(super) fn records(
 /// that ran, and as the run that verified it recorded for those carried
 /// (so the next attempt can still tell what they depend on).
 fn observed(
-    results: &HashMap<String, gate_harness::ItemResult>,
+    spec: &Spec,
+    harnessed: &super::harness::Harnessed,
     previous: Option<&Previous>,
-    snapshot: &Snapshot,
-    workspace: &Path,
+    (snapshot, workspace): (&Snapshot, &Path),
 ) -> HashMap<String, Observed> {
-    let traced: Vec<(&str, &gate_harness::trace::Accesses)> = results
+    let (results, started_ms) = (&harnessed.results, &harnessed.started_ms);
+    let traced: Vec<gate_harness::trace::Traced<'_>> = results
         .iter()
-        .filter_map(|(id, r)| r.observed.as_deref().map(|a| (id.as_str(), a)))
+        .filter_map(|(id, r)| {
+            let accesses = r.observed.as_deref()?;
+            let start = started_ms.get(id).copied().unwrap_or(0);
+            let end = start.saturating_add(crate::record::millis(r.duration));
+            Some((id.as_str(), accesses, (start, end)))
+        })
         .collect();
-    let fed = gate_harness::trace::fed_by(traced.iter().copied());
+    let fed = gate_harness::trace::fed_by(&traced);
     let none = BTreeSet::new();
     let mut out: HashMap<String, Observed> = traced
         .iter()
-        .map(|(id, accesses)| {
+        .map(|(id, accesses, _)| {
             let fed_by = fed.get(id).unwrap_or(&none);
             (
                 (*id).to_owned(),
@@ -193,6 +198,7 @@ fn observed(
             }
         }
     }
+    note_outside(spec, &mut out);
     out
 }
 

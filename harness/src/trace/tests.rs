@@ -158,11 +158,36 @@ fn readers_are_fed_by_the_items_that_wrote_what_they_read() {
         paths: set(&["README.md"]),
         ..Accesses::default()
     };
-    let all = [("build", &build), ("run", &run), ("alone", &alone)];
-    let fed = fed_by(all.iter().map(|(id, a)| (*id, *a)));
+    let later = Accesses {
+        written: set(&["target/app"]),
+        ..Accesses::default()
+    };
+    // build 0–10 ms, run 12–20, alone 0–5, later 30–40 (it wrote the same
+    // file, after run had ended).
+    let all = [
+        ("build", &build, (0, 10)),
+        ("run", &run, (12, 20)),
+        ("alone", &alone, (0, 5)),
+        ("later", &later, (30, 40)),
+    ];
+    let fed = fed_by(&all);
     assert_eq!(fed["run"], ["build"].into_iter().collect());
-    assert!(fed["build"].is_empty(), "an item does not feed itself");
+    assert!(
+        fed["build"].is_empty(),
+        "an item does not feed itself, nor a later one it"
+    );
     assert!(fed["alone"].is_empty());
+}
+
+#[test]
+fn a_call_that_failed_wrote_nothing() {
+    let got = accesses(
+        "mkdir(\"/ws/target\", 0777) = -1 EEXIST (File exists)\n\
+         unlinkat(AT_FDCWD</ws>, \"gone\", 0) = -1 ENOENT (No such file or directory)\n\
+         mkdir(\"/ws/out\", 0777) = 0",
+    );
+    assert_eq!(got.written, set(&["out"]));
+    assert_eq!(got.paths, set(&["gone", "out", "target"]));
 }
 
 /// strace itself, when installed: a shell that changes folder, reads,
