@@ -233,10 +233,7 @@ fn selection(call: &Call<'_>, out: &mut Found) -> Option<Selection> {
     }
     while let Some(w) = args.next() {
         if w.expands {
-            out.unresolved(format!(
-                "`{}` has `{}`, which the shell expands: what it selects is not known",
-                call.text, w.text
-            ));
+            out.expanded(&call.text, &w.text);
         }
         let (flag, inline) = match w.text.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),

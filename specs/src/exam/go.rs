@@ -182,10 +182,7 @@ fn parse(call: &Call<'_>, out: &mut Found) -> Option<GoTest> {
     };
     while let Some(w) = args.next() {
         if w.expands {
-            out.unresolved(format!(
-                "`{}` has `{}`, which the shell expands: what it selects is not known",
-                call.text, w.text
-            ));
+            out.expanded(&call.text, &w.text);
             continue;
         }
         let Some(flag) = w

@@ -605,10 +605,7 @@ fn runner_args(name: &str, call: &Call<'_>, out: &mut Found) -> RunnerArgs {
     let mut operands_only = false;
     while let Some(w) = words.next() {
         if w.expands && (w.text.contains('$') || w.text.contains('`')) {
-            out.unresolved(format!(
-                "`{}` has `{}`, which the shell expands: what it selects is not known",
-                call.text, w.text
-            ));
+            out.expanded(&call.text, &w.text);
             continue;
         }
         if operands_only || !w.text.starts_with('-') {

@@ -335,10 +335,7 @@ fn pytest_args(call: &Call<'_>, args: &[Word], out: &mut Found) -> Option<Pytest
     let mut words = args.iter();
     while let Some(w) = words.next() {
         if w.expands && (w.text.contains('$') || w.text.contains('`')) {
-            out.unresolved(format!(
-                "`{}` has `{}`, which the shell expands: what it selects is not known",
-                call.text, w.text
-            ));
+            out.expanded(&call.text, &w.text);
             continue;
         }
         if !w.text.starts_with('-') {

@@ -64,6 +64,13 @@ impl Found {
         }
     }
 
+    /// A word of `command` the shell expands: what it selects is not known.
+    pub(super) fn expanded(&mut self, command: &str, word: &str) {
+        self.unresolved(format!(
+            "`{command}` has `{word}`, which the shell expands: what it selects is not known"
+        ));
+    }
+
     pub(super) fn unresolved(&mut self, sentence: String) {
         if !self.exam.unresolved.contains(&sentence) {
             self.exam.unresolved.push(sentence);
