@@ -913,8 +913,8 @@ async fn check_sandbox(
         host_env: ctx.env.pairs(),
     })
     .await;
-    let record = match prepared {
-        Ok(isolation) => isolation.record.clone(),
+    let (record, tracing) = match prepared {
+        Ok(isolation) => (isolation.record.clone(), tracing_check(&isolation)),
         Err(e) => {
             return vec![Check::error(
                 CHECK,
@@ -924,7 +924,7 @@ async fn check_sandbox(
             )];
         }
     };
-    let mut out = Vec::new();
+    let mut out = vec![tracing];
     if record.kind == "none" {
         let why = record.reason.unwrap_or_default();
         out.push(if mode == SandboxMode::Off {
@@ -963,6 +963,30 @@ async fn check_sandbox(
         });
     }
     out
+}
+
+/// Whether what a run's commands read is traced, as a run would find it:
+/// without it a retry carries no command's result.
+fn tracing_check(isolation: &Isolation) -> Check {
+    const CHECK: &str = "tracing";
+    if isolation.traced() {
+        return Check::ok(
+            CHECK,
+            "strace traces what each command reads: a retry carries what nothing it read changed",
+        );
+    }
+    let why = isolation
+        .warnings
+        .iter()
+        .find(|w| w.contains("not traced"))
+        .cloned()
+        .unwrap_or_else(|| "what the items read is not traced".to_owned());
+    Check::warning(
+        CHECK,
+        why,
+        "install strace (`apt-get install strace`) where the workspace's code cannot write, and \
+         allow ptrace; unset GATE_TRACE=off",
+    )
 }
 
 #[cfg(test)]

@@ -532,6 +532,11 @@ impl Isolation {
         Ok(())
     }
 
+    /// Whether the items' commands are traced (what they read recorded).
+    pub(crate) fn traced(&self) -> bool {
+        self.tracer.is_some() && self.lease.as_ref().is_none_or(|_| self.sandbox.is_some())
+    }
+
     /// The launcher of the gate's own tools (`git`): an environment of
     /// their own and, where the machine isolates, a sandbox in which the
     /// workspace is read-only and no network is reachable.
