@@ -388,16 +388,19 @@ impl Compared<'_> {
                 )
             })
             .collect();
-        // A file that configures only the runner is shown as the base had
-        // it; a manifest (Cargo.toml, package.json, pyproject.toml) carries
-        // the change's dependencies too, and is left as it is.
-        let shown_base = config.section.is_none()
-            && !matches!(
-                path.rsplit('/').next(),
-                Some("Cargo.toml" | "package.json" | "pyproject.toml" | "go.mod")
-            )
-            && is.is_some()
-            && self.show_base(path, was.unwrap_or_default());
+        // A file that configures only the runner (pytest.ini too, though
+        // the runner reads a section of it) is shown as the base had it; a
+        // manifest (Cargo.toml, package.json, pyproject.toml) carries the
+        // change's dependencies too, and a file other tools read (tox.ini,
+        // setup.cfg) their settings: those are left as they are.
+        let name = path.rsplit('/').next();
+        let runner_only = match name {
+            Some("pytest.ini" | ".pytest.ini") => true,
+            Some("Cargo.toml" | "package.json" | "pyproject.toml" | "go.mod") => false,
+            _ => config.section.is_none(),
+        };
+        let shown_base =
+            runner_only && is.is_some() && self.show_base(path, was.unwrap_or_default());
         self.critical(
             path,
             format!(

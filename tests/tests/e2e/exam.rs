@@ -270,6 +270,12 @@ fn tricks() -> Vec<(&'static Ecosystem, &'static str, Change, &'static str)> {
         ),
         (
             &PYTEST,
+            "a new pytest.ini that deselects the test",
+            |env, _| drop(env.write("pytest.ini", "[pytest]\naddopts = -k 'not ping'\n")),
+            "`pytest.ini`",
+        ),
+        (
+            &PYTEST,
             "pytest told to deselect the test",
             |env, _| {
                 let text = env.read("pyproject.toml").replace(
