@@ -139,13 +139,29 @@ pub(crate) fn uncovered_changes(
         return None;
     }
     let n = uncovered.len();
-    let title = if n == 1 {
-        "1 changed file belongs to no task and is named by no item's inputs".to_owned()
-    } else {
-        format!("{n} changed files belong to no task and are named by no item's inputs")
-    };
     let mut list: Vec<&str> = uncovered.iter().map(|f| f.as_str()).collect();
     list.sort_unstable();
+    // The finding stands at the spec (what to change); its title names the
+    // files themselves when they are few, so no reader takes the spec for
+    // the file that belongs to no task.
+    let named = |files: &[&str]| {
+        files
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let title = match n {
+        1 => format!(
+            "The changed file {} belongs to no task and is named by no item's inputs",
+            named(&list)
+        ),
+        2 | 3 => format!(
+            "The changed files {} belong to no task and are named by no item's inputs",
+            named(&list)
+        ),
+        _ => format!("{n} changed files belong to no task and are named by no item's inputs"),
+    };
     list.truncate(UNCOVERED_SHOWN);
     let more = n.saturating_sub(UNCOVERED_SHOWN);
     let more = if more > 0 {
@@ -302,7 +318,8 @@ after = ["lint"]
         assert_eq!(f.severity, "warning");
         assert_eq!(
             f.title,
-            "2 changed files belong to no task and are named by no item's inputs"
+            "The changed files `README.md`, `db/schema.sql` belong to no task and are named by \
+             no item's inputs"
         );
         // `api/models.py` is named by the check's `api/**`; the report is its task's.
         assert!(

@@ -180,7 +180,8 @@ run = "grep -q feed api/feed.py"
     assert_eq!(found[0]["severity"], "warning");
     assert_eq!(
         found[0]["title"],
-        "2 changed files belong to no task and are named by no item's inputs"
+        "The changed files `api/helpers.py`, `api/models.py` belong to no task and are named \
+         by no item's inputs"
     );
     assert!(
         found[0]["detail"]
