@@ -158,6 +158,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         reason: Some(why.to_owned()),
         output_digest: None,
         from_run: None,
+        output_tail: None,
     };
     let mut statuses = BTreeMap::new();
     let none_ran = |why: &str, record| Outcome {
@@ -284,6 +285,7 @@ fn reuse_kept(
                         reason: k.reason,
                         output_digest: Some(k.output_digest),
                         from_run: Some(k.run_id),
+                        output_tail: None,
                     },
                 );
             }
@@ -295,6 +297,7 @@ fn reuse_kept(
                         reason: Some("base runs were turned off (`--no-base-runs`)".to_owned()),
                         output_digest: None,
                         from_run: None,
+                        output_tail: None,
                     },
                 );
             }
@@ -349,6 +352,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
             reason: Some("it was not run on the base".to_owned()),
             output_digest: None,
             from_run: None,
+            output_tail: None,
         };
     };
     let ran = |status| BaseStatus {
@@ -356,6 +360,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
         reason: r.reason.clone(),
         output_digest: Some(r.output.digest.clone()),
         from_run: Some(run_id.to_owned()),
+        output_tail: Some(r.output.tail.clone()),
     };
     match r.status {
         Status::Passed => BaseStatus {
@@ -385,6 +390,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
             ),
             output_digest: (r.status == Status::Failed).then(|| r.output.digest.clone()),
             from_run: None,
+            output_tail: (r.status == Status::Failed).then(|| r.output.tail.clone()),
         },
     }
 }
@@ -859,6 +865,7 @@ mod tests {
                     reason: Some("why".to_owned()),
                     output_digest: None,
                     from_run: None,
+                    output_tail: None,
                 },
             );
         }

@@ -473,6 +473,10 @@ pub struct BaseStatus {
     /// earlier run's result kept in the ledger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_run: Option<String>,
+    /// The bounded, redacted tail of its output on the base, when this
+    /// run ran it there (a result kept from an earlier run has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
 }
 
 /// What became of a criterion on the base.

@@ -249,6 +249,7 @@ pub(crate) fn show(
                 );
             }
         }
+        base_tails(&mut text, &record);
         text.push('\n');
     }
     let site = Site::locate(&ctx.workspace, &ctx.workspace.join("gate.toml"));
@@ -258,6 +259,30 @@ pub(crate) fn show(
     text.push_str(&output::render(verify_format, &record, &site, style));
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
+}
+
+/// What each criterion said on the base, when the run ran it there.
+fn base_tails(text: &mut String, record: &crate::record::RunRecord) {
+    for c in &record.criteria {
+        let Some(base) = &c.base_status else { continue };
+        let Some(tail) = base.output_tail.as_deref().filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        let why = base
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({})", shown(r)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "{} on the base: {}{why}",
+            shown(&c.id),
+            base.status.as_str()
+        );
+        for line in tail.lines() {
+            let _ = writeln!(text, "  │ {}", shown(line));
+        }
+    }
 }
 
 /// `gate evidence fetch`.

@@ -304,6 +304,7 @@ mod tests {
             reason: Some("exited with status 1".into()),
             output_digest: Some("d".repeat(64)),
             from_run: Some("run".into()),
+            output_tail: None,
         });
         render(&record)
     }
