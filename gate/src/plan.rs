@@ -223,7 +223,7 @@ fn task_tests(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Ve
                 id,
                 kind: ItemKind::TaskTests,
                 action,
-                after: Vec::new(),
+                after: tests.after.clone(),
                 timeout: tests.timeout_s.map_or(default_timeout, Duration::from_secs),
             }),
         });

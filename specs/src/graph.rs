@@ -149,6 +149,13 @@ impl CheckGraph {
                 ids.add_edge(dep, dependent);
             }
         }
+        for task in &spec.tasks {
+            let Some(tests) = &task.tests else { continue };
+            let id = Spec::tests_check_id(task);
+            for dep in tests.after.iter().filter(|dep| is_check(dep)) {
+                ids.add_edge(dep, &id);
+            }
+        }
         (ids, kinds)
     }
 

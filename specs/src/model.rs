@@ -179,6 +179,9 @@ pub struct TaskTests {
     /// Timeout for `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+    /// The checks `run` waits for (a dependency install, a build).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
 }
 
 /// `[[task.criterion]]`: an acceptance criterion.

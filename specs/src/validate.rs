@@ -158,6 +158,14 @@ impl Validator {
         }
         for (i, task) in spec.tasks.iter().enumerate() {
             self.after_list(&key_path!["task", i], &task.after, &tasks, "a task");
+            if let Some(tests) = &task.tests {
+                self.after_list(
+                    &key_path!["task", i, "tests"],
+                    &tests.after,
+                    &checks,
+                    "a check",
+                );
+            }
             for (j, criterion) in task.criteria.iter().enumerate() {
                 self.after_list(
                     &key_path!["task", i, "criterion", j],

@@ -284,6 +284,16 @@ fn cases() -> Vec<Case> {
             "[spec]\nid = \"s\"\n[[task]]\nid = \"t\"\n[[check]]\nid = \"c\"\nrun = \"x\"\nafter = [\"t.tests\"]\n",
             vec![(8, 10, no_check("t.tests"))],
         ),
+        toml(
+            "task tests after an unknown check",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"install\"\nrun = \"npm ci\"\n[[task]]\nid = \"t\"\ntests = { run = \"npm test\", after = [\"instal\"] }\n",
+            vec![(8, 38, no_check("instal"))],
+        ),
+        toml(
+            "task tests and a check after each other",
+            "[spec]\nid = \"s\"\n[[check]]\nid = \"install\"\nrun = \"npm ci\"\nafter = [\"t.tests\"]\n[[task]]\nid = \"t\"\ntests = { run = \"npm test\", after = [\"install\"] }\n",
+            vec![(4, 6, cycle("check", &["install", "t.tests", "install"]))],
+        ),
         // --- cycles ------------------------------------------------------
         toml(
             "two checks in a cycle",

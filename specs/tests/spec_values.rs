@@ -62,6 +62,7 @@ fn shop() -> Spec {
                     report: Some("reports/orders.junit.xml".into()),
                     run: None,
                     timeout_s: None,
+                    after: Vec::new(),
                 }),
                 criteria: vec![
                     Criterion {
@@ -97,6 +98,7 @@ fn shop() -> Spec {
                     report: None,
                     run: Some("cargo test -p db".into()),
                     timeout_s: Some(120),
+                    after: Vec::new(),
                 }),
                 criteria: vec![],
             },

@@ -477,8 +477,13 @@ fn the_changes_own_test_runs_on_the_base() {
         assert_eq!(doc["exit"], exit, "{name}: {:#}", doc["findings"]);
         let critical = titles(&doc, "critical");
         // What the base run printed is kept: the test it ran there.
-        let tail = ttl["base_status"]["output_tail"].as_str().unwrap_or_default();
-        assert!(tail.contains("test_ttl") || tail.contains("1 passed"), "{name}: {ttl:#}");
+        let tail = ttl["base_status"]["output_tail"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            tail.contains("test_ttl") || tail.contains("1 passed"),
+            "{name}: {ttl:#}"
+        );
         if exit == 1 {
             assert_eq!(ttl["base_status"]["status"], "passed", "{name}: {ttl:#}");
             assert!(

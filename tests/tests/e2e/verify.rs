@@ -386,6 +386,7 @@ judge = "model"
             "changed_files",
             "base",
             "base_commit",
+            "verified",
             "isolation",
             "base_runs",
             "self_guard",
@@ -743,4 +744,24 @@ fn what_was_verified_is_recorded() {
     );
     assert!(runs.stdout.contains("feature/from-ci"), "{}", runs.stdout);
     assert!(runs.stdout.contains("feature/ttl"), "{}", runs.stdout);
+}
+
+/// A task's tests can wait for the checks they need: here for a dependency
+/// install that empties its folder first and fills it a moment later, so
+/// tests that started beside it would find nothing and fail falsely.
+#[test]
+fn task_tests_run_after_the_checks_they_name() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"ordered\"\n[[check]]\nid = \"install\"\n\
+         run = \"rm -rf deps && sleep 1 && mkdir deps && touch deps/ok\"\n\
+         [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         tests = { run = \"test -f deps/ok\", after = [\"install\"] }\n",
+    );
+    env.write("src/a.txt", "a\n");
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(gate_tests::status_of(&doc, "t.tests"), "passed", "{doc:#}");
 }
