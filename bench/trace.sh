@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Tracing benchmark: what recording each command's file accesses (strace
+# above the sandbox, for retries: docs/retries.md) adds, traced against
+# untraced (GATE_TRACE=off) in one go, RUNS times each, alternating.
+#
+# 1. A trivial item: 40 checks of `true`. Prints the median time per check
+#    as the run's JSON records it (spawn to end) for both, the difference,
+#    and the whole runs' wall times. Target: at most 5 ms added per item.
+# 2. A cargo build-and-test run: a generated crate of 40 modules with their
+#    unit tests (no dependencies, offline), built from clean and tested by
+#    one criterion (`cargo test --offline`). Prints the criterion's median
+#    time both ways and their ratio. Target: at most 1.10.
+#
+# Exits 1 when a target is missed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+cargo build --release -q -p gate --bin gate
+command -v strace >/dev/null || { echo "strace is not installed" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+cp target/release/gate "$work/gate"
+failed=0
+
+# Median of the named items' durations (ms) over the JSON documents given.
+median_ms() {
+  local prefix=$1; shift
+  python3 - "$prefix" "$@" <<'EOF'
+import json, statistics, sys
+prefix, paths = sys.argv[1], sys.argv[2:]
+durations = []
+for path in paths:
+    doc = json.load(open(path))
+    items = doc["checks"] + doc["criteria"]
+    durations += [c["duration_ms"] for c in items if c["id"].startswith(prefix)]
+print(statistics.median(durations))
+EOF
+}
+
+# Runs `gate verify` on $1 RUNS times per mode, alternating; the JSON of
+# run i of mode m goes to $work/$2-m-i.json, its wall time (ms) to .ms.
+# $3 runs before each run (a clean build).
+measure() {
+  local ws=$1 name=$2 before=$3 i mode start end
+  local state=$work/state-$name
+  mkdir -p "$state"
+  "$work/gate" keys generate --workspace "$ws" --state "$state" >/dev/null
+  for ((i = 0; i < RUNS; i++)); do
+    for mode in on off; do
+      eval "$before"
+      start=$(date +%s%N)
+      GATE_TRACE=$mode "$work/gate" verify --workspace "$ws" --state "$state" --new-series \
+        --format json > "$work/$name-$mode-$i.json" 2>/dev/null \
+        || { echo "the $name run ($mode) failed" >&2; exit 1; }
+      end=$(date +%s%N)
+      echo $(((end - start) / 1000000)) > "$work/$name-$mode-$i.ms"
+    done
+  done
+}
+
+median_file() {
+  sort -n "$@" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# 1. Trivial items.
+trivial=$work/trivial
+mkdir -p "$trivial"
+{
+  printf '[spec]\nid = "bench-trace"\n[policy]\nbuiltin_parse = false\nbuiltin_secrets = false\nbuiltin_conflicts = false\n'
+  for i in $(seq -w 1 40); do
+    printf '[[check]]\nid = "c%s"\nrun = "true"\n' "$i"
+  done
+} > "$trivial/gate.toml"
+measure "$trivial" trivial ":"
+traced=$(median_ms c "$work"/trivial-on-*.json)
+untraced=$(median_ms c "$work"/trivial-off-*.json)
+wall_on=$(cat "$work"/trivial-on-*.ms | median_file)
+wall_off=$(cat "$work"/trivial-off-*.ms | median_file)
+awk -v t="$traced" -v u="$untraced" -v won="$wall_on" -v woff="$wall_off" -v runs="$RUNS" 'BEGIN {
+  printf "trivial item, 40 checks x %d runs: median per check traced %.1f ms, untraced %.1f ms; added %.1f ms per item (ratio %.2f; target <= 5 ms added); whole run %d ms against %d ms (ratio %.2f)\n",
+    runs, t, u, t - u, (u > 0 ? t / u : 0), won, woff, (woff > 0 ? won / woff : 0)
+  if (t - u > 5) { print "trivial item: over the target" > "/dev/stderr"; exit 1 }
+}' || failed=1
+
+# 2. A cargo build-and-test run.
+crate=$work/crate
+mkdir -p "$crate/src"
+printf '[package]\nname = "bench"\nversion = "0.1.0"\nedition = "2021"\n' > "$crate/Cargo.toml"
+: > "$crate/src/lib.rs"
+for i in $(seq 1 40); do
+  echo "pub mod m$i;" >> "$crate/src/lib.rs"
+  cat > "$crate/src/m$i.rs" <<EOF
+/// Sums the squares below \`n\`, the long way.
+pub fn squares(n: u64) -> u64 {
+    (0..n).map(|k| k * k + $i).fold(0, |a, b| a.wrapping_add(b))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn squares_grow() {
+        assert!(super::squares(10) < super::squares(20));
+    }
+}
+EOF
+done
+printf 'target/\nCargo.lock\n.gate/\n' > "$crate/.gitignore"
+cat > "$crate/gate.toml" <<'EOF'
+[spec]
+id = "bench-trace-cargo"
+[policy]
+builtin_parse = false
+builtin_secrets = false
+builtin_conflicts = false
+[sandbox]
+mode = "required"
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "tests"
+text = "the crate builds and its tests pass"
+run = "cargo test --offline -q"
+timeout_s = 600
+EOF
+# The run's HOME is private: cargo and rustup are found through the
+# toolchain folders the sandbox shows.
+measure "$crate" cargo "rm -rf '$crate/target'"
+traced=$(median_ms tests "$work"/cargo-on-*.json)
+untraced=$(median_ms tests "$work"/cargo-off-*.json)
+awk -v t="$traced" -v u="$untraced" -v runs="$RUNS" 'BEGIN {
+  printf "cargo build-and-test, %d runs: median traced %.0f ms, untraced %.0f ms (ratio %.3f; target <= 1.10)\n",
+    runs, t, u, (u > 0 ? t / u : 0)
+  if (u > 0 && t / u > 1.10) { print "cargo build-and-test: over the target" > "/dev/stderr"; exit 1 }
+}' || failed=1
+
+exit "$failed"
