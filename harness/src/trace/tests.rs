@@ -137,6 +137,14 @@ fn each_kind_of_call_is_read_as_an_access() {
 }
 
 #[test]
+fn an_io_uring_the_tracer_cannot_see_into_makes_the_trace_incomplete() {
+    let refused = accesses("io_uring_setup(8, 0x7ffd) = -1 ENOSYS (Function not implemented)\n");
+    assert_eq!(refused.incomplete, None);
+    let set_up = accesses("io_uring_setup(8, 0x7ffd) = 3<anon_inode:[io_uring]>\n");
+    assert!(set_up.incomplete.is_some());
+}
+
+#[test]
 fn a_line_that_is_not_a_call_makes_the_trace_incomplete() {
     let got = accesses("openat(AT_FDCWD</ws>, \"a\", O_RDONLY) = 3</ws/a>\nsomething else\n");
     assert!(got.incomplete.is_some());
