@@ -408,7 +408,11 @@ impl Compared<'_> {
                 named(ids),
                 changes
                     .iter()
-                    .map(|c| format!("`{}`", c.key))
+                    .map(|c| if c.is_whole_file() {
+                        "(the whole file)".to_owned()
+                    } else {
+                        format!("`{}`", c.key)
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -109,6 +109,13 @@ pub struct LaunchChange {
     pub now: Option<String>,
 }
 
+impl LaunchChange {
+    /// Whether the change is to a file read as a whole, not to one key.
+    pub fn is_whole_file(&self) -> bool {
+        self.key == WHOLE_FILE
+    }
+}
+
 /// The key of a change to a file that counts as a whole.
 pub(super) const WHOLE_FILE: &str = "the whole file";
 
