@@ -183,13 +183,18 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
     }
 
     let tree = BaseTree::list(git, inputs.workspace, commit).await?;
+    let change = Change {
+        workspace: inputs.workspace,
+        snapshot: inputs.snapshot,
+        files: inputs.snapshot.regular_files().collect(),
+    };
     let mut keyed: Vec<Wanted> = asking
         .iter()
-        .map(|c| key(spec, c, &tree, (inputs.workspace, inputs.snapshot)))
+        .map(|c| key(spec, c, &tree, &change))
         .collect();
     let mut self_certified = BTreeSet::new();
     for c in unsaid {
-        let w = key(spec, c, &tree, (inputs.workspace, inputs.snapshot));
+        let w = key(spec, c, &tree, &change);
         if !w.copies.is_empty() {
             self_certified.insert(c.id.clone());
             keyed.push(w);
@@ -485,12 +490,16 @@ impl BaseTree {
 /// The key a criterion's base result is kept under: its definition with
 /// the checks it runs after (transitively), and its verifiers as the base
 /// run sees them (the base's, or the change's where the base has none).
-fn key(
-    spec: &Spec,
-    c: &gate_specs::Criterion,
-    tree: &BaseTree,
-    (workspace, snapshot): (&Path, &Snapshot),
-) -> Wanted {
+/// The change's workspace as the run fingerprinted it.
+struct Change<'a> {
+    workspace: &'a Path,
+    snapshot: &'a Snapshot,
+    /// Its regular files, for resolving exams.
+    files: BTreeSet<&'a str>,
+}
+
+fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<'_>) -> Wanted {
+    let snapshot = change.snapshot;
     let mut definition = blake3::Hasher::new();
     definition.update(&serde_json::to_vec(c).unwrap_or_default());
     for check in after_closure(spec, &c.after) {
@@ -533,7 +542,7 @@ fn key(
     // Only a fail-to-pass criterion asks whether the change's tests need
     // the change; a pass-to-pass one asks whether the base's still hold.
     let exam = if c.expectation(&spec.policy) == Expect::FailToPass {
-        changed_exam(c, tree, workspace, snapshot, &paths)
+        changed_exam(c, tree, change, &paths)
     } else {
         Vec::new()
     };
@@ -559,15 +568,14 @@ fn key(
 fn changed_exam(
     c: &gate_specs::Criterion,
     tree: &BaseTree,
-    workspace: &Path,
-    snapshot: &Snapshot,
+    change: &Change<'_>,
     verifiers: &BTreeSet<String>,
 ) -> Vec<String> {
     let Some(run) = c.run.as_deref() else {
         return Vec::new();
     };
-    let files: BTreeSet<&str> = snapshot.regular_files().collect();
-    crate::exam::files_now(run, workspace, &files)
+    let workspace = change.workspace;
+    crate::exam::files_now(run, workspace, &change.files)
         .into_iter()
         .filter(|file| !verifiers.contains(file))
         .filter(|file| match tree.files.get(file.as_str()) {

@@ -600,8 +600,13 @@ impl Launcher {
     }
 
     /// The tracer, when items can be traced.
+    /// Items run as the run's uid without a sandbox are not traced: the
+    /// tracer would run as that uid too, within their reach.
     pub fn tracer(&self) -> Option<&crate::trace::Tracer> {
-        self.tracer.as_ref()
+        match self.how {
+            How::As(..) => None,
+            How::Direct | How::Sandboxed(_) | How::Joined(_) => self.tracer.as_ref(),
+        }
     }
 
     /// This launcher, its processes traced into `dir` (a folder of the
@@ -609,7 +614,7 @@ impl Launcher {
     #[must_use]
     pub fn traced_into(&self, dir: &Path) -> Self {
         let mut traced = self.clone();
-        if traced.tracer.is_some() {
+        if traced.tracer().is_some() {
             traced.trace_to = Some(dir.to_path_buf());
         }
         traced
@@ -702,11 +707,8 @@ impl Launcher {
     /// How to start `program args…` in `cwd`: traced, when this launcher
     /// traces.
     pub(crate) fn argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
-        // Items run as the run's uid without a sandbox are not traced: the
-        // tracer would run as that uid too, within their reach.
-        match (&self.tracer, &self.trace_to, &self.how) {
-            (_, _, How::As(..)) => self.untraced_argv(program, args, cwd, None),
-            (Some(tracer), Some(dir), _) => {
+        match (self.tracer(), &self.trace_to) {
+            (Some(tracer), Some(dir)) => {
                 // bubblewrap says which process set the sandbox up, so its
                 // own reads of what it mounts are not taken for the item's.
                 let info = dir.join(crate::trace::SANDBOX_INFO);

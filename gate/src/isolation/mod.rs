@@ -534,7 +534,7 @@ impl Isolation {
 
     /// Whether the items' commands are traced (what they read recorded).
     pub(crate) fn traced(&self) -> bool {
-        self.tracer.is_some() && self.lease.as_ref().is_none_or(|_| self.sandbox.is_some())
+        self.items(Vec::new(), Vec::new()).tracer().is_some()
     }
 
     /// The launcher of the gate's own tools (`git`): an environment of
@@ -586,11 +586,11 @@ impl Isolation {
     /// there is one.
     fn unsandboxed(&self) -> Launcher {
         match &self.lease {
-            // Not traced: the tracer would run as the items' uid, in their reach.
             Some(lease) => Launcher::as_user(self.env.clone(), lease.uid(), lease.uid()),
-            None => Launcher::new(self.env.clone()).with_tracer(self.tracer.clone()),
+            None => Launcher::new(self.env.clone()),
         }
         .with_shell(self.shell.clone())
+        .with_tracer(self.tracer.clone())
     }
 
     /// The launcher of the gate's own git while it checks the base out into
