@@ -168,6 +168,10 @@ pub struct BreakerRecord {
     /// the gate that wrote them; a state without one is not the gate's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seal: Option<String>,
+    /// The error of the last retryable failure counted (for an open
+    /// breaker, the one that opened it); cleared by a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// Which runs [`Ledger::list`](super::Ledger::list) returns, newest first.

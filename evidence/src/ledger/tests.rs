@@ -612,6 +612,7 @@ fn closed(model: &str) -> BreakerRecord {
         probe: None,
         updated_at: now(),
         seal: None,
+        last_error: None,
     }
 }
 
@@ -967,12 +968,13 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
     let appended = report_dump(&l);
     assert!(appended.len() > 2 * extras().len(), "{appended:#?}");
     drop(l);
-    // Back to schema 2 (the bundles of schema 4 and the envelopes of
-    // schema 7 go too), then up again.
+    // Back to schema 2 (the bundles of schema 4, the envelopes of schema 7
+    // and the breakers' errors of schema 8 go too), then up again.
     store.execute(
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
          DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
+         ALTER TABLE breakers DROP COLUMN last_error; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();

@@ -8,8 +8,10 @@ use crate::environment::Environment;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
-use crate::routing::Routing;
+use crate::record::Tier;
+use crate::role::Role;
 use crate::routing::patch;
+use crate::routing::{ProviderDef, Routing};
 use crate::rules::model::PASS_MARGIN;
 
 /// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
@@ -133,9 +135,10 @@ pub(crate) fn render(routing: &Routing, env: &Environment) -> String {
         let off = if p.disabled { " disabled" } else { "" };
         let _ = writeln!(
             out,
-            "  {name:<16} {:<9} {:<36} {key}{off}  [{}]",
+            "  {name:<16} {:<9} {:<36} {key}{off}{}  [{}]",
             format!("{:?}", p.api).to_lowercase(),
             p.base_url,
+            settings(p),
             from(&format!("provider.{name}"))
         );
     }
@@ -173,6 +176,58 @@ pub(crate) fn render(routing: &Routing, env: &Environment) -> String {
             "  {key:<24} {class}  [{}]",
             from(&format!("route.{key}"))
         );
+    }
+    out.push_str(&resolved(routing));
+    out
+}
+
+/// A provider's request settings that differ from the defaults, as written.
+fn settings(p: &ProviderDef) -> String {
+    let value = serde_json::to_value(p).unwrap_or_default();
+    let mut out = String::new();
+    for key in [
+        "structured_output",
+        "content",
+        "max_tokens_field",
+        "stream_usage",
+        "concurrency",
+    ] {
+        if let Some(v) = value.get(key) {
+            let _ = write!(
+                out,
+                " {key}={}",
+                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+            );
+        }
+    }
+    out
+}
+
+/// What each role of each tier resolves to: the route key that gives it
+/// its class (a wildcard or its own), then its failback chain as called.
+fn resolved(routing: &Routing) -> String {
+    let mut out = String::from("\nresolved (role.tier ← route: chain)\n");
+    for tier in [Tier::Trivial, Tier::Light, Tier::Full] {
+        for role in Role::for_tier(tier) {
+            let Some(key) = routing.route_key(*role, tier) else {
+                // The coordinator is deterministic below the full tier.
+                if !(*role == Role::Coordinator && tier != Tier::Full) {
+                    let _ = writeln!(out, "  {role}.{tier:<16} not routed: review cannot run it");
+                }
+                continue;
+            };
+            let chain: Vec<String> = routing
+                .chain(*role, tier)
+                .iter()
+                .map(|m| format!("{} ({}/{})", m.class, m.provider_name, m.model.name))
+                .collect();
+            let chain = if chain.is_empty() {
+                "no usable model".to_owned()
+            } else {
+                chain.join(" → ")
+            };
+            let _ = writeln!(out, "  {:<24} ← {key}: {chain}", format!("{role}.{tier}"));
+        }
     }
     out
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use crate::provider::shape::Refused;
 use crate::provider::usage::Usage;
 
 /// What a failure means for the caller.
@@ -22,6 +23,10 @@ pub enum Class {
     /// same endpoint and key (a gateway's budget covers all its models), and
     /// nothing to do with any model's health.
     Quota,
+    /// The server refused a part of the request's shape (a parameter it
+    /// does not take): a configuration problem, fatal for that model and
+    /// nothing to do with its health; a model elsewhere may take it.
+    Unsupported,
 }
 
 /// An error `code` as providers send it: OpenAI a string, OpenRouter and
@@ -56,6 +61,8 @@ pub struct ApiError {
     pub detail_code: Option<String>,
     /// The human-readable message.
     pub message: String,
+    /// `error.param` (OpenAI): the request parameter it is about.
+    pub param: Option<String>,
     /// OpenRouter flagged the input (`error.metadata.reasons`): a moderation
     /// block, not an authentication failure.
     pub flagged: bool,
@@ -104,6 +111,7 @@ impl ApiError {
             code,
             detail_code: text(obj.pointer("/details/error_code")),
             message: text(obj.get("message")).unwrap_or_default(),
+            param: text(obj.get("param")),
             flagged: metadata
                 .is_some_and(|m| m.get("reasons").is_some() || m.get("flagged_input").is_some()),
         })
@@ -163,6 +171,49 @@ impl ApiError {
                 "too many tokens per day",
                 "exceeds the service quota for your account",
             ])
+    }
+
+    /// The part of the request's shape the error says the server does not
+    /// take: OpenAI's `unsupported_parameter`/`unsupported_value` with its
+    /// `param`; llama-cpp-python's validation error on `response_format`
+    /// ("Input should be 'text' or 'json_object'") and its chat template's
+    /// "can only concatenate str (not \"list\")"; a message naming
+    /// `stream_options` or a token-limit field as unknown or unsupported.
+    pub fn refused(&self) -> Option<Refused> {
+        let message = self.message.to_lowercase();
+        let unsupported = self.code_is(&["unsupported_parameter", "unsupported_value"])
+            || [
+                "unsupported parameter",
+                "unsupported value",
+                "not supported",
+                "unrecognized request argument",
+                "unknown field",
+                "extra inputs are not permitted",
+                "extra_forbidden",
+                "input should be",
+                "literal_error",
+                "unknown parameter",
+            ]
+            .iter()
+            .any(|n| message.contains(n));
+        let names = |p: &str| self.param.as_deref() == Some(p) || message.contains(p);
+        if message.contains("can only concatenate str (not \"list\")") {
+            return Some(Refused::Content);
+        }
+        if !unsupported {
+            return None;
+        }
+        if names("max_completion_tokens") || names("max_tokens") {
+            Some(Refused::MaxTokensField)
+        } else if names("response_format") || names("json_schema") {
+            Some(Refused::StructuredOutput)
+        } else if names("stream_options") {
+            Some(Refused::StreamUsage)
+        } else if self.code_is(&["unsupported_parameter", "unsupported_value"]) {
+            self.param.clone().map(Refused::Parameter)
+        } else {
+            None
+        }
     }
 
     fn is_context_length(&self) -> bool {
@@ -268,6 +319,9 @@ pub enum ProviderError {
     /// The connection closed before the reply's end marker.
     #[error("the reply stream ended before the reply was complete")]
     StreamEnded,
+    /// The stream's end marker came before any finish reason.
+    #[error("the server ended the stream without finishing the reply (no finish reason)")]
+    StreamCut,
     /// An error event after a 200: Anthropic `event: error`, an OpenRouter
     /// error chunk (`finish_reason: "error"`), an OpenAI `data: {"error":…}`.
     #[error("the model provider failed mid-reply: {error}")]
@@ -322,6 +376,7 @@ impl ProviderError {
             | Self::Deadline { .. }
             | Self::Silent { .. }
             | Self::StreamEnded
+            | Self::StreamCut
             | Self::Protocol { .. } => Class::Retryable,
         }
     }
@@ -352,6 +407,15 @@ impl ProviderError {
         }
     }
 
+    /// The part of the request's shape the server refused, for an error
+    /// response classified [`Class::Unsupported`].
+    pub fn refused(&self) -> Option<Refused> {
+        match self {
+            Self::Http { error, .. } if self.classify() == Class::Unsupported => error.refused(),
+            _ => None,
+        }
+    }
+
     /// The HTTP status, for an error response.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -378,6 +442,11 @@ fn classify_http(status: u16, error: &ApiError) -> Class {
     // Quota first: it arrives as 429 as often as 402, 400, 403 or 422.
     if status == 402 || error.is_quota() {
         return Class::Quota;
+    }
+    // A refused parameter arrives as a 400, a 422, or (llama-cpp-python)
+    // a 500: whatever the status, trying again sends it again.
+    if (400..=500).contains(&status) && !error.is_context_length() && error.refused().is_some() {
+        return Class::Unsupported;
     }
     if error.flagged {
         return Class::Fatal;
@@ -557,5 +626,61 @@ mod tests {
         }
         assert_eq!(ApiError::parse("<html>bad gateway</html>"), None);
         assert_eq!(ApiError::parse(r#"{"ok":true}"#), None);
+    }
+
+    /// Bodies as servers send them (llama-cpp-python 0.3.36's captured
+    /// from the real server): which part of the shape each refuses, and
+    /// how the error is then classified.
+    #[test]
+    fn a_refused_parameter_is_a_configuration_problem_not_an_outage() {
+        let llama_schema = r#"{"error":{"message":"1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n    POST /v1/chat/completions","type":"internal_server_error","param":null,"code":null}}"#;
+        let llama_parts = r#"{"error":{"message":"can only concatenate str (not \"list\") to str","type":"internal_server_error","param":null,"code":null}}"#;
+        let openai_max_tokens = r#"{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}"#;
+        let vllm_stream_options = r#"{"object":"error","message":"[{'type': 'extra_forbidden', 'loc': ('body', 'stream_options'), 'msg': 'Extra inputs are not permitted'}]","type":"BadRequestError","param":null,"code":400}"#;
+        let openai_seed = r#"{"error":{"message":"Unsupported value: 'seed' does not support 7 with this model.","type":"invalid_request_error","param":"seed","code":"unsupported_value"}}"#;
+        let context = r#"{"error":{"message":"This model's maximum context length is 8192 tokens; response_format is not supported beyond it","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        let overloaded = r#"{"error":{"message":"the server is busy","type":"internal_server_error","param":null,"code":null}}"#;
+        let cases: &[(u16, &str, Option<Refused>, Class)] = &[
+            (
+                500,
+                llama_schema,
+                Some(Refused::StructuredOutput),
+                Class::Unsupported,
+            ),
+            (500, llama_parts, Some(Refused::Content), Class::Unsupported),
+            (
+                400,
+                openai_max_tokens,
+                Some(Refused::MaxTokensField),
+                Class::Unsupported,
+            ),
+            (
+                400,
+                vllm_stream_options,
+                Some(Refused::StreamUsage),
+                Class::Unsupported,
+            ),
+            (
+                400,
+                openai_seed,
+                Some(Refused::Parameter("seed".into())),
+                Class::Unsupported,
+            ),
+            (400, context, None, Class::Fatal),
+            (500, overloaded, None, Class::Retryable),
+            // A gateway's 502 naming a parameter is still the gateway's outage.
+            (502, llama_schema, None, Class::Retryable),
+        ];
+        for (status, body, refused, class) in cases {
+            let error = ApiError::parse(body).unwrap_or_else(|| panic!("{body} did not parse"));
+            let e = ProviderError::Http {
+                status: *status,
+                retry_after: None,
+                error: Box::new(error),
+                body: (*body).to_owned(),
+            };
+            assert_eq!(e.classify(), *class, "{status} {body}");
+            assert_eq!(e.refused(), *refused, "{status} {body}");
+        }
     }
 }

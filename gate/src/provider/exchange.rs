@@ -209,13 +209,27 @@ pub trait Provider: Send + Sync {
 /// The HTTP client every provider shares: rustls, a bounded connect, TCP
 /// keep-alive (long requests cross idle-dropping networks).
 pub fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderError> {
+    client_builder(connect_timeout)
+        .build()
+        .map_err(|source| ProviderError::Transport { source })
+}
+
+/// As [`http_client`], but each request on a new connection: for probing a
+/// server, where a request that crashed it must not leave a dead
+/// connection for the next one to fail on.
+pub fn unpooled_http_client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderError> {
+    client_builder(connect_timeout)
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|source| ProviderError::Transport { source })
+}
+
+fn client_builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .use_rustls_tls()
         .connect_timeout(connect_timeout)
         .tcp_keepalive(Duration::from_secs(30))
         .user_agent(concat!("gate/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|source| ProviderError::Transport { source })
 }
 
 /// The cap on error bodies and offending text kept in errors.

@@ -35,6 +35,7 @@ pub mod errors;
 mod exchange;
 pub mod image;
 pub mod openai;
+pub mod shape;
 pub mod sse;
 mod usage;
 
@@ -42,10 +43,11 @@ pub use anthropic::AnthropicProvider;
 pub use errors::{ApiError, BadReply, Class, ErrorCode, ProviderError};
 pub use exchange::{
     Block, Finish, ModelReply, ModelRequest, Provider, ROLE_HEADER, RUN_HEADER, SYSTEM_PROMPT,
-    Timeouts, Turn, estimated_input_tokens, http_client,
+    Timeouts, Turn, estimated_input_tokens, http_client, unpooled_http_client,
 };
 pub use image::Image;
-pub use openai::{OpenAiProvider, TokenLimitField};
+pub use openai::OpenAiProvider;
+pub use shape::{ContentShape, MaxTokensField, StructuredOutput, WireShape};
 pub use usage::{Price, Usage, cost};
 
 #[cfg(test)]

@@ -23,35 +23,9 @@ use crate::provider::exchange::{
     Collected, Finish, ModelReply, ModelRequest, Part, Provider, SYSTEM_PROMPT, capped,
     content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
 };
+use crate::provider::shape::{ContentShape, MaxTokensField, StructuredOutput, WireShape};
 use crate::provider::sse::EventReader;
 use crate::provider::usage::Usage;
-
-/// Which field carries the output-token limit.
-///
-/// OpenAI deprecated `max_tokens` for `max_completion_tokens`, and its
-/// reasoning models (o-series, gpt-5) reject `max_tokens` outright with a 400
-/// — also when both are sent. vLLM and current llama.cpp accept
-/// `max_completion_tokens`; Ollama and older llama.cpp ignore it (the answer
-/// still ends on its own, the schema closes it, but the cap is lost). So the
-/// default is `max_completion_tokens`, and a server that needs the old name
-/// can be given it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TokenLimitField {
-    /// `max_completion_tokens` (OpenAI, OpenRouter, vLLM, llama.cpp).
-    #[default]
-    MaxCompletionTokens,
-    /// `max_tokens` (Ollama, older llama.cpp and gateways).
-    MaxTokens,
-}
-
-impl TokenLimitField {
-    fn name(self) -> &'static str {
-        match self {
-            Self::MaxCompletionTokens => "max_completion_tokens",
-            Self::MaxTokens => "max_tokens",
-        }
-    }
-}
 
 /// A client of one OpenAI-compatible endpoint.
 #[derive(Clone)]
@@ -59,7 +33,7 @@ pub struct OpenAiProvider {
     client: reqwest::Client,
     base_url: String,
     api_key: Option<String>,
-    token_limit: TokenLimitField,
+    shape: WireShape,
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -67,7 +41,7 @@ impl fmt::Debug for OpenAiProvider {
         f.debug_struct("OpenAiProvider")
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("token_limit", &self.token_limit)
+            .field("shape", &self.shape)
             .finish_non_exhaustive()
     }
 }
@@ -81,14 +55,14 @@ impl OpenAiProvider {
             client,
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key: api_key.filter(|k| !k.is_empty()),
-            token_limit: TokenLimitField::default(),
+            shape: WireShape::default(),
         }
     }
 
-    /// Uses `field` for the output-token limit.
+    /// Shapes requests as `shape` says (what the server can take).
     #[must_use]
-    pub fn with_token_limit_field(mut self, field: TokenLimitField) -> Self {
-        self.token_limit = field;
+    pub fn with_shape(mut self, shape: WireShape) -> Self {
+        self.shape = shape;
         self
     }
 
@@ -98,36 +72,72 @@ impl OpenAiProvider {
     }
 
     /// The JSON body for `req`.
+    ///
+    /// OpenAI deprecated `max_tokens` for `max_completion_tokens`, and its
+    /// reasoning models reject `max_tokens` (also beside the new one), so the
+    /// default sends only the new name; llama-cpp-python and Ollama read only
+    /// the old one (`max_tokens_field`). With `structured_output` other than
+    /// `json_schema` the schema travels in the last text part instead.
     pub fn request_body(&self, req: &ModelRequest) -> Value {
-        let parts: Vec<Value> = content_blocks(&req.blocks)
-            .into_iter()
-            .map(|(part, _)| match part {
-                Part::Text(text) => json!({"type": "text", "text": text}),
-                Part::Image(image) => json!({
-                    "type": "image_url",
-                    "image_url": {"url": image.data_url(), "detail": "high"},
-                }),
-            })
-            .collect();
+        let shape = self.shape;
+        let in_prompt = shape.structured_output != StructuredOutput::JsonSchema;
+        let schema_text = in_prompt.then(|| schema_instruction(&req.schema));
+        let mut blocks: Vec<(Part<'_>, bool)> = content_blocks(&req.blocks);
+        if let Some(text) = &schema_text {
+            blocks.push((Part::Text(text), false));
+        }
+        let has_image = blocks.iter().any(|(p, _)| matches!(p, Part::Image(_)));
+        let content = if shape.content == ContentShape::Text && !has_image {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|(p, _)| match p {
+                    Part::Text(t) => Some(*t),
+                    Part::Image(_) => None,
+                })
+                .collect();
+            json!(texts.join("\n\n"))
+        } else {
+            Value::Array(
+                blocks
+                    .into_iter()
+                    .map(|(part, _)| match part {
+                        Part::Text(text) => json!({"type": "text", "text": text}),
+                        Part::Image(image) => json!({
+                            "type": "image_url",
+                            "image_url": {"url": image.data_url(), "detail": "high"},
+                        }),
+                    })
+                    .collect(),
+            )
+        };
         let mut messages = vec![
             json!({"role": "system", "content": SYSTEM_PROMPT}),
-            json!({"role": "user", "content": parts}),
+            json!({"role": "user", "content": content}),
         ];
         for turn in &req.followups {
             messages.push(json!({"role": "assistant", "content": turn.assistant}));
             messages.push(json!({"role": "user", "content": turn.user}));
         }
-        let mut body = json!({
-            "model": req.model,
-            "messages": messages,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": req.schema_name, "strict": true, "schema": req.schema},
-            },
-        });
-        body[self.token_limit.name()] = json!(req.max_output_tokens);
+        let mut body = json!({"model": req.model, "messages": messages});
+        match shape.structured_output {
+            StructuredOutput::JsonSchema => {
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": req.schema_name, "strict": true, "schema": req.schema},
+                });
+            }
+            StructuredOutput::JsonObject => {
+                body["response_format"] = json!({"type": "json_object"});
+            }
+            StructuredOutput::None => {}
+        }
+        let limit = match shape.max_tokens_field {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        };
+        body[limit] = json!(req.max_output_tokens);
         body["stream"] = json!(req.stream);
-        if req.stream {
+        if req.stream && shape.stream_usage {
             // Without it OpenAI sends no usage on a stream.
             body["stream_options"] = json!({"include_usage": true});
         }
@@ -316,11 +326,25 @@ async fn read_stream(
             }
         }
     }
-    if out.finish.is_none() && !done {
-        return Err(ProviderError::StreamEnded);
+    // Every server sends a finish reason with the last choice; `[DONE]`
+    // without one is a reply the server gave up on (llama-cpp-python does
+    // it to one stream when another request waits), not an empty answer.
+    match (out.finish.is_some(), done) {
+        (false, true) => return Err(ProviderError::StreamCut),
+        (false, false) => return Err(ProviderError::StreamEnded),
+        _ => {}
     }
     out.text = text.unwrap_or_default();
     Ok(out)
+}
+
+/// The schema as the prompt states it, for a server that cannot hold the
+/// reply to it: the reply is still validated against it as always.
+fn schema_instruction(schema: &Value) -> String {
+    format!(
+        "Your answer is one JSON object that follows this JSON schema:\n{}",
+        serde_json::to_string(schema).unwrap_or_default()
+    )
 }
 
 /// A whole (not streamed) reply body as the client reads it: the answer, or

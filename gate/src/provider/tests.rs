@@ -776,14 +776,32 @@ async fn real_events_keep_a_slow_stream_alive_but_not_past_the_deadline() {
 
 #[tokio::test]
 async fn a_stream_cut_before_its_end_is_retryable() {
-    let steps = vec![openai_chunk(
-        &json!({"role": "assistant", "content": "{\"findings\": ["}),
-    )];
-    let err = call(Api::OpenAi, Reply::sse(steps), &request(true))
+    let start = || {
+        vec![openai_chunk(
+            &json!({"role": "assistant", "content": "{\"findings\": ["}),
+        )]
+    };
+    // The connection closed with no end marker.
+    let err = call(Api::OpenAi, Reply::sse(start()), &request(true))
         .await
         .expect_err("cut");
     assert!(matches!(err, ProviderError::StreamEnded), "{err:?}");
     assert_eq!(err.classify(), Class::Retryable);
+    // `[DONE]` with no finish reason (llama-cpp-python ends one stream so
+    // when another request waits): a cut reply, not an empty one.
+    for steps in [vec![], start()] {
+        let mut steps = steps;
+        steps.push(SseStep::Data("[DONE]".to_owned()));
+        let err = call(Api::OpenAi, Reply::sse(steps), &request(true))
+            .await
+            .expect_err("cut");
+        assert!(matches!(err, ProviderError::StreamCut), "{err:?}");
+        assert_eq!(err.classify(), Class::Retryable);
+        assert_eq!(
+            err.to_string(),
+            "the server ended the stream without finishing the reply (no finish reason)"
+        );
+    }
 }
 
 /// A small real PNG.

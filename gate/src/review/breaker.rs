@@ -37,6 +37,10 @@ use chrono::{DateTime, Utc};
 use gate_evidence::ledger::{self, BreakerRecord};
 use gate_evidence::{Ledger, SigningKey};
 
+/// The longest error a breaker keeps, in characters: a provider's message
+/// and its code, not a whole HTML error page.
+const LAST_ERROR_CHARS: usize = 300;
+
 /// `state` of a closed breaker.
 pub const CLOSED: &str = "closed";
 /// `state` of an open breaker.
@@ -90,7 +94,7 @@ pub enum Admission {
 }
 
 /// How a call ended, as the breaker counts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
     /// A usable answer.
     Success,
@@ -98,6 +102,8 @@ pub enum Report {
     Failure {
         /// How long the provider asked us to wait.
         retry_after: Option<Duration>,
+        /// What the failure said (kept on the breaker: an open one names it).
+        error: String,
     },
     /// A fatal or auth error: says nothing about the model's health.
     Neutral,
@@ -120,8 +126,13 @@ pub fn admit(
         OPEN => {
             let reopen = reopens_at(&rec);
             if now < reopen {
+                // What opened it first: a one-line view keeps the start.
+                let opened_by = rec
+                    .last_error
+                    .as_deref()
+                    .map_or_else(|| " (".to_owned(), |e| format!(" on: {e} ("));
                 let why = format!(
-                    "circuit breaker open after {} (until {})",
+                    "circuit breaker open{opened_by}{}; until {})",
                     failures_text(&rec),
                     reopen.format("%H:%M:%S UTC")
                 );
@@ -182,14 +193,16 @@ pub fn report(
             "s".clone_into(&mut rec.recent);
             rec.opened_at = None;
             rec.probe = None;
+            rec.last_error = None;
         }
         (_, Report::Success) => {
             rec.consecutive_failures = 0;
             push(&mut rec.recent, 's', policy.window);
         }
-        (state, Report::Failure { retry_after }) => {
+        (state, Report::Failure { retry_after, error }) => {
             rec.consecutive_failures = rec.consecutive_failures.saturating_add(1);
             push(&mut rec.recent, 'f', policy.window);
+            rec.last_error = Some(error.chars().take(LAST_ERROR_CHARS).collect());
             if state == HALF_OPEN || trips(&rec, policy) {
                 OPEN.clone_into(&mut rec.state);
                 rec.opened_at = Some(now);
@@ -265,6 +278,7 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
         probe: None,
         updated_at: now,
         seal: None,
+        last_error: None,
     }
 }
 
@@ -280,6 +294,7 @@ pub struct Breakers {
     refused: Arc<Mutex<BTreeMap<String, String>>>,
     memory: Mutex<BTreeMap<String, BreakerRecord>>,
     misconfigured: Mutex<BTreeMap<String, String>>,
+    unfit: Mutex<BTreeMap<String, String>>,
     exhausted: Mutex<BTreeMap<String, String>>,
     policy: BreakerPolicy,
 }
@@ -293,6 +308,7 @@ impl Breakers {
             refused: Arc::new(Mutex::new(BTreeMap::new())),
             memory: Mutex::new(BTreeMap::new()),
             misconfigured: Mutex::new(BTreeMap::new()),
+            unfit: Mutex::new(BTreeMap::new()),
             exhausted: Mutex::new(BTreeMap::new()),
             policy,
         }
@@ -382,6 +398,20 @@ impl Breakers {
     /// Marks model `key` misconfigured for the rest of the run.
     pub fn mark_misconfigured(&self, key: &str, why: &str) {
         lock(&self.misconfigured)
+            .entry(key.to_owned())
+            .or_insert_with(|| why.to_owned());
+    }
+
+    /// The error with which model `key` refused a part of this run's
+    /// request shape (a parameter its server does not take).
+    pub fn unfit(&self, key: &str) -> Option<String> {
+        lock(&self.unfit).get(key).cloned()
+    }
+
+    /// Marks model `key` as refusing the run's request shape: in memory
+    /// only, since a fixed routing table must count at once.
+    pub fn mark_unfit(&self, key: &str, why: &str) {
+        lock(&self.unfit)
             .entry(key.to_owned())
             .or_insert_with(|| why.to_owned());
     }
@@ -480,7 +510,7 @@ mod tests {
 
     /// One step of a breaker's life: at second `t`, `who` asks to call, or
     /// reports an outcome.
-    #[derive(Debug, Clone, Copy)]
+    #[derive(Debug, Clone)]
     enum Step {
         /// `who` asks; expect call (`'c'`), probe (`'p'`) or skip (`'s'`).
         Ask(i64, &'static str, char),
@@ -488,14 +518,17 @@ mod tests {
         Tell(i64, &'static str, Report),
     }
 
-    const FAIL: Report = Report::Failure { retry_after: None };
+    const FAIL: Report = Report::Failure {
+        retry_after: None,
+        error: String::new(),
+    };
     const OK: Report = Report::Success;
 
     fn run(steps: &[Step]) -> Option<BreakerRecord> {
         let policy = BreakerPolicy::with_cooldown(120);
         let mut rec: Option<BreakerRecord> = None;
         for (i, step) in steps.iter().enumerate() {
-            match *step {
+            match step.clone() {
                 Step::Ask(t, who, want) => {
                     let (next, got) = admit(rec.clone(), "p/m", who, at(t + 60), at(t));
                     let got = match got {
@@ -527,6 +560,7 @@ mod tests {
         use Step::{Ask, Tell};
         let ra = |s| Report::Failure {
             retry_after: Some(Duration::from_secs(s)),
+            error: String::new(),
         };
         let cases: Vec<(&str, Vec<Step>, &str)> = vec![
             ("a fresh model is called", vec![Ask(0, "a", 'c')], CLOSED),
@@ -745,6 +779,7 @@ mod tests {
             probe: None,
             updated_at: now - chrono::Duration::seconds(300),
             seal: None,
+            last_error: None,
         }
     }
 
@@ -801,7 +836,14 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(first.admit("p/m", "run-1", until).await, Admission::Call);
             first
-                .report("p/m", "run-1", Report::Failure { retry_after: None })
+                .report(
+                    "p/m",
+                    "run-1",
+                    Report::Failure {
+                        retry_after: None,
+                        error: "HTTP 500 from the model provider: boom".to_owned(),
+                    },
+                )
                 .await;
         }
         first.mark_misconfigured("p/other", "HTTP 401");
@@ -810,10 +852,17 @@ mod tests {
 
         let second = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
         assert!(second.is_open("p/m").await);
-        assert!(matches!(
-            second.admit("p/m", "run-2", until).await,
-            Admission::Skip { .. }
-        ));
+        // A later run that skips the model says what opened its breaker.
+        match second.admit("p/m", "run-2", until).await {
+            Admission::Skip { why, .. } => assert!(
+                why.starts_with(
+                    "circuit breaker open on: HTTP 500 from the model provider: boom (3 of its \
+                     last 3 calls failed, 3 in a row; until "
+                ),
+                "{why}"
+            ),
+            other => panic!("an open breaker admitted a call: {other:?}"),
+        }
         assert_eq!(second.admit("p/n", "run-2", until).await, Admission::Call);
         assert_eq!(second.misconfigured("p/other"), None);
     }

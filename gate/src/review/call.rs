@@ -29,6 +29,7 @@ use crate::review::answer::{Answer, Expect};
 use crate::review::breaker::{Admission, Breakers, Report};
 use crate::review::budget::Budget;
 pub use crate::review::result::CallResult;
+use crate::review::slots::Slots;
 use crate::review::watch::Live;
 use crate::routing::{Api, ChainModel, Routing};
 
@@ -52,11 +53,10 @@ pub fn clients(
             continue;
         };
         let client: Arc<dyn Provider> = match def.api {
-            Api::Openai => Arc::new(OpenAiProvider::new(
-                http.clone(),
-                &def.base_url,
-                key.clone(),
-            )),
+            Api::Openai => Arc::new(
+                OpenAiProvider::new(http.clone(), &def.base_url, key.clone())
+                    .with_shape(def.shape()),
+            ),
             Api::Anthropic => Arc::new(AnthropicProvider::new(
                 http.clone(),
                 &def.base_url,
@@ -89,6 +89,12 @@ pub struct CallPlan {
     pub expect: Expect,
     /// The run's input-token budget, shared by its calls.
     pub budget: Budget,
+    /// The run's per-provider request limits.
+    pub slots: Slots,
+    /// The provider whose slot the call already holds (taken before its
+    /// timeout started); a chain step at another limited provider takes
+    /// one of that provider's for its attempt.
+    pub held: Option<String>,
 }
 
 /// The breaker key of a chain step: `provider/name`.
@@ -213,6 +219,11 @@ pub async fn ask(
             Some(Then::Stop) => break,
             Some(Then::Again) | None => {}
         }
+        let _slot = if plan.held.as_deref() == Some(step.provider_name.as_str()) {
+            None
+        } else {
+            plan.slots.take(&step.provider_name).await
+        };
         live.attempting(name);
         let attempt_started = Instant::now();
         let outcome = attempt(plan, step, client.as_ref(), blocks, &mut result).await;
@@ -318,6 +329,14 @@ async fn before_attempt(
         result.answer = Err(message);
         return Some(Then::Stop);
     }
+    if let Some(why) = breakers.unfit(at.key) {
+        let message = format!("not asked: it refused this run's request earlier: {why}");
+        push(result, name, AttemptOutcome::Fatal, 0, Some(&message));
+        last_reply.get_or_insert(why);
+        result.answer = Err(message);
+        live.publish(result);
+        return Some(Then::Next);
+    }
     if let Some(why) = breakers.exhausted(at.account) {
         // Not asked: its provider account's quota or budget is spent.
         let message = format!(
@@ -368,7 +387,14 @@ async fn after_failure(
     match kind {
         Kind::Provider(Class::Retryable) => {
             breakers
-                .report(key, owner, Report::Failure { retry_after })
+                .report(
+                    key,
+                    owner,
+                    Report::Failure {
+                        retry_after,
+                        error: message.to_owned(),
+                    },
+                )
                 .await;
             let left = plan.deadline.saturating_duration_since(Instant::now());
             match after_retryable(retry_after, left, min_attempt, waited) {
@@ -390,6 +416,14 @@ async fn after_failure(
         // one of another account may not. Nobody's health is in question.
         Kind::Provider(Class::Quota) => {
             breakers.mark_exhausted(at.account, message);
+            breakers.report(key, owner, Report::Neutral).await;
+            Then::Next
+        }
+        // The request's shape is wrong for this server: it will refuse it
+        // every time (so not again in this run), whatever its health; a
+        // model on another server may take it.
+        Kind::Provider(Class::Unsupported) => {
+            breakers.mark_unfit(key, message);
             breakers.report(key, owner, Report::Neutral).await;
             Then::Next
         }
@@ -538,9 +572,18 @@ async fn attempt(
                     }
                     _ => {}
                 }
+                // A refused parameter: which setting avoids it comes first
+                // (a one-line view cuts the end), the server's words after.
+                let message = match e.refused() {
+                    Some(refused) => format!(
+                        "{} ({e})",
+                        refused.hint(&step.provider_name, step.provider.shape())
+                    ),
+                    None => e.to_string(),
+                };
                 return Err(Failure {
                     kind: Kind::Provider(e.classify()),
-                    message: e.to_string(),
+                    message,
                     retry_after: e.retry_after(),
                 });
             }

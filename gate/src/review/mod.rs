@@ -44,6 +44,7 @@ pub mod coordinator;
 pub mod panel;
 pub mod prompts;
 pub mod result;
+pub mod slots;
 pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -68,6 +69,7 @@ use crate::review::context::{ChangedFile, Fence, FileClass, RemitBlock};
 use crate::review::coordinator::Raised;
 use crate::review::panel::Seat;
 use crate::review::prompts::{Prompt, Prompts};
+use crate::review::slots::{Slot, Slots};
 use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::Routing;
@@ -565,11 +567,13 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let requests = build_requests(input, &seats(input, tier), &shared);
     let (estimate, refused) = preflight(input, &requests, &shared, tier);
     let budget = Budget::new(policy.max_input_tokens);
+    let slots = Slots::new(input.routing);
     let results = ask_panel(
         input,
         &requests,
         refused.as_deref(),
         &budget,
+        &slots,
         review_deadline,
     )
     .await;
@@ -582,6 +586,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         &shared,
         refused.is_none(),
         &budget,
+        &slots,
         review_deadline,
     )
     .await;
@@ -778,6 +783,7 @@ async fn ask_panel(
     requests: &Requests<'_>,
     refused: Option<&str>,
     budget: &Budget,
+    slots: &Slots,
     review_deadline: Instant,
 ) -> Vec<CallResult> {
     let tier = input.tier.tier;
@@ -805,16 +811,26 @@ async fn ask_panel(
             raised: 0,
         });
     }
-    let calls = requests.asked.iter().map(|r| {
-        let (plan, why) = call_plan(input, r.seat, tier, review_deadline, Expect::Review, budget);
-        async move {
-            let result = bounded_ask(input, &plan, &r.blocks, &why).await;
-            input.events.emit(RunEvent::SpecialistFinished {
-                record: Box::new(specialist_record(r.seat.role, &result, &r.coverage)),
-                raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
-            });
-            result
-        }
+    let calls = requests.asked.iter().map(|r| async move {
+        // The call's own timeout starts once its provider has a slot.
+        let slot = first_slot(input, slots, r.seat.role, tier).await;
+        let (plan, why) = call_plan(
+            input,
+            r.seat,
+            tier,
+            review_deadline,
+            Expect::Review,
+            budget,
+            slots,
+            slot.as_ref(),
+        );
+        let result = bounded_ask(input, &plan, &r.blocks, &why).await;
+        drop(slot);
+        input.events.emit(RunEvent::SpecialistFinished {
+            record: Box::new(specialist_record(r.seat.role, &result, &r.coverage)),
+            raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+        });
+        result
     });
     futures::future::join_all(calls).await
 }
@@ -940,6 +956,7 @@ async fn coordinate(
     shared: &str,
     sent: bool,
     budget: &Budget,
+    slots: &Slots,
     review_deadline: Instant,
 ) -> Vec<Finding> {
     let policy = input.policy;
@@ -958,6 +975,7 @@ async fn coordinate(
             findings,
             &fusion.dropped,
             budget,
+            slots,
             review_deadline,
         )
         .await;
@@ -1000,6 +1018,7 @@ async fn model_coordinator(
     fused: Vec<Finding>,
     merged: &[Finding],
     budget: &Budget,
+    slots: &Slots,
     review_deadline: Instant,
 ) -> (Vec<Finding>, Vec<Finding>, SpecialistRecord) {
     let tier = input.tier.tier;
@@ -1022,6 +1041,7 @@ async fn model_coordinator(
         .min(COORDINATOR_CODE_CAP);
     let material = coordinator::payload(&fused, input.change, input.fence, code_bytes);
     let blocks = blocks_with(&material);
+    let slot = first_slot(input, slots, seat.role, tier).await;
     let (plan, why) = call_plan(
         input,
         seat,
@@ -1029,6 +1049,8 @@ async fn model_coordinator(
         review_deadline,
         Expect::Coordination,
         budget,
+        slots,
+        slot.as_ref(),
     );
     input
         .events
@@ -1126,7 +1148,21 @@ async fn bounded_ask(
     }
 }
 
+/// A slot at the provider of the first model `role` asks on `tier`, when
+/// that provider limits its concurrency: waited for before the call's own
+/// timeout starts.
+async fn first_slot(
+    input: &ReviewInput<'_>,
+    slots: &Slots,
+    role: Role,
+    tier: Tier,
+) -> Option<Slot> {
+    let chain = input.routing.chain(role, tier);
+    slots.take(&chain.first()?.provider_name).await
+}
+
 /// A seat's call plan, and what its deadline is, for a call cut by it.
+#[allow(clippy::too_many_arguments)] // the seat, its bounds and the run's shared limits
 fn call_plan(
     input: &ReviewInput<'_>,
     seat: Seat,
@@ -1134,6 +1170,8 @@ fn call_plan(
     review_deadline: Instant,
     expect: Expect,
     budget: &Budget,
+    slots: &Slots,
+    held: Option<&Slot>,
 ) -> (CallPlan, String) {
     let policy = input.policy;
     let own = policy
@@ -1166,6 +1204,8 @@ fn call_plan(
         min_attempt: Duration::from_secs(policy.min_attempt_time_s),
         expect,
         budget: budget.clone(),
+        slots: slots.clone(),
+        held: held.map(|s| s.provider.clone()),
     };
     (plan, why)
 }

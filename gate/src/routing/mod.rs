@@ -17,6 +17,7 @@ use gate_specs::SpecError;
 use serde::{Deserialize, Serialize};
 
 use crate::environment::Environment;
+use crate::provider::shape::{ContentShape, MaxTokensField, StructuredOutput, WireShape};
 use crate::record::Tier;
 use crate::role::Role;
 
@@ -49,6 +50,34 @@ pub struct ProviderDef {
     /// Set by a routing override: never call it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// How the answer's JSON schema is asked for (default `json_schema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<StructuredOutput>,
+    /// How the user message's content is sent (default `parts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentShape>,
+    /// Which field carries the output-token limit (default `max_completion_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Whether a streamed request asks for usage with `stream_options` (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_usage: Option<bool>,
+    /// How many requests the gate sends to this provider at once (default: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<std::num::NonZeroU32>,
+}
+
+impl ProviderDef {
+    /// The settings a request to it is shaped by, defaults filled in.
+    pub fn shape(&self) -> WireShape {
+        let default = WireShape::default();
+        WireShape {
+            structured_output: self.structured_output.unwrap_or(default.structured_output),
+            content: self.content.unwrap_or(default.content),
+            max_tokens_field: self.max_tokens_field.unwrap_or(default.max_tokens_field),
+            stream_usage: self.stream_usage.unwrap_or(default.stream_usage),
+        }
+    }
 }
 
 /// A provider's `base_url` as written, refused where it is read (so with
@@ -292,10 +321,25 @@ impl Routing {
 
     /// The class routed for `role` on `tier`.
     pub fn route(&self, role: Role, tier: Tier) -> Option<&str> {
-        self.table
-            .routes
-            .get(&format!("{role}.{tier}"))
+        self.route_key(role, tier)
+            .and_then(|key| self.table.routes.get(&key))
             .map(String::as_str)
+    }
+
+    /// The `[route]` key that routes `role` on `tier`, the most specific
+    /// first: `role.tier`, `role.*`, `*.tier`, `*`. A wildcard routes only
+    /// roles the tier uses (the coordinator is deterministic below `full`).
+    pub fn route_key(&self, role: Role, tier: Tier) -> Option<String> {
+        let exact = format!("{role}.{tier}");
+        if self.table.routes.contains_key(&exact) {
+            return Some(exact);
+        }
+        if !Role::for_tier(tier).contains(&role) {
+            return None;
+        }
+        [format!("{role}.*"), format!("*.{tier}"), "*".to_owned()]
+            .into_iter()
+            .find(|key| self.table.routes.contains_key(key))
     }
 
     /// The failback chain for `role` on `tier`: the routed class, then its
@@ -372,15 +416,22 @@ impl Routing {
         for (key, class) in &t.routes {
             let row = format!("route.{key}");
             match key.split_once('.') {
+                Some(("*", "*")) => {
+                    fatal(row.clone(), "write `*` for every role and tier".to_owned());
+                }
                 Some((role, tier)) => {
-                    if role.parse::<Role>().is_err() {
+                    if role != "*" && role.parse::<Role>().is_err() {
                         fatal(row.clone(), format!("unknown role `{role}`"));
                     }
-                    if tier.parse::<Tier>().is_err() {
+                    if tier != "*" && tier.parse::<Tier>().is_err() {
                         fatal(row.clone(), format!("unknown tier `{tier}`"));
                     }
                 }
-                None => fatal(row.clone(), "a route key is `role.tier`".to_owned()),
+                None if key == "*" => {}
+                None => fatal(
+                    row.clone(),
+                    "a route key is `role.tier`, `role.*`, `*.tier` or `*`".to_owned(),
+                ),
             }
             if !t.models.contains_key(class) {
                 fatal(row, format!("unknown model class `{class}`"));
@@ -423,6 +474,25 @@ impl Routing {
             }
         }
         for (name, p) in &t.providers {
+            if p.api == Api::Anthropic {
+                for (set, setting) in [
+                    (p.structured_output.is_some(), "structured_output"),
+                    (p.content.is_some(), "content"),
+                    (p.max_tokens_field.is_some(), "max_tokens_field"),
+                    (p.stream_usage.is_some(), "stream_usage"),
+                ] {
+                    if set {
+                        problems.push(Problem {
+                            row: format!("provider.{name}"),
+                            message: format!(
+                                "`{setting}` shapes OpenAI-compatible requests: the Messages API \
+                                 has one shape (remove it, or use api = \"openai\")"
+                            ),
+                            fatal: true,
+                        });
+                    }
+                }
+            }
             for message in url_warnings(p) {
                 problems.push(Problem {
                     row: format!("provider.{name}"),
@@ -627,6 +697,105 @@ name = "m-c"
         )
         .unwrap_err();
         assert_eq!((err.line, err.column), (4, 1), "{err}");
+    }
+
+    #[test]
+    fn wildcard_routes_resolve_most_specific_first() {
+        let r = table(
+            r#"
+[provider.local]
+api = "openai"
+base_url = "http://127.0.0.1:1/v1"
+[model.any]
+provider = "local"
+name = "m-any"
+[model.q]
+provider = "local"
+name = "m-q"
+[model.full]
+provider = "local"
+name = "m-full"
+[model.exact]
+provider = "local"
+name = "m-exact"
+[route]
+"*" = "any"
+"quality.*" = "q"
+"*.full" = "full"
+"quality.full" = "exact"
+"#,
+        );
+        let cases = [
+            (
+                Role::Quality,
+                Tier::Full,
+                Some("quality.full"),
+                Some("exact"),
+            ),
+            (Role::Quality, Tier::Light, Some("quality.*"), Some("q")),
+            (Role::Security, Tier::Full, Some("*.full"), Some("full")),
+            (Role::Security, Tier::Light, Some("*"), Some("any")),
+            (Role::Judge, Tier::Trivial, Some("*"), Some("any")),
+            // A wildcard routes only the roles a tier uses.
+            (Role::Coordinator, Tier::Light, None, None),
+            (Role::Integration, Tier::Trivial, None, None),
+            (Role::Coordinator, Tier::Full, Some("*.full"), Some("full")),
+        ];
+        for (role, tier, key, class) in cases {
+            assert_eq!(r.route_key(role, tier).as_deref(), key, "{role}.{tier}");
+            assert_eq!(r.route(role, tier), class, "{role}.{tier}");
+        }
+        // One line routes every role: nothing is missing.
+        assert!(r.check(&Environment::default()).iter().all(|p| !p.fatal));
+    }
+
+    #[test]
+    fn route_keys_and_request_settings_are_checked() {
+        let r = table(
+            r#"
+[provider.claude]
+api = "anthropic"
+base_url = "https://api.anthropic.com"
+content = "text"
+concurrency = 2
+[model.a]
+provider = "claude"
+name = "m"
+[route]
+"*" = "a"
+"*.*" = "a"
+"wizard.*" = "a"
+"*.huge" = "a"
+"quality" = "a"
+"#,
+        );
+        let text: Vec<String> = r
+            .check(&Environment::default())
+            .iter()
+            .filter(|p| p.fatal)
+            .map(|p| format!("{}: {}", p.row, p.message))
+            .collect();
+        for want in [
+            "route.*.*: write `*` for every role and tier",
+            "route.wizard.*: unknown role `wizard`",
+            "route.*.huge: unknown tier `huge`",
+            "route.quality: a route key is `role.tier`, `role.*`, `*.tier` or `*`",
+            "provider.claude: `content` shapes OpenAI-compatible requests: the Messages API \
+             has one shape (remove it, or use api = \"openai\")",
+        ] {
+            assert!(
+                text.iter().any(|t| t == want),
+                "missing {want:?} in {text:#?}"
+            );
+        }
+        assert_eq!(text.len(), 5, "{text:#?}");
+        // A concurrency of 0 is refused where it is written.
+        let err = gate_specs::from_toml_str::<RoutingTable>(
+            "[provider.x]\napi = \"openai\"\nbase_url = \"http://h/v1\"\nconcurrency = 0\n",
+            Path::new("routing.toml"),
+        )
+        .unwrap_err();
+        assert_eq!((err.line, err.column), (4, 15), "{err}");
     }
 
     #[test]

@@ -195,6 +195,8 @@ async fn score_case(
         expect: crate::review::answer::Expect::Review,
         // Scoring cases is not a run: `max_input_tokens` budgets runs.
         budget: crate::review::budget::Budget::unlimited(),
+        slots: crate::review::slots::Slots::default(),
+        held: None,
     };
     // Each case is scored on its own: no breaker state carries between cases.
     let breakers = Breakers::in_memory(BreakerPolicy::with_cooldown(policy.breaker_cooldown_s));

@@ -87,7 +87,7 @@ const DISMISSAL_COLUMNS: &str =
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
-     probe_owner, probe_until, updated_at, seal";
+     probe_owner, probe_until, updated_at, seal, last_error";
 
 /// Schema 7: what ties a side record to the gate's key, as in the SQLite
 /// store: an outcome's and a dismissal's envelope, a breaker's seal.
@@ -95,6 +95,12 @@ pub(super) const MIGRATION_7_SIGNED_EVENTS: &str = "
 ALTER TABLE outcomes ADD COLUMN envelope TEXT;
 ALTER TABLE dismissals ADD COLUMN envelope TEXT;
 ALTER TABLE breakers ADD COLUMN seal TEXT;
+";
+
+/// Schema 8: the error that last counted against a breaker (the one that
+/// opened an open one), so a skipped call says what the outage was.
+pub(super) const MIGRATION_8_BREAKER_ERROR: &str = "
+ALTER TABLE breakers ADD COLUMN last_error TEXT;
 ";
 
 /// A side-table row that does not read back is reported against row 0 (it
@@ -169,6 +175,7 @@ fn breaker(r: &Row) -> Result<BreakerRecord, tokio_postgres::Error> {
         probe: owner.zip(until),
         updated_at: r.try_get(8)?,
         seal: r.try_get(9)?,
+        last_error: r.try_get(10)?,
     })
 }
 
@@ -481,13 +488,13 @@ impl PgLedger {
                 conn.execute(
                     &format!(
                         "INSERT INTO breakers ({BREAKER_COLUMNS}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
                          ON CONFLICT (model) DO UPDATE SET state = EXCLUDED.state, \
                          consecutive_failures = EXCLUDED.consecutive_failures, \
                          recent = EXCLUDED.recent, opened_at = EXCLUDED.opened_at, \
                          cooldown_s = EXCLUDED.cooldown_s, probe_owner = EXCLUDED.probe_owner, \
                          probe_until = EXCLUDED.probe_until, updated_at = EXCLUDED.updated_at, \
-                         seal = EXCLUDED.seal"
+                         seal = EXCLUDED.seal, last_error = EXCLUDED.last_error"
                     ),
                     &[
                         &model,
@@ -500,6 +507,7 @@ impl PgLedger {
                         &until,
                         &b.updated_at,
                         &b.seal,
+                        &b.last_error,
                     ],
                 )
                 .await

@@ -88,6 +88,12 @@ ALTER TABLE dismissals ADD COLUMN envelope TEXT;
 ALTER TABLE breakers ADD COLUMN seal TEXT;
 ";
 
+/// Schema 8: the error that last counted against a breaker (the one that
+/// opened an open one), so a skipped call says what the outage was.
+pub(super) const MIGRATION_8_BREAKER_ERROR: &str = "
+ALTER TABLE breakers ADD COLUMN last_error TEXT;
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -166,13 +172,14 @@ fn breaker(r: &Row<'_>) -> Result<BreakerRecord, rusqlite::Error> {
         probe: owner.zip(until),
         updated_at: time(&r.get::<_, String>(8)?)?,
         seal: r.get(9)?,
+        last_error: r.get(10)?,
     })
 }
 
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
-     probe_owner, probe_until, updated_at, seal";
+     probe_owner, probe_until, updated_at, seal, last_error";
 const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
 const DISMISSAL_COLUMNS: &str =
     "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
@@ -453,7 +460,7 @@ impl SqliteLedger {
             tx.execute(
                 &format!(
                     "INSERT OR REPLACE INTO breakers ({BREAKER_COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
                 ),
                 params![
                     model,
@@ -465,7 +472,8 @@ impl SqliteLedger {
                     owner,
                     until,
                     ts(&b.updated_at),
-                    b.seal
+                    b.seal,
+                    b.last_error
                 ],
             )
             .map_err(err)?;

@@ -3,8 +3,8 @@ use serde_json::{Value, json};
 
 use crate::provider::test_support::{answer, client, openai, request, schema};
 use crate::provider::{
-    Finish, OpenAiProvider, Price, Provider, ProviderError, SYSTEM_PROMPT, TokenLimitField, Turn,
-    Usage, cost,
+    ContentShape, Finish, MaxTokensField, OpenAiProvider, Price, Provider, ProviderError,
+    SYSTEM_PROMPT, StructuredOutput, Turn, Usage, WireShape, cost,
 };
 
 #[tokio::test]
@@ -64,16 +64,117 @@ async fn request_body_and_headers_follow_chat_completions() {
 }
 
 #[tokio::test]
-async fn a_keyless_server_gets_no_authorization_and_may_take_max_tokens() {
+async fn a_keyless_server_gets_no_authorization() {
     let server = ModelServer::start();
     server.default_reply(Reply::openai(&answer()));
-    let local = OpenAiProvider::new(client(), &format!("{}/v1", server.url()), None)
-        .with_token_limit_field(TokenLimitField::MaxTokens);
+    let local = OpenAiProvider::new(client(), &format!("{}/v1", server.url()), None);
     local.complete(&request(false)).await.expect("a reply");
-    let sent = &server.requests()[0];
-    assert_eq!(sent.header("authorization"), None);
-    assert_eq!(sent.body["max_tokens"], 4096);
-    assert!(sent.body.get("max_completion_tokens").is_none());
+    assert_eq!(server.requests()[0].header("authorization"), None);
+}
+
+/// Each `[provider.X]` setting changes its own part of the body, and only it.
+#[test]
+fn the_request_takes_the_shape_the_provider_is_set_to() {
+    let text_of = |body: &Value| -> String {
+        match &body["messages"][1]["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .map(|p| p["text"].as_str().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            other => panic!("content is {other}"),
+        }
+    };
+    let base = WireShape::default();
+    // (shape, response_format, content is a string, token field, stream_options sent, schema in prompt)
+    let cases = [
+        (
+            base,
+            Some("json_schema"),
+            false,
+            "max_completion_tokens",
+            true,
+            false,
+        ),
+        (
+            WireShape {
+                structured_output: StructuredOutput::JsonObject,
+                ..base
+            },
+            Some("json_object"),
+            false,
+            "max_completion_tokens",
+            true,
+            true,
+        ),
+        (
+            WireShape {
+                structured_output: StructuredOutput::None,
+                content: ContentShape::Text,
+                ..base
+            },
+            None,
+            true,
+            "max_completion_tokens",
+            true,
+            true,
+        ),
+        (
+            WireShape {
+                max_tokens_field: MaxTokensField::MaxTokens,
+                stream_usage: false,
+                ..base
+            },
+            Some("json_schema"),
+            false,
+            "max_tokens",
+            false,
+            false,
+        ),
+    ];
+    for (shape, format, string, field, usage, in_prompt) in cases {
+        let provider = OpenAiProvider::new(client(), "http://localhost/v1", None).with_shape(shape);
+        let body = provider.request_body(&request(true));
+        assert_eq!(
+            body.pointer("/response_format/type")
+                .and_then(Value::as_str),
+            format,
+            "{shape:?}"
+        );
+        assert_eq!(
+            body["messages"][1]["content"].is_string(),
+            string,
+            "{shape:?}"
+        );
+        assert_eq!(body[field], 4096, "{shape:?}");
+        let other = if field == "max_tokens" {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        assert!(
+            body.get(other).is_none(),
+            "{shape:?}: both limit fields sent"
+        );
+        assert_eq!(body.get("stream_options").is_some(), usage, "{shape:?}");
+        let text = text_of(&body);
+        assert_eq!(
+            text.contains("follows this JSON schema"),
+            in_prompt,
+            "{shape:?}: {text}"
+        );
+        if in_prompt {
+            assert!(text.contains(&serde_json::to_string(&schema()).unwrap()));
+        }
+        // The material itself is sent whole, in order, whatever the shape.
+        let blocks: Vec<String> = request(true)
+            .blocks
+            .iter()
+            .map(|b| b.text.clone())
+            .collect();
+        assert!(text.starts_with(&blocks.join("\n\n")), "{shape:?}");
+    }
 }
 
 #[test]

@@ -83,6 +83,8 @@ impl Rig {
             min_attempt: Duration::from_secs(1),
             expect: crate::review::answer::Expect::Review,
             budget: crate::review::budget::Budget::unlimited(),
+            slots: crate::review::slots::Slots::default(),
+            held: None,
         }
     }
 
