@@ -139,6 +139,11 @@ pub(crate) struct DoctorArgs {
     /// override, no bucket.
     #[arg(long)]
     pub offline: bool,
+    /// Also send one small review-shaped request (at most 16 output tokens)
+    /// to each provider and model of the table, and say what the server
+    /// refused and which setting fixes it.
+    #[arg(long, conflicts_with = "offline")]
+    pub probe: bool,
     /// One line per check, or one JSON object.
     #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
     pub format: ShowFormat,

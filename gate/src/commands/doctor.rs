@@ -29,6 +29,8 @@ use crate::isolation::{self, Isolation};
 use crate::output;
 use crate::routing::{Api, ProviderDef, Routing, patch};
 
+mod probe;
+
 /// How long a provider's endpoint may take to answer the model list.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -165,6 +167,15 @@ async fn diagnose(ctx: &Context, args: &DoctorArgs) -> Vec<Check> {
     .await;
     if let Some(routing) = &routing {
         check_providers(routing, &ctx.env, args.offline, &mut checks).await;
+        if args.probe {
+            probe::probe(routing, &ctx.env, &mut checks).await;
+        } else {
+            checks.push(Check::ok(
+                "probe",
+                "no model request was tried: a server can list its models and still refuse \
+                 every review (`gate doctor --probe` sends one small request per model)",
+            ));
+        }
     }
     check_ledger(ctx, &mut checks);
     let store = check_store(ctx, args.offline, &mut checks);
@@ -350,6 +361,13 @@ async fn check_providers(
                 provider,
                 key.as_ref().map(|(v, k)| (v.as_str(), k.as_str())),
                 &key_said,
+                &routing
+                    .table
+                    .models
+                    .values()
+                    .filter(|m| &m.provider == name && !m.disabled)
+                    .map(|m| m.name.clone())
+                    .collect::<Vec<_>>(),
             )
             .await,
         );
@@ -376,7 +394,8 @@ fn models_request(
             (url, req)
         }
         Api::Anthropic => {
-            let url = format!("{base}/v1/models");
+            // Its list is paged (20 by default); 1000 is the most a page holds.
+            let url = format!("{base}/v1/models?limit=1000");
             let mut req = client.get(&url).header(
                 "anthropic-version",
                 crate::provider::anthropic::ANTHROPIC_VERSION,
@@ -396,6 +415,7 @@ async fn endpoint(
     provider: &ProviderDef,
     key: Option<(&str, &str)>,
     key_said: &str,
+    wanted: &[String],
 ) -> Check {
     let (url, req) = models_request(client, provider, key.map(|(_, k)| k));
     let sent = tokio::time::timeout(ENDPOINT_TIMEOUT, async {
@@ -428,11 +448,45 @@ async fn endpoint(
     let said = provider_message(&body);
     match status.as_u16() {
         200..=299 => {
-            let models = serde_json::from_str::<serde_json::Value>(&body)
+            let ids: Option<Vec<String>> = serde_json::from_str::<serde_json::Value>(&body)
                 .ok()
-                .and_then(|v| v.get("data").and_then(|d| d.as_array()).map(Vec::len));
-            let listed = models.map_or_else(String::new, |n| format!(", {n} model(s) listed"));
-            Check::ok(check, format!("{key_said}; {url} answers{listed}"))
+                .and_then(|v| {
+                    v.get("data").and_then(|d| d.as_array()).map(|models| {
+                        models
+                            .iter()
+                            .filter_map(|m| m.get("id").and_then(|i| i.as_str()))
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                });
+            let listed = ids.as_ref().map_or_else(String::new, |ids| {
+                format!(", {} model(s) listed", ids.len())
+            });
+            let missing: Vec<&str> = match &ids {
+                Some(ids) if !ids.is_empty() => wanted
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|name| !is_listed(name, ids))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if missing.is_empty() {
+                Check::ok(check, format!("{key_said}; {url} answers{listed}"))
+            } else {
+                Check::warning(
+                    check,
+                    format!(
+                        "{key_said}; {url} answers{listed}, but not {}: requests naming it \
+                         will likely fail",
+                        missing
+                            .iter()
+                            .map(|m| format!("`{m}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    "use a model `name` the server lists (`gate doctor --probe` tries one)",
+                )
+            }
         }
         401 | 403 => {
             let var = key.map_or("the key", |(v, _)| v);
@@ -455,6 +509,13 @@ async fn endpoint(
              https://api.openai.com/v1; Anthropic: the API root)",
         ),
     }
+}
+
+/// Whether the server's model list holds `name`: as listed, or (Ollama)
+/// with the `:latest` tag a bare name means.
+fn is_listed(name: &str, ids: &[String]) -> bool {
+    ids.iter()
+        .any(|id| id == name || id.strip_suffix(":latest") == Some(name))
 }
 
 /// A provider's own words from an error body (`error.message` or
@@ -1043,7 +1104,7 @@ mod tests {
             (
                 Api::Anthropic,
                 "https://api.anthropic.com",
-                "https://api.anthropic.com/v1/models",
+                "https://api.anthropic.com/v1/models?limit=1000",
                 vec![("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
             ),
         ];
@@ -1053,6 +1114,11 @@ mod tests {
                 base_url: base_url.to_owned(),
                 api_key_env: Some("K".to_owned()),
                 disabled: false,
+                structured_output: None,
+                content: None,
+                max_tokens_field: None,
+                stream_usage: None,
+                concurrency: None,
             };
             let (url, req) = models_request(&client, &provider, Some("k"));
             assert_eq!(url, want_url);
