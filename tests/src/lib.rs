@@ -10,6 +10,7 @@
 #![allow(clippy::missing_panics_doc, clippy::print_stderr)]
 
 pub mod chromium;
+pub mod local_model;
 pub mod model_server;
 pub mod peers;
 pub mod postgres;

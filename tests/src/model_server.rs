@@ -88,6 +88,9 @@ struct State {
     requests: Vec<Request>,
     /// Report each completion's input tokens as [`Request::tokens`] counts them.
     count_usage: bool,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 struct Script {
@@ -135,6 +138,8 @@ impl ModelServer {
                 ),
                 requests: Vec::new(),
                 count_usage: false,
+                in_flight: 0,
+                max_in_flight: 0,
             }),
             stopping: AtomicBool::new(false),
             tls,
@@ -196,6 +201,11 @@ impl ModelServer {
         self
     }
 
+    /// The most requests the server was answering at one time.
+    pub fn max_in_flight(&self) -> usize {
+        self.state().max_in_flight
+    }
+
     /// The input tokens of every request received so far, as
     /// [`Request::tokens`] counts them.
     pub fn tokens_received(&self) -> u64 {
@@ -253,6 +263,8 @@ fn handle(stream: &mut dyn Conn, shared: &Shared) {
     let reply = {
         let mut state = lock(shared);
         state.requests.push(request.clone());
+        state.in_flight += 1;
+        state.max_in_flight = state.max_in_flight.max(state.in_flight);
         let mut reply = choose(&mut state, &request);
         if let Kind::Computed(Compute(answer)) = &reply.kind {
             let (delay, headers) = (reply.delay, reply.headers.clone());
@@ -266,11 +278,11 @@ fn handle(stream: &mut dyn Conn, shared: &Shared) {
             reply
         }
     };
-    if !pause(shared, reply.delay) {
-        return;
+    if pause(shared, reply.delay) {
+        let _ = serve(stream, shared, &reply, &request);
+        stream.finish();
     }
-    let _ = serve(stream, shared, &reply, &request);
-    stream.finish();
+    lock(shared).in_flight -= 1;
 }
 
 fn choose(state: &mut State, request: &Request) -> Reply {

@@ -20,6 +20,7 @@ mod example;
 mod grounds;
 mod hostile;
 mod interrupt;
+mod local_server;
 mod outputs;
 mod pages;
 mod resilience;
