@@ -95,6 +95,9 @@ pub(crate) enum Command {
     Rules(RulesArgs),
     /// Record what happened after a run's decision: it later broke, or it was fine.
     Outcome(OutcomeArgs),
+    /// The gate as a coding agent's Stop hook (Claude Code, Codex), and its installer.
+    #[command(subcommand)]
+    Hook(HookCommand),
     /// The false-pass scorecard: how often an approved run later broke, cost, breakdowns.
     Report(ReportArgs),
     /// The scorecard as Prometheus text, for a textfile collector or a scrape.
@@ -236,6 +239,61 @@ pub(crate) struct RulesTestArgs {
     /// Which routing table.
     #[command(flatten)]
     pub routing: RoutingArgs,
+}
+
+/// `gate hook …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum HookCommand {
+    /// Claude Code's Stop hook: reads the hook's JSON on stdin, runs the gate (advisory), answers.
+    ClaudeCode(HookRunArgs),
+    /// Codex's Stop hook: reads the hook's JSON on stdin, runs the gate (advisory), answers.
+    Codex(HookRunArgs),
+    /// Add the gate as an agent's Stop hook, merged into its settings.
+    Install(HookInstallArgs),
+}
+
+/// `gate hook claude-code | codex`.
+#[derive(Debug, Args)]
+pub(crate) struct HookRunArgs {
+    /// Measure the change from this revision (default: the spec's `[spec] base`).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Answer within this many seconds, whatever the run is doing (keep it under the agent's hook timeout).
+    #[arg(long, value_name = "S", default_value_t = 570)]
+    pub timeout_s: u64,
+}
+
+/// The agents `gate hook install` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum HookAgent {
+    /// Claude Code: `.claude/settings.json`.
+    ClaudeCode,
+    /// OpenAI Codex CLI: `.codex/hooks.json`.
+    Codex,
+}
+
+impl HookAgent {
+    /// The name on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+        }
+    }
+}
+
+/// `gate hook install`.
+#[derive(Debug, Args)]
+pub(crate) struct HookInstallArgs {
+    /// The agent whose settings get the hook.
+    #[arg(value_enum)]
+    pub agent: HookAgent,
+    /// Measure the change from this revision (default: the spec's `[spec] base`).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Install in the user's own settings (`~/.claude/settings.json`, `$CODEX_HOME/hooks.json`), out of the workspace.
+    #[arg(long)]
+    pub user: bool,
 }
 
 /// `gate outcome`.

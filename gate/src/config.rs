@@ -108,6 +108,16 @@ impl LedgerSetting {
     /// `GATE_LEDGER` if set, else `[ledger] url` of the spec at `spec` (when
     /// it exists), else the default.
     pub(crate) fn resolve(workspace: &Path, spec: &Path, env: &Environment) -> Self {
+        // An advisory run (inside an agent's session) never reaches the
+        // pipeline's shared ledger: it keeps its own in its state directory.
+        if env.advisory() {
+            return Self {
+                url: None,
+                base: workspace.to_path_buf(),
+                source: Source::Default("ledger.db in the advisory state directory"),
+                error: None,
+            };
+        }
         if let Some(url) = env.ledger() {
             return Self {
                 url: Some(url),

@@ -40,6 +40,9 @@ pub(crate) mod names {
     pub(crate) const CHROMIUM: &str = "GATE_CHROMIUM";
     /// axe-core's `axe.min.js`, for the contrast check.
     pub(crate) const AXE_CORE: &str = "GATE_AXE_CORE";
+    /// Set by `gate hook` for the run it starts inside an agent's session:
+    /// the record is advisory, and no shared ledger is used.
+    pub(crate) const ADVISORY: &str = "GATE_ADVISORY";
 }
 
 /// A snapshot of the process environment: every variable as it was when the
@@ -213,6 +216,12 @@ impl Environment {
     /// `GITHUB_STEP_SUMMARY`: the file GitHub Actions shows as the job summary.
     pub(crate) fn github_step_summary(&self) -> Option<PathBuf> {
         self.path_of("GITHUB_STEP_SUMMARY")
+    }
+
+    /// `GATE_ADVISORY`: the run is advisory (`1`, `true` or `yes`).
+    pub(crate) fn advisory(&self) -> bool {
+        self.var(names::ADVISORY)
+            .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
     }
 
     /// Whether the gate runs in CI (`CI` set to anything but empty, "false" or "0").

@@ -68,8 +68,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{
-    Cli, Command, EvidenceCommand, KeysCommand, LedgerCommand, RoutingCommand, RulesCommand,
-    VerifyArgs,
+    Cli, Command, EvidenceCommand, HookCommand, KeysCommand, LedgerCommand, RoutingCommand,
+    RulesCommand, VerifyArgs,
 };
 use crate::config::{Context, Verbosity};
 use crate::environment::{Environment, names};
@@ -248,6 +248,10 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Some(RulesCommand::Test(test)) => commands::rules::test(ctx, test).await,
         },
         Command::Outcome(args) => commands::outcome::record(ctx, &args),
+        Command::Hook(HookCommand::ClaudeCode(args) | HookCommand::Codex(args)) => {
+            commands::hook::run(ctx, &args).await
+        }
+        Command::Hook(HookCommand::Install(args)) => commands::hook::install::install(ctx, &args),
         Command::Report(args) => commands::report::report(ctx, &args),
         Command::Metrics(args) => commands::metrics::metrics(ctx, &args),
     }

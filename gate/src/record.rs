@@ -904,6 +904,11 @@ pub struct RunRecord {
     pub self_guard: SelfGuard,
     /// Whether a human override made this pass.
     pub overridden: bool,
+    /// Run from inside an agent's session (`gate hook`, `gate mcp`): signed
+    /// with a key of the user's own, never the pipeline's, and never the
+    /// decision of record.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advisory: bool,
     /// Whether the run's row reached the ledger (not in the bundle: known only after it).
     #[serde(default)]
     pub recorded: bool,

@@ -9,6 +9,7 @@
 //! ```
 #![allow(clippy::missing_panics_doc, clippy::print_stderr)]
 
+pub mod agents;
 pub mod chromium;
 pub mod local_model;
 pub mod model_server;
@@ -149,7 +150,14 @@ impl TestEnv {
 /// `bundle`, a file in the workspace's state directory).
 pub fn statement(env: &TestEnv, run: &Value) -> Value {
     let path = run["bundle"].as_str().expect("the run has a bundle");
-    let bundle: Value = serde_json::from_str(&env.read(path)).expect("a bundle is JSON");
+    statement_of(&env.path().join(path))
+}
+
+/// The in-toto statement the bundle at `path` signs.
+pub fn statement_of(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read the bundle {}: {e}", path.display()));
+    let bundle: Value = serde_json::from_str(&text).expect("a bundle is JSON");
     let payload = base64::Engine::decode(
         &base64::engine::general_purpose::STANDARD,
         bundle["payload"].as_str().expect("a bundle has a payload"),
@@ -235,6 +243,7 @@ pub struct GateCommand {
     cmd: Command,
     timeout: Duration,
     display: String,
+    input: Option<Vec<u8>>,
 }
 
 impl GateCommand {
@@ -245,7 +254,15 @@ impl GateCommand {
             cmd,
             timeout: Duration::from_secs(120),
             display: format!("gate {}", args.join(" ")),
+            input: None,
         }
+    }
+
+    /// Writes `text` to the run's stdin (by default stdin is empty).
+    #[must_use]
+    pub fn stdin(mut self, text: &str) -> Self {
+        self.input = Some(text.as_bytes().to_vec());
+        self
     }
 
     /// Sets an environment variable for the run.
@@ -288,12 +305,21 @@ impl GateCommand {
 
     /// Runs to completion.
     pub fn run(mut self) -> RunOutput {
-        let child = self
+        if self.input.is_some() {
+            self.cmd.stdin(Stdio::piped());
+        }
+        let mut child = self
             .cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn gate");
+        if let (Some(input), Some(mut stdin)) = (self.input.take(), child.stdin.take()) {
+            std::thread::spawn(move || {
+                use std::io::Write as _;
+                let _ = stdin.write_all(&input);
+            });
+        }
         let pid = child.id();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

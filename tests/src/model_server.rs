@@ -498,6 +498,8 @@ impl std::fmt::Debug for Compute {
 #[derive(Debug, Clone)]
 struct Completion {
     content: Content,
+    /// The tool an Anthropic `tool_use` block calls (`answer` unless set).
+    tool: String,
     refusal: Option<String>,
     finish: String,
     model: String,
@@ -631,6 +633,7 @@ impl Reply {
     pub fn openai(answer: &Value) -> Self {
         Self::of(Kind::OpenAi(Completion {
             content: Content::Answer(answer.to_string()),
+            tool: "answer".to_owned(),
             refusal: None,
             finish: "stop".to_owned(),
             model: "gpt-test".to_owned(),
@@ -658,6 +661,7 @@ impl Reply {
     pub fn anthropic_tool_input(json_text: &str) -> Self {
         Self::of(Kind::Anthropic(Completion {
             content: Content::Answer(json_text.to_owned()),
+            tool: "answer".to_owned(),
             refusal: None,
             finish: "tool_use".to_owned(),
             model: "claude-test".to_owned(),
@@ -668,6 +672,65 @@ impl Reply {
                 "output_tokens": 80
             })),
         }))
+    }
+
+    /// An Anthropic message calling the tool `name` with `input`, as an
+    /// agent's model asks its harness to run a tool (Claude Code's `Bash`).
+    pub fn anthropic_tool_use(name: &str, input: &Value) -> Self {
+        let mut reply = Self::anthropic_tool_input(&input.to_string());
+        name.clone_into(&mut reply.completion().tool);
+        reply
+    }
+
+    /// A streamed Responses API reply (`POST /v1/responses`, as OpenAI's
+    /// Codex CLI reads it): one assistant message saying `text`.
+    pub fn responses_text(text: &str) -> Self {
+        let item = json!({"type": "message", "id": "msg_test", "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]});
+        let mut added = item.clone();
+        added["content"] = json!([]);
+        added["status"] = json!("in_progress");
+        Self::responses(
+            &item,
+            &added,
+            Some(
+                json!({"type": "response.output_text.delta", "item_id": "msg_test",
+                        "output_index": 0, "content_index": 0, "delta": text}),
+            ),
+        )
+    }
+
+    /// A streamed Responses API reply calling the function `name` with
+    /// `arguments` (Codex's `exec_command` runs `{"cmd": …}`).
+    pub fn responses_call(name: &str, arguments: &Value) -> Self {
+        let item = json!({"type": "function_call", "id": "fc_test", "call_id": "call_test",
+            "name": name, "arguments": arguments.to_string(), "status": "completed"});
+        let mut added = item.clone();
+        added["arguments"] = json!("");
+        Self::responses(&item, &added, None)
+    }
+
+    fn responses(item: &Value, added: &Value, delta: Option<Value>) -> Self {
+        let event = |value: Value| {
+            let name = value["type"].as_str().unwrap_or_default().to_owned();
+            SseStep::event(&name, &value)
+        };
+        let mut steps = vec![
+            event(json!({"type": "response.created", "response":
+                {"id": "resp_test", "object": "response", "status": "in_progress", "output": []}})),
+            event(json!({"type": "response.output_item.added", "output_index": 0, "item": added})),
+        ];
+        steps.extend(delta.map(event));
+        steps.push(event(
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ));
+        steps.push(event(json!({"type": "response.completed", "response": {
+            "id": "resp_test", "object": "response", "status": "completed", "output": [item],
+            "usage": {"input_tokens": 300, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 320}}})));
+        Self::sse(steps)
     }
 
     /// An Anthropic message with one text block instead of the tool call.
@@ -990,7 +1053,8 @@ fn anthropic_block(c: &Completion, empty: bool) -> Value {
             } else {
                 serde_json::from_str(text).unwrap_or_else(|_| json!({}))
             };
-            json!({"type": "tool_use", "id": "toolu_test", "name": "answer", "input": input})
+            let id = format!("toolu_{}", c.tool.to_lowercase());
+            json!({"type": "tool_use", "id": id, "name": c.tool, "input": input})
         }
         Content::Text(text) => json!({"type": "text", "text": if empty { "" } else { text }}),
     }

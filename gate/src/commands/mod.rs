@@ -5,6 +5,7 @@ pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod doctor;
 pub(crate) mod evidence;
+pub(crate) mod hook;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod man;

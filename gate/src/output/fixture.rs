@@ -189,6 +189,7 @@ pub(crate) fn record() -> RunRecord {
         qualifier: None,
         self_guard: SelfGuard::on(),
         overridden: false,
+        advisory: false,
         recorded: true,
         tier: Tier::Light,
         tier_reason: "3 tasks × 7 criteria".to_owned(),

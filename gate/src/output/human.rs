@@ -77,6 +77,13 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
     if let Some(verified) = &record.verified {
         let _ = writeln!(out, "verified: {}", verified_line(verified));
     }
+    if record.advisory {
+        let _ = writeln!(
+            out,
+            "advisory: run from the agent's session with a key of the user's own; the \
+             pipeline's `gate verify` is the decision of record"
+        );
+    }
 
     checks_section(&mut out, record, style);
     criteria_section(&mut out, record, style);

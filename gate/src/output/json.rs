@@ -31,6 +31,8 @@ pub(crate) struct Document<'a> {
     verdict_line: String,
     qualifier: &'a Option<Qualifier>,
     overridden: bool,
+    /// Run from inside an agent's session: not the decision of record.
+    advisory: bool,
     recorded: bool,
     tier: Tier,
     tier_reason: &'a str,
@@ -112,6 +114,7 @@ impl<'a> Document<'a> {
             verdict_line: verdict_line(record),
             qualifier: &record.qualifier,
             overridden: record.overridden,
+            advisory: record.advisory,
             recorded: record.recorded,
             tier: record.tier,
             tier_reason: &record.tier_reason,

@@ -47,6 +47,7 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
         );
         record.doom_loop.clone_from(doom);
         record.routing_override.clone_from(&setup.routing_override);
+        record.advisory = ctx.env.advisory();
         return Ok(Some(record));
     }
     let Some(d) = doom::over_budget(

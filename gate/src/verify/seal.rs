@@ -93,6 +93,7 @@ pub(super) fn finish(
     sealed: Sealed<'_>,
 ) -> Result<Option<String>, GateError> {
     let (store, key, routing, prompts) = (&setup.store, &setup.key, &setup.routing, &setup.prompts);
+    record.advisory = ctx.env.advisory();
     let Sealed {
         subject_names,
         tested,

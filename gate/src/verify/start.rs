@@ -113,6 +113,7 @@ impl Start {
             // Nothing of the workspace was looked at: no guard to speak of.
             self_guard: SelfGuard::default(),
             overridden: false,
+            advisory: false,
             recorded: false,
             tier: Tier::Trivial,
             tier_reason: "nothing ran".to_owned(),

@@ -18,6 +18,7 @@ mod evidence;
 mod exam;
 mod example;
 mod grounds;
+mod hooks;
 mod hostile;
 mod interrupt;
 mod local_server;

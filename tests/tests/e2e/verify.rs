@@ -380,6 +380,7 @@ judge = "model"
             "verdict_line",
             "qualifier",
             "overridden",
+            "advisory",
             "recorded",
             "tier",
             "tier_reason",

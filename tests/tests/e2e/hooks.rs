@@ -1,0 +1,376 @@
+//! The gate as a coding agent's Stop hook, through the real binary: the
+//! answer for a failing, a fixed, an escalated and a broken workspace; the
+//! run advisory and out of reach of the pipeline's key and ledger; the
+//! installer merging once. The last test runs the real Claude Code CLI.
+
+use std::path::Path;
+use std::time::Duration;
+
+use gate_tests::TestEnv;
+use gate_tests::model_server::{ModelServer, Reply, Request};
+use serde_json::{Value, json};
+
+/// A workspace whose one criterion holds once `src/fixed.txt` exists.
+fn workspace(policy: &str) -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        &format!(
+            r#"
+[spec]
+id = "hooked"
+summary = "A file the agent must write"
+[[task]]
+id = "fix"
+title = "Write the file"
+paths = ["src/**"]
+[[task.criterion]]
+id = "file-written"
+text = "src/fixed.txt exists"
+run = "test -f src/fixed.txt"
+{policy}
+"#
+        ),
+    );
+    env.write("src/main.txt", "the code\n");
+    env
+}
+
+/// Runs the hook as the agent would: its JSON on stdin, in `home`.
+fn hook(env: &TestEnv, home: &Path, agent: &str) -> Value {
+    let input = json!({
+        "session_id": "s-1", "transcript_path": null, "cwd": env.path(),
+        "hook_event_name": "Stop", "stop_hook_active": true,
+        "last_assistant_message": "done", "model": "m", "permission_mode": "default",
+        "turn_id": "t-1", "an_unknown_field": 1,
+    });
+    let out = env
+        .gate(&["hook", agent])
+        .env("HOME", home)
+        // The pipeline's settings, which an advisory run must never use.
+        .env("GATE_SIGNING_KEY", "not a key at all")
+        .env("GATE_LEDGER", "postgres://nobody@127.0.0.1:1/never")
+        .env("GATE_BUNDLE_STORE", "s3://pipeline-bucket/bundles")
+        .stdin(&input.to_string())
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_exit(0);
+    let answer: Value = serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("the hook printed no JSON ({e}): {}", out.stdout));
+    let keys: Vec<&str> = answer
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in &keys {
+        assert!(
+            [
+                "decision",
+                "reason",
+                "continue",
+                "stopReason",
+                "systemMessage"
+            ]
+            .contains(key),
+            "{key} is not in the Stop hook's output schema: {answer}"
+        );
+    }
+    answer
+}
+
+#[test]
+fn the_stop_hook_blocks_a_failure_lets_a_fix_stop_and_keeps_its_own_records() {
+    for agent in ["claude-code", "codex"] {
+        let env = workspace("");
+        let home = tempfile::tempdir().unwrap();
+        let answer = hook(&env, home.path(), agent);
+        assert_eq!(answer["decision"], "block", "{agent}: {answer}");
+        let reason = answer["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("criterion `file-written` (task `fix`): src/fixed.txt exists"),
+            "{agent}: {reason}"
+        );
+
+        env.write("src/fixed.txt", "fixed\n");
+        let answer = hook(&env, home.path(), agent);
+        assert!(answer.get("decision").is_none(), "{agent}: {answer}");
+        let note = answer["systemMessage"].as_str().unwrap();
+        assert!(note.starts_with("gate (advisory): PASS"), "{agent}: {note}");
+
+        // The records are the user's own, not the workspace's or the pipeline's.
+        assert!(
+            !env.path().join(".gate").exists(),
+            "{agent}: wrote the workspace's state"
+        );
+        let advisory = home.path().join(".local/state/gate/advisory");
+        let state = std::fs::read_dir(&advisory)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let shown = env
+            .gate(&[
+                "--state",
+                state.to_str().unwrap(),
+                "runs",
+                "--format",
+                "json",
+            ])
+            .run();
+        shown.assert_exit(0);
+        assert_eq!(shown.json()["runs"].as_array().unwrap().len(), 2, "{agent}");
+        let bundle = note.rsplit("evidence ").next().unwrap();
+        assert!(
+            bundle.starts_with(state.to_str().unwrap()),
+            "{agent}: {bundle}"
+        );
+        let statement = gate_tests::statement_of(Path::new(bundle));
+        assert_eq!(statement["predicate"]["run"]["advisory"], true, "{agent}");
+    }
+}
+
+#[test]
+fn an_escalated_or_broken_run_stops_the_agent_for_a_person() {
+    // The attempt budget is one: the second stop escalates.
+    let env = workspace("[policy]\nmax_attempts = 1\n");
+    let home = tempfile::tempdir().unwrap();
+    assert_eq!(hook(&env, home.path(), "claude-code")["decision"], "block");
+    let answer = hook(&env, home.path(), "claude-code");
+    assert_eq!(answer["continue"], false, "{answer}");
+    assert!(answer.get("decision").is_none(), "{answer}");
+    let why = answer["stopReason"].as_str().unwrap();
+    assert!(
+        why.starts_with("gate stopped this series for a person"),
+        "{why}"
+    );
+
+    // A spec that does not parse: never a silent allow.
+    env.write("gate.toml", "[spec\nid = 1\n");
+    let answer = hook(&env, home.path(), "codex");
+    assert_eq!(answer["continue"], false, "{answer}");
+    let why = answer["stopReason"].as_str().unwrap();
+    assert!(why.contains("gate.toml"), "{why}");
+
+    // No workspace at all.
+    let nowhere = tempfile::tempdir().unwrap();
+    let out = gate_tests::TestEnv::new()
+        .gate(&["hook", "claude-code"])
+        .env("HOME", home.path())
+        .stdin(&json!({"cwd": nowhere.path()}).to_string())
+        .run();
+    out.assert_exit(0);
+    let answer: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(answer["continue"], false, "{answer}");
+}
+
+#[test]
+fn install_merges_the_hook_once_and_keeps_what_is_there() {
+    let env = workspace("");
+    env.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(ls)"]},
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify done"}]}]}}"#,
+    );
+    for _ in 0..2 {
+        env.gate(&["hook", "install", "claude-code", "--base", "main"])
+            .run()
+            .assert_exit(0)
+            .stdout_has("part of the workspace: the agent can edit or remove it");
+    }
+    let settings: Value = serde_json::from_str(&env.read(".claude/settings.json")).unwrap();
+    assert_eq!(settings["permissions"]["allow"][0], "Bash(ls)");
+    let stop = settings["hooks"]["Stop"].as_array().unwrap();
+    assert_eq!(stop.len(), 2, "{settings}");
+    assert_eq!(stop[0]["hooks"][0]["command"], "notify done");
+    let ours = &stop[1]["hooks"][0];
+    let command = ours["command"].as_str().unwrap();
+    assert!(
+        command.contains(" hook claude-code --timeout-s "),
+        "{command}"
+    );
+    assert!(command.ends_with(" --base main"), "{command}");
+    // The spec's one criterion (300 s by default), the review's 1500 s and a minute.
+    assert_eq!(ours["timeout"], 300 + 1500 + 60);
+
+    let home = tempfile::tempdir().unwrap();
+    env.gate(&["hook", "install", "codex", "--user"])
+        .env("HOME", home.path())
+        .run()
+        .assert_exit(0);
+    let codex: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join(".codex/hooks.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        codex["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains(" hook codex ")
+    );
+}
+
+/// What the scripted model answers Claude Code: it stops at once; told by
+/// the gate's block what fails, it writes the file with the Bash tool; once
+/// the tool ran, it stops again.
+fn scripted_agent(r: &Request) -> Reply {
+    let body = &r.raw_body;
+    if body.contains("\"tool_result\"") {
+        return Reply::anthropic_text("The file is written; done.");
+    }
+    if body.contains("file-written") {
+        return Reply::anthropic_tool_use(
+            "Bash",
+            &json!({"command": "mkdir -p src && echo fixed > src/fixed.txt",
+                    "description": "Write the file the gate asks for"}),
+        );
+    }
+    Reply::anthropic_text("All done.")
+}
+
+#[test]
+fn claude_code_is_blocked_until_its_change_passes() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::computed(scripted_agent));
+    let env = workspace("");
+    env.gate(&["hook", "install", "claude-code"])
+        .run()
+        .assert_exit(0);
+    let home = tempfile::tempdir().unwrap();
+    let out =
+        gate_tests::agents::claude_print(env.path(), home.path(), &server.url(), "Write the file.")
+            .output()
+            .expect("run claude");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "claude failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout.trim()).expect("claude's JSON result");
+    assert_eq!(result["result"], "The file is written; done.", "{result}");
+    assert_eq!(env.read("src/fixed.txt"), "fixed\n");
+    // The block reached the model as the next turn, in the gate's words.
+    let requests = server.requests();
+    let told = requests
+        .iter()
+        .find(|r| r.raw_body.contains("file-written"))
+        .expect("no request carried the gate's block");
+    assert!(
+        told.raw_body.contains("src/fixed.txt exists"),
+        "{}",
+        told.raw_body
+    );
+    // The second stop passed: the session ended after the tool's turn.
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.path.starts_with("/v1/messages") && r.body["stream"] == true)
+        .unwrap();
+    assert!(last.raw_body.contains("\"tool_result\""));
+}
+
+/// The same agent over the Responses API, as Codex calls its model.
+fn scripted_codex(r: &Request) -> Reply {
+    if r.method == "GET" {
+        return Reply::json(
+            200,
+            json!({"object": "list", "data": [{"id": "gpt-test", "object": "model"}]}),
+        );
+    }
+    let body = &r.raw_body;
+    if body.contains("\"function_call_output\"") {
+        return Reply::responses_text("The file is written; done.");
+    }
+    if body.contains("file-written") {
+        return Reply::responses_call(
+            "exec_command",
+            &json!({"cmd": "mkdir -p src && echo fixed > src/fixed.txt"}),
+        );
+    }
+    Reply::responses_text("All done.")
+}
+
+#[test]
+fn codex_is_blocked_until_its_change_passes() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::computed(scripted_codex));
+    let env = workspace("");
+    env.gate(&["hook", "install", "codex"]).run().assert_exit(0);
+    let home = tempfile::tempdir().unwrap();
+    let out =
+        gate_tests::agents::codex_exec(env.path(), home.path(), &server.url(), "Write the file.")
+            .output()
+            .expect("run codex");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "codex failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "The file is written; done.", "{stderr}");
+    assert_eq!(env.read("src/fixed.txt"), "fixed\n");
+    let posts: Vec<Request> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/responses")
+        .collect();
+    // Stopped, blocked with the criterion inside Codex's hook prompt, the
+    // command run, then stopped again: the gate passed the second time.
+    let told = posts
+        .iter()
+        .find(|r| r.raw_body.contains("file-written"))
+        .expect("no request carried the gate's block");
+    assert!(told.raw_body.contains("hook_prompt"), "{}", told.raw_body);
+    assert_eq!(posts.len(), 3, "{posts:#?}");
+    assert!(stderr.contains("hook: Stop Blocked"), "{stderr}");
+}
+
+#[test]
+fn an_escalated_series_ends_the_claude_code_session_with_the_hand_off() {
+    let server = ModelServer::start();
+    // A model that never fixes anything.
+    server.default_reply(Reply::anthropic_text("All done."));
+    let env = workspace("[policy]\nmax_attempts = 1\n");
+    env.gate(&["hook", "install", "claude-code"])
+        .run()
+        .assert_exit(0);
+    let home = tempfile::tempdir().unwrap();
+    let out =
+        gate_tests::agents::claude_print(env.path(), home.path(), &server.url(), "Write the file.")
+            .output()
+            .expect("run claude");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let turns = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/messages") && r.body["stream"] == true)
+        .count();
+    // Stopped and blocked once; stopped again, the series escalated: the
+    // session ended there, with no third turn.
+    assert_eq!(turns, 2, "{stdout}");
+    let result: Value = serde_json::from_str(stdout.trim()).expect("claude's JSON result");
+    assert_eq!(result["terminal_reason"], "stop_hook_prevented", "{result}");
+    // The gate's own record of it, in the user's advisory ledger.
+    let advisory = home.path().join(".local/state/gate/advisory");
+    let state = std::fs::read_dir(&advisory)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let runs = env
+        .gate(&[
+            "--state",
+            state.to_str().unwrap(),
+            "runs",
+            "--format",
+            "json",
+        ])
+        .run();
+    let verdicts: Vec<String> = runs.json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(verdicts, ["escalate", "fail"], "newest first");
+}
