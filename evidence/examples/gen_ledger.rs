@@ -440,6 +440,7 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             code_digest: None,
             recorded_at: recorded,
             envelope: None,
+            by: None,
         };
         ledger.add_dismissal(&seal(&dismissal, &key))?;
     }

@@ -98,6 +98,8 @@ pub(crate) enum Command {
     /// The gate as a coding agent's Stop hook (Claude Code, Codex), and its installer.
     #[command(subcommand)]
     Hook(HookCommand),
+    /// Serve the gate to an agent over MCP on stdio (tools: rules, verify, show_run, dismiss).
+    Mcp,
     /// The false-pass scorecard: how often an approved run later broke, cost, breakdowns.
     Report(ReportArgs),
     /// The scorecard as Prometheus text, for a textfile collector or a scrape.
@@ -248,6 +250,8 @@ pub(crate) enum HookCommand {
     ClaudeCode(HookRunArgs),
     /// Codex's Stop hook: reads the hook's JSON on stdin, runs the gate (advisory), answers.
     Codex(HookRunArgs),
+    /// Aider's test command (`--test-cmd`): runs the gate (advisory), prints what to fix, exits 0 on a pass.
+    Aider(HookRunArgs),
     /// Add the gate as an agent's Stop hook, merged into its settings.
     Install(HookInstallArgs),
 }

@@ -251,7 +251,9 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Hook(HookCommand::ClaudeCode(args) | HookCommand::Codex(args)) => {
             commands::hook::run(ctx, &args).await
         }
+        Command::Hook(HookCommand::Aider(args)) => commands::hook::test_command(ctx, &args).await,
         Command::Hook(HookCommand::Install(args)) => commands::hook::install::install(ctx, &args),
+        Command::Mcp => commands::mcp::serve(ctx).await,
         Command::Report(args) => commands::report::report(ctx, &args),
         Command::Metrics(args) => commands::metrics::metrics(ctx, &args),
     }

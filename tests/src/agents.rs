@@ -13,8 +13,8 @@ fn program(var: &str) -> PathBuf {
             panic!(
                 "{var} is not set: run `scripts/agent-clis.sh target/agent-clis` from the \
                  repository root and export GATE_TEST_CLAUDE=$PWD/target/agent-clis/node_modules/\
-                 .bin/claude and GATE_TEST_CODEX=$PWD/target/agent-clis/node_modules/.bin/codex \
-                 (scripts/test does both)"
+                 .bin/claude, GATE_TEST_CODEX=$PWD/target/agent-clis/node_modules/.bin/codex and \
+                 GATE_TEST_AIDER=$PWD/target/agent-clis/aider/bin/aider (scripts/test does both)"
             )
         },
         PathBuf::from,
@@ -29,6 +29,11 @@ pub fn claude() -> PathBuf {
 /// Codex's `codex`.
 pub fn codex() -> PathBuf {
     program("GATE_TEST_CODEX")
+}
+
+/// Aider's `aider`.
+pub fn aider() -> PathBuf {
+    program("GATE_TEST_AIDER")
 }
 
 /// `claude -p PROMPT --output-format json` in `workspace`, its model at
@@ -103,5 +108,45 @@ pub fn codex_exec(workspace: &Path, codex_home: &Path, base_url: &str, prompt: &
     .env("CODEX_HOME", codex_home)
     .env("SCRIPTED_KEY", "sk-test")
     .env("NO_COLOR", "1");
+    cmd
+}
+
+/// `aider --message PROMPT` in `workspace` (a git repository), its model
+/// `openai/gpt-test` at `base_url`, with `test_cmd` as its test command run
+/// after every edit, a fresh `home`, and nothing reached but `base_url`
+/// (LiteLLM's price list read from the package, no analytics, no update
+/// check). `extra` is added to its environment.
+pub fn aider_message(
+    workspace: &Path,
+    home: &Path,
+    base_url: &str,
+    test_cmd: &str,
+    prompt: &str,
+) -> Command {
+    #[allow(clippy::disallowed_methods, reason = "the test runs the real agent")]
+    let mut cmd = Command::new(aider());
+    cmd.args(["--model", "openai/gpt-test", "--openai-api-base"])
+        .arg(format!("{base_url}/v1"))
+        .args([
+            "--openai-api-key",
+            "sk-test",
+            "--edit-format",
+            "whole",
+            "--no-stream",
+        ])
+        .args([
+            "--yes-always",
+            "--no-check-update",
+            "--no-show-model-warnings",
+        ])
+        .args(["--no-auto-commits", "--analytics-disable", "--no-gitignore"])
+        .args(["--test-cmd", test_cmd, "--auto-test", "--message", prompt])
+        .current_dir(workspace)
+        .stdin(std::process::Stdio::null())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("NO_COLOR", "1");
     cmd
 }

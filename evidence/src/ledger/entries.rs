@@ -96,6 +96,11 @@ pub struct Dismissal {
     /// a dismissal recorded before dismissals were signed, or planted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<String>,
+    /// Who made it: `agent` for a dismissal made from inside an agent's
+    /// session (it never quiets a critical or warning finding); `None`
+    /// for a person's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// A criterion's result on a base commit, kept so a series of attempts runs

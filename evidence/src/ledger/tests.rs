@@ -686,6 +686,7 @@ fn dismissals_and_overrides_by_spec(store: &Store) {
         code_digest: None,
         recorded_at: now(),
         envelope: None,
+        by: None,
     })
     .unwrap();
     assert_eq!(l.dismissals(Some("s")).unwrap().len(), 1);
@@ -912,6 +913,7 @@ fn outcome_states_and_dismissals(store: &Store) {
             code_digest: None,
             recorded_at: at(1),
             envelope: Some(format!("signed {run}")),
+            by: None,
         })
         .unwrap();
     }
@@ -974,7 +976,7 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
          DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
-         ALTER TABLE breakers DROP COLUMN last_error; \
+         ALTER TABLE breakers DROP COLUMN last_error; ALTER TABLE dismissals DROP COLUMN by_name; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();
@@ -1162,6 +1164,7 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
         code_digest: Some("c".into()),
         recorded_at: now(),
         envelope: None,
+        by: None,
     })
     .unwrap();
     l.add_override(&OverrideEntry {

@@ -16,7 +16,6 @@ use gate_evidence::ledger::{self, LoadError, Location, SCHEMA_VERSION};
 use gate_evidence::store::{BundleRef, BundleStore, StoreError, Target};
 use gate_evidence::{Ledger, LedgerRow, PublicKey, SigningKey};
 use gate_specs::{SandboxMode, SandboxNetwork, Spec};
-use serde::Serialize;
 use serde_json::json;
 
 use crate::attest;
@@ -29,81 +28,13 @@ use crate::isolation::{self, Isolation};
 use crate::output;
 use crate::routing::{Api, ProviderDef, Routing, patch};
 
+mod check;
 mod probe;
+
+use check::{Check, Level};
 
 /// How long a provider's endpoint may take to answer the model list.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How a check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Level {
-    /// Works, or is not needed here.
-    Ok,
-    /// A run works, with less than it could (no review, no isolation, a
-    /// pending migration).
-    Warning,
-    /// A run would fail or not do what is configured.
-    Error,
-}
-
-impl Level {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Warning => "warning",
-            Self::Error => "error",
-        }
-    }
-}
-
-/// One line of the diagnosis.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Check {
-    /// What was checked: `spec`, `routing`, `provider.<name>`, `ledger`, …
-    #[serde(rename = "check")]
-    pub name: String,
-    /// How it came out.
-    pub level: Level,
-    /// What was found.
-    pub message: String,
-    /// How to fix it (warnings and errors).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-impl Check {
-    fn ok(check: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            name: check.into(),
-            level: Level::Ok,
-            message: message.into(),
-            fix: None,
-        }
-    }
-
-    fn warning(
-        check: impl Into<String>,
-        message: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Self {
-            name: check.into(),
-            level: Level::Warning,
-            message: message.into(),
-            fix: Some(fix.into()),
-        }
-    }
-
-    fn error(check: impl Into<String>, message: impl Into<String>, fix: impl Into<String>) -> Self {
-        Self {
-            name: check.into(),
-            level: Level::Error,
-            message: message.into(),
-            fix: Some(fix.into()),
-        }
-    }
-}
 
 /// `gate doctor`: one line per check; exit 0 when nothing is an error, 1
 /// otherwise.

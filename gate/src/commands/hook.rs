@@ -113,6 +113,38 @@ async fn answer(ctx: &Context, args: &HookRunArgs) -> Result<Answer, String> {
         "stop hook"
     );
     let start = input.cwd.clone().unwrap_or_else(|| ctx.workspace.clone());
+    answer_in(ctx, args, &start).await
+}
+
+/// `gate hook aider`: the gate as Aider's test command (`--test-cmd`). Aider
+/// feeds a failing command's output back to its model, so the output is
+/// what to fix, and the exit code says whether to: 0 on a pass, 1 on a
+/// failure, 3 when the series escalated and 4 when the gate could not
+/// decide (each with the reason for a person; Aider's own limit on
+/// reflections ends its loop).
+pub(crate) async fn test_command(ctx: &Context, args: &HookRunArgs) -> Result<u8, GateError> {
+    let (text, code) = match answer_in(ctx, args, &ctx.workspace.clone()).await {
+        Ok(Answer::Allow(note)) => (note, exit::PASS),
+        Ok(Answer::Block(reason)) => (reason, exit::FAIL),
+        Ok(Answer::Halt(why)) if why.starts_with("gate stopped this series") => (
+            format!("STOP: do not change the code again; a person must look. {why}"),
+            exit::ESCALATE,
+        ),
+        Ok(Answer::Halt(why)) => (
+            format!("STOP: do not change the code for this; a person must look. {why}"),
+            exit::INCOMPLETE,
+        ),
+        Err(why) => (
+            format!("STOP: gate could not run, so nothing was decided: {why}"),
+            exit::INCOMPLETE,
+        ),
+    };
+    output::stdout(&format!("{text}\n")).map_err(GateError::stdout)?;
+    Ok(code)
+}
+
+async fn answer_in(ctx: &Context, args: &HookRunArgs, start: &Path) -> Result<Answer, String> {
+    let start = start.to_path_buf();
     let workspace = match config::discover_workspace(&start) {
         config::Found::At(dir) => dir,
         config::Found::Nowhere { .. } => {
@@ -180,6 +212,31 @@ async fn verify(
     workspace: &Path,
     state: &Path,
 ) -> Result<Ran, String> {
+    let mut argv: Vec<String> = vec!["verify".into(), "--format".into(), "json".into()];
+    if let Some(base) = &args.base {
+        argv.extend(["--base".to_owned(), base.clone()]);
+    }
+    let timeout = Duration::from_secs(args.timeout_s);
+    let out = run_advisory(ctx, workspace, state, &argv, timeout).await?;
+    Ok(Ran {
+        code: out.exit_code,
+        doc: serde_json::from_slice(&out.stdout).ok(),
+        stderr: tail(&out.stderr, 15),
+        timed_out: out.timed_out,
+        timeout,
+    })
+}
+
+/// Runs the gate itself (`gate --workspace W --state STATE ARGS…`) as an
+/// advisory child: without the pipeline's ledger, key and bundle-store
+/// settings, with `GATE_ADVISORY` set. Its stdout is captured whole.
+pub(crate) async fn run_advisory(
+    ctx: &Context,
+    workspace: &Path,
+    state: &Path,
+    args: &[String],
+    timeout: Duration,
+) -> Result<gate_harness::process::ProcessOutput, String> {
     let gate =
         std::env::current_exe().map_err(|e| format!("cannot find the gate's own program: {e}"))?;
     let mut argv: Vec<String> = vec![
@@ -188,13 +245,8 @@ async fn verify(
         workspace.display().to_string(),
         "--state".to_owned(),
         state.display().to_string(),
-        "verify".to_owned(),
-        "--format".to_owned(),
-        "json".to_owned(),
     ];
-    if let Some(base) = &args.base {
-        argv.extend(["--base".to_owned(), base.clone()]);
-    }
+    argv.extend(args.iter().cloned());
     let mut env: Vec<(OsString, OsString)> = ctx
         .env
         .pairs()
@@ -206,27 +258,16 @@ async fn verify(
     env.push(("NO_COLOR".into(), "1".into()));
     let launcher = gate_harness::Launcher::new(env);
     let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let timeout = Duration::from_secs(args.timeout_s);
-    let out = gate_harness::process::run_argv(&argv_ref, workspace, timeout, OUTPUT_CAP, &launcher)
+    gate_harness::process::run_argv(&argv_ref, workspace, timeout, OUTPUT_CAP, &launcher)
         .await
-        .map_err(|e| format!("cannot start `gate verify`: {e}"))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stderr = stderr
-        .lines()
-        .rev()
-        .take(15)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
-    Ok(Ran {
-        code: out.exit_code,
-        doc: serde_json::from_slice(&out.stdout).ok(),
-        stderr,
-        timed_out: out.timed_out,
-        timeout,
-    })
+        .map_err(|e| format!("cannot start the gate: {e}"))
+}
+
+/// The last `lines` lines of `bytes`, as text.
+pub(crate) fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// The answer for what the run decided.

@@ -9,6 +9,7 @@ pub(crate) mod hook;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod man;
+pub(crate) mod mcp;
 pub(crate) mod metrics;
 pub(crate) mod outcome;
 pub(crate) mod report;

@@ -19,6 +19,9 @@ use crate::record::{RunRecord, Verdict};
 
 pub(crate) use crate::predicate::OVERRIDE_PREDICATE_TYPE;
 
+/// `by` of a dismissal made from inside an agent's session.
+pub(crate) const AGENT: &str = "agent";
+
 /// A run from the ledger, its bundle verified.
 struct Loaded {
     record: RunRecord,
@@ -117,15 +120,23 @@ pub(crate) fn dismiss(
         code_digest,
         recorded_at: chrono::Utc::now(),
         envelope: None,
+        // From inside an agent's session: the agent's, whatever it claims.
+        by: ctx.env.advisory().then(|| AGENT.to_owned()),
     };
     ledger.add_dismissal(&ledger::seal(&dismissal, &key))?;
+    let quiet = if dismissal.by.is_some() && crate::retry::memory::serious(&f.severity) {
+        "recorded as the agent's; a critical or warning finding stays raised, the dismissal \
+         shown beside it"
+            .to_owned()
+    } else {
+        format!("it stays quiet until {} changes", shown(&f.file))
+    };
     output::stdout(&format!(
-        "dismissed {} ({}: {}) in `{}`; it stays quiet until {} changes\n",
+        "dismissed {} ({}: {}) in `{}`; {quiet}\n",
         shown(&f.id),
         shown(&f.role),
         shown(&f.title),
         shown(&loaded.record.spec_id),
-        shown(&f.file)
     ))
     .map_err(GateError::stdout)?;
     Ok(exit::PASS)

@@ -1097,6 +1097,7 @@ mod tests {
                             code_digest: None,
                             recorded_at: at(20, 1),
                             envelope: None,
+                            by: None,
                         },
                         &test_key(),
                     ))

@@ -3,6 +3,7 @@
 //! and dismissals that keep noise quiet until the code under it changes.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::findings::{lines_overlap, titles_match};
 pub use crate::record::{Disposition, EarlierFate};
@@ -19,6 +20,14 @@ pub struct Dismissed {
     pub run_id: String,
     /// Why it was dismissed.
     pub reason: String,
+    /// Made from inside an agent's session: it never quiets a critical or
+    /// warning finding.
+    pub by_agent: bool,
+}
+
+/// Whether a finding is one an agent's dismissal cannot quiet.
+pub fn serious(severity: &str) -> bool {
+    matches!(severity, "critical" | "warning")
 }
 
 /// Whether `new` is the same finding as `earlier`: same role and file,
@@ -72,11 +81,23 @@ pub fn remember(
                     .as_ref()
                     .is_none_or(|dig| Some(dig) == now.as_ref())
         });
-        if let Some(d) = dismissal {
-            let why = format!("dismissed on run {}: {}", d.run_id, d.reason);
-            out.suppressed.push(f.dropped(FateBy::Dismissal, why));
-        } else {
-            out.findings.push(f);
+        match dismissal {
+            // The agent's word against a serious finding: shown, not obeyed.
+            Some(d) if d.by_agent && serious(&f.severity) => {
+                let _ = write!(
+                    f.detail,
+                    " (The agent dismissed this on run {}: \"{}\"; an agent's dismissal \
+                     does not quiet a {} finding.)",
+                    d.run_id, d.reason, f.severity
+                );
+                out.findings.push(f);
+            }
+            Some(d) => {
+                let by = if d.by_agent { " by the agent" } else { "" };
+                let why = format!("dismissed{by} on run {}: {}", d.run_id, d.reason);
+                out.suppressed.push(f.dropped(FateBy::Dismissal, why));
+            }
+            None => out.findings.push(f),
         }
     }
     for (e, again) in earlier.iter().zip(raised_again) {
@@ -154,6 +175,7 @@ mod tests {
             code_digest: Some("n1".into()),
             run_id: "r1".into(),
             reason: "noise".into(),
+            by_agent: false,
         }];
         let r = remember(current, &earlier, &dismissed, &digests, &now);
         assert_eq!(r.findings.len(), 1);
@@ -183,11 +205,48 @@ mod tests {
             code_digest: Some("old".into()),
             run_id: "r1".into(),
             reason: "noise".into(),
+            by_agent: false,
         }];
         let r = remember(vec![f], &[], &dismissed, &BTreeMap::new(), &|_| {
             Some("new".into())
         });
         assert_eq!(r.findings.len(), 1, "changed code raises it again");
         assert!(r.suppressed.is_empty());
+    }
+
+    #[test]
+    fn an_agents_dismissal_quiets_only_what_is_below_warning() {
+        // (severity, suppressed)
+        for (severity, quiet) in [
+            ("critical", false),
+            ("warning", false),
+            ("suggestion", true),
+        ] {
+            let mut f = finding("quality", "src/x.rs", 1, "Thing");
+            f.severity = severity.to_owned();
+            let dismissed = vec![Dismissed {
+                id: f.id.clone(),
+                code_digest: None,
+                run_id: "r1".into(),
+                reason: "the model is wrong".into(),
+                by_agent: true,
+            }];
+            let r = remember(vec![f], &[], &dismissed, &BTreeMap::new(), &|_| None);
+            assert_eq!(r.suppressed.len(), usize::from(quiet), "{severity}");
+            if quiet {
+                assert_eq!(
+                    r.suppressed[0].lineage.why.as_deref(),
+                    Some("dismissed by the agent on run r1: the model is wrong")
+                );
+            } else {
+                assert!(
+                    r.findings[0]
+                        .detail
+                        .contains("The agent dismissed this on run r1: \"the model is wrong\""),
+                    "{severity}: {}",
+                    r.findings[0].detail
+                );
+            }
+        }
     }
 }

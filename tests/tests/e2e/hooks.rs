@@ -374,3 +374,76 @@ fn an_escalated_series_ends_the_claude_code_session_with_the_hand_off() {
         .collect();
     assert_eq!(verdicts, ["escalate", "fail"], "newest first");
 }
+
+/// What the scripted model answers Aider, in its `whole` edit format: a
+/// note first (the gate still fails), the file once the gate's output —
+/// fed back by Aider — names the criterion.
+fn scripted_aider(r: &Request) -> Reply {
+    if r.method == "GET" {
+        return Reply::json(
+            200,
+            json!({"object": "list", "data": [{"id": "gpt-test", "object": "model"}]}),
+        );
+    }
+    let last = r.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    if last.contains("file-written") {
+        Reply::openai_text("I will write the file.\n\nsrc/fixed.txt\n```\nfixed\n```\n")
+    } else {
+        Reply::openai_text("I will write a note first.\n\nsrc/note.txt\n```\na note\n```\n")
+    }
+}
+
+#[test]
+fn aider_retries_on_the_gates_failure_until_it_passes() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::computed(scripted_aider));
+    let env = workspace("");
+    env.git(&["init", "-q"]);
+    env.git(&["add", "-A"]);
+    env.git(&[
+        "-c",
+        "user.email=t@t",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-qm",
+        "init",
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let test_cmd = format!("{} hook aider", gate_tests::gate_bin().display());
+    let out = gate_tests::agents::aider_message(
+        env.path(),
+        home.path(),
+        &server.url(),
+        &test_cmd,
+        "Write the file the gate wants.",
+    )
+    // No reviewer is reached from the test: the gate decides by code alone.
+    .env("GATE_OFFLINE", "1")
+    .output()
+    .expect("run aider");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "aider failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("src/fixed.txt"), "fixed\n");
+    let chats: Vec<Request> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert_eq!(chats.len(), 2, "{stdout}");
+    // The gate's failure, fed back by Aider as the next user message.
+    let fed = chats[1].raw_body.as_str();
+    assert!(
+        fed.contains("criterion `file-written` (task `fix`): src/fixed.txt exists"),
+        "{fed}"
+    );
+    assert!(stdout.contains("gate (advisory): PASS"), "{stdout}");
+}

@@ -22,6 +22,7 @@ mod hooks;
 mod hostile;
 mod interrupt;
 mod local_server;
+mod mcp;
 mod outputs;
 mod pages;
 mod resilience;

@@ -83,7 +83,7 @@ const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, veri
      status, reason, output_digest, run_id, recorded_at";
 const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
 const DISMISSAL_COLUMNS: &str =
-    "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
+    "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope, by_name";
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
@@ -101,6 +101,12 @@ ALTER TABLE breakers ADD COLUMN seal TEXT;
 /// opened an open one), so a skipped call says what the outage was.
 pub(super) const MIGRATION_8_BREAKER_ERROR: &str = "
 ALTER TABLE breakers ADD COLUMN last_error TEXT;
+";
+
+/// Schema 9: who made a dismissal: `agent` for one made from inside an
+/// agent's session, which never quiets a critical or warning finding.
+pub(super) const MIGRATION_9_DISMISSED_BY: &str = "
+ALTER TABLE dismissals ADD COLUMN by_name TEXT;
 ";
 
 /// A side-table row that does not read back is reported against row 0 (it
@@ -146,6 +152,7 @@ fn dismissal(r: &Row) -> Result<Dismissal, tokio_postgres::Error> {
         code_digest: r.try_get(4)?,
         recorded_at: r.try_get(5)?,
         envelope: r.try_get(6)?,
+        by: r.try_get(7)?,
     })
 }
 
@@ -306,7 +313,7 @@ impl PgLedger {
             &d.run_id,
             &format!(
                 "INSERT INTO dismissals ({DISMISSAL_COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
             ),
             &[
                 &d.run_id,
@@ -316,6 +323,7 @@ impl PgLedger {
                 &d.code_digest,
                 &d.recorded_at,
                 &d.envelope,
+                &d.by,
             ],
             "recording a dismissal",
         )

@@ -483,7 +483,7 @@ impl PgLedger {
         let mut out = Vec::new();
         self.stream(
             "SELECT r.seq, d.run_id, d.spec_id, d.finding_id, d.reason, d.code_digest, \
-             d.recorded_at, d.envelope FROM dismissals d \
+             d.recorded_at, d.envelope, d.by_name FROM dismissals d \
              JOIN runs r ON r.run_id = d.run_id ORDER BY d.id",
             &[],
             "reading dismissals",
@@ -498,6 +498,7 @@ impl PgLedger {
                         code_digest: r.try_get(5)?,
                         recorded_at: r.try_get(6)?,
                         envelope: r.try_get(7)?,
+                        by: r.try_get(8)?,
                     })
                 };
                 let dismissal =

@@ -94,6 +94,12 @@ pub(super) const MIGRATION_8_BREAKER_ERROR: &str = "
 ALTER TABLE breakers ADD COLUMN last_error TEXT;
 ";
 
+/// Schema 9: who made a dismissal: `agent` for one made from inside an
+/// agent's session, which never quiets a critical or warning finding.
+pub(super) const MIGRATION_9_DISMISSED_BY: &str = "
+ALTER TABLE dismissals ADD COLUMN by_name TEXT;
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -143,6 +149,7 @@ fn dismissal(r: &Row<'_>) -> Result<Dismissal, rusqlite::Error> {
         code_digest: r.get(4)?,
         recorded_at: time(&r.get::<_, String>(5)?)?,
         envelope: r.get(6)?,
+        by: r.get(7)?,
     })
 }
 
@@ -182,7 +189,7 @@ const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opene
      probe_owner, probe_until, updated_at, seal, last_error";
 const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
 const DISMISSAL_COLUMNS: &str =
-    "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
+    "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope, by_name";
 
 impl SqliteLedger {
     fn require_run(&self, run_id: &str) -> Result<(), LedgerError> {
@@ -286,7 +293,7 @@ impl SqliteLedger {
             .execute(
                 &format!(
                     "INSERT INTO dismissals ({DISMISSAL_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
                 ),
                 params![
                     d.run_id,
@@ -295,7 +302,8 @@ impl SqliteLedger {
                     d.reason,
                     d.code_digest,
                     ts(&d.recorded_at),
-                    d.envelope
+                    d.envelope,
+                    d.by
                 ],
             )
             .map_err(self.sql_err("recording a dismissal"))?;

@@ -442,7 +442,7 @@ impl SqliteLedger {
             .conn
             .prepare_cached(
                 "SELECT r.seq, d.run_id, d.spec_id, d.finding_id, d.reason, d.code_digest, \
-                 d.recorded_at, d.envelope FROM dismissals d \
+                 d.recorded_at, d.envelope, d.by_name FROM dismissals d \
                  JOIN runs r ON r.run_id = d.run_id ORDER BY d.id",
             )
             .map_err(&err)?;
@@ -458,6 +458,7 @@ impl SqliteLedger {
                         code_digest: r.get(5)?,
                         recorded_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
                         envelope: r.get(7)?,
+                        by: r.get(8)?,
                     },
                     r.get::<_, String>(6)?,
                 ))

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::Check;
+use super::check::Check;
 use crate::environment::Environment;
 use crate::provider::shape::Refused;
 use crate::provider::{
