@@ -330,12 +330,9 @@ fn block_reason(doc: &Value) -> String {
         .flat_map(|k| doc[*k].as_array().cloned().unwrap_or_default())
         .filter(|i| i["status"] == "failed")
     {
-        let _ = write!(
-            out,
-            "\n{} `{}`",
-            item["kind"].as_str().unwrap_or("criterion"),
-            text(&item["id"])
-        );
+        // `task_tests` reads as "task tests".
+        let kind = item["kind"].as_str().unwrap_or("criterion").replace('_', " ");
+        let _ = write!(out, "\n{kind} `{}`", text(&item["id"]));
         if let Some(task) = item["task"].as_str() {
             let _ = write!(out, " (task `{task}`)");
         }
