@@ -69,6 +69,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     report::MIGRATION_5_ISOLATION,
     events::MIGRATION_6_BASE_RESULTS,
     events::MIGRATION_7_SIGNED_EVENTS,
+    events::MIGRATION_8_OUTCOME_EVIDENCE,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's

@@ -578,6 +578,7 @@ fn outcomes_keep_history_latest_counts(store: &Store) {
             source: None,
             recorded_at: now(),
             envelope: None,
+            evidence: None,
         })
         .unwrap();
     }
@@ -597,6 +598,7 @@ fn outcomes_keep_history_latest_counts(store: &Store) {
         source: None,
         recorded_at: now(),
         envelope: None,
+        evidence: None,
     });
     assert!(matches!(missing, Err(LedgerError::NotFound(_))));
 }
@@ -856,6 +858,23 @@ fn outcome_states_and_dismissals(store: &Store) {
         source: None,
         recorded_at: at(h),
         envelope: Some(format!("signed {run} {h}")),
+        // One harvested outcome: its evidence reads back whole.
+        evidence: (run == "r1" && h == 8).then(|| crate::ledger::OutcomeEvidence {
+            confidence: 95,
+            landed: vec!["a".repeat(40)],
+            landed_by: "patch".into(),
+            commits: vec![crate::ledger::EvidenceCommit {
+                commit: "b".repeat(40),
+                summary: "Revert \"x\"".into(),
+                date: at(7),
+            }],
+            blamed: vec![crate::ledger::BlamedLine {
+                file: "src/x.rs".into(),
+                line: 3,
+                commit: "a".repeat(40),
+            }],
+            survived: None,
+        }),
     };
     // Latest by the order recorded, not by the time given.
     l.add_outcomes(&[
@@ -973,6 +992,7 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
          DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
+         ALTER TABLE outcomes DROP COLUMN evidence; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();
@@ -1149,6 +1169,7 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
             source: Some("ci".into()),
             recorded_at: now(),
             envelope: None,
+            evidence: None,
         })
         .unwrap();
     }

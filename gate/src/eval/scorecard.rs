@@ -1071,6 +1071,7 @@ mod tests {
                             source: Some("ci".into()),
                             recorded_at: at(20, hour),
                             envelope: None,
+                            evidence: None,
                         },
                         &test_key(),
                     ))

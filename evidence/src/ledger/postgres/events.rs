@@ -81,7 +81,7 @@ ALTER TABLE run_facts ADD COLUMN fail_to_pass BIGINT NOT NULL DEFAULT 0;
 
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
-const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
+const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope, evidence";
 const DISMISSAL_COLUMNS: &str =
     "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
 const OVERRIDE_COLUMNS: &str =
@@ -96,6 +96,18 @@ ALTER TABLE outcomes ADD COLUMN envelope TEXT;
 ALTER TABLE dismissals ADD COLUMN envelope TEXT;
 ALTER TABLE breakers ADD COLUMN seal TEXT;
 ";
+
+/// Schema 8: a harvested outcome's evidence, as JSON text (as in the
+/// SQLite store).
+pub(super) const MIGRATION_8_OUTCOME_EVIDENCE: &str = "
+ALTER TABLE outcomes ADD COLUMN evidence TEXT;
+";
+
+/// An outcome's evidence as stored; text that does not read is kept as
+/// none (the envelope then no longer vouches for the row).
+pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::OutcomeEvidence> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
 
 /// A side-table row that does not read back is reported against row 0 (it
 /// has no seq of its own).
@@ -114,6 +126,7 @@ fn outcome(r: &Row) -> Result<OutcomeEntry, tokio_postgres::Error> {
         source: r.try_get(3)?,
         recorded_at: r.try_get(4)?,
         envelope: r.try_get(5)?,
+        evidence: evidence_from(r.try_get::<_, Option<String>>(6)?.as_deref()),
     })
 }
 
@@ -228,19 +241,30 @@ impl PgLedger {
         let sources: Vec<Option<&str>> = outcomes.iter().map(|o| o.source.as_deref()).collect();
         let times: Vec<DateTime<Utc>> = outcomes.iter().map(|o| o.recorded_at).collect();
         let envelopes: Vec<Option<&str>> = outcomes.iter().map(|o| o.envelope.as_deref()).collect();
+        let evidence: Vec<Option<String>> = outcomes
+            .iter()
+            .map(|o| {
+                o.evidence
+                    .as_ref()
+                    .and_then(|e| serde_json::to_string(e).ok())
+            })
+            .collect();
         let inserted = self.op(async {
             let conn = self.conn().await?;
             let done = conn
                 .execute(
                     &format!(
                         "INSERT INTO outcomes ({OUTCOME_COLUMNS}) \
-                         SELECT run_id, broken, reason, source, recorded_at, envelope \
+                         SELECT run_id, broken, reason, source, recorded_at, envelope, evidence \
                          FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], \
-                                     $5::timestamptz[], $6::text[]) WITH ORDINALITY \
-                              AS o (run_id, broken, reason, source, recorded_at, envelope, n) \
+                                     $5::timestamptz[], $6::text[], $7::text[]) WITH ORDINALITY \
+                              AS o (run_id, broken, reason, source, recorded_at, envelope, \
+                                    evidence, n) \
                          ORDER BY n"
                     ),
-                    &[&runs, &broken, &reasons, &sources, &times, &envelopes],
+                    &[
+                        &runs, &broken, &reasons, &sources, &times, &envelopes, &evidence,
+                    ],
                 )
                 .await;
             conn.release();

@@ -88,6 +88,13 @@ ALTER TABLE dismissals ADD COLUMN envelope TEXT;
 ALTER TABLE breakers ADD COLUMN seal TEXT;
 ";
 
+/// Schema 8: what a harvested outcome rests on (landed commits, the
+/// revert or fix, blamed lines, confidence), as JSON text; none for an
+/// outcome a person recorded.
+pub(super) const MIGRATION_8_OUTCOME_EVIDENCE: &str = "
+ALTER TABLE outcomes ADD COLUMN evidence TEXT;
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -125,7 +132,21 @@ fn outcome(r: &Row<'_>) -> Result<OutcomeEntry, rusqlite::Error> {
         source: r.get(3)?,
         recorded_at: time(&r.get::<_, String>(4)?)?,
         envelope: r.get(5)?,
+        evidence: evidence_from(r.get::<_, Option<String>>(6)?.as_deref()),
     })
+}
+
+/// An outcome's evidence as stored; text that does not read is kept as
+/// none (the envelope then no longer vouches for the row).
+pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::OutcomeEvidence> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+/// An outcome's evidence as it is stored.
+pub(super) fn evidence_text(o: &OutcomeEntry) -> Option<String> {
+    o.evidence
+        .as_ref()
+        .and_then(|e| serde_json::to_string(e).ok())
 }
 
 fn dismissal(r: &Row<'_>) -> Result<Dismissal, rusqlite::Error> {
@@ -173,7 +194,7 @@ const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
      probe_owner, probe_until, updated_at, seal";
-const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
+const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope, evidence";
 const DISMISSAL_COLUMNS: &str =
     "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope";
 
@@ -208,8 +229,9 @@ impl SqliteLedger {
                 return Err(LedgerError::NotFound(o.run_id.clone()));
             }
             tx.prepare_cached(
-                "INSERT INTO outcomes (run_id, broken, reason, source, recorded_at, envelope) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO outcomes \
+                 (run_id, broken, reason, source, recorded_at, envelope, evidence) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -218,7 +240,8 @@ impl SqliteLedger {
                     o.reason,
                     o.source,
                     ts(&o.recorded_at),
-                    o.envelope
+                    o.envelope,
+                    evidence_text(o)
                 ])
             })
             .map_err(err)?;
