@@ -233,12 +233,21 @@ pub(crate) struct RulesTestArgs {
     pub routing: RoutingArgs,
 }
 
-/// `gate outcome`.
+/// `gate outcome RUN (--broken|--fine)`, or `gate outcome harvest`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("what").required(true).args(["broken", "fine"])))]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    subcommand_value_name = "harvest",
+    group(ArgGroup::new("what").required(true).args(["broken", "fine"]))
+)]
 pub(crate) struct OutcomeArgs {
+    /// Harvest outcomes from git instead of recording one.
+    #[command(subcommand)]
+    pub command: Option<OutcomeCommand>,
     /// A run id (or unique prefix) from the ledger.
-    pub run: String,
+    #[arg(required = true)]
+    pub run: Option<String>,
     /// What the run decided on later broke (a CI failure, a revert, an incident).
     #[arg(long)]
     pub broken: bool,
@@ -248,9 +257,43 @@ pub(crate) struct OutcomeArgs {
     /// Why: what broke, or how it was checked.
     #[arg(long, value_name = "T")]
     pub reason: Option<String>,
-    /// Where the news came from (a CI job, an incident id, a person).
+    /// Where the news came from (a CI job, an incident id, a person); not
+    /// one beginning `git:`, which are the harvester's.
     #[arg(long, value_name = "T")]
     pub source: Option<String>,
+}
+
+/// `gate outcome harvest`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum OutcomeCommand {
+    /// Label decided runs from what happened in git after them: reverted,
+    /// named by a fix, blamed by a fix (SZZ), or survived.
+    Harvest(HarvestArgs),
+}
+
+/// `gate outcome harvest`.
+#[derive(Debug, Args)]
+pub(crate) struct HarvestArgs {
+    /// The integration branch (default: the remote's default branch,
+    /// `origin/HEAD`, else the branch checked out).
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// Days after landing within which a fix is blamed (SZZ), and that a
+    /// change must live through to survive (by commit dates).
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub window: u32,
+    /// Later commits on the branch a change must live through to survive.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub min_commits: u32,
+    /// Only runs started on or after this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Say what would be recorded, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One line per label, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
 }
 
 /// `gate report`.

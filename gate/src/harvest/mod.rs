@@ -1,0 +1,293 @@
+//! `gate outcome harvest`: outcomes read from what happened in git after a
+//! decision, so the false-pass rate needs nobody to label runs.
+//!
+//! The stages, in order: find the branch and refuse a shallow clone; read
+//! the branch's history in one pass ([`history`]) and the patches of the
+//! commits that may matter in another ([`patch`]); read the runs' own
+//! commits in a third; find where each run landed ([`landing`]); read what
+//! later commits say about landed ones ([`signals`]), blame the fixes'
+//! removed lines ([`szz`]); pick each run's strongest label and record it
+//! unless a person's outcome or an as strong label stands ([`label`]).
+
+pub(crate) mod history;
+pub(crate) mod label;
+pub(crate) mod landing;
+pub(crate) mod patch;
+pub(crate) mod signals;
+pub(crate) mod szz;
+
+mod collect;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use gate_evidence::ledger::{EvidenceCommit, OutcomeEvidence, Survival};
+
+use self::history::{Commit, History};
+use self::label::{Fate, Label, Source};
+use self::landing::{Change, Index, Landing};
+use crate::git::Git;
+
+/// Why outcomes could not be harvested.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarvestError {
+    /// The workspace is not in a git repository.
+    #[error("cannot harvest outcomes: {0}")]
+    NoRepository(String),
+    /// A shallow clone has not the history the labels need.
+    #[error(
+        "cannot harvest outcomes from a shallow clone: runs are matched by the repository's \
+         root commit and labelled from the history after them; fetch all of it (`git fetch \
+         --unshallow`, or `fetch-depth: 0` with actions/checkout, `GIT_DEPTH: 0` in GitLab CI)"
+    )]
+    Shallow,
+    /// The branch does not resolve.
+    #[error("cannot harvest outcomes: the branch {branch:?} {reason}")]
+    Branch {
+        /// The branch as given.
+        branch: String,
+        /// Why.
+        reason: String,
+    },
+    /// `[eval] fix_pattern` does not compile.
+    #[error("{0}")]
+    FixPattern(String),
+    /// A git call failed.
+    #[error("cannot harvest outcomes: {0}")]
+    Git(String),
+}
+
+/// What the harvest is asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    /// The integration branch (default: the remote's default branch, else
+    /// the checked-out one).
+    pub branch: Option<String>,
+    /// Days after landing a fix may come (SZZ) and a change must survive.
+    pub window_days: u32,
+    /// Later commits a change must survive.
+    pub min_commits: u32,
+    /// Only runs started on or after this.
+    pub since: Option<DateTime<Utc>>,
+    /// The fix pattern.
+    pub fix_pattern: regex::Regex,
+    /// How many blame calls at once.
+    pub jobs: usize,
+}
+
+/// A run as the harvester reads it from the ledger.
+#[derive(Debug, Clone)]
+pub(crate) struct Run {
+    /// Its id.
+    pub id: String,
+    /// Its spec.
+    pub spec_id: String,
+    /// `pass` or `fail`.
+    pub verdict: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// The head it verified.
+    pub head: String,
+    /// The repository's root commits it recorded.
+    pub roots: Vec<String>,
+    /// The outcomes it has that the gate vouches for, oldest first.
+    pub outcomes: Vec<gate_evidence::ledger::OutcomeEntry>,
+}
+
+/// One label found.
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    /// The run.
+    pub run: Run,
+    /// The label.
+    pub label: Label,
+    /// What becomes of it.
+    pub fate: Fate,
+}
+
+/// What a harvest found.
+#[derive(Debug, Default)]
+pub(crate) struct Harvest {
+    /// The branch, as given or found.
+    pub branch: String,
+    /// Its tip.
+    pub tip: String,
+    /// Runs looked at (of this repository, decided, with a head).
+    pub runs: usize,
+    /// Runs of other repositories, or that recorded none, left alone.
+    pub elsewhere: usize,
+    /// Labels, each with its fate.
+    pub found: Vec<Found>,
+    /// Runs whose change has not landed (looked at again next time).
+    pub not_integrated: Vec<String>,
+    /// Landed runs with no label yet (inside their window).
+    pub pending: usize,
+}
+
+/// Harvests the labels of `runs` from the repository at `dir`.
+pub(crate) async fn harvest(
+    git: &Git,
+    dir: &Path,
+    runs: Vec<Run>,
+    options: &Options,
+) -> Result<Harvest, HarvestError> {
+    let shallow = git
+        .run(dir, &["rev-parse", "--is-shallow-repository"])
+        .await
+        .map_err(HarvestError::NoRepository)?;
+    if shallow.starts_with(b"true") {
+        return Err(HarvestError::Shallow);
+    }
+    let branch = match &options.branch {
+        Some(b) => b.clone(),
+        None => default_branch(git, dir).await,
+    };
+    let tip = git
+        .resolve_commit(dir, &branch)
+        .await
+        .map_err(|reason| HarvestError::Branch {
+            branch: branch.clone(),
+            reason,
+        })?;
+    let roots: BTreeSet<String> = crate::change::root_commits(git, dir, &tip)
+        .await
+        .into_iter()
+        .collect();
+    let total = runs.len();
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .filter(|r| r.roots.iter().any(|root| roots.contains(root)))
+        .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
+        .collect();
+    let mut out = Harvest {
+        branch,
+        tip: tip.clone(),
+        runs: runs.len(),
+        elsewhere: total - runs.len(),
+        ..Harvest::default()
+    };
+    if runs.is_empty() {
+        return Ok(out);
+    }
+    let collected = collect::collect(git, dir, &tip, &runs).await?;
+    let history = &collected.history;
+    let index = Index::new(history, &collected.branch_ids);
+    let mut landings: Vec<Option<Landing>> = runs
+        .iter()
+        .map(|r| {
+            collected
+                .changes
+                .get(&r.head)
+                .and_then(|c| landing::find(history, &index, c))
+        })
+        .collect();
+    superseded(history, &runs, &mut landings);
+    let signals = collect::signals(git, dir, &collected, &runs, &landings, options).await?;
+    let newest = history.commits.first().map(|c| c.date);
+    for (k, run) in runs.into_iter().enumerate() {
+        let Some(landing) = &landings[k] else {
+            out.not_integrated.push(run.id);
+            continue;
+        };
+        let label = signals
+            .get(&k)
+            .cloned()
+            .or_else(|| survived(history, landing, newest, options));
+        let Some(label) = label else {
+            out.pending += 1;
+            continue;
+        };
+        let fate = label::fate(label.source, &run.outcomes);
+        out.found.push(Found { run, label, fate });
+    }
+    Ok(out)
+}
+
+/// The branch harvested without `--branch`: the remote's default branch
+/// (`origin/HEAD`), else the branch checked out, else `HEAD`.
+async fn default_branch(git: &Git, dir: &Path) -> String {
+    for args in [
+        &["symbolic-ref", "--short", "-q", "refs/remotes/origin/HEAD"][..],
+        &["symbolic-ref", "--short", "-q", "HEAD"][..],
+    ] {
+        if let Ok(out) = git.run(dir, args).await {
+            let name = String::from_utf8_lossy(&out).trim().to_owned();
+            if !name.is_empty() {
+                return name;
+            }
+        }
+    }
+    "HEAD".to_owned()
+}
+
+/// A run whose head is only an ancestor of a later attempt's (of the same
+/// spec) that landed did not land itself: the later attempt did.
+fn superseded(history: &History, runs: &[Run], landings: &mut [Option<Landing>]) {
+    let landed: Vec<usize> = (0..runs.len()).filter(|&k| landings[k].is_some()).collect();
+    let mut gone = Vec::new();
+    for &a in &landed {
+        for &b in &landed {
+            let (ra, rb) = (&runs[a], &runs[b]);
+            if a != b
+                && ra.spec_id == rb.spec_id
+                && ra.head != rb.head
+                && ra.started_at < rb.started_at
+                && history.reaches(&rb.head, &ra.head, 10_000)
+            {
+                gone.push(a);
+            }
+        }
+    }
+    for a in gone {
+        landings[a] = None;
+    }
+}
+
+/// The survival label, when the window and the later commits have passed.
+fn survived(
+    history: &History,
+    landing: &Landing,
+    newest: Option<DateTime<Utc>>,
+    options: &Options,
+) -> Option<Label> {
+    let landed_on = history.landed_at[landing.at];
+    let later = history.later[landed_on]?;
+    let date = history.commits[landing.at].date;
+    let days = (newest? - date).num_days();
+    if later < options.min_commits || days < i64::from(options.window_days) {
+        return None;
+    }
+    Some(Label {
+        source: Source::Survived,
+        reason: format!("survived {later} later commits over {days} days"),
+        evidence: OutcomeEvidence {
+            confidence: label::SURVIVED,
+            landed: landing.commits.clone(),
+            landed_by: landing.by.as_str().to_owned(),
+            survived: Some(Survival {
+                later_commits: later,
+                days: u32::try_from(days).unwrap_or(u32::MAX),
+            }),
+            ..OutcomeEvidence::default()
+        },
+    })
+}
+
+/// A later commit as evidence.
+pub(crate) fn evidence_commit(c: &Commit) -> EvidenceCommit {
+    EvidenceCommit {
+        commit: c.id.clone(),
+        summary: c.summary().to_owned(),
+        date: c.date,
+    }
+}
+
+/// The spec file's `[eval] fix_pattern`, read without validating the rest.
+pub(crate) fn configured_fix_pattern(spec: &Path) -> Result<Option<String>, String> {
+    crate::config::spec_string(spec, "eval", "fix_pattern")
+}
+
+/// Looks at changes' heads: what `collect` found of each run's own commits.
+pub(crate) type Changes = HashMap<String, Change>;
