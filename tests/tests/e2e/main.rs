@@ -18,6 +18,7 @@ mod evidence;
 mod exam;
 mod example;
 mod grounds;
+mod harvest;
 mod hostile;
 mod interrupt;
 mod outputs;
