@@ -311,6 +311,23 @@ pub(crate) struct ReportArgs {
     /// Only this spec id.
     #[arg(long, value_name = "ID")]
     pub spec: Option<String>,
+    /// Count only outcomes of at least this confidence (0 to 1): a
+    /// person's is 1; a harvested one's is its source's (see docs/outcomes.md).
+    #[arg(long, value_name = "C", default_value_t = 0.0, value_parser = confidence)]
+    pub min_confidence: f64,
+}
+
+/// A confidence from 0 to 1.
+fn confidence(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
+        _ => Err(format!("{text:?} is not a number from 0 to 1")),
+    }
+}
+
+/// A confidence from 0 to 1 in hundredths (rounded up, so `0.9` counts 90).
+pub(crate) fn hundredths(c: f64) -> u8 {
+    (c * 100.0 - 1e-9).ceil().clamp(0.0, 100.0) as u8
 }
 
 /// `gate metrics`.
@@ -319,6 +336,9 @@ pub(crate) struct MetricsArgs {
     /// Write to this file atomically instead of stdout (for a textfile collector).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Count only outcomes of at least this confidence (0 to 1).
+    #[arg(long, value_name = "C", default_value_t = 0.0, value_parser = confidence)]
+    pub min_confidence: f64,
 }
 
 /// `gate keys …`.

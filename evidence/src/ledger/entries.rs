@@ -82,6 +82,9 @@ pub struct OutcomeEntry {
     pub envelope: Option<String>,
 }
 
+/// A harvest state: the run's change is not on the branch yet.
+pub const NOT_INTEGRATED: &str = "not_integrated";
+
 /// Where sources reserved to the harvester begin: a person's outcome may
 /// not claim one.
 pub const HARVESTED_SOURCE_PREFIX: &str = "git:";

@@ -51,8 +51,8 @@ mod tests;
 
 pub use entries::{
     BUNDLE_IN_LEDGER, BaseResult, BlamedLine, BreakerRecord, Dismissal, EvidenceCommit,
-    HARVESTED_SOURCE_PREFIX, LedgerRow, OutcomeEntry, OutcomeEvidence, OverrideEntry, RunEntry,
-    RunFilter, Survival,
+    HARVESTED_SOURCE_PREFIX, LedgerRow, NOT_INTEGRATED, OutcomeEntry, OutcomeEvidence,
+    OverrideEntry, RunEntry, RunFilter, Survival,
 };
 #[cfg(feature = "stores")]
 pub use error::LedgerError;

@@ -53,6 +53,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_6_BASE_RESULTS,
     events::MIGRATION_7_SIGNED_EVENTS,
     events::MIGRATION_8_OUTCOME_EVIDENCE,
+    events::MIGRATION_9_HARVEST_STATES,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's

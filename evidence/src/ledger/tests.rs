@@ -87,6 +87,7 @@ both_stores!(
     copy_refuses_a_non_empty_target,
     scans_honour_the_scope,
     outcome_states_and_dismissals,
+    harvest_states_keep_the_latest_finding,
     migration_3_backfills_what_append_writes,
     a_cut_ledger_keeps_no_stale_report_rows,
     bundles_kept_in_the_ledger,
@@ -841,6 +842,35 @@ fn scans_honour_the_scope(store: &Store) {
     );
 }
 
+fn harvest_states_keep_the_latest_finding(store: &Store) {
+    let mut l = store.open();
+    for (i, id) in ["r1", "r2"].iter().enumerate() {
+        l.append(
+            &report_entry(id, "s", "pass", i as u32 + 1, serde_json::json!({})),
+            id.as_bytes(),
+        )
+        .unwrap();
+    }
+    let state = |r: &str, s: &str| (r.to_owned(), s.to_owned());
+    l.set_harvest_states(
+        &[state("r1", NOT_INTEGRATED), state("r2", "pending")],
+        now(),
+    )
+    .unwrap();
+    l.set_harvest_states(&[state("r1", "labelled")], now())
+        .unwrap();
+    assert_eq!(
+        l.harvest_states().unwrap(),
+        [(1, "labelled".to_owned()), (2, "pending".to_owned())]
+    );
+    // A run the ledger does not hold records nothing.
+    assert!(
+        l.set_harvest_states(&[state("nope", "pending")], now())
+            .is_err()
+    );
+    assert_eq!(l.harvest_states().unwrap().len(), 2);
+}
+
 fn outcome_states_and_dismissals(store: &Store) {
     let mut l = store.open();
     for (i, id) in ["r1", "r2", "r3", "r4"].iter().enumerate() {
@@ -992,7 +1022,7 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
          DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
-         ALTER TABLE outcomes DROP COLUMN evidence; \
+         ALTER TABLE outcomes DROP COLUMN evidence; DROP TABLE harvest_states; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();

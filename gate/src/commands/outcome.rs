@@ -126,6 +126,7 @@ pub(crate) async fn harvest(ctx: &Context, args: &HarvestArgs) -> Result<u8, Gat
             })
             .collect();
         ledger.add_outcomes(&outcomes)?;
+        ledger.set_harvest_states(&states(&found), now)?;
     }
     let text = match args.format {
         ShowFormat::Json => {
@@ -173,6 +174,23 @@ fn decided_runs(ctx: &Context, ledger: &gate_evidence::Ledger) -> Result<Vec<Run
     Ok(runs)
 }
 
+/// What the harvest found of each run it looked at, as the ledger keeps it.
+fn states(h: &Harvest) -> Vec<(String, String)> {
+    let of = |ids: &[String], state: &str| -> Vec<(String, String)> {
+        ids.iter()
+            .map(|id| (id.clone(), state.to_owned()))
+            .collect()
+    };
+    let mut out = of(&h.not_integrated, ledger::NOT_INTEGRATED);
+    out.extend(of(&h.pending, "pending"));
+    out.extend(
+        h.found
+            .iter()
+            .map(|f| (f.run.id.clone(), "labelled".to_owned())),
+    );
+    out
+}
+
 fn fate_name(fate: Fate) -> &'static str {
     match fate {
         Fate::New => "recorded",
@@ -218,7 +236,7 @@ fn harvest_text(h: &Harvest, dry_run: bool) -> String {
         h.tip.get(..12).unwrap_or(&h.tip),
         h.runs,
         recorded - broken,
-        h.pending,
+        h.pending.len(),
         h.not_integrated.len(),
     );
     if h.elsewhere > 0 {
@@ -292,7 +310,7 @@ fn harvest_json(h: &Harvest, dry_run: bool) -> serde_json::Value {
         "fine": recorded - broken,
         "kept_person": kept,
         "already": already,
-        "pending": h.pending,
+        "pending": h.pending.len(),
         "not_integrated": h.not_integrated,
         "labels": labels,
     })

@@ -123,7 +123,7 @@ pub(crate) struct Harvest {
     /// Runs whose change has not landed (looked at again next time).
     pub not_integrated: Vec<String>,
     /// Landed runs with no label yet (inside their window).
-    pub pending: usize,
+    pub pending: Vec<String>,
 }
 
 /// Harvests the labels of `runs` from the repository at `dir`.
@@ -196,7 +196,7 @@ pub(crate) async fn harvest(
             .cloned()
             .or_else(|| survived(history, landing, newest, options));
         let Some(label) = label else {
-            out.pending += 1;
+            out.pending.push(run.id);
             continue;
         };
         let fate = label::fate(label.source, &run.outcomes);

@@ -103,6 +103,15 @@ pub(super) const MIGRATION_8_OUTCOME_EVIDENCE: &str = "
 ALTER TABLE outcomes ADD COLUMN evidence TEXT;
 ";
 
+/// Schema 9: what the last harvest found of each run, as in the SQLite store.
+pub(super) const MIGRATION_9_HARVEST_STATES: &str = "
+CREATE TABLE harvest_states (
+    run_id     TEXT        PRIMARY KEY REFERENCES runs (run_id),
+    state      TEXT        NOT NULL,
+    checked_at TIMESTAMPTZ NOT NULL
+);
+";
+
 /// An outcome's evidence as stored; text that does not read is kept as
 /// none (the envelope then no longer vouches for the row).
 pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::OutcomeEvidence> {
@@ -282,6 +291,49 @@ impl PgLedger {
             }
             Err(e) => Err(self.pg_err("recording an outcome")(e)),
         }
+    }
+
+    /// Records what a harvest found of each run, over what an earlier one
+    /// found, in one statement.
+    pub fn set_harvest_states(
+        &mut self,
+        states: &[(String, String)],
+        at: DateTime<Utc>,
+    ) -> Result<(), LedgerError> {
+        let runs: Vec<&str> = states.iter().map(|(r, _)| r.as_str()).collect();
+        let found: Vec<&str> = states.iter().map(|(_, s)| s.as_str()).collect();
+        self.op(async {
+            let conn = self.conn().await?;
+            let done = conn
+                .execute(
+                    "INSERT INTO harvest_states (run_id, state, checked_at) \
+                     SELECT run_id, state, $3 FROM unnest($1::text[], $2::text[]) \
+                         AS h (run_id, state) \
+                     ON CONFLICT (run_id) DO UPDATE SET state = EXCLUDED.state, \
+                         checked_at = EXCLUDED.checked_at",
+                    &[&runs, &found, &at],
+                )
+                .await
+                .map_err(self.pg_err("recording what the harvest found"));
+            conn.release();
+            done.map(drop)
+        })
+    }
+
+    /// What the last harvest found of each run it looked at: (seq, state).
+    pub fn harvest_states(&self) -> Result<Vec<(u64, String)>, LedgerError> {
+        self.select(
+            "SELECT r.seq, h.state FROM harvest_states h \
+             JOIN runs r ON r.run_id = h.run_id ORDER BY r.seq",
+            &[],
+            "reading what the harvest found",
+            |r| {
+                Ok((
+                    u64::try_from(r.try_get::<_, i64>(0)?).unwrap_or(0),
+                    r.try_get(1)?,
+                ))
+            },
+        )
     }
 
     /// Every outcome of a run, oldest first.

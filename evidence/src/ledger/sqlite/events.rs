@@ -95,6 +95,17 @@ pub(super) const MIGRATION_8_OUTCOME_EVIDENCE: &str = "
 ALTER TABLE outcomes ADD COLUMN evidence TEXT;
 ";
 
+/// Schema 9: what the last `gate outcome harvest` found of each run it
+/// looked at (`not_integrated`, `pending`, `labelled`): read by the report
+/// for its not-integrated count, decided nothing by, so not signed.
+pub(super) const MIGRATION_9_HARVEST_STATES: &str = "
+CREATE TABLE harvest_states (
+    run_id     TEXT PRIMARY KEY REFERENCES runs (run_id),
+    state      TEXT NOT NULL,
+    checked_at TEXT NOT NULL
+);
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -247,6 +258,47 @@ impl SqliteLedger {
             .map_err(err)?;
         }
         tx.commit().map_err(err)
+    }
+
+    /// Records what a harvest found of each run, over what an earlier one
+    /// found: all of it or none.
+    pub fn set_harvest_states(
+        &mut self,
+        states: &[(String, String)],
+        at: DateTime<Utc>,
+    ) -> Result<(), LedgerError> {
+        let path = self.path.clone();
+        let err = sql_err_at(&path, "recording what the harvest found");
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        for (run_id, state) in states {
+            tx.prepare_cached(
+                "INSERT INTO harvest_states (run_id, state, checked_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, \
+                 checked_at = excluded.checked_at",
+            )
+            .and_then(|mut s| s.execute(params![run_id, state, ts(&at)]))
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// What the last harvest found of each run it looked at: (seq, state).
+    pub fn harvest_states(&self) -> Result<Vec<(u64, String)>, LedgerError> {
+        let err = self.sql_err("reading what the harvest found");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.seq, h.state FROM harvest_states h \
+                 JOIN runs r ON r.run_id = h.run_id ORDER BY r.seq",
+            )
+            .map_err(&err)?;
+        stmt.query_map([], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
     }
 
     /// Every outcome of a run, oldest first.
