@@ -444,6 +444,65 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
         "{:#}",
         report["false_fail"]
     );
+    assert_eq!(report["not_integrated"], 2);
+    // Decided: 11 approved or failed runs; 3 without an outcome (two
+    // never landed, one still inside its window).
+    assert_eq!(
+        report["without_outcome"],
+        serde_json::json!({"share": 3.0 / 11.0, "runs": 3, "decided": 11})
+    );
+    let by = &report["by"]["source"];
+    assert_eq!(by["git:revert"]["false_pass"]["broken"], 1, "{by:#}");
+    assert_eq!(by["git:szz"]["false_pass"]["broken"], 1, "{by:#}");
+    assert_eq!(by["git:fixes"]["false_pass"]["broken"], 1, "{by:#}");
+    assert_eq!(by["git:survived"]["runs"], 4, "{by:#}");
+    assert_eq!(by["git:survived"]["false_fail"]["fine"], 1, "{by:#}");
+    assert_eq!(by["person"]["runs"], 1, "{by:#}");
+    // SZZ's labels are weaker than 0.6: left out above it.
+    let strict = r
+        .env
+        .gate(&["report", "--format", "json", "--min-confidence", "0.6"])
+        .run();
+    strict.assert_exit(0);
+    let strict = strict.json();
+    assert_eq!(
+        strict["false_pass"]["broken"], 2,
+        "{:#}",
+        strict["false_pass"]
+    );
+    assert_eq!(strict["false_pass"]["with_outcome"], 6);
+    assert_eq!(strict["min_confidence"], 0.6);
+    r.env
+        .gate(&["report", "--min-confidence", "2"])
+        .run()
+        .assert_exit(2);
+    // The text names the sources; the page shows the evidence.
+    r.env
+        .gate(&["report"])
+        .run()
+        .assert_exit(0)
+        .stdout_has("by outcome source")
+        .stdout_has("git:szz")
+        .stdout_has("2 not integrated yet");
+    r.env
+        .gate(&["report", "--html", "out/report.html"])
+        .run()
+        .assert_exit(0);
+    let page = r.env.read("out/report.html");
+    for needle in [
+        "Fix the total: tax was missing",
+        "src/b.py:3",
+        &squash_blamed[..12],
+        "Handle empty input",
+        r#"id="source-table""#,
+    ] {
+        assert!(page.contains(needle), "{needle} not on the page");
+    }
+    let metrics = r.env.gate(&["metrics"]).run();
+    metrics
+        .assert_exit(0)
+        .stdout_has("gate_source_false_pass_ratio{source=\"git:revert\"} 1")
+        .stdout_has("gate_not_integrated_runs 2");
 }
 
 #[test]
