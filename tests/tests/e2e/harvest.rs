@@ -25,9 +25,28 @@ fn ago(days: i64, minutes: i64) -> String {
 /// The repository under test, every commit dated.
 struct Repo {
     env: TestEnv,
+    /// A shared ledger and the key that signs into it, when not the
+    /// workspace's own.
+    shared: Option<(String, std::path::PathBuf)>,
 }
 
 impl Repo {
+    fn new() -> Self {
+        Self {
+            env: TestEnv::new(),
+            shared: None,
+        }
+    }
+
+    /// `gate ARGS` in the repository (on the shared ledger, if any).
+    fn gate(&self, args: &[&str]) -> gate_tests::GateCommand {
+        let cmd = self.env.gate(args);
+        match &self.shared {
+            Some((ledger, key)) => cmd.env("GATE_LEDGER", ledger).env("GATE_SIGNING_KEY", key),
+            None => cmd,
+        }
+    }
+
     fn git(&self, when: &str, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)
@@ -65,7 +84,7 @@ impl Repo {
             "gate.toml",
             &format!("[spec]\nid = \"{spec}\"\n[[check]]\nid = \"build\"\nrun = \"{check}\"\n"),
         );
-        let out = self.env.gate(&["verify", "--format", "json"]).run();
+        let out = self.gate(&["verify", "--format", "json"]).run();
         out.assert_exit(if pass { 0 } else { 1 });
         let doc = out.json();
         assert!(
@@ -116,9 +135,7 @@ fn by_run(doc: &Value) -> BTreeMap<String, Value> {
 
 #[test]
 fn one_harvest_labels_each_run_from_the_history_alone() {
-    let repo = Repo {
-        env: TestEnv::new(),
-    };
+    let repo = Repo::new();
     let r = &repo;
     r.git(&ago(95, 0), &["init", "-q", "-b", "main"]);
     r.env.write(".gitignore", "gate.toml\n.gate/\n");
@@ -507,9 +524,7 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
 
 #[test]
 fn a_shallow_clone_is_refused_with_what_to_fetch() {
-    let repo = Repo {
-        env: TestEnv::new(),
-    };
+    let repo = Repo::new();
     repo.git(&ago(3, 0), &["init", "-q", "-b", "main"]);
     repo.env.write(".gitignore", "gate.toml\n.gate/\n");
     repo.commit(&ago(3, 0), "a", &["1"], "one");
@@ -542,4 +557,65 @@ fn a_shallow_clone_is_refused_with_what_to_fetch() {
     out.assert_exit(2)
         .stderr_has("shallow")
         .stderr_has("--unshallow");
+}
+
+/// A shared PostgreSQL ledger holds runs of two repositories; a harvest in
+/// a fresh full clone of one labels its runs and leaves the other's alone.
+#[test]
+fn a_harvest_on_a_fresh_clone_with_the_shared_ledger_leaves_other_repositories_alone() {
+    let db = gate_tests::postgres::Database::fresh();
+    let key_home = TestEnv::new();
+    key_home.gate(&["keys", "generate"]).run().assert_exit(0);
+    let shared = Some((
+        db.url.clone(),
+        key_home.path().join(".gate/keys/signing.key"),
+    ));
+    let ours = Repo {
+        shared: shared.clone(),
+        ..Repo::new()
+    };
+    let theirs = Repo {
+        shared: shared.clone(),
+        ..Repo::new()
+    };
+    for (repo, readme) in [(&ours, "ours"), (&theirs, "theirs")] {
+        repo.git(&ago(40, 0), &["init", "-q", "-b", "main"]);
+        repo.env.write(".gitignore", "gate.toml\n.gate/\n");
+        repo.env
+            .write("src/x.py", &(lines(4, "0").join("\n") + "\n"));
+        repo.commit(&ago(40, 0), "README", &[readme], "initial");
+    }
+    let mut x = lines(4, "0");
+    x[1] = "value_2 = 'ours'".into();
+    ours.feature("change", &ago(39, 0), "src/x.py", &refs(&x));
+    let run_ours = ours.verify("ours", true);
+    let squash = ours.squash(&ago(39, 1), "change");
+    ours.git(&ago(38, 0), &["revert", "--no-edit", &squash]);
+    theirs.feature("change", &ago(39, 0), "src/x.py", &refs(&x));
+    let run_theirs = theirs.verify("theirs", true);
+    theirs.squash(&ago(39, 1), "change");
+
+    // CI: a fresh clone with all of its history, the shared ledger.
+    let ci = Repo {
+        shared,
+        ..Repo::new()
+    };
+    let from = format!("file://{}", ours.env.path().display());
+    ci.git(&ago(0, 0), &["clone", "-q", &from, "."]);
+    let out = ci.gate(&["outcome", "harvest", "--format", "json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["branch"], "origin/main", "{doc:#}");
+    assert_eq!(doc["runs"], 1, "{doc:#}");
+    assert_eq!(doc["elsewhere"], 1, "{doc:#}");
+    let labels = by_run(&doc);
+    assert_eq!(labels[&run_ours]["source"], "git:revert");
+    assert!(!labels.contains_key(&run_theirs));
+    let count = |run: &str| {
+        db.column(&format!(
+            "SELECT count(*) FROM outcomes WHERE run_id = '{run}' AND evidence IS NOT NULL"
+        ))
+    };
+    assert_eq!(count(&run_ours), ["1"]);
+    assert_eq!(count(&run_theirs), ["0"]);
 }
