@@ -269,6 +269,20 @@ pub(crate) enum OutcomeCommand {
     /// Label decided runs from what happened in git after them: reverted,
     /// named by a fix, blamed by a fix (SZZ), or survived.
     Harvest(HarvestArgs),
+    /// Show the commits SZZ blames for fix commits, as harvest blames them
+    /// (to audit a `git:szz` label).
+    Blame(BlameArgs),
+}
+
+/// `gate outcome blame`.
+#[derive(Debug, Args)]
+pub(crate) struct BlameArgs {
+    /// Fix commits (ids or revisions).
+    #[arg(required = true, value_name = "FIX")]
+    pub fixes: Vec<String>,
+    /// One line per blamed line, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
 }
 
 /// `gate outcome harvest`.

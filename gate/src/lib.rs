@@ -252,6 +252,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Some(OutcomeCommand::Harvest(harvest)) => {
                 commands::outcome::harvest(ctx, harvest).await
             }
+            Some(OutcomeCommand::Blame(blame)) => commands::outcome::blame(ctx, blame).await,
             None => commands::outcome::record(ctx, &args),
         },
         Command::Report(args) => commands::report::report(ctx, &args),

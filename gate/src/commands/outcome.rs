@@ -8,7 +8,7 @@ use gate_evidence::ledger::{self, HARVESTED_SOURCE_PREFIX, OutcomeEntry, RunFilt
 use serde_json::json;
 
 use crate::attest;
-use crate::cli::{HarvestArgs, OutcomeArgs, ShowFormat};
+use crate::cli::{BlameArgs, HarvestArgs, OutcomeArgs, ShowFormat};
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
@@ -95,13 +95,7 @@ pub(crate) async fn harvest(ctx: &Context, args: &HarvestArgs) -> Result<u8, Gat
     };
     let mut ledger = attest::open_existing_ledger(ctx)?;
     let runs = decided_runs(ctx, &ledger)?;
-    let git = crate::git::Git::new(
-        gate_harness::Launcher::new(crate::git::environment(
-            ctx.env.path().map(ToOwned::to_owned),
-            None,
-        )),
-        crate::git::Repository::find(&ctx.workspace),
-    );
+    let git = workspace_git(ctx);
     let found = harvest::harvest(&git, &ctx.workspace, runs, &options).await?;
     if !args.dry_run {
         let (key, _) = attest::signing_key(ctx)?;
@@ -135,6 +129,52 @@ pub(crate) async fn harvest(ctx: &Context, args: &HarvestArgs) -> Result<u8, Gat
             format!("{doc}\n")
         }
         ShowFormat::Human => harvest_text(&found, args.dry_run),
+    };
+    output::stdout(&text).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// The gate's hardened git over the workspace's repository.
+fn workspace_git(ctx: &Context) -> crate::git::Git {
+    crate::git::Git::new(
+        gate_harness::Launcher::new(crate::git::environment(
+            ctx.env.path().map(ToOwned::to_owned),
+            None,
+        )),
+        crate::git::Repository::find(&ctx.workspace),
+    )
+}
+
+/// `gate outcome blame FIX…`: what the SZZ step blames for each fix.
+pub(crate) async fn blame(ctx: &Context, args: &BlameArgs) -> Result<u8, GateError> {
+    let git = workspace_git(ctx);
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get() * 2);
+    let found = harvest::blame_fixes(&git, &ctx.workspace, &args.fixes, jobs).await?;
+    let text = match args.format {
+        ShowFormat::Json => {
+            let fixes: Vec<serde_json::Value> = found
+                .iter()
+                .map(|f| {
+                    let commits: std::collections::BTreeSet<&str> =
+                        f.blamed.iter().map(|b| b.commit.as_str()).collect();
+                    json!({"commit": f.commit, "parent": f.parent, "commits": commits,
+                           "blamed": f.blamed})
+                })
+                .collect();
+            let doc = serde_json::to_string_pretty(&json!({"format_version": 1, "fixes": fixes}))
+                .map_err(GateError::encode("the blame"))?;
+            format!("{doc}\n")
+        }
+        ShowFormat::Human => {
+            let mut out = String::new();
+            for f in &found {
+                let _ = writeln!(out, "fix {}: {} lines blamed", f.commit, f.blamed.len());
+                for b in &f.blamed {
+                    let _ = writeln!(out, "  {}:{} ← {}", shown(&b.file), b.line, b.commit);
+                }
+            }
+            out
+        }
     };
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)

@@ -6,7 +6,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use futures::StreamExt as _;
 use gate_evidence::ledger::{BlamedLine, OutcomeEvidence};
 
 use super::history::{self, History, is_full_id};
@@ -365,14 +364,6 @@ fn broken(
     }
 }
 
-/// One blame call: a fix, its parent, a file and the line ranges.
-struct BlameCall {
-    fix: usize,
-    parent: String,
-    file: String,
-    ranges: Vec<(u32, u32)>,
-}
-
 /// Blames each fix's meaningful removed lines on its parent, one call per
 /// file (its ranges as `-L`), a few at once; only files some landed commit
 /// touched are looked at. Fix index → the blamed lines that name a landed
@@ -391,67 +382,26 @@ async fn blame_fixes(
         .flat_map(|p| p.files.iter())
         .filter_map(|f| f.new.as_deref())
         .collect();
-    let mut calls: Vec<BlameCall> = Vec::new();
+    let mut calls: Vec<szz::BlameCall> = Vec::new();
     for &x in fixes {
         let commit = &collected.history.commits[x];
-        let Some(patch) = collected.branch_patches.get(&commit.id) else {
+        let (Some(patch), Some(parent)) = (
+            collected.branch_patches.get(&commit.id),
+            commit.parents.first(),
+        ) else {
             continue;
         };
-        let Some(parent) = commit.parents.first() else {
-            continue;
-        };
-        for file in &patch.files {
-            let Some(old) = file.old.as_deref().filter(|o| touched.contains(o)) else {
-                continue;
-            };
-            let ranges = szz::ranges(file);
-            if !ranges.is_empty() {
-                calls.push(BlameCall {
-                    fix: x,
-                    parent: parent.clone(),
-                    file: old.to_owned(),
-                    ranges,
-                });
-            }
-        }
-    }
-    let results: Vec<Result<(usize, Vec<BlamedLine>), HarvestError>> = futures::stream::iter(calls)
-        .map(|call| async move {
-            let BlameCall {
-                fix: x,
-                parent,
-                file,
-                ranges,
-            } = call;
-            let spans: Vec<String> = ranges.iter().map(|(a, b)| format!("-L{a},{b}")).collect();
-            let mut args = vec!["blame", "--porcelain", "-w", "--no-textconv"];
-            args.extend(spans.iter().map(String::as_str));
-            args.extend([parent.as_str(), "--", file.as_str()]);
-            let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
-            let lines = szz::parse_porcelain(&out)
+        calls.extend(
+            szz::calls(x, parent, patch)
                 .into_iter()
-                .filter(|(_, c)| by_commit.contains_key(c.as_str()))
-                .map(|(line, commit)| BlamedLine {
-                    file: file.clone(),
-                    line,
-                    commit,
-                })
-                .collect();
-            Ok((x, lines))
-        })
-        .buffer_unordered(options.jobs.max(1))
-        .collect()
-        .await;
-    let mut by_fix: HashMap<usize, Vec<BlamedLine>> = HashMap::new();
-    for r in results {
-        let (x, lines) = r?;
-        by_fix.entry(x).or_default().extend(lines);
+                .filter(|c| touched.contains(c.file.as_str())),
+        );
     }
-    let mut out: Vec<(usize, Vec<BlamedLine>)> =
-        by_fix.into_iter().filter(|(_, l)| !l.is_empty()).collect();
+    let mut out = szz::blame(git, dir, calls, options.jobs).await?;
     for (_, lines) in &mut out {
-        lines.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        lines.retain(|l| by_commit.contains_key(l.commit.as_str()));
     }
+    out.retain(|(_, lines)| !lines.is_empty());
     out.sort_by_key(|(x, _)| std::cmp::Reverse(*x));
     Ok(out)
 }

@@ -57,6 +57,9 @@ pub enum HarvestError {
     /// A git call failed.
     #[error("cannot harvest outcomes: {0}")]
     Git(String),
+    /// A fix to blame does not name a commit.
+    #[error("{0}")]
+    NoCommit(String),
 }
 
 /// What the harvest is asked to do.
@@ -273,6 +276,82 @@ fn survived(
             ..OutcomeEvidence::default()
         },
     })
+}
+
+/// What SZZ blames for one fix commit: every line it removed or modified
+/// (as [`szz`] filters them), blamed on its first parent.
+#[derive(Debug, Clone)]
+pub(crate) struct FixBlame {
+    /// The fix.
+    pub commit: String,
+    /// Its first parent; `None` for a root commit (which blames nothing).
+    pub parent: Option<String>,
+    /// The lines blamed, by file and line.
+    pub blamed: Vec<gate_evidence::ledger::BlamedLine>,
+}
+
+/// Runs the SZZ step, as a harvest does, on the fix commits `fixes`
+/// (revisions, each resolved to a commit first): one log pass for their
+/// patches, one blame per file per fix.
+pub(crate) async fn blame_fixes(
+    git: &Git,
+    dir: &Path,
+    fixes: &[String],
+    jobs: usize,
+) -> Result<Vec<FixBlame>, HarvestError> {
+    let mut ids = Vec::with_capacity(fixes.len());
+    for fix in fixes {
+        ids.push(
+            git.resolve_commit(dir, fix)
+                .await
+                .map_err(HarvestError::NoCommit)?,
+        );
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let delimiter = history::delimiter();
+    let format = format!("--format={delimiter}%H%x00%P");
+    let mut args = vec!["log", "--no-walk=unsorted", "-p", &format];
+    args.extend(patch::DIFF_OPTIONS);
+    args.extend(ids.iter().map(String::as_str));
+    args.push("--");
+    let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
+    let mut found: HashMap<String, (Option<String>, patch::Patch)> = HashMap::new();
+    for record in String::from_utf8_lossy(&out).split(delimiter.as_str()) {
+        let (head, rest) = record.split_once('\n').unwrap_or((record, ""));
+        let (id, parents) = head.split_once('\0').unwrap_or((head, ""));
+        if history::is_full_id(id) {
+            let parent = parents
+                .split_whitespace()
+                .next()
+                .filter(|p| history::is_full_id(p));
+            found.insert(
+                id.to_owned(),
+                (parent.map(str::to_owned), patch::parse(rest)),
+            );
+        }
+    }
+    let mut calls = Vec::new();
+    for (k, id) in ids.iter().enumerate() {
+        if let Some((Some(parent), patch)) = found.get(id) {
+            calls.extend(szz::calls(k, parent, patch));
+        }
+    }
+    let mut blamed: HashMap<usize, Vec<gate_evidence::ledger::BlamedLine>> =
+        szz::blame(git, dir, calls, jobs)
+            .await?
+            .into_iter()
+            .collect();
+    Ok(ids
+        .into_iter()
+        .enumerate()
+        .map(|(k, commit)| FixBlame {
+            parent: found.get(&commit).and_then(|(p, _)| p.clone()),
+            blamed: blamed.remove(&k).unwrap_or_default(),
+            commit,
+        })
+        .collect())
 }
 
 /// A later commit as evidence.

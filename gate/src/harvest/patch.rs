@@ -111,12 +111,13 @@ pub(crate) fn squeezed(line: &str) -> String {
     line.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-/// The options every patch pass gives git: no context, no rename
-/// detection (a rename reads as a deletion and an addition on both sides of
-/// a comparison), nothing of the repository's diff drivers, no colour.
+/// The options every patch pass gives git: no context, renames found
+/// whatever the repository configures (so a fix that renames a file blames
+/// the lines it changed, not every line of the old name), nothing of the
+/// repository's diff drivers, no colour.
 pub(crate) const DIFF_OPTIONS: [&str; 6] = [
     "-U0",
-    "--no-renames",
+    "--find-renames",
     "--no-ext-diff",
     "--no-textconv",
     "--no-color",

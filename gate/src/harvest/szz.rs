@@ -8,9 +8,15 @@
 //! back). Blame itself runs with `-w`. A fix that only adds lines blames
 //! nothing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
-use super::patch::{FileChange, squeezed};
+use futures::StreamExt as _;
+use gate_evidence::ledger::BlamedLine;
+
+use super::HarvestError;
+use super::patch::{FileChange, Patch, squeezed};
+use crate::git::Git;
 
 /// Comment markers a line may begin with and still say nothing.
 const COMMENT_MARKERS: [&str; 6] = ["//", "#", "/*", "'''", "\"\"\"", "*"];
@@ -46,6 +52,85 @@ pub(crate) fn ranges(file: &FileChange) -> Vec<(u32, u32)> {
         }
     }
     out
+}
+
+/// One blame call: a fix (by the caller's key), its parent, a file as the
+/// parent names it, and the line ranges to blame.
+#[derive(Debug, Clone)]
+pub(crate) struct BlameCall {
+    /// The caller's key for the fix.
+    pub fix: usize,
+    /// The fix's first parent (a full id).
+    pub parent: String,
+    /// The file, as the parent names it.
+    pub file: String,
+    /// Inclusive line ranges.
+    pub ranges: Vec<(u32, u32)>,
+}
+
+/// The blame calls a fix's patch needs: one per file with lines to blame.
+pub(crate) fn calls(fix: usize, parent: &str, patch: &Patch) -> Vec<BlameCall> {
+    patch
+        .files
+        .iter()
+        .filter_map(|file| {
+            let old = file.old.as_deref()?;
+            let ranges = ranges(file);
+            (!ranges.is_empty()).then(|| BlameCall {
+                fix,
+                parent: parent.to_owned(),
+                file: old.to_owned(),
+                ranges,
+            })
+        })
+        .collect()
+}
+
+/// Runs the blame calls, `jobs` at a time (`git blame --porcelain -w` on
+/// the parent, the ranges as `-L`): fix key → every blamed line, sorted by
+/// file and line; fixes that blame nothing are left out.
+pub(crate) async fn blame(
+    git: &Git,
+    dir: &Path,
+    calls: Vec<BlameCall>,
+    jobs: usize,
+) -> Result<Vec<(usize, Vec<BlamedLine>)>, HarvestError> {
+    let results: Vec<Result<(usize, Vec<BlamedLine>), HarvestError>> = futures::stream::iter(calls)
+        .map(|call| async move {
+            let spans: Vec<String> = call
+                .ranges
+                .iter()
+                .map(|(a, b)| format!("-L{a},{b}"))
+                .collect();
+            let mut args = vec!["blame", "--porcelain", "-w", "--no-textconv"];
+            args.extend(spans.iter().map(String::as_str));
+            args.extend([call.parent.as_str(), "--", call.file.as_str()]);
+            let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
+            let lines = parse_porcelain(&out)
+                .into_iter()
+                .map(|(line, commit)| BlamedLine {
+                    file: call.file.clone(),
+                    line,
+                    commit,
+                })
+                .collect();
+            Ok((call.fix, lines))
+        })
+        .buffer_unordered(jobs.max(1))
+        .collect()
+        .await;
+    let mut by_fix: HashMap<usize, Vec<BlamedLine>> = HashMap::new();
+    for r in results {
+        let (x, lines) = r?;
+        by_fix.entry(x).or_default().extend(lines);
+    }
+    let mut out: Vec<(usize, Vec<BlamedLine>)> =
+        by_fix.into_iter().filter(|(_, l)| !l.is_empty()).collect();
+    for (_, lines) in &mut out {
+        lines.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    }
+    out.sort_by_key(|(x, _)| *x);
+    Ok(out)
 }
 
 /// `git blame --porcelain` output → (line in the blamed revision, commit)

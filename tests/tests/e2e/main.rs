@@ -19,6 +19,7 @@ mod exam;
 mod example;
 mod grounds;
 mod harvest;
+mod harvest_peer;
 mod hostile;
 mod interrupt;
 mod outputs;
