@@ -27,7 +27,8 @@ use gate_evidence::ledger::RunEntry;
 
 fn entry(line: &str) -> Option<RunEntry> {
     let mut f = line.split('\t');
-    let (id, verdict, started, head, root) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+    let (id, verdict, started, head, root) =
+        (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
     let started_at = Utc.timestamp_opt(started.parse().ok()?, 0).single()?;
     Some(RunEntry {
         run_id: id.to_owned(),

@@ -301,7 +301,7 @@ fn label_line(f: &Found, verb: &str) -> String {
         .evidence
         .commits
         .first()
-        .map(|c| format!(" — {} {:?}", &c.commit[..12], shown(&c.summary)))
+        .map(|c| format!(" — {} \"{}\"", &c.commit[..12], shown(&c.summary)))
         .unwrap_or_default();
     let replaced = match f.fate {
         Fate::Stronger(had) => format!(" (over {})", had.as_str()),

@@ -254,7 +254,12 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
         &ago(60, 0),
         "src/c.py",
         &refs(&c_more),
-        &format!("Handle empty input\n\nFixes: {}", &squash_named[..12]),
+        // A message is the agent's text: a terminal escape in it is shown
+        // escaped.
+        &format!(
+            "Handle empty input\u{1b}[2J\n\nFixes: {}",
+            &squash_named[..12]
+        ),
     );
     for i in 0..12 {
         r.commit(
@@ -298,6 +303,19 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
         .assert_exit(2)
         .stderr_has("reserved");
 
+    let dry = r.env.gate(&["outcome", "harvest", "--dry-run"]).run();
+    dry.assert_exit(0)
+        .stdout_has("would record: run")
+        .stdout_has("git:fixes")
+        .stdout_has("2 not integrated yet");
+    assert!(!dry.stdout.contains('\u{1b}'), "{}", dry.stdout);
+    let ledger = Ledger::open(r.env.path().join(".gate/ledger.db")).unwrap();
+    assert_eq!(
+        ledger.all_outcomes().unwrap().len(),
+        1,
+        "a dry run records nothing"
+    );
+    drop(ledger);
     let out = r
         .env
         .gate(&["outcome", "harvest", "--format", "json"])
