@@ -43,6 +43,7 @@ while read -r mark verdict started; do
   printf 'run-%05d\t%s\t%s\t%s\t%s\n' "$n" "$verdict" "$started" "${sha[$mark]}" "$root"
 done < "$work/runs.txt" > "$work/runs.tsv"
 mkdir -p "$state"
+"$gate" --workspace "$repo" --state "$state" keys generate >/dev/null
 target/release/examples/harvest_ledger "$state/ledger.db" < "$work/runs.tsv" >&2
 fixes=()
 while read -r mark; do fixes+=("${sha[$mark]}"); done < "$work/fixes.txt"

@@ -5,7 +5,9 @@
 #![allow(
     clippy::unwrap_used,
     clippy::disallowed_methods,
-    reason = "test fixtures build a repository with git and panic on a failed setup"
+    clippy::many_single_char_names,
+    reason = "test fixtures build a repository with git (its files named by a letter) and \
+              panic on a failed setup"
 )]
 
 use std::collections::BTreeMap;
@@ -85,7 +87,7 @@ impl Repo {
             &format!("[spec]\nid = \"{spec}\"\n[[check]]\nid = \"build\"\nrun = \"{check}\"\n"),
         );
         let out = self.gate(&["verify", "--format", "json"]).run();
-        out.assert_exit(if pass { 0 } else { 1 });
+        out.assert_exit(i32::from(!pass));
         let doc = out.json();
         assert!(
             doc["verified"]["root_commits"]
