@@ -87,7 +87,7 @@ pub enum GateError {
 
     /// Outcomes could not be harvested from git.
     #[error(transparent)]
-    Harvest(#[from] crate::harvest::HarvestError),
+    Harvest(#[from] crate::harvest::error::HarvestError),
     /// What was to be checked could not be reached.
     #[error("{0}")]
     Unavailable(String),
@@ -169,7 +169,7 @@ impl GateError {
             | Self::Write { .. }
             | Self::Encode { .. }
             | Self::Unavailable(_)
-            | Self::Harvest(crate::harvest::HarvestError::Git(_)) => exit::INCOMPLETE,
+            | Self::Harvest(crate::harvest::error::HarvestError::Git(_)) => exit::INCOMPLETE,
             Self::Harvest(_) => exit::USAGE,
         }
     }

@@ -8,11 +8,15 @@ use std::path::Path;
 
 use gate_evidence::ledger::{BlamedLine, OutcomeEvidence};
 
+use super::error::HarvestError;
 use super::history::{self, History, is_full_id};
+use super::input::{Options, Run};
+use super::label::evidence_commit;
 use super::label::{self, Label, Source};
-use super::landing::{Change, Landing};
+use super::landing::{Change, Changes, Landing};
 use super::patch::{self, DIFF_OPTIONS, Patch, PatchId};
-use super::{Changes, HarvestError, Options, Run, evidence_commit, signals, szz};
+use super::signals;
+use super::szz;
 use crate::git::Git;
 
 /// What the passes read.

@@ -1,7 +1,11 @@
 //! Harvested labels: their sources, in order of strength, their
 //! confidence, and which of them may be recorded over what a run has.
 
-use gate_evidence::ledger::{HARVESTED_SOURCE_PREFIX, OutcomeEntry, OutcomeEvidence};
+use gate_evidence::ledger::{
+    EvidenceCommit, HARVESTED_SOURCE_PREFIX, OutcomeEntry, OutcomeEvidence,
+};
+
+use super::history::Commit;
 
 /// Where a harvested label came from, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,6 +65,15 @@ pub(crate) struct Label {
     pub reason: String,
     /// What it rests on.
     pub evidence: OutcomeEvidence,
+}
+
+/// A later commit as evidence.
+pub(crate) fn evidence_commit(c: &Commit) -> EvidenceCommit {
+    EvidenceCommit {
+        commit: c.id.clone(),
+        summary: c.summary().to_owned(),
+        date: c.date,
+    }
 }
 
 /// What becomes of a label, given the outcomes a run already has (those

@@ -58,6 +58,9 @@ pub(crate) struct Change {
     pub fork: Option<usize>,
 }
 
+/// Each run head's change, by head.
+pub(crate) type Changes = HashMap<String, Change>;
+
 /// The branch's commits by patch id and by tree.
 #[derive(Debug, Default)]
 pub(crate) struct Index {

@@ -9,7 +9,9 @@
 //! removed lines ([`szz`]); pick each run's strongest label and record it
 //! unless a person's outcome or an as strong label stands ([`label`]).
 
+pub(crate) mod error;
 pub(crate) mod history;
+pub(crate) mod input;
 pub(crate) mod label;
 pub(crate) mod landing;
 pub(crate) mod patch;
@@ -22,82 +24,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use gate_evidence::ledger::{EvidenceCommit, OutcomeEvidence, Survival};
+use gate_evidence::ledger::{OutcomeEvidence, Survival};
 
-use self::history::{Commit, History};
+pub(crate) use self::error::HarvestError;
+use self::history::History;
+pub(crate) use self::input::{Options, Run};
 use self::label::{Fate, Label, Source};
-use self::landing::{Change, Index, Landing};
+use self::landing::{Index, Landing};
 use crate::git::Git;
-
-/// Why outcomes could not be harvested.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HarvestError {
-    /// The workspace is not in a git repository.
-    #[error("cannot harvest outcomes: {0}")]
-    NoRepository(String),
-    /// A shallow clone has not the history the labels need.
-    #[error(
-        "cannot harvest outcomes from a shallow clone: runs are matched by the repository's \
-         root commit and labelled from the history after them; fetch all of it (`git fetch \
-         --unshallow`, or `fetch-depth: 0` with actions/checkout, `GIT_DEPTH: 0` in GitLab CI)"
-    )]
-    Shallow,
-    /// The branch does not resolve.
-    #[error("cannot harvest outcomes: the branch {branch:?} {reason}")]
-    Branch {
-        /// The branch as given.
-        branch: String,
-        /// Why.
-        reason: String,
-    },
-    /// `[eval] fix_pattern` does not compile.
-    #[error("{0}")]
-    FixPattern(String),
-    /// A git call failed.
-    #[error("cannot harvest outcomes: {0}")]
-    Git(String),
-    /// A fix to blame does not name a commit.
-    #[error("{0}")]
-    NoCommit(String),
-}
-
-/// What the harvest is asked to do.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    /// The integration branch (default: the remote's default branch, else
-    /// the checked-out one).
-    pub branch: Option<String>,
-    /// Days after landing a fix may come (SZZ) and a change must survive.
-    pub window_days: u32,
-    /// Later commits a change must survive.
-    pub min_commits: u32,
-    /// Only runs started on or after this.
-    pub since: Option<DateTime<Utc>>,
-    /// The fix pattern.
-    pub fix_pattern: regex::Regex,
-    /// How many blame calls at once.
-    pub jobs: usize,
-}
-
-/// A run as the harvester reads it from the ledger.
-#[derive(Debug, Clone)]
-pub(crate) struct Run {
-    /// Its id.
-    pub id: String,
-    /// Its spec.
-    pub spec_id: String,
-    /// `pass` or `fail`.
-    pub verdict: String,
-    /// When it started.
-    pub started_at: DateTime<Utc>,
-    /// The head it verified.
-    pub head: String,
-    /// The repository's root commits it recorded.
-    pub roots: Vec<String>,
-    /// The outcomes it has that the gate vouches for, oldest first.
-    pub outcomes: Vec<gate_evidence::ledger::OutcomeEntry>,
-}
 
 /// One label found.
 #[derive(Debug, Clone)]
@@ -354,19 +288,7 @@ pub(crate) async fn blame_fixes(
         .collect())
 }
 
-/// A later commit as evidence.
-pub(crate) fn evidence_commit(c: &Commit) -> EvidenceCommit {
-    EvidenceCommit {
-        commit: c.id.clone(),
-        summary: c.summary().to_owned(),
-        date: c.date,
-    }
-}
-
 /// The spec file's `[eval] fix_pattern`, read without validating the rest.
 pub(crate) fn configured_fix_pattern(spec: &Path) -> Result<Option<String>, String> {
     crate::config::spec_string(spec, "eval", "fix_pattern")
 }
-
-/// Looks at changes' heads: what `collect` found of each run's own commits.
-pub(crate) type Changes = HashMap<String, Change>;

@@ -14,7 +14,7 @@ use std::path::Path;
 use futures::StreamExt as _;
 use gate_evidence::ledger::BlamedLine;
 
-use super::HarvestError;
+use super::error::HarvestError;
 use super::patch::{FileChange, Patch, squeezed};
 use crate::git::Git;
 

@@ -114,7 +114,7 @@ CREATE TABLE harvest_states (
 
 /// An outcome's evidence as stored; text that does not read is kept as
 /// none (the envelope then no longer vouches for the row).
-pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::OutcomeEvidence> {
+pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::entries::OutcomeEvidence> {
     text.and_then(|t| serde_json::from_str(t).ok())
 }
 

@@ -149,7 +149,7 @@ fn outcome(r: &Row<'_>) -> Result<OutcomeEntry, rusqlite::Error> {
 
 /// An outcome's evidence as stored; text that does not read is kept as
 /// none (the envelope then no longer vouches for the row).
-pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::OutcomeEvidence> {
+pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::entries::OutcomeEvidence> {
     text.and_then(|t| serde_json::from_str(t).ok())
 }
 
