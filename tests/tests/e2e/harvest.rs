@@ -175,7 +175,7 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
     d[4] = "value_5 = 'd'".into();
     r.feature("survivor", &ago(87, 0), "src/d.py", &refs(&d));
     let run_survivor = r.verify("survivor", true);
-    r.squash(&ago(87, 1), "survivor");
+    let squash_survivor = r.squash(&ago(87, 1), "survivor");
 
     // Squashed, reverted, but a person said fine first: the person wins.
     let mut p = base.clone();
@@ -540,6 +540,35 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
         .assert_exit(0)
         .stdout_has("gate_source_false_pass_ratio{source=\"git:revert\"} 1")
         .stdout_has("gate_not_integrated_runs 2");
+
+    // A stronger label later replaces a weaker harvested one; the earlier
+    // stays as history.
+    r.git(&ago(1, 0), &["revert", "--no-edit", &squash_survivor]);
+    let later = r
+        .env
+        .gate(&["outcome", "harvest", "--format", "json"])
+        .run();
+    later.assert_exit(0);
+    let later = later.json();
+    assert_eq!(later["recorded"], 1, "{later:#}");
+    let survivor = &by_run(&later)[&run_survivor];
+    assert_eq!(survivor["source"], "git:revert");
+    assert_eq!(survivor["fate"], "replaced");
+    assert_eq!(survivor["replaced"], "git:survived");
+    let ledger = Ledger::open(r.env.path().join(".gate/ledger.db")).unwrap();
+    let history: Vec<Option<String>> = ledger
+        .outcomes(&run_survivor)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.source)
+        .collect();
+    assert_eq!(
+        history,
+        [
+            Some("git:survived".to_owned()),
+            Some("git:revert".to_owned())
+        ]
+    );
 }
 
 #[test]
