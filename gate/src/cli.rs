@@ -93,7 +93,8 @@ pub(crate) enum Command {
     },
     /// List the house rules that apply to files; check or test them.
     Rules(RulesArgs),
-    /// Record what happened after a run's decision: it later broke, or it was fine.
+    /// Record what happened after a run's decision (it later broke, or it was
+    /// fine), or harvest it from git history.
     Outcome(OutcomeArgs),
     /// The false-pass scorecard: how often an approved run later broke, cost, breakdowns.
     Report(ReportArgs),
@@ -238,7 +239,7 @@ pub(crate) struct RulesTestArgs {
 #[command(
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    subcommand_value_name = "harvest",
+    subcommand_value_name = "COMMAND",
     group(ArgGroup::new("what").required(true).args(["broken", "fine"]))
 )]
 pub(crate) struct OutcomeArgs {
