@@ -202,6 +202,7 @@ fn decided_runs(ctx: &Context, ledger: &gate_evidence::Ledger) -> Result<Vec<Run
             Some(Run {
                 head: verified.commit?,
                 roots: verified.root_commits,
+                uncommitted: verified.uncommitted,
                 outcomes: vouched.remove(&r.entry.run_id).unwrap_or_default(),
                 id: r.entry.run_id,
                 spec_id: r.entry.spec_id,
@@ -279,6 +280,13 @@ fn harvest_text(h: &Harvest, dry_run: bool) -> String {
         h.pending.len(),
         h.not_integrated.len(),
     );
+    if h.uncommitted > 0 {
+        let _ = write!(
+            out,
+            "; {} runs that verified uncommitted files left alone",
+            h.uncommitted
+        );
+    }
     if h.elsewhere > 0 {
         let _ = write!(
             out,
@@ -345,6 +353,7 @@ fn harvest_json(h: &Harvest, dry_run: bool) -> serde_json::Value {
         "dry_run": dry_run,
         "runs": h.runs,
         "elsewhere": h.elsewhere,
+        "uncommitted": h.uncommitted,
         "recorded": recorded,
         "broken": broken,
         "fine": recorded - broken,

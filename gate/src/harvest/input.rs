@@ -36,6 +36,9 @@ pub(crate) struct Run {
     pub head: String,
     /// The repository's root commits it recorded.
     pub roots: Vec<String>,
+    /// How many of the workspace's files differed from `head` when the
+    /// run verified it: what such a run decided on is not a commit.
+    pub uncommitted: usize,
     /// The outcomes it has that the gate vouches for, oldest first.
     pub outcomes: Vec<gate_evidence::ledger::OutcomeEntry>,
 }

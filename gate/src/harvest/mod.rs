@@ -55,6 +55,10 @@ pub(crate) struct Harvest {
     pub runs: usize,
     /// Runs of other repositories, or that recorded none, left alone.
     pub elsewhere: usize,
+    /// Runs of this repository that verified files differing from their
+    /// head commit, left alone: where what they decided on landed cannot
+    /// be told from the commit.
+    pub uncommitted: usize,
     /// Labels, each with its fate.
     pub found: Vec<Found>,
     /// Runs whose change has not landed (looked at again next time).
@@ -93,16 +97,17 @@ pub(crate) async fn harvest(
         .into_iter()
         .collect();
     let total = runs.len();
-    let runs: Vec<Run> = runs
+    let (runs, uncommitted): (Vec<Run>, Vec<Run>) = runs
         .into_iter()
         .filter(|r| r.roots.iter().any(|root| roots.contains(root)))
         .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
-        .collect();
+        .partition(|r| r.uncommitted == 0);
     let mut out = Harvest {
         branch,
         tip: tip.clone(),
         runs: runs.len(),
-        elsewhere: total - runs.len(),
+        elsewhere: total - runs.len() - uncommitted.len(),
+        uncommitted: uncommitted.len(),
         ..Harvest::default()
     };
     if runs.is_empty() {

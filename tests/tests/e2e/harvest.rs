@@ -238,6 +238,11 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
     let run_abandoned = r.verify("abandoned", false);
     r.git(&ago(81, 1), &["checkout", "-q", "main"]);
 
+    // Verified files its head does not hold: left alone.
+    r.env.write("src/dirty.py", "x = 1\n");
+    let run_dirty = r.verify("dirty", true);
+    std::fs::remove_file(r.env.path().join("src/dirty.py")).unwrap();
+
     // What happened after.
     r.git(&ago(70, 0), &["revert", "--no-edit", &squash_reverted]);
     r.git(&ago(70, 1), &["revert", "--no-edit", &squash_person]);
@@ -438,6 +443,8 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
     assert!(not_integrated.contains(&run_abandoned.as_str()));
     assert!(not_integrated.contains(&run_merged_failed.as_str()));
     assert_eq!(doc["pending"], 1);
+    assert_eq!(doc["uncommitted"], 1, "{doc:#}");
+    assert!(!labels.contains_key(&run_dirty));
 
     // The person's outcome stands, alone; every harvested one is signed.
     let ledger = Ledger::open(r.env.path().join(".gate/ledger.db")).unwrap();
@@ -482,11 +489,11 @@ fn one_harvest_labels_each_run_from_the_history_alone() {
         report["false_fail"]
     );
     assert_eq!(report["not_integrated"], 2);
-    // Decided: 11 approved or failed runs; 3 without an outcome (two
-    // never landed, one still inside its window).
+    // Decided: 12 approved or failed runs; 4 without an outcome (two
+    // never landed, one still inside its window, one left alone).
     assert_eq!(
         report["without_outcome"],
-        serde_json::json!({"share": 3.0 / 11.0, "runs": 3, "decided": 11})
+        serde_json::json!({"share": 4.0 / 12.0, "runs": 4, "decided": 12})
     );
     let by = &report["by"]["source"];
     assert_eq!(by["git:revert"]["false_pass"]["broken"], 1, "{by:#}");
