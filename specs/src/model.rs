@@ -752,7 +752,7 @@ impl LedgerSection {
 pub struct EvalSection {
     /// A regular expression a commit message must match for the commit to
     /// count as a fix (SZZ); default: the usual fix, bug and regression
-    /// words, case-insensitive. Add issue keys with an alternative, e.g.
+    /// words, case-insensitive. Add a tracker's keys with an alternative, e.g.
     /// `(?i)\b(fix(e[sd])?|bugs?|regressions?)\b|\bSHOP-[0-9]+\b`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix_pattern: Option<String>,
