@@ -53,7 +53,8 @@ pub(crate) struct Harvest {
     pub tip: String,
     /// Runs looked at (of this repository, decided, with a head).
     pub runs: usize,
-    /// Runs of other repositories, or that recorded none, left alone.
+    /// Runs (in `--since`) of other repositories, or that recorded none,
+    /// left alone.
     pub elsewhere: usize,
     /// Runs of this repository that verified files differing from their
     /// head commit, left alone: where what they decided on landed cannot
@@ -96,11 +97,14 @@ pub(crate) async fn harvest(
         .await
         .into_iter()
         .collect();
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
+        .collect();
     let total = runs.len();
     let (runs, uncommitted): (Vec<Run>, Vec<Run>) = runs
         .into_iter()
         .filter(|r| r.roots.iter().any(|root| roots.contains(root)))
-        .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
         .partition(|r| r.uncommitted == 0);
     let mut out = Harvest {
         branch,
