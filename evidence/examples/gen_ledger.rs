@@ -407,6 +407,7 @@ fn generate(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             source: Some("ci".into()),
             recorded_at: recorded + Duration::seconds(i64::try_from(k).unwrap_or(0)),
             envelope: None,
+            evidence: None,
         };
         outcomes.push(seal(&outcome, &key));
         if outcomes.len() == BATCH {

@@ -93,7 +93,8 @@ pub(crate) enum Command {
     },
     /// List the house rules that apply to files; check or test them.
     Rules(RulesArgs),
-    /// Record what happened after a run's decision: it later broke, or it was fine.
+    /// Record what happened after a run's decision (it later broke, or it was
+    /// fine), or harvest it from git history.
     Outcome(OutcomeArgs),
     /// The gate as a coding agent's Stop hook (Claude Code, Codex), and its installer.
     #[command(subcommand)]
@@ -300,12 +301,21 @@ pub(crate) struct HookInstallArgs {
     pub user: bool,
 }
 
-/// `gate outcome`.
+/// `gate outcome RUN (--broken|--fine)`, or `gate outcome harvest`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("what").required(true).args(["broken", "fine"])))]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    subcommand_value_name = "COMMAND",
+    group(ArgGroup::new("what").required(true).args(["broken", "fine"]))
+)]
 pub(crate) struct OutcomeArgs {
+    /// Harvest outcomes from git instead of recording one.
+    #[command(subcommand)]
+    pub command: Option<OutcomeCommand>,
     /// A run id (or unique prefix) from the ledger.
-    pub run: String,
+    #[arg(required = true)]
+    pub run: Option<String>,
     /// What the run decided on later broke (a CI failure, a revert, an incident).
     #[arg(long)]
     pub broken: bool,
@@ -315,9 +325,57 @@ pub(crate) struct OutcomeArgs {
     /// Why: what broke, or how it was checked.
     #[arg(long, value_name = "T")]
     pub reason: Option<String>,
-    /// Where the news came from (a CI job, an incident id, a person).
+    /// Where the news came from (a CI job, an incident id, a person); not
+    /// one beginning `git:`, which are the harvester's.
     #[arg(long, value_name = "T")]
     pub source: Option<String>,
+}
+
+/// `gate outcome harvest`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum OutcomeCommand {
+    /// Label decided runs from what happened in git after them: reverted,
+    /// named by a fix, blamed by a fix (SZZ), or survived.
+    Harvest(HarvestArgs),
+    /// Show the commits SZZ blames for fix commits, as harvest blames them
+    /// (to audit a `git:szz` label).
+    Blame(BlameArgs),
+}
+
+/// `gate outcome blame`.
+#[derive(Debug, Args)]
+pub(crate) struct BlameArgs {
+    /// Fix commits (ids or revisions).
+    #[arg(required = true, value_name = "FIX")]
+    pub fixes: Vec<String>,
+    /// One line per blamed line, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// `gate outcome harvest`.
+#[derive(Debug, Args)]
+pub(crate) struct HarvestArgs {
+    /// The integration branch (default: the remote's default branch,
+    /// `origin/HEAD`, else the branch checked out).
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// Days after landing within which a fix is blamed (SZZ), and that a
+    /// change must live through to survive (by commit dates).
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub window: u32,
+    /// Later commits on the branch a change must live through to survive.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub min_commits: u32,
+    /// Only runs started on or after this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Say what would be recorded, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One line per label, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
 }
 
 /// `gate report`.
@@ -335,6 +393,23 @@ pub(crate) struct ReportArgs {
     /// Only this spec id.
     #[arg(long, value_name = "ID")]
     pub spec: Option<String>,
+    /// Count only outcomes of at least this confidence (0 to 1): a
+    /// person's is 1; a harvested one's is its source's (see docs/outcomes.md).
+    #[arg(long, value_name = "C", default_value_t = 0.0, value_parser = confidence)]
+    pub min_confidence: f64,
+}
+
+/// A confidence from 0 to 1.
+fn confidence(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
+        _ => Err(format!("{text:?} is not a number from 0 to 1")),
+    }
+}
+
+/// A confidence from 0 to 1 in hundredths (rounded up, so `0.9` counts 90).
+pub(crate) fn hundredths(c: f64) -> u8 {
+    (c * 100.0 - 1e-9).ceil().clamp(0.0, 100.0) as u8
 }
 
 /// `gate metrics`.
@@ -343,6 +418,9 @@ pub(crate) struct MetricsArgs {
     /// Write to this file atomically instead of stdout (for a textfile collector).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Count only outcomes of at least this confidence (0 to 1).
+    #[arg(long, value_name = "C", default_value_t = 0.0, value_parser = confidence)]
+    pub min_confidence: f64,
 }
 
 /// `gate keys …`.

@@ -164,36 +164,40 @@ fn placed(spec: &Path, reason: &str) -> String {
 /// `[ledger] url` of a spec file, read without validating the rest of it
 /// (commands other than `gate verify` only need this).
 fn spec_ledger_url(spec: &Path) -> Result<Option<String>, String> {
+    Ok(spec_string(spec, "ledger", "url")?.filter(|u| !u.trim().is_empty()))
+}
+
+/// A string key of a spec file's section (`[ledger] url`, `[eval]
+/// fix_pattern`), read without validating the rest of the file: `None`
+/// when the file or the key is not there.
+pub(crate) fn spec_string(spec: &Path, section: &str, key: &str) -> Result<Option<String>, String> {
     let bytes = match gate_specs::read_bounded(spec, gate_specs::TEXT_MAX_BYTES) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| e.to_string())?;
-    let url = match gate_specs::Format::from_path(spec) {
+    let not_string = || format!("[{section}] {key} is not a string");
+    let value = match gate_specs::Format::from_path(spec) {
         gate_specs::Format::Json => {
             let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-            match doc.get("ledger").and_then(|l| l.get("url")) {
+            match doc.get(section).and_then(|l| l.get(key)) {
                 None => None,
                 Some(serde_json::Value::String(u)) => Some(u.clone()),
-                Some(_) => return Err("[ledger] url is not a string".to_owned()),
+                Some(_) => return Err(not_string()),
             }
         }
         gate_specs::Format::Toml => {
             let doc: toml_edit::DocumentMut = text
                 .parse()
                 .map_err(|e: toml_edit::TomlError| e.message().to_owned())?;
-            match doc.get("ledger").and_then(|l| l.get("url")) {
+            match doc.get(section).and_then(|l| l.get(key)) {
                 None => None,
-                Some(item) => Some(
-                    item.as_str()
-                        .ok_or("[ledger] url is not a string")?
-                        .to_owned(),
-                ),
+                Some(item) => Some(item.as_str().ok_or_else(not_string)?.to_owned()),
             }
         }
     };
-    Ok(url.filter(|u| !u.trim().is_empty()))
+    Ok(value)
 }
 
 impl Context {

@@ -84,6 +84,10 @@ pub enum GateError {
     /// What was checked is bad: a bundle that does not verify, a cut ledger.
     #[error("{0}")]
     BadEvidence(String),
+
+    /// Outcomes could not be harvested from git.
+    #[error(transparent)]
+    Harvest(#[from] crate::harvest::error::HarvestError),
     /// What was to be checked could not be reached.
     #[error("{0}")]
     Unavailable(String),
@@ -164,7 +168,9 @@ impl GateError {
             | Self::Snapshot(_)
             | Self::Write { .. }
             | Self::Encode { .. }
-            | Self::Unavailable(_) => exit::INCOMPLETE,
+            | Self::Unavailable(_)
+            | Self::Harvest(crate::harvest::error::HarvestError::Git(_)) => exit::INCOMPLETE,
+            Self::Harvest(_) => exit::USAGE,
         }
     }
 }

@@ -34,6 +34,7 @@ pub(crate) mod exit;
 pub(crate) mod findings;
 pub(crate) mod git;
 pub(crate) mod guard;
+pub(crate) mod harvest;
 pub(crate) mod identity;
 pub(crate) mod init;
 pub(crate) mod interpreters;
@@ -68,8 +69,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{
-    Cli, Command, EvidenceCommand, HookCommand, KeysCommand, LedgerCommand, RoutingCommand,
-    RulesCommand, VerifyArgs,
+    Cli, Command, EvidenceCommand, HookCommand, KeysCommand, LedgerCommand, OutcomeCommand,
+    RoutingCommand, RulesCommand, VerifyArgs,
 };
 use crate::config::{Context, Verbosity};
 use crate::environment::{Environment, names};
@@ -247,7 +248,13 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
             Some(RulesCommand::Check(check)) => commands::rules::check(ctx, check),
             Some(RulesCommand::Test(test)) => commands::rules::test(ctx, test).await,
         },
-        Command::Outcome(args) => commands::outcome::record(ctx, &args),
+        Command::Outcome(args) => match &args.command {
+            Some(OutcomeCommand::Harvest(harvest)) => {
+                commands::outcome::harvest(ctx, harvest).await
+            }
+            Some(OutcomeCommand::Blame(blame)) => commands::outcome::blame(ctx, blame).await,
+            None => commands::outcome::record(ctx, &args),
+        },
         Command::Hook(HookCommand::ClaudeCode(args) | HookCommand::Codex(args)) => {
             commands::hook::run(ctx, &args).await
         }

@@ -850,6 +850,12 @@ pub struct Verified {
     /// (changed, added, removed, untracked and not ignored): 0 when the
     /// run verified exactly the commit.
     pub uncommitted: usize,
+    /// The repository's identity: its root commits (those without a
+    /// parent) reachable from `commit`, sorted. What `gate outcome harvest`
+    /// matches a repository by, so a shared ledger's runs of other
+    /// repositories are left alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub root_commits: Vec<String>,
 }
 
 /// One gate run, whole.

@@ -38,8 +38,8 @@ pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, NodeKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
 pub use model::{
-    BaseRuns, BuiltinExclude, BuiltinExcludeByCheck, Check, Criterion, Decider, Expect,
-    LedgerSection, OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode,
+    BaseRuns, BuiltinExclude, BuiltinExcludeByCheck, Check, Criterion, Decider, EvalSection,
+    Expect, LedgerSection, OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode,
     SandboxNetwork, SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
 };
 pub use parse::from_toml_str;

@@ -35,6 +35,9 @@ pub struct Spec {
     /// isolated.
     #[serde(default, skip_serializing_if = "SandboxSection::is_empty")]
     pub sandbox: SandboxSection,
+    /// `[eval]`: how `gate outcome harvest` reads the history.
+    #[serde(default, skip_serializing_if = "EvalSection::is_empty")]
+    pub eval: EvalSection,
 }
 
 /// `[spec]`.
@@ -740,6 +743,24 @@ pub struct LedgerSection {
 impl LedgerSection {
     fn is_empty(&self) -> bool {
         self.url.is_none()
+    }
+}
+
+/// `[eval]`: how `gate outcome harvest` labels runs from git history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSection {
+    /// A regular expression a commit message must match for the commit to
+    /// count as a fix (SZZ); default: the usual fix, bug and regression
+    /// words, case-insensitive. Add a tracker's keys with an alternative, e.g.
+    /// `(?i)\b(fix(e[sd])?|bugs?|regressions?)\b|\bSHOP-[0-9]+\b`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix_pattern: Option<String>,
+}
+
+impl EvalSection {
+    fn is_empty(&self) -> bool {
+        self.fix_pattern.is_none()
     }
 }
 

@@ -115,6 +115,7 @@ fn shop() -> Spec {
         policy: Policy::default(),
         ledger: LedgerSection::default(),
         sandbox: SandboxSection::default(),
+        eval: gate_specs::EvalSection::default(),
     }
 }
 

@@ -71,10 +71,77 @@ pub struct OutcomeEntry {
     pub source: Option<String>,
     /// When it was recorded.
     pub recorded_at: DateTime<Utc>,
+    /// What the history showed, for an outcome harvested from git (`None`
+    /// for one a person recorded). Signed with the rest; absent from the
+    /// payload when `None`, so envelopes from before it still vouch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<OutcomeEvidence>,
     /// The DSSE envelope (JSON text) signing the fields above; `None` for
     /// an outcome recorded before outcomes were signed, or planted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<String>,
+}
+
+/// A harvest state: the run's change is not on the branch yet.
+pub const NOT_INTEGRATED: &str = "not_integrated";
+
+/// Where sources reserved to the harvester begin: a person's outcome may
+/// not claim one.
+pub const HARVESTED_SOURCE_PREFIX: &str = "git:";
+
+/// What a harvested outcome rests on: the commits that landed the run's
+/// change, the later commits that said something about them, the lines
+/// blamed, and how far the label is to be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutcomeEvidence {
+    /// How far the label is trusted, in hundredths (0–100).
+    pub confidence: u8,
+    /// The commits on the integration branch that carry the run's change.
+    pub landed: Vec<String>,
+    /// How it landed: `merge` (the head is on the branch), `patch` (a
+    /// commit with the same patch id) or `tree` (a commit with the same tree).
+    pub landed_by: String,
+    /// The later commits the label rests on (the revert, the fix).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<EvidenceCommit>,
+    /// The lines a fix changed that blame to a landed commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blamed: Vec<BlamedLine>,
+    /// For a survival: how many later commits, over how many days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survived: Option<Survival>,
+}
+
+/// A later commit a harvested label rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceCommit {
+    /// Its full id.
+    pub commit: String,
+    /// The first line of its message, as written (untrusted text).
+    pub summary: String,
+    /// Its commit date.
+    pub date: DateTime<Utc>,
+}
+
+/// A line a fix deleted or modified, and the landed commit it blamed to on
+/// the fix's parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlamedLine {
+    /// The file, as named in the fix's parent.
+    pub file: String,
+    /// The line number in the fix's parent.
+    pub line: u32,
+    /// The commit that last changed it.
+    pub commit: String,
+}
+
+/// How long a landed change lived with no sign of breaking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Survival {
+    /// Commits on the branch after it landed.
+    pub later_commits: u32,
+    /// Whole days from landing to the newest commit looked at.
+    pub days: u32,
 }
 
 /// A human's dismissal of a finding: not raised again unless its code changes.

@@ -50,8 +50,9 @@ pub mod verify;
 mod tests;
 
 pub use entries::{
-    BUNDLE_IN_LEDGER, BaseResult, BreakerRecord, Dismissal, LedgerRow, OutcomeEntry, OverrideEntry,
-    RunEntry, RunFilter,
+    BUNDLE_IN_LEDGER, BaseResult, BlamedLine, BreakerRecord, Dismissal, EvidenceCommit,
+    HARVESTED_SOURCE_PREFIX, LedgerRow, NOT_INTEGRATED, OutcomeEntry, OutcomeEvidence,
+    OverrideEntry, RunEntry, RunFilter, Survival,
 };
 #[cfg(feature = "stores")]
 pub use error::LedgerError;

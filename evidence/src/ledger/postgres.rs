@@ -71,6 +71,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_7_SIGNED_EVENTS,
     events::MIGRATION_8_BREAKER_ERROR,
     events::MIGRATION_9_DISMISSED_BY,
+    events::MIGRATION_10_OUTCOME_EVIDENCE,
+    events::MIGRATION_11_HARVEST_STATES,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's

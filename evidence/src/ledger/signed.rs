@@ -301,7 +301,43 @@ mod tests {
             source: None,
             recorded_at: Utc::now(),
             envelope: None,
+            evidence: None,
         }
+    }
+
+    #[test]
+    fn a_harvested_outcome_vouches_for_its_evidence_too() {
+        let key = SigningKey::from_seed(&[1; 32]);
+        let trusted = [key.public_key().clone()];
+        let mut harvested = outcome();
+        harvested.source = Some("git:revert".into());
+        harvested.evidence = Some(crate::ledger::OutcomeEvidence {
+            confidence: 95,
+            landed: vec!["a".repeat(40)],
+            landed_by: "merge".into(),
+            ..Default::default()
+        });
+        let sealed = seal(&harvested, &key);
+        assert!(vouch(&sealed, &trusted).is_ok());
+        let mut raised = sealed.clone();
+        if let Some(e) = raised.evidence.as_mut() {
+            e.confidence = 100;
+        }
+        let Err(Unvouched::Disagrees(d)) = vouch(&raised, &trusted) else {
+            panic!("a raised confidence still vouches");
+        };
+        assert_eq!(d[0].column, "evidence.confidence");
+        // An outcome without evidence signs no `evidence` field: envelopes
+        // made before the field existed still vouch.
+        let plain = seal(&outcome(), &key);
+        let payload = dsse::verify(
+            plain.envelope.as_deref().unwrap_or("").as_bytes(),
+            OUTCOME_PAYLOAD_TYPE,
+            &trusted,
+        )
+        .map(|v| String::from_utf8_lossy(&v.payload).into_owned())
+        .unwrap_or_default();
+        assert!(!payload.contains("evidence"), "{payload}");
     }
 
     #[test]

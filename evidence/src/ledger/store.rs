@@ -181,6 +181,22 @@ impl Ledger {
         each!(self, l => l.add_outcomes(outcomes))
     }
 
+    /// Records what a harvest found of each run (`run_id`, one of
+    /// [`NOT_INTEGRATED`](super::NOT_INTEGRATED), `pending`, `labelled`),
+    /// over what an earlier harvest found.
+    pub fn set_harvest_states(
+        &mut self,
+        states: &[(String, String)],
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), LedgerError> {
+        each!(self, l => l.set_harvest_states(states, at))
+    }
+
+    /// What the last harvest found of each run it looked at: (seq, state).
+    pub fn harvest_states(&self) -> Result<Vec<(u64, String)>, LedgerError> {
+        each!(self, l => l.harvest_states())
+    }
+
     /// Every outcome of a run, oldest first.
     pub fn outcomes(&self, run_id: &str) -> Result<Vec<OutcomeEntry>, LedgerError> {
         each!(self, l => l.outcomes(run_id))

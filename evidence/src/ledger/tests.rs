@@ -87,6 +87,7 @@ both_stores!(
     copy_refuses_a_non_empty_target,
     scans_honour_the_scope,
     outcome_states_and_dismissals,
+    harvest_states_keep_the_latest_finding,
     migration_3_backfills_what_append_writes,
     a_cut_ledger_keeps_no_stale_report_rows,
     bundles_kept_in_the_ledger,
@@ -578,6 +579,7 @@ fn outcomes_keep_history_latest_counts(store: &Store) {
             source: None,
             recorded_at: now(),
             envelope: None,
+            evidence: None,
         })
         .unwrap();
     }
@@ -597,6 +599,7 @@ fn outcomes_keep_history_latest_counts(store: &Store) {
         source: None,
         recorded_at: now(),
         envelope: None,
+        evidence: None,
     });
     assert!(matches!(missing, Err(LedgerError::NotFound(_))));
 }
@@ -841,6 +844,35 @@ fn scans_honour_the_scope(store: &Store) {
     );
 }
 
+fn harvest_states_keep_the_latest_finding(store: &Store) {
+    let mut l = store.open();
+    for (i, id) in ["r1", "r2"].iter().enumerate() {
+        l.append(
+            &report_entry(id, "s", "pass", i as u32 + 1, serde_json::json!({})),
+            id.as_bytes(),
+        )
+        .unwrap();
+    }
+    let state = |r: &str, s: &str| (r.to_owned(), s.to_owned());
+    l.set_harvest_states(
+        &[state("r1", NOT_INTEGRATED), state("r2", "pending")],
+        now(),
+    )
+    .unwrap();
+    l.set_harvest_states(&[state("r1", "labelled")], now())
+        .unwrap();
+    assert_eq!(
+        l.harvest_states().unwrap(),
+        [(1, "labelled".to_owned()), (2, "pending".to_owned())]
+    );
+    // A run the ledger does not hold records nothing.
+    assert!(
+        l.set_harvest_states(&[state("nope", "pending")], now())
+            .is_err()
+    );
+    assert_eq!(l.harvest_states().unwrap().len(), 2);
+}
+
 fn outcome_states_and_dismissals(store: &Store) {
     let mut l = store.open();
     for (i, id) in ["r1", "r2", "r3", "r4"].iter().enumerate() {
@@ -858,6 +890,23 @@ fn outcome_states_and_dismissals(store: &Store) {
         source: None,
         recorded_at: at(h),
         envelope: Some(format!("signed {run} {h}")),
+        // One harvested outcome: its evidence reads back whole.
+        evidence: (run == "r1" && h == 8).then(|| crate::ledger::OutcomeEvidence {
+            confidence: 95,
+            landed: vec!["a".repeat(40)],
+            landed_by: "patch".into(),
+            commits: vec![crate::ledger::EvidenceCommit {
+                commit: "b".repeat(40),
+                summary: "Revert \"x\"".into(),
+                date: at(7),
+            }],
+            blamed: vec![crate::ledger::BlamedLine {
+                file: "src/x.rs".into(),
+                line: 3,
+                commit: "a".repeat(40),
+            }],
+            survived: None,
+        }),
     };
     // Latest by the order recorded, not by the time given.
     l.add_outcomes(&[
@@ -971,12 +1020,13 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
     assert!(appended.len() > 2 * extras().len(), "{appended:#?}");
     drop(l);
     // Back to schema 2 (the bundles of schema 4, the envelopes of schema 7
-    // and the breakers' errors of schema 8 go too), then up again.
+    // and the columns and table of schemas 8 to 11 go too), then up again.
     store.execute(
         "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
          DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
          ALTER TABLE breakers DROP COLUMN last_error; ALTER TABLE dismissals DROP COLUMN by_name; \
+         ALTER TABLE outcomes DROP COLUMN evidence; DROP TABLE harvest_states; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();
@@ -1153,6 +1203,7 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
             source: Some("ci".into()),
             recorded_at: now(),
             envelope: None,
+            evidence: None,
         })
         .unwrap();
     }

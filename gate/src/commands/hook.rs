@@ -331,7 +331,10 @@ fn block_reason(doc: &Value) -> String {
         .filter(|i| i["status"] == "failed")
     {
         // `task_tests` reads as "task tests".
-        let kind = item["kind"].as_str().unwrap_or("criterion").replace('_', " ");
+        let kind = item["kind"]
+            .as_str()
+            .unwrap_or("criterion")
+            .replace('_', " ");
         let _ = write!(out, "\n{kind} `{}`", text(&item["id"]));
         if let Some(task) = item["task"].as_str() {
             let _ = write!(out, " (task `{task}`)");

@@ -16,10 +16,11 @@ pub(crate) fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError
     if let Some(why) = &none_yet {
         output::stderr(&format!("gate: {why}"));
     }
-    let card = Scorecard::build(
+    let card = Scorecard::build_with(
         &ledger.ledger,
         &ReportScope::default(),
         &super::report::report_keys(ctx),
+        crate::cli::hundredths(args.min_confidence),
     )?;
     let text = prometheus::render(&card);
     match &args.output {

@@ -90,7 +90,12 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
         output::stderr(&format!("gate: {why}"));
     }
     let started = std::time::Instant::now();
-    let card = Scorecard::build(&ledger.ledger, &scope, &report_keys(ctx))?;
+    let card = Scorecard::build_with(
+        &ledger.ledger,
+        &scope,
+        &report_keys(ctx),
+        crate::cli::hundredths(args.min_confidence),
+    )?;
     tracing::info!(
         runs = card.total.runs,
         elapsed_ms = started.elapsed().as_millis(),

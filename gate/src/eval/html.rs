@@ -262,6 +262,7 @@ pub(crate) fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
     trend_sections(&mut out, card_, &axis);
     cost_section(&mut out, card_, &axis);
     recent_section(&mut out, card_);
+    sources_section(&mut out, card_);
     breakdowns_section(&mut out, card_);
     let _ = write!(
         out,
@@ -300,6 +301,26 @@ fn cards(out: &mut String, card_: &Scorecard) {
             thousands(ff.hits),
             thousands(ff.with_outcome),
             thousands(ff.unknown)
+        ),
+    );
+    let (without, decided) = card_.without_outcome();
+    card(
+        out,
+        "Without an outcome",
+        &percent(super::stats::ratio(without, decided)),
+        &format!(
+            "{} of {} decided runs · {} not integrated yet (as the last harvest found){}",
+            thousands(without),
+            thousands(decided),
+            thousands(card_.not_integrated),
+            if card_.min_confidence > 0 {
+                format!(
+                    " · outcomes below confidence {:.2} not counted",
+                    f64::from(card_.min_confidence) / 100.0
+                )
+            } else {
+                String::new()
+            }
         ),
     );
     card(
@@ -452,11 +473,11 @@ fn recent_section(out: &mut String, card_: &Scorecard) {
     if card_.recent_false_passes.is_empty() {
         out.push_str(r#"<p class="note">None recorded.</p>"#);
     } else {
-        out.push_str(r#"<div class="table-wrap"><table id="false-passes"><thead><tr><th>run</th><th>spec</th><th>tier</th><th>started</th><th>models</th><th>why broken</th><th>source</th><th>bundle</th></tr></thead><tbody>"#);
+        out.push_str(r#"<div class="table-wrap"><table id="false-passes"><thead><tr><th>run</th><th>spec</th><th>tier</th><th>started</th><th>models</th><th>why broken</th><th>source</th><th>evidence</th><th>bundle</th></tr></thead><tbody>"#);
         for p in &card_.recent_false_passes {
             let _ = write!(
                 out,
-                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="wrap">{}</td><td class="wrap">{}</td><td>{}</td><td><a href="{}">{}</a></td></tr>"#,
+                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="wrap">{}</td><td class="wrap">{}</td><td>{}</td><td class="wrap">{}</td><td><a href="{}">{}</a></td></tr>"#,
                 escape(&p.run_id),
                 escape(&p.spec_id),
                 escape(&p.tier),
@@ -464,6 +485,7 @@ fn recent_section(out: &mut String, card_: &Scorecard) {
                 escape(&p.models.join(", ")),
                 escape(p.reason.as_deref().unwrap_or("—")),
                 escape(p.source.as_deref().unwrap_or("—")),
+                evidence_cell(p.evidence.as_ref()),
                 escape(&bundle_href(&p.bundle_path)),
                 escape(&p.bundle_path)
             );
@@ -471,6 +493,76 @@ fn recent_section(out: &mut String, card_: &Scorecard) {
         out.push_str("</tbody></table></div>");
     }
     out.push_str("</section>");
+}
+
+/// A harvested outcome's evidence, escaped: the commits it rests on with
+/// their messages' first lines, then the blamed lines.
+fn evidence_cell(evidence: Option<&gate_evidence::ledger::OutcomeEvidence>) -> String {
+    let Some(e) = evidence else {
+        return "—".to_owned();
+    };
+    let short = |id: &str| id.get(..12).unwrap_or(id).to_owned();
+    let mut parts: Vec<String> = e
+        .commits
+        .iter()
+        .map(|c| {
+            format!(
+                "<code>{}</code> {} ({})",
+                escape(&short(&c.commit)),
+                escape(&c.summary),
+                c.date.format("%Y-%m-%d")
+            )
+        })
+        .collect();
+    if !e.blamed.is_empty() {
+        let lines: Vec<String> = e
+            .blamed
+            .iter()
+            .map(|b| {
+                format!(
+                    "{}:{} ← <code>{}</code>",
+                    escape(&b.file),
+                    b.line,
+                    escape(&short(&b.commit))
+                )
+            })
+            .collect();
+        parts.push(format!("blamed: {}", lines.join(", ")));
+    }
+    let landed: Vec<String> = e.landed.iter().map(|c| escape(&short(c))).collect();
+    parts.push(format!(
+        "landed ({}) as {} · confidence {:.2}",
+        escape(&e.landed_by),
+        landed.join(", "),
+        f64::from(e.confidence) / 100.0
+    ));
+    parts.join("<br>")
+}
+
+/// The rates by where the outcomes came from.
+fn sources_section(out: &mut String, card_: &Scorecard) {
+    out.push_str(r#"<section id="by-source"><h2>By outcome source</h2><p class="note">Who or what said how each decided run turned out: a person, an override, or the history of the branch (gate outcome harvest).</p>"#);
+    if card_.by.source.is_empty() {
+        out.push_str(r#"<p class="note">No outcome recorded.</p></section>"#);
+        return;
+    }
+    out.push_str(r#"<div class="table-wrap"><table id="source-table"><thead><tr><th>source</th><th class="num">runs</th><th class="num">false pass</th><th class="num">broken / approved</th><th class="num">false fail</th><th class="num">fine / failed</th></tr></thead><tbody>"#);
+    for (key, g) in &card_.by.source {
+        let (fp, ff) = (g.false_pass(), g.false_fail());
+        let _ = write!(
+            out,
+            r#"<tr><td>{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{} / {}</td><td class="num">{}</td><td class="num">{} / {}</td></tr>"#,
+            escape(key),
+            thousands(g.approved + g.failed),
+            percent(fp.rate()),
+            thousands(fp.hits),
+            thousands(fp.with_outcome),
+            percent(ff.rate()),
+            thousands(ff.hits),
+            thousands(ff.with_outcome),
+        );
+    }
+    out.push_str("</tbody></table></div></section>");
 }
 
 /// The tables by role, coding agent and spec.

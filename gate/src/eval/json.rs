@@ -40,6 +40,22 @@ fn breakdown(groups: &BTreeMap<String, Group>, whole_runs: bool) -> Value {
     Value::Object(out)
 }
 
+/// Each source's runs, false-pass and false-fail rate (runs with an
+/// outcome only, so nothing is unknown).
+fn sources(groups: &BTreeMap<String, Group>) -> Value {
+    let mut out = Map::new();
+    for (key, g) in groups {
+        let (fp, ff) = (g.false_pass(), g.false_fail());
+        out.insert(
+            key.clone(),
+            json!({"runs": g.approved + g.failed,
+                   "false_pass": {"rate": fp.rate(), "broken": fp.hits, "with_outcome": fp.with_outcome},
+                   "false_fail": {"rate": ff.rate(), "fine": ff.hits, "with_outcome": ff.with_outcome}}),
+        );
+    }
+    Value::Object(out)
+}
+
 fn spread<T: serde::Serialize + Copy>(s: &Spread<T>) -> Value {
     json!({"median": s.median, "p90": s.p90, "total": s.total})
 }
@@ -52,6 +68,7 @@ pub(crate) fn render(card: &Scorecard) -> Value {
     let (fp_rate, fp_low, fp_high) = rate_with_interval(&fp);
     let (ff_rate, ff_low, ff_high) = rate_with_interval(&ff);
     let f = &card.findings;
+    let (without, decided) = card.without_outcome();
     json!({
         "format_version": FORMAT_VERSION,
         "since": card.scope.since.map(|s| s.to_rfc3339_opts(SecondsFormat::Secs, true)),
@@ -60,6 +77,10 @@ pub(crate) fn render(card: &Scorecard) -> Value {
                        "broken": fp.hits, "with_outcome": fp.with_outcome, "unknown": fp.unknown},
         "false_fail": {"rate": ff_rate, "low": ff_low, "high": ff_high,
                        "fine": ff.hits, "with_outcome": ff.with_outcome, "unknown": ff.unknown},
+        "without_outcome": {"share": super::stats::ratio(without, decided), "runs": without,
+                            "decided": decided},
+        "not_integrated": card.not_integrated,
+        "min_confidence": f64::from(card.min_confidence) / 100.0,
         "override_rate": t.override_rate(),
         "escalation_rate": t.escalation_rate(),
         "did_not_run_rate": t.did_not_run_rate(),
@@ -79,6 +100,7 @@ pub(crate) fn render(card: &Scorecard) -> Value {
             "spec": breakdown(&card.by.spec, true),
             "agent": breakdown(&card.by.agent, true),
             "week": breakdown(&card.by.week, true),
+            "source": sources(&card.by.source),
         },
     })
 }

@@ -167,6 +167,7 @@ pub(crate) fn render(card: &Scorecard) -> String {
     seats(&mut e, card);
     findings(&mut e, card);
     rates(&mut e, card);
+    sources(&mut e, card);
     spreads(&mut e, card);
     e.out
 }
@@ -339,6 +340,48 @@ fn findings(e: &mut Exposition, card: &Scorecard) {
         "Findings each spec's latest run still raises (not dismissed).",
     );
     e.sample("gate_findings_open", &[], f.open as f64);
+}
+
+/// The rates by where outcomes came from, the runs without one and those
+/// not integrated yet.
+fn sources(e: &mut Exposition, card: &Scorecard) {
+    e.per_group(
+        "gate_source_false_pass_ratio",
+        "gauge",
+        "The false-pass rate of the approved runs whose outcome came from each source \
+         (person, override, git:revert, git:fixes, git:szz, git:survived).",
+        "source",
+        &card.by.source,
+        |g| g.false_pass().rate(),
+    );
+    e.per_group(
+        "gate_source_false_fail_ratio",
+        "gauge",
+        "The false-fail rate of the failed runs whose outcome came from each source.",
+        "source",
+        &card.by.source,
+        |g| g.false_fail().rate(),
+    );
+    e.per_group(
+        "gate_source_runs",
+        "gauge",
+        "Decided runs whose outcome came from each source.",
+        "source",
+        &card.by.source,
+        |g| Some((g.approved + g.failed) as f64),
+    );
+    let (without, decided) = card.without_outcome();
+    e.ratio(
+        "gate_without_outcome_ratio",
+        "Decided runs (approved or failed) still without an outcome, of all decided runs.",
+        super::stats::ratio(without, decided),
+    );
+    e.family(
+        "gate_not_integrated_runs",
+        "gauge",
+        "Decided runs whose change the last `gate outcome harvest` found not integrated yet.",
+    );
+    e.sample("gate_not_integrated_runs", &[], card.not_integrated as f64);
 }
 
 /// What approved and failed runs later turned out to be, and the rates

@@ -92,11 +92,61 @@ pub(crate) fn effective_outcome(state: &OutcomeState) -> Outcome {
     }
 }
 
+/// Where the outcome a run counts with came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LabelSource {
+    /// A person's `gate outcome`, whatever source they named.
+    Person,
+    /// An override, with no outcome after it.
+    Override,
+    /// Harvested: `git:revert`.
+    Revert,
+    /// Harvested: `git:fixes`.
+    Fixes,
+    /// Harvested: `git:szz`.
+    Szz,
+    /// Harvested: `git:survived`.
+    Survived,
+}
+
+impl LabelSource {
+    /// The source of a recorded outcome.
+    fn of(outcome: &ledger::OutcomeEntry) -> Self {
+        match outcome.source.as_deref().map(str::trim) {
+            Some("git:revert") => Self::Revert,
+            Some("git:fixes") => Self::Fixes,
+            Some("git:szz") => Self::Szz,
+            Some("git:survived") => Self::Survived,
+            _ => Self::Person,
+        }
+    }
+
+    /// Its name in the report: `person`, `override`, or the harvested source.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Person => "person",
+            Self::Override => "override",
+            Self::Revert => "git:revert",
+            Self::Fixes => "git:fixes",
+            Self::Szz => "git:szz",
+            Self::Survived => "git:survived",
+        }
+    }
+}
+
+/// How far an outcome is trusted, in hundredths: a harvested one says in
+/// its evidence; a person's is trusted whole.
+fn confidence(outcome: &ledger::OutcomeEntry) -> u8 {
+    outcome.evidence.as_ref().map_or(100, |e| e.confidence)
+}
+
 /// What the passes after the first need to know about a run.
 #[derive(Debug, Clone, Copy, Default)]
 struct RunState {
     class: Class,
     outcome: Outcome,
+    /// Where its outcome came from, when it has one.
+    source: Option<LabelSource>,
     overridden: bool,
     tier: u32,
     week: u32,
@@ -318,6 +368,8 @@ pub(crate) struct FalsePass {
     pub reason: Option<String>,
     /// Where the news came from.
     pub source: Option<String>,
+    /// What a harvested outcome rests on (commits, blamed lines).
+    pub evidence: Option<ledger::OutcomeEvidence>,
     /// Its evidence bundle.
     pub bundle_path: String,
 }
@@ -337,6 +389,10 @@ pub(crate) struct Breakdowns {
     pub agent: BTreeMap<String, Group>,
     /// By ISO week the run started in (`2025-W09`).
     pub week: BTreeMap<String, Group>,
+    /// By where the counted outcome came from (`person`, `override`,
+    /// `git:revert`, `git:fixes`, `git:szz`, `git:survived`): runs with an
+    /// outcome only.
+    pub source: BTreeMap<String, Group>,
 }
 
 /// Everything `gate report` and `gate metrics` show.
@@ -366,6 +422,22 @@ pub(crate) struct Scorecard {
     pub recent_false_passes: Vec<FalsePass>,
     /// All false passes in scope.
     pub false_pass_count: u64,
+    /// Outcomes below this confidence (hundredths) were not counted.
+    pub min_confidence: u8,
+    /// Decided runs in scope the last harvest found not integrated yet.
+    pub not_integrated: u64,
+}
+
+impl Scorecard {
+    /// Decided runs (approved or failed) still without an outcome, and
+    /// how many runs were decided.
+    pub(crate) fn without_outcome(&self) -> (u64, u64) {
+        let t = &self.total;
+        (
+            t.false_pass().unknown + t.false_fail().unknown,
+            t.approved + t.failed,
+        )
+    }
 }
 
 /// The ISO week of a day, as `2025-W09`.
@@ -487,6 +559,7 @@ struct Pass {
     inputs: Vec<u64>,
     last_day: Option<(NaiveDate, u32)>,
     false_passes: Vec<u64>,
+    sources: Groups,
 }
 
 impl Pass {
@@ -535,6 +608,9 @@ impl Pass {
         add(self.weeks.at(st.week));
         if let Some(agent) = f.agent {
             add(self.agents.named(agent));
+        }
+        if let (Some(source), false) = (st.source, st.outcome == Outcome::Unknown) {
+            add(self.sources.named(source.name()));
         }
 
         if let Some(c) = f.cost_usd {
@@ -596,11 +672,24 @@ impl WeeklyGroups {
 }
 
 impl Scorecard {
-    /// Builds the scorecard of the runs in `scope`.
+    /// Builds the scorecard of the runs in `scope`, every outcome counted.
+    #[cfg(test)]
     pub(crate) fn build(
         ledger: &Ledger,
         scope: &ReportScope,
         trusted: &[PublicKey],
+    ) -> Result<Self, LedgerError> {
+        Self::build_with(ledger, scope, trusted, 0)
+    }
+
+    /// Builds the scorecard of the runs in `scope`, counting only outcomes
+    /// of at least `min_confidence` (hundredths): a run whose latest
+    /// outcome is weaker counts as one without an outcome.
+    pub(crate) fn build_with(
+        ledger: &Ledger,
+        scope: &ReportScope,
+        trusted: &[PublicKey],
+        min_confidence: u8,
     ) -> Result<Self, LedgerError> {
         let max_seq = usize::try_from(ledger.max_seq()?).unwrap_or(usize::MAX - 1);
         let mut pass = Pass {
@@ -614,15 +703,8 @@ impl Scorecard {
                 "scorecard: {what}"
             );
         };
-        for o in vouched_outcomes(ledger.outcome_states()?, trusted) {
-            if let Some(st) = usize::try_from(o.seq)
-                .ok()
-                .and_then(|i| pass.states.get_mut(i))
-            {
-                st.outcome = effective_outcome(&o);
-                st.overridden = o.overridden_at.is_some();
-            }
-        }
+        read_outcomes(&mut pass.states, ledger, trusted, min_confidence)?;
+        let harvested = ledger.harvest_states()?;
         lap("outcomes read");
         ledger.scan_run_facts(scope, |f| pass.run(f))?;
         lap("runs read");
@@ -693,6 +775,14 @@ impl Scorecard {
             .map(|(w, v)| (week_names[w].clone(), stats::cost_spread(v)))
             .collect();
 
+        let not_integrated = harvested
+            .iter()
+            .filter(|(seq, state)| {
+                state == ledger::NOT_INTEGRATED
+                    && state_of(*seq)
+                        .is_some_and(|s| matches!(s.class, Class::Approved | Class::Failed))
+            })
+            .count() as u64;
         let false_pass_count = pass.false_passes.len() as u64;
         let recent = recent_false_passes(ledger, &pass.false_passes)?;
         lap("done");
@@ -709,6 +799,7 @@ impl Scorecard {
                 spec: pass.specs.into_map(),
                 agent: pass.agents.into_map(),
                 week: pass.weeks.into_map(),
+                source: pass.sources.into_map(),
             },
             tier_weeks,
             model_weeks,
@@ -716,8 +807,33 @@ impl Scorecard {
             seats,
             recent_false_passes: recent,
             false_pass_count,
+            min_confidence,
+            not_integrated,
         })
     }
+}
+
+/// Gives each run with an outcome its effective outcome and where it came
+/// from (only what the gate signed, and at least `min_confidence`).
+fn read_outcomes(
+    states: &mut [RunState],
+    ledger: &Ledger,
+    trusted: &[PublicKey],
+    min_confidence: u8,
+) -> Result<(), LedgerError> {
+    for (o, source) in vouched_outcomes(ledger.outcome_states()?, trusted, min_confidence) {
+        if let Some(st) = usize::try_from(o.seq).ok().and_then(|i| states.get_mut(i)) {
+            st.outcome = effective_outcome(&o);
+            st.overridden = o.overridden_at.is_some();
+            // An override counts unless an outcome came after it.
+            st.source = match (o.latest, o.overridden_at) {
+                (Some((_, at)), Some(over)) if at <= over => Some(LabelSource::Override),
+                (None, Some(_)) => Some(LabelSource::Override),
+                _ => source,
+            };
+        }
+    }
+    Ok(())
 }
 
 /// The state of run `seq`, if it is in scope.
@@ -779,9 +895,15 @@ fn seat_usage(
 /// The outcome states with only what the gate signed: a run's latest
 /// outcome that vouches counts (an unsigned or edited later one is passed
 /// over); a run with none that vouches has no outcome. Checked in parallel.
-fn vouched_outcomes(states: Vec<OutcomeState>, trusted: &[PublicKey]) -> Vec<OutcomeState> {
+/// A latest outcome below `min_confidence` (hundredths) leaves the run
+/// without one. Each state comes with its counted outcome's source.
+fn vouched_outcomes(
+    states: Vec<OutcomeState>,
+    trusted: &[PublicKey],
+    min_confidence: u8,
+) -> Vec<(OutcomeState, Option<LabelSource>)> {
     let ignored = std::sync::atomic::AtomicUsize::new(0);
-    let out: Vec<OutcomeState> = states
+    let out: Vec<(OutcomeState, Option<LabelSource>)> = states
         .into_par_iter()
         .map(|mut s| {
             let vouched = s
@@ -795,9 +917,10 @@ fn vouched_outcomes(states: Vec<OutcomeState>, trusted: &[PublicKey]) -> Vec<Out
                     }
                     ok
                 })
-                .map(|o| (o.broken, o.recorded_at));
-            s.latest = vouched;
-            s
+                .filter(|o| confidence(o) >= min_confidence);
+            s.latest = vouched.map(|o| (o.broken, o.recorded_at));
+            let source = vouched.map(LabelSource::of);
+            (s, source)
         })
         .collect();
     let ignored = ignored.into_inner();
@@ -869,6 +992,7 @@ fn recent_false_passes(ledger: &Ledger, seqs: &[u64]) -> Result<Vec<FalsePass>, 
             started_at: e.started_at,
             models,
             reason: last.as_ref().and_then(|o| o.reason.clone()),
+            evidence: last.as_ref().and_then(|o| o.evidence.clone()),
             source: last.and_then(|o| o.source),
             bundle_path: e.bundle_path,
         });
@@ -1071,6 +1195,7 @@ mod tests {
                             source: Some("ci".into()),
                             recorded_at: at(20, hour),
                             envelope: None,
+                            evidence: None,
                         },
                         &test_key(),
                     ))
@@ -1443,6 +1568,7 @@ mod tests {
             r#"{"format_version": 1, "since": null, "runs": 0,
  "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0, "broken": 0, "with_outcome": 0, "unknown": 0},
  "false_fail": {"rate": 0.0, "low": 0.0, "high": 0.0, "fine": 0, "with_outcome": 0, "unknown": 0},
+ "without_outcome": {"share": 0.0, "runs": 0, "decided": 0}, "not_integrated": 0, "min_confidence": 0.0,
  "override_rate": 0.0, "escalation_rate": 0.0, "did_not_run_rate": 0.0, "unisolated_rate": 0.0,
  "fail_to_pass": {"share": 0.0, "evidenced": 0, "passed": 0},
  "findings": {"acceptance_rate": 0.0, "noise_rate": 0.0, "resolved": 0, "dismissed": 0, "superseded": 0, "open": 0},
@@ -1450,7 +1576,7 @@ mod tests {
  "cached_input_share": 0.0,
  "by": {"tier": {"light": {"runs": 0, "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0},
                            "fail_to_pass_share": 0.0}},
-        "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}}}"#,
+        "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}, "source": {}}}"#,
         )
         .unwrap();
         let dir = tempfile::tempdir().unwrap();

@@ -106,6 +106,36 @@ fn breakdown(out: &mut String, name: &str, groups: &BTreeMap<String, Group>, lat
     }
 }
 
+/// The rates by where the outcomes came from.
+fn sources(out: &mut String, groups: &BTreeMap<String, Group>) {
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nby outcome source {:>10}  {:>20}  {:>20}",
+        "runs", "false pass", "false fail"
+    );
+    for (key, g) in groups {
+        let (fp, ff) = (g.false_pass(), g.false_fail());
+        let cell = |r: &OutcomeRate| {
+            format!(
+                "{} ({}/{})",
+                percent(r.rate()),
+                thousands(r.hits),
+                thousands(r.with_outcome)
+            )
+        };
+        let _ = writeln!(
+            out,
+            "   {key:<15}{:>10}  {:>20}  {:>20}",
+            thousands(g.approved + g.failed),
+            cell(&fp),
+            cell(&ff),
+        );
+    }
+}
+
 /// The report as text.
 pub(crate) fn render(card: &Scorecard) -> String {
     let t = &card.total;
@@ -137,6 +167,24 @@ pub(crate) fn render(card: &Scorecard) -> String {
         "fine",
         "failed",
     );
+    let (without, decided) = card.without_outcome();
+    let _ = write!(
+        out,
+        "{:<LABEL$}{:>7}  {} of {} decided runs; {} not integrated yet (as the last harvest found)",
+        "without an outcome",
+        percent(super::stats::ratio(without, decided)),
+        thousands(without),
+        thousands(decided),
+        thousands(card.not_integrated),
+    );
+    if card.min_confidence > 0 {
+        let _ = write!(
+            out,
+            "; outcomes below confidence {:.2} not counted",
+            f64::from(card.min_confidence) / 100.0
+        );
+    }
+    out.push('\n');
     for (label, rate) in [
         ("override rate", t.override_rate()),
         ("escalation rate", t.escalation_rate()),
@@ -193,6 +241,7 @@ pub(crate) fn render(card: &Scorecard) -> String {
         thousands(i.total),
         percent(t.cached_input_share()),
     );
+    sources(&mut out, &card.by.source);
     breakdown(&mut out, "tier", &card.by.tier, false);
     breakdown(&mut out, "model", &card.by.model, false);
     breakdown(&mut out, "role", &card.by.role, false);

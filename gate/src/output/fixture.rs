@@ -162,6 +162,7 @@ pub(crate) fn record() -> RunRecord {
             commit: Some("89abcdef0123456789abcdef0123456789abcdef".to_owned()),
             branch: Some("feature/orders".to_owned()),
             uncommitted: 0,
+            root_commits: Vec::new(),
         }),
         isolation: crate::record::RunIsolation {
             kind: "bwrap".to_owned(),

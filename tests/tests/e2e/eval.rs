@@ -168,6 +168,7 @@ fn fixture_ledger(env: &TestEnv) {
             source: Some("ci".into()),
             recorded_at: day(25),
             envelope: None,
+            evidence: None,
         };
         gate_evidence::ledger::seal(&entry, &key)
     };

@@ -18,6 +18,8 @@ mod evidence;
 mod exam;
 mod example;
 mod grounds;
+mod harvest;
+mod harvest_peer;
 mod hooks;
 mod hostile;
 mod interrupt;

@@ -81,7 +81,7 @@ ALTER TABLE run_facts ADD COLUMN fail_to_pass BIGINT NOT NULL DEFAULT 0;
 
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
-const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
+const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope, evidence";
 const DISMISSAL_COLUMNS: &str =
     "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope, by_name";
 const OVERRIDE_COLUMNS: &str =
@@ -109,6 +109,27 @@ pub(super) const MIGRATION_9_DISMISSED_BY: &str = "
 ALTER TABLE dismissals ADD COLUMN by_name TEXT;
 ";
 
+/// Schema 10: a harvested outcome's evidence, as JSON text (as in the
+/// SQLite store).
+pub(super) const MIGRATION_10_OUTCOME_EVIDENCE: &str = "
+ALTER TABLE outcomes ADD COLUMN evidence TEXT;
+";
+
+/// Schema 11: what the last harvest found of each run, as in the SQLite store.
+pub(super) const MIGRATION_11_HARVEST_STATES: &str = "
+CREATE TABLE harvest_states (
+    run_id     TEXT        PRIMARY KEY REFERENCES runs (run_id),
+    state      TEXT        NOT NULL,
+    checked_at TIMESTAMPTZ NOT NULL
+);
+";
+
+/// An outcome's evidence as stored; text that does not read is kept as
+/// none (the envelope then no longer vouches for the row).
+pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::entries::OutcomeEvidence> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
 /// A side-table row that does not read back is reported against row 0 (it
 /// has no seq of its own).
 fn bad(table: &str, e: &tokio_postgres::Error) -> LedgerError {
@@ -126,6 +147,7 @@ fn outcome(r: &Row) -> Result<OutcomeEntry, tokio_postgres::Error> {
         source: r.try_get(3)?,
         recorded_at: r.try_get(4)?,
         envelope: r.try_get(5)?,
+        evidence: evidence_from(r.try_get::<_, Option<String>>(6)?.as_deref()),
     })
 }
 
@@ -242,19 +264,30 @@ impl PgLedger {
         let sources: Vec<Option<&str>> = outcomes.iter().map(|o| o.source.as_deref()).collect();
         let times: Vec<DateTime<Utc>> = outcomes.iter().map(|o| o.recorded_at).collect();
         let envelopes: Vec<Option<&str>> = outcomes.iter().map(|o| o.envelope.as_deref()).collect();
+        let evidence: Vec<Option<String>> = outcomes
+            .iter()
+            .map(|o| {
+                o.evidence
+                    .as_ref()
+                    .and_then(|e| serde_json::to_string(e).ok())
+            })
+            .collect();
         let inserted = self.op(async {
             let conn = self.conn().await?;
             let done = conn
                 .execute(
                     &format!(
                         "INSERT INTO outcomes ({OUTCOME_COLUMNS}) \
-                         SELECT run_id, broken, reason, source, recorded_at, envelope \
+                         SELECT run_id, broken, reason, source, recorded_at, envelope, evidence \
                          FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], \
-                                     $5::timestamptz[], $6::text[]) WITH ORDINALITY \
-                              AS o (run_id, broken, reason, source, recorded_at, envelope, n) \
+                                     $5::timestamptz[], $6::text[], $7::text[]) WITH ORDINALITY \
+                              AS o (run_id, broken, reason, source, recorded_at, envelope, \
+                                    evidence, n) \
                          ORDER BY n"
                     ),
-                    &[&runs, &broken, &reasons, &sources, &times, &envelopes],
+                    &[
+                        &runs, &broken, &reasons, &sources, &times, &envelopes, &evidence,
+                    ],
                 )
                 .await;
             conn.release();
@@ -272,6 +305,49 @@ impl PgLedger {
             }
             Err(e) => Err(self.pg_err("recording an outcome")(e)),
         }
+    }
+
+    /// Records what a harvest found of each run, over what an earlier one
+    /// found, in one statement.
+    pub fn set_harvest_states(
+        &mut self,
+        states: &[(String, String)],
+        at: DateTime<Utc>,
+    ) -> Result<(), LedgerError> {
+        let runs: Vec<&str> = states.iter().map(|(r, _)| r.as_str()).collect();
+        let found: Vec<&str> = states.iter().map(|(_, s)| s.as_str()).collect();
+        self.op(async {
+            let conn = self.conn().await?;
+            let done = conn
+                .execute(
+                    "INSERT INTO harvest_states (run_id, state, checked_at) \
+                     SELECT run_id, state, $3 FROM unnest($1::text[], $2::text[]) \
+                         AS h (run_id, state) \
+                     ON CONFLICT (run_id) DO UPDATE SET state = EXCLUDED.state, \
+                         checked_at = EXCLUDED.checked_at",
+                    &[&runs, &found, &at],
+                )
+                .await
+                .map_err(self.pg_err("recording what the harvest found"));
+            conn.release();
+            done.map(drop)
+        })
+    }
+
+    /// What the last harvest found of each run it looked at: (seq, state).
+    pub fn harvest_states(&self) -> Result<Vec<(u64, String)>, LedgerError> {
+        self.select(
+            "SELECT r.seq, h.state FROM harvest_states h \
+             JOIN runs r ON r.run_id = h.run_id ORDER BY r.seq",
+            &[],
+            "reading what the harvest found",
+            |r| {
+                Ok((
+                    u64::try_from(r.try_get::<_, i64>(0)?).unwrap_or(0),
+                    r.try_get(1)?,
+                ))
+            },
+        )
     }
 
     /// Every outcome of a run, oldest first.

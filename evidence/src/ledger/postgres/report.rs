@@ -429,10 +429,10 @@ impl PgLedger {
             "WITH overridden AS (SELECT run_id, MAX(recorded_at) AS at FROM overrides \
                  GROUP BY run_id), \
              runs_with AS (SELECT COALESCE(l.run_id, o.run_id) AS run_id, l.id, l.broken, \
-                 l.reason, l.source, l.recorded_at, l.envelope, o.at \
+                 l.reason, l.source, l.recorded_at, l.envelope, l.evidence, o.at \
                  FROM outcomes l FULL JOIN overridden o ON o.run_id = l.run_id) \
              SELECT r.seq, w.run_id, w.broken, w.reason, w.source, w.recorded_at, w.envelope, \
-                 w.at FROM runs_with w JOIN runs r ON r.run_id = w.run_id ORDER BY r.seq, w.id",
+                 w.at, w.evidence FROM runs_with w JOIN runs r ON r.run_id = w.run_id ORDER BY r.seq, w.id",
             &[],
             "reading outcomes and overrides",
             |r| {
@@ -449,6 +449,9 @@ impl PgLedger {
                             source: r.try_get(4)?,
                             recorded_at,
                             envelope: r.try_get(6)?,
+                            evidence: super::events::evidence_from(
+                                r.try_get::<_, Option<String>>(8)?.as_deref(),
+                            ),
                         }),
                         None => None,
                     };

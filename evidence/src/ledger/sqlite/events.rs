@@ -100,6 +100,24 @@ pub(super) const MIGRATION_9_DISMISSED_BY: &str = "
 ALTER TABLE dismissals ADD COLUMN by_name TEXT;
 ";
 
+/// Schema 10: what a harvested outcome rests on (landed commits, the
+/// revert or fix, blamed lines, confidence), as JSON text; none for an
+/// outcome a person recorded.
+pub(super) const MIGRATION_10_OUTCOME_EVIDENCE: &str = "
+ALTER TABLE outcomes ADD COLUMN evidence TEXT;
+";
+
+/// Schema 11: what the last `gate outcome harvest` found of each run it
+/// looked at (`not_integrated`, `pending`, `labelled`): read by the report
+/// for its not-integrated count, decided nothing by, so not signed.
+pub(super) const MIGRATION_11_HARVEST_STATES: &str = "
+CREATE TABLE harvest_states (
+    run_id     TEXT PRIMARY KEY REFERENCES runs (run_id),
+    state      TEXT NOT NULL,
+    checked_at TEXT NOT NULL
+);
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -137,7 +155,21 @@ fn outcome(r: &Row<'_>) -> Result<OutcomeEntry, rusqlite::Error> {
         source: r.get(3)?,
         recorded_at: time(&r.get::<_, String>(4)?)?,
         envelope: r.get(5)?,
+        evidence: evidence_from(r.get::<_, Option<String>>(6)?.as_deref()),
     })
+}
+
+/// An outcome's evidence as stored; text that does not read is kept as
+/// none (the envelope then no longer vouches for the row).
+pub(super) fn evidence_from(text: Option<&str>) -> Option<crate::ledger::entries::OutcomeEvidence> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+/// An outcome's evidence as it is stored.
+pub(super) fn evidence_text(o: &OutcomeEntry) -> Option<String> {
+    o.evidence
+        .as_ref()
+        .and_then(|e| serde_json::to_string(e).ok())
 }
 
 fn dismissal(r: &Row<'_>) -> Result<Dismissal, rusqlite::Error> {
@@ -187,7 +219,7 @@ const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
      probe_owner, probe_until, updated_at, seal, last_error";
-const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope";
+const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope, evidence";
 const DISMISSAL_COLUMNS: &str =
     "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope, by_name";
 
@@ -222,8 +254,9 @@ impl SqliteLedger {
                 return Err(LedgerError::NotFound(o.run_id.clone()));
             }
             tx.prepare_cached(
-                "INSERT INTO outcomes (run_id, broken, reason, source, recorded_at, envelope) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO outcomes \
+                 (run_id, broken, reason, source, recorded_at, envelope, evidence) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -232,12 +265,54 @@ impl SqliteLedger {
                     o.reason,
                     o.source,
                     ts(&o.recorded_at),
-                    o.envelope
+                    o.envelope,
+                    evidence_text(o)
                 ])
             })
             .map_err(err)?;
         }
         tx.commit().map_err(err)
+    }
+
+    /// Records what a harvest found of each run, over what an earlier one
+    /// found: all of it or none.
+    pub fn set_harvest_states(
+        &mut self,
+        states: &[(String, String)],
+        at: DateTime<Utc>,
+    ) -> Result<(), LedgerError> {
+        let path = self.path.clone();
+        let err = sql_err_at(&path, "recording what the harvest found");
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        for (run_id, state) in states {
+            tx.prepare_cached(
+                "INSERT INTO harvest_states (run_id, state, checked_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, \
+                 checked_at = excluded.checked_at",
+            )
+            .and_then(|mut s| s.execute(params![run_id, state, ts(&at)]))
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// What the last harvest found of each run it looked at: (seq, state).
+    pub fn harvest_states(&self) -> Result<Vec<(u64, String)>, LedgerError> {
+        let err = self.sql_err("reading what the harvest found");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.seq, h.state FROM harvest_states h \
+                 JOIN runs r ON r.run_id = h.run_id ORDER BY r.seq",
+            )
+            .map_err(&err)?;
+        stmt.query_map([], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)
     }
 
     /// Every outcome of a run, oldest first.

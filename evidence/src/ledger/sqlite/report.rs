@@ -352,8 +352,8 @@ impl SqliteLedger {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT r.seq, o.run_id, o.broken, o.reason, o.source, o.recorded_at, o.envelope \
-                 FROM outcomes o JOIN runs r ON r.run_id = o.run_id ORDER BY r.seq, o.id",
+                "SELECT r.seq, o.run_id, o.broken, o.reason, o.source, o.recorded_at, o.envelope, \
+                 o.evidence FROM outcomes o JOIN runs r ON r.run_id = o.run_id ORDER BY r.seq, o.id",
             )
             .map_err(&err)?;
         let all = stmt
@@ -366,12 +366,13 @@ impl SqliteLedger {
                     r.get::<_, Option<String>>(4)?,
                     r.get::<_, String>(5)?,
                     r.get::<_, Option<String>>(6)?,
+                    r.get::<_, Option<String>>(7)?,
                 ))
             })
             .map_err(&err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(&err)?;
-        for (seq, run_id, broken, reason, source, at, envelope) in all {
+        for (seq, run_id, broken, reason, source, at, envelope, evidence) in all {
             let outcome = OutcomeEntry {
                 run_id: run_id.clone(),
                 broken,
@@ -379,6 +380,7 @@ impl SqliteLedger {
                 source,
                 recorded_at: time(seq, &at)?,
                 envelope,
+                evidence: super::events::evidence_from(evidence.as_deref()),
             };
             let latest = Some((broken, outcome.recorded_at));
             match states.last_mut() {

@@ -1,0 +1,303 @@
+//! `gate outcome harvest`: outcomes read from what happened in git after a
+//! decision, so the false-pass rate needs nobody to label runs.
+//!
+//! The stages, in order: find the branch and refuse a shallow clone; read
+//! the branch's history in one pass ([`history`]) and the patches of the
+//! commits that may matter in another ([`patch`]); read the runs' own
+//! commits in a third; find where each run landed ([`landing`]); read what
+//! later commits say about landed ones ([`signals`]), blame the fixes'
+//! removed lines ([`szz`]); pick each run's strongest label and record it
+//! unless a person's outcome or an as strong label stands ([`label`]).
+
+pub(crate) mod error;
+pub(crate) mod history;
+pub(crate) mod input;
+pub(crate) mod label;
+pub(crate) mod landing;
+pub(crate) mod patch;
+pub(crate) mod signals;
+pub(crate) mod szz;
+
+mod collect;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use gate_evidence::ledger::{OutcomeEvidence, Survival};
+
+pub(crate) use self::error::HarvestError;
+use self::history::History;
+pub(crate) use self::input::{Options, Run};
+use self::label::{Fate, Label, Source};
+use self::landing::{Index, Landing};
+use crate::git::Git;
+
+/// One label found.
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    /// The run.
+    pub run: Run,
+    /// The label.
+    pub label: Label,
+    /// What becomes of it.
+    pub fate: Fate,
+}
+
+/// What a harvest found.
+#[derive(Debug, Default)]
+pub(crate) struct Harvest {
+    /// The branch, as given or found.
+    pub branch: String,
+    /// Its tip.
+    pub tip: String,
+    /// Runs looked at (of this repository, decided, with a head).
+    pub runs: usize,
+    /// Runs (in `--since`) of other repositories, or that recorded none,
+    /// left alone.
+    pub elsewhere: usize,
+    /// Runs of this repository that verified files differing from their
+    /// head commit, left alone: where what they decided on landed cannot
+    /// be told from the commit.
+    pub uncommitted: usize,
+    /// Labels, each with its fate.
+    pub found: Vec<Found>,
+    /// Runs whose change has not landed (looked at again next time).
+    pub not_integrated: Vec<String>,
+    /// Landed runs with no label yet (inside their window).
+    pub pending: Vec<String>,
+}
+
+/// Harvests the labels of `runs` from the repository at `dir`.
+pub(crate) async fn harvest(
+    git: &Git,
+    dir: &Path,
+    runs: Vec<Run>,
+    options: &Options,
+) -> Result<Harvest, HarvestError> {
+    let shallow = git
+        .run(dir, &["rev-parse", "--is-shallow-repository"])
+        .await
+        .map_err(HarvestError::NoRepository)?;
+    if shallow.starts_with(b"true") {
+        return Err(HarvestError::Shallow);
+    }
+    let branch = match &options.branch {
+        Some(b) => b.clone(),
+        None => default_branch(git, dir).await,
+    };
+    let tip = git
+        .resolve_commit(dir, &branch)
+        .await
+        .map_err(|reason| HarvestError::Branch {
+            branch: branch.clone(),
+            reason,
+        })?;
+    let roots: BTreeSet<String> = crate::change::root_commits(git, dir, &tip)
+        .await
+        .into_iter()
+        .collect();
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
+        .collect();
+    let total = runs.len();
+    let (runs, uncommitted): (Vec<Run>, Vec<Run>) = runs
+        .into_iter()
+        .filter(|r| r.roots.iter().any(|root| roots.contains(root)))
+        .partition(|r| r.uncommitted == 0);
+    let mut out = Harvest {
+        branch,
+        tip: tip.clone(),
+        runs: runs.len(),
+        elsewhere: total - runs.len() - uncommitted.len(),
+        uncommitted: uncommitted.len(),
+        ..Harvest::default()
+    };
+    if runs.is_empty() {
+        return Ok(out);
+    }
+    let collected = collect::collect(git, dir, &tip, &runs).await?;
+    let history = &collected.history;
+    let index = Index::new(history, &collected.branch_ids);
+    let mut landings: Vec<Option<Landing>> = runs
+        .iter()
+        .map(|r| {
+            collected
+                .changes
+                .get(&r.head)
+                .and_then(|c| landing::find(history, &index, c))
+        })
+        .collect();
+    superseded(history, &runs, &mut landings);
+    let signals = collect::signals(git, dir, &collected, &runs, &landings, options).await?;
+    let newest = history.commits.first().map(|c| c.date);
+    for (k, run) in runs.into_iter().enumerate() {
+        let Some(landing) = &landings[k] else {
+            out.not_integrated.push(run.id);
+            continue;
+        };
+        let label = signals
+            .get(&k)
+            .cloned()
+            .or_else(|| survived(history, landing, newest, options));
+        let Some(label) = label else {
+            out.pending.push(run.id);
+            continue;
+        };
+        let fate = label::fate(label.source, &run.outcomes);
+        out.found.push(Found { run, label, fate });
+    }
+    Ok(out)
+}
+
+/// The branch harvested without `--branch`: the remote's default branch
+/// (`origin/HEAD`), else the branch checked out, else `HEAD`.
+async fn default_branch(git: &Git, dir: &Path) -> String {
+    for args in [
+        &["symbolic-ref", "--short", "-q", "refs/remotes/origin/HEAD"][..],
+        &["symbolic-ref", "--short", "-q", "HEAD"][..],
+    ] {
+        if let Ok(out) = git.run(dir, args).await {
+            let name = String::from_utf8_lossy(&out).trim().to_owned();
+            if !name.is_empty() {
+                return name;
+            }
+        }
+    }
+    "HEAD".to_owned()
+}
+
+/// A run whose head is only an ancestor of a later attempt's (of the same
+/// spec) that landed did not land itself: the later attempt did.
+fn superseded(history: &History, runs: &[Run], landings: &mut [Option<Landing>]) {
+    let landed: Vec<usize> = (0..runs.len()).filter(|&k| landings[k].is_some()).collect();
+    let mut gone = Vec::new();
+    for &a in &landed {
+        for &b in &landed {
+            let (ra, rb) = (&runs[a], &runs[b]);
+            if a != b
+                && ra.spec_id == rb.spec_id
+                && ra.head != rb.head
+                && ra.started_at < rb.started_at
+                && history.reaches(&rb.head, &ra.head, 10_000)
+            {
+                gone.push(a);
+            }
+        }
+    }
+    for a in gone {
+        landings[a] = None;
+    }
+}
+
+/// The survival label, when the window and the later commits have passed.
+fn survived(
+    history: &History,
+    landing: &Landing,
+    newest: Option<DateTime<Utc>>,
+    options: &Options,
+) -> Option<Label> {
+    let landed_on = history.landed_at[landing.at];
+    let later = history.later[landed_on]?;
+    let date = history.commits[landing.at].date;
+    let days = (newest? - date).num_days();
+    if later < options.min_commits || days < i64::from(options.window_days) {
+        return None;
+    }
+    Some(Label {
+        source: Source::Survived,
+        reason: format!("survived {later} later commits over {days} days"),
+        evidence: OutcomeEvidence {
+            confidence: label::SURVIVED,
+            landed: landing.commits.clone(),
+            landed_by: landing.by.as_str().to_owned(),
+            survived: Some(Survival {
+                later_commits: later,
+                days: u32::try_from(days).unwrap_or(u32::MAX),
+            }),
+            ..OutcomeEvidence::default()
+        },
+    })
+}
+
+/// What SZZ blames for one fix commit: every line it removed or modified
+/// (as [`szz`] filters them), blamed on its first parent.
+#[derive(Debug, Clone)]
+pub(crate) struct FixBlame {
+    /// The fix.
+    pub commit: String,
+    /// Its first parent; `None` for a root commit (which blames nothing).
+    pub parent: Option<String>,
+    /// The lines blamed, by file and line.
+    pub blamed: Vec<gate_evidence::ledger::BlamedLine>,
+}
+
+/// Runs the SZZ step, as a harvest does, on the fix commits `fixes`
+/// (revisions, each resolved to a commit first): one log pass for their
+/// patches, one blame per file per fix.
+pub(crate) async fn blame_fixes(
+    git: &Git,
+    dir: &Path,
+    fixes: &[String],
+    jobs: usize,
+) -> Result<Vec<FixBlame>, HarvestError> {
+    let mut ids = Vec::with_capacity(fixes.len());
+    for fix in fixes {
+        ids.push(
+            git.resolve_commit(dir, fix)
+                .await
+                .map_err(HarvestError::NoCommit)?,
+        );
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let delimiter = history::delimiter();
+    let format = format!("--format={delimiter}%H%x00%P");
+    let mut args = vec!["log", "--no-walk=unsorted", "-p", &format];
+    args.extend(patch::DIFF_OPTIONS);
+    args.extend(ids.iter().map(String::as_str));
+    args.push("--");
+    let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
+    let mut found: HashMap<String, (Option<String>, patch::Patch)> = HashMap::new();
+    for record in String::from_utf8_lossy(&out).split(delimiter.as_str()) {
+        let (head, rest) = record.split_once('\n').unwrap_or((record, ""));
+        let (id, parents) = head.split_once('\0').unwrap_or((head, ""));
+        if history::is_full_id(id) {
+            let parent = parents
+                .split_whitespace()
+                .next()
+                .filter(|p| history::is_full_id(p));
+            found.insert(
+                id.to_owned(),
+                (parent.map(str::to_owned), patch::parse(rest)),
+            );
+        }
+    }
+    let mut calls = Vec::new();
+    for (k, id) in ids.iter().enumerate() {
+        if let Some((Some(parent), patch)) = found.get(id) {
+            calls.extend(szz::calls(k, parent, patch));
+        }
+    }
+    let mut blamed: HashMap<usize, Vec<gate_evidence::ledger::BlamedLine>> =
+        szz::blame(git, dir, calls, jobs)
+            .await?
+            .into_iter()
+            .collect();
+    Ok(ids
+        .into_iter()
+        .enumerate()
+        .map(|(k, commit)| FixBlame {
+            parent: found.get(&commit).and_then(|(p, _)| p.clone()),
+            blamed: blamed.remove(&k).unwrap_or_default(),
+            commit,
+        })
+        .collect())
+}
+
+/// The spec file's `[eval] fix_pattern`, read without validating the rest.
+pub(crate) fn configured_fix_pattern(spec: &Path) -> Result<Option<String>, String> {
+    crate::config::spec_string(spec, "eval", "fix_pattern")
+}
