@@ -79,6 +79,35 @@ fn hook(env: &TestEnv, home: &Path, agent: &str) -> Value {
     answer
 }
 
+/// The advisory state directory the hook used under `home`, and the
+/// verdicts of the runs in its ledger, newest first.
+fn advisory_runs(env: &TestEnv, home: &Path) -> (std::path::PathBuf, Vec<String>) {
+    let advisory = home.join(".local/state/gate/advisory");
+    let state = std::fs::read_dir(&advisory)
+        .unwrap_or_else(|e| panic!("no advisory state in {}: {e}", advisory.display()))
+        .next()
+        .expect("one advisory state directory")
+        .unwrap()
+        .path();
+    let runs = env
+        .gate(&[
+            "--state",
+            state.to_str().unwrap(),
+            "runs",
+            "--format",
+            "json",
+        ])
+        .run();
+    runs.assert_exit(0);
+    let verdicts = runs.json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap().to_owned())
+        .collect();
+    (state, verdicts)
+}
+
 #[test]
 fn the_stop_hook_blocks_a_failure_lets_a_fix_stop_and_keeps_its_own_records() {
     for agent in ["claude-code", "codex"] {
@@ -103,24 +132,8 @@ fn the_stop_hook_blocks_a_failure_lets_a_fix_stop_and_keeps_its_own_records() {
             !env.path().join(".gate").exists(),
             "{agent}: wrote the workspace's state"
         );
-        let advisory = home.path().join(".local/state/gate/advisory");
-        let state = std::fs::read_dir(&advisory)
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
-        let shown = env
-            .gate(&[
-                "--state",
-                state.to_str().unwrap(),
-                "runs",
-                "--format",
-                "json",
-            ])
-            .run();
-        shown.assert_exit(0);
-        assert_eq!(shown.json()["runs"].as_array().unwrap().len(), 2, "{agent}");
+        let (state, verdicts) = advisory_runs(&env, home.path());
+        assert_eq!(verdicts, ["pass", "fail"], "{agent}: newest first");
         let bundle = note.rsplit("evidence ").next().unwrap();
         assert!(
             bundle.starts_with(state.to_str().unwrap()),
@@ -350,28 +363,7 @@ fn an_escalated_series_ends_the_claude_code_session_with_the_hand_off() {
     let result: Value = serde_json::from_str(stdout.trim()).expect("claude's JSON result");
     assert_eq!(result["terminal_reason"], "stop_hook_prevented", "{result}");
     // The gate's own record of it, in the user's advisory ledger.
-    let advisory = home.path().join(".local/state/gate/advisory");
-    let state = std::fs::read_dir(&advisory)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let runs = env
-        .gate(&[
-            "--state",
-            state.to_str().unwrap(),
-            "runs",
-            "--format",
-            "json",
-        ])
-        .run();
-    let verdicts: Vec<String> = runs.json()["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["verdict"].as_str().unwrap().to_owned())
-        .collect();
+    let (_, verdicts) = advisory_runs(&env, home.path());
     assert_eq!(verdicts, ["escalate", "fail"], "newest first");
 }
 

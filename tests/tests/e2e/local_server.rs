@@ -226,15 +226,7 @@ fn doctor_probes_only_when_asked_and_names_each_refusal_with_its_fix() {
     // Without --probe: the list is read, no request is sent, and it says so.
     let plain = env.gate(&["doctor", "--format", "json"]).run();
     let doc = plain.json();
-    let check = |name: &str| {
-        doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {name} check in {doc}"))
-    };
+    let check = |name: &str| check_named(&doc, name);
     assert!(
         check("probe")["message"]
             .as_str()
@@ -260,13 +252,7 @@ fn doctor_probes_only_when_asked_and_names_each_refusal_with_its_fix() {
     let probed = env.gate(&["doctor", "--probe", "--format", "json"]).run();
     probed.assert_exit(1);
     let doc = probed.json();
-    let tiny = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "probe.local/tiny")
-        .cloned()
-        .unwrap_or_else(|| panic!("no probe check in {doc}"));
+    let tiny = check_named(&doc, "probe.local/tiny");
     assert_eq!(tiny["level"], "error");
     let message = tiny["message"].as_str().unwrap();
     assert!(
@@ -300,14 +286,19 @@ fn doctor_probes_only_when_asked_and_names_each_refusal_with_its_fix() {
     );
     let fixed = env.gate(&["doctor", "--probe", "--format", "json"]).run();
     let doc = fixed.json();
-    let tiny = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "probe.local/tiny")
-        .cloned()
-        .unwrap();
+    let tiny = check_named(&doc, "probe.local/tiny");
     assert_eq!(tiny["level"], "ok", "{tiny}");
+}
+
+/// `gate doctor --format json`'s check called `name`.
+fn check_named(doc: &Value, name: &str) -> Value {
+    doc["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["check"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check in {doc}"))
 }
 
 /// The settings docs/model-review.md gives for llama-cpp-python.
