@@ -348,28 +348,37 @@ fn a_real_llama_cpp_python_server_reviews_with_the_documented_settings() {
             "usage not recorded: {s}"
         );
         let reason = s["reason"].as_str().unwrap_or_default();
+        // A tiny model's answer is used, or refused as malformed or as cut
+        // at the output limit; never a request the server refused.
         assert!(
-            s["status"] == "ok" || reason.starts_with("malformed output"),
+            s["status"] == "ok"
+                || reason.starts_with("malformed output")
+                || reason.starts_with("the reply was cut off at the output limit"),
             "{s}"
         );
     }
 
     // Streamed with no limit, three requests at once: the server cuts a
     // stream when another request waits, and the gate says it was cut.
+    // Whether the requests overlap is the server's timing: two tries.
     let env = workspace(
         &url,
         "structured_output = \"json_object\"\ncontent = \"text\"\nmax_tokens_field = \"max_tokens\"",
         &model.name(),
         "max_output_tokens = 512",
     );
-    let out = env
-        .gate(&["verify", "--format", "json"])
-        .timeout(Duration::from_secs(600))
-        .run();
-    let errors = attempt_errors(&out.json());
-    assert!(!errors.contains("the reply is empty"), "{errors}");
-    assert!(
-        errors.contains("the server ended the stream without finishing the reply"),
-        "no stream was cut, or a cut was not said: {errors}"
-    );
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let out = env
+            .gate(&["verify", "--format", "json", "--new-series"])
+            .timeout(Duration::from_secs(600))
+            .run();
+        let errors = attempt_errors(&out.json());
+        assert!(!errors.contains("the reply is empty"), "{errors}");
+        if errors.contains("the server ended the stream without finishing the reply") {
+            return;
+        }
+        seen.push(errors);
+    }
+    panic!("no stream was cut in two tries, or a cut was not said: {seen:#?}");
 }
