@@ -116,10 +116,12 @@ async fn probe_one(client: &reqwest::Client, step: &ChainModel, key: Option<Stri
     let mut refusals: Vec<(Refused, String)> = Vec::new();
     let mut tried = vec![shape];
     let mut first_error: Option<String> = None;
+    let mut sent = 0;
     let took = loop {
-        if tried.len() > MAX_TRIES {
+        if sent == MAX_TRIES {
             break None;
         }
+        sent += 1;
         match send(client, step, key.clone(), shape).await {
             Tried::Took {
                 output_tokens,
@@ -158,8 +160,7 @@ async fn probe_one(client: &reqwest::Client, step: &ChainModel, key: Option<Stri
         return Check::error(
             check,
             format!(
-                "the server refused every request shape tried ({}); first: {}",
-                tried.len(),
+                "the server refused every request shape tried ({sent}); first: {}",
                 first_error.unwrap_or_default()
             ),
             "check the model's name and the server's log",
