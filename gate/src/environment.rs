@@ -133,6 +133,13 @@ impl Environment {
             .map(PathBuf::from)
     }
 
+    /// The variable `name` as a path, when it is an absolute one (`HOME`,
+    /// `XDG_STATE_HOME`, `CODEX_HOME`: a relative one would depend on where
+    /// the gate was started).
+    pub(crate) fn absolute_path(&self, name: &str) -> Option<PathBuf> {
+        self.path_of(name).filter(|p| p.is_absolute())
+    }
+
     /// `GATE_STATE_DIR`: the state directory, as given.
     pub(crate) fn state_dir(&self) -> Option<PathBuf> {
         self.path_of(names::STATE_DIR)

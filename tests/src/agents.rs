@@ -21,6 +21,20 @@ fn program(var: &str) -> PathBuf {
     )
 }
 
+/// `program` in `workspace` with nothing of the developer's environment
+/// but `PATH`, `home` as its `HOME`, an empty stdin and no colour.
+fn agent(program: PathBuf, workspace: &Path, home: &Path) -> Command {
+    #[allow(clippy::disallowed_methods, reason = "the test runs the real agent")]
+    let mut cmd = Command::new(program);
+    cmd.current_dir(workspace)
+        .stdin(std::process::Stdio::null())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1");
+    cmd
+}
+
 /// Claude Code's `claude`.
 pub fn claude() -> PathBuf {
     program("GATE_TEST_CLAUDE")
@@ -40,8 +54,7 @@ pub fn aider() -> PathBuf {
 /// `base_url`, with a fresh `home`, nothing of the developer's environment
 /// and no traffic but to `base_url`. Bash is allowed by name (no bypass).
 pub fn claude_print(workspace: &Path, home: &Path, base_url: &str, prompt: &str) -> Command {
-    #[allow(clippy::disallowed_methods, reason = "the test runs the real agent")]
-    let mut cmd = Command::new(claude());
+    let mut cmd = agent(claude(), workspace, home);
     cmd.args([
         "-p",
         prompt,
@@ -50,17 +63,12 @@ pub fn claude_print(workspace: &Path, home: &Path, base_url: &str, prompt: &str)
         "--allowedTools",
         "Bash",
     ])
-    .current_dir(workspace)
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", home)
     .env("ANTHROPIC_BASE_URL", base_url)
     .env("ANTHROPIC_API_KEY", "sk-ant-test")
     .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     .env("DISABLE_TELEMETRY", "1")
     .env("DISABLE_AUTOUPDATER", "1")
-    .env("DISABLE_ERROR_REPORTING", "1")
-    .env("NO_COLOR", "1");
+    .env("DISABLE_ERROR_REPORTING", "1");
     cmd
 }
 
@@ -76,8 +84,7 @@ pub fn codex_exec(workspace: &Path, codex_home: &Path, base_url: &str, prompt: &
          wire_api = \"responses\"\nenv_key = \"SCRIPTED_KEY\"\n"
     );
     std::fs::write(codex_home.join("config.toml"), config).expect("write Codex's config");
-    #[allow(clippy::disallowed_methods, reason = "the test runs the real agent")]
-    let mut cmd = Command::new(codex());
+    let mut cmd = agent(codex(), workspace, codex_home);
     cmd.args([
         "exec",
         "--trust",
@@ -100,14 +107,8 @@ pub fn codex_exec(workspace: &Path, codex_home: &Path, base_url: &str, prompt: &
         "check_for_update_on_startup=false",
     ])
     .args(["-c", "feedback.enabled=false", prompt])
-    .current_dir(workspace)
-    .stdin(std::process::Stdio::null())
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", codex_home)
     .env("CODEX_HOME", codex_home)
-    .env("SCRIPTED_KEY", "sk-test")
-    .env("NO_COLOR", "1");
+    .env("SCRIPTED_KEY", "sk-test");
     cmd
 }
 
@@ -115,7 +116,7 @@ pub fn codex_exec(workspace: &Path, codex_home: &Path, base_url: &str, prompt: &
 /// `openai/gpt-test` at `base_url`, with `test_cmd` as its test command run
 /// after every edit, a fresh `home`, and nothing reached but `base_url`
 /// (LiteLLM's price list read from the package, no analytics, no update
-/// check). `extra` is added to its environment.
+/// check).
 pub fn aider_message(
     workspace: &Path,
     home: &Path,
@@ -123,8 +124,7 @@ pub fn aider_message(
     test_cmd: &str,
     prompt: &str,
 ) -> Command {
-    #[allow(clippy::disallowed_methods, reason = "the test runs the real agent")]
-    let mut cmd = Command::new(aider());
+    let mut cmd = agent(aider(), workspace, home);
     cmd.args(["--model", "openai/gpt-test", "--openai-api-base"])
         .arg(format!("{base_url}/v1"))
         .args([
@@ -141,12 +141,6 @@ pub fn aider_message(
         ])
         .args(["--no-auto-commits", "--analytics-disable", "--no-gitignore"])
         .args(["--test-cmd", test_cmd, "--auto-test", "--message", prompt])
-        .current_dir(workspace)
-        .stdin(std::process::Stdio::null())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env("NO_COLOR", "1");
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True");
     cmd
 }

@@ -35,6 +35,7 @@ use crate::environment::names;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
+use crate::output::text::last_lines;
 
 /// The longest block reason sent to the agent, in characters.
 const REASON_MAX: usize = 12_000;
@@ -178,15 +179,8 @@ fn read_input() -> Result<HookInput, String> {
 pub(crate) fn advisory_state(ctx: &Context, workspace: &Path) -> Result<PathBuf, String> {
     let root = ctx
         .env
-        .var("XDG_STATE_HOME")
-        .filter(|v| Path::new(v).is_absolute())
-        .map(PathBuf::from)
-        .or_else(|| {
-            ctx.env
-                .var("HOME")
-                .filter(|v| Path::new(v).is_absolute())
-                .map(|h| Path::new(h).join(".local/state"))
-        })
+        .absolute_path("XDG_STATE_HOME")
+        .or_else(|| ctx.env.absolute_path("HOME").map(|h| h.join(".local/state")))
         .ok_or("neither XDG_STATE_HOME nor HOME is an absolute path: nowhere to keep the advisory runs' key and ledger")?;
     let id = blake3::hash(workspace.as_os_str().as_encoded_bytes()).to_hex();
     Ok(root.join("gate/advisory").join(&id.as_str()[..16]))
@@ -221,7 +215,7 @@ async fn verify(
     Ok(Ran {
         code: out.exit_code,
         doc: serde_json::from_slice(&out.stdout).ok(),
-        stderr: tail(&out.stderr, 15),
+        stderr: last_lines(&String::from_utf8_lossy(&out.stderr), 15),
         timed_out: out.timed_out,
         timeout,
     })
@@ -261,13 +255,6 @@ pub(crate) async fn run_advisory(
     gate_harness::process::run_argv(&argv_ref, workspace, timeout, OUTPUT_CAP, &launcher)
         .await
         .map_err(|e| format!("cannot start the gate: {e}"))
-}
-
-/// The last `lines` lines of `bytes`, as text.
-pub(crate) fn tail(bytes: &[u8], lines: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// The answer for what the run decided.

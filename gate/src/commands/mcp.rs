@@ -24,6 +24,7 @@ use crate::commands::hook;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
+use crate::output::text::last_lines;
 
 /// How long a `verify` call may run.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -245,7 +246,7 @@ fn failed(out: &gate_harness::process::ProcessOutput) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!(
         "the gate exited {code}{}:\n{}",
         if out.timed_out { " (timed out)" } else { "" },
-        hook::tail(&out.stderr, 20)
+        last_lines(&String::from_utf8_lossy(&out.stderr), 20)
     ))])
 }
 

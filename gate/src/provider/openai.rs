@@ -23,7 +23,7 @@ use crate::provider::exchange::{
     Collected, Finish, ModelReply, ModelRequest, Part, Provider, SYSTEM_PROMPT, capped,
     content_blocks, is_event_stream, protocol, read_body, send, within_deadline,
 };
-use crate::provider::shape::{ContentShape, MaxTokensField, StructuredOutput, WireShape};
+use crate::provider::shape::{ContentShape, StructuredOutput, WireShape};
 use crate::provider::sse::EventReader;
 use crate::provider::usage::Usage;
 
@@ -131,11 +131,7 @@ impl OpenAiProvider {
             }
             StructuredOutput::None => {}
         }
-        let limit = match shape.max_tokens_field {
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-            MaxTokensField::MaxTokens => "max_tokens",
-        };
-        body[limit] = json!(req.max_output_tokens);
+        body[shape.max_tokens_field.name()] = json!(req.max_output_tokens);
         body["stream"] = json!(req.stream);
         if req.stream && shape.stream_usage {
             // Without it OpenAI sends no usage on a stream.

@@ -63,6 +63,87 @@ pub struct WireShape {
     pub stream_usage: bool,
 }
 
+impl StructuredOutput {
+    /// Its name in the routing table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::JsonSchema => "json_schema",
+            Self::JsonObject => "json_object",
+            Self::None => "none",
+        }
+    }
+}
+
+impl ContentShape {
+    /// Its name in the routing table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Parts => "parts",
+            Self::Text => "text",
+        }
+    }
+}
+
+impl MaxTokensField {
+    /// Its name in the routing table, which is the request field's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MaxCompletionTokens => "max_completion_tokens",
+            Self::MaxTokens => "max_tokens",
+        }
+    }
+
+    /// The other field.
+    #[must_use]
+    pub fn other(self) -> Self {
+        match self {
+            Self::MaxCompletionTokens => Self::MaxTokens,
+            Self::MaxTokens => Self::MaxCompletionTokens,
+        }
+    }
+}
+
+impl WireShape {
+    /// This shape with the setting that avoids `refused` changed to its
+    /// next value; `None` when no setting is left to change.
+    pub fn avoiding(self, refused: &Refused) -> Option<Self> {
+        let mut next = self;
+        match refused {
+            Refused::StructuredOutput => {
+                next.structured_output = match self.structured_output {
+                    StructuredOutput::JsonSchema => StructuredOutput::JsonObject,
+                    StructuredOutput::JsonObject => StructuredOutput::None,
+                    StructuredOutput::None => return None,
+                };
+            }
+            Refused::Content if self.content == ContentShape::Parts => {
+                next.content = ContentShape::Text;
+            }
+            Refused::MaxTokensField => next.max_tokens_field = self.max_tokens_field.other(),
+            Refused::StreamUsage if self.stream_usage => next.stream_usage = false,
+            _ => return None,
+        }
+        Some(next)
+    }
+
+    /// The routing-table line that gives `part` the value this shape has
+    /// (`structured_output = "json_object"`); `None` for a parameter no
+    /// setting controls.
+    pub fn setting(&self, part: &Refused) -> Option<String> {
+        Some(match part {
+            Refused::StructuredOutput => {
+                format!("structured_output = \"{}\"", self.structured_output.name())
+            }
+            Refused::Content => format!("content = \"{}\"", self.content.name()),
+            Refused::MaxTokensField => {
+                format!("max_tokens_field = \"{}\"", self.max_tokens_field.name())
+            }
+            Refused::StreamUsage => format!("stream_usage = {}", self.stream_usage),
+            Refused::Parameter(_) => return None,
+        })
+    }
+}
+
 impl Default for WireShape {
     /// What the hosted APIs take.
     fn default() -> Self {
@@ -94,30 +175,23 @@ impl Refused {
     /// What the server did not take and the `[provider.NAME]` setting that
     /// avoids it, given what was sent.
     pub fn hint(&self, provider: &str, sent: WireShape) -> String {
-        let set = |what: &str, setting: &str| {
-            format!("the server does not take {what}: set {setting} under [provider.{provider}]")
+        let what = match self {
+            Self::StructuredOutput if sent.structured_output == StructuredOutput::JsonSchema => {
+                "response_format json_schema".to_owned()
+            }
+            Self::StructuredOutput => "response_format".to_owned(),
+            Self::Content => "content as an array of parts".to_owned(),
+            Self::MaxTokensField => sent.max_tokens_field.name().to_owned(),
+            Self::StreamUsage => "stream_options".to_owned(),
+            Self::Parameter(name) => format!("the parameter `{name}`"),
         };
-        match self {
-            Self::StructuredOutput => match sent.structured_output {
-                StructuredOutput::JsonSchema => set(
-                    "response_format json_schema",
-                    "structured_output = \"json_object\"",
-                ),
-                _ => set("response_format", "structured_output = \"none\""),
-            },
-            Self::Content => set("content as an array of parts", "content = \"text\""),
-            Self::MaxTokensField => match sent.max_tokens_field {
-                MaxTokensField::MaxCompletionTokens => {
-                    set("max_completion_tokens", "max_tokens_field = \"max_tokens\"")
-                }
-                MaxTokensField::MaxTokens => {
-                    set("max_tokens", "max_tokens_field = \"max_completion_tokens\"")
-                }
-            },
-            Self::StreamUsage => set("stream_options", "stream_usage = false"),
-            Self::Parameter(name) => format!(
-                "the server does not take the parameter `{name}`: the routing table has no \
-                 setting for it; use a server or model that does"
+        match sent.avoiding(self).and_then(|fix| fix.setting(self)) {
+            Some(setting) => format!(
+                "the server does not take {what}: set {setting} under [provider.{provider}]"
+            ),
+            None => format!(
+                "the server does not take {what}: the routing table has no setting for it; \
+                 use a server or model that does"
             ),
         }
     }

@@ -242,11 +242,13 @@ fn scripted_agent(r: &Request) -> Reply {
     Reply::anthropic_text("All done.")
 }
 
-#[test]
-fn claude_code_is_blocked_until_its_change_passes() {
-    let server = ModelServer::start();
-    server.default_reply(Reply::computed(scripted_agent));
-    let env = workspace("");
+/// Installs the gate as Claude Code's Stop hook in `env`, then runs
+/// Claude Code there, its model `server`, in a fresh home (returned, with
+/// what Claude Code printed).
+fn claude_session(
+    env: &TestEnv,
+    server: &ModelServer,
+) -> (std::process::Output, tempfile::TempDir) {
     env.gate(&["hook", "install", "claude-code"])
         .run()
         .assert_exit(0);
@@ -255,6 +257,15 @@ fn claude_code_is_blocked_until_its_change_passes() {
         gate_tests::agents::claude_print(env.path(), home.path(), &server.url(), "Write the file.")
             .output()
             .expect("run claude");
+    (out, home)
+}
+
+#[test]
+fn claude_code_is_blocked_until_its_change_passes() {
+    let server = ModelServer::start();
+    server.default_reply(Reply::computed(scripted_agent));
+    let env = workspace("");
+    let (out, _home) = claude_session(&env, &server);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -343,14 +354,7 @@ fn an_escalated_series_ends_the_claude_code_session_with_the_hand_off() {
     // A model that never fixes anything.
     server.default_reply(Reply::anthropic_text("All done."));
     let env = workspace("[policy]\nmax_attempts = 1\n");
-    env.gate(&["hook", "install", "claude-code"])
-        .run()
-        .assert_exit(0);
-    let home = tempfile::tempdir().unwrap();
-    let out =
-        gate_tests::agents::claude_print(env.path(), home.path(), &server.url(), "Write the file.")
-            .output()
-            .expect("run claude");
+    let (out, home) = claude_session(&env, &server);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let turns = server
         .requests()

@@ -19,8 +19,8 @@ use super::check::Check;
 use crate::environment::Environment;
 use crate::provider::shape::Refused;
 use crate::provider::{
-    Block, ContentShape, MaxTokensField, ModelRequest, OpenAiProvider, Provider, ProviderError,
-    StructuredOutput, Timeouts, WireShape, unpooled_http_client,
+    Block, ModelRequest, OpenAiProvider, Provider, ProviderError, Timeouts, WireShape,
+    unpooled_http_client,
 };
 use crate::routing::{Api, ChainModel, Routing};
 
@@ -140,10 +140,10 @@ async fn probe_one(client: &reqwest::Client, step: &ChainModel, key: Option<Stri
                 first_error.get_or_insert_with(|| error.clone());
                 let next = refused
                     .as_ref()
-                    .and_then(|r| fixed(shape, r))
+                    .and_then(|r| shape.avoiding(r))
                     .filter(|s| !tried.contains(s))
                     .or_else(|| untried(configured, &tried));
-                if let Some(r) = refused.filter(|r| fixed(shape, r).is_some()) {
+                if let Some(r) = refused.filter(|r| shape.avoiding(r).is_some()) {
                     refusals.push((r, error));
                 }
                 match next {
@@ -186,10 +186,7 @@ fn verdict(
     });
     let mut said = Vec::new();
     if over_limit {
-        let other = match shape.max_tokens_field {
-            MaxTokensField::MaxCompletionTokens => "max_tokens",
-            MaxTokensField::MaxTokens => "max_completion_tokens",
-        };
+        let other = shape.max_tokens_field.other().name();
         said.push(format!(
             "it ignored the output limit ({} tokens asked, {} given): the server does not \
              read that field",
@@ -338,32 +335,6 @@ fn judge(e: &ProviderError) -> Tried {
     }
 }
 
-/// `shape` with the setting that avoids `refused` changed, if one does.
-fn fixed(shape: WireShape, refused: &Refused) -> Option<WireShape> {
-    let mut next = shape;
-    match refused {
-        Refused::StructuredOutput => {
-            next.structured_output = match shape.structured_output {
-                StructuredOutput::JsonSchema => StructuredOutput::JsonObject,
-                StructuredOutput::JsonObject => StructuredOutput::None,
-                StructuredOutput::None => return None,
-            };
-        }
-        Refused::Content if shape.content == ContentShape::Parts => {
-            next.content = ContentShape::Text;
-        }
-        Refused::MaxTokensField => {
-            next.max_tokens_field = match shape.max_tokens_field {
-                MaxTokensField::MaxCompletionTokens => MaxTokensField::MaxTokens,
-                MaxTokensField::MaxTokens => MaxTokensField::MaxCompletionTokens,
-            };
-        }
-        Refused::StreamUsage if shape.stream_usage => next.stream_usage = false,
-        _ => return None,
-    }
-    Some(next)
-}
-
 /// The next shape to try when an error names nothing: each single change
 /// of the configured shape, then the two that servers most often need together.
 fn untried(configured: WireShape, tried: &[WireShape]) -> Option<WireShape> {
@@ -374,10 +345,11 @@ fn untried(configured: WireShape, tried: &[WireShape]) -> Option<WireShape> {
         Refused::StreamUsage,
     ]
     .iter()
-    .filter_map(|r| fixed(configured, r))
+    .filter_map(|r| configured.avoiding(r))
     .collect::<Vec<_>>();
-    let pair =
-        fixed(configured, &Refused::StructuredOutput).and_then(|s| fixed(s, &Refused::Content));
+    let pair = configured
+        .avoiding(&Refused::StructuredOutput)
+        .and_then(|s| s.avoiding(&Refused::Content));
     singles.into_iter().chain(pair).find(|s| !tried.contains(s))
 }
 
@@ -401,52 +373,19 @@ fn changed(from: WireShape, to: WireShape) -> Vec<Refused> {
 
 /// The settings that differ between `from` and `to`, as lines of the table.
 fn settings_changed(from: WireShape, to: WireShape) -> Vec<String> {
-    let mut out = Vec::new();
-    if from.structured_output != to.structured_output {
-        out.push(format!(
-            "structured_output = \"{}\"",
-            structured_name(to.structured_output)
-        ));
-    }
-    if from.content != to.content {
-        out.push("content = \"text\"".to_owned());
-    }
-    if from.max_tokens_field != to.max_tokens_field {
-        out.push(format!(
-            "max_tokens_field = \"{}\"",
-            match to.max_tokens_field {
-                MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-                MaxTokensField::MaxTokens => "max_tokens",
-            }
-        ));
-    }
-    if from.stream_usage != to.stream_usage {
-        out.push("stream_usage = false".to_owned());
-    }
-    out
-}
-
-fn structured_name(s: StructuredOutput) -> &'static str {
-    match s {
-        StructuredOutput::JsonSchema => "json_schema",
-        StructuredOutput::JsonObject => "json_object",
-        StructuredOutput::None => "none",
-    }
+    changed(from, to)
+        .iter()
+        .filter_map(|part| to.setting(part))
+        .collect()
 }
 
 /// The shape as the check's message states it.
 fn describe(shape: WireShape, stream: bool) -> String {
     format!(
         "structured_output = {}, content = {}, {}{}",
-        structured_name(shape.structured_output),
-        match shape.content {
-            ContentShape::Parts => "parts",
-            ContentShape::Text => "text",
-        },
-        match shape.max_tokens_field {
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-            MaxTokensField::MaxTokens => "max_tokens",
-        },
+        shape.structured_output.name(),
+        shape.content.name(),
+        shape.max_tokens_field.name(),
         if stream { ", streamed" } else { "" }
     )
 }
@@ -466,6 +405,7 @@ fn short(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::{ContentShape, StructuredOutput};
 
     #[test]
     fn each_refusal_changes_its_own_setting_once() {
@@ -480,7 +420,7 @@ mod tests {
             (Refused::StreamUsage, "stream_usage = false"),
         ];
         for (refused, setting) in cases {
-            let next = fixed(base, &refused).unwrap();
+            let next = base.avoiding(&refused).unwrap();
             assert_eq!(settings_changed(base, next), [setting], "{refused:?}");
         }
         // Nothing further to change once text is sent or usage not asked.
@@ -490,10 +430,10 @@ mod tests {
             structured_output: StructuredOutput::None,
             ..base
         };
-        assert_eq!(fixed(text, &Refused::Content), None);
-        assert_eq!(fixed(text, &Refused::StreamUsage), None);
-        assert_eq!(fixed(text, &Refused::StructuredOutput), None);
-        assert_eq!(fixed(base, &Refused::Parameter("seed".into())), None);
+        assert_eq!(text.avoiding(&Refused::Content), None);
+        assert_eq!(text.avoiding(&Refused::StreamUsage), None);
+        assert_eq!(text.avoiding(&Refused::StructuredOutput), None);
+        assert_eq!(base.avoiding(&Refused::Parameter("seed".into())), None);
     }
 
     #[test]

@@ -79,18 +79,16 @@ pub(crate) fn install(ctx: &Context, args: &HookInstallArgs) -> Result<u8, GateE
 fn settings_file(ctx: &Context, agent: HookAgent, user: bool) -> Result<PathBuf, GateError> {
     let home = || {
         ctx.env
-            .var("HOME")
-            .filter(|h| Path::new(h).is_absolute())
-            .map(PathBuf::from)
+            .absolute_path("HOME")
             .ok_or_else(|| GateError::Usage("--user: HOME is not an absolute path".to_owned()))
     };
     Ok(match (agent, user) {
         (HookAgent::ClaudeCode, false) => ctx.workspace.join(".claude/settings.json"),
         (HookAgent::ClaudeCode, true) => home()?.join(".claude/settings.json"),
         (HookAgent::Codex, false) => ctx.workspace.join(".codex/hooks.json"),
-        (HookAgent::Codex, true) => match ctx.env.var("CODEX_HOME") {
-            Some(dir) if Path::new(dir).is_absolute() => Path::new(dir).join("hooks.json"),
-            _ => home()?.join(".codex/hooks.json"),
+        (HookAgent::Codex, true) => match ctx.env.absolute_path("CODEX_HOME") {
+            Some(dir) => dir.join("hooks.json"),
+            None => home()?.join(".codex/hooks.json"),
         },
     })
 }
