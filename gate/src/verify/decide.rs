@@ -67,7 +67,7 @@ pub(super) fn decide(
     findings.extend(trust.findings.iter().cloned());
     findings.extend(survey.protection.findings.iter().cloned());
     findings.extend(exercised.tampered);
-    findings.extend(survey.coverage_findings.iter().cloned());
+    findings.extend(survey.findings.iter().cloned());
     findings.extend(base_findings);
     sort_worst_first(&mut findings);
 

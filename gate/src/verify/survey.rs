@@ -30,8 +30,9 @@ pub(super) struct Survey {
     pub rule_set: RuleSet,
     /// The verifiers compared with their reference.
     pub protection: verifiers::Protection,
-    /// Globs that match nothing, and (with a base) files nothing names.
-    pub coverage_findings: Vec<Finding>,
+    /// Globs that match nothing, (with a base) files nothing names, and
+    /// interpreters in the workspace nothing vouches for.
+    pub findings: Vec<Finding>,
     /// Whether a glob of the spec matches no file (no model is asked then).
     pub globs_unmatched: bool,
     /// The programs that run verifiers which the items' `PATH` finds in
@@ -112,6 +113,17 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
         .find(|(n, _)| n == "PATH")
         .map(|(_, v)| v.as_os_str());
     let interpreters = crate::interpreters::in_workspace(spec, items_path, &ctx.workspace);
+    let unvouched = crate::interpreters::unvouched(
+        &interpreters,
+        items_path,
+        &ctx.workspace,
+        &crate::interpreters::Reference {
+            git: &setup.git,
+            head: verified.commit.as_deref(),
+            base: trust.base_commit.as_deref(),
+        },
+    )
+    .await;
     if !protection.unprotected.is_empty() {
         events.emit(RunEvent::Note(Note::Unprotected {
             criteria: protection.unprotected.clone(),
@@ -120,7 +132,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
 
     // What the spec's globs cover: one that matches no file fails the run;
     // with a base, changed files nothing of the spec names are a warning.
-    let mut coverage_findings = coverage::unmatched_globs(
+    let mut findings = coverage::unmatched_globs(
         spec,
         &coverage::SpecSource {
             file: &setup.spec_file,
@@ -129,12 +141,13 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
         },
         &snapshot,
     );
-    let globs_unmatched = !coverage_findings.is_empty();
-    coverage_findings.extend(unprotected(&setup.spec_file, &protection.unprotected));
+    let globs_unmatched = !findings.is_empty();
+    findings.extend(unprotected(&setup.spec_file, &protection.unprotected));
+    findings.extend(unvouched);
     if trust.base.is_some() {
         let mut own = change::relative_to(&ctx.workspace, &config_files);
         own.extend(rule_files.iter().cloned());
-        coverage_findings.extend(coverage::uncovered_changes(
+        findings.extend(coverage::uncovered_changes(
             spec,
             &setup.spec_file,
             &changed,
@@ -147,7 +160,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
             changed,
             rule_set,
             protection,
-            coverage_findings,
+            findings,
             globs_unmatched,
             interpreters,
             verified,
