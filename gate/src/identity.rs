@@ -12,7 +12,14 @@
 //!
 //! Leases live in [`LEASE_DIR`], one file per uid, held with an exclusive
 //! `flock` for the run: a file whose lock can be taken belongs to no live
-//! run, and its journal (if any) is restored before the uid is reused.
+//! run, and its journal (if any) is restored by the next run that starts,
+//! whichever uid it takes.
+//!
+//! Two runs never hold the same folder (or one inside the other) at once:
+//! the second would take the first's files away mid-run, and give them
+//! back to the first's uid. Journals are written under one lock of the
+//! folder ([`REGISTRY`]), so a run reads every live journal whole, and
+//! waits while another live run holds a folder it needs.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -31,6 +38,12 @@ pub(crate) const FIRST_UID: u32 = 0x7000_0000;
 
 /// How many uids there are to lease.
 const COUNT: u32 = 0x1_0000;
+
+/// The lock file in the lease folder that journals are written under.
+const REGISTRY: &str = ".journals.lock";
+
+/// How long a run waits between looks at a folder another run holds.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// What was handed over under one folder, and to whom it goes back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -62,6 +75,28 @@ pub(crate) struct Lease {
     uid: u32,
     file: Flock<File>,
     journal: Journal,
+    /// The lease folder.
+    dir: PathBuf,
+}
+
+/// The lease folder's journal lock, held.
+struct Registry(#[allow(dead_code, reason = "held for its lock")] Flock<File>);
+
+impl Registry {
+    /// Waits for the lock of the lease folder `dir`.
+    fn lock(dir: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(dir.join(REGISTRY))?;
+        Flock::lock(file, FlockArg::LockExclusive)
+            .map(Self)
+            .map_err(|(_, e)| std::io::Error::from(e))
+    }
 }
 
 impl Lease {
@@ -77,6 +112,9 @@ impl Lease {
             .recursive(true)
             .mode(0o700)
             .create(dir)?;
+        let registry = Registry::lock(dir)?;
+        for_each_lease(dir, None, &mut |_, _| {})?;
+        drop(registry);
         for i in 0..COUNT {
             let uid = FIRST_UID + (seed.wrapping_add(i) % COUNT);
             let file = std::fs::OpenOptions::new()
@@ -97,6 +135,7 @@ impl Lease {
                     uid,
                     given: Vec::new(),
                 },
+                dir: dir.to_path_buf(),
             });
         }
         Err(std::io::Error::other(format!(
@@ -111,7 +150,38 @@ impl Lease {
 
     /// Hands `root` and everything under it, but `skip`, to the lease; the
     /// journal says how to give it back before anything changes.
+    /// Waits first while another live run holds `root`, a folder inside it
+    /// or one it is inside.
     pub(crate) fn give(&mut self, root: &Path, skip: &[PathBuf]) -> std::io::Result<()> {
+        let root = std::fs::canonicalize(root)?;
+        let root = root.as_path();
+        let mut waited = false;
+        let registry = loop {
+            let registry = Registry::lock(&self.dir)?;
+            let mut holder = None;
+            for_each_lease(&self.dir, Some(self.uid), &mut |uid, journal| {
+                if let Some(given) = journal
+                    .given
+                    .iter()
+                    .find(|g| g.root.starts_with(root) || root.starts_with(&g.root))
+                {
+                    holder.get_or_insert((uid, given.root.clone()));
+                }
+            })?;
+            let Some((uid, held)) = holder else {
+                break registry;
+            };
+            drop(registry);
+            if !waited {
+                waited = true;
+                tracing::warn!(
+                    folder = %held.display(),
+                    uid,
+                    "waiting for another run on this machine, which has this folder handed to its uid"
+                );
+            }
+            std::thread::sleep(RETRY);
+        };
         let meta = std::fs::symlink_metadata(root)?;
         let mut given = Given {
             root: root.to_path_buf(),
@@ -124,6 +194,11 @@ impl Lease {
                 .cloned()
                 .collect(),
         };
+        // Claimed before anything is read or changed: a run that starts
+        // now waits, and a kill leaves a journal that restores nothing yet.
+        self.journal.given.push(given.clone());
+        self.write_journal(&registry)?;
+        drop(registry);
         let mut entries = Vec::new();
         walk(root, &given.skip, &mut |path, meta| {
             if (meta.uid(), meta.gid()) != (given.uid, given.gid) {
@@ -133,15 +208,21 @@ impl Lease {
             }
             entries.push(path.to_path_buf());
         })?;
-        self.journal.given.push(given);
-        self.write_journal()?;
+        if let Some(last) = self.journal.given.last_mut() {
+            *last = given;
+        }
+        let registry = Registry::lock(&self.dir)?;
+        self.write_journal(&registry)?;
+        drop(registry);
         for path in entries {
             lchown(&path, Some(self.uid), Some(self.uid))?;
         }
         Ok(())
     }
 
-    fn write_journal(&mut self) -> std::io::Result<()> {
+    /// Writes the journal; only under the folder's lock, so every reader
+    /// sees it whole.
+    fn write_journal(&mut self, _held: &Registry) -> std::io::Result<()> {
         let text = serde_json::to_vec(&self.journal).map_err(std::io::Error::other)?;
         self.file.set_len(0)?;
         self.file.rewind()?;
@@ -158,8 +239,48 @@ impl Drop for Lease {
             }
         }
         self.journal.given.clear();
-        let _ = self.write_journal();
+        if let Ok(registry) = Registry::lock(&self.dir) {
+            let _ = self.write_journal(&registry);
+        }
     }
+}
+
+/// Calls `each` with the journal of every live lease in `dir` but `own`'s;
+/// gives back what a lease no live run holds names. Only with the folder's
+/// lock held.
+fn for_each_lease(
+    dir: &Path,
+    own: Option<u32>,
+    each: &mut dyn FnMut(u32, &Journal),
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let Some(uid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Some(uid) == own {
+            continue;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(entry.path())?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(mut dead) => give_back_journal(&mut dead)?,
+            Err((mut live, _)) => {
+                let mut text = Vec::new();
+                live.read_to_end(&mut text)?;
+                if let Ok(journal) = serde_json::from_slice::<Journal>(&text) {
+                    each(uid, &journal);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Gives back what the journal in `file` (a lease that no live run holds)
@@ -363,5 +484,77 @@ mod tests {
         drop(lease);
         assert_eq!(owner(&ws.join("src/a.rs")), (0, 0));
         assert_eq!(owner(&ws.join("theirs")), (1234, 4321));
+    }
+
+    /// As root only: two runs that need the same folder (or one inside the
+    /// other) take turns, and each gives back to the folder's owner.
+    #[test]
+    fn a_folder_another_run_holds_is_waited_for() {
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let leases = dir.path().join("leases");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("cache")).unwrap();
+        std::fs::write(ws.join("cache/a"), "a").unwrap();
+        let mut first = Lease::take_in(&leases, 1).unwrap();
+        first.give(&ws, &[]).unwrap();
+        for folder in [ws.clone(), ws.join("cache")] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let dir = leases.clone();
+            let waiter = std::thread::spawn(move || {
+                let mut second = Lease::take_in(&dir, 2).unwrap();
+                second.give(&folder, &[]).unwrap();
+                tx.send(owner(&folder).0).unwrap();
+                drop(second);
+            });
+            assert!(
+                rx.recv_timeout(std::time::Duration::from_millis(600))
+                    .is_err(),
+                "the second run took a folder the first holds"
+            );
+            // The first run ends: its files go back, then the second
+            // takes them.
+            drop(first);
+            let second_uid = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+            assert_eq!(second_uid, FIRST_UID + 2);
+            waiter.join().unwrap();
+            assert_eq!(owner(&ws.join("cache/a")), (0, 0));
+            first = Lease::take_in(&leases, 1).unwrap();
+            first.give(&ws, &[]).unwrap();
+        }
+        // A folder beside it is not waited for.
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        let mut second = Lease::take_in(&leases, 2).unwrap();
+        second.give(&other, &[]).unwrap();
+        assert_eq!(owner(&other).0, second.uid());
+    }
+
+    /// As root only: a killed run's files go back when the next run
+    /// starts, whichever uid that run takes.
+    #[test]
+    fn the_next_run_gives_back_what_any_killed_run_held() {
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let leases = dir.path().join("leases");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("a"), "a").unwrap();
+        let mut killed = Lease::take_in(&leases, 3).unwrap();
+        killed.give(&ws, &[]).unwrap();
+        let uid = killed.uid();
+        // What a kill leaves: the journal, and a lock no process holds.
+        let journal = std::fs::read(leases.join(uid.to_string())).unwrap();
+        std::mem::forget(killed);
+        std::fs::remove_file(leases.join(uid.to_string())).unwrap();
+        std::fs::write(leases.join(uid.to_string()), journal).unwrap();
+        assert_eq!(owner(&ws.join("a")), (uid, uid));
+        let next = Lease::take_in(&leases, 40).unwrap();
+        assert_ne!(next.uid(), uid);
+        assert_eq!(owner(&ws.join("a")), (0, 0));
     }
 }
