@@ -145,11 +145,43 @@ pub(crate) fn in_home(
 /// The most entries looked at for sockets under one shown folder.
 const SOCKET_SCAN_LIMIT: usize = 20_000;
 
-/// The Unix sockets in the folders shown that hold configuration or what
-/// the user named (`/etc`, `readable`; the first level of each `PATH`
-/// folder): a read-only mount does not stop `connect()`, so each is
-/// hidden. Program and library folders (`/usr`, `/opt`) are not searched.
+/// The Unix sockets the sandbox could show: a read-only mount does not stop
+/// `connect()`, so each is hidden. Every socket bound to a path in the
+/// host's network namespace (the kernel lists them, wherever they are),
+/// and what a search of the folders that hold configuration or what the
+/// user named finds (`/etc`, `readable`; the first level of each `PATH`
+/// folder), which also catches a socket file whose server is in another
+/// namespace.
 pub(crate) fn sockets(env: &[(OsString, OsString)], readable: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = std::fs::read_to_string("/proc/net/unix")
+        .map(|t| bound_sockets(&t))
+        .unwrap_or_default();
+    found.extend(searched_sockets(env, readable));
+    found
+}
+
+/// The paths of `/proc/net/unix`'s sockets (abstract ones, `@name`, have
+/// no file to hide).
+fn bound_sockets(table: &str) -> Vec<PathBuf> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            // Seven fields (the inode padded with spaces), then the path.
+            let mut rest = line;
+            for _ in 0..7 {
+                rest = rest.trim_start();
+                rest = &rest[rest.find(' ')?..];
+            }
+            let path = rest.trim_start();
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect()
+}
+
+/// The sockets a search of `/etc`, `readable` and the first level of each
+/// `PATH` folder finds.
+fn searched_sockets(env: &[(OsString, OsString)], readable: &[PathBuf]) -> Vec<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     let mut deep: Vec<PathBuf> = vec![PathBuf::from("/etc")];
     deep.extend(readable.iter().cloned());
@@ -265,6 +297,22 @@ mod tests {
     }
 
     #[test]
+    fn the_kernels_socket_table_is_read() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+            0000000000000000: 00000002 00000000 00010000 0001 01 12345 /run/docker.sock\n\
+            0000000000000000: 00000002 00000000 00010000 0001 01  9876 /opt/app/a b.sock\n\
+            0000000000000000: 00000002 00000000 00010000 0001 01 23456 @/tmp/.X11-unix/X0\n\
+            0000000000000000: 00000003 00000000 00000000 0001 03 34567\n";
+        assert_eq!(
+            bound_sockets(table),
+            [
+                PathBuf::from("/run/docker.sock"),
+                PathBuf::from("/opt/app/a b.sock")
+            ]
+        );
+    }
+
+    #[test]
     fn sockets_in_named_folders_are_found_to_be_hidden() {
         let dir = tempfile::tempdir().unwrap();
         let deep = dir.path().join("data/a/b");
@@ -277,12 +325,25 @@ mod tests {
         let _below = std::os::unix::net::UnixListener::bind(bin.join("sub/s.sock")).unwrap();
         std::fs::write(deep.join("plain"), "").unwrap();
         let env = vec![(os("PATH"), bin.clone().into_os_string())];
-        let mut found = sockets(&env, &[dir.path().join("data")]);
+        let mut found = searched_sockets(&env, &[dir.path().join("data")]);
         found.retain(|p| p.starts_with(dir.path()));
         found.sort();
         // (a socket deep in `readable`, one at the top of a PATH folder;
         // not one below that)
         assert_eq!(found, [bin.join("t.sock"), deep.join("d.sock")]);
+        // The kernel's list has every bound one, below a PATH folder too.
+        let mut all = sockets(&env, &[]);
+        all.retain(|p| p.starts_with(dir.path()));
+        all.sort();
+        all.dedup();
+        assert_eq!(
+            all,
+            [
+                bin.join("sub/s.sock"),
+                bin.join("t.sock"),
+                deep.join("d.sock")
+            ]
+        );
     }
 
     #[test]

@@ -1336,6 +1336,10 @@ const ATTACKS: &[(&str, &str)] = &[
         "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{SHOWNSOCKET}'); print('CONNECTED', s.recv(16))\" > probe/shown-socket.txt 2>&1; exit 0",
     ),
     (
+        "program-socket",
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{PROGRAMSOCKET}'); print('CONNECTED', s.recv(16))\" > probe/program-socket.txt 2>&1; exit 0",
+    ),
+    (
         "ledger-lock",
         "(exec 9< '{LEDGER}-append' && [ ! -c '{LEDGER}-append' ] && flock -n 9 && echo LOCKED) > probe/ledger-lock.txt 2>&1; exit 0",
     ),
@@ -1428,6 +1432,11 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             let shown_dir = outside.path().join("shown");
             std::fs::create_dir_all(&shown_dir).unwrap();
             let shown_seen = daemon(&shown_dir.join("daemon.sock"));
+            // One in a program folder the sandbox shows and does not search.
+            let program_dir = PathBuf::from(format!("/opt/gate-attack-{token}"));
+            std::fs::create_dir_all(&program_dir).unwrap();
+            std::fs::set_permissions(&program_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let program_seen = daemon(&program_dir.join("daemon.sock"));
             // A shared SQLite ledger in a folder the sandbox shows.
             let ledger_dir = match who {
                 As::Root => etc_dir.join("ledger"),
@@ -1446,6 +1455,10 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                     .replace(
                         "{SHOWNSOCKET}",
                         &shown_dir.join("daemon.sock").display().to_string(),
+                    )
+                    .replace(
+                        "{PROGRAMSOCKET}",
+                        &program_dir.join("daemon.sock").display().to_string(),
                     )
                     .replace("{OWN}", &own.display().to_string())
                     .replace("{ETC}", &etc_file.display().to_string())
@@ -1502,8 +1515,9 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             assert_eq!(isolation["kind"], "bwrap", "{case}: {isolation}");
             let saw = |id: &str| env.read(&format!("probe/{id}.txt"));
             // (attack, what it must not have got)
-            let blocked: [(&str, &str); 9] = [
+            let blocked: [(&str, &str); 10] = [
                 ("shown-socket", "CONNECTED"),
+                ("program-socket", "CONNECTED"),
                 ("sysctl", "WROTE"),
                 ("shadow", "root:"),
                 ("own-file", &format!("{token}-own")),
@@ -1517,7 +1531,11 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                 let text = saw(attack);
                 assert!(!text.contains(got), "{case}: {attack} got {got}:\n{text}");
             }
-            for (daemon, seen) in [("/run", &seen), ("a shown folder", &shown_seen)] {
+            for (daemon, seen) in [
+                ("/run", &seen),
+                ("a shown folder", &shown_seen),
+                ("a program folder", &program_seen),
+            ] {
                 assert_eq!(
                     seen.load(std::sync::atomic::Ordering::SeqCst),
                     0,
@@ -1583,6 +1601,7 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             drop(outside);
             let _ = std::fs::remove_dir_all(&etc_dir);
             let _ = std::fs::remove_dir_all(&socket_dir);
+            let _ = std::fs::remove_dir_all(&program_dir);
         }
     }
 }
@@ -1694,4 +1713,73 @@ fn an_item_that_replaces_the_exams_interpreter_fails_the_run() {
         "{found:#?}"
     );
     out.assert_exit(1);
+}
+
+/// A virtual environment in the workspace, made before the run, that the
+/// items' `PATH` finds: a real one runs the exam; one whose interpreter is
+/// a file the agent left there fails the run before its pass counts.
+#[test]
+fn an_interpreter_nothing_vouches_for_cannot_pass_the_exam() {
+    // (case, planted interpreter, exit, critical finding)
+    let cases: [(&str, Option<&str>, i32, bool); 2] = [
+        ("a real environment", None, 0, false),
+        (
+            "`exit 0` in its place",
+            Some("#!/bin/sh\nexit 0\n"),
+            1,
+            true,
+        ),
+    ];
+    for (case, planted, exit, critical) in cases {
+        let env = TestEnv::new();
+        env.write(".gitignore", ".venv/\n.gate/\n");
+        env.write(
+            "tests/accept.py",
+            "import sys\nsys.exit(0 if sys.prefix.endswith('.venv') else 3)\n",
+        );
+        env.write(
+            "gate.toml",
+            "[spec]\nid = \"venv\"\n[[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"accept\"\n\
+             text = \"accepted\"\nrun = \"python3 tests/accept.py\"\n",
+        );
+        env.git(&["init", "-q"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-qm", "work"]);
+        #[allow(clippy::disallowed_methods, reason = "test set-up: a real venv")]
+        let made = Command::new("python3")
+            .args(["-m", "venv", "--without-pip", ".venv"])
+            .current_dir(env.path())
+            .status()
+            .unwrap();
+        assert!(made.success());
+        if let Some(text) = planted {
+            let python = env.path().join(".venv/bin/python3");
+            std::fs::remove_file(&python).unwrap();
+            std::fs::write(&python, text).unwrap();
+            std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = format!(
+            "{}:{}",
+            env.path().join(".venv/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = env
+            .gate(&["verify", "--offline", "--format", "json"])
+            .env("PATH", path)
+            .run();
+        let doc = out.json();
+        let found = titles(&doc);
+        let title = "critical The interpreter `.venv/bin/python3` is a file in the workspace nothing vouches for";
+        assert_eq!(
+            found.iter().any(|t| t == title),
+            critical,
+            "{case}: {found:#?}"
+        );
+        assert_eq!(
+            gate_tests::item(&doc, "accept").unwrap()["status"],
+            "passed",
+            "{case}: {doc}"
+        );
+        out.assert_exit(exit);
+    }
 }
