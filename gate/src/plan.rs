@@ -188,7 +188,7 @@ fn task_tests(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Ve
             (Some(report), _) => (
                 Action::JunitReport {
                     report: report.clone(),
-                    paths: task.paths.clone(),
+                    stale: None,
                 },
                 format!("JUnit report {report}"),
                 vec![report.clone()],

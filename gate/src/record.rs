@@ -973,6 +973,23 @@ pub struct RunRecord {
     /// What became of the routing override (`GATE_ROUTING_URL`), when one was named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_override: Option<OverrideStatus>,
+    /// The tasks' JUnit reports the series has accepted so far, each with
+    /// the fingerprint of the task's files it was accepted over: what tells
+    /// a stale report from a fresh one by content.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_reports: Vec<AcceptedReport>,
+}
+
+/// A task's JUnit report a run accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AcceptedReport {
+    /// The task's id.
+    pub task: String,
+    /// blake3 of the report's bytes.
+    pub report: String,
+    /// The fingerprint of the task's files (its `paths`, the report left
+    /// out) it was accepted over.
+    pub files: String,
 }
 
 // What the stages produce and the record keeps: defined here, at the

@@ -109,12 +109,13 @@ pub enum Action {
         starts: Option<Starts>,
     },
     /// A task's JUnit report: must exist, parse, hold at least one test, no
-    /// failure or error, and be newer than every file matched by `paths`.
+    /// failure or error, and not be stale.
     JunitReport {
         /// Workspace-relative path of the report.
         report: String,
-        /// The task's `paths` globs.
-        paths: Vec<String>,
+        /// Why the report is not the one for the task's files as they are,
+        /// when the caller found it is not (decided by content).
+        stale: Option<String>,
     },
     /// A check built into the gate.
     Builtin {

@@ -820,8 +820,8 @@ async fn in_process(ctx: &Ctx, item: &Item, permit: OwnedSemaphorePermit) -> Ite
 
 fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> CheckAnswer {
     match action {
-        Action::JunitReport { report, paths } => {
-            match junit::check_report(workspace, report, paths, files) {
+        Action::JunitReport { report, stale } => {
+            match junit::check_report(workspace, report, stale.as_deref()) {
                 Ok(summary) => CheckAnswer {
                     passed: true,
                     reason: None,

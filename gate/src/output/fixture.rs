@@ -304,6 +304,7 @@ pub(crate) fn record() -> RunRecord {
         pages: Vec::new(),
         bundle: Some(".gate/bundles/0190aaaa-bbbb-7ccc-8ddd-eeeeffff0000.dsse.json".to_owned()),
         routing_override: None,
+        accepted_reports: Vec::new(),
         protected_reference: std::collections::BTreeMap::new(),
     }
 }

@@ -3,7 +3,7 @@
 //! override the verdict module weighs last.
 
 use crate::guard;
-use crate::record::{CheckRecord, CriterionRecord, FateBy, Finding, RunRecord};
+use crate::record::{CheckRecord, CriterionRecord, FateBy, Finding, ItemStatus, RunRecord};
 use crate::retry::doom::Thresholds;
 use crate::retry::{self, memory};
 use crate::review::ReviewOutput;
@@ -113,6 +113,27 @@ pub(super) fn decide(
     record.failures = retry::failures(&record);
     record.routing_override.clone_from(&setup.routing_override);
     record.pages = exercised.page_records;
+    let report_passed = |task: &str| {
+        let id = spec
+            .tasks
+            .iter()
+            .find(|t| t.id == task)
+            .map(gate_specs::Spec::tests_check_id);
+        record.checks.iter().any(|c| {
+            Some(&c.id) == id.as_ref()
+                && matches!(c.status, ItemStatus::Passed | ItemStatus::Carried)
+        })
+    };
+    record.accepted_reports = crate::task_reports::accepted(
+        spec,
+        &survey.snapshot,
+        history
+            .previous
+            .as_ref()
+            .map(|p| p.record.accepted_reports.as_slice())
+            .unwrap_or_default(),
+        &report_passed,
+    );
     record.qualifier = decision.qualifier;
     record.self_guard = trust.self_guard.clone();
 

@@ -63,6 +63,7 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
         history.previous.as_ref(),
         req.full,
     );
+    mark_stale_reports(&mut plan, spec, survey, history);
     let mut secret_names = setup.routing.key_variables();
     secret_names.extend(pages::credential_variables(spec));
     let redact = ctx.env.secret_values(&secret_names);
@@ -81,6 +82,34 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
         shots_dir,
         redact,
         redactor,
+    }
+}
+
+/// Tells each task's report item why its report is stale, when the series
+/// accepted that content over other task files.
+fn mark_stale_reports(plan: &mut Plan, spec: &Spec, survey: &Survey, history: &retry::History) {
+    let accepted = history
+        .previous
+        .as_ref()
+        .map(|p| p.record.accepted_reports.as_slice())
+        .unwrap_or_default();
+    let stale = crate::task_reports::stale(spec, &survey.snapshot, accepted);
+    for task in &spec.tasks {
+        let Some(why) = stale.get(&task.id) else {
+            continue;
+        };
+        let id = Spec::tests_check_id(task);
+        if let Some(gate_harness::Item {
+            action: gate_harness::Action::JunitReport { stale, .. },
+            ..
+        }) = plan
+            .items
+            .iter_mut()
+            .find(|i| i.id == id)
+            .and_then(|i| i.work.as_mut())
+        {
+            *stale = Some(why.clone());
+        }
     }
 }
 

@@ -134,6 +134,7 @@ impl Start {
             pages: Vec::new(),
             bundle: None,
             routing_override: None,
+            accepted_reports: Vec::new(),
             protected_reference: std::collections::BTreeMap::new(),
         }
     }

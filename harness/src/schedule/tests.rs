@@ -499,11 +499,11 @@ async fn in_process_checks() {
         .map(str::to_owned)
         .to_vec(),
     );
-    let report = |id: &str, report: &str| Item {
+    let report = |id: &str, report: &str, stale: Option<&str>| Item {
         kind: ItemKind::TaskTests,
         action: Action::JunitReport {
             report: report.to_owned(),
-            paths: vec!["src/orders/**".to_owned()],
+            stale: stale.map(str::to_owned),
         },
         ..check(id, "", &[])
     };
@@ -516,8 +516,12 @@ async fn in_process_checks() {
         ..check(b.id(), "", &[])
     };
     let items = vec![
-        report("orders.tests", "reports/orders.xml"),
-        report("stale.tests", "reports/stale.xml"),
+        report("orders.tests", "reports/orders.xml", None),
+        report(
+            "stale.tests",
+            "reports/stale.xml",
+            Some("report reports/stale.xml is stale"),
+        ),
         builtin(Builtin::Conflicts),
         builtin(Builtin::Secrets),
         builtin(Builtin::Parse),
@@ -528,7 +532,7 @@ async fn in_process_checks() {
         (
             "stale.tests",
             Status::Failed,
-            Some("report reports/stale.xml is older than src/orders/a.rs"),
+            Some("report reports/stale.xml is stale"),
         ),
         (
             "builtin.conflicts",

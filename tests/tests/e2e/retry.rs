@@ -372,3 +372,78 @@ inputs = ["src/other.txt"]
     assert_eq!(status_of(&doc, "ttl"), "passed");
     assert_eq!(status_of(&doc, "ping"), "carried");
 }
+
+/// A task's JUnit report is judged by its content over the task's files,
+/// never by file times: after a fresh checkout (every file newer than the
+/// report) the same report over the same code is valid; the same report
+/// over changed code is stale, however recently it was touched; a new
+/// report is taken.
+#[test]
+fn a_task_report_is_stale_by_content_not_by_its_time() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"reports\"\n[policy]\nbuiltin_parse = false\n\
+         [[check]]\nid = \"hold\"\nrun = \"test ! -f hold\"\n\
+         [[task]]\nid = \"orders\"\npaths = [\"src/**\"]\n\
+         tests = { report = \"reports/orders.xml\" }\n",
+    );
+    let report =
+        |n: u32| format!("<testsuite><testcase name=\"creates\" time=\"0.0{n}\"/></testsuite>\n");
+    let set_time = |rel: &str, secs_ago: u64| {
+        let when = std::time::SystemTime::now() - std::time::Duration::from_secs(secs_ago);
+        std::fs::File::options()
+            .write(true)
+            .open(env.path().join(rel))
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    };
+    // `hold` keeps the series open from attempt to attempt.
+    env.write("hold", "");
+    env.write("src/orders.rs", "fn create() {}\n");
+    env.write("reports/orders.xml", &report(1));
+    let verify = || env.gate(&["verify", "--full", "--format", "json"]).run();
+    // (what the attempt finds, the report item's status, its reason)
+    type Step<'a> = (&'a dyn Fn(), &'a str, Option<&'a str>);
+    let steps: [Step<'_>; 4] = [
+        (&|| {}, "passed", None),
+        // A fresh checkout: the code is newer than the report; same content.
+        (
+            &|| {
+                set_time("reports/orders.xml", 600);
+                set_time("src/orders.rs", 0);
+            },
+            "passed",
+            None,
+        ),
+        // The code changed and the report did not, though it was touched.
+        (
+            &|| {
+                env.write("src/orders.rs", "fn create() { todo!() }\n");
+                set_time("src/orders.rs", 600);
+                set_time("reports/orders.xml", 0);
+            },
+            "failed",
+            Some("is the one accepted for an earlier version of the task's files"),
+        ),
+        // The pipeline ran the tests again: a new report.
+        (
+            &|| drop(env.write("reports/orders.xml", &report(2))),
+            "passed",
+            None,
+        ),
+    ];
+    for (i, (change, status, reason)) in steps.iter().enumerate() {
+        change();
+        let out = verify();
+        let doc = out.json();
+        assert_eq!(doc["attempt"], i + 1, "{doc}");
+        let tests = item(&doc, "orders.tests").unwrap();
+        assert_eq!(tests["status"], *status, "attempt {}: {tests}", i + 1);
+        if let Some(reason) = reason {
+            let said = tests["reason"].as_str().unwrap_or_default();
+            assert!(said.contains(reason), "attempt {}: {said}", i + 1);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Whether a task's JUnit report is the one for the task's files as they
+//! are, judged by content.
+//!
+//! A report comes from the pipeline's own test step, outside the gate's
+//! sight; file times cannot tie it to the code (a checkout gives every file
+//! a new time, `touch` gives any file one). What can: each run records, for
+//! every report it accepted, the report's digest beside the fingerprint of
+//! the task's files, and the series carries the list from attempt to
+//! attempt. A report whose digest was accepted against other files, and
+//! never against these, is stale: the task's code changed and the report
+//! did not. A report with the same content over the same files (a fresh
+//! checkout) stays valid; a report the series has not seen is the
+//! pipeline's word, as it always was.
+
+use std::collections::HashMap;
+
+use gate_evidence::Snapshot;
+use gate_evidence::snapshot::item_digest;
+use gate_specs::{InputGlobs, Spec};
+
+use crate::record::AcceptedReport;
+
+/// The most reports a series keeps (the newest): far more than attempts a
+/// series runs, and a bound on what each bundle carries.
+const KEPT: usize = 200;
+
+/// The report of each task with one, as this run finds it: the task's id,
+/// the report's path, its digest (`None` when missing) and the
+/// fingerprint of the task's files.
+fn current(spec: &Spec, snapshot: &Snapshot) -> Vec<(String, String, Option<String>, String)> {
+    spec.tasks
+        .iter()
+        .filter_map(|task| {
+            let report = task.tests.as_ref()?.report.clone()?;
+            let digest = snapshot.get(&report).map(|e| e.digest.to_hex());
+            let globs = if task.paths.is_empty() {
+                None
+            } else {
+                InputGlobs::new(&task.paths).ok()
+            };
+            // The report itself is not one of the task's files.
+            let covers_report = globs.as_ref().is_none_or(|g| g.is_match(&report));
+            let files = if covers_report {
+                item_digest(
+                    task.id.as_bytes(),
+                    globs.as_ref(),
+                    &without(snapshot, &report),
+                )
+            } else {
+                item_digest(task.id.as_bytes(), globs.as_ref(), snapshot)
+            }
+            .to_hex();
+            Some((task.id.clone(), report, digest, files))
+        })
+        .collect()
+}
+
+/// `snapshot` without `path`.
+fn without(snapshot: &Snapshot, path: &str) -> Snapshot {
+    if snapshot.get(path).is_none() {
+        return snapshot.clone();
+    }
+    Snapshot::from_entries(
+        snapshot
+            .entries()
+            .filter(|(p, _)| *p != path)
+            .map(|(p, e)| (p.to_owned(), *e))
+            .collect(),
+    )
+}
+
+/// Why each task's report is stale, by task id: its content was accepted
+/// against other task files than these, and never against these.
+pub(crate) fn stale(
+    spec: &Spec,
+    snapshot: &Snapshot,
+    accepted: &[AcceptedReport],
+) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (task, report, digest, files) in current(spec, snapshot) {
+        let Some(digest) = digest else { continue };
+        let seen: Vec<&AcceptedReport> = accepted
+            .iter()
+            .filter(|a| a.task == task && a.report == digest)
+            .collect();
+        if !seen.is_empty() && seen.iter().all(|a| a.files != files) {
+            out.insert(
+                task,
+                format!(
+                    "report {report} is the one accepted for an earlier version of the task's \
+                     files, which have changed since: run the task's tests again"
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// What this run records: the series' accepted reports so far and each
+/// report this run accepted (`passed` says whether a task's report item
+/// passed), the newest [`KEPT`].
+pub(crate) fn accepted(
+    spec: &Spec,
+    snapshot: &Snapshot,
+    earlier: &[AcceptedReport],
+    passed: &dyn Fn(&str) -> bool,
+) -> Vec<AcceptedReport> {
+    let mut out: Vec<AcceptedReport> = earlier.to_vec();
+    for (task, _, digest, files) in current(spec, snapshot) {
+        let Some(report) = digest else { continue };
+        if !passed(&task) {
+            continue;
+        }
+        let entry = AcceptedReport {
+            task,
+            report,
+            files,
+        };
+        out.retain(|a| a != &entry);
+        out.push(entry);
+    }
+    let extra = out.len().saturating_sub(KEPT);
+    out.drain(..extra);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use gate_evidence::snapshot::{EntryKind, FileEntry};
+
+    use super::*;
+
+    fn snapshot(files: &[(&str, &str)]) -> Snapshot {
+        let map: BTreeMap<String, FileEntry> = files
+            .iter()
+            .map(|(p, text)| {
+                (
+                    (*p).to_owned(),
+                    FileEntry {
+                        digest: gate_evidence::Digest(*blake3::hash(text.as_bytes()).as_bytes()),
+                        size: text.len() as u64,
+                        kind: EntryKind::File,
+                    },
+                )
+            })
+            .collect();
+        Snapshot::from_entries(map)
+    }
+
+    /// A report's content over the task's files across attempts: a fresh
+    /// checkout of the same content stays valid, the same report over
+    /// changed code is stale, a new report is taken.
+    #[test]
+    fn a_report_is_stale_when_its_content_was_accepted_for_other_files() {
+        let spec = gate_specs::parse_str(
+            "[spec]\nid = \"s\"\n[[task]]\nid = \"orders\"\npaths = [\"src/**\"]\n\
+             tests = { report = \"reports/orders.xml\" }\n",
+            Path::new("gate.toml"),
+            gate_specs::Format::Toml,
+        )
+        .unwrap();
+        let v1 = snapshot(&[("src/a.rs", "one"), ("reports/orders.xml", "report 1")]);
+        assert!(stale(&spec, &v1, &[]).is_empty(), "a first report is taken");
+        let series = accepted(&spec, &v1, &[], &|_| true);
+        assert_eq!(series.len(), 1);
+        // (what the next attempt finds, stale)
+        let cases = [
+            (v1.clone(), false),
+            (
+                snapshot(&[("src/a.rs", "two"), ("reports/orders.xml", "report 1")]),
+                true,
+            ),
+            (
+                snapshot(&[("src/a.rs", "two"), ("reports/orders.xml", "report 2")]),
+                false,
+            ),
+            (snapshot(&[("src/a.rs", "two")]), false),
+        ];
+        for (i, (next, want)) in cases.iter().enumerate() {
+            assert_eq!(
+                stale(&spec, next, &series).contains_key("orders"),
+                *want,
+                "case {i}"
+            );
+        }
+        // A report that failed is not recorded as accepted; one accepted
+        // again is not listed twice.
+        let v2 = snapshot(&[("src/a.rs", "two"), ("reports/orders.xml", "report 2")]);
+        assert_eq!(accepted(&spec, &v2, &series, &|_| false), series);
+        let again = accepted(&spec, &v1, &series, &|_| true);
+        assert_eq!(again, series);
+        // The same content accepted over both versions is stale for neither.
+        let both = accepted(
+            &spec,
+            &snapshot(&[("src/a.rs", "two"), ("reports/orders.xml", "report 1")]),
+            &series,
+            &|_| true,
+        );
+        assert!(stale(&spec, &v1, &both).is_empty());
+    }
+}
