@@ -198,6 +198,7 @@ fn entry(run_id: &str, w: usize) -> RunEntry {
         run_id: run_id.to_owned(),
         spec_id: format!("spec-{w}"),
         attempt: 1,
+        series: None,
         verdict: "pass".into(),
         tier: "light".into(),
         started_at: now,

@@ -201,6 +201,7 @@ fn run(rng: &mut Rng, i: u64, n: u64, start: DateTime<Utc>) -> RunEntry {
         run_id: run_id(i),
         spec_id: format!("spec-{spec:04}"),
         attempt: attempt as u32,
+        series: None,
         verdict: verdict.into(),
         tier: tier.into(),
         started_at,

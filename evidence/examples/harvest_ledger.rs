@@ -34,6 +34,7 @@ fn entry(line: &str) -> Option<RunEntry> {
         run_id: id.to_owned(),
         spec_id: format!("spec-{id}"),
         attempt: 1,
+        series: None,
         verdict: verdict.to_owned(),
         tier: "light".to_owned(),
         started_at,

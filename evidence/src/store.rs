@@ -450,6 +450,7 @@ mod tests {
             run_id: "r1".into(),
             spec_id: "s".into(),
             attempt: 1,
+            series: None,
             verdict: "pass".into(),
             tier: "light".into(),
             started_at: now,

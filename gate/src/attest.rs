@@ -599,6 +599,7 @@ pub(crate) fn entry_for(record: &RunRecord, bundle_path: &str, extra: Value) -> 
         run_id: record.run_id.clone(),
         spec_id: record.spec_id.clone(),
         attempt: record.attempt,
+        series: record.series.as_ref().map(|s| s.key.clone()),
         verdict: record.verdict.as_str().to_owned(),
         tier: record.tier.as_str().to_owned(),
         started_at,

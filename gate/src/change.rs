@@ -99,20 +99,25 @@ const CI_BRANCH: [&str; 8] = [
     "GIT_BRANCH",
 ];
 
-/// What the run verifies: `HEAD`'s commit and branch (else the CI's name
-/// for it) and how many files differ from that commit. Outside a
-/// repository, or before a first commit, nothing but the files.
-pub(crate) async fn verified(
+/// Where the workspace's `HEAD` is when the run starts, read before
+/// anything of the workspace runs: what the run verifies, and the branch
+/// its series is named by when nothing names one first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Head {
+    /// `HEAD`'s commit; none outside a repository or before a first commit.
+    pub commit: Option<String>,
+    /// `HEAD`'s branch, else (a detached checkout) the CI's name for it.
+    pub branch: Option<String>,
+}
+
+/// `HEAD`'s commit and branch (else the CI's name for the branch).
+pub(crate) async fn head(
     git: &Git,
     workspace: &Path,
-    snapshot: &Snapshot,
     env: &crate::environment::Environment,
-) -> Verified {
+) -> Head {
     let Ok(commit) = git.resolve_commit(workspace, "HEAD").await else {
-        return Verified {
-            uncommitted: snapshot.len(),
-            ..Verified::default()
-        };
+        return Head::default();
     };
     let branch = match git
         .run(workspace, &["symbolic-ref", "--short", "-q", "HEAD"])
@@ -125,6 +130,27 @@ pub(crate) async fn verified(
             .map(str::to_owned),
     }
     .filter(|b| !b.is_empty());
+    Head {
+        commit: Some(commit),
+        branch,
+    }
+}
+
+/// What the run verifies: `head`'s commit and branch and how many files
+/// differ from that commit. Outside a repository, or before a first
+/// commit, nothing but the files.
+pub(crate) async fn verified(
+    git: &Git,
+    workspace: &Path,
+    snapshot: &Snapshot,
+    head: &Head,
+) -> Verified {
+    let Some(commit) = head.commit.clone() else {
+        return Verified {
+            uncommitted: snapshot.len(),
+            ..Verified::default()
+        };
+    };
     let uncommitted = match differs_from(git, workspace, snapshot, &commit).await {
         Ok(files) => files.len(),
         Err(e) => {
@@ -135,7 +161,7 @@ pub(crate) async fn verified(
     let root_commits = root_commits(git, workspace, &commit).await;
     Verified {
         commit: Some(commit),
-        branch,
+        branch: head.branch.clone(),
         uncommitted,
         root_commits,
     }

@@ -518,6 +518,9 @@ pub(crate) struct RunsArgs {
     /// Only this spec id.
     #[arg(long, value_name = "ID")]
     pub spec: Option<String>,
+    /// Only this series key (as `gate runs` shows it: `pr:42`, `branch:main`…).
+    #[arg(long, value_name = "KEY")]
+    pub series: Option<String>,
     /// Only this verdict (pass, fail, escalate, incomplete).
     #[arg(long, value_name = "V")]
     pub verdict: Option<String>,
@@ -624,9 +627,15 @@ pub(crate) struct VerifyArgs {
     /// Re-run everything, carrying nothing forward from earlier attempts.
     #[arg(long)]
     pub full: bool,
-    /// Start a new attempt series (after an escalation, once a human looked).
+    /// Start a new attempt series and lift the spec's escalation on this
+    /// base (an operator's step, once a human looked).
     #[arg(long)]
     pub new_series: bool,
+    /// The series this run is an attempt of: the pull or merge request (or
+    /// branch) the work is on (default: the CI's pull or merge request,
+    /// else the branch).
+    #[arg(long, value_name = "KEY")]
+    pub series: Option<String>,
     /// Run nothing on the base for a quick local look: criteria that ask
     /// for a base result no earlier run left are unverified (recorded).
     #[arg(long)]

@@ -296,6 +296,7 @@ async fn verify_inner(ctx: &Context, args: &VerifyArgs) -> Result<u8, GateError>
         base: args.base.clone(),
         full: args.full,
         new_series: args.new_series,
+        series: args.series.clone(),
         no_base_runs: args.no_base_runs,
         offline: settings.offline,
         routing: settings.routing.clone(),

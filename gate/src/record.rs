@@ -858,6 +858,19 @@ pub struct Verified {
     pub root_commits: Vec<String>,
 }
 
+/// The attempt series a run belongs to: one line of work on a spec, as
+/// the pipeline names it (a pull or merge request, a branch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Series {
+    /// The key: `--series` as given, `pr:N` or `mr:N` for a pull or merge
+    /// request, `branch:NAME` for a branch.
+    pub key: String,
+    /// Where it came from: `--series`, the CI variable it was read from,
+    /// or `branch` (what the run verified: `HEAD`'s branch, else the CI's
+    /// name for it).
+    pub from: String,
+}
+
 /// One gate run, whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
@@ -871,8 +884,13 @@ pub struct RunRecord {
     pub summary: String,
     /// The coding agent that made the change, when the spec names it.
     pub agent: Option<String>,
-    /// Attempt number in the spec's series (1 for the first).
+    /// Attempt number in the run's series (1 for the first).
     pub attempt: u32,
+    /// The series the attempt belongs to: the spec's line of work the
+    /// pipeline named, and where the key came from. None for the spec's own
+    /// series (no key could be found, and every run from before keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<Series>,
     /// When the run started (RFC 3339, UTC).
     pub started_at: String,
     /// Wall time of the whole run.

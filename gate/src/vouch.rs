@@ -27,6 +27,7 @@ fn columns(row: &LedgerRow, record: &RunRecord) -> (Value, Value) {
             "run_id": e.run_id,
             "spec_id": e.spec_id,
             "attempt": e.attempt,
+            "series": e.series,
             "verdict": e.verdict,
             "tier": e.tier,
             "started_at": e.started_at,
@@ -170,7 +171,17 @@ mod tests {
         }];
         // (what the database edit did, the columns named)
         type Edit = fn(&mut LedgerRow);
-        let cases: [(&str, Edit, &[&str]); 8] = [
+        let cases: [(&str, Edit, &[&str]); 10] = [
+            (
+                "moved to another series",
+                |r| r.entry.series = Some("branch:elsewhere".into()),
+                &["series"],
+            ),
+            (
+                "taken out of its series",
+                |r| r.entry.series = None,
+                &["series"],
+            ),
             ("nothing", |_| {}, &[]),
             (
                 "a failed run flipped to pass",

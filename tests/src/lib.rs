@@ -219,9 +219,27 @@ pub fn gate_command() -> Command {
     cmd
 }
 
+/// The CI's variables the gate names a run's series and branch by: the
+/// CI the suite itself runs in must not put every test's runs in its pull
+/// request.
+const CI_SERIES: [&str; 11] = [
+    "GITHUB_REF",
+    "GITHUB_HEAD_REF",
+    "GITHUB_REF_NAME",
+    "CI_MERGE_REQUEST_IID",
+    "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+    "CI_COMMIT_REF_NAME",
+    "BUILDKITE_PULL_REQUEST",
+    "BUILDKITE_BRANCH",
+    "CIRCLE_BRANCH",
+    "BRANCH_NAME",
+    "GIT_BRANCH",
+];
+
 /// Takes out of `cmd`'s environment everything of the developer's or CI's
 /// that changes what the gate does: CI demands a signing key, a
-/// developer's provider keys would call out.
+/// developer's provider keys would call out, the CI's pull request names
+/// the series.
 pub fn hermetic(cmd: &mut Command) -> &mut Command {
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
@@ -231,6 +249,7 @@ pub fn hermetic(cmd: &mut Command) -> &mut Command {
             || key == "CI"
             || key == "GITHUB_STEP_SUMMARY"
             || key == "RUST_LOG"
+            || CI_SERIES.contains(&key)
         {
             cmd.env_remove(key);
         }

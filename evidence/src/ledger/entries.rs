@@ -16,8 +16,13 @@ pub struct RunEntry {
     pub run_id: String,
     /// The spec's stable id.
     pub spec_id: String,
-    /// Attempt number within the spec's series, from 1.
+    /// Attempt number within the run's series, from 1.
     pub attempt: u32,
+    /// The series the attempt belongs to: the spec's line of work the
+    /// pipeline named (a pull request, a branch). `None` for the spec's
+    /// own series: a run with no key, and every run recorded before keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
     /// `pass`, `fail`, `escalate` or `incomplete`.
     pub verdict: String,
     /// `trivial`, `light` or `full`.
@@ -251,12 +256,38 @@ pub struct BreakerRecord {
 pub struct RunFilter {
     /// Only this spec.
     pub spec_id: Option<String>,
+    /// Only this series.
+    pub series: Option<SeriesFilter>,
     /// Only this verdict.
     pub verdict: Option<String>,
     /// Only runs started at or after this instant.
     pub since: Option<DateTime<Utc>>,
     /// At most this many rows.
     pub limit: Option<u32>,
+}
+
+/// Which series of runs a [`RunFilter`] keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeriesFilter {
+    /// The runs recorded without a key: the spec's own series.
+    Unkeyed,
+    /// The runs of this key.
+    Key(String),
+}
+
+impl SeriesFilter {
+    /// The filter that keeps the runs of `key` (`None`: the unkeyed ones).
+    pub fn of(key: Option<&str>) -> Self {
+        key.map_or(Self::Unkeyed, |k| Self::Key(k.to_owned()))
+    }
+
+    /// The key it keeps, `None` for the unkeyed runs.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::Unkeyed => None,
+            Self::Key(k) => Some(k),
+        }
+    }
 }
 
 /// Lowercase hex of a 32-byte hash, parsed.

@@ -123,11 +123,12 @@ pub enum LedgerError {
         #[source]
         source: std::io::Error,
     },
-    /// A live run's attempt number does not continue its spec's series: two
-    /// runs of one spec decided their attempt from the same history.
+    /// A live run's attempt number does not continue its series: two
+    /// runs of one series decided their attempt from the same history.
     #[error(
-        "run {run_id} is attempt {attempt} of `{spec_id}`, but the spec's latest recorded attempt is {}: \
-         another run of the spec was recorded meanwhile",
+        "run {run_id} is attempt {attempt} of `{spec_id}`{}, but the series' latest recorded attempt is {}: \
+         another run of the series was recorded meanwhile",
+        series.as_deref().map_or_else(String::new, |k| format!(" in series `{k}`")),
         latest.map_or_else(|| "none".to_owned(), |a| a.to_string())
     )]
     AttemptOutOfSeries {
@@ -135,9 +136,11 @@ pub enum LedgerError {
         run_id: String,
         /// Its spec.
         spec_id: String,
+        /// Its series key (`None`: the spec's own series).
+        series: Option<String>,
         /// The attempt it claims.
         attempt: u32,
-        /// The spec's latest recorded attempt.
+        /// The series' latest recorded attempt.
         latest: Option<u32>,
     },
     /// Copied rows do not continue the ledger they are copied into.

@@ -73,6 +73,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_9_DISMISSED_BY,
     events::MIGRATION_10_OUTCOME_EVIDENCE,
     events::MIGRATION_11_HARVEST_STATES,
+    MIGRATION_12_SERIES,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's
@@ -104,6 +105,13 @@ CREATE INDEX runs_by_spec ON runs (spec_id, seq);
 CREATE INDEX runs_by_start ON runs (started_at);
 ";
 
+/// Each run's series key (NULL for the spec's own series, which every run
+/// recorded before keys belongs to), and the index a series is read by.
+const MIGRATION_12_SERIES: &str = "
+ALTER TABLE runs ADD COLUMN series TEXT;
+CREATE INDEX runs_by_series ON runs (spec_id, series, seq);
+";
+
 /// Opens an append: READ COMMITTED whatever the server's default (each
 /// statement then sees what the previous chain-lock holder committed), the
 /// commit does not wait for the flush while the lock is held, and waiting
@@ -120,42 +128,44 @@ const BEGIN_APPEND_SYNC: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
 /// Inserts one run after the tip, in one statement: seq and chain link come
 /// from the tip as this statement sees it. For a live run ($17 false) it
 /// inserts nothing when the attempt neither starts a series nor follows the
-/// spec's latest attempt. The run's report rows ($19 on) and, when the
-/// bundle is kept in the ledger, its envelope ($18, else NULL) go in with
-/// it, or not at all.
+/// latest attempt of its series ($19, the key). The run's report rows ($20
+/// on) and, when the bundle is kept in the ledger, its envelope ($18, else
+/// NULL) go in with it, or not at all.
 static INSERT_NEXT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH ins AS (INSERT INTO runs (seq, run_id, spec_id, attempt, verdict, tier, \
          started_at, finished_at, input_tokens, cached_input_tokens, output_tokens, cost_usd, \
-         bundle_path, envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json) \
+         bundle_path, envelope_sha256, prev_sha256, leaf_hash, recorded_at, extra_json, series) \
          SELECT COALESCE(tip.seq, 0) + 1, $1::text, $2::text, $3::bigint, $4::text, $5::text, \
          $6::timestamptz, $7::timestamptz, $8::bigint, $9::bigint, $10::bigint, $11::float8, \
-         $12::text, $13::text, tip.envelope_sha256, $14::text, $15::timestamptz, $16::json \
+         $12::text, $13::text, tip.envelope_sha256, $14::text, $15::timestamptz, $16::json, \
+         $19::text \
          FROM (SELECT 1) AS one \
          LEFT JOIN (SELECT seq, envelope_sha256 FROM runs ORDER BY seq DESC LIMIT 1) AS tip \
          ON true \
          WHERE $17::boolean OR $3::bigint = 1 OR $3::bigint = COALESCE( \
-             (SELECT attempt FROM runs WHERE spec_id = $2::text ORDER BY seq DESC LIMIT 1), 0) + 1 \
+             (SELECT attempt FROM runs WHERE spec_id = $2::text \
+              AND series IS NOT DISTINCT FROM $19::text ORDER BY seq DESC LIMIT 1), 0) + 1 \
          RETURNING {returning}, prev_sha256), \
          kept AS (INSERT INTO bundles (sha256, envelope) SELECT $13::text, $18::bytea FROM ins \
          WHERE $18::bytea IS NOT NULL ON CONFLICT (sha256) DO NOTHING), \
          {facts} \
          SELECT seq, prev_sha256 FROM ins",
         returning = report::FACTS_RETURNING,
-        facts = report::facts_clauses(19),
+        facts = report::facts_clauses(20),
     )
 });
 
-/// Copies one row exactly ($1 to $18, in `COLUMNS` order) with its report
-/// rows ($19 on).
+/// Copies one row exactly ($1 to $19, in `COLUMNS` order) with its report
+/// rows ($20 on).
 static COPY_ROW: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH ins AS (INSERT INTO runs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-         $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING {returning}), \
+         $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING {returning}), \
          {facts} \
          SELECT 1",
         returning = report::FACTS_RETURNING,
-        facts = report::facts_clauses(19),
+        facts = report::facts_clauses(20),
     )
 });
 
@@ -398,6 +408,7 @@ impl PgLedger {
                     kept_in_ledger(entry, &sealed.envelope_sha256)?.then(|| envelope.to_vec());
                 let mut params = insert_params(entry, &sealed, recorded_at, as_is);
                 params.push(Box::new(kept));
+                params.push(Box::new(entry.series.clone()));
                 params.extend(report::facts_params(&entry.extra));
                 Ok((sealed, params))
             })
@@ -494,8 +505,9 @@ impl PgLedger {
     async fn out_of_series(&self, conn: &Conn, entry: &RunEntry) -> LedgerError {
         let latest = conn
             .query_opt(
-                "SELECT attempt FROM runs WHERE spec_id = $1 ORDER BY seq DESC LIMIT 1",
-                &[&entry.spec_id],
+                "SELECT attempt FROM runs WHERE spec_id = $1 \
+                 AND series IS NOT DISTINCT FROM $2 ORDER BY seq DESC LIMIT 1",
+                &[&entry.spec_id, &entry.series],
             )
             .await
             .ok()
@@ -504,6 +516,7 @@ impl PgLedger {
         LedgerError::AttemptOutOfSeries {
             run_id: entry.run_id.clone(),
             spec_id: entry.spec_id.clone(),
+            series: entry.series.clone(),
             attempt: entry.attempt,
             latest,
         }
@@ -693,6 +706,15 @@ impl PgLedger {
             params.push(Box::new(spec.clone()));
             let _ = write!(sql, " AND spec_id = ${}", params.len());
         }
+        if let Some(series) = &filter.series {
+            params.push(Box::new(series.key().map(str::to_owned)));
+            // Matches NULL too: the unkeyed series.
+            let _ = write!(
+                sql,
+                " AND series IS NOT DISTINCT FROM ${}::text",
+                params.len()
+            );
+        }
         if let Some(verdict) = &filter.verdict {
             params.push(Box::new(verdict.clone()));
             let _ = write!(sql, " AND verdict = ${}", params.len());
@@ -865,6 +887,7 @@ fn copy_params(row: &LedgerRow) -> Vec<Box<dyn ToSql + Sync + Send>> {
         Box::new(row.leaf_hash.clone()),
         Box::new(row.recorded_at),
         Box::new(row.entry.extra.clone()),
+        Box::new(row.entry.series.clone()),
     ]);
     params
 }
@@ -896,6 +919,7 @@ fn read_row(r: &tokio_postgres::Row) -> Result<LedgerRow, LedgerError> {
             run_id: text(1, "run_id")?,
             spec_id: text(2, "spec_id")?,
             attempt,
+            series: r.try_get(18).map_err(|e| bad("series", e))?,
             verdict: text(4, "verdict")?,
             tier: text(5, "tier")?,
             started_at: time(6, "started_at")?,

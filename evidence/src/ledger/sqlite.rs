@@ -56,6 +56,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_9_DISMISSED_BY,
     events::MIGRATION_10_OUTCOME_EVIDENCE,
     events::MIGRATION_11_HARVEST_STATES,
+    MIGRATION_12_SERIES,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's
@@ -85,6 +86,13 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_by_spec ON runs (spec_id, seq);
 CREATE INDEX runs_by_start ON runs (started_at);
+";
+
+/// Each run's series key (NULL for the spec's own series, which every run
+/// recorded before keys belongs to), and the index a series is read by.
+const MIGRATION_12_SERIES: &str = "
+ALTER TABLE runs ADD COLUMN series TEXT;
+CREATE INDEX runs_by_series ON runs (spec_id, series, seq);
 ";
 
 /// Turns on the WAL journal. Processes creating one file at once may find
@@ -333,7 +341,7 @@ impl SqliteLedger {
         {
             let mut stmt = tx
                 .prepare_cached(&format!(
-                    "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+                    "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
                 ))
                 .map_err(err)?;
             for row in rows {
@@ -418,6 +426,15 @@ impl SqliteLedger {
         if let Some(spec) = &filter.spec_id {
             args.push(Value::Text(spec.clone()));
             let _ = write!(sql, " AND spec_id = ?{}", args.len());
+        }
+        if let Some(series) = &filter.series {
+            args.push(
+                series
+                    .key()
+                    .map_or(Value::Null, |k| Value::Text(k.to_owned())),
+            );
+            // `IS` matches NULL too: the unkeyed series.
+            let _ = write!(sql, " AND series IS ?{}", args.len());
         }
         if let Some(verdict) = &filter.verdict {
             args.push(Value::Text(verdict.clone()));
@@ -538,6 +555,7 @@ fn row_params(row: &LedgerRow) -> Vec<Value> {
         Value::Text(row.leaf_hash.clone()),
         Value::Text(ts(&row.recorded_at)),
         Value::Text(e.extra.to_string()),
+        e.series.clone().map_or(Value::Null, Value::Text),
     ]
 }
 
@@ -589,8 +607,9 @@ fn append_in(
     if check == SeriesCheck::Live && entry.attempt != 1 {
         let latest: Option<u32> = tx
             .query_row(
-                "SELECT attempt FROM runs WHERE spec_id = ?1 ORDER BY seq DESC LIMIT 1",
-                [&entry.spec_id],
+                "SELECT attempt FROM runs WHERE spec_id = ?1 AND series IS ?2 \
+                 ORDER BY seq DESC LIMIT 1",
+                rusqlite::params![entry.spec_id, entry.series],
                 |r| r.get(0),
             )
             .optional()
@@ -599,6 +618,7 @@ fn append_in(
             return Err(LedgerError::AttemptOutOfSeries {
                 run_id: entry.run_id.clone(),
                 spec_id: entry.spec_id.clone(),
+                series: entry.series.clone(),
                 attempt: entry.attempt,
                 latest,
             });
@@ -617,7 +637,7 @@ fn append_in(
         recorded_at,
     };
     tx.prepare_cached(&format!(
-        "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+        "INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
     ))
     .and_then(|mut stmt| stmt.execute(params_from_iter(row_params(&row))))
     .map_err(err)?;
@@ -648,6 +668,7 @@ struct RawRow {
     leaf_hash: String,
     recorded_at: String,
     extra_json: String,
+    series: Option<String>,
 }
 
 impl RawRow {
@@ -671,6 +692,7 @@ impl RawRow {
             leaf_hash: r.get(15)?,
             recorded_at: r.get(16)?,
             extra_json: r.get(17)?,
+            series: r.get(18)?,
         })
     }
 
@@ -689,6 +711,7 @@ impl RawRow {
                 run_id: self.run_id,
                 spec_id: self.spec_id,
                 attempt: self.attempt,
+                series: self.series,
                 verdict: self.verdict,
                 tier: self.tier,
                 started_at: time("started_at", &self.started_at)?,

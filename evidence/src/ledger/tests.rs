@@ -77,6 +77,8 @@ both_stores!(
     checkpoint_covers_all_rows,
     newer_schema_is_refused,
     live_appends_continue_the_series,
+    series_keep_their_own_attempts,
+    rows_from_before_series_keys_are_the_specs_own_series,
     append_all_is_all_or_nothing,
     concurrent_appends_stay_one_chain,
     series_lock_excludes_other_runs_of_the_spec,
@@ -101,6 +103,7 @@ fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
         run_id: run_id.into(),
         spec_id: spec.into(),
         attempt: 1,
+        series: None,
         verdict: verdict.into(),
         tier: "light".into(),
         started_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 0, 0).unwrap(),
@@ -126,6 +129,7 @@ pub(crate) fn report_entry(
         run_id: run_id.into(),
         spec_id: spec.into(),
         attempt: 1,
+        series: None,
         verdict: verdict.into(),
         tier: "light".into(),
         started_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 0, 0).unwrap(),
@@ -272,6 +276,7 @@ fn queries(store: &Store) {
                 verdict: Some("fail".into()),
                 since: Some(Utc.with_ymd_and_hms(2025, 3, 2, 10, 0, 0).unwrap()),
                 limit: Some(10),
+                series: None,
             },
             vec!["0197ab-2"],
         ),
@@ -412,6 +417,125 @@ fn live_appends_continue_the_series(store: &Store) {
         .map(|r| r.entry.attempt)
         .collect();
     assert_eq!(attempts, [2, 2, 1, 3, 2, 1]);
+}
+
+/// Attempts are counted per spec and series key: a live append continues
+/// the latest attempt of its own series, a run without a key is of the
+/// spec's own series, and a list reads one series.
+fn series_keep_their_own_attempts(store: &Store) {
+    let mut ledger = store.open();
+    let keyed = |id: &str, series: Option<&str>, n: u32| RunEntry {
+        series: series.map(str::to_owned),
+        ..attempt(id, "s", n)
+    };
+    // (run, series, attempt, accepted?, the latest attempt a refusal names)
+    type Case<'a> = (&'a str, Option<&'a str>, u32, bool, Option<u32>);
+    let cases: &[Case<'_>] = &[
+        ("u1", None, 1, true, None),
+        ("a1", Some("branch:a"), 1, true, None),
+        ("b1", Some("pr:7"), 1, true, None),
+        ("a2", Some("branch:a"), 2, true, None),
+        // The unkeyed series goes on from its own attempt, not a's.
+        ("u2", None, 2, true, None),
+        ("u4", None, 4, false, Some(2)),
+        ("b3", Some("pr:7"), 3, false, Some(1)),
+        ("b2", Some("pr:7"), 2, true, None),
+        ("c2", Some("branch:c"), 2, false, None),
+        ("a3", Some("branch:a"), 3, true, None),
+    ];
+    for (i, &(id, series, n, ok, latest)) in cases.iter().enumerate() {
+        let envelope = format!("e{i}");
+        match ledger.append_attempt(&keyed(id, series, n), envelope.as_bytes()) {
+            Ok(row) => {
+                assert!(ok, "{id} was accepted as row {}", row.seq);
+                assert_eq!(row.entry.series.as_deref(), series, "{id}");
+            }
+            Err(LedgerError::AttemptOutOfSeries {
+                latest: found,
+                attempt,
+                series: refused_in,
+                ..
+            }) => {
+                assert!(!ok, "{id} was refused");
+                assert_eq!((found, attempt), (latest, n), "{id}");
+                assert_eq!(refused_in.as_deref(), series, "{id}");
+            }
+            Err(e) => panic!("{id}: {e}"),
+        }
+    }
+    let ids = |series: Option<SeriesFilter>| -> Vec<String> {
+        ledger
+            .list(&RunFilter {
+                spec_id: Some("s".into()),
+                series,
+                ..RunFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|r| r.entry.run_id)
+            .collect()
+    };
+    assert_eq!(
+        ids(Some(SeriesFilter::of(Some("branch:a")))),
+        ["a3", "a2", "a1"]
+    );
+    assert_eq!(ids(Some(SeriesFilter::Key("pr:7".into()))), ["b2", "b1"]);
+    assert_eq!(ids(Some(SeriesFilter::of(None))), ["u2", "u1"]);
+    assert!(ids(Some(SeriesFilter::Key("branch:c".into()))).is_empty());
+    assert_eq!(ids(None).len(), 7);
+    // The key is stored and read back as appended.
+    let reopened = store.open();
+    assert_eq!(
+        reopened.get("b2").unwrap().unwrap().entry.series.as_deref(),
+        Some("pr:7")
+    );
+    assert_eq!(reopened.get("u1").unwrap().unwrap().entry.series, None);
+}
+
+/// A ledger from before series keys: the migration adds the column empty,
+/// and its runs are the spec's own series, which a run without a key
+/// continues.
+fn rows_from_before_series_keys_are_the_specs_own_series(store: &Store) {
+    let mut ledger = store.open();
+    ledger
+        .append_attempt(&attempt("old1", "s", 1), b"o1")
+        .unwrap();
+    ledger
+        .append_attempt(&attempt("old2", "s", 2), b"o2")
+        .unwrap();
+    drop(ledger);
+    let added = super::sqlite::MIGRATIONS
+        .iter()
+        .position(|m| m.contains("ADD COLUMN series"))
+        .unwrap()
+        + 1;
+    store.execute(&format!(
+        "DROP INDEX runs_by_series; ALTER TABLE runs DROP COLUMN series; \
+         DELETE FROM schema_version WHERE version >= {added}"
+    ));
+    let mut ledger = store.open();
+    assert_eq!(ledger.schema_version().unwrap(), SCHEMA_VERSION);
+    let old = ledger.get("old2").unwrap().unwrap();
+    assert_eq!((old.entry.series, old.entry.attempt), (None, 2));
+    let unkeyed = ledger
+        .list(&RunFilter {
+            series: Some(SeriesFilter::Unkeyed),
+            ..RunFilter::default()
+        })
+        .unwrap();
+    assert_eq!(unkeyed.len(), 2);
+    // An unkeyed run continues them; a keyed one starts its own series.
+    ledger
+        .append_attempt(&attempt("new3", "s", 3), b"n3")
+        .unwrap();
+    let keyed = RunEntry {
+        series: Some("branch:b".into()),
+        ..attempt("keyed2", "s", 2)
+    };
+    assert!(matches!(
+        ledger.append_attempt(&keyed, b"k2"),
+        Err(LedgerError::AttemptOutOfSeries { latest: None, .. })
+    ));
 }
 
 fn append_all_is_all_or_nothing(store: &Store) {
@@ -1020,9 +1144,10 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
     assert!(appended.len() > 2 * extras().len(), "{appended:#?}");
     drop(l);
     // Back to schema 2 (the bundles of schema 4, the envelopes of schema 7
-    // and the columns and table of schemas 8 to 11 go too), then up again.
+    // and the columns, tables and index of the later schemas go too), then
+    // up again.
     store.execute(
-        "DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
+        "DROP INDEX runs_by_series; ALTER TABLE runs DROP COLUMN series; DROP TABLE run_facts; DROP TABLE run_models; DROP TABLE run_roles; DROP TABLE bundles; \
          DROP TABLE base_results; ALTER TABLE outcomes DROP COLUMN envelope; \
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
          ALTER TABLE breakers DROP COLUMN last_error; ALTER TABLE dismissals DROP COLUMN by_name; \
@@ -1183,6 +1308,7 @@ fn full_sqlite(dir: &std::path::Path, runs: usize) -> Ledger {
         .map(|i| {
             let mut e = entry(&format!("run-{i:05}"), &format!("spec{}", i % 3), "fail", 1);
             e.attempt = u32::try_from(i / 3 + 1).unwrap();
+            e.series = (i % 5 == 0).then(|| format!("pr:{i}"));
             e.cost_usd = (i % 2 == 0).then_some(0.001 * i as f64);
             e.extra = extras()[i % 4].clone();
             let envelope = format!("envelope {i}").into_bytes();

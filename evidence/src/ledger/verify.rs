@@ -481,6 +481,7 @@ mod tests {
                     run_id: format!("r{i}"),
                     spec_id: "s".into(),
                     attempt: 1,
+                    series: None,
                     verdict: "pass".into(),
                     tier: "light".into(),
                     started_at: Utc::now(),

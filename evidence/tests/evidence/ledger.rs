@@ -76,6 +76,7 @@ pub(crate) fn entry(run_id: &str, spec: &str, bundle_path: &Path) -> RunEntry {
         run_id: run_id.to_owned(),
         spec_id: spec.to_owned(),
         attempt: 1,
+        series: None,
         verdict: "pass".into(),
         tier: "light".into(),
         started_at: Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap(),

@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use gate_evidence::ledger::RunFilter;
-use serde_json::json;
+use gate_evidence::LedgerRow;
+use gate_evidence::ledger::{RunFilter, SeriesFilter};
+use serde_json::{Value, json};
 
 use crate::attest;
 use crate::cli::{RunsArgs, ShowFormat};
@@ -40,6 +41,7 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
     }
     let filter = RunFilter {
         spec_id: args.spec.clone(),
+        series: args.series.clone().map(SeriesFilter::Key),
         verdict: args.verdict.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,
         limit: args.limit,
@@ -55,7 +57,8 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
             if let Some(why) = &none_yet {
                 output::stderr(&format!("gate: {why}"));
             }
-            output::json_document(&json!({"format_version": 1, "runs": rows}))
+            let runs: Vec<Value> = rows.iter().map(json_row).collect();
+            output::json_document(&json!({"format_version": 1, "runs": runs}))
         }
         ShowFormat::Human => {
             let mut out = String::new();
@@ -66,11 +69,12 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
             } else {
                 let _ = writeln!(
                     out,
-                    "{:>5}  {:<16}  {:<36}  {:<20} {:<3} {:<10} {:<7} {:<12} {:<20} cost",
+                    "{:>5}  {:<16}  {:<36}  {:<20} {:<20} {:<3} {:<10} {:<7} {:<12} {:<20} cost",
                     "seq",
                     "started (UTC)",
                     "run",
                     "spec",
+                    "series",
                     "#",
                     "verdict",
                     "tier",
@@ -85,21 +89,26 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
                     .map_or_else(|| "-".to_owned(), |c| format!("${c:.4}"));
                 // What the run verified; `+` marks a working tree that
                 // differed from its commit. Rows of older runs have none.
-                let verified = &e.extra["verified"];
-                let mut commit: String = verified["commit"]
-                    .as_str()
-                    .map_or_else(|| "-".to_owned(), |c| c.chars().take(11).collect());
-                if verified["uncommitted"].as_u64().is_some_and(|n| n > 0) {
+                let (commit, branch) = commit_and_branch(&e.extra);
+                let mut commit: String =
+                    commit.map_or_else(|| "-".to_owned(), |c| c.chars().take(11).collect());
+                if e.extra["verified"]["uncommitted"]
+                    .as_u64()
+                    .is_some_and(|n| n > 0)
+                {
                     commit.push('+');
                 }
-                let branch = verified["branch"].as_str().unwrap_or("-");
+                let branch = branch.unwrap_or("-");
+                // A run without a key is of the spec's own series.
+                let series = e.series.as_deref().unwrap_or("-");
                 let _ = writeln!(
                     out,
-                    "{:>5}  {}  {}  {:<20} #{:<2} {:<10} {:<7} {:<12} {:<20} {cost}",
+                    "{:>5}  {}  {}  {:<20} {:<20} #{:<2} {:<10} {:<7} {:<12} {:<20} {cost}",
                     r.seq,
                     e.started_at.format("%Y-%m-%d %H:%M"),
                     shown(&e.run_id),
                     shown(&e.spec_id),
+                    shown(series),
                     e.attempt,
                     e.verdict,
                     e.tier,
@@ -112,6 +121,26 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
     };
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
+}
+
+/// The commit and branch a row's run verified, from its `extra` (rows of
+/// runs from before they were recorded have none).
+fn commit_and_branch(extra: &Value) -> (Option<&str>, Option<&str>) {
+    let verified = &extra["verified"];
+    (verified["commit"].as_str(), verified["branch"].as_str())
+}
+
+/// A row as `--format json` lists it: as stored, with its series, commit
+/// and branch at the top (null when it has none).
+fn json_row(row: &LedgerRow) -> Value {
+    let mut value = serde_json::to_value(row).unwrap_or(Value::Null);
+    let (commit, branch) = commit_and_branch(&row.entry.extra);
+    if let Value::Object(fields) = &mut value {
+        fields.insert("series".to_owned(), json!(row.entry.series));
+        fields.insert("commit".to_owned(), json!(commit));
+        fields.insert("branch".to_owned(), json!(branch));
+    }
+    value
 }
 
 #[cfg(test)]

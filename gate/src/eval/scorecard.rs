@@ -1036,6 +1036,7 @@ mod tests {
             run_id: id.into(),
             spec_id: spec.into(),
             attempt: 1,
+            series: None,
             verdict: verdict.into(),
             tier: tier.into(),
             started_at: at(day, 9),

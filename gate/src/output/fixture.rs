@@ -152,6 +152,10 @@ pub(crate) fn record() -> RunRecord {
         summary: "Add the checkout flow".to_owned(),
         agent: Some("claude-code".to_owned()),
         attempt: 2,
+        series: Some(crate::record::Series {
+            key: "pr:42".to_owned(),
+            from: "GITHUB_REF".to_owned(),
+        }),
         started_at: "2025-01-02T03:04:05.678Z".to_owned(),
         duration_ms: 65_432,
         tool_version: "0.1.0".to_owned(),

@@ -39,6 +39,11 @@ pub(crate) fn verified_line(v: &crate::record::Verified) -> String {
     line
 }
 
+/// The series a run is an attempt of, and where its key came from.
+pub(crate) fn series_line(s: &crate::record::Series) -> String {
+    format!("{} (from {})", shown(&s.key), shown(&s.from))
+}
+
 /// How the run's processes were isolated, in one line.
 pub(crate) fn isolation_line(isolation: &crate::record::RunIsolation) -> String {
     let reason = isolation.reason.as_deref().map(shown);
@@ -74,6 +79,9 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
         shown(&record.tier_reason)
     );
     let _ = writeln!(out, "isolation: {}", isolation_line(&record.isolation));
+    if let Some(series) = &record.series {
+        let _ = writeln!(out, "series: {}", series_line(series));
+    }
     if let Some(verified) = &record.verified {
         let _ = writeln!(out, "verified: {}", verified_line(verified));
     }

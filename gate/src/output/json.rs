@@ -27,6 +27,9 @@ pub(crate) struct Document<'a> {
     run_id: &'a str,
     spec_id: &'a str,
     attempt: u32,
+    /// The series the attempt belongs to and where its key came from;
+    /// null for the spec's own series.
+    series: &'a Option<crate::record::Series>,
     verdict: Verdict,
     verdict_line: String,
     qualifier: &'a Option<Qualifier>,
@@ -110,6 +113,7 @@ impl<'a> Document<'a> {
             run_id: &record.run_id,
             spec_id: &record.spec_id,
             attempt: record.attempt,
+            series: &record.series,
             verdict: record.verdict,
             verdict_line: verdict_line(record),
             qualifier: &record.qualifier,

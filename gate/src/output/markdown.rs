@@ -65,6 +65,12 @@ fn heading(out: &mut String, record: &RunRecord) {
         record.tier,
         md_inline(&record.tier_reason)
     ));
+    if let Some(series) = &record.series {
+        line.push(format!(
+            "series {}",
+            md_inline(&crate::output::human::series_line(series))
+        ));
+    }
     if let Some(verified) = &record.verified {
         line.push(md_inline(&crate::output::human::verified_line(verified)));
     }

@@ -5,23 +5,26 @@
 //! - [`delta`]: which items a retry runs and which it carries forward.
 //! - [`memory`]: finding ids across attempts, resolutions, dismissals.
 //! - [`doom`]: failure fingerprints and the loop patterns.
+//! - [`series`]: which series a run belongs to (its key).
 //!
 //! The series is read from the ledger: a run after a failing (or
-//! undecided) run of the same spec is the next attempt; a pass closes the
-//! series; an escalated series stays escalated until `--new-series` or an
+//! undecided) run of the same spec and series key is the next attempt; a
+//! pass closes the series. An escalation is the spec's on its base, not
+//! the series': it holds for every series until `--new-series` or an
 //! override.
 
 pub mod delta;
 pub mod doom;
 pub mod memory;
+pub mod series;
 
-use gate_evidence::ledger::{self, OverrideEntry, RunFilter};
+use gate_evidence::ledger::{self, OverrideEntry, RunFilter, SeriesFilter};
 use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
 
 use crate::errors::GateError;
 use crate::predicate::Predicate;
-use crate::record::RunRecord;
+use crate::record::{RunRecord, Series, Verdict};
 use crate::retry::delta::Previous;
 use crate::retry::doom::{DoomLoop, FailingAttempt, Failure};
 use crate::retry::memory::Dismissed;
@@ -31,14 +34,16 @@ use crate::vouch;
 /// What the ledger says about a spec's series, for the next attempt.
 #[derive(Debug, Clone, Default)]
 pub struct History {
+    /// The series this attempt belongs to (`None`: the spec's own).
+    pub series: Option<Series>,
     /// This attempt's number.
     pub attempt: u32,
     /// The attempt before, when this is a retry (read from its verified bundle).
     pub previous: Option<Previous>,
     /// The failing attempts of the series so far, oldest first.
     pub failing: Vec<FailingAttempt>,
-    /// Set when the series is escalated and nothing lifted it: the run that
-    /// escalated, and its hand-off.
+    /// Set when the spec is escalated on this base, in whatever series, and
+    /// nothing lifted it: the run that escalated, and its hand-off.
     pub escalated: Option<(String, Option<DoomLoop>)>,
     /// Dismissed findings of the spec.
     pub dismissed: Vec<Dismissed>,
@@ -49,18 +54,35 @@ pub struct History {
     pub previous_unusable: Option<String>,
 }
 
-/// Reads the series of `spec_id` from `ledger`. `new_series` starts over.
+/// How many of a spec's newest runs, of any series, are looked through for
+/// the newest one on the run's base (whether the spec is escalated there).
+pub const ESCALATION_LOOKBACK: u32 = 200;
+
+/// Which series a run reads: its spec, its key and its base.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    /// The spec's id.
+    pub spec_id: &'a str,
+    /// The series (`None`: the spec's own).
+    pub series: Option<&'a Series>,
+    /// The base as given (`--base` or the spec's), which an escalation holds for.
+    pub base: Option<&'a str>,
+}
+
+/// Reads the series of `scope` from `ledger`. `new_series` starts over.
 /// The previous attempt's bundle is fetched from `store` and verified
 /// against `trusted` before a retry carries anything from it.
 pub fn history(
     ledger: &Ledger,
     store: &BundleStore,
-    spec_id: &str,
+    scope: Scope<'_>,
     new_series: bool,
     max_attempts: u32,
     trusted: &[PublicKey],
 ) -> Result<History, GateError> {
+    let spec_id = scope.spec_id;
     let mut h = History {
+        series: scope.series.cloned(),
         attempt: 1,
         ..History::default()
     };
@@ -99,10 +121,12 @@ pub fn history(
     if new_series {
         return Ok(h);
     }
+    h.escalated = escalation(ledger, store, scope, &h.overrides, trusted)?;
     // The series is at most the attempt budget long, and one more that
     // escalated for it.
     let rows = ledger.list(&RunFilter {
         spec_id: Some(spec_id.to_owned()),
+        series: Some(SeriesFilter::of(scope.series.map(|s| s.key.as_str()))),
         limit: Some(max_attempts.saturating_add(2)),
         ..RunFilter::default()
     })?;
@@ -117,20 +141,17 @@ pub fn history(
     if last.verdict == "pass" {
         return Ok(h);
     }
-    let overridden = h
-        .overrides
-        .iter()
-        .any(|o| o.run_id == last_row.entry.run_id);
-    if last.verdict == "escalate" {
-        if overridden {
-            // A human looked and let it through: start over.
-            return Ok(h);
-        }
-        h.escalated = Some((last_row.entry.run_id.clone(), last.extra.doom_loop.clone()));
-        h.attempt = last.number + 1;
+    if last.verdict == "escalate" && h.escalated.is_none() {
+        // The series ended in an escalation that a human lifted since (an
+        // override, or a new series started on this base), or that holds
+        // on another base: start over.
         return Ok(h);
     }
     h.attempt = last.number + 1;
+    if h.escalated.is_some() {
+        // Nothing runs: nothing to carry.
+        return Ok(h);
+    }
     let series: Vec<&Attempt> = {
         let mut s = Vec::new();
         for a in &signed {
@@ -159,6 +180,45 @@ pub fn history(
         Err(why) => h.previous_unusable = Some(why),
     }
     Ok(h)
+}
+
+/// Whether the spec is escalated on the scope's base, in any series: its
+/// newest run on that base (of its newest [`ESCALATION_LOOKBACK`] runs)
+/// escalated, and no override lifted it. Runs of an escalated spec are not
+/// recorded, so any later run on the base is one a human let through
+/// (`--new-series`, an override). A run the gate cannot vouch for neither
+/// escalates nor lifts anything.
+fn escalation(
+    ledger: &Ledger,
+    store: &BundleStore,
+    scope: Scope<'_>,
+    overrides: &[OverrideEntry],
+    trusted: &[PublicKey],
+) -> Result<Option<(String, Option<DoomLoop>)>, GateError> {
+    let rows = ledger.list(&RunFilter {
+        spec_id: Some(scope.spec_id.to_owned()),
+        limit: Some(ESCALATION_LOOKBACK),
+        ..RunFilter::default()
+    })?;
+    for row in &rows {
+        let record = match vouch::row_run(row, store, trusted) {
+            Ok(record) => record,
+            Err(why) => {
+                tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+                    "a run of the spec is not as signed: it escalates nothing and lifts nothing");
+                continue;
+            }
+        };
+        if record.base.as_deref() != scope.base {
+            continue;
+        }
+        let lifted = overrides.iter().any(|o| o.run_id == row.entry.run_id);
+        if record.verdict != Verdict::Escalate || lifted {
+            return Ok(None);
+        }
+        return Ok(Some((row.entry.run_id.clone(), record.doom_loop)));
+    }
+    Ok(None)
 }
 
 /// One earlier attempt as the series reads it: from its verified bundle.

@@ -83,7 +83,7 @@ pub(super) fn decide(
         review_incomplete: &review.incomplete,
     });
 
-    let mut record = start.bare(spec, history.attempt, decision.verdict, decision.reasons);
+    let mut record = start.bare(spec, history, decision.verdict, decision.reasons);
     record.base.clone_from(&trust.base);
     record.base_commit.clone_from(&trust.base_commit);
     record.isolation = setup.isolation.record.clone();

@@ -20,27 +20,31 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
         events,
         start,
         setup,
+        trust,
         history,
         ..
     } = *run;
     let spec = &setup.spec;
     if let Some((escalated_by, doom)) = &history.escalated {
-        // Nothing runs until a human starts a new series or overrides.
+        // Nothing runs until a human starts a new series or overrides: a
+        // new branch or series key is no way out.
         let mut reasons = vec![Reason::new(
             ReasonKind::DoomLoop,
             escalated_by,
             Verdict::Escalate,
             format!(
-                "the series of `{}` is escalated since run {escalated_by}; start a new series \
-                 with `gate verify --new-series` or let it through with `gate override \
-                 {escalated_by}`",
+                "`{}` is escalated since run {escalated_by}, in every series on this base; \
+                 an operator starts a new series with `gate verify --new-series`, or a human \
+                 lets it through with `gate override {escalated_by}`",
                 spec.spec.id
             ),
         )];
         if let Some(d) = doom {
             reasons.push(doom_reason(d));
         }
-        let mut record = start.bare(spec, history.attempt, Verdict::Escalate, reasons);
+        let mut record = start.bare(spec, history, Verdict::Escalate, reasons);
+        record.base.clone_from(&trust.base);
+        record.base_commit.clone_from(&trust.base_commit);
         (record.checks, record.criteria) = records::not_run(
             spec,
             "not run: the series is escalated (start a new series or override)",
@@ -57,12 +61,10 @@ pub(super) fn short_circuit(run: &Stage<'_>) -> Result<Option<RunRecord>, GateEr
     ) else {
         return Ok(None);
     };
-    let mut record = start.bare(
-        spec,
-        history.attempt,
-        Verdict::Escalate,
-        vec![doom_reason(&d)],
-    );
+    let mut record = start.bare(spec, history, Verdict::Escalate, vec![doom_reason(&d)]);
+    // The escalation holds for the spec on this base: its record says which.
+    record.base.clone_from(&trust.base);
+    record.base_commit.clone_from(&trust.base_commit);
     (record.checks, record.criteria) =
         records::not_run(spec, "not run: the attempt budget is spent");
     record.doom_loop = Some(d);

@@ -55,6 +55,11 @@ pub(crate) async fn run_with(
     // first: nothing runs when the spec, the table or the key is wrong.
     let setup = setup::load(ctx, req, &mut start).await?;
     let trust = trust::resolve(ctx, req, &setup).await?;
+    let key = retry::series::choose(
+        req.series.as_deref(),
+        &ctx.env,
+        trust.head.branch.as_deref(),
+    )?;
     announce(events, &start, &setup, &trust);
     // Held until the run is recorded: runs of one spec take their attempt
     // numbers one after another, on this machine or across runners.
@@ -63,6 +68,11 @@ pub(crate) async fn run_with(
         &setup.store,
         &setup.spec,
         req,
+        retry::Scope {
+            spec_id: &setup.spec.spec.id,
+            series: key.as_ref(),
+            base: trust.base.as_deref(),
+        },
         setup.key.public_key(),
         events,
     )?;
@@ -160,18 +170,22 @@ fn tier_of(spec: &Spec, changed: &[String]) -> Result<tier::TierDecision, GateEr
 /// How long a run waits for another run of its spec to finish.
 const SERIES_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
-/// Takes the spec's series lock (waiting for a run of the same spec that
-/// holds it) and reads the series so far. An unreachable ledger means a
-/// first attempt without a lock (and the run will say it was not recorded).
+/// Chooses the run's series (its key), takes the spec's series lock
+/// (waiting for a run of the same spec, in any series, that holds it: an
+/// escalation is the spec's) and reads the series so far. An unreachable
+/// ledger means a first attempt without a lock (and the run will say it
+/// was not recorded).
 fn series(
     ctx: &Context,
     store: &BundleStore,
     spec: &Spec,
     req: &VerifyRequest,
+    scope: retry::Scope<'_>,
     public: &gate_evidence::PublicKey,
     events: &EventSink,
 ) -> Result<(Option<gate_evidence::ledger::SeriesLock>, History), GateError> {
     let fresh = History {
+        series: scope.series.cloned(),
         attempt: 1,
         ..History::default()
     };
@@ -202,7 +216,7 @@ fn series(
     let found = retry::history(
         &ledger,
         store,
-        &spec.spec.id,
+        scope,
         req.new_series,
         spec.policy.max_attempts,
         std::slice::from_ref(public),

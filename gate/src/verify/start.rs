@@ -12,6 +12,7 @@ use crate::errors::GateError;
 use crate::record::{
     FORMAT_VERSION, Reason, ReviewRecord, RunIsolation, RunRecord, SelfGuard, Tier, Verdict, millis,
 };
+use crate::retry::History;
 
 /// What `gate verify` was asked to do, resolved.
 #[derive(Debug, Clone)]
@@ -24,6 +25,8 @@ pub(crate) struct VerifyRequest {
     pub full: bool,
     /// `--new-series`.
     pub new_series: bool,
+    /// `--series`.
+    pub series: Option<String>,
     /// `--no-base-runs`.
     pub no_base_runs: bool,
     /// `--offline`.
@@ -83,11 +86,12 @@ impl Start {
         }
     }
 
-    /// A record of a run that decided nothing of its own (an escalated series).
+    /// A record of a run that decided nothing of its own (an escalated series):
+    /// the attempt of `history`'s series.
     pub(super) fn bare(
         &self,
         spec: &Spec,
-        attempt: u32,
+        history: &History,
         verdict: Verdict,
         reasons: Vec<Reason>,
     ) -> RunRecord {
@@ -97,7 +101,8 @@ impl Start {
             spec_id: spec.spec.id.clone(),
             summary: spec.spec.summary.clone(),
             agent: spec.spec.agent.clone(),
-            attempt,
+            attempt: history.attempt,
+            series: history.series.clone(),
             started_at: self.started_at.clone(),
             duration_ms: millis(self.clock.elapsed()),
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -25,6 +25,8 @@ pub(super) struct Trust {
     pub base_spec: Option<Spec>,
     /// Loosenings of the gate's own inputs.
     pub findings: Vec<Finding>,
+    /// Where `HEAD` was before anything ran: its commit and branch.
+    pub head: change::Head,
 }
 
 /// Resolves the base and runs the self-guard.
@@ -34,6 +36,7 @@ pub(super) async fn resolve(
     setup: &Setup,
 ) -> Result<Trust, GateError> {
     let (git, spec, spec_file) = (&setup.git, &setup.spec, &setup.spec_file);
+    let head = change::head(git, &ctx.workspace, &ctx.env).await;
     let base = req.base.clone().or_else(|| spec.spec.base.clone());
     let base_commit = match &base {
         Some(rev) => Some(change::resolve_base(git, &ctx.workspace, rev).await?),
@@ -84,5 +87,6 @@ pub(super) async fn resolve(
         self_guard,
         base_spec,
         findings,
+        head,
     })
 }

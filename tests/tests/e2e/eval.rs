@@ -146,6 +146,7 @@ fn fixture_ledger(env: &TestEnv) {
             run_id: r.id.into(),
             spec_id: r.spec.into(),
             attempt: 1,
+            series: None,
             verdict: r.verdict.into(),
             tier: r.tier.into(),
             started_at: day(r.day),

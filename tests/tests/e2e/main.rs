@@ -33,6 +33,7 @@ mod review;
 mod rules;
 mod sandbox;
 mod schemas;
+mod series;
 mod shared_ledger;
 mod store;
 mod verify;

@@ -376,6 +376,7 @@ judge = "model"
             "run_id",
             "spec_id",
             "attempt",
+            "series",
             "verdict",
             "verdict_line",
             "qualifier",

@@ -536,7 +536,10 @@ mod tests {
             .unwrap();
         b.conn
             .execute_batch(
-                "INSERT INTO runs SELECT * FROM a.runs;
+                "INSERT INTO runs SELECT seq, run_id, spec_id, attempt, verdict, tier,
+                     started_at, finished_at, input_tokens, cached_input_tokens, output_tokens,
+                     cost_usd, bundle_path, envelope_sha256, prev_sha256, leaf_hash,
+                     recorded_at, extra_json FROM a.runs;
                  INSERT INTO runs SELECT seq + 100, run_id || 'x', spec_id, attempt, verdict, tier,
                      started_at, finished_at, input_tokens, cached_input_tokens, output_tokens,
                      cost_usd, bundle_path, envelope_sha256 || 'x', prev_sha256, leaf_hash,
