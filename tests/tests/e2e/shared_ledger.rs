@@ -410,7 +410,21 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
         postgres::with_port(&db.url, proxy.port)
     );
     let fleet = Fleet::with(url, None, None);
-    let ws = TestEnv::new();
+    // Three workspaces, one state folder: runs on one workspace take turns
+    // (as root each hands it to a uid of its own), and the spool the
+    // import reads is the state folder's.
+    let state = tempfile::tempdir().unwrap();
+    let spaces: Vec<(&str, TestEnv)> = ["pass.toml", "fail.toml", "loop.toml"]
+        .into_iter()
+        .map(|spec| (spec, TestEnv::new()))
+        .collect();
+    let at = |spec: &str| &spaces.iter().find(|(s, _)| *s == spec).unwrap().1;
+    let gate = |spec: &str, args: &[&str]| {
+        fleet
+            .gate(at(spec), args)
+            .env("GATE_STATE_DIR", state.path())
+    };
+    let ws = at("loop.toml");
     // Each check says when it starts (the run has read its series by then)
     // in a folder outside the workspace, one per run: a run hands its
     // `writable` paths to a uid of its own while it runs.
@@ -431,12 +445,11 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
             mark.display()
         )
     };
-    ws.write("pass.toml", &slow("p", false));
-    ws.write("fail.toml", &slow("f", true));
+    at("pass.toml").write("pass.toml", &slow("p", false));
+    at("fail.toml").write("fail.toml", &slow("f", true));
     ws.write("loop.toml", &looping_spec("l", "0"));
     for _ in 0..2 {
-        fleet
-            .gate(&ws, &["verify", "--spec", "loop.toml"])
+        gate("loop.toml", &["verify", "--spec", "loop.toml"])
             .run()
             .assert_exit(1);
     }
@@ -446,9 +459,7 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
     let children: Vec<(&str, Child)> = ["pass.toml", "fail.toml", "loop.toml"]
         .into_iter()
         .map(|spec| {
-            let child = fleet
-                .gate(&ws, &["verify", "--spec", spec, "--format", "json"])
-                .spawn();
+            let child = gate(spec, &["verify", "--spec", spec, "--format", "json"]).spawn();
             (spec, child)
         })
         .collect();
@@ -478,16 +489,20 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
         out.stderr_has("this run was not recorded")
             .stderr_has("gate ledger import");
         assert!(!out.stderr.contains("ledger verify"), "{}", out.stderr);
-        assert!(ws.path().join(doc["bundle"].as_str().unwrap()).is_file());
+        assert!(
+            at(spec)
+                .path()
+                .join(doc["bundle"].as_str().unwrap())
+                .is_file()
+        );
     }
     // The server is back: the spooled bundles go in, and nothing is lost.
     let _proxy = Proxy::start(postgres::port_of(&db.url), proxy.port);
-    fleet
-        .gate(&ws, &["ledger", "import"])
+    gate("loop.toml", &["ledger", "import"])
         .run()
         .assert_exit(0)
         .stdout_has("3 bundle(s) imported");
-    let rows = fleet.rows(&ws);
+    let rows = fleet.rows(ws);
     let got: Vec<(&str, u64, &str)> = rows
         .iter()
         .map(|r| {
@@ -508,10 +523,9 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
     ] {
         assert!(got.contains(&want), "{want:?} not in {got:?}");
     }
-    fleet.gate(&ws, &["ledger", "verify"]).run().assert_exit(0);
+    gate("loop.toml", &["ledger", "verify"]).run().assert_exit(0);
     // The imported escalation holds: the series stays escalated.
-    fleet
-        .gate(&ws, &["verify", "--spec", "loop.toml"])
+    gate("loop.toml", &["verify", "--spec", "loop.toml"])
         .run()
         .assert_exit(3);
 }
