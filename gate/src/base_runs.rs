@@ -72,6 +72,9 @@ pub(crate) struct Inputs<'a> {
     pub output_cap: usize,
     /// Where the run's progress goes.
     pub events: &'a EventSink,
+    /// What each criterion read on the series' previous attempt
+    /// (workspace-relative paths), by criterion id.
+    pub previous_reads: BTreeMap<String, Vec<String>>,
 }
 
 /// The base results of a run, by criterion id.
@@ -187,6 +190,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         workspace: inputs.workspace,
         snapshot: inputs.snapshot,
         files: inputs.snapshot.regular_files().collect(),
+        previous_reads: &inputs.previous_reads,
     };
     let mut keyed: Vec<Wanted> = asking
         .iter()
@@ -404,7 +408,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
 /// and by the words of its output, with how the gate names it. A failure
 /// is evidence only when tests ran and failed (or would not compile
 /// against the base's code); these are none of that.
-const DID_NOT_RUN: [(Option<i32>, &str, &str); 12] = [
+const DID_NOT_RUN: [(Option<i32>, &str, &str); 18] = [
     (Some(126), "", "its command cannot be executed"),
     (Some(127), "", "its command is not found"),
     (
@@ -415,6 +419,30 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 12] = [
     (None, "no bin target named", "cargo has no such target"),
     (None, "no example target named", "cargo has no such target"),
     (None, "error: no such command", "cargo has no such command"),
+    // The change's manifests over the base's code: a member or a
+    // dependency the base cannot have is no failure of the exam.
+    (
+        None,
+        "failed to load manifest for workspace member",
+        "cargo could not load a workspace member",
+    ),
+    (
+        None,
+        "failed to parse manifest at",
+        "cargo could not read a manifest",
+    ),
+    (
+        None,
+        "no matching package named",
+        "cargo could not resolve a dependency",
+    ),
+    (
+        None,
+        "failed to select a version for",
+        "cargo could not resolve a dependency",
+    ),
+    (None, "code ETARGET", "npm could not resolve a dependency"),
+    (None, "code E404", "npm could not resolve a dependency"),
     (None, "npm error Missing script", "npm has no such script"),
     (None, "npm ERR! Missing script", "npm has no such script"),
     (
@@ -496,6 +524,8 @@ struct Change<'a> {
     snapshot: &'a Snapshot,
     /// Its regular files, for resolving exams.
     files: BTreeSet<&'a str>,
+    /// What each criterion read on the previous attempt.
+    previous_reads: &'a BTreeMap<String, Vec<String>>,
 }
 
 fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<'_>) -> Wanted {
@@ -560,11 +590,16 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
     }
 }
 
-/// The exam files of `c`'s test runner (beyond the verifiers it names by
-/// path, `verifiers`) that the change created or whose content differs
-/// from the base's: a test the change wrote or rewrote runs on the base as
-/// the change has it (as a benchmark applies its test patch to the base),
-/// so a pass there shows the test does not need the change.
+/// The files the base run of `c` takes from the change (beyond the
+/// verifiers it names by path, `verifiers`), each only where the change
+/// created it or its content differs from the base's: the exam files of
+/// its test runner, the files under test conventions it read on the
+/// previous attempt (a test a runner found by itself), and the change's
+/// dependency manifests and lock files. A test the change wrote or
+/// rewrote runs on the base as the change has it, with the dependencies it
+/// needs (as a benchmark applies its test patch and builds the
+/// environment), so a pass there shows the test does not need the change,
+/// and a failure is not a missing dependency.
 fn changed_exam(
     c: &gate_specs::Criterion,
     tree: &BaseTree,
@@ -575,7 +610,26 @@ fn changed_exam(
         return Vec::new();
     };
     let workspace = change.workspace;
-    crate::exam::files_now(run, workspace, &change.files)
+    let mut files: BTreeSet<String> = crate::exam::files_now(run, workspace, &change.files)
+        .into_iter()
+        .collect();
+    files.extend(
+        change
+            .previous_reads
+            .get(&c.id)
+            .into_iter()
+            .flatten()
+            .filter(|f| change.files.contains(f.as_str()) && under_test_convention(f))
+            .cloned(),
+    );
+    files.extend(
+        change
+            .files
+            .iter()
+            .filter(|f| is_dependency_manifest(f))
+            .map(|f| (*f).to_owned()),
+    );
+    files
         .into_iter()
         .filter(|file| !verifiers.contains(file))
         .filter(|file| match tree.files.get(file.as_str()) {
@@ -587,6 +641,49 @@ fn changed_exam(
             }
         })
         .collect()
+}
+
+/// Whether `path` is where a test runner looks for tests by itself:
+/// under `tests/`, `__tests__/` or `spec/`, or named `*_test.go`,
+/// `test_*.py` or `*.test.*`.
+fn under_test_convention(path: &str) -> bool {
+    let (dirs, name) = path.rsplit_once('/').unwrap_or(("", path));
+    dirs.split('/')
+        .any(|d| matches!(d, "tests" | "__tests__" | "spec"))
+        || name.ends_with("_test.go")
+        || (name.starts_with("test_") && has_extension(name, "py"))
+        || name.contains(".test.")
+}
+
+/// Whether `path` names a package's dependencies or pins them.
+fn is_dependency_manifest(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "Cargo.toml"
+            | "Cargo.lock"
+            | "package.json"
+            | "package-lock.json"
+            | "npm-shrinkwrap.json"
+            | "yarn.lock"
+            | "pnpm-lock.yaml"
+            | "pyproject.toml"
+            | "poetry.lock"
+            | "uv.lock"
+            | "Pipfile"
+            | "Pipfile.lock"
+            | "go.mod"
+            | "go.sum"
+            | "Gemfile"
+            | "Gemfile.lock"
+    ) || (name.starts_with("requirements") && has_extension(name, "txt"))
+}
+
+/// Whether file `name` ends in `.EXT`.
+fn has_extension(name: &str, ext: &str) -> bool {
+    Path::new(name)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }
 
 /// Every item `after` names, and every item those name, in a stable order.
@@ -1028,7 +1125,7 @@ mod tests {
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {
-        let cases: [(Option<i32>, &str, Option<&str>); 9] = [
+        let cases: [(Option<i32>, &str, Option<&str>); 12] = [
             (
                 Some(127),
                 "sh: 1: cargo-nextest: not found",
@@ -1070,9 +1167,50 @@ mod tests {
                 None,
             ),
             (Some(5), "exit 5 of a script of its own", None),
+            (
+                Some(101),
+                "error: failed to load manifest for workspace member `/w/crates/new`",
+                Some("cargo could not load a workspace member"),
+            ),
+            (
+                Some(101),
+                "error: no matching package named `newdep` found",
+                Some("cargo could not resolve a dependency"),
+            ),
+            (
+                Some(1),
+                "npm error code ETARGET\nnpm error notarget No matching version",
+                Some("npm could not resolve a dependency"),
+            ),
         ];
         for (exit, tail, want) in cases {
             assert_eq!(exam_did_not_run(exit, tail), want, "{tail}");
+        }
+    }
+
+    #[test]
+    fn what_a_base_run_takes_from_the_change_by_name() {
+        // (path, under a test convention, a dependency manifest)
+        let cases = [
+            ("tests/ttl.rs", true, false),
+            ("crates/a/tests/common/mod.rs", true, false),
+            ("src/__tests__/cart.js", true, false),
+            ("spec/models/user_spec.rb", true, false),
+            ("pkg/ttl_test.go", true, false),
+            ("test_ttl.py", true, false),
+            ("src/cart.test.ts", true, false),
+            ("src/ttl.rs", false, false),
+            ("src/testing.py", false, false),
+            ("Cargo.toml", false, true),
+            ("crates/a/Cargo.lock", false, true),
+            ("web/package-lock.json", false, true),
+            ("requirements-dev.txt", false, true),
+            ("go.sum", false, true),
+            ("docs/requirements.md", false, false),
+        ];
+        for (path, test, manifest) in cases {
+            assert_eq!(under_test_convention(path), test, "{path}");
+            assert_eq!(is_dependency_manifest(path), manifest, "{path}");
         }
     }
 

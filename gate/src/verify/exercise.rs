@@ -3,6 +3,7 @@
 //! change's cross-checks and criteria, then the workspace looked at again.
 
 use gate_specs::InputGlobs;
+use std::collections::BTreeMap;
 
 use crate::base_runs;
 use crate::errors::GateError;
@@ -35,6 +36,31 @@ pub(super) struct Exercised {
     pub page_shots: Vec<PageShots>,
 }
 
+/// The paths each criterion read on the series' previous attempt, by
+/// criterion id (listings and names relative to an unknown folder left
+/// out).
+fn previous_reads(history: &crate::retry::History) -> BTreeMap<String, Vec<String>> {
+    let Some(previous) = &history.previous else {
+        return BTreeMap::new();
+    };
+    previous
+        .record
+        .criteria
+        .iter()
+        .filter_map(|c| {
+            let read = c
+                .observed
+                .as_ref()?
+                .read
+                .keys()
+                .filter(|k| !k.ends_with('/') && !k.starts_with("*/"))
+                .cloned()
+                .collect();
+            Some((c.id.clone(), read))
+        })
+        .collect()
+}
+
 /// Runs the base's criteria, then the change's plan. A verifier that did
 /// not exist when its item was to start, or a base already broken for a
 /// pass-to-pass criterion, is the spec's fault (exit 2).
@@ -52,6 +78,7 @@ pub(super) async fn exercise(
         start,
         setup,
         trust,
+        history,
         ..
     } = *run;
     let spec = &setup.spec;
@@ -77,6 +104,7 @@ pub(super) async fn exercise(
         interrupt,
         output_cap: usize::try_from(spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
         events,
+        previous_reads: previous_reads(history),
     })
     .await?;
     drop(base_ledger);

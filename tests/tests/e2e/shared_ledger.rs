@@ -523,7 +523,9 @@ fn postgres_stopped_mid_run_keeps_verdicts_and_loses_nothing() {
     ] {
         assert!(got.contains(&want), "{want:?} not in {got:?}");
     }
-    gate("loop.toml", &["ledger", "verify"]).run().assert_exit(0);
+    gate("loop.toml", &["ledger", "verify"])
+        .run()
+        .assert_exit(0);
     // The imported escalation holds: the series stays escalated.
     gate("loop.toml", &["verify", "--spec", "loop.toml"])
         .run()
