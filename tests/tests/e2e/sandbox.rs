@@ -1671,6 +1671,19 @@ fn a_postgres_ledgers_socket_and_client_key_are_out_of_a_checks_reach() {
 /// A check replaces the virtual environment's `python3` (which the items'
 /// `PATH` finds first) with a program that exits 0, so the criterion run
 /// with it passes: the run fails on a critical finding naming it.
+/// `gate verify --offline --format json` with the workspace's `.venv`
+/// activated (its `bin` first on `PATH`).
+fn verify_with_venv(env: &TestEnv) -> gate_tests::RunOutput {
+    let path = format!(
+        "{}:{}",
+        env.path().join(".venv/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.gate(&["verify", "--offline", "--format", "json"])
+        .env("PATH", path)
+        .run()
+}
+
 #[test]
 fn an_item_that_replaces_the_exams_interpreter_fails_the_run() {
     let env = TestEnv::new();
@@ -1688,15 +1701,7 @@ fn an_item_that_replaces_the_exams_interpreter_fails_the_run() {
          [[task]]\nid = \"t\"\n[[task.criterion]]\nid = \"accept\"\ntext = \"accepted\"\n\
          run = \"python3 tests/accept.py\"\nafter = [\"swap\"]\n",
     );
-    let path = format!(
-        "{}:{}",
-        env.path().join(".venv/bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = env
-        .gate(&["verify", "--offline", "--format", "json"])
-        .env("PATH", path)
-        .run();
+    let out = verify_with_venv(&env);
     let doc = out.json();
     // The fake interpreter did make the criterion pass; the finding fails the run.
     assert_eq!(
@@ -1758,15 +1763,7 @@ fn an_interpreter_nothing_vouches_for_cannot_pass_the_exam() {
             std::fs::write(&python, text).unwrap();
             std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let path = format!(
-            "{}:{}",
-            env.path().join(".venv/bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let out = env
-            .gate(&["verify", "--offline", "--format", "json"])
-            .env("PATH", path)
-            .run();
+        let out = verify_with_venv(&env);
         let doc = out.json();
         let found = titles(&doc);
         let title = "critical The interpreter `.venv/bin/python3` is a file in the workspace nothing vouches for";
