@@ -80,6 +80,8 @@ pub(crate) fn render(card: &Scorecard) -> Value {
         "without_outcome": {"share": super::stats::ratio(without, decided), "runs": without,
                             "decided": decided},
         "not_integrated": card.not_integrated,
+        "left_out": {"runs": card.left_out.runs, "outcomes": card.left_out.outcomes,
+                     "overrides": card.left_out.overrides},
         "min_confidence": f64::from(card.min_confidence) / 100.0,
         "override_rate": t.override_rate(),
         "escalation_rate": t.escalation_rate(),

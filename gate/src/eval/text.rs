@@ -185,6 +185,9 @@ pub(crate) fn render(card: &Scorecard) -> String {
         );
     }
     out.push('\n');
+    if !card.left_out.is_empty() {
+        let _ = writeln!(out, "{:<LABEL$}{:>7}  {}", "left out", "", left_out(card));
+    }
     for (label, rate) in [
         ("override rate", t.override_rate()),
         ("escalation rate", t.escalation_rate()),
@@ -266,4 +269,17 @@ mod tests {
         assert_eq!(dollars(Some(0.012)), "$0.0120");
         assert_eq!(dollars(Some(14.8)), "$14.80");
     }
+}
+
+/// What the report left out for not being as the gate signed it, in words.
+pub(crate) fn left_out(card: &Scorecard) -> String {
+    let l = &card.left_out;
+    format!(
+        "not as the gate signed them, so in no figure: {} runs (a column edited, or no bundle \
+         that verifies), {} outcomes (unsigned or edited), {} overrides (no bundle that \
+         verifies, or edited); `gate ledger verify` names each",
+        thousands(l.runs),
+        thousands(l.outcomes),
+        thousands(l.overrides)
+    )
 }
