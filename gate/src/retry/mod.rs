@@ -101,17 +101,26 @@ pub fn history(
     }
     // The series is at most the attempt budget long, and one more that
     // escalated for it.
-    let rows = ledger.list(&RunFilter {
+    let limit = max_attempts.saturating_add(2);
+    let mut rows = ledger.list(&RunFilter {
         spec_id: Some(spec_id.to_owned()),
-        limit: Some(max_attempts.saturating_add(2)),
+        limit: Some(limit),
         ..RunFilter::default()
     })?;
-    // Each row as its bundle signed it, not as its columns say.
-    let signed: Vec<Attempt> = rows
+    // A row whose spec column was edited away still belongs where its
+    // bundle says: found among the rows since the oldest one listed.
+    let since = rows.last().map_or(0, |r| r.seq);
+    rows.extend(vouch::moved_away(ledger, store, trusted, spec_id, since)?);
+    rows.sort_by(|a, b| b.seq.cmp(&a.seq));
+    rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    // Each row as its bundle signed it, not as its columns say; a row whose
+    // bundle signed another spec is not of this series.
+    let (rows, signed): (Vec<&LedgerRow>, Vec<Attempt>) = rows
         .iter()
-        .map(|row| Attempt::of(row, store, trusted))
-        .collect();
-    let Some((last_row, last)) = rows.first().zip(signed.first()) else {
+        .filter_map(|row| Attempt::of(row, store, trusted, spec_id).map(|a| (row, a)))
+        .unzip();
+    let signed = Attempt::numbered(signed);
+    let Some((&last_row, last)) = rows.first().zip(signed.first()) else {
         return Ok(h);
     };
     if last.verdict == "pass" {
@@ -166,30 +175,68 @@ struct Attempt {
     verdict: String,
     number: u32,
     extra: RowExtra,
+    /// False when its row is not as signed: its number is then never lower
+    /// than the attempt before it.
+    vouched: bool,
 }
 
 impl Attempt {
-    /// `row` as its bundle signed it. A row the gate cannot vouch for (its
-    /// bundle unreadable or not verifying, or a column edited) keeps its
-    /// place in the series as a failed attempt with nothing known of it:
-    /// never a pass, never a reason to start over.
-    fn of(row: &LedgerRow, store: &BundleStore, trusted: &[PublicKey]) -> Self {
-        match vouch::row_run(row, store, trusted) {
-            Ok(record) => Self {
-                verdict: record.verdict.as_str().to_owned(),
-                number: record.attempt,
-                extra: RowExtra::of(&record),
-            },
-            Err(why) => {
-                tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
-                    "a run of the series is not as signed: counted as a failed attempt");
-                Self {
-                    verdict: "fail".to_owned(),
-                    number: row.entry.attempt,
-                    extra: RowExtra::default(),
-                }
+    /// `row` as its bundle signed it; `None` when that bundle signed a run of
+    /// another spec (the row was moved here). A row the gate cannot vouch
+    /// for (its bundle unreadable or not verifying, or a column edited)
+    /// keeps its place in the series as a failed attempt (or escalated,
+    /// when its bundle says so): never a pass, never a reason to start over.
+    fn of(row: &LedgerRow, store: &BundleStore, trusted: &[PublicKey], spec_id: &str) -> Option<Self> {
+        let why = match vouch::row_run(row, store, trusted) {
+            Ok(record) => {
+                return Some(Self {
+                    verdict: record.verdict.as_str().to_owned(),
+                    number: record.attempt,
+                    extra: RowExtra::of(&record),
+                    vouched: true,
+                });
             }
+            Err(why) => why,
+        };
+        let signed = vouch::signed_run_of(row, store, trusted);
+        if let Some(record) = &signed
+            && record.spec_id != spec_id
+        {
+            tracing::warn!(seq = row.seq, run = %row.entry.run_id, signed_spec = %record.spec_id,
+                "a run moved into the series is not of it");
+            return None;
         }
+        tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+            "a run of the series is not as signed: counted as a failed attempt");
+        // What its bundle signed, when that is this very run.
+        let own = signed.filter(|r| r.run_id == row.entry.run_id);
+        let escalated = own
+            .as_ref()
+            .is_some_and(|r| r.verdict.as_str() == "escalate");
+        Some(Self {
+            verdict: if escalated { "escalate" } else { "fail" }.to_owned(),
+            number: own
+                .as_ref()
+                .map_or(row.entry.attempt, |r| r.attempt.max(row.entry.attempt)),
+            extra: own.as_ref().map(RowExtra::of).unwrap_or_default(),
+            vouched: false,
+        })
+    }
+
+    /// The attempts, newest first, with each unvouched one numbered at
+    /// least one more than the attempt before it: an edited row cannot
+    /// restart the count.
+    fn numbered(mut attempts: Vec<Self>) -> Vec<Self> {
+        let mut older: Option<u32> = None;
+        for a in attempts.iter_mut().rev() {
+            if !a.vouched
+                && let Some(before) = older
+            {
+                a.number = a.number.max(before.saturating_add(1));
+            }
+            older = (a.verdict != "pass").then_some(a.number);
+        }
+        attempts
     }
 }
 
