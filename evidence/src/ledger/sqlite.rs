@@ -56,6 +56,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_9_DISMISSED_BY,
     events::MIGRATION_10_OUTCOME_EVIDENCE,
     events::MIGRATION_11_HARVEST_STATES,
+    events::MIGRATION_12_BREAKER_GENERATION,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's

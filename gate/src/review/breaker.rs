@@ -30,6 +30,7 @@
 //! never turns a review into "unreviewed" unsaid.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -279,6 +280,7 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
         updated_at: now,
         seal: None,
         last_error: None,
+        generation: 0,
     }
 }
 
@@ -292,6 +294,14 @@ pub struct Breakers {
     key: Option<Arc<SigningKey>>,
     /// Models whose stored state was refused, and why.
     refused: Arc<Mutex<BTreeMap<String, String>>>,
+    /// The newest generation of each model's state this gate has read or
+    /// written: a signed state older than it was copied back, and is refused.
+    seen: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Where `seen` is kept between runs (the workspace the write is
+    /// anchored at, and the file), when it is.
+    remember: Option<(PathBuf, PathBuf)>,
+    /// What the file holds now.
+    kept: Mutex<BTreeMap<String, u64>>,
     memory: Mutex<BTreeMap<String, BreakerRecord>>,
     misconfigured: Mutex<BTreeMap<String, String>>,
     unfit: Mutex<BTreeMap<String, String>>,
@@ -306,6 +316,9 @@ impl Breakers {
             ledger: None,
             key: None,
             refused: Arc::new(Mutex::new(BTreeMap::new())),
+            seen: Arc::new(Mutex::new(BTreeMap::new())),
+            remember: None,
+            kept: Mutex::new(BTreeMap::new()),
             memory: Mutex::new(BTreeMap::new()),
             misconfigured: Mutex::new(BTreeMap::new()),
             unfit: Mutex::new(BTreeMap::new()),
@@ -329,8 +342,24 @@ impl Breakers {
         }
     }
 
+    /// Keeps the newest generation seen of each model's state in `file`
+    /// (written below `anchor` without following links), read now: a state
+    /// older than one an earlier run saw is refused too.
+    #[must_use]
+    pub fn remembering(mut self, anchor: &Path, file: &Path) -> Self {
+        let seen: BTreeMap<String, u64> = std::fs::read(file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        lock(&self.seen).clone_from(&seen);
+        *lock(&self.kept) = seen;
+        self.remember = Some((anchor.to_path_buf(), file.to_path_buf()));
+        self
+    }
+
     /// The models whose stored state this run refused (not signed by the
-    /// gate, or edited since), each with why: read as closed breakers.
+    /// gate, edited since, or older than one seen), each with why: read as
+    /// closed breakers.
     pub fn refused(&self) -> Vec<(String, String)> {
         lock(&self.refused)
             .iter()
@@ -447,21 +476,30 @@ impl Breakers {
         };
         let ledger = Arc::clone(ledger);
         let (signer, refused) = (self.key.clone(), Arc::clone(&self.refused));
+        let seen = Arc::clone(&self.seen);
         let key = key.to_owned();
         // SQLite blocks (a busy ledger waits for its lock): off the runtime.
         let done = tokio::task::spawn_blocking(move || {
             let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
             ledger.update_breaker(&key, |current| {
-                let current = current.and_then(|rec| vouched(&rec, signer.as_deref(), &refused));
+                let current = current
+                    .and_then(|rec| vouched(&rec, signer.as_deref(), &refused))
+                    .and_then(|rec| current_only(rec, &seen, &refused));
+                let newest = lock(&seen).get(&key).copied().unwrap_or(0);
                 let (next, out) = f(current);
                 let next = match (next, signer.as_deref()) {
-                    (Some(rec), Some(signer)) => Some(ledger::seal(&rec, signer)),
+                    (Some(mut rec), Some(signer)) => {
+                        rec.generation = newest.saturating_add(1);
+                        lock(&seen).insert(key.clone(), rec.generation);
+                        Some(ledger::seal(&rec, signer))
+                    }
                     (next, _) => next,
                 };
                 (next, out)
             })
         })
         .await;
+        self.keep_seen();
         match done {
             Ok(Ok(out)) => Some(out),
             Ok(Err(e)) => {
@@ -474,6 +512,51 @@ impl Breakers {
             }
         }
     }
+}
+
+impl Breakers {
+    /// Writes the newest generations seen to the file they are kept in.
+    fn keep_seen(&self) {
+        let Some((anchor, file)) = &self.remember else {
+            return;
+        };
+        let seen = lock(&self.seen).clone();
+        let mut kept = lock(&self.kept);
+        if *kept == seen {
+            return;
+        }
+        kept.clone_from(&seen);
+        let written = serde_json::to_vec(&seen)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| gate_evidence::replace_file(anchor, file, &bytes));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, file = %file.display(), "the breakers' generations could not be kept");
+        }
+    }
+}
+
+/// `rec` unless an older generation than the newest seen of its model (a
+/// state copied back from earlier): then `None`, a closed breaker, the
+/// refusal noted under its model. What it is becomes the newest seen.
+fn current_only(
+    rec: BreakerRecord,
+    seen: &Mutex<BTreeMap<String, u64>>,
+    refused: &Mutex<BTreeMap<String, String>>,
+) -> Option<BreakerRecord> {
+    let mut seen = lock(seen);
+    let newest = seen.entry(rec.model.clone()).or_insert(0);
+    if rec.generation < *newest {
+        let why = format!(
+            "its stored state ({}) is generation {}, older than generation {} already seen: \
+             a state copied back from earlier",
+            rec.state, rec.generation, newest
+        );
+        tracing::warn!(model = %rec.model, %why, "circuit breaker state refused: read as closed");
+        lock(refused).entry(rec.model.clone()).or_insert(why);
+        return None;
+    }
+    *newest = rec.generation;
+    Some(rec)
 }
 
 /// `rec` when `signer`'s key vouches for it; else `None` (a closed
