@@ -159,6 +159,9 @@ struct Missing {
     planned: usize,
     /// Whether no reviewer looked at the change at all.
     none_ran: bool,
+    /// The models an open circuit breaker skipped for a reviewer that did
+    /// not run.
+    breakers_open: Vec<String>,
 }
 
 impl Missing {
@@ -172,6 +175,7 @@ impl Missing {
                 reviewers: vec![("review".to_owned(), why)],
                 planned: 0,
                 none_ran: true,
+                breakers_open: breakers_open(review.specialists.iter()),
             };
         }
         let planned: Vec<_> = review
@@ -194,6 +198,9 @@ impl Missing {
         Self {
             none_ran: !planned.is_empty() && reviewers.len() == planned.len(),
             planned: planned.len(),
+            breakers_open: breakers_open(
+                planned.iter().copied().filter(|s| s.status == "did_not_run"),
+            ),
             reviewers,
         }
     }
@@ -210,9 +217,11 @@ impl Missing {
             return Some(Qualifier {
                 kind: QualifierKind::Unreviewed,
                 why,
+                breakers_open: self.breakers_open.clone(),
             });
         }
         (self.reviewers.len() * 2 > self.planned).then(|| Qualifier {
+            breakers_open: self.breakers_open.clone(),
             kind: QualifierKind::UnderReviewed,
             why: format!(
                 "{} of {} reviewers did not run: {}",
@@ -222,6 +231,16 @@ impl Missing {
             ),
         })
     }
+}
+
+/// The models an open breaker skipped for `specialists`, sorted, each once.
+fn breakers_open<'a>(specialists: impl Iterator<Item = &'a crate::record::SpecialistRecord>) -> Vec<String> {
+    let models: std::collections::BTreeSet<&str> = specialists
+        .flat_map(|s| s.attempts.iter())
+        .filter(|a| a.outcome == crate::record::AttemptOutcome::BreakerOpen)
+        .map(|a| a.model.as_str())
+        .collect();
+    models.into_iter().map(str::to_owned).collect()
 }
 
 fn names(reviewers: &[(String, String)]) -> String {
