@@ -199,7 +199,10 @@ impl Missing {
             none_ran: !planned.is_empty() && reviewers.len() == planned.len(),
             planned: planned.len(),
             breakers_open: breakers_open(
-                planned.iter().copied().filter(|s| s.status == "did_not_run"),
+                planned
+                    .iter()
+                    .copied()
+                    .filter(|s| s.status == "did_not_run"),
             ),
             reviewers,
         }
@@ -234,7 +237,9 @@ impl Missing {
 }
 
 /// The models an open breaker skipped for `specialists`, sorted, each once.
-fn breakers_open<'a>(specialists: impl Iterator<Item = &'a crate::record::SpecialistRecord>) -> Vec<String> {
+fn breakers_open<'a>(
+    specialists: impl Iterator<Item = &'a crate::record::SpecialistRecord>,
+) -> Vec<String> {
     let models: std::collections::BTreeSet<&str> = specialists
         .flat_map(|s| s.attempts.iter())
         .filter(|a| a.outcome == crate::record::AttemptOutcome::BreakerOpen)
@@ -478,12 +483,14 @@ mod tests {
             Some(Qualifier {
                 kind: QualifierKind::Unreviewed,
                 why: why.to_owned(),
+                breakers_open: Vec::new(),
             })
         };
         let under = |why: &str| {
             Some(Qualifier {
                 kind: QualifierKind::UnderReviewed,
                 why: why.to_owned(),
+                breakers_open: Vec::new(),
             })
         };
         // (review, policy, verdict, qualifier)

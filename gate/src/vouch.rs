@@ -237,7 +237,9 @@ pub(crate) fn signed_run_of(
 ) -> Option<RunRecord> {
     let bytes = attest::row_bundle(store, row).ok()?;
     let opened = bundle::open(&bytes, trusted).ok()?;
-    Predicate::read(&opened.statement.predicate).ok().map(|p| p.run)
+    Predicate::read(&opened.statement.predicate)
+        .ok()
+        .map(|p| p.run)
 }
 
 /// Rows after seq `after` whose spec column is not `spec_id` but whose
@@ -257,10 +259,14 @@ pub(crate) fn moved_away(
         let page = ledger.rows_after(after, REPORT_PAGE)?;
         let Some(last) = page.last() else { break };
         after = last.seq;
-        out.extend(page.into_par_iter().filter(|row| {
-            row.entry.spec_id != spec_id
-                && signed_run_of(row, store, trusted).is_some_and(|r| r.spec_id == spec_id)
-        }).collect::<Vec<_>>());
+        out.extend(
+            page.into_par_iter()
+                .filter(|row| {
+                    row.entry.spec_id != spec_id
+                        && signed_run_of(row, store, trusted).is_some_and(|r| r.spec_id == spec_id)
+                })
+                .collect::<Vec<_>>(),
+        );
     }
     for row in &out {
         tracing::warn!(seq = row.seq, run = %row.entry.run_id, stored_spec = %row.entry.spec_id,

@@ -762,7 +762,9 @@ fn override_columns_read_back_as_stored(store: &Store) {
         ("UPDATE overrides SET reason = 'ok'", |o| {
             o.reason = "ok".into();
         }),
-        ("UPDATE overrides SET by_name = 'bob'", |o| o.by = "bob".into()),
+        ("UPDATE overrides SET by_name = 'bob'", |o| {
+            o.by = "bob".into()
+        }),
         ("UPDATE overrides SET content_digest = 'e'", |o| {
             o.content_digest = "e".into();
         }),

@@ -427,6 +427,29 @@ pub(crate) struct LeftOut {
 }
 
 impl LeftOut {
+    /// What `vouched` left out, and the outcomes that did not vouch of the
+    /// runs in scope (`unsigned`: per run's seq, how many).
+    fn of(vouched: &Vouched, unsigned: &[(u64, u64)], states: &[RunState]) -> Self {
+        let out = Self {
+            runs: vouched.runs_left_out_in_scope,
+            outcomes: unsigned
+                .iter()
+                .filter(|(seq, _)| state_at(states, *seq).is_some())
+                .map(|(_, n)| *n)
+                .sum(),
+            overrides: vouched.overrides_left_out,
+        };
+        if !out.is_empty() {
+            tracing::warn!(
+                runs = out.runs,
+                outcomes = out.outcomes,
+                overrides = out.overrides,
+                "what the gate did not sign is left out of the report"
+            );
+        }
+        out
+    }
+
     /// Nothing was left out.
     pub(crate) fn is_empty(&self) -> bool {
         self.runs == 0 && self.outcomes == 0 && self.overrides == 0
@@ -833,23 +856,7 @@ impl Scorecard {
             .count() as u64;
         let false_pass_count = pass.false_passes.len() as u64;
         let recent = recent_false_passes(ledger, &pass.false_passes, trusted)?;
-        let left_out = LeftOut {
-            runs: vouched.runs_left_out_in_scope,
-            outcomes: unsigned_outcomes
-                .iter()
-                .filter(|(seq, _)| state_of(*seq).is_some())
-                .map(|(_, n)| *n)
-                .sum(),
-            overrides: vouched.overrides_left_out,
-        };
-        if !left_out.is_empty() {
-            tracing::warn!(
-                runs = left_out.runs,
-                outcomes = left_out.outcomes,
-                overrides = left_out.overrides,
-                "what the gate did not sign is left out of the report"
-            );
-        }
+        let left_out = LeftOut::of(vouched, &unsigned_outcomes, &states);
         lap("done");
         Ok(Self {
             scope: scope.clone(),

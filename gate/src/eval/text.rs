@@ -254,6 +254,19 @@ pub(crate) fn render(card: &Scorecard) -> String {
     out
 }
 
+/// What the report left out for not being as the gate signed it, in words.
+pub(crate) fn left_out(card: &Scorecard) -> String {
+    let l = &card.left_out;
+    format!(
+        "not as the gate signed them, so in no figure: {} runs (a column edited, or no bundle \
+         that verifies), {} outcomes (unsigned or edited), {} overrides (no bundle that \
+         verifies, or edited); `gate ledger verify` names each",
+        thousands(l.runs),
+        thousands(l.outcomes),
+        thousands(l.overrides)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,17 +282,4 @@ mod tests {
         assert_eq!(dollars(Some(0.012)), "$0.0120");
         assert_eq!(dollars(Some(14.8)), "$14.80");
     }
-}
-
-/// What the report left out for not being as the gate signed it, in words.
-pub(crate) fn left_out(card: &Scorecard) -> String {
-    let l = &card.left_out;
-    format!(
-        "not as the gate signed them, so in no figure: {} runs (a column edited, or no bundle \
-         that verifies), {} outcomes (unsigned or edited), {} overrides (no bundle that \
-         verifies, or edited); `gate ledger verify` names each",
-        thousands(l.runs),
-        thousands(l.outcomes),
-        thousands(l.overrides)
-    )
 }

@@ -111,7 +111,7 @@ pub fn history(
     // bundle says: found among the rows since the oldest one listed.
     let since = rows.last().map_or(0, |r| r.seq);
     rows.extend(vouch::moved_away(ledger, store, trusted, spec_id, since)?);
-    rows.sort_by(|a, b| b.seq.cmp(&a.seq));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.seq));
     rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     // Each row as its bundle signed it, not as its columns say; a row whose
     // bundle signed another spec is not of this series.
@@ -186,7 +186,12 @@ impl Attempt {
     /// for (its bundle unreadable or not verifying, or a column edited)
     /// keeps its place in the series as a failed attempt (or escalated,
     /// when its bundle says so): never a pass, never a reason to start over.
-    fn of(row: &LedgerRow, store: &BundleStore, trusted: &[PublicKey], spec_id: &str) -> Option<Self> {
+    fn of(
+        row: &LedgerRow,
+        store: &BundleStore,
+        trusted: &[PublicKey],
+        spec_id: &str,
+    ) -> Option<Self> {
         let why = match vouch::row_run(row, store, trusted) {
             Ok(record) => {
                 return Some(Self {

@@ -863,6 +863,7 @@ mod tests {
             updated_at: now - chrono::Duration::seconds(300),
             seal: None,
             last_error: None,
+            generation: 0,
         }
     }
 
