@@ -542,4 +542,85 @@ mod tests {
         let d = decide_with(&[check(ItemStatus::Failed)], &[], &none, Fail);
         assert_eq!(d.reasons.len(), 1, "{:?}", d.reasons);
     }
+
+    /// A reviewer an open circuit breaker kept from running: the qualifier
+    /// names the breakers, and the verdict line says so; a reviewer that
+    /// failed for another reason names none.
+    #[test]
+    fn an_open_breaker_that_kept_review_out_is_named() {
+        use crate::record::{AttemptOutcome, verdict_line};
+        let skipped_by = |review: &mut ReviewRecord, role: &str, models: &[&str]| {
+            let s = review
+                .specialists
+                .iter_mut()
+                .find(|s| s.role == role)
+                .unwrap();
+            s.attempts = models
+                .iter()
+                .map(|m| crate::record::Attempt {
+                    model: (*m).to_owned(),
+                    outcome: AttemptOutcome::BreakerOpen,
+                    latency_ms: 0,
+                    error: None,
+                })
+                .collect();
+        };
+        let mut all_skipped = ran(&[("quality", "did_not_run"), ("security", "did_not_run")]);
+        skipped_by(&mut all_skipped, "quality", &["p/b", "p/a"]);
+        skipped_by(&mut all_skipped, "security", &["p/a"]);
+        let mut one_of_three = ran(&[
+            ("quality", "did_not_run"),
+            ("security", "did_not_run"),
+            ("docs", "ok"),
+        ]);
+        skipped_by(&mut one_of_three, "quality", &["p/a"]);
+        let mut ran_anyway = ran(&[("quality", "ok"), ("security", "did_not_run")]);
+        skipped_by(&mut ran_anyway, "quality", &["p/a"]);
+        let failed = ran(&[("quality", "did_not_run"), ("security", "did_not_run")]);
+        // (review, the breakers named, the verdict line)
+        let cases: [(&ReviewRecord, &[&str], &str); 4] = [
+            (
+                &all_skipped,
+                &["p/a", "p/b"],
+                "PASS (unreviewed: none of 2 reviewers ran (quality, security); circuit breaker open: p/a, p/b)",
+            ),
+            (
+                &one_of_three,
+                &["p/a"],
+                "PASS (under-reviewed: 2 of 3 reviewers did not run: quality, security; circuit breaker open: p/a)",
+            ),
+            (&ran_anyway, &[], "PASS"),
+            (
+                &failed,
+                &[],
+                "PASS (unreviewed: none of 2 reviewers ran (quality, security))",
+            ),
+        ];
+        for (review, breakers, line) in cases {
+            let d = decide_with(
+                &[check(ItemStatus::Passed)],
+                &[],
+                review,
+                ReviewUnavailable::Pass,
+            );
+            let named = d
+                .qualifier
+                .as_ref()
+                .map(|q| q.breakers_open.clone())
+                .unwrap_or_default();
+            assert_eq!(named, breakers, "{line}");
+            let mut record = crate::output::fixture::record();
+            record.verdict = d.verdict;
+            record.overridden = false;
+            record.qualifier = d.qualifier.clone();
+            assert_eq!(verdict_line(&record), line);
+            // The JSON carries the same names, and none when there are none.
+            let json = serde_json::to_value(&d.qualifier).unwrap();
+            assert_eq!(
+                json.get("breakers_open").is_some(),
+                !breakers.is_empty(),
+                "{json}"
+            );
+        }
+    }
 }

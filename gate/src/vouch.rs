@@ -357,4 +357,100 @@ mod tests {
         row.entry.bundle_path = "elsewhere".into();
         assert!(row_disagreements(&row, &record).is_empty());
     }
+
+    /// An override kept in a bundle store, signed by `key`: the row as
+    /// `gate override` writes it.
+    fn override_in(
+        store: &BundleStore,
+        key: &gate_evidence::SigningKey,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> OverrideEntry {
+        let predicate = serde_json::json!({
+            "format_version": 1, "run_id": "r1", "spec_id": "s", "overridden_verdict": "fail",
+            "content_digest": "c", "run_bundle_sha256": "0", "reason": "flaky", "by": "ann",
+            "at": at.to_rfc3339(),
+        });
+        let subject = gate_evidence::Subject::from_bytes("r1.dsse.json", b"run");
+        let statement =
+            gate_evidence::Statement::new(vec![subject], OVERRIDE_PREDICATE_TYPE, predicate);
+        let envelope = bundle::seal(&statement, key);
+        let stored = store.put("r1.override", &envelope).unwrap();
+        OverrideEntry {
+            run_id: "r1".into(),
+            spec_id: "s".into(),
+            reason: "flaky".into(),
+            by: "ann".into(),
+            content_digest: "c".into(),
+            bundle_path: stored.to_string(),
+            bundle_sha256: bundle::digest(&envelope),
+            recorded_at: at,
+        }
+    }
+
+    #[test]
+    fn each_column_of_an_override_a_reader_takes_is_compared_with_its_bundle() {
+        use gate_evidence::store::{AwsSettings, Target};
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(
+            Target::Dir(dir.path().to_path_buf()),
+            AwsSettings::default(),
+        );
+        let key = gate_evidence::SigningKey::from_seed(&[3; 32]);
+        let trusted = [key.public_key().clone()];
+        let at = chrono::Utc::now();
+        let signed = override_in(&store, &key, at);
+        // (what the database edit did, the columns named, or why not vouched)
+        type Edit = fn(&mut OverrideEntry);
+        let cases: [(&str, Edit, &str); 9] = [
+            ("nothing", |_| {}, ""),
+            ("moved to another run", |o| o.run_id = "r2".into(), "run_id"),
+            (
+                "moved to another spec",
+                |o| o.spec_id = "t".into(),
+                "spec_id",
+            ),
+            (
+                "its content widened",
+                |o| o.content_digest = "d".into(),
+                "content_digest",
+            ),
+            ("its reason reworded", |o| o.reason = "ok".into(), "reason"),
+            ("another author", |o| o.by = "bob".into(), "by"),
+            (
+                "recorded later, after a broken outcome",
+                |o| o.recorded_at += chrono::Duration::days(3),
+                "recorded_at",
+            ),
+            (
+                "another bundle's digest",
+                |o| o.bundle_sha256 = "0".repeat(64),
+                "hash to",
+            ),
+            (
+                "its bundle gone",
+                |o| o.bundle_path = "missing.override.dsse.json".into(),
+                "cannot be had",
+            ),
+        ];
+        for (what, edit, want) in cases {
+            let mut row = signed.clone();
+            edit(&mut row);
+            match (override_vouched(&row, &store, &trusted), want) {
+                (Ok(()), "") => {}
+                (Err(Unvouched::Disagrees(d)), column) => {
+                    let named: Vec<&str> = d.iter().map(|d| d.column.as_str()).collect();
+                    assert_eq!(named, [column], "{what}");
+                }
+                (Err(e), text) if !text.is_empty() => {
+                    assert!(e.to_string().contains(text), "{what}: {e}");
+                }
+                (got, _) => panic!("{what}: {got:?}"),
+            }
+        }
+        // Another signer's override is not the gate's.
+        let other = [gate_evidence::SigningKey::from_seed(&[4; 32])
+            .public_key()
+            .clone()];
+        assert!(override_vouched(&signed, &store, &other).is_err());
+    }
 }

@@ -1007,4 +1007,97 @@ mod tests {
             }
         }
     }
+
+    /// A signed state older than one the gate has seen (in this run, or in
+    /// an earlier one that kept what it saw) was copied back: refused, read
+    /// as closed, and named; the next state written is newer than both.
+    #[tokio::test]
+    async fn a_breaker_state_copied_back_from_earlier_is_refused() {
+        let now = Utc::now();
+        let open_at = |generation| {
+            ledger::seal(
+                &BreakerRecord {
+                    opened_at: Some(now),
+                    updated_at: now,
+                    generation,
+                    ..open_record(now)
+                },
+                &key(),
+            )
+        };
+        // (what, the state stored, the newest generation an earlier run kept, obeyed)
+        let cases = [
+            ("the newest state", open_at(7), Some(7), true),
+            ("nothing kept from earlier", open_at(3), None, true),
+            ("older than one seen", open_at(3), Some(7), false),
+            ("newer than one seen", open_at(8), Some(7), true),
+        ];
+        let policy = BreakerPolicy::with_cooldown(120);
+        let until = now + chrono::Duration::seconds(60);
+        for (what, stored, kept, obeyed) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("ledger.db");
+            let seen = dir.path().join("breakers-seen.json");
+            if let Some(g) = kept {
+                std::fs::write(&seen, format!("{{\"p/m\": {g}}}")).unwrap();
+            }
+            let mut seed = Ledger::open(&path).unwrap();
+            seed.update_breaker("p/m", |_| (Some(stored), ())).unwrap();
+            let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key())
+                .remembering(dir.path(), &seen);
+            let admitted = breakers.admit("p/m", "run-1", until).await;
+            assert_eq!(
+                matches!(admitted, Admission::Skip { .. }),
+                obeyed,
+                "{what}: {admitted:?}"
+            );
+            let refused = breakers.refused();
+            assert_eq!(refused.is_empty(), obeyed, "{what}: {refused:?}");
+            if !obeyed {
+                assert!(refused[0].1.contains("copied back"), "{what}: {refused:?}");
+            }
+        }
+
+        // Within one run: the newest state read, then an older one copied
+        // back over it; what the run writes next is newer than both, and
+        // the generation it saw is kept for the next run.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let seen = dir.path().join("breakers-seen.json");
+        let mut seed = Ledger::open(&path).unwrap();
+        let closed_7 = ledger::seal(
+            &BreakerRecord {
+                state: CLOSED.into(),
+                opened_at: None,
+                generation: 7,
+                ..open_record(now)
+            },
+            &key(),
+        );
+        seed.update_breaker("p/m", |_| (Some(closed_7), ()))
+            .unwrap();
+        let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key())
+            .remembering(dir.path(), &seen);
+        assert_eq!(breakers.admit("p/m", "run-1", until).await, Admission::Call);
+        seed.update_breaker("p/m", |_| (Some(open_at(3)), ()))
+            .unwrap();
+        assert_eq!(breakers.admit("p/m", "run-1", until).await, Admission::Call);
+        assert_eq!(breakers.refused().len(), 1);
+        breakers
+            .report(
+                "p/m",
+                "run-1",
+                Report::Failure {
+                    retry_after: None,
+                    error: "boom".into(),
+                },
+            )
+            .await;
+        let written = seed.breaker("p/m").unwrap().unwrap();
+        assert_eq!(written.generation, 8);
+        assert!(ledger::vouch(&written, &[key().public_key().clone()]).is_ok());
+        let kept: BTreeMap<String, u64> =
+            serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
+        assert_eq!(kept["p/m"], 8);
+    }
 }
