@@ -763,7 +763,7 @@ fn override_columns_read_back_as_stored(store: &Store) {
             o.reason = "ok".into();
         }),
         ("UPDATE overrides SET by_name = 'bob'", |o| {
-            o.by = "bob".into()
+            o.by = "bob".into();
         }),
         ("UPDATE overrides SET content_digest = 'e'", |o| {
             o.content_digest = "e".into();
