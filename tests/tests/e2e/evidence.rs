@@ -440,8 +440,11 @@ fn verify_expecting(env: &TestEnv, code: i32) -> Value {
     out.json()
 }
 
-/// `gate ledger verify`'s problems as (run id, kind, column, table).
-fn ledger_problems(env: &TestEnv) -> (Option<i32>, Vec<(String, String, String, String)>) {
+/// One problem `gate ledger verify` names: run id, kind, column, table.
+type Named = (String, String, String, String);
+
+/// `gate ledger verify`'s exit code and problems.
+fn ledger_problems(env: &TestEnv) -> (Option<i32>, Vec<Named>) {
     let out = env.gate(&["ledger", "verify", "--format", "json"]).run();
     let doc = out.json();
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
