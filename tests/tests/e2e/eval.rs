@@ -561,7 +561,9 @@ fn metrics_parse_as_prometheus_text() {
             &[("quantile", "0.9")],
             0.30,
         ),
-        ("gate_run_cost_usd", "gate_run_cost_usd_count", &[], 6.0),
+        // The escalated run asked no model: as the gate records it, it
+        // cost nothing (a known cost), so every run is costed.
+        ("gate_run_cost_usd", "gate_run_cost_usd_count", &[], 7.0),
         ("gate_run_cost_usd", "gate_run_cost_usd_sum", &[], 0.44),
     ];
     for (family, name, labels, want) in cases {
