@@ -321,3 +321,61 @@ pub fn failures(record: &RunRecord) -> Vec<Failure> {
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attempts newest first as (verdict, number, vouched); the numbers
+    /// the series counts with.
+    fn numbers(series: &[(&str, u32, bool)]) -> Vec<u32> {
+        let attempts = series
+            .iter()
+            .map(|(verdict, number, vouched)| Attempt {
+                verdict: (*verdict).to_owned(),
+                number: *number,
+                extra: RowExtra::default(),
+                vouched: *vouched,
+            })
+            .collect();
+        Attempt::numbered(attempts)
+            .iter()
+            .map(|a| a.number)
+            .collect()
+    }
+
+    #[test]
+    fn an_edited_row_cannot_restart_the_count() {
+        // (what, the series newest first, the numbers counted)
+        let cases: [(&str, &[(&str, u32, bool)], &[u32]); 5] = [
+            (
+                "all as signed",
+                &[("fail", 3, true), ("fail", 2, true), ("fail", 1, true)],
+                &[3, 2, 1],
+            ),
+            (
+                "the latest's attempt edited to 1",
+                &[("fail", 1, false), ("fail", 2, true), ("fail", 1, true)],
+                &[3, 2, 1],
+            ),
+            (
+                "two edited rows in a row",
+                &[("fail", 1, false), ("fail", 1, false), ("fail", 4, true)],
+                &[6, 5, 4],
+            ),
+            (
+                "a new series after a pass stays new",
+                &[("fail", 1, false), ("pass", 3, true), ("fail", 2, true)],
+                &[1, 3, 2],
+            ),
+            (
+                "a signed restart (--new-series) is believed",
+                &[("fail", 1, true), ("fail", 5, true)],
+                &[1, 5],
+            ),
+        ];
+        for (what, series, want) in cases {
+            assert_eq!(numbers(series), want, "{what}");
+        }
+    }
+}
