@@ -326,9 +326,11 @@ pub fn failures(record: &RunRecord) -> Vec<Failure> {
 mod tests {
     use super::*;
 
-    /// Attempts newest first as (verdict, number, vouched); the numbers
-    /// the series counts with.
-    fn numbers(series: &[(&str, u32, bool)]) -> Vec<u32> {
+    /// An attempt as (verdict, number, vouched).
+    type Row = (&'static str, u32, bool);
+
+    /// Attempts newest first; the numbers the series counts with.
+    fn numbers(series: &[Row]) -> Vec<u32> {
         let attempts = series
             .iter()
             .map(|(verdict, number, vouched)| Attempt {
@@ -347,7 +349,7 @@ mod tests {
     #[test]
     fn an_edited_row_cannot_restart_the_count() {
         // (what, the series newest first, the numbers counted)
-        let cases: [(&str, &[(&str, u32, bool)], &[u32]); 5] = [
+        let cases: [(&str, &[Row], &[u32]); 5] = [
             (
                 "all as signed",
                 &[("fail", 3, true), ("fail", 2, true), ("fail", 1, true)],
