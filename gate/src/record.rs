@@ -222,6 +222,10 @@ pub struct Qualifier {
     pub kind: QualifierKind,
     /// Why, in a few words ("no provider configured").
     pub why: String,
+    /// The models an open circuit breaker skipped, when that is what kept
+    /// a reviewer from running (sorted, each once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakers_open: Vec<String>,
 }
 
 /// The verdict as every format words it: `PASS`, `PASS (overridden)`,
@@ -229,7 +233,16 @@ pub struct Qualifier {
 pub(crate) fn verdict_line(record: &RunRecord) -> String {
     let line = match (record.verdict, &record.qualifier) {
         (Verdict::Pass, _) if record.overridden => "PASS (overridden)".to_owned(),
-        (Verdict::Pass, Some(q)) => format!("PASS ({}: {})", q.kind.as_str(), q.why),
+        (Verdict::Pass, Some(q)) if q.breakers_open.is_empty() => {
+            format!("PASS ({}: {})", q.kind.as_str(), q.why)
+        }
+        // An open breaker kept the review from running: the line says so.
+        (Verdict::Pass, Some(q)) => format!(
+            "PASS ({}: {}; circuit breaker open: {})",
+            q.kind.as_str(),
+            q.why,
+            q.breakers_open.join(", ")
+        ),
         (v, _) => v.as_str().to_uppercase(),
     };
     // State planted in the ledger was not obeyed, and the line says so.

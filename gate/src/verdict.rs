@@ -159,6 +159,9 @@ struct Missing {
     planned: usize,
     /// Whether no reviewer looked at the change at all.
     none_ran: bool,
+    /// The models an open circuit breaker skipped for a reviewer that did
+    /// not run.
+    breakers_open: Vec<String>,
 }
 
 impl Missing {
@@ -172,6 +175,7 @@ impl Missing {
                 reviewers: vec![("review".to_owned(), why)],
                 planned: 0,
                 none_ran: true,
+                breakers_open: breakers_open(review.specialists.iter()),
             };
         }
         let planned: Vec<_> = review
@@ -194,6 +198,12 @@ impl Missing {
         Self {
             none_ran: !planned.is_empty() && reviewers.len() == planned.len(),
             planned: planned.len(),
+            breakers_open: breakers_open(
+                planned
+                    .iter()
+                    .copied()
+                    .filter(|s| s.status == "did_not_run"),
+            ),
             reviewers,
         }
     }
@@ -210,9 +220,11 @@ impl Missing {
             return Some(Qualifier {
                 kind: QualifierKind::Unreviewed,
                 why,
+                breakers_open: self.breakers_open.clone(),
             });
         }
         (self.reviewers.len() * 2 > self.planned).then(|| Qualifier {
+            breakers_open: self.breakers_open.clone(),
             kind: QualifierKind::UnderReviewed,
             why: format!(
                 "{} of {} reviewers did not run: {}",
@@ -222,6 +234,18 @@ impl Missing {
             ),
         })
     }
+}
+
+/// The models an open breaker skipped for `specialists`, sorted, each once.
+fn breakers_open<'a>(
+    specialists: impl Iterator<Item = &'a crate::record::SpecialistRecord>,
+) -> Vec<String> {
+    let models: std::collections::BTreeSet<&str> = specialists
+        .flat_map(|s| s.attempts.iter())
+        .filter(|a| a.outcome == crate::record::AttemptOutcome::BreakerOpen)
+        .map(|a| a.model.as_str())
+        .collect();
+    models.into_iter().map(str::to_owned).collect()
 }
 
 fn names(reviewers: &[(String, String)]) -> String {
@@ -459,12 +483,14 @@ mod tests {
             Some(Qualifier {
                 kind: QualifierKind::Unreviewed,
                 why: why.to_owned(),
+                breakers_open: Vec::new(),
             })
         };
         let under = |why: &str| {
             Some(Qualifier {
                 kind: QualifierKind::UnderReviewed,
                 why: why.to_owned(),
+                breakers_open: Vec::new(),
             })
         };
         // (review, policy, verdict, qualifier)
@@ -515,5 +541,86 @@ mod tests {
         // A review skipped because a check failed is not "unavailable".
         let d = decide_with(&[check(ItemStatus::Failed)], &[], &none, Fail);
         assert_eq!(d.reasons.len(), 1, "{:?}", d.reasons);
+    }
+
+    /// A reviewer an open circuit breaker kept from running: the qualifier
+    /// names the breakers, and the verdict line says so; a reviewer that
+    /// failed for another reason names none.
+    #[test]
+    fn an_open_breaker_that_kept_review_out_is_named() {
+        use crate::record::{AttemptOutcome, verdict_line};
+        let skipped_by = |review: &mut ReviewRecord, role: &str, models: &[&str]| {
+            let s = review
+                .specialists
+                .iter_mut()
+                .find(|s| s.role == role)
+                .unwrap();
+            s.attempts = models
+                .iter()
+                .map(|m| crate::record::Attempt {
+                    model: (*m).to_owned(),
+                    outcome: AttemptOutcome::BreakerOpen,
+                    latency_ms: 0,
+                    error: None,
+                })
+                .collect();
+        };
+        let mut all_skipped = ran(&[("quality", "did_not_run"), ("security", "did_not_run")]);
+        skipped_by(&mut all_skipped, "quality", &["p/b", "p/a"]);
+        skipped_by(&mut all_skipped, "security", &["p/a"]);
+        let mut one_of_three = ran(&[
+            ("quality", "did_not_run"),
+            ("security", "did_not_run"),
+            ("docs", "ok"),
+        ]);
+        skipped_by(&mut one_of_three, "quality", &["p/a"]);
+        let mut ran_anyway = ran(&[("quality", "ok"), ("security", "did_not_run")]);
+        skipped_by(&mut ran_anyway, "quality", &["p/a"]);
+        let failed = ran(&[("quality", "did_not_run"), ("security", "did_not_run")]);
+        // (review, the breakers named, the verdict line)
+        let cases: [(&ReviewRecord, &[&str], &str); 4] = [
+            (
+                &all_skipped,
+                &["p/a", "p/b"],
+                "PASS (unreviewed: none of 2 reviewers ran (quality, security); circuit breaker open: p/a, p/b)",
+            ),
+            (
+                &one_of_three,
+                &["p/a"],
+                "PASS (under-reviewed: 2 of 3 reviewers did not run: quality, security; circuit breaker open: p/a)",
+            ),
+            (&ran_anyway, &[], "PASS"),
+            (
+                &failed,
+                &[],
+                "PASS (unreviewed: none of 2 reviewers ran (quality, security))",
+            ),
+        ];
+        for (review, breakers, line) in cases {
+            let d = decide_with(
+                &[check(ItemStatus::Passed)],
+                &[],
+                review,
+                ReviewUnavailable::Pass,
+            );
+            let named = d
+                .qualifier
+                .as_ref()
+                .map(|q| q.breakers_open.clone())
+                .unwrap_or_default();
+            assert_eq!(named, breakers, "{line}");
+            let mut record = crate::output::fixture::record();
+            record.verdict = d.verdict;
+            record.overridden = false;
+            record.qualifier = d.qualifier.clone();
+            assert_eq!(verdict_line(&record), line);
+            // The JSON carries the same names, and none when there are none.
+            let json = serde_json::to_value(&d.qualifier).unwrap();
+            assert_eq!(
+                json.get("breakers_open").is_some(),
+                !breakers.is_empty(),
+                "{json}"
+            );
+        }
     }
 }

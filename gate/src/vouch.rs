@@ -5,12 +5,13 @@
 //! the scorecard) use only what passes, and `gate ledger verify` names
 //! every column that does not.
 
-use gate_evidence::ledger::{self, Disagreement, OverrideEntry};
+use gate_evidence::ledger::{self, Disagreement, OverrideEntry, Unvouched};
 use gate_evidence::store::{BundleRef, BundleStore};
 use gate_evidence::{LedgerRow, PublicKey, bundle, dsse};
 use serde_json::Value;
 
 use crate::attest;
+use crate::eval::scorecard::Vouched;
 use crate::predicate::{OVERRIDE_PREDICATE_TYPE, PREDICATE_TYPE, Predicate};
 use crate::record::RunRecord;
 use crate::row::RowExtra;
@@ -99,36 +100,48 @@ pub(crate) fn row_run(
 }
 
 /// Checks an override against its own bundle: fetched from the store,
-/// its digest the row's, signed under `trusted`, and its run, spec,
-/// content, reason and author the row's.
+/// its digest the row's, signed under `trusted`, and every column a reader
+/// takes from it (run, spec, content, reason, author and when it was
+/// recorded, which orders it against the run's outcomes) the signed one.
 pub(crate) fn override_vouched(
     o: &OverrideEntry,
     store: &BundleStore,
     trusted: &[PublicKey],
-) -> Result<(), String> {
-    let at = BundleRef::parse(&o.bundle_path).map_err(|e| e.to_string())?;
-    let bytes = store.get(&at).map_err(|e| e.to_string())?;
+) -> Result<(), Unvouched> {
+    let unreadable = Unvouched::Bundle;
+    let at = BundleRef::parse(&o.bundle_path)
+        .map_err(|e| unreadable(format!("its bundle path does not parse: {e}")))?;
+    let bytes = store
+        .get(&at)
+        .map_err(|e| unreadable(format!("its bundle cannot be had: {e}")))?;
     let actual = bundle::digest(&bytes);
     if actual != o.bundle_sha256 {
-        return Err(format!(
+        return Err(unreadable(format!(
             "its bundle's bytes hash to {actual}, the row says {}",
             o.bundle_sha256
-        ));
+        )));
     }
-    let opened = bundle::open(&bytes, trusted).map_err(|e| e.to_string())?;
+    let opened = bundle::open(&bytes, trusted)
+        .map_err(|e| unreadable(format!("its bundle does not verify: {e}")))?;
     if opened.statement.predicate_type != OVERRIDE_PREDICATE_TYPE {
-        return Err(format!(
+        return Err(unreadable(format!(
             "its bundle is a {} statement",
             opened.statement.predicate_type
-        ));
+        )));
     }
     let p = &opened.statement.predicate;
+    // Both stores keep microseconds: the signed time is compared at theirs.
+    let signed_at = p["at"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| micros(t.with_timezone(&chrono::Utc)));
     let stored = serde_json::json!({
         "run_id": o.run_id,
         "spec_id": o.spec_id,
         "content_digest": o.content_digest,
         "reason": o.reason,
         "by": o.by,
+        "recorded_at": micros(o.recorded_at),
     });
     let signed = serde_json::json!({
         "run_id": p["run_id"],
@@ -136,13 +149,140 @@ pub(crate) fn override_vouched(
         "content_digest": p["content_digest"],
         "reason": p["reason"],
         "by": p["by"],
+        "recorded_at": signed_at,
     });
     let found = ledger::diff(&stored, &signed, "");
     if found.is_empty() {
-        return Ok(());
+        Ok(())
+    } else {
+        Err(Unvouched::Disagrees(found))
     }
-    let all: Vec<String> = found.iter().map(ToString::to_string).collect();
-    Err(format!("edited: {}", all.join("; ")))
+}
+
+/// Rows read and checked at once by [`for_report`].
+const REPORT_PAGE: u32 = 2_000;
+
+/// What `gate report` and `gate metrics` may count: every run row checked
+/// against its bundle (in parallel, a page at a time), every override
+/// against its own. A row that does not vouch is left out, and counted
+/// against `scope` when its stored or its signed columns fall in it.
+pub(crate) fn for_report(
+    ledger: &gate_evidence::Ledger,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+    scope: &ledger::ReportScope,
+) -> Result<Vouched, gate_evidence::ledger::LedgerError> {
+    use rayon::prelude::*;
+    let in_scope = |spec: &str, started: chrono::DateTime<chrono::Utc>| {
+        scope.spec_id.as_deref().is_none_or(|s| s == spec)
+            && scope.since.is_none_or(|since| started >= since)
+    };
+    let mut out = Vouched::default();
+    let mut after = 0;
+    loop {
+        let page = ledger.rows_after(after, REPORT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        let bad: Vec<(u64, bool)> = page
+            .par_iter()
+            .filter_map(|row| {
+                let signed = match row_run(row, store, trusted) {
+                    Ok(_) => return None,
+                    Err(why) => {
+                        tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+                            "a run not as signed is left out of the report");
+                        signed_columns(row, store, trusted)
+                    }
+                };
+                let counted = in_scope(&row.entry.spec_id, row.entry.started_at)
+                    || signed.is_some_and(|(spec, started)| in_scope(&spec, started));
+                Some((row.seq, counted))
+            })
+            .collect();
+        for (seq, counted) in bad {
+            out.runs_left_out.insert(seq);
+            out.runs_left_out_in_scope += u64::from(counted);
+        }
+    }
+    for o in ledger.overrides(None)? {
+        match override_vouched(&o, store, trusted) {
+            Ok(()) => {
+                out.overrides.insert(o.run_id, o.recorded_at);
+            }
+            Err(why) => {
+                tracing::warn!(run = %o.run_id, %why, "an override not as signed is not counted");
+                out.overrides_left_out += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The spec and start a row's bundle signed, when it verifies at all.
+fn signed_columns(
+    row: &LedgerRow,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+) -> Option<(String, chrono::DateTime<chrono::Utc>)> {
+    let run = signed_run_of(row, store, trusted)?;
+    let started = attest::entry_for(&run, &row.entry.bundle_path, Value::Null).started_at;
+    Some((run.spec_id, started))
+}
+
+/// The run a row's bundle signed, whatever its columns say: the bundle
+/// fetched, its digest the row's, verified under `trusted`.
+pub(crate) fn signed_run_of(
+    row: &LedgerRow,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+) -> Option<RunRecord> {
+    let bytes = attest::row_bundle(store, row).ok()?;
+    let opened = bundle::open(&bytes, trusted).ok()?;
+    Predicate::read(&opened.statement.predicate)
+        .ok()
+        .map(|p| p.run)
+}
+
+/// Rows after seq `after` whose spec column is not `spec_id` but whose
+/// bundle signed a run of it: moved away from their series by an edit.
+/// Every such row's bundle is read, in parallel, a page at a time.
+pub(crate) fn moved_away(
+    ledger: &gate_evidence::Ledger,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+    spec_id: &str,
+    series: Option<&str>,
+    after: u64,
+) -> Result<Vec<LedgerRow>, gate_evidence::ledger::LedgerError> {
+    use rayon::prelude::*;
+    let mut out = Vec::new();
+    let mut after = after;
+    loop {
+        let page = ledger.rows_after(after, REPORT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        out.extend(
+            page.into_par_iter()
+                .filter(|row| {
+                    (row.entry.spec_id != spec_id || row.entry.series.as_deref() != series)
+                        && signed_run_of(row, store, trusted).is_some_and(|r| {
+                            r.spec_id == spec_id
+                                && r.series.as_ref().map(|s| s.key.as_str()) == series
+                        })
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    for row in &out {
+        tracing::warn!(seq = row.seq, run = %row.entry.run_id, stored_spec = %row.entry.spec_id,
+            "a run of the series was moved to another spec in the ledger: counted where it was signed");
+    }
+    Ok(out)
+}
+
+fn micros(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    use chrono::SubsecRound as _;
+    t.trunc_subsecs(6)
 }
 
 #[cfg(test)]
@@ -231,5 +371,101 @@ mod tests {
         let mut row = row_for(&record);
         row.entry.bundle_path = "elsewhere".into();
         assert!(row_disagreements(&row, &record).is_empty());
+    }
+
+    /// An override kept in a bundle store, signed by `key`: the row as
+    /// `gate override` writes it.
+    fn override_in(
+        store: &BundleStore,
+        key: &gate_evidence::SigningKey,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> OverrideEntry {
+        let predicate = serde_json::json!({
+            "format_version": 1, "run_id": "r1", "spec_id": "s", "overridden_verdict": "fail",
+            "content_digest": "c", "run_bundle_sha256": "0", "reason": "flaky", "by": "ann",
+            "at": at.to_rfc3339(),
+        });
+        let subject = gate_evidence::Subject::from_bytes("r1.dsse.json", b"run");
+        let statement =
+            gate_evidence::Statement::new(vec![subject], OVERRIDE_PREDICATE_TYPE, predicate);
+        let envelope = bundle::seal(&statement, key);
+        let stored = store.put("r1.override", &envelope).unwrap();
+        OverrideEntry {
+            run_id: "r1".into(),
+            spec_id: "s".into(),
+            reason: "flaky".into(),
+            by: "ann".into(),
+            content_digest: "c".into(),
+            bundle_path: stored.to_string(),
+            bundle_sha256: bundle::digest(&envelope),
+            recorded_at: at,
+        }
+    }
+
+    #[test]
+    fn each_column_of_an_override_a_reader_takes_is_compared_with_its_bundle() {
+        use gate_evidence::store::{AwsSettings, Target};
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(
+            Target::Dir(dir.path().to_path_buf()),
+            AwsSettings::default(),
+        );
+        let key = gate_evidence::SigningKey::from_seed(&[3; 32]);
+        let trusted = [key.public_key().clone()];
+        let at = chrono::Utc::now();
+        let signed = override_in(&store, &key, at);
+        // (what the database edit did, the columns named, or why not vouched)
+        type Edit = fn(&mut OverrideEntry);
+        let cases: [(&str, Edit, &str); 9] = [
+            ("nothing", |_| {}, ""),
+            ("moved to another run", |o| o.run_id = "r2".into(), "run_id"),
+            (
+                "moved to another spec",
+                |o| o.spec_id = "t".into(),
+                "spec_id",
+            ),
+            (
+                "its content widened",
+                |o| o.content_digest = "d".into(),
+                "content_digest",
+            ),
+            ("its reason reworded", |o| o.reason = "ok".into(), "reason"),
+            ("another author", |o| o.by = "bob".into(), "by"),
+            (
+                "recorded later, after a broken outcome",
+                |o| o.recorded_at += chrono::Duration::days(3),
+                "recorded_at",
+            ),
+            (
+                "another bundle's digest",
+                |o| o.bundle_sha256 = "0".repeat(64),
+                "hash to",
+            ),
+            (
+                "its bundle gone",
+                |o| o.bundle_path = "missing.override.dsse.json".into(),
+                "cannot be had",
+            ),
+        ];
+        for (what, edit, want) in cases {
+            let mut row = signed.clone();
+            edit(&mut row);
+            match (override_vouched(&row, &store, &trusted), want) {
+                (Ok(()), "") => {}
+                (Err(Unvouched::Disagrees(d)), column) => {
+                    let named: Vec<&str> = d.iter().map(|d| d.column.as_str()).collect();
+                    assert_eq!(named, [column], "{what}");
+                }
+                (Err(e), text) if !text.is_empty() => {
+                    assert!(e.to_string().contains(text), "{what}: {e}");
+                }
+                (got, _) => panic!("{what}: {got:?}"),
+            }
+        }
+        // Another signer's override is not the gate's.
+        let other = [gate_evidence::SigningKey::from_seed(&[4; 32])
+            .public_key()
+            .clone()];
+        assert!(override_vouched(&signed, &store, &other).is_err());
     }
 }

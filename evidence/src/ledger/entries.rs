@@ -249,6 +249,20 @@ pub struct BreakerRecord {
     /// breaker, the one that opened it); cleared by a success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// How many times the gate has written this model's state: one more at
+    /// every write, signed with the rest, so an older state copied back
+    /// reads as what it is. Absent from the payload when 0 (a state signed
+    /// before it existed still vouches).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation: u64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Which runs [`Ledger::list`](super::Ledger::list) returns, newest first.

@@ -63,6 +63,9 @@ pub enum Unvouched {
     Unreadable(String),
     /// Its columns are not what was signed.
     Disagrees(Vec<Disagreement>),
+    /// The bundle it rests on (an override's own) is missing, is not the
+    /// one the row names, or does not verify.
+    Bundle(String),
 }
 
 impl fmt::Display for Unvouched {
@@ -71,6 +74,7 @@ impl fmt::Display for Unvouched {
             Self::Unsigned => write!(f, "it is not signed"),
             Self::Signature(e) => write!(f, "its signature does not verify: {e}"),
             Self::Unreadable(why) => write!(f, "its envelope holds no readable record: {why}"),
+            Self::Bundle(why) => write!(f, "{why}"),
             Self::Disagrees(d) => {
                 let all: Vec<String> = d.iter().map(ToString::to_string).collect();
                 write!(f, "{}", all.join("; "))

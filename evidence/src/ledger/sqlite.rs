@@ -56,7 +56,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     events::MIGRATION_9_DISMISSED_BY,
     events::MIGRATION_10_OUTCOME_EVIDENCE,
     events::MIGRATION_11_HARVEST_STATES,
-    MIGRATION_12_SERIES,
+    events::MIGRATION_12_BREAKER_GENERATION,
+    MIGRATION_13_SERIES,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's
@@ -90,7 +91,7 @@ CREATE INDEX runs_by_start ON runs (started_at);
 
 /// Each run's series key (NULL for the spec's own series, which every run
 /// recorded before keys belongs to), and the index a series is read by.
-const MIGRATION_12_SERIES: &str = "
+const MIGRATION_13_SERIES: &str = "
 ALTER TABLE runs ADD COLUMN series TEXT;
 CREATE INDEX runs_by_series ON runs (spec_id, series, seq);
 ";

@@ -41,6 +41,14 @@ impl Store {
         Ledger::open(self.location()).unwrap()
     }
 
+    /// A fresh, empty database of the same kind.
+    fn same_kind(other: &Self) -> Self {
+        match other {
+            Self::Sqlite(_) => Self::sqlite(),
+            Self::Postgres(_) => Self::postgres(),
+        }
+    }
+
     /// Runs SQL on the database behind the gate's back.
     fn execute(&self, sql: &str) {
         match self {
@@ -85,6 +93,8 @@ both_stores!(
     outcomes_keep_history_latest_counts,
     breaker_updates_are_read_modify_write,
     concurrent_breaker_updates_lose_nothing,
+    breaker_generations_are_kept_and_signed,
+    override_columns_read_back_as_stored,
     dismissals_and_overrides_by_spec,
     copy_refuses_a_non_empty_target,
     scans_honour_the_scope,
@@ -740,11 +750,13 @@ fn closed(model: &str) -> BreakerRecord {
         updated_at: now(),
         seal: None,
         last_error: None,
+        generation: 0,
     }
 }
 
 fn bump(b: Option<BreakerRecord>) -> (Option<BreakerRecord>, u32) {
     let mut b = b.unwrap_or_else(|| closed("m"));
+    b.generation += 1;
     b.consecutive_failures += 1;
     b.recent.push('f');
     let n = b.consecutive_failures;
@@ -801,6 +813,100 @@ fn concurrent_breaker_updates_lose_nothing(store: &Store) {
     });
     let b = store.open().breaker("shared").unwrap().unwrap();
     assert_eq!(b.consecutive_failures, WRITERS * EACH);
+    assert_eq!(b.generation, u64::from(WRITERS * EACH));
+}
+
+/// A breaker state's generation is kept and signed: a state copied back
+/// reads as the older generation it is, and a column edited under a
+/// signed state (the generation raised to pass for the newest) disagrees.
+fn breaker_generations_are_kept_and_signed(store: &Store) {
+    let key = crate::keys::SigningKey::from_seed(&[5; 32]);
+    let trusted = [key.public_key().clone()];
+    let mut l = run_with_outcomes(store);
+    let mut written = Vec::new();
+    for state in ["closed", "open", "half_open", "closed"] {
+        let rec = l
+            .update_breaker("m", |current| {
+                let mut b = current.unwrap_or_else(|| closed("m"));
+                b.generation += 1;
+                state.clone_into(&mut b.state);
+                let sealed = seal(&b, &key);
+                (Some(sealed.clone()), sealed)
+            })
+            .unwrap();
+        written.push(rec);
+    }
+    let now_stored = l.breaker("m").unwrap().unwrap();
+    assert_eq!(now_stored.generation, 4);
+    assert!(vouch(&now_stored, &trusted).is_ok());
+    // The open state, copied back whole: it still vouches, as generation 2.
+    let old = written[1].clone();
+    l.update_breaker("m", |_| (Some(old.clone()), ())).unwrap();
+    let replayed = l.breaker("m").unwrap().unwrap();
+    assert_eq!((replayed.generation, replayed.state.as_str()), (2, "open"));
+    assert!(vouch(&replayed, &trusted).is_ok());
+    // (the edit behind the gate's back, the column vouching names)
+    let cases = [
+        ("UPDATE breakers SET generation = 99", "generation"),
+        ("UPDATE breakers SET state = 'closed'", "state"),
+        ("UPDATE breakers SET cooldown_s = 999999", "cooldown_s"),
+    ];
+    for (sql, column) in cases {
+        l.update_breaker("m", |_| (Some(old.clone()), ())).unwrap();
+        store.execute(sql);
+        let edited = store.open().breaker("m").unwrap().unwrap();
+        let Err(Unvouched::Disagrees(d)) = vouch(&edited, &trusted) else {
+            panic!("{sql}: still vouches");
+        };
+        assert_eq!(d[0].column, column, "{sql}");
+    }
+}
+
+/// Every column of an override row reads back as the database holds it,
+/// so an edit is seen by what compares it with the override's bundle.
+fn override_columns_read_back_as_stored(store: &Store) {
+    let at = Utc.with_ymd_and_hms(2025, 3, 4, 5, 6, 7).unwrap();
+    let o = OverrideEntry {
+        run_id: "r1".into(),
+        spec_id: "s".into(),
+        reason: "flaky".into(),
+        by: "ann".into(),
+        content_digest: "c".repeat(64),
+        bundle_path: "bundles/r1.override.dsse.json".into(),
+        bundle_sha256: "d".repeat(64),
+        recorded_at: at,
+    };
+    // (the edit, what the row reads as after it)
+    type Want = fn(&mut OverrideEntry);
+    let cases: [(&str, Want); 6] = [
+        ("", |_| {}),
+        ("UPDATE overrides SET spec_id = 'other'", |o| {
+            o.spec_id = "other".into();
+        }),
+        ("UPDATE overrides SET reason = 'ok'", |o| {
+            o.reason = "ok".into();
+        }),
+        ("UPDATE overrides SET by_name = 'bob'", |o| {
+            o.by = "bob".into();
+        }),
+        ("UPDATE overrides SET content_digest = 'e'", |o| {
+            o.content_digest = "e".into();
+        }),
+        ("UPDATE overrides SET bundle_sha256 = 'f'", |o| {
+            o.bundle_sha256 = "f".into();
+        }),
+    ];
+    for (sql, want) in cases {
+        let fresh = Store::same_kind(store);
+        let mut l = run_with_outcomes(&fresh);
+        l.add_override(&o).unwrap();
+        if !sql.is_empty() {
+            fresh.execute(sql);
+        }
+        let mut expected = o.clone();
+        want(&mut expected);
+        assert_eq!(fresh.open().overrides(None).unwrap(), [expected], "{sql}");
+    }
 }
 
 fn dismissals_and_overrides_by_spec(store: &Store) {
@@ -1152,6 +1258,7 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
          ALTER TABLE breakers DROP COLUMN last_error; ALTER TABLE dismissals DROP COLUMN by_name; \
          ALTER TABLE outcomes DROP COLUMN evidence; DROP TABLE harvest_states; \
+         ALTER TABLE breakers DROP COLUMN generation; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();

@@ -280,7 +280,6 @@ fn event_problems(
     }
     for o in ledger.overrides(None)? {
         if let Err(why) = vouch::override_vouched(&o, store, trusted) {
-            let why = ledger::Unvouched::Unreadable(why);
             out.push(problem("override", &o.run_id, &o.recorded_at, why));
         }
     }

@@ -16,11 +16,15 @@ pub(crate) fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError
     if let Some(why) = &none_yet {
         output::stderr(&format!("gate: {why}"));
     }
+    let trusted = super::report::report_keys(ctx);
+    let scope = ReportScope::default();
+    let vouched = super::report::vouched(ctx, &ledger.ledger, &trusted, &scope)?;
     let card = Scorecard::build_with(
         &ledger.ledger,
-        &ReportScope::default(),
-        &super::report::report_keys(ctx),
+        &scope,
+        &trusted,
         crate::cli::hundredths(args.min_confidence),
+        &vouched,
     )?;
     let text = prometheus::render(&card);
     match &args.output {

@@ -65,6 +65,18 @@ pub(crate) struct Readable {
     _scratch: Option<tempfile::TempDir>,
 }
 
+/// What the report may count of the ledger's runs and overrides, each
+/// checked against its bundle in the bundle store.
+pub(crate) fn vouched(
+    ctx: &Context,
+    ledger: &gate_evidence::Ledger,
+    trusted: &[gate_evidence::PublicKey],
+    scope: &ReportScope,
+) -> Result<crate::eval::scorecard::Vouched, GateError> {
+    let store = attest::bundle_store(ctx)?;
+    Ok(crate::vouch::for_report(ledger, &store, trusted, scope)?)
+}
+
 /// `gate report [--html F] [--format human|json] [--since DATE] [--spec ID]`.
 /// The keys the report vouches for outcomes and dismissals with: the
 /// state directory's (or the signing key's) public key; none when there is
@@ -90,11 +102,14 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
         output::stderr(&format!("gate: {why}"));
     }
     let started = std::time::Instant::now();
+    let trusted = report_keys(ctx);
+    let vouched = vouched(ctx, &ledger.ledger, &trusted, &scope)?;
     let card = Scorecard::build_with(
         &ledger.ledger,
         &scope,
-        &report_keys(ctx),
+        &trusted,
         crate::cli::hundredths(args.min_confidence),
+        &vouched,
     )?;
     tracing::info!(
         runs = card.total.runs,

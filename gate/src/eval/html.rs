@@ -323,6 +323,14 @@ fn cards(out: &mut String, card_: &Scorecard) {
             }
         ),
     );
+    if !card_.left_out.is_empty() {
+        card(
+            out,
+            "Left out",
+            &thousands(card_.left_out.runs + card_.left_out.outcomes + card_.left_out.overrides),
+            &super::text::left_out(card_),
+        );
+    }
     card(
         out,
         "Overrides · escalations",

@@ -81,6 +81,8 @@ pub(crate) fn render(card: &Scorecard) -> Value {
                             "decided": decided},
         "not_integrated": card.not_integrated,
         "min_confidence": f64::from(card.min_confidence) / 100.0,
+        "left_out": {"runs": card.left_out.runs, "outcomes": card.left_out.outcomes,
+                     "overrides": card.left_out.overrides},
         "override_rate": t.override_rate(),
         "escalation_rate": t.escalation_rate(),
         "did_not_run_rate": t.did_not_run_rate(),

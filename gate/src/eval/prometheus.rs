@@ -382,6 +382,18 @@ fn sources(e: &mut Exposition, card: &Scorecard) {
         "Decided runs whose change the last `gate outcome harvest` found not integrated yet.",
     );
     e.sample("gate_not_integrated_runs", &[], card.not_integrated as f64);
+    e.family(
+        "gate_left_out",
+        "gauge",
+        "Records left out of every figure for not being as the gate signed them, by kind (run, outcome, override).",
+    );
+    for (kind, n) in [
+        ("run", card.left_out.runs),
+        ("outcome", card.left_out.outcomes),
+        ("override", card.left_out.overrides),
+    ] {
+        e.sample("gate_left_out", &[("kind", kind)], n as f64);
+    }
 }
 
 /// What approved and failed runs later turned out to be, and the rates

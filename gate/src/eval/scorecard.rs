@@ -395,6 +395,67 @@ pub(crate) struct Breakdowns {
     pub source: BTreeMap<String, Group>,
 }
 
+/// What of the ledger the scorecard may count beyond outcomes and
+/// dismissals (which carry their own envelopes): decided against the
+/// bundles before it is built, since its streamed tables are columns.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Vouched {
+    /// Runs whose row is not as its bundle signed (a column edited, the
+    /// bundle missing, altered or not verifying), by seq: left out of
+    /// every figure.
+    pub runs_left_out: HashSet<u64>,
+    /// Of those, the ones in the report's scope.
+    pub runs_left_out_in_scope: u64,
+    /// The runs with an override the gate signed, each with when its
+    /// latest such override was recorded.
+    pub overrides: HashMap<String, DateTime<Utc>>,
+    /// Overrides left out (unsigned, edited, or their bundle missing).
+    pub overrides_left_out: u64,
+}
+
+/// What the scorecard left out for not being as the gate signed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LeftOut {
+    /// Runs in scope whose row disagrees with its bundle, or whose bundle
+    /// is missing or does not verify.
+    pub runs: u64,
+    /// Outcomes of runs in scope without a valid envelope, or edited since.
+    pub outcomes: u64,
+    /// Overrides whose own bundle is missing, does not verify, or disagrees
+    /// with the row.
+    pub overrides: u64,
+}
+
+impl LeftOut {
+    /// What `vouched` left out, and the outcomes that did not vouch of the
+    /// runs in scope (`unsigned`: per run's seq, how many).
+    fn of(vouched: &Vouched, unsigned: &[(u64, u64)], states: &[RunState]) -> Self {
+        let out = Self {
+            runs: vouched.runs_left_out_in_scope,
+            outcomes: unsigned
+                .iter()
+                .filter(|(seq, _)| state_at(states, *seq).is_some())
+                .map(|(_, n)| *n)
+                .sum(),
+            overrides: vouched.overrides_left_out,
+        };
+        if !out.is_empty() {
+            tracing::warn!(
+                runs = out.runs,
+                outcomes = out.outcomes,
+                overrides = out.overrides,
+                "what the gate did not sign is left out of the report"
+            );
+        }
+        out
+    }
+
+    /// Nothing was left out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.runs == 0 && self.outcomes == 0 && self.overrides == 0
+    }
+}
+
 /// Everything `gate report` and `gate metrics` show.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Scorecard {
@@ -426,6 +487,8 @@ pub(crate) struct Scorecard {
     pub min_confidence: u8,
     /// Decided runs in scope the last harvest found not integrated yet.
     pub not_integrated: u64,
+    /// What was left out for not being as signed.
+    pub left_out: LeftOut,
 }
 
 impl Scorecard {
@@ -679,17 +742,20 @@ impl Scorecard {
         scope: &ReportScope,
         trusted: &[PublicKey],
     ) -> Result<Self, LedgerError> {
-        Self::build_with(ledger, scope, trusted, 0)
+        Self::build_with(ledger, scope, trusted, 0, &Vouched::as_stored(ledger)?)
     }
 
     /// Builds the scorecard of the runs in `scope`, counting only outcomes
     /// of at least `min_confidence` (hundredths): a run whose latest
-    /// outcome is weaker counts as one without an outcome.
+    /// outcome is weaker counts as one without an outcome. Only what
+    /// `vouched` vouches for counts: its runs left out are in no figure,
+    /// and only its overrides count.
     pub(crate) fn build_with(
         ledger: &Ledger,
         scope: &ReportScope,
         trusted: &[PublicKey],
         min_confidence: u8,
+        vouched: &Vouched,
     ) -> Result<Self, LedgerError> {
         let max_seq = usize::try_from(ledger.max_seq()?).unwrap_or(usize::MAX - 1);
         let mut pass = Pass {
@@ -703,10 +769,15 @@ impl Scorecard {
                 "scorecard: {what}"
             );
         };
-        read_outcomes(&mut pass.states, ledger, trusted, min_confidence)?;
+        let unsigned_outcomes =
+            read_outcomes(&mut pass.states, ledger, trusted, min_confidence, vouched)?;
         let harvested = ledger.harvest_states()?;
         lap("outcomes read");
-        ledger.scan_run_facts(scope, |f| pass.run(f))?;
+        ledger.scan_run_facts(scope, |f| {
+            if !vouched.runs_left_out.contains(&f.seq) {
+                pass.run(f);
+            }
+        })?;
         lap("runs read");
         let states = std::mem::take(&mut pass.states);
         let state_of = |seq: u64| state_at(&states, seq);
@@ -784,7 +855,8 @@ impl Scorecard {
             })
             .count() as u64;
         let false_pass_count = pass.false_passes.len() as u64;
-        let recent = recent_false_passes(ledger, &pass.false_passes)?;
+        let recent = recent_false_passes(ledger, &pass.false_passes, trusted)?;
+        let left_out = LeftOut::of(vouched, &unsigned_outcomes, &states);
         lap("done");
         Ok(Self {
             scope: scope.clone(),
@@ -809,19 +881,29 @@ impl Scorecard {
             false_pass_count,
             min_confidence,
             not_integrated,
+            left_out,
         })
     }
 }
 
 /// Gives each run with an outcome its effective outcome and where it came
-/// from (only what the gate signed, and at least `min_confidence`).
+/// from (only what the gate signed, and at least `min_confidence`; only
+/// the overrides `vouched` holds). Returns, per run with any, how many of
+/// its outcomes do not vouch.
 fn read_outcomes(
     states: &mut [RunState],
     ledger: &Ledger,
     trusted: &[PublicKey],
     min_confidence: u8,
-) -> Result<(), LedgerError> {
-    for (o, source) in vouched_outcomes(ledger.outcome_states()?, trusted, min_confidence) {
+    vouched: &Vouched,
+) -> Result<Vec<(u64, u64)>, LedgerError> {
+    let mut unsigned = Vec::new();
+    for (mut o, source, bad) in vouched_outcomes(ledger.outcome_states()?, trusted, min_confidence)
+    {
+        if bad > 0 {
+            unsigned.push((o.seq, bad));
+        }
+        o.overridden_at = vouched.overrides.get(&o.run_id).copied();
         if let Some(st) = usize::try_from(o.seq).ok().and_then(|i| states.get_mut(i)) {
             st.outcome = effective_outcome(&o);
             st.overridden = o.overridden_at.is_some();
@@ -833,7 +915,7 @@ fn read_outcomes(
             };
         }
     }
-    Ok(())
+    Ok(unsigned)
 }
 
 /// The state of run `seq`, if it is in scope.
@@ -896,38 +978,35 @@ fn seat_usage(
 /// outcome that vouches counts (an unsigned or edited later one is passed
 /// over); a run with none that vouches has no outcome. Checked in parallel.
 /// A latest outcome below `min_confidence` (hundredths) leaves the run
-/// without one. Each state comes with its counted outcome's source.
+/// without one. Each state comes with its counted outcome's source and how
+/// many of its outcomes do not vouch.
 fn vouched_outcomes(
     states: Vec<OutcomeState>,
     trusted: &[PublicKey],
     min_confidence: u8,
-) -> Vec<(OutcomeState, Option<LabelSource>)> {
-    let ignored = std::sync::atomic::AtomicUsize::new(0);
-    let out: Vec<(OutcomeState, Option<LabelSource>)> = states
+) -> Vec<(OutcomeState, Option<LabelSource>, u64)> {
+    states
         .into_par_iter()
         .map(|mut s| {
+            let good: Vec<bool> = s
+                .outcomes
+                .iter()
+                .map(|o| ledger::vouch(o, trusted).is_ok())
+                .collect();
+            let bad = good.iter().filter(|ok| !**ok).count() as u64;
             let vouched = s
                 .outcomes
                 .iter()
+                .zip(&good)
                 .rev()
-                .find(|o| {
-                    let ok = ledger::vouch(*o, trusted).is_ok();
-                    if !ok {
-                        ignored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    ok
-                })
+                .find(|(_, ok)| **ok)
+                .map(|(o, _)| o)
                 .filter(|o| confidence(o) >= min_confidence);
             s.latest = vouched.map(|o| (o.broken, o.recorded_at));
             let source = vouched.map(LabelSource::of);
-            (s, source)
+            (s, source, bad)
         })
-        .collect();
-    let ignored = ignored.into_inner();
-    if ignored > 0 {
-        tracing::warn!(ignored, "outcomes the gate did not sign are not counted");
-    }
-    out
+        .collect()
 }
 
 fn count_dismissals(
@@ -973,7 +1052,11 @@ fn count_dismissals(
 }
 
 /// The newest false passes, with the outcome that said broken.
-fn recent_false_passes(ledger: &Ledger, seqs: &[u64]) -> Result<Vec<FalsePass>, LedgerError> {
+fn recent_false_passes(
+    ledger: &Ledger,
+    seqs: &[u64],
+    trusted: &[PublicKey],
+) -> Result<Vec<FalsePass>, LedgerError> {
     let mut newest: Vec<u64> = seqs.to_vec();
     newest.sort_unstable_by(|a, b| b.cmp(a));
     newest.truncate(RECENT_FALSE_PASSES);
@@ -983,7 +1066,12 @@ fn recent_false_passes(ledger: &Ledger, seqs: &[u64]) -> Result<Vec<FalsePass>, 
             continue;
         };
         let e = row.entry;
-        let last = ledger.outcomes(&e.run_id)?.pop();
+        // The outcome it is listed for: its latest the gate signed.
+        let last = ledger
+            .outcomes(&e.run_id)?
+            .into_iter()
+            .rev()
+            .find_map(|o| ledger::vouch(&o, trusted).ok());
         let models = gate_evidence::ledger::RowFacts::read(&e.extra).models;
         out.push(FalsePass {
             run_id: e.run_id,
@@ -998,6 +1086,22 @@ fn recent_false_passes(ledger: &Ledger, seqs: &[u64]) -> Result<Vec<FalsePass>, 
         });
     }
     Ok(out)
+}
+
+impl Vouched {
+    /// Every run and override taken as stored: for the scorecard's own
+    /// tests, whose rows have no bundles.
+    #[cfg(test)]
+    pub(crate) fn as_stored(ledger: &Ledger) -> Result<Self, LedgerError> {
+        let mut overrides = HashMap::new();
+        for o in ledger.overrides(None)? {
+            overrides.insert(o.run_id, o.recorded_at);
+        }
+        Ok(Self {
+            overrides,
+            ..Self::default()
+        })
+    }
 }
 
 #[cfg(test)]
@@ -1570,6 +1674,7 @@ mod tests {
  "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0, "broken": 0, "with_outcome": 0, "unknown": 0},
  "false_fail": {"rate": 0.0, "low": 0.0, "high": 0.0, "fine": 0, "with_outcome": 0, "unknown": 0},
  "without_outcome": {"share": 0.0, "runs": 0, "decided": 0}, "not_integrated": 0, "min_confidence": 0.0,
+ "left_out": {"runs": 0, "outcomes": 0, "overrides": 0},
  "override_rate": 0.0, "escalation_rate": 0.0, "did_not_run_rate": 0.0, "unisolated_rate": 0.0,
  "fail_to_pass": {"share": 0.0, "evidenced": 0, "passed": 0},
  "findings": {"acceptance_rate": 0.0, "noise_rate": 0.0, "resolved": 0, "dismissed": 0, "superseded": 0, "open": 0},

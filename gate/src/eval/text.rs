@@ -185,6 +185,9 @@ pub(crate) fn render(card: &Scorecard) -> String {
         );
     }
     out.push('\n');
+    if !card.left_out.is_empty() {
+        let _ = writeln!(out, "{:<LABEL$}{:>7}  {}", "left out", "", left_out(card));
+    }
     for (label, rate) in [
         ("override rate", t.override_rate()),
         ("escalation rate", t.escalation_rate()),
@@ -249,6 +252,19 @@ pub(crate) fn render(card: &Scorecard) -> String {
     breakdown(&mut out, "agent", &card.by.agent, false);
     breakdown(&mut out, "week", &card.by.week, true);
     out
+}
+
+/// What the report left out for not being as the gate signed it, in words.
+pub(crate) fn left_out(card: &Scorecard) -> String {
+    let l = &card.left_out;
+    format!(
+        "not as the gate signed them, so in no figure: {} runs (a column edited, or no bundle \
+         that verifies), {} outcomes (unsigned or edited), {} overrides (no bundle that \
+         verifies, or edited); `gate ledger verify` names each",
+        thousands(l.runs),
+        thousands(l.outcomes),
+        thousands(l.overrides)
+    )
 }
 
 #[cfg(test)]

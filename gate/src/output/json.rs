@@ -281,6 +281,7 @@ mod tests {
         record.qualifier = Some(Qualifier {
             kind: QualifierKind::UnderReviewed,
             why: "2 of 4 reviewers did not run".into(),
+            breakers_open: Vec::new(),
         });
         record.doom_loop = Some(DoomLoop {
             pattern: Pattern::Repeat,

@@ -568,6 +568,7 @@ mod tests {
         record.qualifier = Some(crate::record::Qualifier {
             kind: crate::record::QualifierKind::Unreviewed,
             why: "no provider configured".into(),
+            breakers_open: Vec::new(),
         });
         let xml = render(&record);
         assert!(

@@ -281,6 +281,7 @@ mod tests {
         let unreviewed = Some(Qualifier {
             kind: QualifierKind::Unreviewed,
             why: "no provider configured".into(),
+            breakers_open: Vec::new(),
         });
         // (verdict, qualifier, the verdict problem's level)
         let cases = [

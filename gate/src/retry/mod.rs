@@ -58,6 +58,10 @@ pub struct History {
 /// the newest one on the run's base (whether the spec is escalated there).
 pub const ESCALATION_LOOKBACK: u32 = 200;
 
+/// How many of the ledger's last rows a run looks through for rows of its
+/// series whose columns were edited away.
+const MOVED_WINDOW: u64 = 2_000;
+
 /// Which series a run reads: its spec, its key and its base.
 #[derive(Debug, Clone, Copy)]
 pub struct Scope<'a> {
@@ -124,18 +128,35 @@ pub fn history(
     h.escalated = escalation(ledger, store, scope, &h.overrides, trusted)?;
     // The series is at most the attempt budget long, and one more that
     // escalated for it.
-    let rows = ledger.list(&RunFilter {
+    let limit = max_attempts.saturating_add(2);
+    let mut rows = ledger.list(&RunFilter {
         spec_id: Some(spec_id.to_owned()),
         series: Some(SeriesFilter::of(scope.series.map(|s| s.key.as_str()))),
-        limit: Some(max_attempts.saturating_add(2)),
+        limit: Some(limit),
         ..RunFilter::default()
     })?;
-    // Each row as its bundle signed it, not as its columns say.
-    let signed: Vec<Attempt> = rows
+    // A row whose spec or series column was edited away still belongs
+    // where its bundle says: found among the rows since the oldest one
+    // listed, and no further back than the ledger's last MOVED_WINDOW rows
+    // (what one run reads is bounded).
+    let floor = ledger
+        .tip()?
+        .map_or(0, |(seq, _)| seq.saturating_sub(MOVED_WINDOW));
+    let since = rows.last().map_or(floor, |r| r.seq.max(floor));
+    let series = scope.series.map(|s| s.key.as_str());
+    rows.extend(vouch::moved_away(
+        ledger, store, trusted, spec_id, series, since,
+    )?);
+    rows.sort_by_key(|r| std::cmp::Reverse(r.seq));
+    rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    // Each row as its bundle signed it, not as its columns say; a row whose
+    // bundle signed another spec is not of this series.
+    let (rows, signed): (Vec<&LedgerRow>, Vec<Attempt>) = rows
         .iter()
-        .map(|row| Attempt::of(row, store, trusted))
-        .collect();
-    let Some((last_row, last)) = rows.first().zip(signed.first()) else {
+        .filter_map(|row| Attempt::of(row, store, trusted, spec_id, series).map(|a| (row, a)))
+        .unzip();
+    let signed = Attempt::numbered(signed);
+    let Some((&last_row, last)) = rows.first().zip(signed.first()) else {
         return Ok(h);
     };
     if last.verdict == "pass" {
@@ -226,30 +247,75 @@ struct Attempt {
     verdict: String,
     number: u32,
     extra: RowExtra,
+    /// False when its row is not as signed: its number is then never lower
+    /// than the attempt before it.
+    vouched: bool,
 }
 
 impl Attempt {
-    /// `row` as its bundle signed it. A row the gate cannot vouch for (its
-    /// bundle unreadable or not verifying, or a column edited) keeps its
-    /// place in the series as a failed attempt with nothing known of it:
-    /// never a pass, never a reason to start over.
-    fn of(row: &LedgerRow, store: &BundleStore, trusted: &[PublicKey]) -> Self {
-        match vouch::row_run(row, store, trusted) {
-            Ok(record) => Self {
-                verdict: record.verdict.as_str().to_owned(),
-                number: record.attempt,
-                extra: RowExtra::of(&record),
-            },
-            Err(why) => {
-                tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
-                    "a run of the series is not as signed: counted as a failed attempt");
-                Self {
-                    verdict: "fail".to_owned(),
-                    number: row.entry.attempt,
-                    extra: RowExtra::default(),
-                }
+    /// `row` as its bundle signed it; `None` when that bundle signed a run of
+    /// another spec or series (the row was moved here). A row the gate cannot vouch
+    /// for (its bundle unreadable or not verifying, or a column edited)
+    /// keeps its place in the series as a failed attempt (or escalated,
+    /// when its bundle says so): never a pass, never a reason to start over.
+    fn of(
+        row: &LedgerRow,
+        store: &BundleStore,
+        trusted: &[PublicKey],
+        spec_id: &str,
+        series: Option<&str>,
+    ) -> Option<Self> {
+        let why = match vouch::row_run(row, store, trusted) {
+            Ok(record) => {
+                return Some(Self {
+                    verdict: record.verdict.as_str().to_owned(),
+                    number: record.attempt,
+                    extra: RowExtra::of(&record),
+                    vouched: true,
+                });
             }
+            Err(why) => why,
+        };
+        let signed = vouch::signed_run_of(row, store, trusted);
+        if let Some(record) = &signed
+            && (record.spec_id != spec_id
+                || record.series.as_ref().map(|s| s.key.as_str()) != series)
+        {
+            tracing::warn!(seq = row.seq, run = %row.entry.run_id, signed_spec = %record.spec_id,
+                "a run moved into the series is not of it");
+            return None;
         }
+        tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+            "a run of the series is not as signed: counted as a failed attempt");
+        // What its bundle signed, when that is this very run.
+        let own = signed.filter(|r| r.run_id == row.entry.run_id);
+        let escalated = own
+            .as_ref()
+            .is_some_and(|r| r.verdict.as_str() == "escalate");
+        Some(Self {
+            verdict: if escalated { "escalate" } else { "fail" }.to_owned(),
+            number: own
+                .as_ref()
+                .map_or(row.entry.attempt, |r| r.attempt.max(row.entry.attempt)),
+            extra: own.as_ref().map(RowExtra::of).unwrap_or_default(),
+            vouched: false,
+        })
+    }
+
+    /// The attempts, newest first, with each unvouched one numbered at
+    /// least one more than the attempt before it: an edited row cannot
+    /// restart the count.
+    fn numbered(mut attempts: Vec<Self>) -> Vec<Self> {
+        let mut older: Option<u32> = None;
+        for a in attempts.iter_mut().rev() {
+            if !a.vouched
+                && let Some(before) = older
+            {
+                a.number = a.number.max(before.saturating_add(1));
+            }
+            older = (a.verdict != "pass").then_some(a.number);
+        }
+        attempts
     }
 }
 
@@ -328,4 +394,64 @@ pub fn failures(record: &RunRecord) -> Vec<Failure> {
     out.sort();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An attempt as (verdict, number, vouched).
+    type Row = (&'static str, u32, bool);
+
+    /// Attempts newest first; the numbers the series counts with.
+    fn numbers(series: &[Row]) -> Vec<u32> {
+        let attempts = series
+            .iter()
+            .map(|(verdict, number, vouched)| Attempt {
+                verdict: (*verdict).to_owned(),
+                number: *number,
+                extra: RowExtra::default(),
+                vouched: *vouched,
+            })
+            .collect();
+        Attempt::numbered(attempts)
+            .iter()
+            .map(|a| a.number)
+            .collect()
+    }
+
+    #[test]
+    fn an_edited_row_cannot_restart_the_count() {
+        // (what, the series newest first, the numbers counted)
+        let cases: [(&str, &[Row], &[u32]); 5] = [
+            (
+                "all as signed",
+                &[("fail", 3, true), ("fail", 2, true), ("fail", 1, true)],
+                &[3, 2, 1],
+            ),
+            (
+                "the latest's attempt edited to 1",
+                &[("fail", 1, false), ("fail", 2, true), ("fail", 1, true)],
+                &[3, 2, 1],
+            ),
+            (
+                "two edited rows in a row",
+                &[("fail", 1, false), ("fail", 1, false), ("fail", 4, true)],
+                &[6, 5, 4],
+            ),
+            (
+                "a new series after a pass stays new",
+                &[("fail", 1, false), ("pass", 3, true), ("fail", 2, true)],
+                &[1, 3, 2],
+            ),
+            (
+                "a signed restart (--new-series) is believed",
+                &[("fail", 1, true), ("fail", 5, true)],
+                &[1, 5],
+            ),
+        ];
+        for (what, series, want) in cases {
+            assert_eq!(numbers(series), want, "{what}");
+        }
+    }
 }

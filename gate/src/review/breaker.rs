@@ -30,6 +30,7 @@
 //! never turns a review into "unreviewed" unsaid.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -279,6 +280,7 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
         updated_at: now,
         seal: None,
         last_error: None,
+        generation: 0,
     }
 }
 
@@ -292,6 +294,14 @@ pub struct Breakers {
     key: Option<Arc<SigningKey>>,
     /// Models whose stored state was refused, and why.
     refused: Arc<Mutex<BTreeMap<String, String>>>,
+    /// The newest generation of each model's state this gate has read or
+    /// written: a signed state older than it was copied back, and is refused.
+    seen: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Where `seen` is kept between runs (the workspace the write is
+    /// anchored at, and the file), when it is.
+    remember: Option<(PathBuf, PathBuf)>,
+    /// What the file holds now.
+    kept: Mutex<BTreeMap<String, u64>>,
     memory: Mutex<BTreeMap<String, BreakerRecord>>,
     misconfigured: Mutex<BTreeMap<String, String>>,
     unfit: Mutex<BTreeMap<String, String>>,
@@ -306,6 +316,9 @@ impl Breakers {
             ledger: None,
             key: None,
             refused: Arc::new(Mutex::new(BTreeMap::new())),
+            seen: Arc::new(Mutex::new(BTreeMap::new())),
+            remember: None,
+            kept: Mutex::new(BTreeMap::new()),
             memory: Mutex::new(BTreeMap::new()),
             misconfigured: Mutex::new(BTreeMap::new()),
             unfit: Mutex::new(BTreeMap::new()),
@@ -329,8 +342,24 @@ impl Breakers {
         }
     }
 
+    /// Keeps the newest generation seen of each model's state in `file`
+    /// (written below `anchor` without following links), read now: a state
+    /// older than one an earlier run saw is refused too.
+    #[must_use]
+    pub fn remembering(mut self, anchor: &Path, file: &Path) -> Self {
+        let seen: BTreeMap<String, u64> = std::fs::read(file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        lock(&self.seen).clone_from(&seen);
+        *lock(&self.kept) = seen;
+        self.remember = Some((anchor.to_path_buf(), file.to_path_buf()));
+        self
+    }
+
     /// The models whose stored state this run refused (not signed by the
-    /// gate, or edited since), each with why: read as closed breakers.
+    /// gate, edited since, or older than one seen), each with why: read as
+    /// closed breakers.
     pub fn refused(&self) -> Vec<(String, String)> {
         lock(&self.refused)
             .iter()
@@ -447,21 +476,30 @@ impl Breakers {
         };
         let ledger = Arc::clone(ledger);
         let (signer, refused) = (self.key.clone(), Arc::clone(&self.refused));
+        let seen = Arc::clone(&self.seen);
         let key = key.to_owned();
         // SQLite blocks (a busy ledger waits for its lock): off the runtime.
         let done = tokio::task::spawn_blocking(move || {
             let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
             ledger.update_breaker(&key, |current| {
-                let current = current.and_then(|rec| vouched(&rec, signer.as_deref(), &refused));
+                let current = current
+                    .and_then(|rec| vouched(&rec, signer.as_deref(), &refused))
+                    .and_then(|rec| current_only(rec, &seen, &refused));
+                let newest = lock(&seen).get(&key).copied().unwrap_or(0);
                 let (next, out) = f(current);
                 let next = match (next, signer.as_deref()) {
-                    (Some(rec), Some(signer)) => Some(ledger::seal(&rec, signer)),
+                    (Some(mut rec), Some(signer)) => {
+                        rec.generation = newest.saturating_add(1);
+                        lock(&seen).insert(key.clone(), rec.generation);
+                        Some(ledger::seal(&rec, signer))
+                    }
                     (next, _) => next,
                 };
                 (next, out)
             })
         })
         .await;
+        self.keep_seen();
         match done {
             Ok(Ok(out)) => Some(out),
             Ok(Err(e)) => {
@@ -474,6 +512,51 @@ impl Breakers {
             }
         }
     }
+}
+
+impl Breakers {
+    /// Writes the newest generations seen to the file they are kept in.
+    fn keep_seen(&self) {
+        let Some((anchor, file)) = &self.remember else {
+            return;
+        };
+        let seen = lock(&self.seen).clone();
+        let mut kept = lock(&self.kept);
+        if *kept == seen {
+            return;
+        }
+        kept.clone_from(&seen);
+        let written = serde_json::to_vec(&seen)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| gate_evidence::replace_file(anchor, file, &bytes));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, file = %file.display(), "the breakers' generations could not be kept");
+        }
+    }
+}
+
+/// `rec` unless an older generation than the newest seen of its model (a
+/// state copied back from earlier): then `None`, a closed breaker, the
+/// refusal noted under its model. What it is becomes the newest seen.
+fn current_only(
+    rec: BreakerRecord,
+    seen: &Mutex<BTreeMap<String, u64>>,
+    refused: &Mutex<BTreeMap<String, String>>,
+) -> Option<BreakerRecord> {
+    let mut seen = lock(seen);
+    let newest = seen.entry(rec.model.clone()).or_insert(0);
+    if rec.generation < *newest {
+        let why = format!(
+            "its stored state ({}) is generation {}, older than generation {} already seen: \
+             a state copied back from earlier",
+            rec.state, rec.generation, newest
+        );
+        tracing::warn!(model = %rec.model, %why, "circuit breaker state refused: read as closed");
+        lock(refused).entry(rec.model.clone()).or_insert(why);
+        return None;
+    }
+    *newest = rec.generation;
+    Some(rec)
 }
 
 /// `rec` when `signer`'s key vouches for it; else `None` (a closed
@@ -780,6 +863,7 @@ mod tests {
             updated_at: now - chrono::Duration::seconds(300),
             seal: None,
             last_error: None,
+            generation: 0,
         }
     }
 
@@ -922,5 +1006,98 @@ mod tests {
                 assert_eq!(refused[0].0, "p/m", "{what}");
             }
         }
+    }
+
+    /// A signed state older than one the gate has seen (in this run, or in
+    /// an earlier one that kept what it saw) was copied back: refused, read
+    /// as closed, and named; the next state written is newer than both.
+    #[tokio::test]
+    async fn a_breaker_state_copied_back_from_earlier_is_refused() {
+        let now = Utc::now();
+        let open_at = |generation| {
+            ledger::seal(
+                &BreakerRecord {
+                    opened_at: Some(now),
+                    updated_at: now,
+                    generation,
+                    ..open_record(now)
+                },
+                &key(),
+            )
+        };
+        // (what, the state stored, the newest generation an earlier run kept, obeyed)
+        let cases = [
+            ("the newest state", open_at(7), Some(7), true),
+            ("nothing kept from earlier", open_at(3), None, true),
+            ("older than one seen", open_at(3), Some(7), false),
+            ("newer than one seen", open_at(8), Some(7), true),
+        ];
+        let policy = BreakerPolicy::with_cooldown(120);
+        let until = now + chrono::Duration::seconds(60);
+        for (what, stored, kept, obeyed) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("ledger.db");
+            let seen = dir.path().join("breakers-seen.json");
+            if let Some(g) = kept {
+                std::fs::write(&seen, format!("{{\"p/m\": {g}}}")).unwrap();
+            }
+            let mut seed = Ledger::open(&path).unwrap();
+            seed.update_breaker("p/m", |_| (Some(stored), ())).unwrap();
+            let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key())
+                .remembering(dir.path(), &seen);
+            let admitted = breakers.admit("p/m", "run-1", until).await;
+            assert_eq!(
+                matches!(admitted, Admission::Skip { .. }),
+                obeyed,
+                "{what}: {admitted:?}"
+            );
+            let refused = breakers.refused();
+            assert_eq!(refused.is_empty(), obeyed, "{what}: {refused:?}");
+            if !obeyed {
+                assert!(refused[0].1.contains("copied back"), "{what}: {refused:?}");
+            }
+        }
+
+        // Within one run: the newest state read, then an older one copied
+        // back over it; what the run writes next is newer than both, and
+        // the generation it saw is kept for the next run.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let seen = dir.path().join("breakers-seen.json");
+        let mut seed = Ledger::open(&path).unwrap();
+        let closed_7 = ledger::seal(
+            &BreakerRecord {
+                state: CLOSED.into(),
+                opened_at: None,
+                generation: 7,
+                ..open_record(now)
+            },
+            &key(),
+        );
+        seed.update_breaker("p/m", |_| (Some(closed_7), ()))
+            .unwrap();
+        let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key())
+            .remembering(dir.path(), &seen);
+        assert_eq!(breakers.admit("p/m", "run-1", until).await, Admission::Call);
+        seed.update_breaker("p/m", |_| (Some(open_at(3)), ()))
+            .unwrap();
+        assert_eq!(breakers.admit("p/m", "run-1", until).await, Admission::Call);
+        assert_eq!(breakers.refused().len(), 1);
+        breakers
+            .report(
+                "p/m",
+                "run-1",
+                Report::Failure {
+                    retry_after: None,
+                    error: "boom".into(),
+                },
+            )
+            .await;
+        let written = seed.breaker("p/m").unwrap().unwrap();
+        assert_eq!(written.generation, 8);
+        assert!(ledger::vouch(&written, &[key().public_key().clone()]).is_ok());
+        let kept: BTreeMap<String, u64> =
+            serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
+        assert_eq!(kept["p/m"], 8);
     }
 }

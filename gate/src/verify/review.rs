@@ -160,9 +160,14 @@ impl ReviewStage<'_> {
             })
             .collect();
         let fence = Fence::new();
+        /// Where the newest breaker generations seen are kept.
+        const BREAKERS_SEEN_FILE: &str = "breakers-seen.json";
         let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
         let breakers = match attest::open_ledger(self.ctx) {
-            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy, self.key),
+            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy, self.key).remembering(
+                &self.ctx.workspace,
+                &self.ctx.state_dir.join(BREAKERS_SEEN_FILE),
+            ),
             Err(e) => {
                 tracing::warn!(error = %e, "circuit breakers kept for this run only");
                 Breakers::in_memory(breaker_policy)

@@ -1,5 +1,5 @@
 //! The false-pass eval end to end: `gate outcome` on a real run, `gate
-//! report` over a ledger generated through the ledger's API, its HTML page
+//! report` over a ledger of signed bundles imported by the gate, its HTML page
 //! in headless Chromium, and `gate metrics` read by Prometheus's own parser.
 #![allow(clippy::unwrap_used, reason = "test fixtures panic on a failed setup")]
 
@@ -7,7 +7,7 @@ use std::path::Path;
 
 use chrono::{DateTime, TimeZone, Utc};
 use gate_evidence::Ledger;
-use gate_evidence::ledger::{OutcomeEntry, OverrideEntry, RunEntry};
+use gate_evidence::ledger::OutcomeEntry;
 use gate_tests::TestEnv;
 use gate_tests::chromium::{self, Browser};
 use serde_json::{Value, json};
@@ -127,40 +127,74 @@ fn bundle_path(env: &TestEnv, id: &str) -> String {
         .to_string()
 }
 
-/// Writes the fixture ledger into the workspace's state directory, rows
-/// generated directly (no bundle files behind them).
+/// A signed run's statement to shape fixture runs from: one real run's,
+/// in a workspace of its own.
+fn template_statement() -> gate_evidence::Statement {
+    let template = TestEnv::new();
+    template.write(
+        "gate.toml",
+        "[spec]\nid = \"t\"\n[[check]]\nid = \"build\"\nrun = \"true\"\n",
+    );
+    let out = template.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    let bytes =
+        std::fs::read(template.path().join(out.json()["bundle"].as_str().unwrap())).unwrap();
+    let envelope: Value = serde_json::from_slice(&bytes).unwrap();
+    let payload = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        envelope["payload"].as_str().unwrap(),
+    )
+    .unwrap();
+    serde_json::from_slice(&payload).unwrap()
+}
+
+/// Writes the fixture ledger into the workspace's state directory: each
+/// run a bundle signed by the workspace's key, shaped from a real run's and
+/// imported with `gate ledger import`, so its row is what the gate writes.
 fn fixture_ledger(env: &TestEnv) {
-    let mut ledger = Ledger::open(env.path().join(".gate/ledger.db")).unwrap();
     // Outcomes count only when the gate's own key signed them.
     let (key, _) =
         gate_evidence::SigningKey::load_or_generate(&env.path().join(".gate/keys")).unwrap();
+    let template = template_statement();
+    let spool = tempfile::tempdir().unwrap();
     for r in RUNS {
-        let roles: Vec<Value> = r
+        let n = r.models.len().max(1) as u64;
+        let specialists: Vec<Value> = r
             .models
             .iter()
             .zip(["quality", "security"])
-            .map(|(m, role)| json!({"role": role, "model": m, "status": "ok", "input_tokens": r.input,
-                                     "cached_input_tokens": r.cached, "output_tokens": 10, "cost_usd": r.cost}))
+            .map(|(m, role)| {
+                json!({"role": role, "model": m, "status": "ok", "latency_ms": 1,
+                       "attempts": [{"model": m, "outcome": "ok", "latency_ms": 1}],
+                       "coverage": {"files": [], "bytes_shown": 0, "bytes_total": 0, "cut": []},
+                       "input_tokens": r.input / n, "cached_input_tokens": r.cached / n,
+                       "output_tokens": 5, "cost_usd": r.cost.map(|c| c / n as f64)})
+            })
             .collect();
-        let entry = RunEntry {
-            run_id: r.id.into(),
-            spec_id: r.spec.into(),
-            attempt: 1,
-            series: None,
-            verdict: r.verdict.into(),
-            tier: r.tier.into(),
-            started_at: day(r.day),
-            finished_at: day(r.day),
-            input_tokens: r.input,
-            cached_input_tokens: r.cached,
-            output_tokens: 10,
-            cost_usd: r.cost,
-            bundle_path: bundle_path(env, r.id),
-            extra: json!({"agent": r.agent, "review": if r.models.is_empty() { "did_not_run" } else { "ran" },
-                          "models": r.models, "roles": roles, "findings": [], "overridden": false}),
+        let mut statement = template.clone();
+        let run = &mut statement.predicate["run"];
+        run["run_id"] = json!(r.id);
+        run["spec_id"] = json!(r.spec);
+        run["attempt"] = json!(1);
+        run["verdict"] = json!(r.verdict);
+        run["tier"] = json!(r.tier);
+        run["started_at"] = json!(day(r.day).to_rfc3339());
+        run["duration_ms"] = json!(60_000);
+        run["agent"] = json!(r.agent);
+        run["findings"] = json!([]);
+        run["review"] = if r.models.is_empty() {
+            json!({"status": "did_not_run", "reason": "no provider configured", "specialists": []})
+        } else {
+            json!({"status": "ran", "specialists": specialists})
         };
-        ledger.append(&entry, r.id.as_bytes()).unwrap();
+        let bytes = gate_evidence::bundle::seal(&statement, &key);
+        let file = spool.path().join(format!("{}.dsse.json", r.id));
+        std::fs::write(&file, bytes).unwrap();
+        env.gate(&["ledger", "import", file.to_str().unwrap()])
+            .run()
+            .assert_exit(0);
     }
+    let mut ledger = Ledger::open(env.path().join(".gate/ledger.db")).unwrap();
     let outcome = |run: &str, broken, reason: &str| {
         let entry = OutcomeEntry {
             run_id: run.into(),
@@ -181,18 +215,10 @@ fn fixture_ledger(env: &TestEnv) {
             outcome("a5", true, "CI red on main"),
         ])
         .unwrap();
-    ledger
-        .add_override(&OverrideEntry {
-            run_id: "a4".into(),
-            spec_id: "blog".into(),
-            reason: "hotfix".into(),
-            by: "ana".into(),
-            content_digest: "d".into(),
-            bundle_path: "o".into(),
-            bundle_sha256: "s".into(),
-            recorded_at: day(26),
-        })
-        .unwrap();
+    drop(ledger);
+    env.gate(&["override", "a4", "--reason", "hotfix", "--by", "ana"])
+        .run()
+        .assert_exit(0);
 }
 
 #[test]
@@ -535,7 +561,9 @@ fn metrics_parse_as_prometheus_text() {
             &[("quantile", "0.9")],
             0.30,
         ),
-        ("gate_run_cost_usd", "gate_run_cost_usd_count", &[], 6.0),
+        // The escalated run asked no model: as the gate records it, it
+        // cost nothing (a known cost), so every run is costed.
+        ("gate_run_cost_usd", "gate_run_cost_usd_count", &[], 7.0),
         ("gate_run_cost_usd", "gate_run_cost_usd_sum", &[], 0.44),
     ];
     for (family, name, labels, want) in cases {

@@ -421,3 +421,163 @@ fn no_secret_reaches_a_bundle_or_the_logs() {
     }
     assert!(payload.contains("[REDACTED]"), "the redaction is recorded");
 }
+
+/// A workspace whose one check fails until `src/ok` exists.
+fn failing_workspace() -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"ev\"\n[[check]]\nid = \"build\"\nrun = \"test -f src/ok\"\ninputs = [\"src/**\"]\n",
+    );
+    env.write("src/a.txt", "alpha\n");
+    env
+}
+
+/// Runs `gate verify`, expecting `code`; returns its JSON.
+fn verify_expecting(env: &TestEnv, code: i32) -> Value {
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    assert_eq!(out.code, Some(code), "{}{}", out.stdout, out.stderr);
+    out.json()
+}
+
+/// One problem `gate ledger verify` names: run id, kind, column, table.
+type Named = (String, String, String, String);
+
+/// `gate ledger verify`'s exit code and problems.
+fn ledger_problems(env: &TestEnv) -> (Option<i32>, Vec<Named>) {
+    let out = env.gate(&["ledger", "verify", "--format", "json"]).run();
+    let doc = out.json();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let problems = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                text(&p["run_id"]),
+                text(&p["kind"]),
+                text(&p["column"]),
+                text(&p["table"]),
+            )
+        })
+        .collect();
+    (out.code, problems)
+}
+
+#[test]
+fn an_edited_override_or_series_row_is_named_and_an_edited_outcome_moves_no_rate() {
+    let env = failing_workspace();
+    let first = verify_expecting(&env, 1);
+    let run_1 = first["run_id"].as_str().unwrap().to_owned();
+    env.write("src/a.txt", "alpha 2\n");
+    let second = verify_expecting(&env, 1);
+    assert_eq!(second["attempt"], 2);
+    let run_2 = second["run_id"].as_str().unwrap().to_owned();
+    env.gate(&["override", &run_2, "--reason", "flaky", "--by", "ana"])
+        .run()
+        .assert_exit(0);
+    env.write("src/ok", "\n");
+    let passed = verify_expecting(&env, 0);
+    let run_3 = passed["run_id"].as_str().unwrap().to_owned();
+    for reason in ["CI red", "reverted"] {
+        env.gate(&["outcome", &run_3, "--broken", "--reason", reason])
+            .run()
+            .assert_exit(0);
+    }
+    assert_eq!(ledger_problems(&env), (Some(0), vec![]));
+    let report = || {
+        let out = env.gate(&["report", "--format", "json"]).run();
+        out.assert_exit(0);
+        out.json()
+    };
+    let before = report();
+    assert_eq!(before["false_pass"]["rate"], 1.0);
+    assert_eq!(
+        before["left_out"],
+        json!({"runs": 0, "outcomes": 0, "overrides": 0})
+    );
+
+    // The latest outcome edited to say fine: it does not vouch, the one
+    // before it still does, and the rate stays where it was.
+    sql(
+        &env,
+        "UPDATE outcomes SET broken = 0 WHERE reason = 'reverted';",
+    );
+    let after = report();
+    assert_eq!(after["false_pass"], before["false_pass"]);
+    assert_eq!(after["left_out"]["outcomes"], 1);
+    let (code, problems) = ledger_problems(&env);
+    assert_eq!(code, Some(1));
+    assert!(
+        problems.contains(&(
+            run_3.clone(),
+            "event_not_signed".into(),
+            "broken".into(),
+            "outcome".into()
+        )),
+        "{problems:?}"
+    );
+
+    // The override recorded later than it was signed (after the outcomes,
+    // so it would read as the run's latest word), and another run's row
+    // moved to another spec: both named, with their columns.
+    sql(
+        &env,
+        "UPDATE overrides SET recorded_at = '2999-01-01T00:00:00.000000Z';\n\
+         UPDATE runs SET spec_id = 'elsewhere' WHERE seq = 1;",
+    );
+    let (code, problems) = ledger_problems(&env);
+    assert_eq!(code, Some(1));
+    for want in [
+        (
+            run_2.as_str(),
+            "event_not_signed",
+            "recorded_at",
+            "override",
+        ),
+        (run_1.as_str(), "column_edited", "spec_id", ""),
+    ] {
+        let want = (
+            want.0.to_owned(),
+            want.1.to_owned(),
+            want.2.to_owned(),
+            want.3.to_owned(),
+        );
+        assert!(problems.contains(&want), "{want:?} not in {problems:?}");
+    }
+    // The report leaves both out and says so; the pass's rate is unmoved.
+    let edited = report();
+    assert_eq!(edited["false_pass"], before["false_pass"]);
+    assert_eq!(
+        edited["left_out"],
+        json!({"runs": 1, "outcomes": 1, "overrides": 1})
+    );
+    assert_eq!(edited["runs"], 2);
+    let text = env.gate(&["report"]).run();
+    text.assert_exit(0).stdout_has("left out");
+}
+
+#[test]
+fn a_series_moved_to_another_spec_in_the_ledger_keeps_its_count() {
+    let env = failing_workspace();
+    for (i, want) in [1, 2].into_iter().enumerate() {
+        env.write("src/a.txt", &format!("alpha {i}\n"));
+        assert_eq!(verify_expecting(&env, 1)["attempt"], want);
+    }
+    // Both attempts moved to another spec: the series would start over.
+    // Read where their bundles put them, this is attempt 3 of a series
+    // failing the same way, and the doom loop escalates.
+    sql(&env, "UPDATE runs SET spec_id = 'elsewhere';");
+    env.write("src/a.txt", "alpha 9\n");
+    let third = verify_expecting(&env, 3);
+    assert_eq!(third["attempt"], 3);
+    assert_eq!(third["doom_loop"]["attempts"], json!([1, 2, 3]));
+    let (code, problems) = ledger_problems(&env);
+    assert_eq!(code, Some(1));
+    let moved: Vec<&String> = problems
+        .iter()
+        .filter(|(_, kind, column, _)| kind == "column_edited" && column == "spec_id")
+        .map(|(run, ..)| run)
+        .collect();
+    assert_eq!(moved.len(), 2, "{problems:?}");
+}

@@ -87,7 +87,7 @@ const DISMISSAL_COLUMNS: &str =
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
-     probe_owner, probe_until, updated_at, seal, last_error";
+     probe_owner, probe_until, updated_at, seal, last_error, generation";
 
 /// Schema 7: what ties a side record to the gate's key, as in the SQLite
 /// store: an outcome's and a dismissal's envelope, a breaker's seal.
@@ -122,6 +122,12 @@ CREATE TABLE harvest_states (
     state      TEXT        NOT NULL,
     checked_at TIMESTAMPTZ NOT NULL
 );
+";
+
+/// Schema 12: how many times a breaker's state was written, signed with
+/// it, so a state copied back from earlier is told from the current one.
+pub(super) const MIGRATION_12_BREAKER_GENERATION: &str = "
+ALTER TABLE breakers ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
 ";
 
 /// An outcome's evidence as stored; text that does not read is kept as
@@ -205,6 +211,7 @@ fn breaker(r: &Row) -> Result<BreakerRecord, tokio_postgres::Error> {
         updated_at: r.try_get(8)?,
         seal: r.try_get(9)?,
         last_error: r.try_get(10)?,
+        generation: u64::try_from(r.try_get::<_, i64>(11)?).unwrap_or(0),
     })
 }
 
@@ -569,16 +576,18 @@ impl PgLedger {
                 };
                 let failures = i64::from(b.consecutive_failures);
                 let cooldown = i64::try_from(b.cooldown_s).unwrap_or(i64::MAX);
+                let generation = i64::try_from(b.generation).unwrap_or(i64::MAX);
                 conn.execute(
                     &format!(
                         "INSERT INTO breakers ({BREAKER_COLUMNS}) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                          ON CONFLICT (model) DO UPDATE SET state = EXCLUDED.state, \
                          consecutive_failures = EXCLUDED.consecutive_failures, \
                          recent = EXCLUDED.recent, opened_at = EXCLUDED.opened_at, \
                          cooldown_s = EXCLUDED.cooldown_s, probe_owner = EXCLUDED.probe_owner, \
                          probe_until = EXCLUDED.probe_until, updated_at = EXCLUDED.updated_at, \
-                         seal = EXCLUDED.seal, last_error = EXCLUDED.last_error"
+                         seal = EXCLUDED.seal, last_error = EXCLUDED.last_error, \
+                         generation = EXCLUDED.generation"
                     ),
                     &[
                         &model,
@@ -592,6 +601,7 @@ impl PgLedger {
                         &b.updated_at,
                         &b.seal,
                         &b.last_error,
+                        &generation,
                     ],
                 )
                 .await

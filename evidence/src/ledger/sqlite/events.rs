@@ -118,6 +118,12 @@ CREATE TABLE harvest_states (
 );
 ";
 
+/// Schema 12: how many times a breaker's state was written, signed with
+/// it, so a state copied back from earlier is told from the current one.
+pub(super) const MIGRATION_12_BREAKER_GENERATION: &str = "
+ALTER TABLE breakers ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
+";
+
 const BASE_RESULT_COLUMNS: &str = "base_commit, item_id, definition_digest, verifier_digest, \
      status, reason, output_digest, run_id, recorded_at";
 
@@ -212,13 +218,14 @@ fn breaker(r: &Row<'_>) -> Result<BreakerRecord, rusqlite::Error> {
         updated_at: time(&r.get::<_, String>(8)?)?,
         seal: r.get(9)?,
         last_error: r.get(10)?,
+        generation: r.get::<_, i64>(11).map(|g| u64::try_from(g).unwrap_or(0))?,
     })
 }
 
 const OVERRIDE_COLUMNS: &str =
     "run_id, spec_id, reason, by_name, content_digest, bundle_path, bundle_sha256, recorded_at";
 const BREAKER_COLUMNS: &str = "model, state, consecutive_failures, recent, opened_at, cooldown_s, \
-     probe_owner, probe_until, updated_at, seal, last_error";
+     probe_owner, probe_until, updated_at, seal, last_error, generation";
 const OUTCOME_COLUMNS: &str = "run_id, broken, reason, source, recorded_at, envelope, evidence";
 const DISMISSAL_COLUMNS: &str =
     "run_id, spec_id, finding_id, reason, code_digest, recorded_at, envelope, by_name";
@@ -543,7 +550,7 @@ impl SqliteLedger {
             tx.execute(
                 &format!(
                     "INSERT OR REPLACE INTO breakers ({BREAKER_COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
                 ),
                 params![
                     model,
@@ -556,7 +563,8 @@ impl SqliteLedger {
                     until,
                     ts(&b.updated_at),
                     b.seal,
-                    b.last_error
+                    b.last_error,
+                    i64::try_from(b.generation).unwrap_or(i64::MAX)
                 ],
             )
             .map_err(err)?;
