@@ -1432,10 +1432,21 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             let shown_dir = outside.path().join("shown");
             std::fs::create_dir_all(&shown_dir).unwrap();
             let shown_seen = daemon(&shown_dir.join("daemon.sock"));
-            // One in a program folder the sandbox shows and does not search.
-            let program_dir = PathBuf::from(format!("/opt/gate-attack-{token}"));
+            // One deep in a program folder the sandbox shows and does not
+            // search: below a `PATH` folder of this run's alone, so no other
+            // test's run shows it (a socket that goes away while a run
+            // starts would fail that run's mount).
+            let tools_dir = outside.path().join("tools");
+            let program_dir = tools_dir.join("lib/daemon");
             std::fs::create_dir_all(&program_dir).unwrap();
-            std::fs::set_permissions(&program_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            for dir in [
+                outside.path(),
+                &tools_dir,
+                &tools_dir.join("lib"),
+                &program_dir,
+            ] {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
             let program_seen = daemon(&program_dir.join("daemon.sock"));
             // A shared SQLite ledger in a folder the sandbox shows.
             let ledger_dir = match who {
@@ -1491,9 +1502,10 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                     std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o600)).unwrap();
                 }
                 let path = format!(
-                    "{}:{}",
+                    "{}:{}:{}",
                     env.path().join(".venv/bin").display(),
-                    std::env::var("PATH").unwrap_or_default()
+                    std::env::var("PATH").unwrap_or_default(),
+                    tools_dir.display()
                 );
                 cmd.args(["verify", "--offline", "--format", "json"])
                     .current_dir(env.path())
@@ -1601,7 +1613,6 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             drop(outside);
             let _ = std::fs::remove_dir_all(&etc_dir);
             let _ = std::fs::remove_dir_all(&socket_dir);
-            let _ = std::fs::remove_dir_all(&program_dir);
         }
     }
 }
