@@ -315,7 +315,7 @@ fn canonical<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
     use std::path::Path;
 
@@ -323,7 +323,8 @@ mod tests {
 
     use super::*;
 
-    fn snapshot(files: &[(&str, &str)]) -> Snapshot {
+    /// A snapshot of `files` (path, content), for tests.
+    pub(crate) fn snapshot(files: &[(&str, &str)]) -> Snapshot {
         let map: BTreeMap<String, FileEntry> = files
             .iter()
             .map(|(p, body)| {

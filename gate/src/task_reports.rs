@@ -126,29 +126,10 @@ pub(crate) fn accepted(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::path::Path;
 
-    use gate_evidence::snapshot::{EntryKind, FileEntry};
-
     use super::*;
-
-    fn snapshot(files: &[(&str, &str)]) -> Snapshot {
-        let map: BTreeMap<String, FileEntry> = files
-            .iter()
-            .map(|(p, text)| {
-                (
-                    (*p).to_owned(),
-                    FileEntry {
-                        digest: gate_evidence::Digest(*blake3::hash(text.as_bytes()).as_bytes()),
-                        size: text.len() as u64,
-                        kind: EntryKind::File,
-                    },
-                )
-            })
-            .collect();
-        Snapshot::from_entries(map)
-    }
+    use crate::plan::tests::snapshot;
 
     /// A report's content over the task's files across attempts: a fresh
     /// checkout of the same content stays valid, the same report over
