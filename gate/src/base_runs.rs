@@ -23,7 +23,9 @@
 //! base once. Only a pass or a failure is kept; a base run that could not
 //! run is tried again next time.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+mod cache;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,6 +77,8 @@ pub(crate) struct Inputs<'a> {
     /// What each criterion read on the series' previous attempt
     /// (workspace-relative paths), by criterion id.
     pub previous_reads: BTreeMap<String, Vec<String>>,
+    /// The state directory, whose build cache base runs start from.
+    pub state_dir: Option<&'a Path>,
 }
 
 /// The base results of a run, by criterion id.
@@ -323,7 +327,7 @@ fn keep_results(
     commit: &str,
     run_id: &str,
     wanted: &[Wanted],
-    results: &std::collections::HashMap<String, ItemResult>,
+    results: &HashMap<String, ItemResult>,
     record: &mut BaseRunsRecord,
     statuses: &mut BTreeMap<String, BaseStatus>,
 ) {
@@ -704,66 +708,271 @@ fn after_closure(spec: &Spec, after: &[String]) -> Vec<String> {
 /// Checks the base out, runs the wanted criteria and what they need there,
 /// and removes the checkout. The error says why the base could not be
 /// checked out.
+///
+/// Two stages: first the checks the criteria run after (the base's code
+/// with the change's dependency manifests), from the build cache when it
+/// holds them, which keeps what they leave when it did not; then the
+/// change's exam files are copied in and the criteria run. Nothing of the
+/// exam is in the checkout while it can reach the cache.
 async fn run_on_base(
     inputs: &Inputs<'_>,
     git: &Git,
     commit: &str,
     tree: &BaseTree,
     wanted: &[Wanted],
-) -> Result<std::collections::HashMap<String, ItemResult>, String> {
+) -> Result<HashMap<String, ItemResult>, String> {
     let folder = BaseFolder::new()?;
     let root = folder.path().join("tree");
     for sub in ["tree", "tmp", "home"] {
         std::fs::create_dir(folder.path().join(sub)).map_err(|e| e.to_string())?;
     }
-    checkout(inputs, git, commit, folder.path(), &root).await?;
+    let shown_at = git.repository()?.work_tree().to_path_buf();
     let cwd = root.join(&tree.prefix);
-    for w in wanted {
-        for file in w.copies.iter().chain(&w.exam) {
-            copy_in(inputs.workspace, &cwd, file)?;
+    let stages = Stages::of(inputs, wanted);
+    let manifests: BTreeSet<&str> = wanted
+        .iter()
+        .flat_map(|w| &w.exam)
+        .map(String::as_str)
+        .filter(|f| is_dependency_manifest(f))
+        .collect();
+    let key = cache::Key {
+        commit,
+        shown_at: &shown_at,
+        checks: stages
+            .checks
+            .iter()
+            .filter_map(|id| inputs.spec.checks.iter().find(|k| &k.id == id))
+            .map(|k| (k.id.as_str(), serde_json::to_vec(k).unwrap_or_default()))
+            .collect(),
+        manifests: manifests
+            .iter()
+            .map(|f| {
+                let digest = inputs.snapshot.get(f).map(|e| e.digest.to_hex());
+                (*f, digest.unwrap_or_default())
+            })
+            .collect(),
+    };
+    let cache = inputs.state_dir.map(cache::Cache::new);
+    let warm = !stages.checks.is_empty() && cache.as_ref().is_some_and(|c| c.restore(&key, &root));
+    if warm {
+        restore_tracked(inputs, git, folder.path(), &root, &manifests, &tree.prefix).await?;
+    } else {
+        checkout(inputs, git, commit, folder.path(), &root).await?;
+    }
+    for file in &manifests {
+        copy_in(inputs.workspace, &cwd, file)?;
+    }
+    let launcher = Arc::new(
+        inputs
+            .isolation
+            .base_items(&root, &shown_at, folder.path())?,
+    );
+    let options = |satisfied| RunOptions {
+        workspace: cwd.clone(),
+        concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+        output_cap: inputs.output_cap,
+        files: Arc::new(Vec::new()),
+        satisfied,
+        redact: Arc::new(inputs.redact.clone()),
+        launcher: launcher.clone(),
+        requires: Arc::new(HashMap::new()),
+    };
+    let items = |ids: &BTreeSet<String>| -> Vec<gate_harness::Item> {
+        inputs
+            .plan
+            .items
+            .iter()
+            .filter(|i| ids.contains(&i.id))
+            .filter_map(|i| i.work.clone())
+            .collect()
+    };
+
+    let mut results: HashMap<String, ItemResult> = HashMap::new();
+    if !stages.checks.is_empty() {
+        let first = gate_harness::run(
+            items(&stages.checks),
+            options(HashSet::new()),
+            None,
+            inputs.interrupt.wait(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let all_passed = first.iter().all(|r| r.status == Status::Passed);
+        if let (false, true, Some(cache)) = (warm, all_passed, &cache) {
+            cache.keep(&key, &root);
         }
+        results.extend(first.into_iter().map(|r| (r.id.clone(), r)));
     }
 
-    let ids: HashSet<String> = wanted
-        .iter()
-        .flat_map(|w| {
-            let c = inputs
-                .spec
+    let mut copied = Vec::new();
+    for w in wanted {
+        for file in w.copies.iter().chain(&w.exam) {
+            if !manifests.contains(file.as_str()) {
+                copied.extend(copy_in(inputs.workspace, &cwd, file)?);
+            }
+        }
+    }
+    inputs.isolation.hand_over(&copied)?;
+    let passed: HashSet<String> = results
+        .values()
+        .filter(|r| r.status == Status::Passed)
+        .map(|r| r.id.clone())
+        .collect();
+    let (runnable, blocked) = Stages::exam_items(items(&stages.exam), &results);
+    results.extend(blocked.into_iter().map(|r| (r.id.clone(), r)));
+    let second = gate_harness::run(runnable, options(passed), None, inputs.interrupt.wait())
+        .await
+        .map_err(|e| e.to_string())?;
+    results.extend(second.into_iter().map(|r| (r.id.clone(), r)));
+    drop(folder);
+    Ok(results)
+}
+
+/// The items of a base run in their two stages.
+struct Stages {
+    /// The checks the criteria run after that neither are nor wait for a
+    /// service: they run before the exam is copied in, and what they leave
+    /// is what the cache keeps.
+    checks: BTreeSet<String>,
+    /// The criteria and everything else they run after.
+    exam: BTreeSet<String>,
+}
+
+impl Stages {
+    fn of(inputs: &Inputs<'_>, wanted: &[Wanted]) -> Self {
+        let spec = inputs.spec;
+        let mut all: BTreeSet<String> = BTreeSet::new();
+        for w in wanted {
+            let after = spec
                 .criteria()
                 .find(|(_, c)| c.id == w.id)
                 .map(|(_, c)| c.after.clone())
                 .unwrap_or_default();
-            let mut ids = after_closure(inputs.spec, &c);
-            ids.push(w.id.clone());
-            ids
+            all.extend(after_closure(spec, &after));
+            all.insert(w.id.clone());
+        }
+        let criteria: BTreeSet<&str> = wanted.iter().map(|w| w.id.as_str()).collect();
+        let plain = |id: &str| {
+            spec.checks
+                .iter()
+                .find(|k| k.id == id)
+                .filter(|k| k.starts.is_none() && !criteria.contains(id))
+        };
+        // A check joins the first stage once everything it waits for has.
+        let mut checks: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let before = checks.len();
+            for id in &all {
+                if let Some(k) = plain(id)
+                    && k.after.iter().all(|a| checks.contains(a))
+                {
+                    checks.insert(id.clone());
+                }
+            }
+            if checks.len() == before {
+                break;
+            }
+        }
+        let exam = all.difference(&checks).cloned().collect();
+        Self { checks, exam }
+    }
+
+    /// The second stage's items that can run, and a skipped result for each
+    /// that waits (itself or through another) for a first-stage check that
+    /// did not pass, as the scheduler words it.
+    fn exam_items(
+        items: Vec<gate_harness::Item>,
+        first: &HashMap<String, ItemResult>,
+    ) -> (Vec<gate_harness::Item>, Vec<ItemResult>) {
+        // Item id → the first-stage check whose failure it follows.
+        let mut roots: HashMap<String, String> = first
+            .values()
+            .filter(|r| r.status != Status::Passed)
+            .map(|r| (r.id.clone(), r.id.clone()))
+            .collect();
+        let mut blocked: Vec<ItemResult> = Vec::new();
+        let mut runnable = items;
+        loop {
+            let (stuck, rest): (Vec<_>, Vec<_>) = runnable
+                .into_iter()
+                .partition(|i| i.after.iter().any(|a| roots.contains_key(a)));
+            runnable = rest;
+            if stuck.is_empty() {
+                break;
+            }
+            for item in stuck {
+                let via = item.after.iter().find(|a| roots.contains_key(*a)).cloned();
+                let via = via.unwrap_or_default();
+                let root = roots.get(&via).cloned().unwrap_or_else(|| via.clone());
+                let reason = if via == root {
+                    format!("dependency `{root}` failed")
+                } else {
+                    format!("dependency `{root}` failed (via `{via}`)")
+                };
+                roots.insert(item.id.clone(), root);
+                blocked.push(ItemResult {
+                    id: item.id.clone(),
+                    kind: item.kind,
+                    status: Status::Skipped,
+                    exit_code: None,
+                    duration: std::time::Duration::ZERO,
+                    reason: Some(reason),
+                    output: gate_harness::Output::default(),
+                    locations: Vec::new(),
+                    spec_error: None,
+                    observed: None,
+                });
+            }
+        }
+        (runnable, blocked)
+    }
+}
+
+/// After the cache's copy of the base's checkout: the tracked files are
+/// checked against the commit (git hashes each whose times it cannot
+/// vouch for), and any that differ are written again from it, except the
+/// dependency manifests about to be copied in from the change. Untouched
+/// files keep their times, so build output stays fresh.
+async fn restore_tracked(
+    inputs: &Inputs<'_>,
+    git: &Git,
+    folder: &Path,
+    root: &Path,
+    manifests: &BTreeSet<&str>,
+    prefix: &str,
+) -> Result<(), String> {
+    let objects = git.repository()?.objects();
+    let base_git = Git::new(
+        inputs.isolation.base_tools(folder, &objects),
+        Ok(Repository::own(root)),
+    );
+    // The workspace's objects may have moved since the entry was kept.
+    std::fs::write(
+        root.join(".git/objects/info/alternates"),
+        format!("{}\n", objects.to_string_lossy()),
+    )
+    .map_err(|e| e.to_string())?;
+    base_git
+        .run(root, &["update-index", "-q", "--refresh"])
+        .await?;
+    let dirty = base_git
+        .run(root, &["diff-files", "--name-only", "-z"])
+        .await?;
+    let rewrite: Vec<String> = dirty
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| {
+            p.strip_prefix(prefix)
+                .is_none_or(|rel| !manifests.contains(rel))
         })
         .collect();
-    let items: Vec<gate_harness::Item> = inputs
-        .plan
-        .items
-        .iter()
-        .filter(|i| ids.contains(&i.id))
-        .filter_map(|i| i.work.clone())
-        .collect();
-    let opts = RunOptions {
-        workspace: cwd,
-        concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
-        output_cap: inputs.output_cap,
-        files: Arc::new(Vec::new()),
-        satisfied: HashSet::new(),
-        redact: Arc::new(inputs.redact.clone()),
-        launcher: Arc::new(inputs.isolation.base_items(
-            &root,
-            git.repository()?.work_tree(),
-            folder.path(),
-        )?),
-        requires: Arc::new(std::collections::HashMap::new()),
-    };
-    let results = gate_harness::run(items, opts, None, inputs.interrupt.wait())
-        .await
-        .map_err(|e| e.to_string())?;
-    drop(folder);
-    Ok(results.into_iter().map(|r| (r.id.clone(), r)).collect())
+    for chunk in rewrite.chunks(200) {
+        let mut args = vec!["checkout-index", "-f", "--"];
+        args.extend(chunk.iter().map(String::as_str));
+        base_git.run(root, &args).await?;
+    }
+    Ok(())
 }
 
 /// Checks `commit` out into `root`: a fresh repository (no configuration,
@@ -798,25 +1007,39 @@ async fn checkout(
     Ok(())
 }
 
-/// Copies a workspace file into the base's checkout at the same path.
-fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<(), String> {
+/// Copies a workspace file into the base's checkout at the same path,
+/// unless the checkout's file there has the same content (a file kept from
+/// the cache keeps its time). Returns the paths it made or wrote.
+fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<Vec<PathBuf>, String> {
     let from = workspace.join(file);
     let to = cwd.join(file);
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-    }
     let meta = std::fs::symlink_metadata(&from).map_err(|e| format!("{file}: {e}"))?;
     if !meta.is_file() {
         // A link or a folder is never followed out of the workspace.
-        return Ok(());
+        return Ok(Vec::new());
     }
-    std::fs::copy(&from, &to).map_err(|e| format!("{file}: {e}"))?;
-    std::fs::set_permissions(
-        &to,
-        std::fs::Permissions::from_mode(meta.permissions().mode()),
-    )
-    .map_err(|e| format!("{file}: {e}"))?;
-    Ok(())
+    let mut made = Vec::new();
+    if let Some(parent) = to.parent() {
+        let mut missing = parent;
+        while !missing.exists() && missing.starts_with(cwd) {
+            made.push(missing.to_path_buf());
+            missing = missing.parent().unwrap_or(cwd);
+        }
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    let same = std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_file())
+        && std::fs::read(&to).ok() == std::fs::read(&from).ok();
+    if !same {
+        let _ = std::fs::remove_file(&to);
+        std::fs::copy(&from, &to).map_err(|e| format!("{file}: {e}"))?;
+        std::fs::set_permissions(
+            &to,
+            std::fs::Permissions::from_mode(meta.permissions().mode()),
+        )
+        .map_err(|e| format!("{file}: {e}"))?;
+        made.push(to);
+    }
+    Ok(made)
 }
 
 /// The base's folder, removed when dropped, even where what ran there left

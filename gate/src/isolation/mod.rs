@@ -612,6 +612,20 @@ impl Isolation {
         }
     }
 
+    /// Hands `paths` (each alone, not what a folder holds) to the run's
+    /// uid, when it has one: files the gate copied into a base checkout
+    /// after it was handed over.
+    pub(crate) fn hand_over(&self, paths: &[PathBuf]) -> Result<(), String> {
+        let Some(lease) = &self.lease else {
+            return Ok(());
+        };
+        for path in paths {
+            std::os::unix::fs::lchown(path, Some(lease.uid()), Some(lease.uid()))
+                .map_err(|e| format!("cannot hand {} to the run's uid: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
     /// The launcher of what runs on the base: the items' sandbox, with the
     /// base's checkout (`root`) as the one writable workspace, shown where
     /// the change's repository is (`shown_at`) so a verifier cannot tell

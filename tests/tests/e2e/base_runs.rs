@@ -300,6 +300,59 @@ fn a_second_attempt_does_not_run_the_base_again() {
     assert_eq!(repo.ran_on_base("build").len(), 1);
 }
 
+/// The base's build is kept after the base's own checks: a second base run
+/// on the same base starts from it, and what the change's exam wrote in the
+/// base's checkout is not in it. Another manifest starts cold.
+#[test]
+fn a_second_base_run_on_the_same_base_starts_from_the_build_cache() {
+    let repo = Repo::new(&criterion("planted", "planter", "fail-to-pass"), "");
+    let log = repo.logs.path().display().to_string();
+    // The build says whether it found its own output, and anything else.
+    repo.env.script(
+        "scripts/build.sh",
+        &format!(
+            "#!/bin/sh\nset -e\n{SIDE} >> {log}/build\n\
+             if [ -e target/built ]; then w=warm; else w=cold; fi\n\
+             if [ -e target/planted ]; then w=\"$w planted\"; fi\n\
+             test -e .here || echo \"$w\" >> {log}/cache\n\
+             mkdir -p target\ncp src/*.txt target/\ntouch target/built\n"
+        ),
+    );
+    repo.env
+        .git(&["commit", "-qam", "a build that keeps its output"]);
+    repo.feature();
+    // The change's verifier, which runs on the base after the build, plants
+    // a file in the build's output; each version of it runs there anew.
+    let planter = |n: u32| {
+        repo.env.script(
+            "scripts/planter.sh",
+            &format!(
+                "#!/bin/sh\n# version {n}\ntouch target/planted\ngrep -q feature target/app.txt\n"
+            ),
+        );
+    };
+    let cache = || -> Vec<String> {
+        std::fs::read_to_string(repo.logs.path().join("cache"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    planter(1);
+    repo.verify(&[]).assert_exit(0);
+    assert_eq!(cache(), ["cold"]);
+    planter(2);
+    let second = repo.verify(&[]);
+    second.assert_exit(0);
+    assert_eq!(second.json()["base_runs"]["ran"], 1);
+    assert_eq!(cache(), ["cold", "warm"]);
+    // A dependency manifest of the change's goes into the build: another entry.
+    repo.env.write("package.json", "{\"name\": \"orders\"}\n");
+    planter(3);
+    repo.verify(&[]).assert_exit(0);
+    assert_eq!(cache(), ["cold", "warm", "cold"]);
+}
+
 #[test]
 fn no_base_runs_leaves_unknown_base_results_unverified_and_says_so() {
     let repo = Repo::new(&criterion("orders-201", "has_feature", "fail-to-pass"), "");

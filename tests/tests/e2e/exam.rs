@@ -543,3 +543,66 @@ fn a_test_the_runner_found_by_itself_runs_on_the_base_on_the_next_attempt() {
         );
     }
 }
+
+/// Real cargo: a second base run on the same base starts from the build the
+/// first one kept, so its build script (which logs each run, from the base's
+/// side) does not run again, and the change's own test still fails to
+/// compile against the base's code and earns the pass.
+#[test]
+fn a_second_base_run_on_the_same_base_reuses_the_cargo_build() {
+    let env = workspace(&CARGO, false);
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("build");
+    env.write(
+        "build.rs",
+        &format!(
+            "fn main() {{\n    println!(\"cargo:rerun-if-changed=src\");\n    \
+             let side = if std::path::Path::new(\".here\").exists() {{ \"change\" }} else {{ \"base\" }};\n    \
+             let mut all = std::fs::read_to_string({log:?}).unwrap_or_default();\n    \
+             all.push_str(side);\n    all.push('\\n');\n    std::fs::write({log:?}, all).unwrap();\n}}\n"
+        ),
+    );
+    let spec = env.read("gate.toml").replace(
+        "[[task]]",
+        "[[check]]\nid = \"build\"\nrun = \"cargo build --offline --tests\"\n\n[[task]]",
+    ) + &format!(
+        "\n[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+         run = \"cargo test --offline --test ttl\"\nafter = [\"build\"]\nexpect = \"fail-to-pass\"\n\
+         [sandbox]\nwritable = [\"{}\"]\n",
+        logs.path().display()
+    );
+    env.write("gate.toml", &spec);
+    env.write(".gitignore", &(env.read(".gitignore") + ".here\n"));
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a build script"]);
+    env.git(&["branch", "-f", "main"]);
+    env.write(".here", "");
+    env.write(
+        "src/lib.rs",
+        &(env.read("src/lib.rs") + "\npub fn ttl() -> u64 {\n    5\n}\n"),
+    );
+    let base_builds = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "base")
+            .count()
+    };
+    for (attempt, comment) in [(1, ""), (2, "// whole seconds\n")] {
+        env.write(
+            "tests/ttl.rs",
+            &format!(
+                "{comment}#[test]\nfn whole_seconds() {{\n    assert_eq!(srv::ttl(), 5);\n}}\n"
+            ),
+        );
+        let doc = verify(&env);
+        let ttl = gate_tests::item(&doc, "ttl").unwrap();
+        assert_eq!(doc["exit"], 0, "attempt {attempt}: {:#}", doc["findings"]);
+        assert_eq!(doc["base_runs"]["ran"], 1, "attempt {attempt}");
+        assert_eq!(
+            ttl["base_status"]["status"], "failed",
+            "attempt {attempt}: {ttl:#}"
+        );
+        assert_eq!(base_builds(), 1, "attempt {attempt}: {ttl:#}");
+    }
+}
