@@ -562,15 +562,18 @@ fn a_second_base_run_on_the_same_base_reuses_the_cargo_build() {
              all.push_str(side);\n    all.push('\\n');\n    std::fs::write({log:?}, all).unwrap();\n}}\n"
         ),
     );
-    let spec = env.read("gate.toml").replace(
+    let writable = format!("writable = [\"{}\"]\n", logs.path().display());
+    let mut spec = env.read("gate.toml").replace(
         "[[task]]",
         "[[check]]\nid = \"build\"\nrun = \"cargo build --offline --tests\"\n\n[[task]]",
-    ) + &format!(
-        "\n[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
-         run = \"cargo test --offline --test ttl\"\nafter = [\"build\"]\nexpect = \"fail-to-pass\"\n\
-         [sandbox]\nwritable = [\"{}\"]\n",
-        logs.path().display()
-    );
+    ) + "\n[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+         run = \"cargo test --offline --test ttl\"\nafter = [\"build\"]\nexpect = \"fail-to-pass\"\n";
+    // The log folder joins the `[sandbox]` table, made when pytest's isn't.
+    if spec.contains("[sandbox]\n") {
+        spec = spec.replace("[sandbox]\n", &format!("[sandbox]\n{writable}"));
+    } else {
+        spec += &format!("[sandbox]\n{writable}");
+    }
     env.write("gate.toml", &spec);
     env.write(".gitignore", &(env.read(".gitignore") + ".here\n"));
     env.git(&["add", "-A"]);
