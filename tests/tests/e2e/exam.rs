@@ -572,7 +572,8 @@ fn a_second_base_run_on_the_same_base_reuses_the_cargo_build() {
     if spec.contains("[sandbox]\n") {
         spec = spec.replace("[sandbox]\n", &format!("[sandbox]\n{writable}"));
     } else {
-        spec += &format!("[sandbox]\n{writable}");
+        spec.push_str("[sandbox]\n");
+        spec.push_str(&writable);
     }
     env.write("gate.toml", &spec);
     env.write(".gitignore", &(env.read(".gitignore") + ".here\n"));
