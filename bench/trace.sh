@@ -11,6 +11,11 @@
 #    one criterion (`cargo test --offline`). Prints the criterion's median
 #    time both ways and their ratio. Target: at most 1.10.
 #
+# 3. The floor: what one traced system call costs on this machine (2,000
+#    failed `stat`s by the shell, traced against untraced). Both targets
+#    are bounded below by it: an item's sandbox set-up alone is some 150
+#    traced calls, and a cargo build makes thousands.
+#
 # Exits 1 when a target is missed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,5 +140,21 @@ awk -v t="$traced" -v u="$untraced" -v runs="$RUNS" 'BEGIN {
     runs, t, u, (u > 0 ? t / u : 0)
   if (u > 0 && t / u > 1.10) { print "cargo build-and-test: over the target" > "/dev/stderr"; exit 1 }
 }' || failed=1
+
+# 3. The floor.
+printf 'i=0; while [ $i -lt 2000 ]; do [ -e /nonexistent ]; i=$((i+1)); done\n' > "$work/loop.sh"
+floor() {
+  local start end
+  start=$(date +%s%N)
+  "$@" sh "$work/loop.sh"
+  end=$(date +%s%N)
+  echo $(((end - start) / 1000))
+}
+plain_us=$(floor)
+traced_us=$(floor strace -f -qq --seccomp-bpf -s 0 -e trace=%file -o "$work/floor.trace" --)
+awk -v t="$traced_us" -v p="$plain_us" 'BEGIN {
+  printf "floor: one traced system call costs %.0f us here (2000 stats: %d us traced, %d us untraced)\n",
+    (t - p) / 2000, t, p
+}'
 
 exit "$failed"
