@@ -107,10 +107,10 @@ pub enum ProblemKind {
     },
     /// A column is not what the row's signed envelope says.
     Disagrees(Disagreement),
-    /// A record kept beside the runs (an outcome, a dismissal, an override)
-    /// is unsigned or not what was signed.
+    /// A record kept beside the runs (an outcome, a dismissal, an override,
+    /// a circuit breaker's state) is unsigned or not what was signed.
     EventUnvouched {
-        /// What it is (`outcome`, `dismissal`, `override`).
+        /// What it is (`outcome`, `dismissal`, `override`, `breaker MODEL`).
         table: String,
         /// When it says it was recorded.
         recorded_at: String,

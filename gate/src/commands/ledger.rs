@@ -77,7 +77,8 @@ fn load_bundle(store: &BundleStore, row: &gate_evidence::LedgerRow) -> Result<Ve
 
 /// `gate ledger verify`: exit 1 when anything was removed, reordered or
 /// rewritten (a column edited against its signed bundle included, and an
-/// unsigned or edited outcome, dismissal or override); 4 when a bundle
+/// unsigned or edited outcome, dismissal, override or circuit-breaker
+/// state); 4 when a bundle
 /// could not be read. Every bundle is fetched from wherever its row says it
 /// is and checked, in parallel.
 pub(crate) fn verify(
@@ -281,6 +282,20 @@ fn event_problems(
     for o in ledger.overrides(None)? {
         if let Err(why) = vouch::override_vouched(&o, store, trusted) {
             out.push(problem("override", &o.run_id, &o.recorded_at, why));
+        }
+    }
+    // A breaker state belongs to a model, not a run: named by its model.
+    for b in ledger.breakers()? {
+        if let Err(why) = ledger::vouch(&b, trusted) {
+            out.push(ledger::Problem {
+                seq: None,
+                run_id: None,
+                kind: ledger::ProblemKind::EventUnvouched {
+                    table: format!("breaker {}", b.model),
+                    recorded_at: b.updated_at.to_rfc3339(),
+                    why,
+                },
+            });
         }
     }
     out.sort_by_key(|p| p.seq);

@@ -693,6 +693,27 @@ fn the_breaker_opens_and_later_runs_skip_the_dead_model() {
         assert_eq!(s["attempts"][0]["latency_ms"], 0);
     }
     assert_eq!(requests_to(&server, PRIMARY), sent);
+
+    // The audit checks the breaker's state as signed: edited in the
+    // database, it is named.
+    env.gate(&["ledger", "verify"]).run().assert_exit(0);
+    let db = rusqlite::Connection::open(env.path().join(".gate/ledger.db")).unwrap();
+    db.execute("UPDATE breakers SET cooldown_s = 999999", [])
+        .unwrap();
+    drop(db);
+    let out = env.gate(&["ledger", "verify", "--format", "json"]).run();
+    out.assert_exit(1);
+    let problems = out.json()["problems"].clone();
+    assert!(
+        problems.as_array().unwrap().iter().any(|p| {
+            p["kind"] == "event_not_signed"
+                && p["column"] == "cooldown_s"
+                && p["table"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("breaker ") && t.ends_with(PRIMARY))
+        }),
+        "{problems:#}"
+    );
 }
 
 /// A routing table for one gateway (LiteLLM, say) at `gateway_url`, both
