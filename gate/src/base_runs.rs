@@ -753,10 +753,19 @@ async fn run_on_base(
             .collect(),
     };
     let cache = inputs.state_dir.map(cache::Cache::new);
-    let warm = !stages.checks.is_empty() && cache.as_ref().is_some_and(|c| c.restore(&key, &root));
+    let mut warm =
+        !stages.checks.is_empty() && cache.as_ref().is_some_and(|c| c.restore(&key, &root));
     if warm {
-        restore_tracked(inputs, git, folder.path(), &root, &manifests, &tree.prefix).await?;
-    } else {
+        let checked =
+            restore_tracked(inputs, git, folder.path(), &root, &manifests, &tree.prefix).await;
+        if let Err(e) = checked {
+            // A copy git cannot vouch for is not used: a cold checkout.
+            tracing::warn!(error = %e, "cannot check a base cache entry's files");
+            cache::empty(&root);
+            warm = false;
+        }
+    }
+    if !warm {
         checkout(inputs, git, commit, folder.path(), &root).await?;
     }
     for file in &manifests {

@@ -22,6 +22,9 @@ pub(crate) const KEEP: usize = 3;
 /// The folder of a state directory that holds the cache.
 pub(crate) const FOLDER: &str = "base-cache";
 
+/// How old a half-made copy is before it counts as left by a killed run.
+const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The file in an entry whose time says when it was last used.
 const USED: &str = "used";
 
@@ -142,9 +145,23 @@ impl Cache {
         let Ok(listing) = std::fs::read_dir(&self.dir) else {
             return;
         };
+        let now = SystemTime::now();
         let mut entries: Vec<(SystemTime, PathBuf)> = listing
             .flatten()
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .filter(|e| {
+                if !e.file_name().to_string_lossy().starts_with('.') {
+                    return true;
+                }
+                // A copy a killed run left half made.
+                let stale = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE);
+                if stale {
+                    remove(&e.path());
+                }
+                false
+            })
             .map(|e| {
                 let used = std::fs::metadata(e.path().join(USED))
                     .and_then(|m| m.modified())
@@ -204,7 +221,7 @@ fn set_times(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
 }
 
 /// Empties a folder.
-fn empty(dir: &Path) {
+pub(super) fn empty(dir: &Path) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
             let path = entry.path();
@@ -298,7 +315,8 @@ mod tests {
         assert!(!cache.restore(&key("c2", "m1"), again.path()));
     }
 
-    /// Only the entries used most recently are kept.
+    /// Only the entries used most recently are kept, and a half-made copy
+    /// only while it may still be being made.
     #[test]
     fn the_least_recently_used_entries_go() {
         let state = tempfile::tempdir().unwrap();
@@ -320,9 +338,19 @@ mod tests {
                 )
                 .unwrap();
         }
+        // Half-made copies: one a killed run left long ago, one being made.
+        for name in [".incoming-old", ".incoming-new"] {
+            std::fs::create_dir(cache.dir.join(name)).unwrap();
+        }
+        std::fs::File::open(cache.dir.join(".incoming-old"))
+            .unwrap()
+            .set_modified(SystemTime::now() - 2 * STALE)
+            .unwrap();
         cache.evict();
         let into = tempfile::tempdir().unwrap();
         assert!(!cache.restore(&key(&commits[0], "m"), into.path()));
         assert!(cache.restore(&key(&commits[KEEP], "m"), into.path()));
+        assert!(!cache.dir.join(".incoming-old").exists());
+        assert!(cache.dir.join(".incoming-new").exists());
     }
 }

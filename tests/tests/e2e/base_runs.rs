@@ -307,17 +307,21 @@ fn a_second_attempt_does_not_run_the_base_again() {
 fn a_second_base_run_on_the_same_base_starts_from_the_build_cache() {
     let repo = Repo::new(&criterion("planted", "planter", "fail-to-pass"), "");
     let log = repo.logs.path().display().to_string();
-    // The build says whether it found its own output, and anything else.
+    // The build says whether it found its own output, anything else, and
+    // how many lines a tracked file it writes to had (the commit's: none).
     repo.env.script(
         "scripts/build.sh",
         &format!(
             "#!/bin/sh\nset -e\n{SIDE} >> {log}/build\n\
              if [ -e target/built ]; then w=warm; else w=cold; fi\n\
              if [ -e target/planted ]; then w=\"$w planted\"; fi\n\
+             w=\"$w $(wc -l < stamp.log)\"\necho built >> stamp.log\n\
              test -e .here || echo \"$w\" >> {log}/cache\n\
              mkdir -p target\ncp src/*.txt target/\ntouch target/built\n"
         ),
     );
+    repo.env.write("stamp.log", "");
+    repo.env.git(&["add", "stamp.log"]);
     repo.env
         .git(&["commit", "-qam", "a build that keeps its output"]);
     repo.feature();
@@ -340,17 +344,18 @@ fn a_second_base_run_on_the_same_base_starts_from_the_build_cache() {
     };
     planter(1);
     repo.verify(&[]).assert_exit(0);
-    assert_eq!(cache(), ["cold"]);
+    assert_eq!(cache(), ["cold 0"]);
     planter(2);
     let second = repo.verify(&[]);
     second.assert_exit(0);
     assert_eq!(second.json()["base_runs"]["ran"], 1);
-    assert_eq!(cache(), ["cold", "warm"]);
+    // The entry's copy of the tracked file was written again from the commit.
+    assert_eq!(cache(), ["cold 0", "warm 0"]);
     // A dependency manifest of the change's goes into the build: another entry.
     repo.env.write("package.json", "{\"name\": \"orders\"}\n");
     planter(3);
     repo.verify(&[]).assert_exit(0);
-    assert_eq!(cache(), ["cold", "warm", "cold"]);
+    assert_eq!(cache(), ["cold 0", "warm 0", "cold 0"]);
 }
 
 #[test]
