@@ -712,8 +712,10 @@ fn after_closure(spec: &Spec, after: &[String]) -> Vec<String> {
 /// Two stages: first the checks the criteria run after (the base's code
 /// with the change's dependency manifests), from the build cache when it
 /// holds them, which keeps what they leave when it did not; then the
-/// change's exam files are copied in and the criteria run. Nothing of the
-/// exam is in the checkout while it can reach the cache.
+/// change's exam files are copied in and the criteria run, after those
+/// checks again when anything was copied (a build tool finds most of its
+/// work done). Nothing of the exam is in the checkout while it can reach
+/// the cache.
 async fn run_on_base(
     inputs: &Inputs<'_>,
     git: &Git,
@@ -735,23 +737,7 @@ async fn run_on_base(
         .map(String::as_str)
         .filter(|f| is_dependency_manifest(f))
         .collect();
-    let key = cache::Key {
-        commit,
-        shown_at: &shown_at,
-        checks: stages
-            .checks
-            .iter()
-            .filter_map(|id| inputs.spec.checks.iter().find(|k| &k.id == id))
-            .map(|k| (k.id.as_str(), serde_json::to_vec(k).unwrap_or_default()))
-            .collect(),
-        manifests: manifests
-            .iter()
-            .map(|f| {
-                let digest = inputs.snapshot.get(f).map(|e| e.digest.to_hex());
-                (*f, digest.unwrap_or_default())
-            })
-            .collect(),
-    };
+    let key = cache_key(inputs, commit, &shown_at, &stages, &manifests);
     let cache = inputs.state_dir.map(cache::Cache::new);
     let mut warm =
         !stages.checks.is_empty() && cache.as_ref().is_some_and(|c| c.restore(&key, &root));
@@ -813,6 +799,11 @@ async fn run_on_base(
         results.extend(first.into_iter().map(|r| (r.id.clone(), r)));
     }
 
+    let first_passed: HashSet<String> = results
+        .values()
+        .filter(|r| r.status == Status::Passed)
+        .map(|r| r.id.clone())
+        .collect();
     let mut copied = Vec::new();
     for w in wanted {
         for file in w.copies.iter().chain(&w.exam) {
@@ -822,19 +813,84 @@ async fn run_on_base(
         }
     }
     inputs.isolation.hand_over(&copied)?;
-    let passed: HashSet<String> = results
-        .values()
-        .filter(|r| r.status == Status::Passed)
-        .map(|r| r.id.clone())
-        .collect();
-    let (runnable, blocked) = Stages::exam_items(items(&stages.exam), &results);
-    results.extend(blocked.into_iter().map(|r| (r.id.clone(), r)));
-    let second = gate_harness::run(runnable, options(passed), None, inputs.interrupt.wait())
+    let (runnable, satisfied) = if copied.is_empty() {
+        // The tree is as the checks left it: their results stand.
+        let (runnable, blocked) = Stages::exam_items(items(&stages.exam), &results);
+        results.extend(blocked.into_iter().map(|r| (r.id.clone(), r)));
+        (runnable, first_passed.clone())
+    } else {
+        // A check may build what was copied in (a test target, compiled
+        // tests): they run again over it, from the warm tree, so the
+        // criteria never meet a build of the base's own exam.
+        let all: BTreeSet<String> = stages.checks.union(&stages.exam).cloned().collect();
+        results.clear();
+        (items(&all), HashSet::new())
+    };
+    let mut second = gate_harness::run(runnable, options(satisfied), None, inputs.interrupt.wait())
         .await
         .map_err(|e| e.to_string())?;
+    explain_exam_breaks(&mut second, &first_passed);
     results.extend(second.into_iter().map(|r| (r.id.clone(), r)));
     drop(folder);
     Ok(results)
+}
+
+/// What the build cache's entry for a base run is keyed on: the base, where
+/// it is shown, the first stage's checks and the manifests copied in.
+fn cache_key<'a>(
+    inputs: &'a Inputs<'_>,
+    commit: &'a str,
+    shown_at: &'a Path,
+    stages: &'a Stages,
+    manifests: &BTreeSet<&'a str>,
+) -> cache::Key<'a> {
+    cache::Key {
+        commit,
+        shown_at,
+        checks: stages
+            .checks
+            .iter()
+            .filter_map(|id| inputs.spec.checks.iter().find(|k| &k.id == id))
+            .map(|k| (k.id.as_str(), serde_json::to_vec(k).unwrap_or_default()))
+            .collect(),
+        manifests: manifests
+            .iter()
+            .map(|f| {
+                let digest = inputs.snapshot.get(f).map(|e| e.digest.to_hex());
+                (*f, digest.unwrap_or_default())
+            })
+            .collect(),
+    }
+}
+
+/// Says why an item was skipped when the check it waited for passed on the
+/// base alone and failed once the change's exam files were copied in: the
+/// check builds the exam, and the change's exam does not build on the base.
+/// That shows nothing of the feature by itself (a check can fail for being
+/// run twice), so the base result stays could-not-run, with what to change.
+fn explain_exam_breaks(results: &mut [ItemResult], first_passed: &HashSet<String>) {
+    let failed: HashSet<String> = results
+        .iter()
+        .filter(|r| r.status == Status::Failed && first_passed.contains(&r.id))
+        .map(|r| r.id.clone())
+        .collect();
+    for r in results.iter_mut().filter(|r| r.status == Status::Skipped) {
+        let root = r
+            .reason
+            .as_deref()
+            .and_then(|why| why.strip_prefix("dependency `"))
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(id, _)| id.to_owned());
+        if let Some(root) = root.filter(|id| failed.contains(id)) {
+            r.reason = Some(format!(
+                "dependency `{root}` failed on the base once the change's exam files were \
+                 copied in, and passed without them: it builds the exam, which does not build \
+                 on the base's code; let `{root}` build the code and its dependencies without \
+                 the tests (for cargo, `cargo test --no-run --lib`) and the criterion build \
+                 its own"
+            ));
+        }
+    }
 }
 
 /// The items of a base run in their two stages.
@@ -1207,6 +1263,40 @@ mod tests {
             );
         }
         (c, outcome)
+    }
+
+    /// A criterion skipped for a check that passed before the exam was
+    /// copied in and failed after says so; one skipped for a check that
+    /// failed both times keeps the scheduler's words.
+    #[test]
+    fn a_check_broken_by_the_exam_is_named() {
+        let result = |id: &str, status, reason: Option<&str>| ItemResult {
+            id: id.to_owned(),
+            kind: gate_harness::ItemKind::Check,
+            status,
+            exit_code: None,
+            duration: std::time::Duration::ZERO,
+            reason: reason.map(str::to_owned),
+            output: gate_harness::Output::default(),
+            locations: Vec::new(),
+            spec_error: None,
+            observed: None,
+        };
+        let mut results = vec![
+            result("build", Status::Failed, Some("exited with status 101")),
+            result("lint", Status::Failed, Some("exited with status 1")),
+            result("ttl", Status::Skipped, Some("dependency `build` failed")),
+            result("style", Status::Skipped, Some("dependency `lint` failed")),
+        ];
+        let first_passed: HashSet<String> = ["build".to_owned()].into();
+        explain_exam_breaks(&mut results, &first_passed);
+        let reason = |i: usize| results[i].reason.clone().unwrap_or_default();
+        assert!(
+            reason(2).contains("once the change's exam files were copied in"),
+            "{}",
+            reason(2)
+        );
+        assert_eq!(reason(3), "dependency `lint` failed");
     }
 
     /// The verdict rules: what each expectation makes of each pair of
