@@ -24,6 +24,7 @@
 //! run is tried again next time.
 
 mod cache;
+mod folder;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
@@ -45,6 +46,7 @@ use crate::plan::Plan;
 use crate::record::{
     BaseRunsRecord, BaseState, BaseStatus, CriterionRecord, Finding, ItemStatus, Lineage,
 };
+use folder::BaseFolder;
 
 /// What deciding the base results needs.
 pub(crate) struct Inputs<'a> {
@@ -1107,64 +1109,6 @@ fn copy_in(workspace: &Path, cwd: &Path, file: &str) -> Result<Vec<PathBuf>, Str
     Ok(made)
 }
 
-/// The base's folder, removed when dropped, even where what ran there left
-/// read-only folders behind (a Go module cache, a build's output).
-struct BaseFolder(PathBuf);
-
-impl BaseFolder {
-    fn new() -> Result<Self, String> {
-        let path = tempfile::Builder::new()
-            .prefix("gate-base-")
-            .tempdir()
-            .map(tempfile::TempDir::keep)
-            .map_err(|e| format!("cannot create the base's folder: {e}"))?;
-        // A second signal ends the gate with no destructor run.
-        crate::interrupt::remove_on_exit(&path, remove);
-        Ok(Self(path))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for BaseFolder {
-    fn drop(&mut self) {
-        crate::interrupt::forget_on_exit(&self.0);
-        remove(&self.0);
-    }
-}
-
-/// Removes a base folder, making what was left read-only writable first.
-fn remove(path: &Path) {
-    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
-        return;
-    }
-    make_writable(path);
-    if let Err(e) = std::fs::remove_dir_all(path) {
-        tracing::warn!(path = %path.display(), error = %e, "cannot remove the base's folder");
-    }
-}
-
-/// Gives the owner write and search permission on every folder under `dir`.
-fn make_writable(dir: &Path) {
-    let Ok(meta) = std::fs::symlink_metadata(dir) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
-    }
-    let _ = std::fs::set_permissions(
-        dir,
-        std::fs::Permissions::from_mode(meta.permissions().mode() | 0o700),
-    );
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            make_writable(&entry.path());
-        }
-    }
-}
-
 /// What the base results mean for the change's criteria: each gets its
 /// expectation and base status; a fail-to-pass criterion that passes on
 /// the base is a critical finding; a criterion whose expectation went
@@ -1430,20 +1374,6 @@ mod tests {
     }
 
     /// What a build left read-only (a Go module cache does) goes too.
-    #[test]
-    fn the_base_folder_goes_with_what_was_left_read_only() {
-        let folder = BaseFolder::new().unwrap();
-        let path = folder.path().to_path_buf();
-        let cache = path.join("tree/pkg/mod");
-        std::fs::create_dir_all(&cache).unwrap();
-        std::fs::write(cache.join("file"), "x").unwrap();
-        for dir in [&cache, &path.join("tree/pkg")] {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
-        }
-        drop(folder);
-        assert!(!path.exists(), "{} is still there", path.display());
-    }
-
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {

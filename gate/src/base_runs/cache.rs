@@ -16,6 +16,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::folder::remove;
+
 /// How many entries are kept; the one used longest ago goes first.
 pub(crate) const KEEP: usize = 3;
 
@@ -226,17 +228,12 @@ pub(super) fn empty(dir: &Path) {
         for entry in entries.flatten() {
             let path = entry.path();
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                super::remove(&path);
+                remove(&path);
             } else {
                 let _ = std::fs::remove_file(&path);
             }
         }
     }
-}
-
-/// Removes a folder of the cache.
-fn remove(path: &Path) {
-    super::remove(path);
 }
 
 #[cfg(test)]
