@@ -26,6 +26,8 @@
 mod cache;
 mod folder;
 
+pub(crate) use cache::FOLDER as CACHE_FOLDER;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -79,8 +81,8 @@ pub(crate) struct Inputs<'a> {
     /// What each criterion read on the series' previous attempt
     /// (workspace-relative paths), by criterion id.
     pub previous_reads: BTreeMap<String, Vec<String>>,
-    /// The state directory, whose build cache base runs start from.
-    pub state_dir: Option<&'a Path>,
+    /// The build cache's folder, when there is one.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// The base results of a run, by criterion id.
@@ -740,7 +742,7 @@ async fn run_on_base(
         .filter(|f| is_dependency_manifest(f))
         .collect();
     let key = cache_key(inputs, commit, &shown_at, &stages, &manifests);
-    let cache = inputs.state_dir.map(cache::Cache::new);
+    let cache = inputs.cache_dir.as_deref().map(cache::Cache::new);
     let mut warm =
         !stages.checks.is_empty() && cache.as_ref().is_some_and(|c| c.restore(&key, &root));
     if warm {

@@ -353,6 +353,21 @@ impl Context {
         }
     }
 
+    /// Where base runs keep their build cache, outside the workspace: in
+    /// the state directory when that is outside it, else the user's cache
+    /// folder (`$XDG_CACHE_HOME/gate/base-cache`, by default
+    /// `~/.cache/gate/base-cache`); `None` when there is neither.
+    pub(crate) fn base_cache_dir(&self) -> Option<PathBuf> {
+        if self.state_inside_workspace().is_none() {
+            return Some(self.state_dir.join(crate::base_runs::CACHE_FOLDER));
+        }
+        let user = self
+            .env
+            .absolute_path("XDG_CACHE_HOME")
+            .or_else(|| self.env.absolute_path("HOME").map(|h| h.join(".cache")))?;
+        Some(user.join("gate").join(crate::base_runs::CACHE_FOLDER))
+    }
+
     /// The state directory when it lies inside the workspace (the walk skips it).
     pub(crate) fn state_inside_workspace(&self) -> Option<PathBuf> {
         let state = self
@@ -665,6 +680,47 @@ pub(crate) fn axe_core(workspace: &Path, env: &Environment) -> Result<PathBuf, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The base runs' build cache is never in the workspace: with the state
+    /// directory in it, the cache goes to the user's cache folder.
+    #[test]
+    fn the_base_cache_is_outside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(ws.join(".gate")).unwrap();
+        let outside = dir.path().canonicalize().unwrap().join("state");
+        /// A state directory, the environment, and where the cache goes.
+        type Case<'a> = (PathBuf, Vec<(&'a str, &'a str)>, Option<PathBuf>);
+        let cases: [Case<'_>; 5] = [
+            (
+                outside.clone(),
+                vec![("XDG_CACHE_HOME", "/c")],
+                Some(outside.join("base-cache")),
+            ),
+            (
+                ws.join(".gate"),
+                vec![("XDG_CACHE_HOME", "/c"), ("HOME", "/h")],
+                Some(PathBuf::from("/c/gate/base-cache")),
+            ),
+            (
+                ws.join(".gate"),
+                vec![("HOME", "/h")],
+                Some(PathBuf::from("/h/.cache/gate/base-cache")),
+            ),
+            (
+                ws.join(".gate"),
+                vec![("XDG_CACHE_HOME", "relative"), ("HOME", "/h")],
+                Some(PathBuf::from("/h/.cache/gate/base-cache")),
+            ),
+            (ws.join(".gate"), vec![], None),
+        ];
+        for (state, vars, want) in cases {
+            let mut ctx = Context::quiet(ws.clone());
+            ctx.state_dir = state.clone();
+            ctx.env = Environment::from_pairs(vars.clone());
+            assert_eq!(ctx.base_cache_dir(), want, "{state:?} {vars:?}");
+        }
+    }
 
     /// The workspace is found as git finds a repository, and never above
     /// the repository the command runs in.

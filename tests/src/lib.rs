@@ -59,6 +59,8 @@ pub fn free_port() -> u16 {
 /// A fixture workspace in a temporary directory.
 pub struct TestEnv {
     dir: tempfile::TempDir,
+    /// The gate's user cache (`XDG_CACHE_HOME`), this workspace's own.
+    cache: tempfile::TempDir,
 }
 
 impl Default for TestEnv {
@@ -70,11 +72,15 @@ impl Default for TestEnv {
 impl TestEnv {
     /// An empty workspace.
     pub fn new() -> Self {
-        Self {
-            dir: tempfile::Builder::new()
-                .prefix("gate-e2e-")
+        let temp = |prefix| {
+            tempfile::Builder::new()
+                .prefix(prefix)
                 .tempdir()
-                .expect("a temporary directory"),
+                .expect("a temporary directory")
+        };
+        Self {
+            dir: temp("gate-e2e-"),
+            cache: temp("gate-e2e-cache-"),
         }
     }
 
@@ -130,9 +136,15 @@ impl TestEnv {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// A `gate` command with `args`, run in the workspace.
+    /// The user cache folder the gate runs with (`XDG_CACHE_HOME`).
+    pub fn cache_path(&self) -> &Path {
+        self.cache.path()
+    }
+
+    /// A `gate` command with `args`, run in the workspace, with a user
+    /// cache folder of this workspace's own.
     pub fn gate(&self, args: &[&str]) -> GateCommand {
-        GateCommand::new(self.path(), args)
+        GateCommand::new(self.path(), args).env("XDG_CACHE_HOME", self.cache.path())
     }
 
     /// What `run`'s bundle records (`gate evidence show RUN --format

@@ -1,6 +1,8 @@
 //! The base runs' build cache: a base checkout as the base's own checks
-//! left it, kept in the state directory (`base-cache/`), so the next base
-//! run on that base starts warm instead of from a cold build.
+//! left it, kept outside the workspace (`base-cache/` in the state
+//! directory, or in the user's cache folder when the state directory is in
+//! the workspace), so the next base run on that base starts warm instead of
+//! from a cold build.
 //!
 //! An entry is taken after the checks a base run needs (run on the base's
 //! code and the change's dependency manifests) and before anything of the
@@ -21,7 +23,7 @@ use super::folder::remove;
 /// How many entries are kept; the one used longest ago goes first.
 pub(crate) const KEEP: usize = 3;
 
-/// The folder of a state directory that holds the cache.
+/// The name of the folder that holds the cache.
 pub(crate) const FOLDER: &str = "base-cache";
 
 /// How old a half-made copy is before it counts as left by a killed run.
@@ -30,7 +32,7 @@ const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
 /// The file in an entry whose time says when it was last used.
 const USED: &str = "used";
 
-/// The cache of one state directory.
+/// The cache in one folder.
 pub(super) struct Cache {
     dir: PathBuf,
 }
@@ -75,10 +77,10 @@ impl Key<'_> {
 }
 
 impl Cache {
-    /// The cache in `state_dir`.
-    pub(super) fn new(state_dir: &Path) -> Self {
+    /// The cache in `dir`.
+    pub(super) fn new(dir: &Path) -> Self {
         Self {
-            dir: state_dir.join(FOLDER),
+            dir: dir.to_path_buf(),
         }
     }
 

@@ -105,7 +105,7 @@ pub(super) async fn exercise(
         output_cap: usize::try_from(spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
         events,
         previous_reads: previous_reads(history),
-        state_dir: Some(&ctx.state_dir),
+        cache_dir: ctx.base_cache_dir(),
     })
     .await?;
     drop(base_ledger);

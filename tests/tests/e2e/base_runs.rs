@@ -347,6 +347,13 @@ fn a_second_base_run_on_the_same_base_starts_from_the_build_cache() {
     planter(1);
     repo.verify(&[]).assert_exit(0);
     assert_eq!(cache(), ["cold 0", "warm 1"]);
+    // Kept outside the workspace: the state directory is in it, so the
+    // user's cache folder holds it.
+    assert!(!repo.env.path().join(".gate/base-cache").exists());
+    let entries = std::fs::read_dir(repo.env.cache_path().join("gate/base-cache"))
+        .unwrap()
+        .count();
+    assert_eq!(entries, 1);
     planter(2);
     let second = repo.verify(&[]);
     second.assert_exit(0);
