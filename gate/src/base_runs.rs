@@ -26,8 +26,6 @@
 mod cache;
 mod folder;
 
-pub(crate) use cache::FOLDER as CACHE_FOLDER;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -200,6 +200,9 @@ pub(crate) fn spec_string(spec: &Path, section: &str, key: &str) -> Result<Optio
     Ok(value)
 }
 
+/// The name of the folder that holds the base runs' build cache.
+const BASE_CACHE_FOLDER: &str = "base-cache";
+
 impl Context {
     /// A context over `workspace` with the default state directory, quiet
     /// and without colour, for tests that build one by hand.
@@ -359,13 +362,13 @@ impl Context {
     /// `~/.cache/gate/base-cache`); `None` when there is neither.
     pub(crate) fn base_cache_dir(&self) -> Option<PathBuf> {
         if self.state_inside_workspace().is_none() {
-            return Some(self.state_dir.join(crate::base_runs::CACHE_FOLDER));
+            return Some(self.state_dir.join(BASE_CACHE_FOLDER));
         }
         let user = self
             .env
             .absolute_path("XDG_CACHE_HOME")
             .or_else(|| self.env.absolute_path("HOME").map(|h| h.join(".cache")))?;
-        Some(user.join("gate").join(crate::base_runs::CACHE_FOLDER))
+        Some(user.join("gate").join(BASE_CACHE_FOLDER))
     }
 
     /// The state directory when it lies inside the workspace (the walk skips it).

@@ -23,9 +23,6 @@ use super::folder::remove;
 /// How many entries are kept; the one used longest ago goes first.
 pub(crate) const KEEP: usize = 3;
 
-/// The name of the folder that holds the cache.
-pub(crate) const FOLDER: &str = "base-cache";
-
 /// How old a half-made copy is before it counts as left by a killed run.
 const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
 
