@@ -612,15 +612,14 @@ impl Isolation {
         }
     }
 
-    /// Hands `paths` (each alone, not what a folder holds) to the run's
-    /// uid, when it has one: files the gate copied into a base checkout
-    /// after it was handed over.
+    /// Hands `paths` to the run's uid, when it has one: files and folders
+    /// the gate made in a base checkout after it was handed over.
     pub(crate) fn hand_over(&self, paths: &[PathBuf]) -> Result<(), String> {
         let Some(lease) = &self.lease else {
             return Ok(());
         };
         for path in paths {
-            std::os::unix::fs::lchown(path, Some(lease.uid()), Some(lease.uid()))
+            crate::identity::hand(path, lease.uid())
                 .map_err(|e| format!("cannot hand {} to the run's uid: {e}", path.display()))?;
         }
         Ok(())
