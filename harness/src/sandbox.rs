@@ -243,6 +243,15 @@ impl Sandbox {
     /// policy; [`Sandbox::command_prefix`], then the command and its
     /// arguments follow them.
     pub fn args(&self, cwd: &Path) -> Vec<OsString> {
+        self.args_traced(cwd, None)
+    }
+
+    /// [`Sandbox::args`], with the tracer inside when `trace` names its
+    /// folder ([`Sandbox::traces_inside`]): the folder is shown at
+    /// [`crate::trace::INSIDE`], and the tracer may trace (`CAP_SYS_PTRACE`,
+    /// which it needs to read the descriptors of processes that dropped to
+    /// the run's uid; `setpriv` drops it with the rest).
+    fn args_traced(&self, cwd: &Path, trace: Option<&Path>) -> Vec<OsString> {
         let mut a = Args::default();
         a.flags(&[
             "--die-with-parent",
@@ -273,6 +282,9 @@ impl Sandbox {
                 "--cap-add",
                 "CAP_DAC_READ_SEARCH",
             ]);
+            if trace.is_some() {
+                a.flags(&["--cap-add", "CAP_SYS_PTRACE"]);
+            }
         }
         // What lies in a folder made private (a `readable` path under
         // /var/tmp) is shown after that folder is made.
@@ -300,6 +312,9 @@ impl Sandbox {
         a.made("--tmpfs", Path::new("/run"), Some("0755"));
         for file in &self.run_files {
             a.mount("--ro-bind", file, file);
+        }
+        if let Some(dir) = trace {
+            a.mount("--bind", dir, Path::new(crate::trace::INSIDE));
         }
         a.mount("--bind", &self.tmp, Path::new("/tmp"));
         a.mount("--bind", &self.var_tmp, Path::new("/var/tmp"));
@@ -351,6 +366,17 @@ impl Sandbox {
         let mut present = self.clone();
         present.hidden.retain(|h| !gone(h));
         std::borrow::Cow::Owned(present)
+    }
+
+    /// Whether `tracer` runs inside this sandbox: when items drop to the
+    /// run's own uid (so they cannot reach a tracer that stays root) and
+    /// the tracer is among the host paths shown.
+    pub fn traces_inside(&self, tracer: &crate::trace::Tracer) -> bool {
+        self.identity.is_some()
+            && self
+                .shown
+                .iter()
+                .any(|s| matches!(s, Shown::Path(p) if tracer.strace.starts_with(p)))
     }
 
     /// What runs between bubblewrap and the item's command: the drop to
@@ -707,32 +733,29 @@ impl Launcher {
     /// How to start `program args…` in `cwd`: traced, when this launcher
     /// traces.
     pub(crate) fn argv(&self, program: &OsStr, args: &[&OsStr], cwd: &Path) -> Argv {
-        match (self.tracer(), &self.trace_to) {
-            (Some(tracer), Some(dir)) => {
-                // bubblewrap says which process set the sandbox up, so its
-                // own reads of what it mounts are not taken for the item's.
-                let info = dir.join(crate::trace::SANDBOX_INFO);
-                let argv = self.untraced_argv(program, args, cwd, Some(info));
-                let (program, args) = tracer.wrap(dir, argv.program, argv.args);
-                Argv {
-                    program,
-                    args,
-                    ..argv
-                }
-            }
-            _ => self.untraced_argv(program, args, cwd, None),
+        let (Some(tracer), Some(dir)) = (self.tracer(), &self.trace_to) else {
+            return self.argv_with(program, args, cwd, &Watch::None);
+        };
+        if let How::Sandboxed(sandbox) = &self.how
+            && sandbox.traces_inside(tracer)
+        {
+            return self.argv_with(program, args, cwd, &Watch::Inside(tracer, dir));
+        }
+        // bubblewrap says which process set the sandbox up, so its own
+        // reads of what it mounts are not taken for the item's.
+        let info = dir.join(crate::trace::SANDBOX_INFO);
+        let argv = self.argv_with(program, args, cwd, &Watch::Info(info));
+        let (program, args) = tracer.wrap(dir, argv.program, argv.args);
+        Argv {
+            program,
+            args,
+            ..argv
         }
     }
 
-    /// How to start `program args…` in `cwd`; a sandbox writes what
-    /// bubblewrap tells of it (`--info-fd`) to `info`, when given.
-    fn untraced_argv(
-        &self,
-        program: &OsStr,
-        args: &[&OsStr],
-        cwd: &Path,
-        info: Option<PathBuf>,
-    ) -> Argv {
+    /// How to start `program args…` in `cwd`, with what `watch` asks of a
+    /// sandbox.
+    fn argv_with(&self, program: &OsStr, args: &[&OsStr], cwd: &Path, watch: &Watch) -> Argv {
         let command =
             std::iter::once(program.to_owned()).chain(args.iter().map(|a| (*a).to_owned()));
         let plain = |run_as| Argv {
@@ -764,15 +787,24 @@ impl Launcher {
                     SECCOMP_FD.to_string().into(),
                 ];
                 let mut writes = Vec::new();
-                if let Some(info) = info {
+                if let Watch::Info(info) = watch {
                     all.extend(["--info-fd".into(), INFO_FD.to_string().into()]);
-                    writes.push((INFO_FD, info));
+                    writes.push((INFO_FD, info.clone()));
                 }
                 all.push("--".into());
+                let inside = match watch {
+                    Watch::Inside(tracer, dir) => {
+                        all.push(tracer.strace.clone().into_os_string());
+                        all.extend(tracer.options(Path::new(crate::trace::INSIDE)));
+                        Some(*dir)
+                    }
+                    Watch::None | Watch::Info(_) => None,
+                };
                 all.extend(sandbox.command_prefix());
                 all.extend(command);
+                let sandbox_args = sandbox.still_there().args_traced(cwd, inside);
                 let files = vec![
-                    (ARGS_FD, nul_separated(&sandbox.still_there().args(cwd))),
+                    (ARGS_FD, nul_separated(&sandbox_args)),
                     (SECCOMP_FD, crate::seccomp::filter()),
                 ];
                 let (program, args) = match &sandbox.network {
@@ -796,6 +828,17 @@ impl Launcher {
             }
         }
     }
+}
+
+/// What a sandbox is asked for a traced process.
+enum Watch<'a> {
+    /// Nothing: the process is not traced.
+    None,
+    /// The tracer runs above bubblewrap: bubblewrap writes what it tells of
+    /// the sandbox (`--info-fd`) to this file.
+    Info(PathBuf),
+    /// The tracer runs inside, writing into this folder of the gate's.
+    Inside(&'a crate::trace::Tracer, &'a Path),
 }
 
 /// Arguments as bubblewrap's `--args` reads them: each ended by a NUL.
@@ -1083,6 +1126,59 @@ mod tests {
             (argv.program.as_os_str(), argv.run_as),
             (OsStr::new("true"), Some((7, 8)))
         );
+    }
+
+    /// A traced item: the tracer runs inside the sandbox, as root before
+    /// the drop to the run's uid, when there is one and the tracer is
+    /// shown; else above bubblewrap, which then says which process set the
+    /// sandbox up.
+    #[test]
+    fn the_tracer_runs_inside_the_sandbox_when_the_item_drops_to_the_runs_uid() {
+        let trace = Path::new("/var/gate/trace-1");
+        // (the run's identity, where strace is, whether it runs inside)
+        let cases = [
+            (Some(5000), "/usr/bin/strace", true),
+            (None, "/usr/bin/strace", false),
+            (Some(5000), "/home/me/bin/strace", false),
+        ];
+        for (uid, strace, inside) in cases {
+            let mut p = policy();
+            p.identity = uid.map(|uid| Identity {
+                uid,
+                gid: uid,
+                setpriv: "/usr/bin/setpriv".into(),
+                accounts: None,
+            });
+            let tracer = crate::trace::Tracer {
+                strace: strace.into(),
+            };
+            let l = Launcher::sandboxed(Vec::new(), p.clone())
+                .with_tracer(Some(tracer.clone()))
+                .traced_into(trace);
+            let argv = l.argv(OsStr::new("sh"), &[], Path::new("/srv/ci/ws"));
+            let args = strings(&argv.args);
+            let bwrap = String::from_utf8_lossy(&argv.files[0].1).replace('\0', " ");
+            let shown = format!("--bind {} {} ", trace.display(), crate::trace::INSIDE);
+            let case = format!("{uid:?} {strace}");
+            if inside {
+                assert_eq!(argv.program, "/usr/bin/bwrap", "{case}");
+                let mut want = vec!["--args", "3", "--seccomp", "4", "--", strace];
+                let options = strings(&tracer.options(Path::new(crate::trace::INSIDE)));
+                want.extend(options.iter().map(String::as_str));
+                want.extend(["/usr/bin/setpriv", "--reuid=5000"]);
+                assert_eq!(args[..want.len()], want, "{case}");
+                assert!(bwrap.contains(&shown), "{case}: {bwrap}");
+                assert!(bwrap.contains("--cap-add CAP_SYS_PTRACE "), "{case}");
+                assert!(argv.writes.is_empty(), "{case}");
+            } else {
+                assert_eq!(argv.program, strace, "{case}");
+                assert!(args.contains(&"--info-fd".to_owned()), "{case}");
+                assert!(!bwrap.contains(&shown), "{case}: {bwrap}");
+                assert!(!bwrap.contains("CAP_SYS_PTRACE"), "{case}");
+                let info = trace.join(crate::trace::SANDBOX_INFO);
+                assert_eq!(argv.writes, vec![(5, info)], "{case}");
+            }
+        }
     }
 
     fn namespace(user: bool) -> Namespace {

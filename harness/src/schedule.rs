@@ -190,7 +190,13 @@ impl Ctx {
         if launcher.tracer().is_none() {
             return (None, std::borrow::Cow::Borrowed(launcher));
         }
-        match tempfile::Builder::new().prefix("gate-trace-").tempdir() {
+        // The gate's alone: a tracer inside the sandbox shows it there.
+        let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+        match tempfile::Builder::new()
+            .prefix("gate-trace-")
+            .permissions(private)
+            .tempdir()
+        {
             Ok(dir) => {
                 let traced = launcher.traced_into(dir.path());
                 (Some(dir), std::borrow::Cow::Owned(traced))

@@ -1,11 +1,20 @@
 //! Observed inputs: what an item's processes touched in the workspace.
 //!
-//! `strace` (found by the gate where the items cannot write) runs outside
-//! the sandbox, above bubblewrap, and follows every process of the item
-//! with a seccomp filter, so only file system calls stop. It writes one
-//! file per process into a folder of the gate's that the items cannot see
-//! (`-ff`, so no two processes' lines interleave), and `-y` decodes every
-//! descriptor, the working directory (`AT_FDCWD`) included, into its path.
+//! `strace` (found by the gate where the items cannot write) follows every
+//! process of the item with a seccomp filter, so only file system calls
+//! stop. It writes one file per process into a folder of the gate's that
+//! the items cannot read (`-ff`, so no two processes' lines interleave),
+//! and `-y` decodes every descriptor, the working directory (`AT_FDCWD`)
+//! included, into its path.
+//!
+//! Where it runs depends on who the items run as. When they run as the
+//! run's own uid in a sandbox (the gate as root), `strace` runs inside the
+//! sandbox as root, between bubblewrap and the drop to that uid: the items
+//! can neither signal it nor read its folder (shown at [`INSIDE`], the
+//! gate's own and mode 0700), and bubblewrap's set-up, some 150 calls that
+//! would each stop, is not traced at all. Otherwise it runs above
+//! bubblewrap, outside the items' reach, and bubblewrap's set-up process
+//! is told apart by what bubblewrap says of it ([`SANDBOX_INFO`]).
 //!
 //! An access is any open, exec, stat-family call, `access`, `readlink` or
 //! directory listing: build tools decide freshness by `stat`, so a command
@@ -31,6 +40,10 @@ const PREFIX: &str = "trace";
 /// it names the process that set the sandbox up (`child-pid`), whose
 /// reads of what it mounts are bubblewrap's, not the item's.
 pub const SANDBOX_INFO: &str = "sandbox-info.json";
+
+/// Where a trace's folder is shown inside a sandbox whose tracer runs
+/// inside it (under the sandbox's private `/run`).
+pub const INSIDE: &str = "/run/gate-trace";
 
 /// What one item's processes did to the workspace, by workspace-relative
 /// `/`-separated path. `.git` is left out: the gate reads the repository
@@ -66,6 +79,15 @@ impl Tracer {
         program: OsString,
         args: Vec<OsString>,
     ) -> (OsString, Vec<OsString>) {
+        let mut all = self.options(dir);
+        all.push(program);
+        all.extend(args);
+        (self.strace.clone().into_os_string(), all)
+    }
+
+    /// `strace`'s own arguments, writing into `dir` (as the tracer sees
+    /// it), up to the `--` the traced command follows.
+    pub fn options(&self, dir: &Path) -> Vec<OsString> {
         let mut all: Vec<OsString> = [
             "-f",
             "-ff",
@@ -85,9 +107,7 @@ impl Tracer {
         .collect();
         all.push(dir.join(PREFIX).into_os_string());
         all.push("--".into());
-        all.push(program);
-        all.extend(args);
-        (self.strace.clone().into_os_string(), all)
+        all
     }
 }
 

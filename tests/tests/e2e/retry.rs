@@ -447,3 +447,60 @@ fn a_task_report_is_stale_by_content_not_by_its_time() {
         }
     }
 }
+
+/// As root, items run as the run's own uid and the tracer runs inside
+/// their sandbox, still root: an item that looks for its trace's folder
+/// finds it closed, cannot plant a trace file there, and cannot kill the
+/// tracer, so what it read is still recorded.
+#[test]
+fn an_item_cannot_reach_the_tracer_that_watches_it() {
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root, where this must run"
+        );
+        return;
+    }
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        r#"
+[spec]
+id = "spy"
+[policy]
+builtin_parse = false
+[[task]]
+id = "t"
+paths = ["src/**", "tests/**"]
+[[task.criterion]]
+id = "spy"
+text = "the spy finds nothing"
+run = "sh tests/spy.sh"
+inputs = ["tests/spy.sh"]
+"#,
+    );
+    env.write(
+        "tests/spy.sh",
+        r#"set -u
+cat src/read.txt >/dev/null
+test -d /run/gate-trace || { echo "no trace folder inside"; exit 1; }
+ls /run/gate-trace >/dev/null 2>&1 && { echo "the trace is readable"; exit 1; }
+{ echo 'openat(AT_FDCWD</>, "/x", O_RDONLY) = 3' > /run/gate-trace/trace.1; } 2>/dev/null && { echo "a trace was planted"; exit 1; }
+for p in /proc/[0-9]*; do
+  [ "$(stat -c %u "$p")" = 0 ] || continue
+  kill -9 "${p#/proc/}" 2>/dev/null && { echo "killed ${p#/proc/}"; exit 1; }
+done
+exit 0
+"#,
+    );
+    env.write("src/read.txt", "watched\n");
+    let out = env.gate(&["verify", "--format", "json"]).run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "spy"), "passed", "{doc:#}");
+    assert_eq!(
+        item(&doc, "spy").unwrap()["read_beyond_inputs"],
+        1,
+        "{doc:#}"
+    );
+}
