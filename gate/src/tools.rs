@@ -31,10 +31,11 @@ pub(crate) struct Tools {
 }
 
 impl Tools {
-    /// Finds each of [`NAMES`] on `path`, passing over every folder that is
+    /// Finds each of [`NAMES`] and `extra` (the eBPF tracer's `bpftrace`,
+    /// when it is asked for) on `path`, passing over every folder that is
     /// relative, lies in one of `untrusted` (canonical paths), or that a user
     /// other than root and the gate's own can write to.
-    pub(crate) fn resolve(path: Option<&OsStr>, untrusted: &[PathBuf]) -> Self {
+    pub(crate) fn resolve(path: Option<&OsStr>, untrusted: &[PathBuf], extra: &[&str]) -> Self {
         let own_uid = nix::unistd::geteuid().as_raw();
         let mut tools = Self::default();
         let dirs: Vec<PathBuf> = path
@@ -53,7 +54,7 @@ impl Tools {
                 }
             }
         }
-        for name in NAMES {
+        for name in NAMES.iter().chain(extra) {
             let found = trusted.iter().find_map(|dir| {
                 let candidate = dir.join(name);
                 let real = candidate.canonicalize().ok()?;
@@ -68,7 +69,7 @@ impl Tools {
                 && let Ok(bytes) = std::fs::read(&real)
             {
                 tools.found.push(RunTool {
-                    name: name.to_owned(),
+                    name: (*name).to_owned(),
                     path: real.display().to_string(),
                     sha256: hex::encode(Sha256::digest(&bytes)),
                 });
@@ -166,7 +167,7 @@ mod tests {
             system.clone(),
         ])
         .unwrap();
-        let tools = Tools::resolve(Some(&path), std::slice::from_ref(&ws));
+        let tools = Tools::resolve(Some(&path), std::slice::from_ref(&ws), &[]);
         // (tool, where it is found)
         let cases = [("git", Some(system.join("git"))), ("bwrap", None)];
         for (name, want) in cases {

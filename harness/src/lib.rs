@@ -25,6 +25,7 @@
 // Test code may run long: a scenario reads best whole.
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
+pub mod bpf;
 pub mod builtin;
 pub mod errors;
 pub mod inside;

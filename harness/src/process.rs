@@ -83,6 +83,7 @@ pub async fn run_argv(
         Arc::clone(&stdout),
         Arc::clone(&stderr),
     )?;
+    launcher.claim(group.pid().unsigned_abs());
     let status = tokio::select! {
         status = group.wait() => Some(status),
         () = tokio::time::sleep(timeout) => None,
@@ -405,7 +406,9 @@ impl ProcessGroup {
                 source,
             }
         })?;
-        Self::spawn(&mut command, run, Arc::clone(&combined), combined)
+        let group = Self::spawn(&mut command, run, Arc::clone(&combined), combined)?;
+        launcher.claim(group.pid().unsigned_abs());
+        Ok(group)
     }
 
     /// Starts `argv` (no shell) in `cwd`, like [`ProcessGroup::spawn_shell`].
@@ -428,12 +431,14 @@ impl ProcessGroup {
                 command: argv.join(" "),
                 source,
             })?;
-        Self::spawn(
+        let group = Self::spawn(
             &mut command,
             &argv.join(" "),
             Arc::clone(&combined),
             combined,
-        )
+        )?;
+        launcher.claim(group.pid().unsigned_abs());
+        Ok(group)
     }
 
     /// The combined output's capture, watching for `watch_for`.

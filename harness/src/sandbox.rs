@@ -527,6 +527,9 @@ pub struct Launcher {
     shell: Option<PathBuf>,
     /// The tracer that records what items touch, when the gate has one.
     tracer: Option<crate::trace::Tracer>,
+    /// The run's eBPF tracer, which traces the items that run as the
+    /// run's own uid in a sandbox instead, when the gate runs one.
+    watcher: Option<crate::bpf::Watching>,
     /// Where this launcher's processes are traced into, when they are.
     trace_to: Option<PathBuf>,
 }
@@ -582,6 +585,7 @@ impl Launcher {
             how: How::Direct,
             shell: None,
             tracer: None,
+            watcher: None,
             trace_to: None,
         }
     }
@@ -593,6 +597,7 @@ impl Launcher {
             how: How::As(uid, gid),
             shell: None,
             tracer: None,
+            watcher: None,
             trace_to: None,
         }
     }
@@ -604,6 +609,7 @@ impl Launcher {
             how: How::Sandboxed(Box::new(sandbox)),
             shell: None,
             tracer: None,
+            watcher: None,
             trace_to: None,
         }
     }
@@ -625,6 +631,14 @@ impl Launcher {
         self
     }
 
+    /// Items in a sandbox that run as the run's own uid are traced by the
+    /// run's eBPF tracer `watcher` instead of `strace`, when there is one.
+    #[must_use]
+    pub fn with_watcher(mut self, watcher: Option<crate::bpf::Watching>) -> Self {
+        self.watcher = watcher;
+        self
+    }
+
     /// The tracer, when items can be traced.
     /// Items run as the run's uid without a sandbox are not traced: the
     /// tracer would run as that uid too, within their reach.
@@ -637,13 +651,51 @@ impl Launcher {
 
     /// This launcher, its processes traced into `dir` (a folder of the
     /// gate's that they cannot see); unchanged when there is no tracer.
+    /// With the run's eBPF tracer, the sandbox's workspace is registered
+    /// with it first; if it cannot be, `strace` traces instead.
     #[must_use]
     pub fn traced_into(&self, dir: &Path) -> Self {
         let mut traced = self.clone();
-        if traced.tracer().is_some() {
-            traced.trace_to = Some(dir.to_path_buf());
+        if traced.tracer().is_none() {
+            return traced;
+        }
+        traced.trace_to = Some(dir.to_path_buf());
+        if let (Some(watching), How::Sandboxed(sandbox)) = (self.watching(), &self.how) {
+            let inside = sandbox.inside(&sandbox.workspace);
+            if let Err(e) = watching.0.register(&sandbox.workspace, &inside) {
+                tracing::warn!(error = %e, "the eBPF tracer cannot trace this item; strace does");
+                traced.watcher = None;
+            }
         }
         traced
+    }
+
+    /// The run's eBPF tracer, when it traces this launcher's processes:
+    /// they run in a sandbox as the run's own uid.
+    fn watching(&self) -> Option<&crate::bpf::Watching> {
+        match &self.how {
+            How::Sandboxed(sandbox) if sandbox.identity.is_some() => {
+                self.tracer()?;
+                self.watcher.as_ref()
+            }
+            How::Direct | How::As(..) | How::Sandboxed(_) | How::Joined(_) => None,
+        }
+    }
+
+    /// Tells the run's eBPF tracer that the process `pid`, just started
+    /// by this launcher, is one of the traced item's.
+    pub(crate) fn claim(&self, pid: u32) {
+        if let (Some(watching), Some(dir)) = (self.watching(), &self.trace_to) {
+            watching.0.claim(dir, pid);
+        }
+    }
+
+    /// What the processes traced into `dir` touched under `workspace`.
+    pub fn observed(&self, dir: &Path, workspace: &Path) -> crate::trace::Accesses {
+        match self.watching() {
+            Some(watching) => watching.0.collect(dir, workspace),
+            None => crate::trace::read(dir, workspace),
+        }
     }
 
     /// The shell command lines run with.
@@ -682,6 +734,7 @@ impl Launcher {
             how: How::Joined(namespace.clone()),
             shell: self.shell.clone(),
             tracer: None,
+            watcher: None,
             trace_to: None,
         })
     }
@@ -736,6 +789,10 @@ impl Launcher {
         let (Some(tracer), Some(dir)) = (self.tracer(), &self.trace_to) else {
             return self.argv_with(program, args, cwd, &Watch::None);
         };
+        if self.watching().is_some() {
+            // The eBPF tracer sees the sandbox's processes from the kernel.
+            return self.argv_with(program, args, cwd, &Watch::None);
+        }
         if let How::Sandboxed(sandbox) = &self.how
             && sandbox.traces_inside(tracer)
         {

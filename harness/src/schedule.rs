@@ -208,9 +208,14 @@ impl Ctx {
         }
     }
 
-    /// What a traced item touched, read from its trace folder.
-    fn observed(&self, dir: Option<tempfile::TempDir>) -> Option<Box<crate::trace::Accesses>> {
-        dir.map(|d| Box::new(crate::trace::read(d.path(), &self.workspace)))
+    /// What a traced item touched, as `launcher` (the one [`Ctx::traced`]
+    /// gave) traced it into `dir`.
+    fn observed(
+        &self,
+        dir: Option<tempfile::TempDir>,
+        launcher: &crate::Launcher,
+    ) -> Option<Box<crate::trace::Accesses>> {
+        dir.map(|d| Box::new(launcher.observed(d.path(), &self.workspace)))
     }
 
     /// Redacts the free text of a result.
@@ -558,7 +563,7 @@ async fn command(ctx: &Ctx, item: &Item, run: &str, permit: OwnedSemaphorePermit
     )
     .await;
     drop(permit);
-    let observed = ctx.observed(trace_dir);
+    let observed = ctx.observed(trace_dir, &launcher);
     let shell = match shell {
         Ok(shell) => shell,
         Err(e) => {
@@ -674,7 +679,7 @@ impl Service<'_> {
             exit_code,
             reason,
             output: self.ctx.output(group.output()),
-            observed: self.ctx.observed(trace_dir),
+            observed: self.ctx.observed(trace_dir, &launcher),
             ..result(self.item, status, ready_in)
         }
     }

@@ -172,9 +172,9 @@ fn sandbox_setup(dir: &Path) -> Option<u64> {
 }
 
 /// Reads one process's lines into `out`.
-struct Reader<'a> {
-    workspace: &'a Path,
-    out: &'a mut Accesses,
+pub(crate) struct Reader<'a> {
+    pub(crate) workspace: &'a Path,
+    pub(crate) out: &'a mut Accesses,
 }
 
 /// What a call does with the paths it names.
@@ -235,7 +235,7 @@ impl Reader<'_> {
         }
     }
 
-    fn call(&mut self, call: &Call, cwd: &mut Option<PathBuf>) {
+    pub(crate) fn call(&mut self, call: &Call, cwd: &mut Option<PathBuf>) {
         // A ring's reads and opens happen in the kernel, out of the
         // tracer's sight (the sandbox refuses it; outside one it may work).
         if call.name == "io_uring_setup" && !call.failed {
@@ -394,7 +394,7 @@ fn normalize(path: &Path) -> PathBuf {
 
 /// One argument of a traced call.
 #[derive(Debug, PartialEq, Eq)]
-enum Arg {
+pub(crate) enum Arg {
     /// A quoted string: a path.
     Str(String),
     /// A descriptor decoded by `-y`; `cwd` when it was `AT_FDCWD`.
@@ -405,16 +405,16 @@ enum Arg {
 
 /// One line of a trace: `name(args) = result`.
 #[derive(Debug, PartialEq, Eq)]
-struct Call {
-    name: String,
-    args: Vec<Arg>,
+pub(crate) struct Call {
+    pub(crate) name: String,
+    pub(crate) args: Vec<Arg>,
     /// The text of the arguments outside strings (`O_WRONLY|O_CREAT`…),
     /// for the opens.
-    flags: String,
+    pub(crate) flags: String,
     /// The path a returned descriptor was decoded to.
-    returned: Option<PathBuf>,
+    pub(crate) returned: Option<PathBuf>,
     /// Whether it returned an error.
-    failed: bool,
+    pub(crate) failed: bool,
 }
 
 impl Call {

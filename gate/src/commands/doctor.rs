@@ -961,6 +961,25 @@ async fn check_sandbox(
 /// without it a retry carries no command's result.
 fn tracing_check(isolation: &Isolation) -> Check {
     const CHECK: &str = "tracing";
+    if let Some(fallback) = isolation
+        .warnings
+        .iter()
+        .find(|w| w.contains("eBPF tracer"))
+    {
+        return Check::warning(
+            CHECK,
+            fallback.clone(),
+            "run the gate as root with bpftrace installed (`apt-get install bpftrace`) and \
+             tracefs mounted, or leave GATE_TRACE=ebpf unset",
+        );
+    }
+    if isolation.traced_from_the_kernel() {
+        return Check::ok(
+            CHECK,
+            "the eBPF tracer (bpftrace) traces what each sandboxed command reads, strace the \
+             rest: a retry carries what nothing it read changed",
+        );
+    }
     if isolation.traced() {
         return Check::ok(
             CHECK,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gate_evidence::ledger::RunIdentity;
+use gate_harness::bpf::Watching;
 use gate_harness::netns::Holder;
 use gate_harness::sandbox::{Bind, Hidden, Home, Identity, Network, Overlay};
 use gate_harness::trace::Tracer;
@@ -260,6 +261,9 @@ pub(crate) struct Isolation {
     shell: Option<PathBuf>,
     /// The tracer that records what items read, when it works here.
     tracer: Option<Tracer>,
+    /// The run's eBPF tracer, when `GATE_TRACE=ebpf` asked for it and it
+    /// started.
+    watcher: Option<Watching>,
 }
 
 /// How long the sandbox probe may take.
@@ -273,6 +277,7 @@ struct Start {
     lease: Option<Lease>,
     warnings: Vec<String>,
     tracer: Option<Tracer>,
+    watcher: Option<Watching>,
 }
 
 impl Start {
@@ -280,9 +285,15 @@ impl Start {
     /// `writable` paths that exist (the items can write those).
     fn new(setup: &Setup<'_>, host_home: Option<&Path>) -> (Vec<PathBuf>, Self) {
         let (writable, mut warnings) = writable_paths(&setup.section.writable, host_home);
+        let extra: &[&str] = if ebpf_asked(setup.host_env) {
+            &["bpftrace"]
+        } else {
+            &[]
+        };
         let tools = Tools::resolve(
             lookup(setup.host_env, "PATH"),
             &untrusted_roots(setup, &writable),
+            extra,
         );
         warnings.extend(tools.warning());
         // The tools' own `PATH`: only the folders they were found in.
@@ -300,6 +311,7 @@ impl Start {
             lease: None,
             warnings,
             tracer: None,
+            watcher: None,
         };
         (writable, start)
     }
@@ -307,8 +319,14 @@ impl Start {
     /// Takes the gate's `strace` as the run's tracer when it can trace
     /// here and `GATE_TRACE` does not turn it off, else says once why
     /// nothing is traced; a `GATE_TRACE` that is no boolean is an error.
-    async fn trace(&mut self, host_env: &[(OsString, OsString)]) -> Result<(), GateError> {
+    async fn trace(
+        &mut self,
+        host_env: &[(OsString, OsString)],
+        workspace: &Path,
+    ) -> Result<(), GateError> {
+        let ebpf = ebpf_asked(host_env);
         let on = match lookup(host_env, names::TRACE) {
+            Some(_) if ebpf => true,
             Some(v) => crate::config::truthy(names::TRACE, &v.to_string_lossy())?,
             None => true,
         };
@@ -321,13 +339,52 @@ impl Start {
             return Ok(());
         }
         match probe_tracer(&self.tools, &self.tools_env).await {
-            Ok(tracer) => self.tracer = Some(tracer),
+            Ok(tracer) => {
+                if ebpf {
+                    match self.start_watcher(workspace) {
+                        Ok(watcher) => self.watcher = Some(watcher),
+                        Err(why) => self.warnings.push(format!(
+                            "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
+                            names::TRACE
+                        )),
+                    }
+                }
+                self.tracer = Some(tracer);
+            }
             Err(why) => self.warnings.push(format!(
                 "what the items read is not traced ({why}): a retry carries no command's \
                  result forward, it runs them all again"
             )),
         }
         Ok(())
+    }
+
+    /// Starts the run's eBPF tracer: the gate must run as root and have
+    /// found `bpftrace` where the items cannot write.
+    fn start_watcher(&self, workspace: &Path) -> Result<Watching, String> {
+        if !nix::unistd::geteuid().is_root() {
+            return Err("it needs the gate to run as root".into());
+        }
+        let bpftrace = self.tools.path("bpftrace").ok_or_else(|| {
+            "`bpftrace` is not installed outside the folders the workspace's code can write \
+             (Debian and Ubuntu: `apt-get install bpftrace`)"
+                .to_owned()
+        })?;
+        let launchers = ["bwrap", "nsenter"]
+            .iter()
+            .filter_map(|name| self.tools.path(name))
+            .collect();
+        let watcher = gate_harness::bpf::Watcher::start(&gate_harness::bpf::Settings {
+            bpftrace,
+            workspace: workspace.to_path_buf(),
+            launchers,
+        })
+        .map_err(|e| e.to_string())?;
+        tracing::info!(
+            startup_ms = watcher.startup().as_millis(),
+            "the eBPF tracer is attached"
+        );
+        Ok(Watching(std::sync::Arc::new(watcher)))
     }
 }
 
@@ -367,6 +424,7 @@ impl Isolation {
             },
             shell: start.tools.path("sh"),
             tracer: start.tracer,
+            watcher: start.watcher,
             env,
             sandbox: None,
             tools_env: start.tools_env,
@@ -391,7 +449,7 @@ impl Isolation {
             .map(PathBuf::from)
             .filter(|h| h.is_absolute() && h.parent().is_some() && h.is_dir());
         let (writable, mut start) = Start::new(&setup, host_home.as_deref());
-        start.trace(setup.host_env).await?;
+        start.trace(setup.host_env, setup.workspace).await?;
         if mode == SandboxMode::Off {
             let why = off_reason(&setup);
             return Self::unisolated(&setup, start, Some(why));
@@ -492,6 +550,7 @@ impl Isolation {
             },
             shell: start.tools.path("sh"),
             tracer: start.tracer,
+            watcher: start.watcher,
             env,
             sandbox: Some(sandbox),
             tools_env: start.tools_env,
@@ -537,6 +596,11 @@ impl Isolation {
         self.items(Vec::new(), Vec::new()).tracer().is_some()
     }
 
+    /// Whether the run's eBPF tracer traces its sandboxed items.
+    pub(crate) fn traced_from_the_kernel(&self) -> bool {
+        self.tracer.is_some() && self.watcher.is_some() && self.sandbox.is_some()
+    }
+
     /// The launcher of the gate's own tools (`git`): an environment of
     /// their own and, where the machine isolates, a sandbox in which the
     /// workspace is read-only and no network is reachable.
@@ -578,6 +642,7 @@ impl Isolation {
                 Launcher::sandboxed(self.env.clone(), items)
                     .with_shell(self.shell.clone())
                     .with_tracer(self.tracer.clone())
+                    .with_watcher(self.watcher.clone())
             }
         }
     }
@@ -718,6 +783,11 @@ async fn probe_tracer(tools: &Tools, env: &[(OsString, OsString)]) -> Result<Tra
         Some(why) => Err(format!("strace's trace cannot be read here: {why}")),
         None => Ok(tracer),
     }
+}
+
+/// Whether `GATE_TRACE=ebpf` asks for the eBPF tracer.
+fn ebpf_asked(host_env: &[(OsString, OsString)]) -> bool {
+    lookup(host_env, names::TRACE).is_some_and(|v| v.to_string_lossy().eq_ignore_ascii_case("ebpf"))
 }
 
 /// Why a run with `mode = "off"` is unisolated: the spec's word or the

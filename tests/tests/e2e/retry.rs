@@ -292,6 +292,30 @@ fn deleting_the_failing_criterion_at_base_is_caught() {
 /// say what each read beyond its inputs.
 #[test]
 fn a_file_read_outside_the_declared_inputs_is_not_carried_over() {
+    for mode in tracers() {
+        carries_only_what_was_not_read(mode);
+    }
+}
+
+/// The tracers this machine runs: `strace` always; the eBPF tracer as root
+/// with `bpftrace` installed (CI runs as root, and scripts/test installs it).
+fn tracers() -> Vec<&'static str> {
+    let bpftrace = ["/usr/bin/bpftrace", "/usr/sbin/bpftrace"]
+        .iter()
+        .any(|p| std::path::Path::new(p).is_file());
+    if nix::unistd::geteuid().is_root() && bpftrace {
+        vec!["on", "ebpf"]
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with bpftrace: scripts/test installs it"
+        );
+        vec!["on"]
+    }
+}
+
+/// The observed-inputs sequence with `GATE_TRACE=mode`.
+fn carries_only_what_was_not_read(mode: &str) {
     let env = TestEnv::new();
     env.write(
         "gate.toml",
@@ -324,7 +348,18 @@ inputs = ["src/other.txt"]
     env.write("src/set.txt", "seconds\n");
     env.write("src/ping.txt", "pong\n");
     env.write("src/other.txt", "no\n");
-    let verify = || env.gate(&["verify", "--format", "json"]).run();
+    let verify = || {
+        let out = env
+            .gate(&["verify", "--format", "json"])
+            .env("GATE_TRACE", mode)
+            .run();
+        assert!(
+            !out.stderr.contains("eBPF tracer does not run"),
+            "{mode}: {}",
+            out.stderr
+        );
+        out
+    };
 
     // Attempt 1: `other` fails; `ttl` passes, having read src/set.txt.
     let out = verify();
@@ -369,8 +404,8 @@ inputs = ["src/other.txt"]
     let out = verify();
     out.assert_exit(0);
     let doc = out.json();
-    assert_eq!(status_of(&doc, "ttl"), "passed");
-    assert_eq!(status_of(&doc, "ping"), "carried");
+    assert_eq!(status_of(&doc, "ttl"), "passed", "{mode}");
+    assert_eq!(status_of(&doc, "ping"), "carried", "{mode}");
 }
 
 /// A task's JUnit report is judged by its content over the task's files,

@@ -1,0 +1,147 @@
+use std::path::{Path, PathBuf};
+
+use super::{Settings, Watcher, script};
+
+/// The tracer's tools when this machine can run it: root, `bpftrace` and
+/// `bwrap` installed. In CI (root, where scripts/test installs them) it
+/// must.
+fn tools() -> Option<(PathBuf, PathBuf)> {
+    let found = |names: &[&str]| names.iter().map(PathBuf::from).find(|p| p.is_file());
+    let bpftrace = found(&["/usr/bin/bpftrace", "/usr/sbin/bpftrace"]);
+    let bwrap = found(&["/usr/bin/bwrap"]);
+    let root = nix::unistd::geteuid().is_root();
+    if let (Some(b), Some(w), true) = (bpftrace, bwrap, root) {
+        return Some((b, w));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI runs as root with bpftrace and bubblewrap: scripts/test installs them"
+    );
+    None
+}
+
+/// A shell in a bubblewrap sandbox whose working directory is `ws`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the sandbox's own command line, run as it is"
+)]
+fn sandboxed(bwrap: &Path, ws: &Path, script: &str) -> std::process::Child {
+    std::process::Command::new(bwrap)
+        .args([
+            "--bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-pid",
+        ])
+        .arg("--chdir")
+        .arg(ws)
+        .args(["--", "/bin/sh", "-c", script])
+        .spawn()
+        .unwrap()
+}
+
+/// A tracer for the workspace `ws`, registered.
+fn watcher(bpftrace: PathBuf, bwrap: &Path, ws: &Path) -> Watcher {
+    let watcher = Watcher::start(&Settings {
+        bpftrace,
+        workspace: ws.to_path_buf(),
+        launchers: vec![bwrap.to_path_buf()],
+    })
+    .unwrap();
+    watcher.register(ws, ws).unwrap();
+    watcher
+}
+
+/// One tracer, one sandboxed shell that reads, lists, probes, climbs into
+/// a folder and writes, by relative and absolute names and through a
+/// link: each is seen, and nothing outside the workspace is.
+#[test]
+fn a_sandboxed_shell_is_seen_doing_each_thing() {
+    let Some((bpftrace, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("sub/deep")).unwrap();
+    std::fs::write(ws.join("sub/a.txt"), "a").unwrap();
+    std::fs::write(ws.join("sub/deep/b.txt"), "b").unwrap();
+    std::fs::write(ws.join("abs.txt"), "c").unwrap();
+    std::fs::write(ws.join("sub/deep/linked.txt"), "d").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(ws.join("sub/deep"), outside.path().join("link")).unwrap();
+    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let line = format!(
+        "cat sub/a.txt >/dev/null; cd sub; ls >/dev/null; test -e nope.txt; \
+         cd deep && cat b.txt >/dev/null; cat {abs} >/dev/null; cat {link}/linked.txt >/dev/null; \
+         echo x > {ws}/made.txt; cat /etc/hostname >/dev/null",
+        abs = ws.join("abs.txt").display(),
+        link = outside.path().join("link").display(),
+        ws = ws.display(),
+    );
+    let dir = Path::new("/trace-1");
+    let mut child = sandboxed(&bwrap, &ws, &line);
+    watcher.claim(dir, child.id());
+    assert!(child.wait().unwrap().success());
+    let got = watcher.collect(dir, &ws);
+    assert_eq!(got.incomplete, None, "{got:?}");
+    for want in [
+        "sub/a.txt",
+        "sub/nope.txt",
+        "sub/deep/b.txt",
+        "abs.txt",
+        "made.txt",
+        "sub/deep/linked.txt",
+    ] {
+        assert!(got.paths.contains(want), "{want} not in {:?}", got.paths);
+    }
+    assert!(got.listed.contains("sub"), "{:?}", got.listed);
+    assert!(got.written.contains("made.txt"), "{:?}", got.written);
+    assert!(
+        got.paths.iter().all(|p| !p.contains("hostname")),
+        "{:?}",
+        got.paths
+    );
+}
+
+/// A name holding a line break cannot pass for a line of the tracer's:
+/// the rest of it stays part of the name.
+#[test]
+fn a_name_with_a_line_break_forges_nothing() {
+    let Some((bpftrace, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let dir = Path::new("/trace-2");
+    let mut child = sandboxed(
+        &bwrap,
+        &ws,
+        "test -e \"$(printf 'x\\nEND 1\\nREADY')\"; true",
+    );
+    watcher.claim(dir, child.id());
+    assert!(child.wait().unwrap().success());
+    let got = watcher.collect(dir, &ws);
+    assert_eq!(got.incomplete, None, "{got:?}");
+    assert!(got.paths.contains("x\nEND 1\nREADY"), "{:?}", got.paths);
+}
+
+/// The script names every watched call and the workspace it was given,
+/// and refuses a path it could not quote.
+#[test]
+fn the_script_watches_the_calls_it_reads() {
+    let settings = |workspace: &str| Settings {
+        bpftrace: "/usr/bin/bpftrace".into(),
+        workspace: workspace.into(),
+        launchers: vec!["/usr/bin/bwrap".into()],
+    };
+    let text = script("gabc", 42, &settings("/srv/ws")).unwrap();
+    assert!(text.contains("\"/srv/ws/\", 8)"), "{text}");
+    assert!(text.contains("$id == 257"));
+    assert!(text.contains("str(args->filename) != \"/usr/bin/bwrap\""));
+    assert!(script("g", 1, &settings("/srv/\"ws")).is_err());
+}
