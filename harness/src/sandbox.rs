@@ -1152,13 +1152,7 @@ mod tests {
             ),
         ];
         for (uid, prefix) in cases {
-            let mut p = policy();
-            p.identity = uid.map(|uid| Identity {
-                uid,
-                gid: uid,
-                setpriv: "/usr/bin/setpriv".into(),
-                accounts: None,
-            });
+            let p = policy_as(uid);
             let bwrap = p.still_there().args(Path::new("/srv/ci/ws"));
             let l = Launcher::sandboxed(Vec::new(), p);
             assert_eq!(l.uid(), uid);
@@ -1199,13 +1193,7 @@ mod tests {
             (Some(5000), "/home/me/bin/strace", false),
         ];
         for (uid, strace, inside) in cases {
-            let mut p = policy();
-            p.identity = uid.map(|uid| Identity {
-                uid,
-                gid: uid,
-                setpriv: "/usr/bin/setpriv".into(),
-                accounts: None,
-            });
+            let p = policy_as(uid);
             let tracer = crate::trace::Tracer {
                 strace: strace.into(),
             };
@@ -1236,6 +1224,18 @@ mod tests {
                 assert_eq!(argv.writes, vec![(5, info)], "{case}");
             }
         }
+    }
+
+    /// The test policy, its items run as `uid` when given.
+    fn policy_as(uid: Option<u32>) -> Sandbox {
+        let mut p = policy();
+        p.identity = uid.map(|uid| Identity {
+            uid,
+            gid: uid,
+            setpriv: "/usr/bin/setpriv".into(),
+            accounts: None,
+        });
+        p
     }
 
     fn namespace(user: bool) -> Namespace {
