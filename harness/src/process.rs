@@ -807,7 +807,9 @@ mod tests {
         let run = bounded(run_shell(
             &script,
             dir.path(),
-            Duration::from_millis(500),
+            // Long enough for the script to have written its pids on a
+            // loaded two-core machine.
+            Duration::from_secs(3),
             1024,
             std::future::pending(),
             &launcher(),
@@ -815,7 +817,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(run.ending, Ending::TimedOut);
-        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(started.elapsed() < Duration::from_secs(15));
         let pids = pids_in(&pids);
         assert_eq!(pids.len(), 2, "background sleep and the script");
         for pid in pids {
