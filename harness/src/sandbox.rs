@@ -858,6 +858,18 @@ impl Launcher {
                     Watch::None | Watch::Info(_) => None,
                 };
                 all.extend(sandbox.command_prefix());
+                if inside.is_some() {
+                    // The tracer waits for every process it follows, and is
+                    // what bubblewrap waits for: what the command left
+                    // running (a daemon) is ended when the command ends, as
+                    // the sandbox ends it when nothing sits between them.
+                    all.extend([
+                        self.shell().to_owned(),
+                        "-c".into(),
+                        REAP_AFTER.into(),
+                        "gate-item".into(),
+                    ]);
+                }
                 all.extend(command);
                 let sandbox_args = sandbox.still_there().args_traced(cwd, inside);
                 let files = vec![
@@ -886,6 +898,12 @@ impl Launcher {
         }
     }
 }
+
+/// Runs `"$@"`, then kills every other process of the run's uid in the
+/// sandbox, and ends as the command did (by the same signal, if one
+/// killed it).
+const REAP_AFTER: &str = "\"$@\"; s=$?; kill -9 -1 2>/dev/null; \
+     if [ \"$s\" -gt 128 ]; then kill -$((s - 128)) $$; fi; exit \"$s\"";
 
 /// What a sandbox is asked for a traced process.
 enum Watch<'a> {
@@ -1212,6 +1230,12 @@ mod tests {
                 want.extend(options.iter().map(String::as_str));
                 want.extend(["/usr/bin/setpriv", "--reuid=5000"]);
                 assert_eq!(args[..want.len()], want, "{case}");
+                let shell = args.len() - 5;
+                assert_eq!(
+                    args[shell..],
+                    ["sh", "-c", REAP_AFTER, "gate-item", "sh"],
+                    "{case}"
+                );
                 assert!(bwrap.contains(&shown), "{case}: {bwrap}");
                 assert!(bwrap.contains("--cap-add CAP_SYS_PTRACE "), "{case}");
                 assert!(argv.writes.is_empty(), "{case}");
