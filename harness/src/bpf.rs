@@ -684,10 +684,17 @@ impl State {
         let folders = &self.folders;
         let top = match hit {
             Some("0") => {
-                // A relative name from a folder outside every workspace.
+                // A relative name from a folder outside every workspace, or
+                // an absolute one under `/proc` or `/dev/fd`.
                 if name.as_deref().is_some_and(climbs) {
                     entry.incomplete =
                         Some("a relative name climbed from a folder outside the workspace".into());
+                }
+                if name
+                    .as_deref()
+                    .is_some_and(|n| crate::trace::through_process_link(Path::new(n)))
+                {
+                    entry.incomplete = Some(crate::trace::THROUGH_PROCESS_LINK.into());
                 }
                 return;
             }
@@ -1055,9 +1062,11 @@ fn resolve(p: &Probe<'_>) -> String {
   $k = 0;
   if (!({ids} && pid != {gate} && (@n{slot}[tid] || {fd_only}))) {{ $abs = 2; }}
   if ($abs == 0 && @n{slot}[tid]) {{
-    if (strncmp({name}, "/", 1) == 0) {{
+    $s = {name};
+    if (strncmp($s, "/", 1) == 0) {{
       $abs = 1;
-      if (strncmp({name}, "@WORKSPACE@/", @WSLEN1@) == 0 || {name} == "@WORKSPACE@") {{ $hit = 1; }}
+      if (strncmp($s, "@WORKSPACE@/", @WSLEN1@) == 0 || $s == "@WORKSPACE@") {{ $hit = 1; }}
+      else {{ if (strncmp($s, "/proc/", 6) == 0 || strncmp($s, "/dev/fd/", 8) == 0) {{ $hit = 2; }} }}
     }}
   }}
   if ($abs == 0) {{

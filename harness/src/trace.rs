@@ -322,8 +322,14 @@ impl Reader<'_> {
         }
     }
 
-    /// `path` relative to the workspace, when it lies there and outside `.git`.
-    fn relative(&self, path: &Path) -> Option<String> {
+    /// `path` relative to the workspace, when it lies there and outside
+    /// `.git`; a path through a process's link (`/proc/self/cwd/…`) makes
+    /// the trace incomplete, as it may lead anywhere.
+    fn relative(&mut self, path: &Path) -> Option<String> {
+        if through_process_link(path) {
+            self.out.incomplete = Some(THROUGH_PROCESS_LINK.into());
+            return None;
+        }
         let rest = path.strip_prefix(self.workspace).ok()?;
         let rel = rest
             .components()
@@ -334,6 +340,39 @@ impl Reader<'_> {
             return None;
         }
         Some(rel)
+    }
+}
+
+/// Why a trace with a path through a process's link is incomplete.
+pub(crate) const THROUGH_PROCESS_LINK: &str =
+    "a path led through a process's working directory, root or descriptor under /proc";
+
+/// Whether `path` goes on past a process's working directory, root or a
+/// descriptor (`/proc/self/cwd/src/lib.rs`, `/proc/7/root/…`,
+/// `/dev/fd/3/x`): the link may lead into the workspace by a name the
+/// tracer cannot place.
+pub(crate) fn through_process_link(path: &Path) -> bool {
+    let parts: Vec<&str> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => p.to_str(),
+            _ => None,
+        })
+        .collect();
+    // Past the link at `parts[at]`: a name follows it (and the number, for
+    // a descriptor).
+    let past = |at: usize| -> bool {
+        match parts.get(at).copied() {
+            Some("cwd" | "root") => parts.len() > at + 1,
+            Some("fd") => parts.len() > at + 2,
+            _ => false,
+        }
+    };
+    match parts.as_slice() {
+        ["proc", _, "task", _, ..] => past(4),
+        ["proc", ..] => past(2),
+        ["dev", "fd", ..] => parts.len() > 3,
+        _ => false,
     }
 }
 

@@ -130,6 +130,30 @@ fn a_name_with_a_line_break_forges_nothing() {
     assert!(got.paths.contains("x\nEND 1\nREADY"), "{:?}", got.paths);
 }
 
+/// A name through a process's link (`/proc/self/cwd/…`) makes the trace
+/// incomplete, as with `strace`.
+#[test]
+fn a_name_through_a_process_link_makes_the_trace_incomplete() {
+    let Some((bpftrace, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    std::fs::write(ws.join("a.txt"), "a").unwrap();
+    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let dir = Path::new("/trace-3");
+    let mut child = sandboxed(&bwrap, &ws, "test -e /proc/self/cwd/a.txt");
+    watcher.claim(dir, child.id());
+    assert!(child.wait().unwrap().success());
+    let got = watcher.collect(dir, &ws);
+    assert!(
+        got.incomplete
+            .as_deref()
+            .is_some_and(|why| why.contains("/proc")),
+        "{got:?}"
+    );
+}
+
 /// The script names every watched call and the workspace it was given,
 /// and refuses a path it could not quote.
 #[test]

@@ -151,6 +151,33 @@ fn a_line_that_is_not_a_call_makes_the_trace_incomplete() {
     assert_eq!(got.paths, set(&["a"]));
 }
 
+/// A name that goes on past a process's working directory, root or a
+/// descriptor may lead into the workspace by a way no tracer follows: the
+/// trace is incomplete. The links themselves, and other `/proc` files, are
+/// not.
+#[test]
+fn a_path_through_a_process_link_makes_the_trace_incomplete() {
+    // (the name, whether the trace is incomplete)
+    let cases = [
+        ("/proc/self/cwd/src/x.rs", true),
+        ("/proc/42/root/ws/a", true),
+        ("/proc/self/task/42/cwd/a", true),
+        ("/proc/thread-self/fd/3/a", true),
+        ("/dev/fd/3/a", true),
+        ("/proc/self/cwd", false),
+        ("/proc/self/fd/3", false),
+        ("/dev/fd/63", false),
+        ("/proc/self/ns/user", false),
+        ("/proc/cpuinfo", false),
+    ];
+    for (name, incomplete) in cases {
+        let got = accesses(&format!(
+            "newfstatat(AT_FDCWD</ws>, \"{name}\", {{st_mode=S_IFREG|0644, ...}}, 0) = 0\n"
+        ));
+        assert_eq!(got.incomplete.is_some(), incomplete, "{name}: {got:?}");
+    }
+}
+
 #[test]
 fn readers_are_fed_by_the_items_that_wrote_what_they_read() {
     let build = Accesses {
