@@ -193,7 +193,9 @@ async fn readiness_probes() {
             &http_server.replace("{}", &missing_port.to_string()),
             Starts {
                 ready_http: Some(format!("http://127.0.0.1:{missing_port}/missing")),
-                ..starts(2)
+                // Long enough for Python's server to be up on a loaded
+                // two-core machine, so the probe meets its 404.
+                ..starts(8)
             },
         ),
         service(
@@ -231,7 +233,7 @@ async fn readiness_probes() {
     let reasons = [
         (
             "http-404",
-            format!("not ready within 2 s: http://127.0.0.1:{missing_port}/missing answered 404"),
+            format!("not ready within 8 s: http://127.0.0.1:{missing_port}/missing answered 404"),
         ),
         (
             "log-never",
