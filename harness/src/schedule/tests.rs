@@ -193,9 +193,10 @@ async fn readiness_probes() {
             &http_server.replace("{}", &missing_port.to_string()),
             Starts {
                 ready_http: Some(format!("http://127.0.0.1:{missing_port}/missing")),
-                // Long enough for Python's server to be up on a loaded
-                // two-core machine, so the probe meets its 404.
-                ..starts(8)
+                // As long as the other servers get: Python behind a version
+                // manager's shim can take seconds to start on a loaded
+                // two-core machine, and the probe must meet its 404.
+                ..starts(20)
             },
         ),
         service(
@@ -233,7 +234,7 @@ async fn readiness_probes() {
     let reasons = [
         (
             "http-404",
-            format!("not ready within 8 s: http://127.0.0.1:{missing_port}/missing answered 404"),
+            format!("not ready within 20 s: http://127.0.0.1:{missing_port}/missing answered 404"),
         ),
         (
             "log-never",
