@@ -17,12 +17,20 @@
 //! A path that was there after the run but is not in the snapshot (an
 //! ignored build output, a folder) is left out: what produced it is
 //! followed instead, through [`Observed::fed_by`].
+//!
+//! A path the snapshot does not hold may lead through symbolic links in
+//! the workspace (`l/main.rs` with `l -> src`): it is followed as the
+//! links are after the run, and the links and the path reached are read
+//! too, so a change to either is seen. A link an item made outside the
+//! workspace that may lead back into it, or one made in it that was gone
+//! or made twice by the end of the run, leaves what was read through it
+//! unknown: [`links_made`] then says why no trace of the run is whole.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::path::{Component, Path, PathBuf};
 
 use gate_evidence::Snapshot;
-use gate_harness::trace::Accesses;
+use gate_harness::trace::{Accesses, Traced};
 use gate_specs::InputGlobs;
 use serde::{Deserialize, Serialize};
 
@@ -59,21 +67,42 @@ impl Observed {
         fed_by: &BTreeSet<&str>,
     ) -> Self {
         let mut read = BTreeMap::new();
+        let mut links = Links::new(workspace);
+        let keep = |read: &mut BTreeMap<String, String>, path: &str| match snapshot.get(path) {
+            Some(entry) => {
+                read.insert(path.to_owned(), entry.digest.to_hex());
+            }
+            None if std::fs::symlink_metadata(workspace.join(path)).is_err() => {
+                read.insert(path.to_owned(), NOTHING.to_owned());
+            }
+            None => {}
+        };
         for path in &accesses.paths {
-            match snapshot.get(path) {
-                Some(entry) => {
-                    read.insert(path.clone(), entry.digest.to_hex());
+            keep(&mut read, path);
+            if snapshot.get(path).is_none()
+                && let Some(followed) = links.follow(path)
+            {
+                for link in &followed.links {
+                    keep(&mut read, link);
                 }
-                None if std::fs::symlink_metadata(workspace.join(path)).is_err() => {
-                    read.insert(path.clone(), NOTHING.to_owned());
+                if let Some(reached) = &followed.reached {
+                    keep(&mut read, reached);
                 }
-                None => {}
             }
         }
         for dir in &accesses.listed {
-            let key = listing_key(dir);
-            let value = value(&key, snapshot);
-            read.insert(key, value);
+            let mut dirs = vec![dir.clone()];
+            if let Some(followed) = links.follow(dir) {
+                for link in &followed.links {
+                    keep(&mut read, link);
+                }
+                dirs.extend(followed.reached);
+            }
+            for dir in dirs {
+                let key = listing_key(&dir);
+                let value = value(&key, snapshot);
+                read.insert(key, value);
+            }
         }
         for suffix in &accesses.suffixes {
             let key = format!("*/{suffix}");
@@ -110,6 +139,175 @@ impl Observed {
             })
             .map(|(key, _)| key.clone())
             .collect();
+    }
+}
+
+/// Why no trace of a run can be relied on for the links its items made:
+/// one that may lead into the workspace by a name the tracers cannot
+/// place, or one made in the workspace that was gone after the run or made
+/// by two items (what was read through it may have led elsewhere then).
+pub(crate) fn links_made(traced: &[Traced<'_>], workspace: &Path) -> Option<String> {
+    let mut makers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (id, accesses, _) in traced {
+        if let Some(what) = &accesses.leads_back {
+            return Some(format!(
+                "{id} made a link that may lead into the workspace by another name ({what}): \
+                 what any item of the run read through it cannot be told"
+            ));
+        }
+        for path in &accesses.linked {
+            makers.entry(path.as_str()).or_default().push(id);
+        }
+    }
+    for (path, ids) in makers {
+        if ids.len() > 1 {
+            return Some(format!(
+                "the link at {path} was made by more than one item ({})",
+                ids.join(", ")
+            ));
+        }
+        let there = std::fs::symlink_metadata(workspace.join(path))
+            .is_ok_and(|m| m.file_type().is_symlink());
+        if !there {
+            return Some(format!(
+                "the link {} made at {path} was gone after the run: what was read through it \
+                 cannot be told",
+                ids[0]
+            ));
+        }
+    }
+    None
+}
+
+/// Where a workspace path led through symbolic links.
+#[derive(Debug, PartialEq, Eq)]
+struct Followed {
+    /// The links on the way, workspace-relative.
+    links: Vec<String>,
+    /// The path reached, when it is in the workspace.
+    reached: Option<String>,
+}
+
+/// How many links a path may go through, as Linux allows.
+const MAX_LINKS: usize = 40;
+
+/// Symbolic links in the workspace as they are after the run, each looked
+/// at once.
+struct Links<'a> {
+    workspace: &'a Path,
+    /// Each workspace path looked at, and what is there.
+    seen: HashMap<String, There>,
+}
+
+/// What is at a workspace path after the run.
+#[derive(Debug, Clone)]
+enum There {
+    /// A symbolic link, with its target.
+    Link(PathBuf),
+    /// Something else.
+    Other,
+    /// Nothing.
+    Missing,
+}
+
+impl<'a> Links<'a> {
+    fn new(workspace: &'a Path) -> Self {
+        Self {
+            workspace,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// What is at `rel`.
+    fn at(&mut self, rel: &str) -> There {
+        let workspace = self.workspace;
+        self.seen
+            .entry(rel.to_owned())
+            .or_insert_with(|| {
+                let path = workspace.join(rel);
+                match std::fs::symlink_metadata(&path) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        std::fs::read_link(&path).map_or(There::Missing, There::Link)
+                    }
+                    Ok(_) => There::Other,
+                    Err(_) => There::Missing,
+                }
+            })
+            .clone()
+    }
+
+    /// Where `rel` leads, when a link is on its way; `None` when none is.
+    fn follow(&mut self, rel: &str) -> Option<Followed> {
+        let mut todo: VecDeque<String> = rel.split('/').map(str::to_owned).collect();
+        let mut at: Vec<String> = Vec::new();
+        let mut links = Vec::new();
+        let mut missing = false;
+        while let Some(part) = todo.pop_front() {
+            match part.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    if at.pop().is_none() {
+                        return Some(Followed {
+                            links,
+                            reached: None,
+                        });
+                    }
+                    continue;
+                }
+                _ => at.push(part),
+            }
+            if missing {
+                continue;
+            }
+            let here = at.join("/");
+            let target = match self.at(&here) {
+                There::Link(target) => target,
+                There::Other => continue,
+                There::Missing => {
+                    // Nothing below can be a link: the rest is lexical.
+                    missing = true;
+                    continue;
+                }
+            };
+            links.push(here);
+            if links.len() > MAX_LINKS {
+                return Some(Followed {
+                    links,
+                    reached: None,
+                });
+            }
+            at.pop();
+            let rest = if target.is_absolute() {
+                let Ok(rest) = target.strip_prefix(self.workspace) else {
+                    return Some(Followed {
+                        links,
+                        reached: None,
+                    });
+                };
+                at.clear();
+                rest.to_path_buf()
+            } else {
+                target
+            };
+            let parts: Vec<String> = rest
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+                    Component::ParentDir => Some("..".to_owned()),
+                    _ => None,
+                })
+                .collect();
+            for part in parts.into_iter().rev() {
+                todo.push_front(part);
+            }
+        }
+        if links.is_empty() {
+            return None;
+        }
+        Some(Followed {
+            links,
+            reached: Some(at.join("/")),
+        })
     }
 }
 
@@ -273,5 +471,113 @@ mod tests {
         let observed = Observed::new(&accesses, &snapshot(&[]), ws.path(), &fed);
         assert!(observed.read.is_empty(), "{:?}", observed.read);
         assert_eq!(observed.fed_by, ["build"]);
+    }
+
+    /// A name through a link in the workspace is read as the links on the
+    /// way and the path they reach: a change to the file reached, or a file
+    /// appearing where a probe looked, is seen through the link.
+    #[test]
+    fn a_name_through_a_link_in_the_workspace_reads_what_it_reaches() {
+        use std::os::unix::fs::symlink;
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join("src/inner")).unwrap();
+        std::fs::write(ws.path().join("src/main.rs"), "a").unwrap();
+        symlink("src", ws.path().join("l")).unwrap();
+        symlink(ws.path().join("src/inner"), ws.path().join("abs")).unwrap();
+        symlink("../..", ws.path().join("src/up")).unwrap();
+        symlink("loop", ws.path().join("loop")).unwrap();
+        // (the name read, the links on the way, the path reached)
+        let cases: [(&str, &[&str], Option<&str>); 6] = [
+            ("l/main.rs", &["l"], Some("src/main.rs")),
+            ("l/flag", &["l"], Some("src/flag")),
+            ("abs/x/y", &["abs"], Some("src/inner/x/y")),
+            ("l/inner/../main.rs", &["l"], Some("src/main.rs")),
+            ("src/up/etc", &["src/up"], None),
+            ("loop/x", &["loop"; 41], None),
+        ];
+        let mut links = Links::new(ws.path());
+        for (name, via, reached) in cases {
+            let got = links.follow(name).unwrap();
+            assert_eq!(got.links, via, "{name}");
+            assert_eq!(got.reached.as_deref(), reached, "{name}");
+        }
+        assert_eq!(links.follow("src/main.rs"), None);
+        assert_eq!(links.follow("src/none/x"), None);
+
+        let before = snapshot(&[("src/main.rs", "a"), ("l", "src")]);
+        let accesses = Accesses {
+            paths: ["l/main.rs", "l/flag"].map(String::from).into(),
+            listed: ["l"].map(String::from).into(),
+            ..Accesses::default()
+        };
+        let observed = Observed::new(&accesses, &before, ws.path(), &BTreeSet::new());
+        let keys: Vec<&str> = observed.read.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["l", "l/", "l/flag", "src/", "src/flag", "src/main.rs"]
+        );
+        let cases = [
+            (
+                "the file reached",
+                vec![("src/main.rs", "b"), ("l", "src")],
+                "src/main.rs",
+            ),
+            (
+                "a file where it probed",
+                vec![("src/main.rs", "a"), ("l", "src"), ("src/flag", "x")],
+                "src/",
+            ),
+            ("the link", vec![("src/main.rs", "a"), ("l", "other")], "l"),
+        ];
+        for (name, files, want) in cases {
+            let after = snapshot(&files);
+            assert!(
+                observed.changed(&after).contains(&want),
+                "{name}: {:?}",
+                observed.changed(&after)
+            );
+        }
+    }
+
+    /// Links made in a run: one that may lead back into the workspace, one
+    /// gone after the run, or one made by two items leaves every trace of
+    /// the run short; one still there, made once, does not.
+    #[test]
+    fn links_made_in_a_run_that_cannot_be_followed_are_told() {
+        let ws = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("src", ws.path().join("l")).unwrap();
+        let made = |linked: &[&str], back: Option<&str>| Accesses {
+            linked: linked.iter().map(|s| (*s).to_owned()).collect(),
+            leads_back: back.map(str::to_owned),
+            ..Accesses::default()
+        };
+        let (kept, gone, out, none) = (
+            made(&["l"], None),
+            made(&["m"], None),
+            made(&[], Some("/tmp/l -> /ws")),
+            made(&[], None),
+        );
+        let cases: [(&str, Vec<Traced<'_>>, bool); 5] = [
+            ("nothing made", vec![("a", &none, (0, 1))], false),
+            (
+                "a link still there",
+                vec![("a", &kept, (0, 1)), ("b", &none, (0, 1))],
+                false,
+            ),
+            ("a link gone", vec![("a", &gone, (0, 1))], true),
+            (
+                "a link made by two items",
+                vec![("a", &kept, (0, 1)), ("b", &kept, (0, 1))],
+                true,
+            ),
+            (
+                "a link that leads back",
+                vec![("a", &none, (0, 1)), ("b", &out, (0, 1))],
+                true,
+            ),
+        ];
+        for (name, traced, short) in cases {
+            assert_eq!(links_made(&traced, ws.path()).is_some(), short, "{name}");
+        }
     }
 }

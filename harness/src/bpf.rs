@@ -18,7 +18,9 @@
 //! flags and keeping it open), and prints the names on the way. An absolute
 //! name counts when it starts with the workspace's path as the items see it.
 //! A successful open is also followed to the file it reached, so a link out
-//! of the workspace and back is seen. A relative name whose folder is not
+//! of the workspace and back is seen. The target of each link an item
+//! makes is printed, with whether the link lies in the workspace, so the
+//! reader can tell one that may lead back in by another name. A relative name whose folder is not
 //! in a workspace counts only when it climbs (`..`): then the trace is
 //! incomplete, as it cannot be resolved there.
 //!
@@ -237,6 +239,24 @@ struct Root {
     ended: bool,
     /// Why its trace cannot be relied on.
     incomplete: Option<String>,
+    /// The targets of links made in the workspace, by thread, until the
+    /// call that made the link is read.
+    link_targets: HashMap<u64, String>,
+    /// The targets of links made outside the workspace.
+    outside_links: Vec<String>,
+}
+
+impl Root {
+    /// Keeps a call read in full; a link's target goes first, as `strace`
+    /// shows it.
+    fn push(&mut self, tid: u64, mut call: Call) {
+        if matches!(call.name.as_str(), "symlink" | "symlinkat")
+            && let Some(target) = self.link_targets.remove(&tid)
+        {
+            call.args.insert(0, Arg::Str(target));
+        }
+        self.calls.push(call);
+    }
 }
 
 /// A call whose folder's names are still coming.
@@ -283,6 +303,8 @@ enum Last {
     Name(u32, u64),
     /// The last folder name read for this root and thread.
     Component(u32, u64),
+    /// A link's target read for this root.
+    Link(u32),
 }
 
 /// The eBPF tracer of one run.
@@ -441,6 +463,13 @@ impl Watcher {
             };
             if let Some(why) = root.incomplete {
                 reader.out.incomplete = Some(why);
+            }
+            if let Some(target) = root
+                .outside_links
+                .iter()
+                .find(|t| crate::trace::link_leads_back(workspace, None, t))
+            {
+                reader.out.leads_back = Some(format!("a link outside the workspace -> {target}"));
             }
             if !root.pending.is_empty() {
                 reader.out.incomplete = Some("a call's folder was not read in full".to_owned());
@@ -633,6 +662,7 @@ impl State {
             }
             "E" | "R" => self.call(kind == "R", rest),
             "C" => self.component(rest),
+            "L" => self.link(rest),
             _ => {}
         }
     }
@@ -709,13 +739,13 @@ impl State {
             None => return,
         };
         if call_info.name == "io_uring_setup" {
-            entry.calls.push(call);
+            entry.push(tid, call);
             return;
         }
         match (top, name) {
             (None, Some(name)) => {
                 call.args.push(Arg::Str(name));
-                entry.calls.push(call);
+                entry.push(tid, call);
             }
             (Some(top), name) => {
                 if let Some(name) = name
@@ -732,9 +762,7 @@ impl State {
                     result,
                 };
                 if k == 0 {
-                    entry
-                        .calls
-                        .push(pending.finish(cwd, call_info.fd.is_some()));
+                    entry.push(tid, pending.finish(cwd, call_info.fd.is_some()));
                 } else {
                     entry.pending.insert(tid, pending);
                     self.last = Last::Name(root, tid);
@@ -771,9 +799,33 @@ impl State {
             && let Some(done) = entry.pending.remove(&tid)
         {
             let fd_only = done.call.args.is_empty();
-            entry.calls.push(done.finish(false, fd_only));
+            entry.push(tid, done.finish(false, fd_only));
         }
         self.last = Last::Component(root, tid);
+    }
+
+    /// A link made by a thread: `ROOT TID IN TARGET`, `IN` 1 when the link
+    /// is in the workspace (its call's line follows).
+    fn link(&mut self, rest: &str) {
+        let mut fields = rest.splitn(4, ' ');
+        let (Some(root), Some(tid), Some(inside)) = (
+            fields.next().and_then(|f| f.parse::<u32>().ok()),
+            fields.next().and_then(|f| f.parse::<u64>().ok()),
+            fields.next(),
+        ) else {
+            return;
+        };
+        let target = fields.next().unwrap_or("").to_owned();
+        let entry = self.roots.entry(root).or_default();
+        if target.len() >= STRLEN - 1 {
+            entry.incomplete = Some("a link's target may have been cut".into());
+        }
+        if inside == "1" {
+            entry.link_targets.insert(tid, target);
+        } else {
+            entry.outside_links.push(target);
+        }
+        self.last = Last::Link(root);
     }
 
     /// A line without the word: the rest of a name that held a line break.
@@ -810,6 +862,11 @@ impl State {
                             r.incomplete = Some("a folder's name held a line break".into());
                         }
                     }
+                }
+            }
+            Last::Link(root) => {
+                if let Some(r) = self.roots.get_mut(&root) {
+                    r.incomplete = Some("a link's target held a line break".into());
                 }
             }
             Last::Nothing => {}
@@ -893,6 +950,7 @@ fn script(nonce: &str, gate: u32, settings: &Settings) -> Result<String, BpfErro
         ids: ids.to_owned(),
         at: at.to_owned(),
         ret: ret.to_owned(),
+        between: String::new(),
     };
     let exec = "(args->id == 59 || args->id == 322)";
     let parts = [
@@ -902,19 +960,22 @@ fn script(nonce: &str, gate: u32, settings: &Settings) -> Result<String, BpfErro
         // Each name a call gives, then the file an open reached; an exec's
         // name is gone once it succeeds, so it is read on the way in.
         resolve(&probe("1", exec, "sys_enter", "0")),
-        resolve(&probe(
-            "1",
-            "@nr[tid] != 59 && @nr[tid] != 322",
-            "sys_exit",
-            "args->ret",
-        )),
+        resolve(&Probe {
+            between: links(n, gate),
+            ..probe(
+                "1",
+                "@nr[tid] != 59 && @nr[tid] != 322",
+                "sys_exit",
+                "args->ret",
+            )
+        }),
         resolve(&probe("2", "@nr[tid]", "sys_exit", "args->ret")),
         returned(n, gate),
         format!(
             "tracepoint:raw_syscalls:sys_exit /@nr[tid]/ {{\n  {FORGET}\n}}\n\
              END {{ clear(@root); clear(@live); clear(@armed); clear(@nr); clear(@n1); \
              clear(@d1); clear(@n2); clear(@d2); clear(@fl); clear(@fdonly); clear(@ws); \
-             clear(@h); clear(@k); clear(@b); }}\n"
+             clear(@h); clear(@k); clear(@b); clear(@tg); }}\n"
         ),
     ];
     Ok(parts
@@ -926,7 +987,7 @@ fn script(nonce: &str, gate: u32, settings: &Settings) -> Result<String, BpfErro
 /// What a call kept is forgotten once it has returned.
 const FORGET: &str = "delete(@h[tid]); delete(@k[tid]); delete(@b[tid]); delete(@nr[tid]); \
                       delete(@n1[tid]); delete(@d1[tid]); delete(@n2[tid]); delete(@d2[tid]); \
-                      delete(@fl[tid]); delete(@fdonly[tid]);";
+                      delete(@fl[tid]); delete(@fdonly[tid]); delete(@tg[tid]);";
 
 /// The probes that follow roots and their tasks: the gate's children are
 /// roots, their tasks belong to them, a root is armed by the first program
@@ -999,6 +1060,9 @@ fn enter(gate: u32) -> String {
         if let Some(f) = c.flags {
             let _ = write!(s, " @fl[tid] = $a{f};");
         }
+        if matches!(c.name, "symlink" | "symlinkat") {
+            s.push_str(" @tg[tid] = $a0;");
+        }
         s.push_str(" }\n");
     }
     s.push_str("  }\n}\n");
@@ -1030,7 +1094,8 @@ tracepoint:raw_syscalls:sys_exit /@nr[tid] == 425 && pid != {gate}/ {{
 
 /// Where a [`resolve`] runs: the nonce, the gate's pid, the slot (`1` or
 /// `2`), the calls, the tracepoint (`sys_enter` for an exec, whose name is
-/// gone once it succeeds) and what the call returned there.
+/// gone once it succeeds), what the call returned there, and probes to
+/// run once the slot's name is placed, before it is printed.
 struct Probe<'a> {
     n: &'a str,
     gate: u32,
@@ -1038,6 +1103,23 @@ struct Probe<'a> {
     ids: String,
     at: String,
     ret: String,
+    between: String,
+}
+
+/// The probe that prints the target of each link an item made, with
+/// whether the link is in the workspace (then its call's line follows):
+/// a link outside it may lead back in by a name the tracer cannot place.
+fn links(n: &str, gate: u32) -> String {
+    format!(
+        r#"tracepoint:raw_syscalls:sys_exit /@tg[tid]/ {{
+  if (args->ret == 0 && pid != {gate}) {{
+    $in = 1;
+    if (@h[tid] == 0 || @h[tid] == 2) {{ $in = 0; }}
+    printf("{n} L %d %d %d %s\n", @root[tid], tid, $in, str(uptr(@tg[tid])));
+  }}
+}}
+"#
+    )
 }
 
 /// The probes that resolve a slot's name against its folder and print it
@@ -1052,6 +1134,7 @@ fn resolve(p: &Probe<'_>) -> String {
         ids,
         at,
         ret,
+        between,
     } = p;
     let name = format!("str(uptr(@n{slot}[tid]))");
     let fd_only = if slot == "1" { "@fdonly[tid]" } else { "0" };
@@ -1083,7 +1166,7 @@ fn resolve(p: &Probe<'_>) -> String {
   }}
   @h[tid] = $hit; @k[tid] = $k;
 }}
-tracepoint:raw_syscalls:{at} /@h[tid]/ {{
+{between}tracepoint:raw_syscalls:{at} /@h[tid]/ {{
   if (@h[tid] == 2) {{
     if (@n{slot}[tid]) {{ printf("{n} E %d %d %d %d %d %d 0 0 %s\n", @root[tid], tid, @nr[tid], {ret}, (int32)@d{slot}[tid], @fl[tid], {name}); }}
   }} else {{

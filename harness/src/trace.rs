@@ -21,8 +21,11 @@
 //! that found its build fresh still depends on every source it looked at.
 //! A relative name used where a process's working directory is not known
 //! yet is kept as a suffix: any workspace file ending so may be the one.
-//! Whatever cannot be read in full makes the trace incomplete, and an
-//! incomplete trace carries nothing.
+//! A symbolic link the item makes is noted: one in the workspace to be
+//! followed once the run is over, one that may lead back into the
+//! workspace by a name that does not show it as a reason no trace of the
+//! run can be relied on. Whatever cannot be read in full makes the trace
+//! incomplete, and an incomplete trace carries nothing.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -60,6 +63,15 @@ pub struct Accesses {
     pub suffixes: BTreeSet<String>,
     /// Paths created, written, renamed, linked or removed.
     pub written: BTreeSet<String>,
+    /// Workspace paths it made symbolic links at: what is read through
+    /// them is found by following them once the run is over.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub linked: BTreeSet<String>,
+    /// A symbolic link it made that may lead into the workspace by a name
+    /// the tracer cannot place (`/tmp/l -> /work/repo`): any item of the
+    /// same run may have read through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leads_back: Option<String>,
     /// Why the trace cannot be relied on in full, when it cannot.
     pub incomplete: Option<String>,
 }
@@ -259,9 +271,12 @@ impl Reader<'_> {
                 *cwd = Some(path.clone());
             }
         }
+        let link = matches!(call.name.as_str(), "symlink" | "symlinkat");
         let mut named: Vec<Named> = Vec::new();
         for (i, arg) in call.args.iter().enumerate() {
             match arg {
+                // A link's target is not looked up when the link is made.
+                Arg::Str(_) if link && i == 0 => {}
                 Arg::Str(name) => {
                     let base = match i.checked_sub(1).map(|j| &call.args[j]) {
                         Some(Arg::Fd { path, .. }) => Some(path.as_path()),
@@ -278,6 +293,12 @@ impl Reader<'_> {
         // A successful open's descriptor names the file it reached.
         if let Some(path) = &call.returned {
             named.push(Named::At(path.clone()));
+        }
+        if link
+            && !call.failed
+            && let Some(Arg::Str(target)) = call.args.first()
+        {
+            self.made_link(named.last(), target);
         }
         match effect {
             Effect::Chdir => {
@@ -322,6 +343,30 @@ impl Reader<'_> {
         }
     }
 
+    /// Notes a symbolic link the item made at `at`, to `target`: one in
+    /// the workspace is followed once the run is over, and one that may
+    /// lead into the workspace by another name makes the run's traces
+    /// incomplete.
+    fn made_link(&mut self, at: Option<&Named>, target: &str) {
+        let at = match at {
+            Some(Named::At(path)) => Some(path.as_path()),
+            _ => None,
+        };
+        let inside = at.and_then(|p| p.strip_prefix(self.workspace).ok().map(|_| p));
+        if let Some(rel) = inside.and_then(|p| self.relative(p))
+            && !self.out.linked.insert(rel.clone())
+        {
+            self.out.incomplete = Some(format!("a link was made twice at {rel}"));
+        }
+        if link_leads_back(self.workspace, at, target) {
+            let at = at.map_or_else(
+                || "a name the tracer could not place".into(),
+                |p| p.display().to_string(),
+            );
+            self.out.leads_back = Some(format!("{at} -> {target}"));
+        }
+    }
+
     /// `path` relative to the workspace, when it lies there and outside
     /// `.git`; a path through a process's link (`/proc/self/cwd/…`) makes
     /// the trace incomplete, as it may lead anywhere.
@@ -341,6 +386,51 @@ impl Reader<'_> {
         }
         Some(rel)
     }
+}
+
+/// Folders of the system the items can only read: a link into them leads
+/// nowhere an item could have changed.
+const SYSTEM: [&str; 10] = [
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+];
+
+/// Whether a symbolic link made at `at` (absolute, when known) to
+/// `target` may lead into `workspace` by a name that does not show it.
+/// A link in the workspace to the workspace is followed once the run is
+/// over; one into a system folder, or to any other place no earlier link
+/// could have been left, leads nowhere new. Dangerous: a target in the
+/// workspace from outside it, one of the workspace's ancestors (`/`,
+/// `..`), a process's links (`/proc`, `/dev`), and a relative target
+/// whose folder is not known.
+pub(crate) fn link_leads_back(workspace: &Path, at: Option<&Path>, target: &str) -> bool {
+    let target = Path::new(target);
+    let resolved = if target.is_absolute() {
+        normalize(target)
+    } else {
+        match at.and_then(Path::parent) {
+            Some(folder) => normalize(&folder.join(target)),
+            None => return true,
+        }
+    };
+    if SYSTEM.iter().any(|s| resolved.starts_with(s)) {
+        return false;
+    }
+    let at_inside = at.is_some_and(|p| p.starts_with(workspace));
+    if resolved.starts_with(workspace) {
+        return !at_inside;
+    }
+    workspace.starts_with(&resolved)
+        || resolved.starts_with("/proc")
+        || resolved.starts_with("/dev")
 }
 
 /// Why a trace with a path through a process's link is incomplete.

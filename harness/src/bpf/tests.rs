@@ -169,3 +169,38 @@ fn the_script_watches_the_calls_it_reads() {
     assert!(text.contains("str(args->filename) != \"/usr/bin/bwrap\""));
     assert!(script("g", 1, &settings("/srv/\"ws")).is_err());
 }
+
+/// Links an item makes: one in the workspace is kept with its target,
+/// as `strace` shows it; one outside it that leads back in is reported.
+#[test]
+fn links_made_are_seen_with_their_targets() {
+    let Some((bpftrace, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let dir = Path::new("/trace-4");
+    let line = format!(
+        "ln -s src l && test ! -e l/flag && ln -s /usr/bin inside-usr && \
+         ln -s {ws} {out}/back && test ! -e {out}/back/flag2",
+        ws = ws.display(),
+        out = outside.path().display(),
+    );
+    let mut child = sandboxed(&bwrap, &ws, &line);
+    watcher.claim(dir, child.id());
+    assert!(child.wait().unwrap().success());
+    let got = watcher.collect(dir, &ws);
+    assert_eq!(got.incomplete, None, "{got:?}");
+    let linked: Vec<&str> = got.linked.iter().map(String::as_str).collect();
+    assert_eq!(linked, ["inside-usr", "l"], "{got:?}");
+    assert!(got.paths.contains("l/flag"), "{:?}", got.paths);
+    assert!(
+        got.leads_back
+            .as_deref()
+            .is_some_and(|what| what.contains(&ws.display().to_string())),
+        "{got:?}"
+    );
+}

@@ -178,6 +178,72 @@ fn a_path_through_a_process_link_makes_the_trace_incomplete() {
     }
 }
 
+/// A link an item makes: in the workspace to the workspace it is kept to
+/// be followed after the run; one that may lead into the workspace by a
+/// name that does not show it is reported; one into a system folder, or
+/// to a private folder no earlier link leads from, is neither.
+#[test]
+fn links_that_may_lead_back_into_the_workspace_are_told_apart() {
+    // (the line, the workspace link kept, whether it may lead back)
+    let cases = [
+        (r#"symlink("/ws", "/tmp/l") = 0"#, None, true),
+        (r#"symlink("/ws/src", "/tmp/l") = 0"#, None, true),
+        (
+            r#"symlinkat("../../ws", AT_FDCWD</tmp/a>, "l") = 0"#,
+            None,
+            true,
+        ),
+        (r#"symlink("/", "/tmp/root") = 0"#, None, true),
+        (r#"symlink("/proc/self/cwd", "/tmp/here") = 0"#, None, true),
+        (r#"symlink("/dev/fd/3", "/tmp/fd") = 0"#, None, true),
+        (r#"symlink("..", "/ws/up") = 0"#, Some("up"), true),
+        (
+            r#"symlink("/proc/self/cwd", "/ws/here") = 0"#,
+            Some("here"),
+            true,
+        ),
+        (r#"symlink("src", "/ws/l") = 0"#, Some("l"), false),
+        (
+            r#"symlinkat("../src", AT_FDCWD</ws/a>, "l") = 0"#,
+            Some("a/l"),
+            false,
+        ),
+        (
+            r#"symlink("/usr/bin/python3", "/tmp/venv/bin/python") = 0"#,
+            None,
+            false,
+        ),
+        (r#"symlink("lib", "/tmp/venv/lib64") = 0"#, None, false),
+        (r#"symlink("/tmp/b", "/tmp/a") = 0"#, None, false),
+        (
+            r#"symlink("/usr/bin/python3", "/ws/venv/bin/python") = 0"#,
+            Some("venv/bin/python"),
+            false,
+        ),
+        (
+            r#"symlink("/ws", "/tmp/l") = -1 EEXIST (File exists)"#,
+            None,
+            false,
+        ),
+    ];
+    for (line, kept, back) in cases {
+        let got = accesses(&format!("{line}\n"));
+        let want: BTreeSet<String> = kept.into_iter().map(str::to_owned).collect();
+        assert_eq!(got.linked, want, "{line}");
+        assert_eq!(got.leads_back.is_some(), back, "{line}: {got:?}");
+        // The target is not a name the call looked up.
+        assert!(!got.paths.contains("src"), "{line}");
+    }
+    // A relative link whose folder is not known yet.
+    let unplaced = accesses("symlink(\"x\", \"l\") = 0\n");
+    assert!(unplaced.leads_back.is_some(), "{unplaced:?}");
+    // Made twice at one path by one item.
+    let twice = accesses(
+        "symlink(\"a\", \"/ws/l\") = 0\nunlink(\"/ws/l\") = 0\nsymlink(\"b\", \"/ws/l\") = 0\n",
+    );
+    assert!(twice.incomplete.is_some(), "{twice:?}");
+}
+
 #[test]
 fn readers_are_fed_by_the_items_that_wrote_what_they_read() {
     let build = Accesses {

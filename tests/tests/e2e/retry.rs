@@ -297,6 +297,82 @@ fn a_file_read_outside_the_declared_inputs_is_not_carried_over() {
     }
 }
 
+/// A probe through a symbolic link: one in the workspace (`l -> src`) is
+/// followed, one an item made in the run's `/tmp` back into the workspace
+/// cannot be, so nothing of that run is carried. Either way a retry that
+/// creates the file probed for runs the probe again and catches it.
+#[test]
+fn a_probe_through_a_link_is_not_carried_over() {
+    for mode in tracers() {
+        for (how, probe, plant) in [
+            ("in the workspace", "test ! -e l/flag", "true"),
+            (
+                "from /tmp",
+                "for i in $(seq 100); do [ -L /tmp/back ] && break; sleep 0.1; done; \
+                 test ! -e /tmp/back/src/flag",
+                "ln -s \"$PWD\" /tmp/back",
+            ),
+        ] {
+            probes_through_a_link(mode, how, probe, plant);
+        }
+    }
+}
+
+/// One link sequence with `GATE_TRACE=mode`: `plant` may make a link,
+/// `probe` (not `after` it: nothing but the link ties them) looks for a
+/// file through one.
+fn probes_through_a_link(mode: &str, how: &str, probe: &str, plant: &str) {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        &format!(
+            r#"
+[spec]
+id = "links"
+[policy]
+builtin_parse = false
+[[check]]
+id = "plant"
+run = '{plant}'
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "probe"
+text = "no flag is set"
+run = '{probe}'
+inputs = ["README.md"]
+[[task.criterion]]
+id = "other"
+text = "other holds"
+run = "grep -qx yes src/other.txt"
+inputs = ["src/other.txt"]
+"#
+        ),
+    );
+    env.write("README.md", "links\n");
+    env.write("src/other.txt", "no\n");
+    std::os::unix::fs::symlink("src", env.path().join("l")).unwrap();
+    let verify = || {
+        env.gate(&["verify", "--format", "json"])
+            .env("GATE_TRACE", mode)
+            .run()
+    };
+    let out = verify();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "probe"), "passed", "{mode} {how}: {doc:#}");
+
+    // The retry fixes `other` and sets the flag the probe looks for.
+    env.write("src/other.txt", "yes\n");
+    env.write("src/flag", "set\n");
+    let out = verify();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "probe"), "failed", "{mode} {how}: {doc:#}");
+    assert_eq!(status_of(&doc, "other"), "passed", "{mode} {how}");
+}
+
 /// The tracers this machine runs: `strace` always; the eBPF tracer as root
 /// with `bpftrace` installed (CI runs as root, and scripts/test installs it).
 fn tracers() -> Vec<&'static str> {
