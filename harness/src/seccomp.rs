@@ -12,6 +12,12 @@
 //!   its operations run in the kernel without passing through the system
 //!   calls a filter or a tracer sees. Refused with `ENOSYS`, so runtimes
 //!   that try it (libuv) fall back to ordinary calls.
+//! - mounting and changing root (`mount`, `umount2`, `pivot_root`,
+//!   `chroot`, and the new mount calls `open_tree` to `mount_setattr`): in
+//!   a user namespace of its own a process may do them, and a bind mount
+//!   or a root elsewhere names the workspace by a path no tracer can tell
+//!   is the workspace's. Refused with `EPERM`, as unprivileged callers
+//!   meet them.
 //!
 //! On x86-64 the x32 ABI's calls (numbers with bit 30 set) are refused
 //! too, and 32-bit calls are filtered by their own numbers.
@@ -39,11 +45,12 @@ const ENOSYS: u32 = 38;
 const X32_BIT: u32 = 0x4000_0000;
 
 /// One calling convention: its audit architecture, and the numbers of the
-/// keyring and `io_uring` calls in it.
+/// keyring, `io_uring` and mount calls in it.
 struct Abi {
     arch: u32,
     keyrings: [u32; 3],
     io_uring: [u32; 3],
+    mounts: &'static [u32],
     x32: bool,
 }
 
@@ -54,12 +61,18 @@ const ABIS: &[Abi] = &[
         arch: 0xC000_003E, // AUDIT_ARCH_X86_64
         keyrings: [248, 249, 250],
         io_uring: [425, 426, 427],
+        // mount, umount2, pivot_root, chroot, open_tree to fspick,
+        // mount_setattr
+        mounts: &[165, 166, 155, 161, 428, 429, 430, 431, 432, 433, 442],
         x32: true,
     },
     Abi {
         arch: 0x4000_0003, // AUDIT_ARCH_I386
         keyrings: [286, 287, 288],
         io_uring: [425, 426, 427],
+        // mount, umount, umount2, pivot_root, chroot, open_tree to
+        // fspick, mount_setattr
+        mounts: &[21, 22, 52, 217, 61, 428, 429, 430, 431, 432, 433, 442],
         x32: false,
     },
 ];
@@ -71,12 +84,18 @@ const ABIS: &[Abi] = &[
         arch: 0xC000_00B7, // AUDIT_ARCH_AARCH64
         keyrings: [217, 218, 219],
         io_uring: [425, 426, 427],
+        // mount, umount2, pivot_root, chroot, open_tree to fspick,
+        // mount_setattr
+        mounts: &[40, 39, 41, 51, 428, 429, 430, 431, 432, 433, 442],
         x32: false,
     },
     Abi {
         arch: 0x4000_0028, // AUDIT_ARCH_ARM
         keyrings: [309, 310, 311],
         io_uring: [425, 426, 427],
+        // mount, umount2, pivot_root, chroot, open_tree to fspick,
+        // mount_setattr
+        mounts: &[21, 52, 218, 61, 428, 429, 430, 431, 432, 433, 442],
         x32: false,
     },
 ];
@@ -107,6 +126,7 @@ fn section(abi: &Abi) -> Vec<Insn> {
         checks.push((JUMP_GE, X32_BIT, ENOSYS));
     }
     checks.extend(abi.keyrings.iter().map(|nr| (JUMP_EQ, *nr, EPERM)));
+    checks.extend(abi.mounts.iter().map(|nr| (JUMP_EQ, *nr, EPERM)));
     checks.extend(abi.io_uring.iter().map(|nr| (JUMP_EQ, *nr, ENOSYS)));
     let n = checks.len();
     let mut body = vec![insn(LOAD, 0, 0, NR)];
@@ -176,18 +196,21 @@ mod tests {
     }
 
     #[test]
-    fn keyrings_and_io_uring_are_refused_in_every_convention_and_nothing_else() {
+    fn keyrings_io_uring_and_mounts_are_refused_in_every_convention_and_nothing_else() {
         assert!(!ABIS.is_empty(), "this machine's conventions are listed");
         for abi in ABIS {
-            for nr in abi.keyrings {
-                assert_eq!(decide(nr, abi.arch), RET_ERRNO | EPERM, "{nr}");
+            for nr in abi.keyrings.iter().chain(abi.mounts) {
+                assert_eq!(decide(*nr, abi.arch), RET_ERRNO | EPERM, "{nr}");
             }
             for nr in abi.io_uring {
                 assert_eq!(decide(nr, abi.arch), RET_ERRNO | ENOSYS, "{nr}");
             }
             // Ordinary calls around them go through.
-            for nr in [0, 1, 2, 59, 60, 231, 247, 251, 424, 428] {
-                if !abi.keyrings.contains(&nr) && !abi.io_uring.contains(&nr) {
+            for nr in [0, 1, 2, 59, 60, 231, 247, 251, 272, 424, 434, 441] {
+                if !abi.keyrings.contains(&nr)
+                    && !abi.io_uring.contains(&nr)
+                    && !abi.mounts.contains(&nr)
+                {
                     assert_eq!(decide(nr, abi.arch), RET_ALLOW, "{nr} on {:#x}", abi.arch);
                 }
             }

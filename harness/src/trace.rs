@@ -198,6 +198,16 @@ enum Effect {
     List,
 }
 
+/// Calls that show a folder at another path, or make another root.
+const MOUNTS: [&str; 6] = [
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+];
+
 /// Calls that change what is at the paths they name.
 const WRITES: [&str; 27] = [
     "creat",
@@ -253,6 +263,15 @@ impl Reader<'_> {
         if call.name == "io_uring_setup" && !call.failed {
             self.out.incomplete =
                 Some("a process set up io_uring, whose file access the tracer cannot see".into());
+            return;
+        }
+        // A mount or a new root (in a user namespace of the item's own, where
+        // no sandbox refuses them) names the workspace by other paths.
+        if MOUNTS.contains(&call.name.as_str()) && !call.failed {
+            self.out.incomplete = Some(format!(
+                "a process called {}: names may lead into the workspace by another path",
+                call.name
+            ));
             return;
         }
         // A call that failed changed nothing (a `mkdir` of a folder that is

@@ -244,6 +244,26 @@ fn links_that_may_lead_back_into_the_workspace_are_told_apart() {
     assert!(twice.incomplete.is_some(), "{twice:?}");
 }
 
+/// A mount or a new root (where no sandbox refuses them) may show the
+/// workspace at another path: the trace is incomplete. One refused is not.
+#[test]
+fn a_mount_or_a_new_root_makes_the_trace_incomplete() {
+    for (line, incomplete) in [
+        (r#"mount("/ws", "/tmp/m", NULL, MS_BIND, NULL) = 0"#, true),
+        (r#"chroot("/ws") = 0"#, true),
+        (
+            r#"mount("/ws", "/tmp/m", NULL, MS_BIND, NULL) = -1 EPERM (Operation not permitted)"#,
+            false,
+        ),
+    ] {
+        assert_eq!(
+            accesses(&format!("{line}\n")).incomplete.is_some(),
+            incomplete,
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn readers_are_fed_by_the_items_that_wrote_what_they_read() {
     let build = Accesses {

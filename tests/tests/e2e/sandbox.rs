@@ -1348,6 +1348,12 @@ const ATTACKS: &[(&str, &str)] = &[
         "python3 -c \"import ctypes; l=ctypes.CDLL(None, use_errno=True); r=l.syscall(250, 0, -3, 0); print('keyctl', r, ctypes.get_errno())\" > probe/keyring.txt 2>&1; exit 0",
     ),
     (
+        "mount",
+        // A user namespace of its own may be made; mounting in it may not.
+        // (`--rbind`: the workspace holds mounts a plain bind may not copy.)
+        "unshare -rm /bin/sh -c 'mkdir -p /tmp/m && mount --rbind \"$PWD\" /tmp/m && echo MOUNTED; chroot . /none 2>&1 | grep -q \"failed to run\" && echo CHROOTED' > probe/mount.txt 2>&1; exit 0",
+    ),
+    (
         "cmdline",
         "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done > probe/cmdline.txt 2>/dev/null; exit 0",
     ),
@@ -1527,7 +1533,9 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
             assert_eq!(isolation["kind"], "bwrap", "{case}: {isolation}");
             let saw = |id: &str| env.read(&format!("probe/{id}.txt"));
             // (attack, what it must not have got)
-            let blocked: [(&str, &str); 10] = [
+            let blocked: [(&str, &str); 12] = [
+                ("mount", "MOUNTED"),
+                ("mount", "CHROOTED"),
                 ("shown-socket", "CONNECTED"),
                 ("program-socket", "CONNECTED"),
                 ("sysctl", "WROTE"),
