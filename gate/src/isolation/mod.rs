@@ -28,6 +28,7 @@ use crate::identity::Lease;
 use crate::record::RunIsolation;
 use crate::tools::Tools;
 
+mod scratch;
 mod shown;
 
 /// Environment variables every process gets when the host has them.
@@ -249,7 +250,7 @@ pub(crate) struct Isolation {
     lease: Option<Lease>,
     /// The run's scratch folder (private `/tmp`, `/var/tmp`, `HOME`, base
     /// files, a copy of the gate's executable), removed when the run ends.
-    scratch: Option<tempfile::TempDir>,
+    scratch: Option<scratch::Scratch>,
     /// Every path to hide, whether or not it exists yet: what exists is
     /// hidden each time a launcher is made (a ledger file is created after
     /// the run starts).
@@ -835,7 +836,7 @@ fn untrusted_roots(setup: &Setup<'_>, writable: &[PathBuf]) -> Vec<PathBuf> {
 fn build_sandbox(
     setup: &Setup<'_>,
     bwrap: PathBuf,
-    scratch: &tempfile::TempDir,
+    scratch: &scratch::Scratch,
     host_home: Option<&Path>,
     writable: Vec<PathBuf>,
 ) -> (Sandbox, Option<PathBuf>) {
@@ -951,18 +952,9 @@ fn prepare_home(home: &Home, uid: u32) -> std::io::Result<()> {
 }
 
 /// The run's scratch folder, with its `tmp`, `var-tmp`, `home` and `base`.
-fn scratch_folder() -> Result<tempfile::TempDir, GateError> {
-    let why = |e: std::io::Error| {
-        GateError::Usage(format!("cannot create the run's scratch folder: {e}"))
-    };
-    let scratch = tempfile::Builder::new()
-        .prefix("gate-run-")
-        .tempdir()
-        .map_err(why)?;
-    for sub in ["tmp", "var-tmp", "home", "base"] {
-        std::fs::create_dir(scratch.path().join(sub)).map_err(why)?;
-    }
-    Ok(scratch)
+fn scratch_folder() -> Result<scratch::Scratch, GateError> {
+    scratch::Scratch::make()
+        .map_err(|e| GateError::Usage(format!("cannot create the run's scratch folder: {e}")))
 }
 
 /// Every path to hide, whether or not it exists yet: the gate's secrets,

@@ -1799,3 +1799,64 @@ fn an_interpreter_nothing_vouches_for_cannot_pass_the_exam() {
         out.assert_exit(exit);
     }
 }
+
+/// A run killed while its items run cannot remove its scratch folder (the
+/// items' `/tmp` and home): the next run removes it, and leaves the folder
+/// of a run still alive.
+#[test]
+fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
+    let env = TestEnv::new();
+    let temp = tempfile::tempdir().unwrap();
+    let spec = |run: &str| {
+        format!(
+            "[spec]\nid = \"killed\"\n[policy]\nbuiltin_parse = false\n[sandbox]\nmode = \"required\"\n\
+             [[check]]\nid = \"c\"\nrun = \"{run}\"\ntimeout_s = 120\n"
+        )
+    };
+    env.write("gate.toml", &spec("echo left > /tmp/left.txt; sleep 100"));
+    let left = || -> Vec<PathBuf> {
+        std::fs::read_dir(temp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("tmp/left.txt").exists())
+            .collect()
+    };
+    let mut killed = env.gate(&["verify"]).env("TMPDIR", temp.path()).spawn();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while left().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the item never ran");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let folders = left();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+
+    // The next run removes it; a run started while that one is alive
+    // leaves the living run's folder.
+    let mut alive = env.gate(&["verify"]).env("TMPDIR", temp.path()).spawn();
+    let living = loop {
+        let now = left();
+        if let [only] = now.as_slice()
+            && *only != folders[0]
+        {
+            break only.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the next item never ran: {now:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let other = TestEnv::new();
+    other.write("gate.toml", &spec("true"));
+    other
+        .gate(&["verify"])
+        .env("TMPDIR", temp.path())
+        .run()
+        .assert_exit(0);
+    assert_eq!(left(), [living], "the live run's folder went");
+    alive.kill().unwrap();
+    alive.wait().unwrap();
+}
