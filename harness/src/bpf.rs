@@ -46,6 +46,20 @@ const STRLEN: usize = 200;
 /// How many tasks (and calls in flight) the tracer's maps hold at once.
 const MAP_KEYS: usize = 16_384;
 
+/// Pages of the buffers the kernel writes the tracer's lines into, across
+/// all CPUs (32 MiB): a build's burst of calls must not outrun the reader,
+/// or events are lost and every trace from then on is incomplete.
+const BUFFER_PAGES: usize = 8_192;
+
+/// The pages of each CPU's buffer: a power of two, from bpftrace's default
+/// up to 8 MiB.
+fn pages_per_cpu(cpus: usize) -> usize {
+    let share = (BUFFER_PAGES / cpus.max(1)).max(1);
+    // The largest power of two not above the share.
+    let floor = 1_usize << (usize::BITS - 1 - share.leading_zeros());
+    floor.clamp(64, 2_048)
+}
+
 /// How long the tracer may take to compile and attach its programs.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
@@ -540,11 +554,13 @@ impl Watcher {
     reason = "the gate's own tool, started as it is: no item runs through here"
 )]
 fn spawn(bpftrace: &Path, script: &Path) -> std::io::Result<std::process::Child> {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     std::process::Command::new(bpftrace)
         .args(["-B".as_ref(), "line".as_ref(), script.as_os_str()])
         .env_clear()
         .env("BPFTRACE_STRLEN", STRLEN.to_string())
         .env("BPFTRACE_MAP_KEYS_MAX", MAP_KEYS.to_string())
+        .env("BPFTRACE_PERF_RB_PAGES", pages_per_cpu(cpus).to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use super::{Settings, Watcher, script};
+use super::{Settings, Watcher, pages_per_cpu, script};
 
 /// The tracer's tools when this machine can run it: root, `bpftrace` and
 /// `bwrap` installed. In CI (root, where scripts/test installs them) it
@@ -203,4 +203,22 @@ fn links_made_are_seen_with_their_targets() {
             .is_some_and(|what| what.contains(&ws.display().to_string())),
         "{got:?}"
     );
+}
+
+/// Each CPU's buffer is a power of two, the whole about 32 MiB, never
+/// under bpftrace's default nor over 8 MiB a CPU.
+#[test]
+fn the_buffers_share_a_budget_in_powers_of_two() {
+    for (cpus, pages) in [
+        (1, 2_048),
+        (2, 2_048),
+        (4, 2_048),
+        (8, 1_024),
+        (6, 1_024),
+        (64, 128),
+        (512, 64),
+        (0, 2_048),
+    ] {
+        assert_eq!(pages_per_cpu(cpus), pages, "{cpus} CPUs");
+    }
 }
