@@ -128,6 +128,11 @@ pub struct RunIsolation {
     /// digests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<RunTool>,
+    /// What recorded the files the items read: `strace`, `ebpf`, or `none`
+    /// (nothing is carried on a retry); absent in records made before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracer: Option<String>,
 }
 
 /// Who the items of a run ran as, on the host.
@@ -170,6 +175,7 @@ impl Default for RunIsolation {
             reason: Some("not recorded".to_owned()),
             identity: None,
             tools: Vec::new(),
+            tracer: None,
         }
     }
 }

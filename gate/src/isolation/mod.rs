@@ -422,6 +422,7 @@ impl Isolation {
                 reason,
                 identity: Some(identity_record(start.lease.as_ref())),
                 tools: start.tools.found.clone(),
+                tracer: None,
             },
             shell: start.tools.path("sh"),
             tracer: start.tracer,
@@ -434,7 +435,8 @@ impl Isolation {
             warnings: start.warnings,
             _holder: None,
             lease: start.lease,
-        })
+        }
+        .recorded())
     }
 
     /// Resolves the run's isolation and checks it works here. With `mode =
@@ -538,16 +540,11 @@ impl Isolation {
         Ok(Self {
             record: RunIsolation {
                 kind: "bwrap".to_owned(),
-                network: if holder.is_some() {
-                    SandboxNetwork::Loopback
-                } else {
-                    SandboxNetwork::Host
-                }
-                .as_str()
-                .to_owned(),
+                network: network_of(holder.as_ref()).as_str().to_owned(),
                 reason: network_reason,
                 identity: Some(identity_record(start.lease.as_ref())),
                 tools: start.tools.found.clone(),
+                tracer: None,
             },
             shell: start.tools.path("sh"),
             tracer: start.tracer,
@@ -560,7 +557,8 @@ impl Isolation {
             warnings: start.warnings,
             _holder: holder,
             lease: start.lease,
-        })
+        }
+        .recorded())
     }
 
     /// Hands the workspace and the `writable` paths to the run's uid, when
@@ -595,6 +593,19 @@ impl Isolation {
     /// Whether the items' commands are traced (what they read recorded).
     pub(crate) fn traced(&self) -> bool {
         self.items(Vec::new(), Vec::new()).tracer().is_some()
+    }
+
+    /// Records which tracer records what the items read.
+    fn recorded(mut self) -> Self {
+        let tracer = if self.traced_from_the_kernel() {
+            "ebpf"
+        } else if self.traced() {
+            "strace"
+        } else {
+            "none"
+        };
+        self.record.tracer = Some(tracer.to_owned());
+        self
     }
 
     /// Whether the run's eBPF tracer traces its sandboxed items.
@@ -949,6 +960,15 @@ fn prepare_home(home: &Home, uid: u32) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The network a run's items have: a private one when a holder keeps it.
+fn network_of(holder: Option<&Holder>) -> SandboxNetwork {
+    if holder.is_some() {
+        SandboxNetwork::Loopback
+    } else {
+        SandboxNetwork::Host
+    }
 }
 
 /// The run's scratch folder, with its `tmp`, `var-tmp`, `home` and `base`.

@@ -174,6 +174,7 @@ pub(crate) fn record() -> RunRecord {
             reason: None,
             identity: None,
             tools: Vec::new(),
+            tracer: Some("strace".to_owned()),
         },
         base_runs: None,
         verdict: Verdict::Fail,

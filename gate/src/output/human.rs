@@ -58,6 +58,16 @@ pub(crate) fn isolation_line(isolation: &crate::record::RunIsolation) -> String 
     }
 }
 
+/// What a run's `tracer` means, for a reader.
+fn tracer_line(tracer: &str) -> String {
+    match tracer {
+        "strace" => "strace".to_owned(),
+        "ebpf" => "eBPF (bpftrace)".to_owned(),
+        "none" => "nothing (a retry runs every command again)".to_owned(),
+        other => shown(other).into_owned(),
+    }
+}
+
 /// Renders `record` for a terminal: marks and the verdict in colour when
 /// `style` says so.
 pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
@@ -79,6 +89,9 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
         shown(&record.tier_reason)
     );
     let _ = writeln!(out, "isolation: {}", isolation_line(&record.isolation));
+    if let Some(tracer) = &record.isolation.tracer {
+        let _ = writeln!(out, "reads traced by: {}", tracer_line(tracer));
+    }
     if let Some(series) = &record.series {
         let _ = writeln!(out, "series: {}", series_line(series));
     }

@@ -441,6 +441,8 @@ inputs = ["src/other.txt"]
     let out = verify();
     out.assert_exit(1);
     let doc = out.json();
+    let tracer = if mode == "ebpf" { "ebpf" } else { "strace" };
+    assert_eq!(doc["isolation"]["tracer"], tracer, "{mode}");
     assert_eq!(status_of(&doc, "ttl"), "passed");
     assert_eq!(
         item(&doc, "ttl").unwrap()["read_beyond_inputs"],
@@ -482,6 +484,20 @@ inputs = ["src/other.txt"]
     let doc = out.json();
     assert_eq!(status_of(&doc, "ttl"), "passed", "{mode}");
     assert_eq!(status_of(&doc, "ping"), "carried", "{mode}");
+
+    // Untraced, the record says so, and nothing is carried.
+    let out = env
+        .gate(&["verify", "--format", "json"])
+        .env("GATE_TRACE", "off")
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["isolation"]["tracer"], "none");
+    assert_eq!(status_of(&doc, "ping"), "passed", "{mode}");
+    let run = doc["run_id"].as_str().unwrap().to_owned();
+    env.gate(&["evidence", "show", &run])
+        .run()
+        .stdout_has("reads traced by: nothing (a retry runs every command again)\n");
 }
 
 /// A task's JUnit report is judged by its content over the task's files,
