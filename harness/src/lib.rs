@@ -16,6 +16,7 @@
 //! - [`sandbox`]: the isolation policy every process for the workspace runs
 //!   under, and the one place it becomes a bubblewrap command line.
 //! - [`seccomp`]: the system calls refused inside every sandbox.
+//! - [`system`]: the host's system folders, read-only in every sandbox.
 //! - [`netns`]: the process that holds a run's private network namespace.
 //! - [`inside`]: what the gate's executable runs inside that namespace (the
 //!   probes and the browser bridge a [`sandbox::Helper`] asks for).
@@ -38,6 +39,7 @@ pub mod sandbox;
 pub mod schedule;
 pub mod seccomp;
 pub mod secrets;
+pub mod system;
 #[cfg(test)]
 mod testutil;
 pub mod trace;

@@ -407,29 +407,15 @@ impl Reader<'_> {
     }
 }
 
-/// Folders of the system the items can only read: a link into them leads
-/// nowhere an item could have changed.
-const SYSTEM: [&str; 10] = [
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-    "/nix/store",
-];
-
 /// Whether a symbolic link made at `at` (absolute, when known) to
-/// `target` may lead into `workspace` by a name that does not show it.
-/// A link in the workspace to the workspace is followed once the run is
-/// over; one into a system folder, or to any other place no earlier link
-/// could have been left, leads nowhere new. Dangerous: a target in the
-/// workspace from outside it, one of the workspace's ancestors (`/`,
-/// `..`), a process's links (`/proc`, `/dev`), and a relative target
-/// whose folder is not known.
+/// `target` may lead into `workspace` by a name that does not show it:
+/// a target in the workspace from outside it, one of the workspace's
+/// ancestors (`/`, `..`), a process's links (`/proc`, `/dev`), or a
+/// relative target whose folder is not known. A link in the workspace to
+/// the workspace is followed once the run is over; one into a system
+/// folder ([`crate::system::FOLDERS`]) leads nowhere an item could change,
+/// and one elsewhere leads where only a link made in the run (judged in
+/// turn) could lead on.
 pub(crate) fn link_leads_back(workspace: &Path, at: Option<&Path>, target: &str) -> bool {
     let target = Path::new(target);
     let resolved = if target.is_absolute() {
@@ -440,7 +426,10 @@ pub(crate) fn link_leads_back(workspace: &Path, at: Option<&Path>, target: &str)
             None => return true,
         }
     };
-    if SYSTEM.iter().any(|s| resolved.starts_with(s)) {
+    if crate::system::FOLDERS
+        .iter()
+        .any(|s| resolved.starts_with(s))
+    {
         return false;
     }
     let at_inside = at.is_some_and(|p| p.starts_with(workspace));

@@ -14,20 +14,7 @@ use std::path::{Path, PathBuf};
 
 use gate_harness::sandbox::{Bind, Shown};
 
-/// The system's folders shown read-only where the host has them.
-pub(crate) const SYSTEM: [&str; 11] = [
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-    "/sys",
-    "/nix/store",
-];
+pub(crate) use gate_harness::system::FOLDERS as SYSTEM;
 
 /// Variables that name a toolchain's folder, shown read-only wherever it
 /// lies.
