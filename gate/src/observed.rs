@@ -22,9 +22,11 @@
 //! the workspace (`l/main.rs` with `l -> src`): it is followed as the
 //! links are after the run, and the links and the path reached are read
 //! too, so a change to either is seen. A link an item made outside the
-//! workspace that may lead back into it, or one made in it that was gone
-//! or made twice by the end of the run, leaves what was read through it
-//! unknown: [`links_made`] then says why no trace of the run is whole.
+//! workspace that may lead back into it leaves what any item read through
+//! it unknown: [`links_made`] then says why no trace of the run is whole.
+//! A link made in the workspace that was gone after the run, or made by
+//! two items, may have led elsewhere while the run read through it: an
+//! item whose names pass through one is incomplete.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Component, Path, PathBuf};
@@ -59,15 +61,17 @@ pub struct Observed {
 
 impl Observed {
     /// What `accesses` read, valued from `snapshot`; `workspace` tells an
-    /// absent path from an ignored one; `fed_by` names the writers.
+    /// absent path from an ignored one; `made` holds the run's links that
+    /// cannot be followed as they are now; `fed_by` names the writers.
     pub(crate) fn new(
         accesses: &Accesses,
         snapshot: &Snapshot,
-        workspace: &Path,
+        (workspace, made): (&Path, &MadeLinks),
         fed_by: &BTreeSet<&str>,
     ) -> Self {
         let mut read = BTreeMap::new();
-        let mut links = Links::new(workspace);
+        let mut incomplete = accesses.incomplete.clone();
+        let mut links = Links::new(workspace, &made.unstable);
         let keep = |read: &mut BTreeMap<String, String>, path: &str| match snapshot.get(path) {
             Some(entry) => {
                 read.insert(path.to_owned(), entry.digest.to_hex());
@@ -82,6 +86,9 @@ impl Observed {
             if snapshot.get(path).is_none()
                 && let Some(followed) = links.follow(path)
             {
+                if let Some(why) = &followed.unstable {
+                    incomplete.get_or_insert_with(|| format!("it read {path} {why}"));
+                }
                 for link in &followed.links {
                     keep(&mut read, link);
                 }
@@ -93,6 +100,9 @@ impl Observed {
         for dir in &accesses.listed {
             let mut dirs = vec![dir.clone()];
             if let Some(followed) = links.follow(dir) {
+                if let Some(why) = &followed.unstable {
+                    incomplete.get_or_insert_with(|| format!("it listed {dir} {why}"));
+                }
                 for link in &followed.links {
                     keep(&mut read, link);
                 }
@@ -109,10 +119,20 @@ impl Observed {
             let value = value(&key, snapshot);
             read.insert(key, value);
         }
+        // A name whose folder is not known may have passed through any link.
+        if let (Some(suffix), Some((link, why))) =
+            (accesses.suffixes.first(), made.unstable.iter().next())
+        {
+            incomplete.get_or_insert_with(|| {
+                format!(
+                    "it used the name {suffix} from a folder not known, and the link {link} {why}"
+                )
+            });
+        }
         Self {
             read,
             fed_by: fed_by.iter().map(|s| (*s).to_owned()).collect(),
-            incomplete: accesses.incomplete.clone(),
+            incomplete,
             outside_inputs: Vec::new(),
         }
     }
@@ -142,41 +162,55 @@ impl Observed {
     }
 }
 
-/// Why no trace of a run can be relied on for the links its items made:
-/// one that may lead into the workspace by a name the tracers cannot
-/// place, or one made in the workspace that was gone after the run or made
-/// by two items (what was read through it may have led elsewhere then).
-pub(crate) fn links_made(traced: &[Traced<'_>], workspace: &Path) -> Option<String> {
+/// The links a run's items made, as far as their traces tell what was
+/// read through them.
+#[derive(Debug, Default)]
+pub(crate) struct MadeLinks {
+    /// Why no trace of the run can be relied on: a link that may lead into
+    /// the workspace by a name the tracers cannot place.
+    pub(crate) leads_back: Option<String>,
+    /// Links made in the workspace that may have led elsewhere while the
+    /// run read through them, with why: gone after the run, or made by
+    /// more than one item.
+    unstable: BTreeMap<String, String>,
+}
+
+/// What the links made in a run leave unknown.
+pub(crate) fn links_made(traced: &[Traced<'_>], workspace: &Path) -> MadeLinks {
+    let mut made = MadeLinks::default();
     let mut makers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (id, accesses, _) in traced {
         if let Some(what) = &accesses.leads_back {
-            return Some(format!(
-                "{id} made a link that may lead into the workspace by another name ({what}): \
-                 what any item of the run read through it cannot be told"
-            ));
+            made.leads_back.get_or_insert_with(|| {
+                format!(
+                    "{id} made a link that may lead into the workspace by another name \
+                     ({what}): what any item of the run read through it cannot be told"
+                )
+            });
         }
         for path in &accesses.linked {
             makers.entry(path.as_str()).or_default().push(id);
         }
     }
     for (path, ids) in makers {
-        if ids.len() > 1 {
-            return Some(format!(
-                "the link at {path} was made by more than one item ({})",
-                ids.join(", ")
-            ));
-        }
         let there = std::fs::symlink_metadata(workspace.join(path))
             .is_ok_and(|m| m.file_type().is_symlink());
-        if !there {
-            return Some(format!(
-                "the link {} made at {path} was gone after the run: what was read through it \
-                 cannot be told",
-                ids[0]
-            ));
+        if ids.len() > 1 {
+            made.unstable.insert(
+                path.to_owned(),
+                format!("through the link at {path}, made by {}", ids.join(" and ")),
+            );
+        } else if !there {
+            made.unstable.insert(
+                path.to_owned(),
+                format!(
+                    "through the link {} made at {path}, gone after the run",
+                    ids[0]
+                ),
+            );
         }
     }
-    None
+    made
 }
 
 /// Where a workspace path led through symbolic links.
@@ -186,6 +220,9 @@ struct Followed {
     links: Vec<String>,
     /// The path reached, when it is in the workspace.
     reached: Option<String>,
+    /// Why where it led cannot be told: it went through a link made in the
+    /// run that may have led elsewhere then.
+    unstable: Option<String>,
 }
 
 /// How many links a path may go through, as Linux allows.
@@ -195,6 +232,8 @@ const MAX_LINKS: usize = 40;
 /// at once.
 struct Links<'a> {
     workspace: &'a Path,
+    /// Links made in the run that may have led elsewhere while it ran.
+    unstable: &'a BTreeMap<String, String>,
     /// Each workspace path looked at, and what is there.
     seen: HashMap<String, There>,
 }
@@ -211,9 +250,10 @@ enum There {
 }
 
 impl<'a> Links<'a> {
-    fn new(workspace: &'a Path) -> Self {
+    fn new(workspace: &'a Path, unstable: &'a BTreeMap<String, String>) -> Self {
         Self {
             workspace,
+            unstable,
             seen: HashMap::new(),
         }
     }
@@ -236,30 +276,38 @@ impl<'a> Links<'a> {
             .clone()
     }
 
-    /// Where `rel` leads, when a link is on its way; `None` when none is.
+    /// Where `rel` leads, when a link or a `..` is on its way; `None` when
+    /// neither is.
     fn follow(&mut self, rel: &str) -> Option<Followed> {
         let mut todo: VecDeque<String> = rel.split('/').map(str::to_owned).collect();
         let mut at: Vec<String> = Vec::new();
         let mut links = Vec::new();
         let mut missing = false;
+        // Where it ended short of a path: out of the workspace, too many
+        // links, or through one that cannot be followed.
+        let short = |links: Vec<String>, unstable: Option<&String>| Followed {
+            links,
+            reached: None,
+            unstable: unstable.cloned(),
+        };
         while let Some(part) = todo.pop_front() {
             match part.as_str() {
                 "" | "." => continue,
                 ".." => {
                     if at.pop().is_none() {
-                        return Some(Followed {
-                            links,
-                            reached: None,
-                        });
+                        return Some(short(links, None));
                     }
                     continue;
                 }
                 _ => at.push(part),
             }
+            let here = at.join("/");
+            if let Some(why) = self.unstable.get(&here) {
+                return Some(short(links, Some(why)));
+            }
             if missing {
                 continue;
             }
-            let here = at.join("/");
             let target = match self.at(&here) {
                 There::Link(target) => target,
                 There::Other => continue,
@@ -271,18 +319,12 @@ impl<'a> Links<'a> {
             };
             links.push(here);
             if links.len() > MAX_LINKS {
-                return Some(Followed {
-                    links,
-                    reached: None,
-                });
+                return Some(short(links, None));
             }
             at.pop();
             let rest = if target.is_absolute() {
                 let Ok(rest) = target.strip_prefix(self.workspace) else {
-                    return Some(Followed {
-                        links,
-                        reached: None,
-                    });
+                    return Some(short(links, None));
                 };
                 at.clear();
                 rest.to_path_buf()
@@ -301,12 +343,13 @@ impl<'a> Links<'a> {
                 todo.push_front(part);
             }
         }
-        if links.is_empty() {
+        if links.is_empty() && !rel.split('/').any(|p| p == "..") {
             return None;
         }
         Some(Followed {
             links,
             reached: Some(at.join("/")),
+            unstable: None,
         })
     }
 }
@@ -406,7 +449,12 @@ mod tests {
             ..Accesses::default()
         };
         let ws = tempfile::tempdir().unwrap();
-        let observed = Observed::new(&accesses, &before, ws.path(), &BTreeSet::new());
+        let observed = Observed::new(
+            &accesses,
+            &before,
+            (ws.path(), &MadeLinks::default()),
+            &BTreeSet::new(),
+        );
         assert!(observed.changed(&before).is_empty());
         type Case = (
             &'static str,
@@ -468,7 +516,12 @@ mod tests {
             ..Accesses::default()
         };
         let fed: BTreeSet<&str> = ["build"].into();
-        let observed = Observed::new(&accesses, &snapshot(&[]), ws.path(), &fed);
+        let observed = Observed::new(
+            &accesses,
+            &snapshot(&[]),
+            (ws.path(), &MadeLinks::default()),
+            &fed,
+        );
         assert!(observed.read.is_empty(), "{:?}", observed.read);
         assert_eq!(observed.fed_by, ["build"]);
     }
@@ -495,13 +548,23 @@ mod tests {
             ("src/up/etc", &["src/up"], None),
             ("loop/x", &["loop"; 41], None),
         ];
-        let mut links = Links::new(ws.path());
+        let none = BTreeMap::new();
+        let mut links = Links::new(ws.path(), &none);
         for (name, via, reached) in cases {
             let got = links.follow(name).unwrap();
             assert_eq!(got.links, via, "{name}");
             assert_eq!(got.reached.as_deref(), reached, "{name}");
         }
         assert_eq!(links.follow("src/main.rs"), None);
+        // No link, but `..`: where it leads all the same.
+        assert_eq!(
+            links.follow("src/inner/../main.rs"),
+            Some(Followed {
+                links: Vec::new(),
+                reached: Some("src/main.rs".into()),
+                unstable: None,
+            })
+        );
         assert_eq!(links.follow("src/none/x"), None);
 
         let before = snapshot(&[("src/main.rs", "a"), ("l", "src")]);
@@ -510,7 +573,12 @@ mod tests {
             listed: ["l"].map(String::from).into(),
             ..Accesses::default()
         };
-        let observed = Observed::new(&accesses, &before, ws.path(), &BTreeSet::new());
+        let observed = Observed::new(
+            &accesses,
+            &before,
+            (ws.path(), &MadeLinks::default()),
+            &BTreeSet::new(),
+        );
         let keys: Vec<&str> = observed.read.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
@@ -539,45 +607,95 @@ mod tests {
         }
     }
 
-    /// Links made in a run: one that may lead back into the workspace, one
-    /// gone after the run, or one made by two items leaves every trace of
-    /// the run short; one still there, made once, does not.
+    /// Links made in a run: one that may lead back into the workspace
+    /// leaves every trace of the run short; one gone after the run, or made
+    /// by two items, leaves short only an item whose names pass through it;
+    /// one still there, made once, none.
     #[test]
     fn links_made_in_a_run_that_cannot_be_followed_are_told() {
         let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join("src")).unwrap();
         std::os::unix::fs::symlink("src", ws.path().join("l")).unwrap();
-        let made = |linked: &[&str], back: Option<&str>| Accesses {
+        let made = |linked: &[&str], back: Option<&str>, read: &[&str]| Accesses {
             linked: linked.iter().map(|s| (*s).to_owned()).collect(),
             leads_back: back.map(str::to_owned),
+            paths: read.iter().map(|s| (*s).to_owned()).collect(),
             ..Accesses::default()
         };
-        let (kept, gone, out, none) = (
-            made(&["l"], None),
-            made(&["m"], None),
-            made(&[], Some("/tmp/l -> /ws")),
-            made(&[], None),
+        let (kept, gone, out, none, through_l, through_m) = (
+            made(&["l"], None, &[]),
+            made(&["m"], None, &[]),
+            made(&[], Some("/tmp/l -> /ws"), &[]),
+            made(&[], None, &["src/x"]),
+            made(&[], None, &["l/x"]),
+            made(&[], None, &["m/x"]),
         );
-        let cases: [(&str, Vec<Traced<'_>>, bool); 5] = [
-            ("nothing made", vec![("a", &none, (0, 1))], false),
+        // (case, the run's items, whether every trace is short, the items
+        // left short)
+        type Case<'a> = (&'a str, Vec<Traced<'a>>, bool, &'a [&'a str]);
+        let cases: [Case<'_>; 6] = [
+            ("nothing made", vec![("a", &none, (0, 1))], false, &[]),
             (
                 "a link still there",
-                vec![("a", &kept, (0, 1)), ("b", &none, (0, 1))],
+                vec![("a", &kept, (0, 1)), ("b", &through_l, (0, 1))],
                 false,
+                &[],
             ),
-            ("a link gone", vec![("a", &gone, (0, 1))], true),
+            (
+                "a link gone, read through",
+                vec![
+                    ("a", &gone, (0, 1)),
+                    ("b", &through_m, (0, 1)),
+                    ("c", &none, (0, 1)),
+                ],
+                false,
+                &["b"],
+            ),
             (
                 "a link made by two items",
-                vec![("a", &kept, (0, 1)), ("b", &kept, (0, 1))],
-                true,
+                vec![
+                    ("a", &kept, (0, 1)),
+                    ("b", &kept, (0, 1)),
+                    ("c", &through_l, (0, 1)),
+                ],
+                false,
+                &["c"],
+            ),
+            (
+                "a link made by two items, not read through",
+                vec![
+                    ("a", &kept, (0, 1)),
+                    ("b", &kept, (0, 1)),
+                    ("c", &none, (0, 1)),
+                ],
+                false,
+                &[],
             ),
             (
                 "a link that leads back",
                 vec![("a", &none, (0, 1)), ("b", &out, (0, 1))],
                 true,
+                &[],
             ),
         ];
-        for (name, traced, short) in cases {
-            assert_eq!(links_made(&traced, ws.path()).is_some(), short, "{name}");
+        for (name, traced, all, short) in cases {
+            let made = links_made(&traced, ws.path());
+            assert_eq!(made.leads_back.is_some(), all, "{name}");
+            let got: Vec<&str> = traced
+                .iter()
+                .filter(|(_, accesses, _)| {
+                    Observed::new(
+                        accesses,
+                        &snapshot(&[]),
+                        (ws.path(), &made),
+                        &BTreeSet::new(),
+                    )
+                    .incomplete
+                    .is_some()
+                })
+                .map(|(id, _, _)| *id)
+                .collect();
+            assert_eq!(got, short, "{name}");
         }
     }
 }

@@ -292,6 +292,10 @@ impl Reader<'_> {
         }
         let link = matches!(call.name.as_str(), "symlink" | "symlinkat");
         let mut named: Vec<Named> = Vec::new();
+        // Names that go up (`..`) past a folder, as given: lexically that
+        // folder is undone, but the kernel goes up from where a link there
+        // led, which only the files after the run can tell.
+        let mut unresolved: Vec<PathBuf> = Vec::new();
         for (i, arg) in call.args.iter().enumerate() {
             match arg {
                 // A link's target is not looked up when the link is made.
@@ -302,6 +306,14 @@ impl Reader<'_> {
                         _ => cwd.as_deref(),
                     };
                     named.push(resolve(base, name));
+                    if backs_out(name) {
+                        let path = Path::new(name);
+                        unresolved.extend(if path.is_absolute() {
+                            Some(path.to_path_buf())
+                        } else {
+                            base.map(|b| b.join(path))
+                        });
+                    }
                 }
                 Arg::Fd { path, cwd: false } if matches!(effect, Effect::List | Effect::Chdir) => {
                     named.push(Named::At(path.clone()));
@@ -339,6 +351,11 @@ impl Reader<'_> {
                 }
             }
             Effect::Read | Effect::Write => {
+                for path in unresolved {
+                    if let Some(rel) = self.relative(&path) {
+                        self.out.paths.insert(rel);
+                    }
+                }
                 for n in named {
                     match n {
                         Named::At(path) => {
@@ -483,6 +500,19 @@ enum Named {
     Suffix(String),
     /// Nothing a file could be found by (a name going above its unknown base).
     Nothing,
+}
+
+/// Whether `name` goes up (`..`) from a folder it named: `a/../b`.
+fn backs_out(name: &str) -> bool {
+    let mut named = false;
+    for c in Path::new(name).components() {
+        match c {
+            Component::Normal(_) => named = true,
+            Component::ParentDir if named => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `name` against `base`, lexically.

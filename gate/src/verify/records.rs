@@ -166,15 +166,15 @@ fn observed(
         })
         .collect();
     let fed = gate_harness::trace::fed_by(&traced);
-    let links = crate::observed::links_made(&traced, workspace);
+    let made = crate::observed::links_made(&traced, workspace);
     let none = BTreeSet::new();
     let mut out: HashMap<String, Observed> = traced
         .iter()
         .map(|(id, accesses, _)| {
             let fed_by = fed.get(id).unwrap_or(&none);
-            let mut observed = Observed::new(accesses, snapshot, workspace, fed_by);
+            let mut observed = Observed::new(accesses, snapshot, (workspace, &made), fed_by);
             if observed.incomplete.is_none() {
-                observed.incomplete.clone_from(&links);
+                observed.incomplete.clone_from(&made.leads_back);
             }
             ((*id).to_owned(), observed)
         })

@@ -244,6 +244,21 @@ fn links_that_may_lead_back_into_the_workspace_are_told_apart() {
     assert!(twice.incomplete.is_some(), "{twice:?}");
 }
 
+/// A name that goes up past a folder it named is kept as given too: if
+/// that folder is a link, the kernel went up from where it led.
+#[test]
+fn a_name_that_backs_out_of_a_folder_is_kept_as_given() {
+    let got = accesses(
+        "newfstatat(AT_FDCWD</ws>, \"l/../flag\", 0x7ffd, 0) = -1 ENOENT (No such file or directory)\n\
+         newfstatat(AT_FDCWD</ws>, \"../ws/x\", 0x7ffd, 0) = -1 ENOENT (No such file or directory)\n\
+         openat(AT_FDCWD</ws/sub>, \"/ws/a/b/../c\", O_RDONLY) = -1 ENOENT (No such file or directory)\n",
+    );
+    assert_eq!(
+        got.paths,
+        set(&["flag", "l/../flag", "x", "a/c", "a/b/../c"])
+    );
+}
+
 /// A mount or a new root (where no sandbox refuses them) may show the
 /// workspace at another path: the trace is incomplete. One refused is not.
 #[test]

@@ -298,14 +298,16 @@ fn a_file_read_outside_the_declared_inputs_is_not_carried_over() {
 }
 
 /// A probe through a symbolic link: one in the workspace (`l -> src`) is
-/// followed, one an item made in the run's `/tmp` back into the workspace
-/// cannot be, so nothing of that run is carried. Either way a retry that
+/// followed, `..` after one (`up/../flag` with `up -> src/inner`) goes up
+/// from where it led, one an item made in the run's `/tmp` back into the
+/// workspace cannot be followed, so nothing of that run is carried. Either way a retry that
 /// creates the file probed for runs the probe again and catches it.
 #[test]
 fn a_probe_through_a_link_is_not_carried_over() {
     for mode in tracers() {
         for (how, probe, plant) in [
             ("in the workspace", "test ! -e l/flag", "true"),
+            ("backing out of a link", "test ! -e up/../flag", "true"),
             (
                 "from /tmp",
                 "for i in $(seq 100); do [ -L /tmp/back ] && break; sleep 0.1; done; \
@@ -352,7 +354,10 @@ inputs = ["src/other.txt"]
     );
     env.write("README.md", "links\n");
     env.write("src/other.txt", "no\n");
+    env.write("src/inner/keep.txt", "kept\n");
     std::os::unix::fs::symlink("src", env.path().join("l")).unwrap();
+    // `up/..` is `src`, not the workspace's root.
+    std::os::unix::fs::symlink("src/inner", env.path().join("up")).unwrap();
     let verify = || {
         env.gate(&["verify", "--format", "json"])
             .env("GATE_TRACE", mode)
