@@ -3,7 +3,7 @@
 # retries: docs/retries.md) adds, traced against untraced (GATE_TRACE=off)
 # in one go, RUNS times each, alternating. Two tracers are measured:
 # `strace` (GATE_TRACE=on; inside the sandbox when the gate runs as root)
-# and, as root with bpftrace installed, the eBPF tracer (GATE_TRACE=ebpf).
+# and, as root with clang installed, the eBPF tracer (GATE_TRACE=ebpf).
 #
 # 1. A trivial item: 40 checks of `true`. Prints the median time per check
 #    as the run's JSON records it (spawn to end) for each mode, what each
@@ -30,11 +30,11 @@ cargo build --release -q -p gate --bin gate
 command -v strace >/dev/null || { echo "strace is not installed" >&2; exit 1; }
 modes="on off"
 judged=on
-if [ "$(id -u)" = 0 ] && command -v bpftrace >/dev/null; then
+if [ "$(id -u)" = 0 ] && command -v clang >/dev/null; then
   modes="on ebpf off"
   judged=ebpf
 else
-  echo "the eBPF tracer is not measured: it needs root and bpftrace" >&2
+  echo "the eBPF tracer is not measured: it needs root and clang" >&2
 fi
 
 work=$(mktemp -d)

@@ -31,7 +31,7 @@ pub(crate) struct Tools {
 }
 
 impl Tools {
-    /// Finds each of [`NAMES`] and `extra` (the eBPF tracer's `bpftrace`,
+    /// Finds each of [`NAMES`] and `extra` (the eBPF tracer's `clang`,
     /// when it is asked for) on `path`, passing over every folder that is
     /// relative, lies in one of `untrusted` (canonical paths), or that a user
     /// other than root and the gate's own can write to.

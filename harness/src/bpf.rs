@@ -1,7 +1,14 @@
-//! The eBPF tracer: one `bpftrace` for the whole run, for a gate that runs
-//! as root. Nothing stops: the kernel runs a small program at each file
-//! system call and prints only what concerns the workspace, so a build that
-//! makes thousands of calls costs what printing them costs.
+//! The eBPF tracer: programs of the gate's own, loaded once for the whole
+//! run by a gate that runs as root. Nothing stops: the kernel runs them at
+//! each file system call and writes only what concerns the workspace into a
+//! ring buffer the gate reads in batches, so a build that makes thousands
+//! of calls costs little more than the calls.
+//!
+//! Their source (`bpf/tracer.bpf.c`, and the table of watched calls written
+//! from [`CALLS`]) is compiled with `clang` when the run starts and loaded
+//! with its settings (the gate's pid, the workspace, the sandbox's own
+//! programs) in read-only globals; the few kernel structures it reads are
+//! relocated against the kernel's BTF.
 //!
 //! Which processes are an item's is decided in the kernel: every process
 //! the gate itself forks is a root, and every process or thread a root's
@@ -9,59 +16,57 @@
 //! it executes that is not the sandbox (`bwrap`) or `nsenter`: what
 //! bubblewrap does while it builds the sandbox is not the item's. When a
 //! root's last task ends the tracer says so, and a barrier (a marked call
-//! of the gate's own, printed after everything before it) tells the gate it
-//! has read all that root's lines.
+//! of the gate's own, written after everything before it) tells the gate it
+//! has read all that root's records.
 //!
 //! Where a call names a path relative to a folder (the working directory
 //! or a descriptor), the program walks that folder's dentries up to one the
 //! gate registered as a workspace (by opening it with a marked set of
-//! flags and keeping it open), and prints the names on the way. An absolute
+//! flags and keeping it open), and writes the names on the way. An absolute
 //! name counts when it starts with the workspace's path as the items see it.
 //! A successful open is also followed to the file it reached, so a link out
 //! of the workspace and back is seen. The target of each link an item
-//! makes is printed, with whether the link lies in the workspace, so the
+//! makes is written, with whether the link lies in the workspace, so the
 //! reader can tell one that may lead back in by another name. A relative name whose folder is not
 //! in a workspace counts only when it climbs (`..`): then the trace is
-//! incomplete, as it cannot be resolved there.
+//! incomplete, as it cannot be resolved there. So is one whose folder lies
+//! deeper below the workspace than the walk goes.
 //!
-//! The tracer ends itself when the gate's process does, however it ends.
-//!
-//! Every line starts with a random word the items never see, so a file name
-//! holding a line break cannot pass for a line of the tracer's. Lost
-//! events, a name as long as the tracer's strings, a root whose end never
-//! came, or a tracer that stopped make the affected traces incomplete.
+//! The programs are the gate's: they are detached when its process ends,
+//! however it ends. The items cannot write into the ring buffer, so a name
+//! holding a line break or looking like a record forges nothing. A full
+//! buffer, a name as long as the tracer reads, a root whose end never
+//! came, or a reader that stopped make the affected traces incomplete.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::trace::{Accesses, Arg, Call, Reader};
 
-/// How long a string the tracer reads may be; a name this long or longer
-/// may have been cut.
-const STRLEN: usize = 200;
+/// How long a name the tracer reads may be, with its end: a name this
+/// long or longer may have been cut (`NAME` in the program).
+const STRLEN: usize = 1024;
 
-/// How many tasks (and calls in flight) the tracer's maps hold at once.
-const MAP_KEYS: usize = 16_384;
+/// Where a record's name starts (`HEAD` in the program); a link's target
+/// starts `STRLEN` bytes later.
+const HEAD: usize = 64;
 
-/// Pages of the buffers the kernel writes the tracer's lines into, across
-/// all CPUs (32 MiB): a build's burst of calls must not outrun the reader,
-/// or events are lost and every trace from then on is incomplete.
-const BUFFER_PAGES: usize = 8_192;
+/// How often the reader looks at the ring buffer when nothing woke it:
+/// records of calls do not wake it, so a build's burst costs no wake-up per
+/// call.
+const POLL: Duration = Duration::from_millis(5);
 
-/// The pages of each CPU's buffer: a power of two, from bpftrace's default
-/// up to 8 MiB.
-fn pages_per_cpu(cpus: usize) -> usize {
-    let share = (BUFFER_PAGES / cpus.max(1)).max(1);
-    // The largest power of two not above the share.
-    let floor = 1_usize << (usize::BITS - 1 - share.leading_zeros());
-    floor.clamp(64, 2_048)
-}
+/// The kernel side, before the generated table of calls.
+const PROGRAM: &str = include_str!("bpf/tracer.bpf.c");
 
-/// How long the tracer may take to compile and attach its programs.
-const START_LIMIT: Duration = Duration::from_secs(60);
+/// How many programs of the sandbox's own the tracer can be told about
+/// (`LAUNCHERS` in the program).
+const LAUNCHERS: usize = 4;
+
+/// How long `clang` may take to compile the programs.
+const COMPILE_LIMIT: Duration = Duration::from_secs(60);
 
 /// How long after an item's process ended its last task may take to end.
 const END_LIMIT: Duration = Duration::from_secs(10);
@@ -216,8 +221,8 @@ impl Eq for Watching {}
 /// What the gate tells the tracer's script when it writes it.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The `bpftrace` executable.
-    pub bpftrace: PathBuf,
+    /// The `clang` executable that compiles the programs.
+    pub clang: PathBuf,
     /// The workspace's path as the items see it: absolute names under it
     /// count.
     pub workspace: PathBuf,
@@ -234,11 +239,17 @@ pub enum BpfError {
     /// A path it cannot write into its script.
     #[error("the path {0} cannot be written into the tracer's script")]
     Path(String),
-    /// Its folder or script could not be made.
-    #[error("the tracer's script could not be written: {0}")]
+    /// Its folder or source could not be written.
+    #[error("the tracer's source could not be written: {0}")]
     Script(#[source] std::io::Error),
-    /// `bpftrace` could not start or stopped.
-    #[error("bpftrace {0}")]
+    /// `clang` could not compile the programs.
+    #[error("clang could not compile the tracer: {0}")]
+    Compile(String),
+    /// The kernel refused the programs or their maps.
+    #[error("the kernel refused the tracer: {0}")]
+    Load(String),
+    /// The tracer stopped or did not answer.
+    #[error("the tracer {0}")]
     Tracer(String),
 }
 
@@ -291,7 +302,6 @@ struct Pending {
 /// What the reader has seen.
 #[derive(Debug, Default)]
 struct State {
-    ready: bool,
     /// Why the tracer stopped, once it has.
     stopped: Option<String>,
     roots: HashMap<u32, Root>,
@@ -302,36 +312,24 @@ struct State {
     registered: HashMap<String, String>,
     /// Barrier names seen.
     barriers: std::collections::HashSet<String>,
-    /// Where a continuation line (a name holding a line break) belongs.
-    last: Last,
     /// Why traces cannot be relied on since events were lost.
     lost: Option<String>,
-}
-
-/// The string a continuation line extends.
-#[derive(Debug, Default, Clone, Copy)]
-enum Last {
-    #[default]
-    Nothing,
-    /// The name of the last call read for this root and thread.
-    Name(u32, u64),
-    /// The last folder name read for this root and thread.
-    Component(u32, u64),
-    /// A link's target read for this root.
-    Link(u32),
 }
 
 /// The eBPF tracer of one run.
 pub struct Watcher {
     nonce: String,
     shared: Arc<(Mutex<State>, Condvar)>,
-    child: Mutex<std::process::Child>,
+    /// The loaded programs: attached while this lives.
+    _programs: aya::Ebpf,
+    /// Their descriptors, whose `fdinfo` counts the runs the kernel skipped.
+    program_fds: Vec<i32>,
+    /// Tells the reader to stop.
+    stop: Arc<std::sync::atomic::AtomicBool>,
     /// Folders registered: kept open so their dentries stay what they were.
     pinned: Mutex<Vec<(PathBuf, std::fs::File)>>,
     /// Claimed roots by the trace folder they are collected for.
     claims: Mutex<BTreeMap<PathBuf, Vec<u32>>>,
-    /// Where the script lives (the gate's, mode 0700).
-    _folder: tempfile::TempDir,
     barrier: std::sync::atomic::AtomicU64,
     started: Duration,
 }
@@ -344,54 +342,61 @@ impl std::fmt::Debug for Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = child.kill();
-        let _ = child.wait();
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
 impl Watcher {
-    /// Writes the script, starts `bpftrace` and waits until its programs
-    /// are attached.
+    /// Compiles the programs, loads and attaches them, and starts reading
+    /// what they write.
     pub fn start(settings: &Settings) -> Result<Self, BpfError> {
         if CALLS.is_empty() {
             return Err(BpfError::Architecture);
         }
-        let nonce = nonce();
-        let folder = tempfile::Builder::new()
-            .prefix("gate-bpf-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir()
-            .map_err(BpfError::Script)?;
-        let text = script(&nonce, std::process::id(), settings)?;
-        let path = folder.path().join("trace.bt");
-        std::fs::File::create(&path)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .map_err(BpfError::Script)?;
         let begun = Instant::now();
-        let mut child = spawn(&settings.bpftrace, &path)
-            .map_err(|e| BpfError::Tracer(format!("cannot start: {e}")))?;
+        let object = compile(&settings.clang)?;
+        let (mut programs, program_fds) = load(&object, std::process::id(), settings)?;
+        let ring = programs
+            .take_map("events")
+            .ok_or_else(|| BpfError::Load("the program has no ring buffer".into()))
+            .and_then(|m| {
+                aya::maps::RingBuf::try_from(m).map_err(|e| BpfError::Load(e.to_string()))
+            })?;
+        let lost = programs
+            .take_map("lost")
+            .ok_or_else(|| BpfError::Load("the program has no count of lost records".into()))
+            .and_then(|m| {
+                aya::maps::Array::<_, u64>::try_from(m).map_err(|e| BpfError::Load(e.to_string()))
+            })?;
         let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(BpfError::Tracer("has no output to read".into()));
-        };
-        spawn_reader(stdout, format!("{nonce} "), Arc::clone(&shared));
-        spawn_errors(stderr, Arc::clone(&shared));
-        let mut watcher = Self {
-            nonce,
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        spawn_reader(ring, lost, Arc::clone(&shared), Arc::clone(&stop));
+        Ok(Self {
+            nonce: nonce(),
             shared,
-            child: Mutex::new(child),
+            _programs: programs,
+            program_fds,
+            stop,
             pinned: Mutex::new(Vec::new()),
             claims: Mutex::new(BTreeMap::new()),
-            _folder: folder,
             barrier: std::sync::atomic::AtomicU64::new(0),
-            started: Duration::ZERO,
-        };
-        watcher
-            .wait_for(START_LIMIT, |s| s.ready.then_some(()))
-            .map_err(|why| BpfError::Tracer(format!("did not attach its programs: {why}")))?;
-        watcher.started = begun.elapsed();
-        Ok(watcher)
+            started: begun.elapsed(),
+        })
+    }
+
+    /// How many times the kernel skipped one of the programs (a run that
+    /// would have nested in another on its CPU), as each descriptor's
+    /// `fdinfo` counts them; `None` when that cannot be read.
+    fn skipped(&self) -> Option<u64> {
+        let mut total = 0;
+        for fd in &self.program_fds {
+            let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+            let misses = info
+                .lines()
+                .find_map(|l| l.strip_prefix("recursion_misses:"))?;
+            total += misses.trim().parse::<u64>().ok()?;
+        }
+        Some(total)
     }
 
     /// How long the tracer took to start.
@@ -496,6 +501,18 @@ impl Watcher {
         if let Some(why) = &state.stopped {
             accesses.incomplete = Some(format!("the tracer stopped: {why}"));
         }
+        match self.skipped() {
+            Some(0) => {}
+            Some(n) => {
+                accesses.incomplete = Some(format!(
+                    "the kernel skipped the tracer's programs {n} times"
+                ));
+            }
+            None => {
+                accesses.incomplete =
+                    Some("the tracer's programs' skipped runs could not be read".into());
+            }
+        }
         if let Some(why) = &state.lost {
             accesses.incomplete = Some(why.clone());
         }
@@ -546,25 +563,148 @@ impl Watcher {
     }
 }
 
-/// Starts `bpftrace` on `script`, its output piped, with only the
-/// settings it reads for environment: it runs no code of the workspace's,
-/// and nothing of the gate's own environment is its to read.
+/// The program's source: the kernel side and the table of calls.
+fn source() -> String {
+    PROGRAM.replace("@CALLS@", &calls_table())
+}
+
+/// Compiles the programs with `clang` into a folder of the gate's (mode
+/// 0700), with nothing of the gate's environment: it runs no code of the
+/// workspace's.
 #[allow(
     clippy::disallowed_methods,
-    reason = "the gate's own tool, started as it is: no item runs through here"
+    reason = "the gate's own compiler on its own source: no item runs through here"
 )]
-fn spawn(bpftrace: &Path, script: &Path) -> std::io::Result<std::process::Child> {
-    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    std::process::Command::new(bpftrace)
-        .args(["-B".as_ref(), "line".as_ref(), script.as_os_str()])
+fn compile(clang: &Path) -> Result<Vec<u8>, BpfError> {
+    let folder = tempfile::Builder::new()
+        .prefix("gate-bpf-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .map_err(BpfError::Script)?;
+    let src = folder.path().join("tracer.bpf.c");
+    let obj = folder.path().join("tracer.bpf.o");
+    std::fs::write(&src, source()).map_err(BpfError::Script)?;
+    let mut child = std::process::Command::new(clang)
+        .args([
+            "-O2",
+            "-g",
+            "-target",
+            "bpf",
+            "-mcpu=v3",
+            "-Wno-unused-function",
+            "-c",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
         .env_clear()
-        .env("BPFTRACE_STRLEN", STRLEN.to_string())
-        .env("BPFTRACE_MAP_KEYS_MAX", MAP_KEYS.to_string())
-        .env("BPFTRACE_PERF_RB_PAGES", pages_per_cpu(cpus).to_string())
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
+        .map_err(|e| BpfError::Compile(format!("cannot start {}: {e}", clang.display())))?;
+    let mut said = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut err, &mut said);
+    }
+    let deadline = Instant::now() + COMPILE_LIMIT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(BpfError::Compile(format!(
+                    "it took over {} s",
+                    COMPILE_LIMIT.as_secs()
+                )));
+            }
+            Err(e) => return Err(BpfError::Compile(e.to_string())),
+        }
+    };
+    if !status.success() {
+        let tail: String = said.lines().take(20).collect::<Vec<_>>().join("\n");
+        return Err(BpfError::Compile(format!("{status}: {tail}")));
+    }
+    std::fs::read(&obj).map_err(BpfError::Script)
+}
+
+/// A path as the program's fixed-size string: its bytes, then zeros.
+fn fixed(path: &Path) -> Result<([u8; STRLEN], u32), BpfError> {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if bytes.is_empty() || bytes.len() >= STRLEN - 1 || bytes.contains(&0) {
+        return Err(BpfError::Path(path.display().to_string()));
+    }
+    let mut out = [0_u8; STRLEN];
+    out[..bytes.len()].copy_from_slice(bytes);
+    let len = u32::try_from(bytes.len()).map_err(|_| BpfError::Path(path.display().to_string()))?;
+    Ok((out, len))
+}
+
+/// Loads the programs with their settings and attaches them; returns them
+/// with their descriptors.
+fn load(object: &[u8], gate: u32, settings: &Settings) -> Result<(aya::Ebpf, Vec<i32>), BpfError> {
+    let (workspace, workspace_len) = fixed(&settings.workspace)?;
+    if settings.launchers.len() > LAUNCHERS {
+        return Err(BpfError::Path(format!(
+            "{} programs of the sandbox's own (at most {LAUNCHERS})",
+            settings.launchers.len()
+        )));
+    }
+    let mut launchers = [[0_u8; STRLEN]; LAUNCHERS];
+    let mut launcher_lens = [0_u32; LAUNCHERS];
+    for (i, launcher) in settings.launchers.iter().enumerate() {
+        (launchers[i], launcher_lens[i]) = fixed(launcher)?;
+    }
+    let mut programs = aya::EbpfLoader::new()
+        .override_global("GATE", &gate, true)
+        .override_global("MARK_FLAGS", &MARK_FLAGS, true)
+        .override_global("WORKSPACE", &workspace, true)
+        .override_global("WORKSPACE_LEN", &workspace_len, true)
+        .override_global("LAUNCHER", &launchers, true)
+        .override_global("LAUNCHER_LEN", &launcher_lens, true)
+        .load(object)
+        .map_err(|e| BpfError::Load(error_chain(&e)))?;
+    let mut fds = Vec::new();
+    for (name, point) in [
+        ("on_fork", "sched_process_fork"),
+        ("on_exec", "sched_process_exec"),
+        ("on_task_exit", "sched_process_exit"),
+        ("on_enter", "sys_enter"),
+        ("on_exit", "sys_exit"),
+    ] {
+        let program: &mut aya::programs::RawTracePoint = programs
+            .program_mut(name)
+            .ok_or_else(|| BpfError::Load(format!("no program {name}")))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| BpfError::Load(e.to_string()))?;
+        program
+            .load()
+            .map_err(|e| BpfError::Load(format!("{name}: {}", error_chain(&e))))?;
+        program
+            .attach(point)
+            .map_err(|e| BpfError::Load(format!("{name} at {point}: {}", error_chain(&e))))?;
+        let fd = program
+            .fd()
+            .map_err(|e| BpfError::Load(format!("{name}: {e}")))?;
+        fds.push(std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(
+            fd,
+        )));
+    }
+    Ok((programs, fds))
+}
+
+/// An error with its sources, the verifier's log among them.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
 
 /// Opens `path` with the marked flags the tracer registers.
@@ -592,62 +732,141 @@ fn nonce() -> String {
     format!("g{}", hex::encode(seed))
 }
 
-/// Reads the tracer's output into `shared`.
+/// Reads the ring buffer into `shared` until told to stop: in batches,
+/// woken by the records that end a wait (a registration, a barrier, a
+/// root's end) or every [`POLL`].
 fn spawn_reader(
-    stdout: std::process::ChildStdout,
-    prefix: String,
+    mut ring: aya::maps::RingBuf<aya::maps::MapData>,
+    lost: aya::maps::Array<aya::maps::MapData, u64>,
     shared: Arc<(Mutex<State>, Condvar)>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
 ) {
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+        let mut lines = Vec::new();
+        let mut lost_seen = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while let Some(item) = ring.next() {
+                record(&item, &mut lines);
             }
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            let text = String::from_utf8_lossy(&line);
-            let (lock, cond) = &*shared;
-            let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
-            match text.strip_prefix(&prefix) {
-                Some(rest) => state.line(rest),
-                // bpftrace's own word that the kernel dropped events.
-                None if text.starts_with("Lost ") && text.ends_with(" events") => {
-                    state.lost(&text);
+            let now_lost = lost.get(&0, 0).unwrap_or(0);
+            if !lines.is_empty() || now_lost != lost_seen {
+                let (lock, cond) = &*shared;
+                let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                for line in lines.drain(..) {
+                    state.line(&line);
                 }
-                None => state.continued(&text),
+                if now_lost != lost_seen {
+                    lost_seen = now_lost;
+                    state.lost(&format!("{now_lost} records found the buffer full"));
+                }
+                cond.notify_all();
             }
-            cond.notify_all();
+            let fd = std::os::fd::AsFd::as_fd(&ring);
+            let mut fds = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN)];
+            let wait = u16::try_from(POLL.as_millis()).unwrap_or(u16::MAX);
+            let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(wait));
         }
         let (lock, cond) = &*shared;
         let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        state
-            .stopped
-            .get_or_insert_with(|| "its output ended".into());
+        state.stopped.get_or_insert_with(|| "it was stopped".into());
         cond.notify_all();
     });
 }
 
-/// Reads the tracer's warnings: lost events make every trace still open
-/// incomplete.
-fn spawn_errors(stderr: std::process::ChildStderr, shared: Arc<(Mutex<State>, Condvar)>) {
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if line.contains("Lost") {
-                let (lock, _) = &*shared;
-                lock.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .lost(&line);
-            } else if !line.contains("RLIMIT_MEMLOCK") {
-                tracing::debug!(%line, "bpftrace");
+/// One record as the line the reader takes: `KIND FIELDS… NAME`.
+fn record(item: &[u8], lines: &mut Vec<String>) {
+    let Some(head) = item.get(..HEAD) else {
+        lines.push("X 0 0 a record was shorter than its header".into());
+        return;
+    };
+    let u32_at = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+    let i64_at = |i: usize| {
+        let mut b = [0_u8; 8];
+        b.copy_from_slice(&head[i..i + 8]);
+        i64::from_le_bytes(b)
+    };
+    let text = |from: usize, len: u32| -> String {
+        let len = usize::try_from(len).unwrap_or(0).saturating_sub(1);
+        let bytes = item.get(from..from + len.min(STRLEN)).unwrap_or(&[]);
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    let kind = u8::try_from(u32_at(0)).unwrap_or(0);
+    let (root, tid) = (u32_at(4), u32_at(8));
+    let nr = i32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+    let (ret, dfd, flags, k) = (i64_at(16), i64_at(24), i64_at(32), i64_at(48));
+    let hit = u64::from_le_bytes([
+        head[40], head[41], head[42], head[43], head[44], head[45], head[46], head[47],
+    ]);
+    let (len, tlen) = (u32_at(56), u32_at(60));
+    let name = text(HEAD, len);
+    match kind {
+        b'E' => {
+            if tlen > 0 && ret == 0 {
+                let inside = u8::from(hit != 0);
+                lines.push(format!(
+                    "L {root} {tid} {inside} {}",
+                    text(HEAD + STRLEN, tlen)
+                ));
+            }
+            lines.push(format!(
+                "E {root} {tid} {nr} {ret} {dfd} {flags} {hit:x} {k} {name}"
+            ));
+        }
+        b'L' => lines.push(format!("L {root} {tid} 0 {}", text(HEAD + STRLEN, tlen))),
+        b'R' => lines.push(format!("R {root} {tid} {nr} {ret} {flags} {hit:x} {k}")),
+        b'C' => lines.push(format!("C {root} {tid} {name}")),
+        b'W' => lines.push(format!("W {hit:x} {name}")),
+        b'Z' => lines.push(format!("Z {name}")),
+        b'N' => lines.push(format!("END {root}")),
+        b'X' => {
+            let why = match nr {
+                1 => "a name's folder lies deeper below the workspace than the tracer walks",
+                2 => "the tracer could not read a name the kernel read",
+                _ => "the tracer could not place a call",
+            };
+            lines.push(format!("X {root} {tid} {why}"));
+        }
+        _ => lines.push(format!("X {root} {tid} the tracer wrote an unknown record")),
+    }
+}
+
+/// The generated part of the program: `watched(id)`, whether a call is
+/// watched, and `setup(id, call, args)`, where its names are.
+fn calls_table() -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("INLINE int watched(long id) {\n    switch (id) {\n");
+    for c in CALLS {
+        let _ = writeln!(s, "    case {}:", c.nr);
+    }
+    s.push_str("        return 1;\n    default:\n        return 0;\n    }\n}\n\n");
+    s.push_str("INLINE void setup(long id, struct call *c, const u64 *a) {\n    switch (id) {\n");
+    for c in CALLS {
+        let _ = write!(s, "    case {}:", c.nr);
+        for (i, (dfd, name)) in c.slots.iter().enumerate() {
+            let slot = i + 1;
+            let _ = write!(s, " c->n{slot} = a[{name}];");
+            match dfd {
+                Some(d) => {
+                    let _ = write!(s, " c->d{slot} = (s32)a[{d}];");
+                }
+                None => {
+                    let _ = write!(s, " c->d{slot} = AT_FDCWD;");
+                }
             }
         }
-    });
+        if let Some(fd) = c.fd {
+            let _ = write!(s, " c->d1 = (s32)a[{fd}]; c->fdonly = 1;");
+        }
+        if let Some(f) = c.flags {
+            let _ = write!(s, " c->fl = a[{f}];");
+        }
+        if matches!(c.name, "symlink" | "symlinkat") {
+            s.push_str(" c->tg = a[0];");
+        }
+        s.push_str(" break;\n");
+    }
+    s.push_str("    default:\n        break;\n    }\n}\n");
+    s
 }
 
 impl State {
@@ -659,10 +878,8 @@ impl State {
 
     /// One line of the tracer's, its word taken off.
     fn line(&mut self, rest: &str) {
-        self.last = Last::Nothing;
         let (kind, rest) = rest.split_once(' ').unwrap_or((rest, ""));
         match kind {
-            "READY" => self.ready = true,
             "W" => {
                 if let Some((dentry, name)) = rest.split_once(' ') {
                     self.registered.insert(name.to_owned(), dentry.to_owned());
@@ -679,6 +896,7 @@ impl State {
             "E" | "R" => self.call(kind == "R", rest),
             "C" => self.component(rest),
             "L" => self.link(rest),
+            "X" => self.unplaced(rest),
             _ => {}
         }
     }
@@ -781,15 +999,24 @@ impl State {
                     entry.push(tid, pending.finish(cwd, call_info.fd.is_some()));
                 } else {
                     entry.pending.insert(tid, pending);
-                    self.last = Last::Name(root, tid);
-                    return;
                 }
             }
-            (None, None) => return,
+            (None, None) => {}
         }
-        if !result {
-            self.last = Last::Name(root, tid);
+    }
+
+    /// A root's call the tracer could not place: `ROOT TID WHY`.
+    fn unplaced(&mut self, rest: &str) {
+        let mut fields = rest.splitn(3, ' ');
+        let Some(root) = fields.next().and_then(|f| f.parse::<u32>().ok()) else {
+            return;
+        };
+        let why = fields.nth(1).unwrap_or("the tracer could not place a call");
+        if root == 0 {
+            self.lost(why);
+            return;
         }
+        self.roots.entry(root).or_default().incomplete = Some(why.to_owned());
     }
 
     /// A folder's name for the pending call of a thread: `ROOT TID NAME`.
@@ -817,7 +1044,6 @@ impl State {
             let fd_only = done.call.args.is_empty();
             entry.push(tid, done.finish(false, fd_only));
         }
-        self.last = Last::Component(root, tid);
     }
 
     /// A link made by a thread: `ROOT TID IN TARGET`, `IN` 1 when the link
@@ -840,52 +1066,6 @@ impl State {
             entry.link_targets.insert(tid, target);
         } else {
             entry.outside_links.push(target);
-        }
-        self.last = Last::Link(root);
-    }
-
-    /// A line without the word: the rest of a name that held a line break.
-    fn continued(&mut self, text: &str) {
-        let extend = |s: &mut String| {
-            s.push('\n');
-            s.push_str(text);
-        };
-        match self.last {
-            Last::Name(root, tid) => {
-                if let Some(r) = self.roots.get_mut(&root) {
-                    let name = match r.pending.get_mut(&tid) {
-                        Some(p) => p.call.args.iter_mut().find_map(|a| match a {
-                            Arg::Str(s) => Some(s),
-                            _ => None,
-                        }),
-                        None => r.calls.last_mut().and_then(|c| {
-                            c.args.iter_mut().find_map(|a| match a {
-                                Arg::Str(s) => Some(s),
-                                _ => None,
-                            })
-                        }),
-                    };
-                    if let Some(name) = name {
-                        extend(name);
-                    }
-                }
-            }
-            Last::Component(root, tid) => {
-                if let Some(r) = self.roots.get_mut(&root) {
-                    match r.pending.get_mut(&tid).and_then(|p| p.names.last_mut()) {
-                        Some(name) => extend(name),
-                        None => {
-                            r.incomplete = Some("a folder's name held a line break".into());
-                        }
-                    }
-                }
-            }
-            Last::Link(root) => {
-                if let Some(r) = self.roots.get_mut(&root) {
-                    r.incomplete = Some("a link's target held a line break".into());
-                }
-            }
-            Last::Nothing => {}
         }
     }
 }
@@ -935,296 +1115,6 @@ fn open_flags(call: &Watched, flags: Option<i64>) -> String {
         }
     }
     out.join("|")
-}
-
-/// The tracer's script.
-fn script(nonce: &str, gate: u32, settings: &Settings) -> Result<String, BpfError> {
-    let quoted = |p: &Path| -> Result<String, BpfError> {
-        let s = p
-            .to_str()
-            .ok_or_else(|| BpfError::Path(p.display().to_string()))?;
-        if s.chars().any(|c| c == '"' || c == '\\' || c.is_control()) || s.len() >= STRLEN - 1 {
-            return Err(BpfError::Path(s.to_owned()));
-        }
-        Ok(s.to_owned())
-    };
-    let workspace = quoted(&settings.workspace)?;
-    let mut not_armed = Vec::new();
-    for launcher in &settings.launchers {
-        not_armed.push(format!("str(args->filename) != \"{}\"", quoted(launcher)?));
-    }
-    let arms = if not_armed.is_empty() {
-        "1".to_owned()
-    } else {
-        not_armed.join(" && ")
-    };
-    let n = nonce;
-    let probe = |slot: &str, ids: &str, at: &str, ret: &str| Probe {
-        n,
-        gate,
-        slot: slot.to_owned(),
-        ids: ids.to_owned(),
-        at: at.to_owned(),
-        ret: ret.to_owned(),
-        between: String::new(),
-    };
-    let exec = "(args->id == 59 || args->id == 322)";
-    let parts = [
-        tasks(n, gate, &arms),
-        enter(gate),
-        marked(n, gate),
-        // Each name a call gives, then the file an open reached; an exec's
-        // name is gone once it succeeds, so it is read on the way in.
-        resolve(&probe("1", exec, "sys_enter", "0")),
-        resolve(&Probe {
-            between: links(n, gate),
-            ..probe(
-                "1",
-                "@nr[tid] != 59 && @nr[tid] != 322",
-                "sys_exit",
-                "args->ret",
-            )
-        }),
-        resolve(&probe("2", "@nr[tid]", "sys_exit", "args->ret")),
-        returned(n, gate),
-        format!(
-            "tracepoint:raw_syscalls:sys_exit /@nr[tid]/ {{\n  {FORGET}\n}}\n\
-             END {{ clear(@root); clear(@live); clear(@armed); clear(@nr); clear(@n1); \
-             clear(@d1); clear(@n2); clear(@d2); clear(@fl); clear(@fdonly); clear(@ws); \
-             clear(@h); clear(@k); clear(@b); clear(@tg); }}\n"
-        ),
-    ];
-    Ok(parts
-        .concat()
-        .replace("@WSLEN1@", &(workspace.len() + 1).to_string())
-        .replace("@WORKSPACE@", &workspace))
-}
-
-/// What a call kept is forgotten once it has returned.
-const FORGET: &str = "delete(@h[tid]); delete(@k[tid]); delete(@b[tid]); delete(@nr[tid]); \
-                      delete(@n1[tid]); delete(@d1[tid]); delete(@n2[tid]); delete(@d2[tid]); \
-                      delete(@fl[tid]); delete(@fdonly[tid]); delete(@tg[tid]);";
-
-/// The probes that follow roots and their tasks: the gate's children are
-/// roots, their tasks belong to them, a root is armed by the first program
-/// it runs that `arms` (not the sandbox), and its end is printed.
-fn tasks(n: &str, gate: u32, arms: &str) -> String {
-    format!(
-        r#"BEGIN {{ printf("{n} READY\n"); }}
-tracepoint:sched:sched_process_fork /pid == {gate}/ {{
-  @root[args->child_pid] = args->child_pid; @live[args->child_pid] = 1;
-}}
-tracepoint:sched:sched_process_fork /pid != {gate} && @root[tid]/ {{
-  $r = @root[tid];
-  @root[args->child_pid] = $r; @live[$r] = @live[$r] + 1;
-  if (@armed[tid]) {{ @armed[args->child_pid] = 1; }}
-}}
-tracepoint:sched:sched_process_exec /@root[args->old_pid]/ {{
-  if (args->old_pid != args->pid) {{
-    @root[args->pid] = @root[args->old_pid]; delete(@root[args->old_pid]);
-    if (@armed[args->old_pid]) {{ @armed[args->pid] = 1; delete(@armed[args->old_pid]); }}
-  }}
-  if ({arms}) {{
-    if (@root[args->pid] == args->pid && !@armed[args->pid]) {{
-      delete(@root[args->pid]); delete(@live[args->pid]);
-    }} else {{
-      @armed[args->pid] = 1;
-    }}
-  }}
-}}
-tracepoint:sched:sched_process_exit /tid == {gate}/ {{ exit(); }}
-tracepoint:sched:sched_process_exit /@root[tid]/ {{
-  $r = @root[tid];
-  delete(@root[tid]); delete(@armed[tid]);
-  @live[$r] = @live[$r] - 1;
-  if (@live[$r] == 0) {{ delete(@live[$r]); printf("{n} END %d\n", $r); }}
-}}
-"#
-    )
-}
-
-/// The probe that keeps what each watched call names until it returns.
-/// Long chains of comparisons on the context are lowered to what the
-/// verifier refuses: the call is compared once read into a variable, and
-/// the later probes go by what this one kept (`@nr`).
-fn enter(gate: u32) -> String {
-    use std::fmt::Write as _;
-    let all: Vec<String> = CALLS.iter().map(|c| format!("$id == {}", c.nr)).collect();
-    let mut s = format!(
-        "tracepoint:raw_syscalls:sys_enter /@armed[tid] || pid == {gate}/ {{\n  $id = args->id;\n  \
-         if ({}) {{\n  @nr[tid] = $id;\n  \
-         $a0 = args->args[0]; $a1 = args->args[1]; $a2 = args->args[2]; $a3 = args->args[3];\n",
-        all.join(" || ")
-    );
-    for c in CALLS {
-        let _ = write!(s, "  if ($id == {}) {{", c.nr);
-        for (i, (dfd, name)) in c.slots.iter().enumerate() {
-            let slot = i + 1;
-            let _ = write!(s, " @n{slot}[tid] = $a{name};");
-            match dfd {
-                Some(d) => {
-                    let _ = write!(s, " @d{slot}[tid] = $a{d};");
-                }
-                None => {
-                    let _ = write!(s, " @d{slot}[tid] = {AT_FDCWD};");
-                }
-            }
-        }
-        if let Some(fd) = c.fd {
-            let _ = write!(s, " @d1[tid] = $a{fd}; @fdonly[tid] = 1;");
-        }
-        if let Some(f) = c.flags {
-            let _ = write!(s, " @fl[tid] = $a{f};");
-        }
-        if matches!(c.name, "symlink" | "symlinkat") {
-            s.push_str(" @tg[tid] = $a0;");
-        }
-        s.push_str(" }\n");
-    }
-    s.push_str("  }\n}\n");
-    s
-}
-
-/// The probes of the gate's own marked opens (registrations and
-/// barriers), and of `io_uring_setup`, printed whatever it names.
-fn marked(n: &str, gate: u32) -> String {
-    format!(
-        r#"tracepoint:raw_syscalls:sys_exit /pid == {gate} && @nr[tid]/ {{
-  if (@nr[tid] == 257 && @fl[tid] == {MARK_FLAGS}) {{
-    if (args->ret >= 0) {{
-      $w = (*(curtask->files->fdt->fd + args->ret))->f_path.dentry;
-      @ws[$w] = 1;
-      printf("{n} W %llx %s\n", $w, str(uptr(@n1[tid])));
-    }} else {{
-      printf("{n} Z %s\n", str(uptr(@n1[tid])));
-    }}
-  }}
-  {FORGET}
-}}
-tracepoint:raw_syscalls:sys_exit /@nr[tid] == 425 && pid != {gate}/ {{
-  printf("{n} E %d %d 425 %d -100 0 1 0 \n", @root[tid], tid, args->ret);
-}}
-"#
-    )
-}
-
-/// Where a [`resolve`] runs: the nonce, the gate's pid, the slot (`1` or
-/// `2`), the calls, the tracepoint (`sys_enter` for an exec, whose name is
-/// gone once it succeeds), what the call returned there, and probes to
-/// run once the slot's name is placed, before it is printed.
-struct Probe<'a> {
-    n: &'a str,
-    gate: u32,
-    slot: String,
-    ids: String,
-    at: String,
-    ret: String,
-    between: String,
-}
-
-/// The probe that prints the target of each link an item made, with
-/// whether the link is in the workspace (then its call's line follows):
-/// a link outside it may lead back in by a name the tracer cannot place.
-fn links(n: &str, gate: u32) -> String {
-    format!(
-        r#"tracepoint:raw_syscalls:sys_exit /@tg[tid]/ {{
-  if (args->ret == 0 && pid != {gate}) {{
-    $in = 1;
-    if (@h[tid] == 0 || @h[tid] == 2) {{ $in = 0; }}
-    printf("{n} L %d %d %d %s\n", @root[tid], tid, $in, str(uptr(@tg[tid])));
-  }}
-}}
-"#
-    )
-}
-
-/// The probes that resolve a slot's name against its folder and print it
-/// when it lies in a workspace: one decides, one prints the call, one
-/// prints the folder's names, one forgets (each program within the
-/// kernel's stack limit).
-fn resolve(p: &Probe<'_>) -> String {
-    let Probe {
-        n,
-        gate,
-        slot,
-        ids,
-        at,
-        ret,
-        between,
-    } = p;
-    let name = format!("str(uptr(@n{slot}[tid]))");
-    let fd_only = if slot == "1" { "@fdonly[tid]" } else { "0" };
-    format!(
-        r#"tracepoint:raw_syscalls:{at} /@nr[tid]/ {{
-  $hit = (uint64)0;
-  $abs = 0;
-  $k = 0;
-  if (!({ids} && pid != {gate} && (@n{slot}[tid] || {fd_only}))) {{ $abs = 2; }}
-  if ($abs == 0 && @n{slot}[tid]) {{
-    $s = {name};
-    if (strncmp($s, "/", 1) == 0) {{
-      $abs = 1;
-      if (strncmp($s, "@WORKSPACE@/", @WSLEN1@) == 0 || $s == "@WORKSPACE@") {{ $hit = 1; }}
-      else {{ if (strncmp($s, "/proc/", 6) == 0 || strncmp($s, "/dev/fd/", 8) == 0) {{ $hit = 2; }} }}
-    }}
-  }}
-  if ($abs == 0) {{
-    if ((int32)@d{slot}[tid] == {AT_FDCWD}) {{ $d = curtask->fs->pwd.dentry; }}
-    else {{ $d = (*(curtask->files->fdt->fd + @d{slot}[tid]))->f_path.dentry; }}
-    @b[tid] = $d;
-    unroll(32) {{
-      if ($hit == 0 && $k >= 0) {{
-        if (@ws[$d]) {{ $hit = (uint64)$d; }}
-        else {{ if ($d == $d->d_parent) {{ $k = -1; }} else {{ $d = $d->d_parent; $k++; }} }}
-      }}
-    }}
-    if ($hit == 0) {{ $k = 0; $hit = 2; }}
-  }}
-  @h[tid] = $hit; @k[tid] = $k;
-}}
-{between}tracepoint:raw_syscalls:{at} /@h[tid]/ {{
-  if (@h[tid] == 2) {{
-    if (@n{slot}[tid]) {{ printf("{n} E %d %d %d %d %d %d 0 0 %s\n", @root[tid], tid, @nr[tid], {ret}, (int32)@d{slot}[tid], @fl[tid], {name}); }}
-  }} else {{
-    printf("{n} E %d %d %d %d %d %d %llx %d %s\n", @root[tid], tid, @nr[tid], {ret}, (int32)@d{slot}[tid], @fl[tid], @h[tid], @k[tid], {name});
-  }}
-}}
-tracepoint:raw_syscalls:{at} /@k[tid]/ {{
-  $d = (struct dentry *)@b[tid]; $k = @k[tid]; $j = 0;
-  while ($j < 32) {{ if ($j < $k) {{ printf("{n} C %d %d %s\n", @root[tid], tid, str($d->d_name.name)); $d = $d->d_parent; }} $j++; }}
-}}
-"#
-    )
-}
-
-/// The probes that follow a successful open to the file it reached.
-fn returned(n: &str, gate: u32) -> String {
-    format!(
-        r#"tracepoint:raw_syscalls:sys_exit /@nr[tid]/ {{
-  @h[tid] = 0; @k[tid] = 0;
-  $n = @nr[tid];
-  if (($n == 2 || $n == 257 || $n == 437 || $n == 85) && pid != {gate} && args->ret >= 0) {{
-  $d = (*(curtask->files->fdt->fd + args->ret))->f_path.dentry;
-  @b[tid] = $d;
-  $hit = (uint64)0; $k = 0;
-  unroll(32) {{
-    if ($hit == 0 && $k >= 0) {{
-      if (@ws[$d]) {{ $hit = (uint64)$d; }}
-      else {{ if ($d == $d->d_parent) {{ $k = -1; }} else {{ $d = $d->d_parent; $k++; }} }}
-    }}
-  }}
-  if ($hit != 0 && $k > 0) {{
-    @h[tid] = $hit; @k[tid] = $k;
-    printf("{n} R %d %d %d %d %d %llx %d\n", @root[tid], tid, @nr[tid], args->ret, @fl[tid], $hit, $k);
-  }}
-  }}
-}}
-tracepoint:raw_syscalls:sys_exit /@k[tid]/ {{
-  $d = (struct dentry *)@b[tid]; $k = @k[tid]; $j = 0;
-  while ($j < 32) {{ if ($j < $k) {{ printf("{n} C %d %d %s\n", @root[tid], tid, str($d->d_name.name)); $d = $d->d_parent; }} $j++; }}
-}}
-"#
-    )
 }
 
 #[cfg(test)]

@@ -969,14 +969,14 @@ fn tracing_check(isolation: &Isolation) -> Check {
         return Check::warning(
             CHECK,
             fallback.clone(),
-            "run the gate as root with bpftrace installed (`apt-get install bpftrace`) and \
-             tracefs mounted, or leave GATE_TRACE=ebpf unset",
+            "run the gate as root with clang installed (`apt-get install clang`) on a kernel \
+             with BTF (/sys/kernel/btf/vmlinux), or leave GATE_TRACE=ebpf unset",
         );
     }
     if isolation.traced_from_the_kernel() {
         return Check::ok(
             CHECK,
-            "the eBPF tracer (bpftrace) traces what each sandboxed command reads, strace the \
+            "the eBPF tracer traces what each sandboxed command reads, strace the \
              rest: a retry carries what nothing it read changed",
         );
     }

@@ -287,7 +287,7 @@ impl Start {
     fn new(setup: &Setup<'_>, host_home: Option<&Path>) -> (Vec<PathBuf>, Self) {
         let (writable, mut warnings) = writable_paths(&setup.section.writable, host_home);
         let extra: &[&str] = if ebpf_asked(setup.host_env) {
-            &["bpftrace"]
+            &["clang"]
         } else {
             &[]
         };
@@ -361,14 +361,14 @@ impl Start {
     }
 
     /// Starts the run's eBPF tracer: the gate must run as root and have
-    /// found `bpftrace` where the items cannot write.
+    /// found `clang` where the items cannot write.
     fn start_watcher(&self, workspace: &Path) -> Result<Watching, String> {
         if !nix::unistd::geteuid().is_root() {
             return Err("it needs the gate to run as root".into());
         }
-        let bpftrace = self.tools.path("bpftrace").ok_or_else(|| {
-            "`bpftrace` is not installed outside the folders the workspace's code can write \
-             (Debian and Ubuntu: `apt-get install bpftrace`)"
+        let clang = self.tools.path("clang").ok_or_else(|| {
+            "`clang` is not installed outside the folders the workspace's code can write \
+             (Debian and Ubuntu: `apt-get install clang`)"
                 .to_owned()
         })?;
         let launchers = ["bwrap", "nsenter"]
@@ -376,7 +376,7 @@ impl Start {
             .filter_map(|name| self.tools.path(name))
             .collect();
         let watcher = gate_harness::bpf::Watcher::start(&gate_harness::bpf::Settings {
-            bpftrace,
+            clang,
             workspace: workspace.to_path_buf(),
             launchers,
         })

@@ -62,7 +62,7 @@ pub(crate) fn isolation_line(isolation: &crate::record::RunIsolation) -> String 
 fn tracer_line(tracer: &str) -> String {
     match tracer {
         "strace" => "strace".to_owned(),
-        "ebpf" => "eBPF (bpftrace)".to_owned(),
+        "ebpf" => "eBPF".to_owned(),
         "none" => "nothing (a retry runs every command again)".to_owned(),
         other => shown(other).into_owned(),
     }

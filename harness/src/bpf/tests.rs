@@ -1,21 +1,21 @@
 use std::path::{Path, PathBuf};
 
-use super::{Settings, Watcher, pages_per_cpu, script};
+use super::{Settings, Watcher, source};
 
-/// The tracer's tools when this machine can run it: root, `bpftrace` and
+/// The tracer's tools when this machine can run it: root, `clang` and
 /// `bwrap` installed. In CI (root, where scripts/test installs them) it
 /// must.
 fn tools() -> Option<(PathBuf, PathBuf)> {
     let found = |names: &[&str]| names.iter().map(PathBuf::from).find(|p| p.is_file());
-    let bpftrace = found(&["/usr/bin/bpftrace", "/usr/sbin/bpftrace"]);
+    let clang = found(&["/usr/bin/clang"]);
     let bwrap = found(&["/usr/bin/bwrap"]);
     let root = nix::unistd::geteuid().is_root();
-    if let (Some(b), Some(w), true) = (bpftrace, bwrap, root) {
+    if let (Some(b), Some(w), true) = (clang, bwrap, root) {
         return Some((b, w));
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "CI runs as root with bpftrace and bubblewrap: scripts/test installs them"
+        "CI runs as root with clang and bubblewrap: scripts/test installs them"
     );
     None
 }
@@ -45,9 +45,9 @@ fn sandboxed(bwrap: &Path, ws: &Path, script: &str) -> std::process::Child {
 }
 
 /// A tracer for the workspace `ws`, registered.
-fn watcher(bpftrace: PathBuf, bwrap: &Path, ws: &Path) -> Watcher {
+fn watcher(clang: PathBuf, bwrap: &Path, ws: &Path) -> Watcher {
     let watcher = Watcher::start(&Settings {
-        bpftrace,
+        clang,
         workspace: ws.to_path_buf(),
         launchers: vec![bwrap.to_path_buf()],
     })
@@ -61,7 +61,7 @@ fn watcher(bpftrace: PathBuf, bwrap: &Path, ws: &Path) -> Watcher {
 /// link: each is seen, and nothing outside the workspace is.
 #[test]
 fn a_sandboxed_shell_is_seen_doing_each_thing() {
-    let Some((bpftrace, bwrap)) = tools() else {
+    let Some((clang, bwrap)) = tools() else {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
@@ -73,7 +73,7 @@ fn a_sandboxed_shell_is_seen_doing_each_thing() {
     std::fs::write(ws.join("sub/deep/linked.txt"), "d").unwrap();
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(ws.join("sub/deep"), outside.path().join("link")).unwrap();
-    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let watcher = watcher(clang, &bwrap, &ws);
     let line = format!(
         "cat sub/a.txt >/dev/null; cd sub; ls >/dev/null; test -e nope.txt; \
          cd deep && cat b.txt >/dev/null; cat {abs} >/dev/null; cat {link}/linked.txt >/dev/null; \
@@ -111,12 +111,12 @@ fn a_sandboxed_shell_is_seen_doing_each_thing() {
 /// the rest of it stays part of the name.
 #[test]
 fn a_name_with_a_line_break_forges_nothing() {
-    let Some((bpftrace, bwrap)) = tools() else {
+    let Some((clang, bwrap)) = tools() else {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path().canonicalize().unwrap();
-    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let watcher = watcher(clang, &bwrap, &ws);
     let dir = Path::new("/trace-2");
     let mut child = sandboxed(
         &bwrap,
@@ -134,13 +134,13 @@ fn a_name_with_a_line_break_forges_nothing() {
 /// incomplete, as with `strace`.
 #[test]
 fn a_name_through_a_process_link_makes_the_trace_incomplete() {
-    let Some((bpftrace, bwrap)) = tools() else {
+    let Some((clang, bwrap)) = tools() else {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path().canonicalize().unwrap();
     std::fs::write(ws.join("a.txt"), "a").unwrap();
-    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let watcher = watcher(clang, &bwrap, &ws);
     let dir = Path::new("/trace-3");
     let mut child = sandboxed(&bwrap, &ws, "test -e /proc/self/cwd/a.txt");
     watcher.claim(dir, child.id());
@@ -154,34 +154,36 @@ fn a_name_through_a_process_link_makes_the_trace_incomplete() {
     );
 }
 
-/// The script names every watched call and the workspace it was given,
-/// and refuses a path it could not quote.
+/// The program's source holds the table of every watched call, with
+/// where its names are.
 #[test]
-fn the_script_watches_the_calls_it_reads() {
-    let settings = |workspace: &str| Settings {
-        bpftrace: "/usr/bin/bpftrace".into(),
-        workspace: workspace.into(),
-        launchers: vec!["/usr/bin/bwrap".into()],
-    };
-    let text = script("gabc", 42, &settings("/srv/ws")).unwrap();
-    assert!(text.contains("\"/srv/ws/\", 8)"), "{text}");
-    assert!(text.contains("$id == 257"));
-    assert!(text.contains("str(args->filename) != \"/usr/bin/bwrap\""));
-    assert!(script("g", 1, &settings("/srv/\"ws")).is_err());
+fn the_source_watches_the_calls_it_reads() {
+    let text = source();
+    assert!(!text.contains("@CALLS@"));
+    for call in super::CALLS {
+        assert!(
+            text.contains(&format!("case {}:", call.nr)),
+            "{}",
+            call.name
+        );
+    }
+    assert!(text.contains("case 257: c->n1 = a[1]; c->d1 = (s32)a[0]; c->fl = a[2]; break;"));
+    assert!(text.contains("case 266: c->n1 = a[2]; c->d1 = (s32)a[1]; c->tg = a[0]; break;"));
+    assert!(text.contains("case 217: c->d1 = (s32)a[0]; c->fdonly = 1; break;"));
 }
 
 /// Links an item makes: one in the workspace is kept with its target,
 /// as `strace` shows it; one outside it that leads back in is reported.
 #[test]
 fn links_made_are_seen_with_their_targets() {
-    let Some((bpftrace, bwrap)) = tools() else {
+    let Some((clang, bwrap)) = tools() else {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path().canonicalize().unwrap();
     std::fs::create_dir(ws.join("src")).unwrap();
     let outside = tempfile::tempdir().unwrap();
-    let watcher = watcher(bpftrace, &bwrap, &ws);
+    let watcher = watcher(clang, &bwrap, &ws);
     let dir = Path::new("/trace-4");
     let line = format!(
         "ln -s src l && test ! -e l/flag && ln -s /usr/bin inside-usr && \
@@ -205,20 +207,138 @@ fn links_made_are_seen_with_their_targets() {
     );
 }
 
-/// Each CPU's buffer is a power of two, the whole about 32 MiB, never
-/// under bpftrace's default nor over 8 MiB a CPU.
+/// The kernel's count of skipped runs is read for every program, and is
+/// nothing on a quiet start.
 #[test]
-fn the_buffers_share_a_budget_in_powers_of_two() {
-    for (cpus, pages) in [
-        (1, 2_048),
-        (2, 2_048),
-        (4, 2_048),
-        (8, 1_024),
-        (6, 1_024),
-        (64, 128),
-        (512, 64),
-        (0, 2_048),
-    ] {
-        assert_eq!(pages_per_cpu(cpus), pages, "{cpus} CPUs");
+fn skipped_runs_are_counted_from_the_programs_descriptors() {
+    let Some((clang, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let watcher = watcher(clang, &bwrap, &ws.path().canonicalize().unwrap());
+    assert_eq!(watcher.program_fds.len(), 5);
+    assert_eq!(watcher.skipped(), Some(0));
+}
+
+/// A record's bytes: the header's fields at their offsets, the name after
+/// it and a link's target `STRLEN` bytes later.
+fn record_bytes(
+    kind: u8,
+    nr: i32,
+    ret: i64,
+    hit: u64,
+    k: i64,
+    name: &str,
+    target: &str,
+) -> Vec<u8> {
+    let mut out = vec![0_u8; super::HEAD];
+    out[0..4].copy_from_slice(&u32::from(kind).to_le_bytes());
+    out[4..8].copy_from_slice(&7_u32.to_le_bytes());
+    out[8..12].copy_from_slice(&9_u32.to_le_bytes());
+    out[12..16].copy_from_slice(&nr.to_le_bytes());
+    out[16..24].copy_from_slice(&ret.to_le_bytes());
+    out[24..32].copy_from_slice(&(-100_i64).to_le_bytes());
+    out[32..40].copy_from_slice(&0o100_i64.to_le_bytes());
+    out[40..48].copy_from_slice(&hit.to_le_bytes());
+    out[48..56].copy_from_slice(&k.to_le_bytes());
+    let len = |s: &str| {
+        if s.is_empty() {
+            0
+        } else {
+            u32::try_from(s.len() + 1).unwrap()
+        }
+    };
+    out[56..60].copy_from_slice(&len(name).to_le_bytes());
+    out[60..64].copy_from_slice(&len(target).to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    if !target.is_empty() {
+        out.resize(super::HEAD + super::STRLEN, 0);
+        out.extend_from_slice(target.as_bytes());
+        out.push(0);
     }
+    out
+}
+
+/// Each kind of record becomes the line the reader takes; a link made in
+/// the workspace is announced before its call, one outside on its own.
+#[test]
+fn records_become_the_readers_lines() {
+    let cases: &[(Vec<u8>, &[&str])] = &[
+        (
+            record_bytes(b'E', 257, 3, 0xffff_8881, 2, "a b\nc", ""),
+            &["E 7 9 257 3 -100 64 ffff8881 2 a b\nc"],
+        ),
+        (
+            record_bytes(b'E', 88, 0, 1, 0, "/ws/l", "src"),
+            &["L 7 9 1 src", "E 7 9 88 0 -100 64 1 0 /ws/l"],
+        ),
+        (
+            record_bytes(b'E', 88, -17, 1, 0, "/ws/l", "src"),
+            &["E 7 9 88 -17 -100 64 1 0 /ws/l"],
+        ),
+        (
+            record_bytes(b'E', 88, 0, 0, 0, "l", "/ws"),
+            &["L 7 9 0 /ws", "E 7 9 88 0 -100 64 0 0 l"],
+        ),
+        (
+            record_bytes(b'L', 88, 0, 0, 0, "/tmp/l", "/ws"),
+            &["L 7 9 0 /ws"],
+        ),
+        (
+            record_bytes(b'R', 257, 4, 0xab, 3, "", ""),
+            &["R 7 9 257 4 64 ab 3"],
+        ),
+        (record_bytes(b'C', 0, 0, 0, 0, "src", ""), &["C 7 9 src"]),
+        (record_bytes(b'W', 0, 3, 0xab, 0, "/ws", ""), &["W ab /ws"]),
+        (record_bytes(b'Z', 0, -2, 0, 0, "/.b-1", ""), &["Z /.b-1"]),
+        (record_bytes(b'N', 0, 0, 0, 0, "", ""), &["END 7"]),
+        (
+            record_bytes(b'X', 1, 0, 0, 0, "", ""),
+            &["X 7 9 a name's folder lies deeper below the workspace than the tracer walks"],
+        ),
+        (
+            record_bytes(b'X', 2, 0, 0, 0, "", ""),
+            &["X 7 9 the tracer could not read a name the kernel read"],
+        ),
+        (
+            record_bytes(b'Q', 0, 0, 0, 0, "", ""),
+            &["X 7 9 the tracer wrote an unknown record"],
+        ),
+        (
+            vec![b'E'; 10],
+            &["X 0 0 a record was shorter than its header"],
+        ),
+    ];
+    for (bytes, want) in cases {
+        let mut lines = Vec::new();
+        super::record(bytes, &mut lines);
+        assert_eq!(lines, *want);
+    }
+}
+
+/// A call whose folder lies deeper below the workspace than the walk goes
+/// cannot be placed: the trace is incomplete, not silently short.
+#[test]
+fn a_folder_deeper_than_the_walk_makes_the_trace_incomplete() {
+    let Some((clang, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    let deep: PathBuf = std::iter::repeat_n("d", 70).collect();
+    std::fs::create_dir_all(ws.join(&deep)).unwrap();
+    let watcher = watcher(clang, &bwrap, &ws);
+    let dir = Path::new("/trace-5");
+    let line = format!("cd {} && test ! -e flag", deep.display());
+    let mut child = sandboxed(&bwrap, &ws, &line);
+    watcher.claim(dir, child.id());
+    assert!(child.wait().unwrap().success());
+    let got = watcher.collect(dir, &ws);
+    assert!(
+        got.incomplete
+            .as_deref()
+            .is_some_and(|why| why.contains("deeper")),
+        "{got:?}"
+    );
 }

@@ -647,20 +647,18 @@ fn the_browser_and_the_runs_network_are_checked_where_the_spec_needs_them() {
 
 /// The tracing check says which tracer a run would use: `strace`, the
 /// eBPF tracer when `GATE_TRACE=ebpf` asks for it and it can run (root,
-/// `bpftrace`), a warning with the reason when it cannot, none when off.
+/// `clang`), a warning with the reason when it cannot, none when off.
 #[test]
 fn the_tracing_check_names_the_tracer_a_run_would_use() {
     let ws = TestEnv::new();
     ws.write("gate.toml", SPEC);
     ws.git(&["init", "-q"]);
-    let bpftrace = ["/usr/bin/bpftrace", "/usr/sbin/bpftrace"]
-        .iter()
-        .any(|p| Path::new(p).is_file());
-    let ebpf_runs = nix::unistd::geteuid().is_root() && bpftrace;
+    let clang = Path::new("/usr/bin/clang").is_file();
+    let ebpf_runs = nix::unistd::geteuid().is_root() && clang;
     if !ebpf_runs {
         assert!(
             std::env::var_os("CI").is_none(),
-            "CI runs as root with bpftrace: scripts/test installs it"
+            "CI runs as root with clang: scripts/test installs it"
         );
     }
     // (GATE_TRACE, the level, words of the message)
@@ -671,7 +669,7 @@ fn the_tracing_check_names_the_tracer_a_run_would_use() {
             "ebpf",
             if ebpf_runs { "ok" } else { "warning" },
             if ebpf_runs {
-                "the eBPF tracer (bpftrace) traces"
+                "the eBPF tracer traces"
             } else {
                 "the eBPF tracer does not run"
             },
