@@ -56,6 +56,21 @@ fn watcher(clang: PathBuf, bwrap: &Path, ws: &Path) -> Watcher {
     watcher
 }
 
+/// What `line`, run by a sandboxed shell in `ws`, touched, as `watcher`
+/// saw it (collected for `dir`); the shell must succeed.
+fn traced(
+    watcher: &Watcher,
+    bwrap: &Path,
+    ws: &Path,
+    dir: &Path,
+    line: &str,
+) -> crate::trace::Accesses {
+    let mut child = sandboxed(bwrap, ws, line);
+    watcher.claim(dir, child.id());
+    assert!(child.wait().unwrap().success());
+    watcher.collect(dir, ws)
+}
+
 /// One tracer, one sandboxed shell that reads, lists, probes, climbs into
 /// a folder and writes, by relative and absolute names and through a
 /// link: each is seen, and nothing outside the workspace is.
@@ -83,10 +98,7 @@ fn a_sandboxed_shell_is_seen_doing_each_thing() {
         ws = ws.display(),
     );
     let dir = Path::new("/trace-1");
-    let mut child = sandboxed(&bwrap, &ws, &line);
-    watcher.claim(dir, child.id());
-    assert!(child.wait().unwrap().success());
-    let got = watcher.collect(dir, &ws);
+    let got = traced(&watcher, &bwrap, &ws, dir, &line);
     assert_eq!(got.incomplete, None, "{got:?}");
     for want in [
         "sub/a.txt",
@@ -142,10 +154,7 @@ fn a_name_through_a_process_link_makes_the_trace_incomplete() {
     std::fs::write(ws.join("a.txt"), "a").unwrap();
     let watcher = watcher(clang, &bwrap, &ws);
     let dir = Path::new("/trace-3");
-    let mut child = sandboxed(&bwrap, &ws, "test -e /proc/self/cwd/a.txt");
-    watcher.claim(dir, child.id());
-    assert!(child.wait().unwrap().success());
-    let got = watcher.collect(dir, &ws);
+    let got = traced(&watcher, &bwrap, &ws, dir, "test -e /proc/self/cwd/a.txt");
     assert!(
         got.incomplete
             .as_deref()
@@ -191,10 +200,7 @@ fn links_made_are_seen_with_their_targets() {
         ws = ws.display(),
         out = outside.path().display(),
     );
-    let mut child = sandboxed(&bwrap, &ws, &line);
-    watcher.claim(dir, child.id());
-    assert!(child.wait().unwrap().success());
-    let got = watcher.collect(dir, &ws);
+    let got = traced(&watcher, &bwrap, &ws, dir, &line);
     assert_eq!(got.incomplete, None, "{got:?}");
     let linked: Vec<&str> = got.linked.iter().map(String::as_str).collect();
     assert_eq!(linked, ["inside-usr", "l"], "{got:?}");
@@ -331,10 +337,7 @@ fn a_folder_deeper_than_the_walk_makes_the_trace_incomplete() {
     let watcher = watcher(clang, &bwrap, &ws);
     let dir = Path::new("/trace-5");
     let line = format!("cd {} && test ! -e flag", deep.display());
-    let mut child = sandboxed(&bwrap, &ws, &line);
-    watcher.claim(dir, child.id());
-    assert!(child.wait().unwrap().success());
-    let got = watcher.collect(dir, &ws);
+    let got = traced(&watcher, &bwrap, &ws, dir, &line);
     assert!(
         got.incomplete
             .as_deref()
