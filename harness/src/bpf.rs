@@ -71,6 +71,9 @@ const COMPILE_LIMIT: Duration = Duration::from_secs(60);
 /// How long after an item's process ended its last task may take to end.
 const END_LIMIT: Duration = Duration::from_secs(10);
 
+/// How long a root that ended is kept for a claim that has not come yet.
+const UNCLAIMED_KEPT: Duration = Duration::from_secs(60);
+
 /// How long a barrier or a registration may take to come back.
 const ROUND_TRIP_LIMIT: Duration = Duration::from_secs(10);
 
@@ -260,8 +263,8 @@ struct Root {
     calls: Vec<Call>,
     /// Calls waiting for their folder's names, by thread.
     pending: HashMap<u64, Pending>,
-    /// The root's last task ended.
-    ended: bool,
+    /// When the root's last task ended.
+    ended: Option<Instant>,
     /// Why its trace cannot be relied on.
     incomplete: Option<String>,
     /// The targets of links made in the workspace, by thread, until the
@@ -444,20 +447,24 @@ impl Watcher {
     /// What the processes claimed for `dir` touched under `workspace`
     /// (as the items see it), once they have all ended.
     pub fn collect(&self, dir: &Path, workspace: &Path) -> Accesses {
+        // The claim stays until the roots are taken: another item's
+        // collection drops the ended roots nobody claims.
         let pids = self
             .claims
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(dir)
+            .get(dir)
+            .cloned()
             .unwrap_or_default();
         let mut accesses = Accesses::default();
         if pids.is_empty() {
+            self.unclaim(dir);
             accesses.incomplete = Some("no process of the item was seen".into());
             return accesses;
         }
         let ended = self.wait_for(END_LIMIT, |s| {
             pids.iter()
-                .all(|p| s.roots.get(p).is_some_and(|r| r.ended))
+                .all(|p| s.roots.get(p).is_some_and(|r| r.ended.is_some()))
                 .then_some(())
         });
         if let Err(why) = ended {
@@ -516,15 +523,27 @@ impl Watcher {
         if let Some(why) = &state.lost {
             accesses.incomplete = Some(why.clone());
         }
-        // Roots nobody claimed are dropped once ended.
-        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
-        state
-            .roots
-            .retain(|pid, r| !r.ended || claims.values().any(|p| p.contains(pid)));
+        // Roots nobody claimed are dropped a while after they ended (the
+        // gate's own threads are roots too); not at once, as an item's
+        // process may end before the launcher claims it.
+        let mut claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        claims.remove(dir);
+        state.roots.retain(|pid, r| {
+            r.ended.is_none_or(|t| t.elapsed() < UNCLAIMED_KEPT)
+                || claims.values().any(|p| p.contains(pid))
+        });
         accesses
     }
 
-    /// Returns once every line printed before now has been read.
+    /// Forgets the claims for `dir`.
+    fn unclaim(&self, dir: &Path) {
+        self.claims
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(dir);
+    }
+
+    /// Returns once every record written before now has been read.
     fn barrier(&self) -> Result<(), String> {
         let k = self
             .barrier
@@ -890,7 +909,7 @@ impl State {
             }
             "END" => {
                 if let Ok(pid) = rest.trim().parse() {
-                    self.roots.entry(pid).or_default().ended = true;
+                    self.roots.entry(pid).or_default().ended = Some(Instant::now());
                 }
             }
             "E" | "R" => self.call(kind == "R", rest),

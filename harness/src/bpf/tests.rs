@@ -345,3 +345,26 @@ fn a_folder_deeper_than_the_walk_makes_the_trace_incomplete() {
         "{got:?}"
     );
 }
+
+/// An item's process that ends before its launcher claims it is still
+/// collected whole, though another item's collection came in between.
+#[test]
+fn a_root_that_ended_before_its_claim_is_kept_for_it() {
+    let Some((clang, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    std::fs::write(ws.join("early.txt"), "e").unwrap();
+    let watcher = watcher(clang, &bwrap, &ws);
+    let mut early = sandboxed(&bwrap, &ws, "cat early.txt >/dev/null");
+    assert!(early.wait().unwrap().success());
+    // Another item runs and is collected meanwhile.
+    let other = traced(&watcher, &bwrap, &ws, Path::new("/trace-6"), "true");
+    assert_eq!(other.incomplete, None, "{other:?}");
+    let dir = Path::new("/trace-7");
+    watcher.claim(dir, early.id());
+    let got = watcher.collect(dir, &ws);
+    assert_eq!(got.incomplete, None, "{got:?}");
+    assert!(got.paths.contains("early.txt"), "{:?}", got.paths);
+}
