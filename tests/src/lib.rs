@@ -280,7 +280,13 @@ pub struct GateCommand {
 impl GateCommand {
     fn new(cwd: &Path, args: &[&str]) -> Self {
         let mut cmd = gate_command();
-        cmd.args(args).current_dir(cwd).stdin(Stdio::null());
+        // `strace` traces, as root too, unless a test asks for a tracer:
+        // the tests that name one run it (and without `GATE_TRACE`, the
+        // default) on purpose.
+        cmd.args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .env("GATE_TRACE", "on");
         Self {
             cmd,
             timeout: Duration::from_secs(120),

@@ -262,8 +262,8 @@ pub(crate) struct Isolation {
     shell: Option<PathBuf>,
     /// The tracer that records what items read, when it works here.
     tracer: Option<Tracer>,
-    /// The run's eBPF tracer, when `GATE_TRACE=ebpf` asked for it and it
-    /// started.
+    /// The run's eBPF tracer, when it could start and `GATE_TRACE` did
+    /// not ask for `strace` alone.
     watcher: Option<Watching>,
 }
 
@@ -286,10 +286,10 @@ impl Start {
     /// `writable` paths that exist (the items can write those).
     fn new(setup: &Setup<'_>, host_home: Option<&Path>) -> (Vec<PathBuf>, Self) {
         let (writable, mut warnings) = writable_paths(&setup.section.writable, host_home);
-        let extra: &[&str] = if ebpf_asked(setup.host_env) {
-            &["clang"]
-        } else {
+        let extra: &[&str] = if ebpf_wanted(setup.host_env) == Ebpf::No {
             &[]
+        } else {
+            &["clang"]
         };
         let tools = Tools::resolve(
             lookup(setup.host_env, "PATH"),
@@ -318,16 +318,18 @@ impl Start {
     }
 
     /// Takes the gate's `strace` as the run's tracer when it can trace
-    /// here and `GATE_TRACE` does not turn it off, else says once why
-    /// nothing is traced; a `GATE_TRACE` that is no boolean is an error.
+    /// here and `GATE_TRACE` does not turn it off, and the eBPF tracer for
+    /// the sandboxed items where it starts, else says once why nothing is
+    /// traced; a `GATE_TRACE` that is neither a boolean nor `ebpf` is an
+    /// error.
     async fn trace(
         &mut self,
         host_env: &[(OsString, OsString)],
         workspace: &Path,
     ) -> Result<(), GateError> {
-        let ebpf = ebpf_asked(host_env);
+        let ebpf = ebpf_wanted(host_env);
         let on = match lookup(host_env, names::TRACE) {
-            Some(_) if ebpf => true,
+            Some(_) if ebpf == Ebpf::Asked => true,
             Some(v) => crate::config::truthy(names::TRACE, &v.to_string_lossy())?,
             None => true,
         };
@@ -341,13 +343,15 @@ impl Start {
         }
         match probe_tracer(&self.tools, &self.tools_env).await {
             Ok(tracer) => {
-                if ebpf {
-                    match self.start_watcher(workspace) {
-                        Ok(watcher) => self.watcher = Some(watcher),
-                        Err(why) => self.warnings.push(format!(
-                            "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
-                            names::TRACE
-                        )),
+                match (ebpf, self.start_watcher(workspace, ebpf)) {
+                    (Ebpf::No, _) => {}
+                    (_, Ok(watcher)) => self.watcher = Some(watcher),
+                    (Ebpf::Asked, Err(why)) => self.warnings.push(format!(
+                        "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
+                        names::TRACE
+                    )),
+                    (Ebpf::IfItRuns, Err(why)) => {
+                        tracing::info!(%why, "the eBPF tracer does not run; strace traces");
                     }
                 }
                 self.tracer = Some(tracer);
@@ -360,9 +364,12 @@ impl Start {
         Ok(())
     }
 
-    /// Starts the run's eBPF tracer: the gate must run as root and have
-    /// found `clang` where the items cannot write.
-    fn start_watcher(&self, workspace: &Path) -> Result<Watching, String> {
+    /// Starts the run's eBPF tracer when `ebpf` wants it: the gate must
+    /// run as root and have found `clang` where the items cannot write.
+    fn start_watcher(&self, workspace: &Path, ebpf: Ebpf) -> Result<Watching, String> {
+        if ebpf == Ebpf::No {
+            return Err("GATE_TRACE asks for strace".into());
+        }
         if !nix::unistd::geteuid().is_root() {
             return Err("it needs the gate to run as root".into());
         }
@@ -797,9 +804,31 @@ async fn probe_tracer(tools: &Tools, env: &[(OsString, OsString)]) -> Result<Tra
     }
 }
 
-/// Whether `GATE_TRACE=ebpf` asks for the eBPF tracer.
-fn ebpf_asked(host_env: &[(OsString, OsString)]) -> bool {
-    lookup(host_env, names::TRACE).is_some_and(|v| v.to_string_lossy().eq_ignore_ascii_case("ebpf"))
+/// Whether the run tries the eBPF tracer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ebpf {
+    /// `GATE_TRACE=ebpf`: a run where it cannot start says why.
+    Asked,
+    /// `GATE_TRACE` unset and the gate runs as root on a kernel with BTF:
+    /// tried, and `strace` traces quietly where it cannot start.
+    IfItRuns,
+    /// Not tried: `GATE_TRACE` names a boolean, or the gate cannot load
+    /// programs.
+    No,
+}
+
+/// Whether `GATE_TRACE` asks for the eBPF tracer, leaves it to the machine
+/// or rules it out.
+fn ebpf_wanted(host_env: &[(OsString, OsString)]) -> Ebpf {
+    match lookup(host_env, names::TRACE) {
+        Some(v) if v.to_string_lossy().eq_ignore_ascii_case("ebpf") => Ebpf::Asked,
+        None if nix::unistd::geteuid().is_root()
+            && Path::new("/sys/kernel/btf/vmlinux").is_file() =>
+        {
+            Ebpf::IfItRuns
+        }
+        Some(_) | None => Ebpf::No,
+    }
 }
 
 /// Why a run with `mode = "off"` is unisolated: the spec's word or the

@@ -645,24 +645,35 @@ fn the_browser_and_the_runs_network_are_checked_where_the_spec_needs_them() {
     );
 }
 
-/// The tracing check says which tracer a run would use: `strace`, the
-/// eBPF tracer when `GATE_TRACE=ebpf` asks for it and it can run (root,
-/// `clang`), a warning with the reason when it cannot, none when off.
+/// The tracing check says which tracer a run would use: `strace` for
+/// `on`; the eBPF tracer when it can run (root, `clang`, BTF) and
+/// `GATE_TRACE` is unset or `ebpf`; a warning with the reason when `ebpf`
+/// asks and it cannot, none when off.
 #[test]
 fn the_tracing_check_names_the_tracer_a_run_would_use() {
     let ws = TestEnv::new();
     ws.write("gate.toml", SPEC);
     ws.git(&["init", "-q"]);
-    let clang = Path::new("/usr/bin/clang").is_file();
-    let ebpf_runs = nix::unistd::geteuid().is_root() && clang;
+    let ebpf_runs = nix::unistd::geteuid().is_root()
+        && Path::new("/usr/bin/clang").is_file()
+        && Path::new("/sys/kernel/btf/vmlinux").is_file();
     if !ebpf_runs {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI runs as root with clang: scripts/test installs it"
         );
     }
-    // (GATE_TRACE, the level, words of the message)
+    // (GATE_TRACE, `default` for unset, the level, words of the message)
     let cases = [
+        (
+            "default",
+            "ok",
+            if ebpf_runs {
+                "the eBPF tracer traces"
+            } else {
+                "strace traces"
+            },
+        ),
         ("on", "ok", "strace traces"),
         ("off", "warning", "GATE_TRACE=off"),
         (
@@ -676,10 +687,13 @@ fn the_tracing_check_names_the_tracer_a_run_would_use() {
         ),
     ];
     for (mode, level, words) in cases {
-        let out = ws
-            .gate(&["doctor", "--format", "json"])
-            .env("GATE_TRACE", mode)
-            .run();
+        let doctor = ws.gate(&["doctor", "--format", "json"]);
+        let out = if mode == "default" {
+            doctor.env_remove("GATE_TRACE")
+        } else {
+            doctor.env("GATE_TRACE", mode)
+        }
+        .run();
         let all = checks(&out);
         let tracing = check(&all, "tracing");
         assert_eq!(tracing["level"], level, "{mode}: {tracing}");

@@ -1,7 +1,7 @@
 //! Retries through the real binary: what a retry re-runs (counted by real
 //! executions), the doom loop, overrides, and the gate guarding its own spec.
 
-use gate_tests::{TestEnv, item, ran, status_of};
+use gate_tests::{GateCommand, TestEnv, item, ran, status_of};
 
 #[test]
 fn a_retry_reruns_only_what_the_fix_could_have_changed() {
@@ -358,11 +358,7 @@ inputs = ["src/other.txt"]
     std::os::unix::fs::symlink("src", env.path().join("l")).unwrap();
     // `up/..` is `src`, not the workspace's root.
     std::os::unix::fs::symlink("src/inner", env.path().join("up")).unwrap();
-    let verify = || {
-        env.gate(&["verify", "--format", "json"])
-            .env("GATE_TRACE", mode)
-            .run()
-    };
+    let verify = || traced(env.gate(&["verify", "--format", "json"]), mode).run();
     let out = verify();
     out.assert_exit(1);
     let doc = out.json();
@@ -378,18 +374,35 @@ inputs = ["src/other.txt"]
     assert_eq!(status_of(&doc, "other"), "passed", "{mode} {how}");
 }
 
-/// The tracers this machine runs: `strace` always; the eBPF tracer as root
-/// with `clang` installed (CI runs as root, and scripts/test installs it).
+/// The `GATE_TRACE` values to try on this machine: `on` (`strace`), and
+/// `default` (unset: the eBPF tracer where it runs, else `strace`); `ebpf`
+/// as root with `clang` installed (CI runs as root, and scripts/test
+/// installs it).
 fn tracers() -> Vec<&'static str> {
-    let clang = std::path::Path::new("/usr/bin/clang").is_file();
-    if nix::unistd::geteuid().is_root() && clang {
-        vec!["on", "ebpf"]
+    if ebpf_runs() {
+        vec!["on", "ebpf", "default"]
     } else {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI runs as root with clang: scripts/test installs it"
         );
-        vec!["on"]
+        vec!["on", "default"]
+    }
+}
+
+/// Whether the eBPF tracer runs here: root, `clang`, a kernel with BTF.
+fn ebpf_runs() -> bool {
+    nix::unistd::geteuid().is_root()
+        && std::path::Path::new("/usr/bin/clang").is_file()
+        && std::path::Path::new("/sys/kernel/btf/vmlinux").is_file()
+}
+
+/// `cmd` with `GATE_TRACE=mode`, or without it for `default`.
+fn traced(cmd: GateCommand, mode: &str) -> GateCommand {
+    if mode == "default" {
+        cmd.env_remove("GATE_TRACE")
+    } else {
+        cmd.env("GATE_TRACE", mode)
     }
 }
 
@@ -428,10 +441,7 @@ inputs = ["src/other.txt"]
     env.write("src/ping.txt", "pong\n");
     env.write("src/other.txt", "no\n");
     let verify = || {
-        let out = env
-            .gate(&["verify", "--format", "json"])
-            .env("GATE_TRACE", mode)
-            .run();
+        let out = traced(env.gate(&["verify", "--format", "json"]), mode).run();
         assert!(
             !out.stderr.contains("eBPF tracer does not run"),
             "{mode}: {}",
@@ -444,7 +454,11 @@ inputs = ["src/other.txt"]
     let out = verify();
     out.assert_exit(1);
     let doc = out.json();
-    let tracer = if mode == "ebpf" { "ebpf" } else { "strace" };
+    let tracer = match mode {
+        "ebpf" => "ebpf",
+        "default" if ebpf_runs() => "ebpf",
+        _ => "strace",
+    };
     assert_eq!(doc["isolation"]["tracer"], tracer, "{mode}");
     assert_eq!(status_of(&doc, "ttl"), "passed");
     assert_eq!(
