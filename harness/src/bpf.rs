@@ -840,7 +840,7 @@ fn record(item: &[u8], lines: &mut Vec<String>) {
         b'X' => {
             let why = match nr {
                 1 => "a name's folder lies deeper below the workspace than the tracer walks",
-                2 => "the tracer could not read a name the kernel read",
+                2 => "the tracer could not read a name or a link's target",
                 _ => "the tracer could not place a call",
             };
             lines.push(format!("X {root} {tid} {why}"));

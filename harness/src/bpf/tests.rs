@@ -305,7 +305,7 @@ fn records_become_the_readers_lines() {
         ),
         (
             record_bytes(b'X', 2, 0, 0, 0, "", ""),
-            &["X 7 9 the tracer could not read a name the kernel read"],
+            &["X 7 9 the tracer could not read a name or a link's target"],
         ),
         (
             record_bytes(b'Q', 0, 0, 0, 0, "", ""),

@@ -356,7 +356,7 @@ INLINE int resolve(struct rec *r, struct call *c, int slot, s64 ret, u32 root, u
     if (name) {
         len = bpf_probe_read_user_str(r->name, NAME, (const void *)name);
         if (len <= 0) {
-            // The kernel read it; the tracer could not: nothing to place.
+            // A name the tracer could not read: nothing to place.
             reset(r, 'X', root, tid);
             r->nr = UNREADABLE;
             send(r, HEAD, NO_WAKEUP);
@@ -366,6 +366,13 @@ INLINE int resolve(struct rec *r, struct call *c, int slot, s64 ret, u32 root, u
     }
     if (c->tg) {
         len = bpf_probe_read_user_str(r->target, NAME, (const void *)c->tg);
+        if (len <= 0 && ret == 0) {
+            // A link made whose target could not be read.
+            reset(r, 'X', root, tid);
+            r->nr = UNREADABLE;
+            send(r, HEAD, NO_WAKEUP);
+            return 0;
+        }
         r->tlen = len > 0 ? len : 0;
     }
     if (name && r->len > 0 && r->name[0] == '/') {
