@@ -167,10 +167,11 @@ struct {
     __type(key, u32);
     __type(value, struct call);
 } calls SEC(".maps");
-// The dentries of registered workspaces.
+// The dentries of registered workspaces (a run's and its base
+// checkouts'); one that does not fit counts as lost.
 struct {
     __uint(type, 1);
-    __uint(max_entries, 64);
+    __uint(max_entries, 1024);
     __type(key, u64);
     __type(value, u32);
 } ws SEC(".maps");
