@@ -602,7 +602,10 @@ fn compile(clang: &Path) -> Result<Vec<u8>, BpfError> {
         .map_err(BpfError::Script)?;
     let src = folder.path().join("tracer.bpf.c");
     let obj = folder.path().join("tracer.bpf.o");
+    let said = folder.path().join("clang.err");
     std::fs::write(&src, source()).map_err(BpfError::Script)?;
+    // What clang says goes to a file, so that waiting for it is bounded.
+    let err = std::fs::File::create(&said).map_err(BpfError::Script)?;
     let mut child = std::process::Command::new(clang)
         .args([
             "-O2",
@@ -619,13 +622,9 @@ fn compile(clang: &Path) -> Result<Vec<u8>, BpfError> {
         .env_clear()
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        .stderr(err)
         .spawn()
         .map_err(|e| BpfError::Compile(format!("cannot start {}: {e}", clang.display())))?;
-    let mut said = String::new();
-    if let Some(mut err) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut err, &mut said);
-    }
     let deadline = Instant::now() + COMPILE_LIMIT;
     let status = loop {
         match child.try_wait() {
@@ -643,6 +642,7 @@ fn compile(clang: &Path) -> Result<Vec<u8>, BpfError> {
         }
     };
     if !status.success() {
+        let said = std::fs::read_to_string(&said).unwrap_or_default();
         let tail: String = said.lines().take(20).collect::<Vec<_>>().join("\n");
         return Err(BpfError::Compile(format!("{status}: {tail}")));
     }

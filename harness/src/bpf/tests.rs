@@ -368,3 +368,14 @@ fn a_root_that_ended_before_its_claim_is_kept_for_it() {
     assert_eq!(got.incomplete, None, "{got:?}");
     assert!(got.paths.contains("early.txt"), "{:?}", got.paths);
 }
+
+/// A compiler that fails gives its words in the error.
+#[test]
+fn a_failing_compiler_is_quoted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clang = dir.path().join("clang");
+    std::fs::write(&clang, "#!/bin/sh\necho 'no target bpf' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&clang, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let err = super::compile(&clang).unwrap_err().to_string();
+    assert!(err.contains("no target bpf"), "{err}");
+}
