@@ -316,6 +316,17 @@ impl GateCommand {
         self
     }
 
+    /// Runs with `GATE_TRACE=mode`, or without it (the default) for
+    /// `default`.
+    #[must_use]
+    pub fn trace(self, mode: &str) -> Self {
+        if mode == "default" {
+            self.env_remove("GATE_TRACE")
+        } else {
+            self.env("GATE_TRACE", mode)
+        }
+    }
+
     /// Removes an environment variable for the run.
     #[must_use]
     pub fn env_remove(mut self, key: &str) -> Self {

@@ -279,6 +279,9 @@ struct Start {
     warnings: Vec<String>,
     tracer: Option<Tracer>,
     watcher: Option<Watching>,
+    /// Whether the run tries the eBPF tracer, as `GATE_TRACE` and the
+    /// machine decide.
+    ebpf: Ebpf,
 }
 
 impl Start {
@@ -286,11 +289,8 @@ impl Start {
     /// `writable` paths that exist (the items can write those).
     fn new(setup: &Setup<'_>, host_home: Option<&Path>) -> (Vec<PathBuf>, Self) {
         let (writable, mut warnings) = writable_paths(&setup.section.writable, host_home);
-        let extra: &[&str] = if ebpf_wanted(setup.host_env) == Ebpf::No {
-            &[]
-        } else {
-            &["clang"]
-        };
+        let ebpf = ebpf_wanted(setup.host_env);
+        let extra: &[&str] = if ebpf == Ebpf::No { &[] } else { &["clang"] };
         let tools = Tools::resolve(
             lookup(setup.host_env, "PATH"),
             &untrusted_roots(setup, &writable),
@@ -313,6 +313,7 @@ impl Start {
             warnings,
             tracer: None,
             watcher: None,
+            ebpf,
         };
         (writable, start)
     }
@@ -327,7 +328,7 @@ impl Start {
         host_env: &[(OsString, OsString)],
         workspace: &Path,
     ) -> Result<(), GateError> {
-        let ebpf = ebpf_wanted(host_env);
+        let ebpf = self.ebpf;
         let on = match lookup(host_env, names::TRACE) {
             Some(_) if ebpf == Ebpf::Asked => true,
             Some(v) => crate::config::truthy(names::TRACE, &v.to_string_lossy())?,
@@ -343,15 +344,16 @@ impl Start {
         }
         match probe_tracer(&self.tools, &self.tools_env).await {
             Ok(tracer) => {
-                match (ebpf, self.start_watcher(workspace, ebpf)) {
-                    (Ebpf::No, _) => {}
-                    (_, Ok(watcher)) => self.watcher = Some(watcher),
-                    (Ebpf::Asked, Err(why)) => self.warnings.push(format!(
-                        "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
-                        names::TRACE
-                    )),
-                    (Ebpf::IfItRuns, Err(why)) => {
-                        tracing::info!(%why, "the eBPF tracer does not run; strace traces");
+                if ebpf != Ebpf::No {
+                    match self.start_watcher(workspace) {
+                        Ok(watcher) => self.watcher = Some(watcher),
+                        Err(why) if ebpf == Ebpf::Asked => self.warnings.push(format!(
+                            "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
+                            names::TRACE
+                        )),
+                        Err(why) => {
+                            tracing::info!(%why, "the eBPF tracer does not run; strace traces");
+                        }
                     }
                 }
                 self.tracer = Some(tracer);
@@ -364,12 +366,9 @@ impl Start {
         Ok(())
     }
 
-    /// Starts the run's eBPF tracer when `ebpf` wants it: the gate must
-    /// run as root and have found `clang` where the items cannot write.
-    fn start_watcher(&self, workspace: &Path, ebpf: Ebpf) -> Result<Watching, String> {
-        if ebpf == Ebpf::No {
-            return Err("GATE_TRACE asks for strace".into());
-        }
+    /// Starts the run's eBPF tracer: the gate must run as root and have
+    /// found `clang` where the items cannot write.
+    fn start_watcher(&self, workspace: &Path) -> Result<Watching, String> {
         if !nix::unistd::geteuid().is_root() {
             return Err("it needs the gate to run as root".into());
         }

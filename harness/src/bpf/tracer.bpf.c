@@ -198,6 +198,14 @@ INLINE u64 name_size(struct rec *r) {
     return HEAD + len;
 }
 
+// A link's record: the name's room in full, then the target.
+INLINE u64 target_size(struct rec *r) {
+    u32 tlen = r->tlen;
+    if (tlen > NAME)
+        tlen = NAME;
+    return HEAD + NAME + tlen;
+}
+
 INLINE void reset(struct rec *r, u32 kind, u32 root, u32 tid) {
     r->kind = kind;
     r->root = root;
@@ -384,9 +392,8 @@ INLINE int resolve(struct rec *r, struct call *c, int slot, s64 ret, u32 root, u
         else {
             // A link made outside the workspace: its target still counts.
             if (c->tg && ret == 0 && r->tlen > 0) {
-                u32 tlen = r->tlen > NAME ? NAME : r->tlen;
                 r->kind = 'L';
-                send(r, HEAD + NAME + tlen, NO_WAKEUP);
+                send(r, target_size(r), NO_WAKEUP);
             }
             return 0;
         }
@@ -416,8 +423,7 @@ INLINE int resolve(struct rec *r, struct call *c, int slot, s64 ret, u32 root, u
         r->k = k;
     }
     if (c->tg && r->tlen > 0) {
-        u32 tlen = r->tlen > NAME ? NAME : r->tlen;
-        send(r, HEAD + NAME + tlen, NO_WAKEUP);
+        send(r, target_size(r), NO_WAKEUP);
     } else {
         send(r, name_size(r), NO_WAKEUP);
     }

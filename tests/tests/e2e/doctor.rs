@@ -687,13 +687,7 @@ fn the_tracing_check_names_the_tracer_a_run_would_use() {
         ),
     ];
     for (mode, level, words) in cases {
-        let doctor = ws.gate(&["doctor", "--format", "json"]);
-        let out = if mode == "default" {
-            doctor.env_remove("GATE_TRACE")
-        } else {
-            doctor.env("GATE_TRACE", mode)
-        }
-        .run();
+        let out = ws.gate(&["doctor", "--format", "json"]).trace(mode).run();
         let all = checks(&out);
         let tracing = check(&all, "tracing");
         assert_eq!(tracing["level"], level, "{mode}: {tracing}");

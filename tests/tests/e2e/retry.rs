@@ -1,7 +1,7 @@
 //! Retries through the real binary: what a retry re-runs (counted by real
 //! executions), the doom loop, overrides, and the gate guarding its own spec.
 
-use gate_tests::{GateCommand, TestEnv, item, ran, status_of};
+use gate_tests::{TestEnv, item, ran, status_of};
 
 #[test]
 fn a_retry_reruns_only_what_the_fix_could_have_changed() {
@@ -358,7 +358,7 @@ inputs = ["src/other.txt"]
     std::os::unix::fs::symlink("src", env.path().join("l")).unwrap();
     // `up/..` is `src`, not the workspace's root.
     std::os::unix::fs::symlink("src/inner", env.path().join("up")).unwrap();
-    let verify = || traced(env.gate(&["verify", "--format", "json"]), mode).run();
+    let verify = || env.gate(&["verify", "--format", "json"]).trace(mode).run();
     let out = verify();
     out.assert_exit(1);
     let doc = out.json();
@@ -397,15 +397,6 @@ fn ebpf_runs() -> bool {
         && std::path::Path::new("/sys/kernel/btf/vmlinux").is_file()
 }
 
-/// `cmd` with `GATE_TRACE=mode`, or without it for `default`.
-fn traced(cmd: GateCommand, mode: &str) -> GateCommand {
-    if mode == "default" {
-        cmd.env_remove("GATE_TRACE")
-    } else {
-        cmd.env("GATE_TRACE", mode)
-    }
-}
-
 /// The observed-inputs sequence with `GATE_TRACE=mode`.
 fn carries_only_what_was_not_read(mode: &str) {
     let env = TestEnv::new();
@@ -441,7 +432,7 @@ inputs = ["src/other.txt"]
     env.write("src/ping.txt", "pong\n");
     env.write("src/other.txt", "no\n");
     let verify = || {
-        let out = traced(env.gate(&["verify", "--format", "json"]), mode).run();
+        let out = env.gate(&["verify", "--format", "json"]).trace(mode).run();
         assert!(
             !out.stderr.contains("eBPF tracer does not run"),
             "{mode}: {}",
