@@ -80,6 +80,8 @@ use crate::record::{RunRecord, Verdict};
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    // Before any thread or child: what the gate inherited stays the gate's.
+    gate_harness::process::keep_inherited_descriptors();
     // Read once, before anything else: every setting comes from this snapshot.
     let env = Environment::capture();
     install_panic_hook();

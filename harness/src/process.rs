@@ -56,6 +56,15 @@ pub struct ProcessOutput {
     pub truncated: bool,
 }
 
+/// Marks every descriptor the process inherited above 2 close-on-exec, so
+/// nothing the gate was started with (a key passed as `/dev/fd/9`, a pipe
+/// into a root-only file) reaches a process it starts; the descriptors it
+/// passes on purpose are mapped in explicitly at spawn. Called first
+/// thing, before any thread exists; the gate keeps its own use of them.
+pub fn keep_inherited_descriptors() {
+    close_fds::set_fds_cloexec(3, &[]);
+}
+
 /// Runs `argv` (no shell) in `cwd` with a timeout and output cap.
 pub async fn run_argv(
     argv: &[&str],

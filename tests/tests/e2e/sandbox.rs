@@ -1860,3 +1860,94 @@ fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
     alive.kill().unwrap();
     alive.wait().unwrap();
 }
+
+/// The checks that look for a descriptor of the gate's: list the shell's
+/// own (its output moved for good first, so it keeps no copy of the old),
+/// read the one the key came in on, write to the one open on a root-only
+/// file.
+const DESCRIPTOR_PROBES: &str = "[spec]\nid = \"descriptors\"\n\
+[[check]]\nid = \"list\"\nrun = 'exec > probe/fds.txt 2>&1; ls /proc/$$/fd; exit 0'\n\
+[[check]]\nid = \"key\"\nrun = 'cat /dev/fd/9 > probe/key.txt 2>&1; exit 0'\n\
+[[check]]\nid = \"write\"\nrun = '(echo planted >&7 && echo WROTE) > probe/write.txt 2>&1; exit 0'\n";
+
+#[test]
+fn no_descriptor_the_gate_was_started_with_reaches_an_item() {
+    for (who, trace) in [(As::Root, None), (As::Root, Some("on")), (As::Nobody, None)] {
+        let case = format!("{who:?}, GATE_TRACE {trace:?}");
+        let env = TestEnv::new();
+        env.write("gate.toml", DESCRIPTOR_PROBES);
+        std::fs::create_dir_all(env.path().join("probe")).unwrap();
+        let outside = tempfile::Builder::new()
+            .prefix("gate-fds-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let keys = outside.path().join("keys");
+        env.gate(&["keys", "generate", "--state", &keys.display().to_string()])
+            .run()
+            .assert_exit(0);
+        let key = keys.join("keys/signing.key");
+        // A file only root may write, which the gate holds open for appending.
+        let root_only = tempfile::Builder::new()
+            .prefix("gate-root-only-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let target = root_only.path().join("file");
+        std::fs::write(&target, "").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let bin_dir = tempfile::tempdir().unwrap();
+        let gate = gate_as(who, bin_dir.path(), &[env.path(), outside.path()]);
+        // How pipelines pass a secret without a file: a descriptor the
+        // gate is started with, opened before the drop to `nobody`.
+        #[allow(clippy::disallowed_methods)] // the gate started with extra descriptors
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg("exec 9<\"$0\" 7>>\"$1\"; shift; exec \"$@\"")
+            .arg(&key)
+            .arg(&target)
+            .arg(gate.get_program())
+            .args(gate.get_args())
+            .args(["verify", "--offline", "--format", "json"]);
+        for (name, value) in gate.get_envs() {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
+        if let Some(trace) = trace {
+            cmd.env("GATE_TRACE", trace);
+        }
+        cmd.current_dir(env.path())
+            .env("GATE_SIGNING_KEY", "/dev/fd/9")
+            .env("GATE_STATE_DIR", outside.path().join("state"));
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{case}: the run signs with the key it was given\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(doc["isolation"]["kind"], "bwrap", "{case}");
+        let fds: Vec<String> = env
+            .read("probe/fds.txt")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(fds, ["0", "1", "2"], "{case}: the item's descriptors");
+        let read = env.read("probe/key.txt");
+        assert!(
+            !read.contains("PRIVATE KEY"),
+            "{case}: an item read the key:\n{read}"
+        );
+        assert!(
+            !env.read("probe/write.txt").contains("WROTE"),
+            "{case}: an item wrote through the gate's descriptor"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "",
+            "{case}: the root-only file was written"
+        );
+    }
+}
