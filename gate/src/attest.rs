@@ -357,8 +357,54 @@ pub(crate) fn import_spooled(
     }
 }
 
+/// What the gate creates or opens by name in its state directory.
+const STATE_ENTRIES: [&str; 12] = [
+    "keys",
+    "keys/signing.key",
+    "keys/signing.pub",
+    LEDGER_FILE,
+    "ledger.db-wal",
+    "ledger.db-shm",
+    "ledger.db-journal",
+    "ledger.db-series",
+    "spool",
+    "bundles",
+    "base-cache",
+    ".gitignore",
+];
+
+/// Refuses a state directory reached through a symbolic link, before
+/// anything is created or opened in it: in the workspace any folder from
+/// the workspace down to it, and wherever it is the entries the gate keeps
+/// in it. The change (or an item of an earlier run) may have planted the
+/// link to make the gate write its key and ledger where it can read them.
+pub(crate) fn refuse_linked_state(ctx: &Context) -> Result<(), GateError> {
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink());
+    let mut on_the_way: Vec<PathBuf> = Vec::new();
+    if let Ok(rest) = ctx.state_dir.strip_prefix(&ctx.workspace) {
+        let mut at = ctx.workspace.clone();
+        for part in rest.components() {
+            at.push(part);
+            on_the_way.push(at.clone());
+        }
+    }
+    let entries = STATE_ENTRIES.iter().map(|e| ctx.state_dir.join(e));
+    match on_the_way.into_iter().chain(entries).find(|p| is_link(p)) {
+        None => Ok(()),
+        Some(link) => Err(GateError::Workspace {
+            path: ctx.workspace.clone(),
+            reason: format!(
+                "{} is a symbolic link: the gate creates and opens its state (keys, ledger, \
+                 bundles, spool) only where no link leads elsewhere; remove it",
+                link.display()
+            ),
+        }),
+    }
+}
+
 /// Opens the ledger (a SQLite file is created when missing).
 pub(crate) fn open_ledger(ctx: &Context) -> Result<Ledger, GateError> {
+    refuse_linked_state(ctx)?;
     Ledger::open(ledger_location(ctx)?).map_err(GateError::from)
 }
 
@@ -378,6 +424,7 @@ pub(crate) fn open_existing_ledger(ctx: &Context) -> Result<Ledger, GateError> {
 /// directory's key. Outside CI a missing key is created and its path
 /// returned; in CI it is an error rather than a throwaway key nobody trusts.
 pub(crate) fn signing_key(ctx: &Context) -> Result<(SigningKey, Option<PathBuf>), GateError> {
+    refuse_linked_state(ctx)?;
     if let Some(value) = ctx.env.signing_key() {
         return Ok((SigningKey::from_pem_or_path(&value)?, None));
     }
@@ -424,6 +471,7 @@ pub(crate) fn trusted_keys(ctx: &Context, flags: &[PathBuf]) -> Result<Vec<Publi
 
 /// `gate keys generate`: a new pair in the state directory, never replacing one.
 pub(crate) fn generate_keys(ctx: &Context) -> Result<(SigningKey, KeyPairPaths), GateError> {
+    refuse_linked_state(ctx)?;
     keep_state_out_of_git(ctx);
     let key = SigningKey::generate()?;
     let paths = key.write_pair(&keys_dir(ctx))?;
@@ -454,6 +502,7 @@ pub(crate) fn record_run(
     // before its row is found and imported by the next run.
     // The mark is held (locked) while this run lives, so a concurrent run
     // sharing the state directory never imports it from under us.
+    refuse_linked_state(ctx)?;
     let mark = spool_dir(ctx).join(&record.run_id);
     let held = std::fs::create_dir_all(spool_dir(ctx))
         .and_then(|()| spool::hold(&mark))

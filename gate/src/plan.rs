@@ -189,6 +189,7 @@ fn task_tests(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Ve
                 Action::JunitReport {
                     report: report.clone(),
                     stale: None,
+                    refused: Vec::new(),
                 },
                 format!("JUnit report {report}"),
                 vec![report.clone()],

@@ -9,7 +9,7 @@
 //! a new time, and `touch` gives any file one): the caller passes why when
 //! it is.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -51,16 +51,29 @@ impl ReportFailure {
 }
 
 /// Checks the report at workspace-relative `report`; `stale` is why it is
-/// not the report for the task's files as they are, when it is not.
+/// not the report for the task's files as they are, when it is not. A
+/// report that resolves into one of `refused` is refused before it is
+/// opened.
 pub fn check_report(
     workspace: &Path,
     report: &str,
     stale: Option<&str>,
+    refused: &[PathBuf],
 ) -> Result<ReportSummary, ReportFailure> {
     let found = gate_specs::within(workspace, report).and_then(|full| {
         let meta = std::fs::metadata(&full)?;
         Ok((full, meta))
     });
+    if let Ok((full, _)) = &found
+        && refused.iter().any(|r| {
+            full.starts_with(r) || r.canonicalize().is_ok_and(|real| full.starts_with(real))
+        })
+    {
+        return Err(ReportFailure::new(format!(
+            "report {report} leads into the gate's own state: a report is read only where the \
+             tests could have written it"
+        )));
+    }
     let (full, meta) = match found {
         Ok(found) => found,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -371,7 +384,7 @@ mod tests {
                 ago(report_age),
             );
         }
-        check_report(ws.path(), "reports/orders.junit.xml", None)
+        check_report(ws.path(), "reports/orders.junit.xml", None, &[])
     }
 
     #[test]
@@ -462,6 +475,29 @@ mod tests {
     }
 
     #[test]
+    fn a_report_linked_into_the_gates_state_is_refused_unread() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = ws.path().join(".gate");
+        std::fs::create_dir_all(state.join("keys")).unwrap();
+        // Valid JUnit, so only where it lies can refuse it.
+        let passing = br#"<testsuite tests="1"><testcase name="a"/></testsuite>"#;
+        std::fs::write(state.join("keys/signing.key"), passing).unwrap();
+        std::fs::write(ws.path().join("plain.xml"), passing).unwrap();
+        std::fs::create_dir_all(ws.path().join("reports")).unwrap();
+        std::os::unix::fs::symlink("../.gate/keys/signing.key", ws.path().join("reports/r.xml"))
+            .unwrap();
+        let refused = [state];
+        let failure = check_report(ws.path(), "reports/r.xml", None, &refused).unwrap_err();
+        assert!(
+            failure.reason.contains("leads into the gate's own state"),
+            "{}",
+            failure.reason
+        );
+        assert!(check_report(ws.path(), "plain.xml", None, &refused).is_ok());
+        assert!(check_report(ws.path(), "reports/r.xml", None, &[]).is_ok());
+    }
+
+    #[test]
     fn a_report_too_large_to_read_whole_is_refused_unread() {
         let ws = tempfile::tempdir().unwrap();
         write_file(ws.path(), "r.xml", b"", ago(0));
@@ -471,7 +507,7 @@ mod tests {
             .open(ws.path().join("r.xml"))
             .unwrap();
         file.set_len(MAX_REPORT_BYTES + 1).unwrap();
-        let failure = check_report(ws.path(), "r.xml", None).unwrap_err();
+        let failure = check_report(ws.path(), "r.xml", None, &[]).unwrap_err();
         assert_eq!(
             failure.reason,
             "report r.xml is 268435457 bytes, more than the 256 MiB a report may be"
@@ -497,11 +533,11 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         write_file(ws.path(), "r.xml", PASS.as_bytes(), ago(-100));
         let why = "report r.xml is the one accepted for an earlier version of the task's files";
-        let failure = check_report(ws.path(), "r.xml", Some(why)).unwrap_err();
+        let failure = check_report(ws.path(), "r.xml", Some(why), &[]).unwrap_err();
         assert_eq!(failure.reason, why);
         // A report that fails says its failures first.
         write_file(ws.path(), "r.xml", b"<testsuite/>", ago(0));
-        let failure = check_report(ws.path(), "r.xml", Some(why)).unwrap_err();
+        let failure = check_report(ws.path(), "r.xml", Some(why), &[]).unwrap_err();
         assert_eq!(failure.reason, "no tests");
     }
 }

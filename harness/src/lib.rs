@@ -119,6 +119,9 @@ pub enum Action {
         /// Why the report is not the one for the task's files as they are,
         /// when the caller found it is not (decided by content).
         stale: Option<String>,
+        /// Folders and files the report may not lead into (the gate's
+        /// state and secrets): a report linked there is refused unread.
+        refused: Vec<std::path::PathBuf>,
     },
     /// A check built into the gate.
     Builtin {

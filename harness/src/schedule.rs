@@ -831,25 +831,27 @@ async fn in_process(ctx: &Ctx, item: &Item, permit: OwnedSemaphorePermit) -> Ite
 
 fn decide(action: &Action, workspace: &std::path::Path, files: &[String]) -> CheckAnswer {
     match action {
-        Action::JunitReport { report, stale } => {
-            match junit::check_report(workspace, report, stale.as_deref()) {
-                Ok(summary) => CheckAnswer {
-                    passed: true,
-                    reason: None,
-                    locations: Vec::new(),
-                    text: format!(
-                        "{report}: {} tests passed, {} skipped\n",
-                        summary.tests, summary.skipped
-                    ),
-                },
-                Err(failure) => CheckAnswer {
-                    passed: false,
-                    text: render(&failure.reason, &failure.locations),
-                    reason: Some(failure.reason),
-                    locations: failure.locations,
-                },
-            }
-        }
+        Action::JunitReport {
+            report,
+            stale,
+            refused,
+        } => match junit::check_report(workspace, report, stale.as_deref(), refused) {
+            Ok(summary) => CheckAnswer {
+                passed: true,
+                reason: None,
+                locations: Vec::new(),
+                text: format!(
+                    "{report}: {} tests passed, {} skipped\n",
+                    summary.tests, summary.skipped
+                ),
+            },
+            Err(failure) => CheckAnswer {
+                passed: false,
+                text: render(&failure.reason, &failure.locations),
+                reason: Some(failure.reason),
+                locations: failure.locations,
+            },
+        },
         Action::Builtin { check, exclude } => {
             let (looked_at, exempt): (Vec<String>, Vec<String>) = files
                 .iter()

@@ -55,6 +55,8 @@ pub(super) async fn load(
     req: &VerifyRequest,
     start: &mut Start,
 ) -> Result<Setup, GateError> {
+    // Before anything of the state directory is created or opened.
+    attest::refuse_linked_state(ctx)?;
     let LoadedSpec {
         spec,
         digest,

@@ -507,6 +507,7 @@ async fn in_process_checks() {
         action: Action::JunitReport {
             report: report.to_owned(),
             stale: stale.map(str::to_owned),
+            refused: Vec::new(),
         },
         ..check(id, "", &[])
     };

@@ -1951,3 +1951,38 @@ fn no_descriptor_the_gate_was_started_with_reaches_an_item() {
         );
     }
 }
+
+#[test]
+fn a_planted_link_in_the_state_directory_is_refused_before_anything_is_written() {
+    for planted in [".gate", ".gate/keys", ".gate/ledger.db", ".gate/spool"] {
+        let env = TestEnv::new();
+        env.write(
+            "gate.toml",
+            "[spec]\nid = \"planted\"\n[[check]]\nid = \"ok\"\nrun = \"exit 0\"\n",
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        let link = env.path().join(planted);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        symlink(elsewhere.path(), &link).unwrap();
+        let out = env.gate(&["verify", "--offline"]).run();
+        out.assert_exit(2)
+            .stderr_has(&format!("{} is a symbolic link", link.display()));
+        let left: Vec<_> = std::fs::read_dir(elsewhere.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{planted}: written through the link: {left:?}"
+        );
+        // The gate's other writers of the state refuse it too.
+        env.gate(&["keys", "generate"]).run().assert_exit(2);
+        assert!(
+            std::fs::read_dir(elsewhere.path())
+                .unwrap()
+                .next()
+                .is_none(),
+            "{planted}: `gate keys generate` wrote through the link"
+        );
+    }
+}
