@@ -810,3 +810,40 @@ fn a_build_constraint_the_change_added_earns_no_fail_to_pass() {
         }
     }
 }
+
+/// A `go` or `npm` the change adds to a folder of the workspace that the
+/// items' `PATH` holds would run in place of the runner: a critical finding
+/// naming it, and a failing run. (The fake prints what a pass prints; no
+/// real `go` is needed.)
+#[test]
+fn a_runner_the_change_puts_on_a_workspace_path_folder_is_critical() {
+    use std::os::unix::fs::PermissionsExt;
+    for (eco, program) in [(&GO, "go"), (&NPM, "npm")] {
+        let env = workspace(eco, false);
+        break_code(&env, eco);
+        let fake = format!("tools/bin/{program}");
+        env.write(&fake, "#!/bin/sh\necho ok\nexit 0\n");
+        std::fs::set_permissions(
+            env.path().join(&fake),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "the change"]);
+        let mut dirs = vec![env.path().join("tools/bin")];
+        dirs.extend(std::env::split_paths(&path()));
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .env("PATH", std::env::join_paths(dirs).unwrap())
+            .timeout(std::time::Duration::from_secs(300))
+            .run();
+        let mut doc = out.json();
+        doc["exit"] = out.code.into();
+        assert_eq!(doc["exit"], 1, "{program}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        assert!(
+            critical.iter().any(|t| t.contains(&format!("`{fake}`"))),
+            "{program}: {critical:#?}"
+        );
+    }
+}
