@@ -1385,7 +1385,7 @@ mod tests {
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {
-        let cases: [(Option<i32>, &str, Option<&str>); 12] = [
+        let cases: [(Option<i32>, &str, Option<&str>); 13] = [
             (
                 Some(127),
                 "sh: 1: cargo-nextest: not found",

@@ -126,6 +126,7 @@ const SKIP_GO: &str = "package acceptance\n\nimport (\n\t\"os\"\n\t\"strings\"\n
 
 /// Whether a `go` is on `PATH`; when not, the Go cases say why they are
 /// left out.
+#[allow(clippy::print_stderr)] // why a case is skipped, in the test's output
 fn has_go() -> bool {
     use std::os::unix::fs::PermissionsExt;
     let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| {
@@ -334,7 +335,7 @@ fn tricks() -> Vec<(&'static Ecosystem, &'static str, Change, &'static str)> {
                 drop(env.write(
                     "pytest.py",
                     "import sys\n\nprint('2 passed')\nsys.exit(0)\n",
-                ))
+                ));
             },
             "`pytest.py`, which `python -m`",
         ),
