@@ -848,3 +848,42 @@ fn a_runner_the_change_puts_on_a_workspace_path_folder_is_critical() {
         );
     }
 }
+
+/// What a runner writes beside the code, ignored by the repository's own
+/// exclude file rather than a `.gitignore` (which is all the workspace walk
+/// reads): byte-code rewritten while the checks ran and an `.egg-info` are
+/// neither uncommitted files nor "changed while the checks ran".
+#[test]
+fn build_output_is_neither_uncommitted_nor_changed_by_the_checks() {
+    let env = workspace(&PYTEST, false);
+    env.write(".gitignore", ".gate/\n.pytest_cache/\n");
+    let spec = env.read("gate.toml").replace(
+        "[[task]]",
+        "[[check]]\nid = \"compile\"\nrun = \"python -m compileall -f -q src\"\n\n[[task]]",
+    );
+    env.write("gate.toml", &spec);
+    env.write("src/util.py", "ANSWER = 'PONG'\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a module and a compile step"]);
+    env.git(&["branch", "-f", "main"]);
+    env.write(".git/info/exclude", "__pycache__/\n*.egg-info/\n");
+    env.write("src/app.egg-info/PKG-INFO", "Name: app\n");
+    let python = std::env::var_os("GATE_TEST_PYTHON").unwrap_or_else(|| "python3".into());
+    #[allow(clippy::disallowed_methods)] // byte-code there before the run, as a user's would be
+    let compiled = std::process::Command::new(python)
+        .args(["-m", "compileall", "-q", "src"])
+        .current_dir(env.path())
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    let doc = verify(&env);
+    assert_eq!(doc["exit"], 0, "{:#}", doc["findings"]);
+    assert_eq!(doc["verified"]["uncommitted"], 0, "{:#}", doc["verified"]);
+    let warnings = titles(&doc, "warning");
+    assert!(
+        !warnings
+            .iter()
+            .any(|t| t.contains("changed while the checks ran") || t.contains("belong")),
+        "{warnings:#?}"
+    );
+}
