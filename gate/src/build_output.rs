@@ -20,24 +20,10 @@ const FOLDERS: [&str; 7] = [
 
 /// Whether the workspace-relative `path` is build output by its name.
 pub(crate) fn is_build_output(path: &str) -> bool {
-    let mut parts = path.split('/').peekable();
-    while let Some(part) = parts.next() {
-        let is_dir = parts.peek().is_some();
-        if is_dir
-            && (FOLDERS.contains(&part)
-                || part.ends_with(".egg-info")
-                || part.ends_with(".dist-info"))
-        {
-            return true;
-        }
-        if !is_dir
-            && (part.ends_with(".pyc") || part.ends_with(".pyo"))
-            && path.contains("__pycache__/")
-        {
-            return true;
-        }
-    }
-    false
+    let folders = path.rsplit_once('/').map_or("", |(dirs, _)| dirs);
+    folders.split('/').any(|part| {
+        FOLDERS.contains(&part) || part.ends_with(".egg-info") || part.ends_with(".dist-info")
+    })
 }
 
 #[cfg(test)]
