@@ -267,3 +267,23 @@ fn go_package_code() {
         Gain::Nothing
     );
 }
+
+/// Test data the tests read whole: a gain there is an edit; elsewhere,
+/// outside Python and Go, a gain counts as tests, as before.
+#[test]
+fn test_data_and_other_files() {
+    assert!(
+        judged("pkg/testdata/golden.txt", Some("a\n"), "a\nb\n")
+            .unwrap_err()
+            .contains("test data")
+    );
+    assert_eq!(judged("pkg/testdata/new.txt", None, "a\n"), Ok("tests"));
+    assert_eq!(
+        judged(
+            "tests/server.rs",
+            Some("#[test]\nfn a() {}\n"),
+            "#[test]\nfn a() {}\n#[test]\nfn b() {}\n"
+        ),
+        Ok("tests")
+    );
+}
