@@ -253,6 +253,7 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
         found,
         base_dir: inputs.base_dir,
         workspace: inputs.workspace,
+        judged: BTreeSet::new(),
     };
     for ((path, _), (kind, ids, why)) in &gathered.files {
         let (was, is) = (base.read(path), now.read(path));
@@ -308,10 +309,33 @@ struct Compared<'a> {
     found: Found,
     base_dir: Option<&'a Path>,
     workspace: &'a Path,
+    /// Files an exam-file finding already holds critical: one finding per
+    /// file and cause, so their configuration is not reported again.
+    judged: BTreeSet<String>,
 }
 
 impl Compared<'_> {
+    /// An exam part compared with the base; a whole file found critical is
+    /// remembered.
     fn exam_file(
+        &mut self,
+        path: &str,
+        kind: &ExamKind,
+        ids: &BTreeSet<String>,
+        why: &str,
+        sides: (Option<&[u8]>, Option<&[u8]>),
+    ) {
+        let before = self.found.findings.len();
+        self.exam_part(path, kind, ids, why, sides);
+        let critical = self.found.findings[before..]
+            .iter()
+            .any(|f| f.severity == "critical");
+        if critical && !matches!(kind, ExamKind::ScriptEntry { .. }) {
+            self.judged.insert(path.to_owned());
+        }
+    }
+
+    fn exam_part(
         &mut self,
         path: &str,
         kind: &ExamKind,
@@ -470,6 +494,9 @@ impl Compared<'_> {
         };
         let shown_base =
             runner_only && is.is_some() && self.show_base(path, was.unwrap_or_default());
+        if self.judged.contains(path) {
+            return;
+        }
         self.critical(
             path,
             format!(

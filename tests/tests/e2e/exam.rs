@@ -404,6 +404,23 @@ fn every_exam_edit_and_runner_trick_is_critical_with_and_without_protection() {
                 critical.iter().any(|t| t.contains(named)),
                 "{case}: no critical finding naming {named}: {critical:#?}"
             );
+            // One finding per file and cause: an exam file is not reported
+            // again as a modified verifier or as configuration.
+            let mut files: Vec<&str> = doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["severity"] == "critical")
+                .filter(|f| {
+                    let t = f["title"].as_str().unwrap_or_default();
+                    t.contains("exam file") || t.contains("verifier") || t.contains("starts:")
+                })
+                .filter_map(|f| f["file"].as_str())
+                .collect();
+            let all = files.len();
+            files.sort_unstable();
+            files.dedup();
+            assert_eq!(files.len(), all, "{case}: {critical:#?}");
             if eco.name == "cargo" && named.starts_with("exam file") {
                 users_own_cargo_test_builds_anew(&env, &case);
             }
