@@ -414,7 +414,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
 /// and by the words of its output, with how the gate names it. A failure
 /// is evidence only when tests ran and failed (or would not compile
 /// against the base's code); these are none of that.
-const DID_NOT_RUN: [(Option<i32>, &str, &str); 18] = [
+const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
     (Some(126), "", "its command cannot be executed"),
     (Some(127), "", "its command is not found"),
     (
@@ -459,6 +459,14 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 18] = [
     (Some(5), "no tests ran", "pytest collected no tests"),
     (None, "No rule to make target", "make has no such target"),
     (None, "matched no packages", "go found no such package"),
+    // A build constraint (one the change added, say) that leaves a package
+    // no file to build: nothing was tested, so nothing failed.
+    (
+        None,
+        "build constraints exclude all Go files",
+        "go built no file of the package: its build constraints exclude them all",
+    ),
+    (None, "no Go files in", "go found no Go file in the package"),
 ];
 
 /// Why a runner's failing exit says nothing of the base, if it does not.
@@ -1377,7 +1385,7 @@ mod tests {
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {
-        let cases: [(Option<i32>, &str, Option<&str>); 12] = [
+        let cases: [(Option<i32>, &str, Option<&str>); 13] = [
             (
                 Some(127),
                 "sh: 1: cargo-nextest: not found",
@@ -1402,6 +1410,11 @@ mod tests {
                 Some(5),
                 "no tests ran in 0.01s",
                 Some("pytest collected no tests"),
+            ),
+            (
+                Some(1),
+                "package example.com/app/acceptance: build constraints exclude all Go files in /w/acceptance",
+                Some("go built no file of the package: its build constraints exclude them all"),
             ),
             (
                 Some(2),

@@ -152,7 +152,11 @@ pub(crate) async fn verified(
         };
     };
     let uncommitted = match differs_from(git, workspace, snapshot, &commit).await {
-        Ok(files) => files.len(),
+        // What a runner or build wrote beside the code is no part of it.
+        Ok(files) => files
+            .iter()
+            .filter(|f| !crate::build_output::is_build_output(f))
+            .count(),
         Err(e) => {
             tracing::warn!(error = %e, "cannot compare the workspace with HEAD");
             snapshot.len()

@@ -10,8 +10,15 @@
 //!
 //! - an exam file whose existing lines the change modified or deleted is
 //!   critical, and the items run the base's version; one that only gained
-//!   lines, or that the change created, is a created verifier (a warning:
-//!   its new tests run, its old ones still do);
+//!   lines, or that the change created, is judged by what the added lines
+//!   can do (`gate_specs::gain`): test functions and cases only are a
+//!   created verifier (a warning: its new tests run, its old ones still
+//!   do); code that runs at import, package init or the test binary's
+//!   start, a hook, a build constraint, a decorator or line put into an old
+//!   test is an edit, critical, and the items run the base's version;
+//! - a file of the code under test that `go test` builds into the tests
+//!   is the change's to write, but code it adds there that runs when the
+//!   test binary starts (`init()`, an exit) is critical;
 //! - a changed script entry is critical;
 //! - a configuration key that changes how the runner is launched or what
 //!   it runs is critical, naming the key, and the items run the base's
@@ -29,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use gate_harness::sandbox::Overlay;
-use gate_specs::{Exam, ExamKind, LineFate, Runner, RunnerConfig, Spec, Tree};
+use gate_specs::{Exam, ExamKind, Gain, LineFate, Runner, RunnerConfig, Spec, Tree};
 
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
@@ -175,6 +182,7 @@ impl Gathered {
         for file in exam.files {
             let key = match &file.kind {
                 ExamKind::File => String::new(),
+                ExamKind::PackageCode => "package code".to_owned(),
                 ExamKind::ScriptEntry { key } => key.clone(),
             };
             let entry = self
@@ -245,6 +253,7 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
         found,
         base_dir: inputs.base_dir,
         workspace: inputs.workspace,
+        judged: BTreeSet::new(),
     };
     for ((path, _), (kind, ids, why)) in &gathered.files {
         let (was, is) = (base.read(path), now.read(path));
@@ -263,8 +272,9 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
 /// The paths present now, and the items whose exam holds one.
 fn cover(gathered: &Gathered, now: &Now<'_>, found: &mut Found) {
     let mut paths = BTreeSet::new();
-    for ((path, _), (_, ids, _)) in &gathered.files {
-        if now.files.contains(path.as_str()) {
+    for ((path, _), (kind, ids, _)) in &gathered.files {
+        // The code under test stays the change's to write.
+        if *kind != ExamKind::PackageCode && now.files.contains(path.as_str()) {
             paths.insert(path.clone());
             found.covered.extend(ids.iter().cloned());
         }
@@ -299,10 +309,33 @@ struct Compared<'a> {
     found: Found,
     base_dir: Option<&'a Path>,
     workspace: &'a Path,
+    /// Files an exam-file finding already holds critical: one finding per
+    /// file and cause, so their configuration is not reported again.
+    judged: BTreeSet<String>,
 }
 
 impl Compared<'_> {
+    /// An exam part compared with the base; a whole file found critical is
+    /// remembered.
     fn exam_file(
+        &mut self,
+        path: &str,
+        kind: &ExamKind,
+        ids: &BTreeSet<String>,
+        why: &str,
+        sides: (Option<&[u8]>, Option<&[u8]>),
+    ) {
+        let before = self.found.findings.len();
+        self.exam_part(path, kind, ids, why, sides);
+        let critical = self.found.findings[before..]
+            .iter()
+            .any(|f| f.severity == "critical");
+        if critical && !matches!(kind, ExamKind::ScriptEntry { .. }) {
+            self.judged.insert(path.to_owned());
+        }
+    }
+
+    fn exam_part(
         &mut self,
         path: &str,
         kind: &ExamKind,
@@ -325,16 +358,44 @@ impl Compared<'_> {
                     );
                 }
             }
+            ExamKind::PackageCode => {
+                if let Some(is) = is
+                    && let Gain::Runs { line, why: does } = gate_specs::package_code_gain(path, was, is)
+                {
+                    let shown = was.is_some_and(|was| self.show_base(path, was));
+                    self.critical(
+                        path,
+                        format!(
+                            "The change adds code that runs before the tests to `{path}`, which {by} builds into its tests"
+                        ),
+                        format!(
+                            "{why}. Line {line} {does}. A test binary is the whole package: what runs \
+                             when it starts decides whether the tests run, so it is part of the exam.{}",
+                            ran_base(shown)
+                        ),
+                    );
+                }
+            }
             ExamKind::File => match (was, is) {
                 (None, None) => {}
-                (None, Some(_)) => self.warning(
-                    path,
-                    format!("The change adds the exam file `{path}`, which {by} runs"),
-                    format!(
-                        "{why}. Tests written with the change show what their author chose \
-                         to test: its acceptance is self-certified."
+                (None, Some(is)) => match gate_specs::gain(path, None, is) {
+                    Gain::Runs { line, why: does } => self.critical(
+                        path,
+                        format!("The change adds the exam file `{path}`, which {by} runs, with code that runs before its tests"),
+                        format!(
+                            "{why}. Line {line} {does}: a file added to the exam may add tests, \
+                             not decide whether the others run."
+                        ),
                     ),
-                ),
+                    _ => self.warning(
+                        path,
+                        format!("The change adds the exam file `{path}`, which {by} runs"),
+                        format!(
+                            "{why}. Tests written with the change show what their author chose \
+                             to test: its acceptance is self-certified."
+                        ),
+                    ),
+                },
                 (Some(_), None) => self.critical(
                     path,
                     format!("The change deletes the exam file `{path}`, which {by} runs"),
@@ -342,14 +403,28 @@ impl Compared<'_> {
                 ),
                 (Some(was), Some(is)) => match gate_specs::line_fate(was, is) {
                     LineFate::Same => {}
-                    LineFate::OnlyGained => self.warning(
-                        path,
-                        format!("The change adds tests to the exam file `{path}`, which {by} runs"),
-                        format!(
-                            "{why}. Its lines from before the change are all still there, so \
-                             its old tests still run; the new ones are self-certified."
+                    LineFate::OnlyGained => match gate_specs::gain(path, Some(was), is) {
+                        Gain::Runs { line, why: does } => {
+                            let shown = self.show_base(path, was);
+                            self.critical(
+                                path,
+                                format!("The change edits the exam file `{path}`, which {by} runs, by adding lines"),
+                                format!(
+                                    "{why}. Line {line} {does}. Only added test functions and \
+                                     cases leave the exam as it was.{}",
+                                    ran_base(shown)
+                                ),
+                            );
+                        }
+                        _ => self.warning(
+                            path,
+                            format!("The change adds tests to the exam file `{path}`, which {by} runs"),
+                            format!(
+                                "{why}. It only gained test functions or cases, so its old tests \
+                                 still run as they did; the new ones are self-certified."
+                            ),
                         ),
-                    ),
+                    },
                     LineFate::Altered => {
                         let shown = self.show_base(path, was);
                         self.critical(
@@ -357,7 +432,7 @@ impl Compared<'_> {
                             format!("The change modifies lines of the exam file `{path}`, which {by} runs"),
                             format!(
                                 "{why}; a change must not alter the exam it is judged by.{}",
-                                if shown { " The items ran the base's version." } else { "" }
+                                ran_base(shown)
                             ),
                         );
                     }
@@ -377,6 +452,24 @@ impl Compared<'_> {
             return;
         }
         let path = &config.path;
+        if config.runner == Runner::Module {
+            // Shown empty, a shadowing module would run as an empty one: it
+            // is named, and the run fails on it.
+            self.critical(
+                path,
+                format!(
+                    "The change {} `{path}`, which `python -m` of {} would run in place of the installed runner",
+                    if was.is_none() { "adds" } else { "changes" },
+                    named(ids)
+                ),
+                "`python -m` puts the working directory first on `sys.path`, so a module \
+                 there of the runner's name (or of a module the runner imports first) is \
+                 found before the installed one: the runner's result would be whatever it \
+                 prints."
+                    .to_owned(),
+            );
+            return;
+        }
         let keys: Vec<String> = changes
             .iter()
             .map(|c| {
@@ -401,6 +494,9 @@ impl Compared<'_> {
         };
         let shown_base =
             runner_only && is.is_some() && self.show_base(path, was.unwrap_or_default());
+        if self.judged.contains(path) {
+            return;
+        }
         self.critical(
             path,
             format!(
@@ -462,6 +558,15 @@ impl Compared<'_> {
             detail,
             1.0,
         ));
+    }
+}
+
+/// What a finding adds when the items ran the base's version of its file.
+fn ran_base(shown: bool) -> &'static str {
+    if shown {
+        " The items ran the base's version."
+    } else {
+        ""
     }
 }
 

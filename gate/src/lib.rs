@@ -20,6 +20,7 @@
 
 pub(crate) mod attest;
 pub(crate) mod base_runs;
+pub(crate) mod build_output;
 pub(crate) mod change;
 pub(crate) mod cli;
 pub(crate) mod commands;

@@ -536,8 +536,20 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
             });
         }
     }
+    // One finding per file and cause: a file the exam comparison already
+    // holds critical is not reported again as a modified verifier.
+    let reported: BTreeMap<String, (Tampering, String)> = fates
+        .iter()
+        .filter(|(file, _)| {
+            !exam
+                .findings
+                .iter()
+                .any(|f| f.severity == "critical" && f.file == **file)
+        })
+        .map(|(file, fate)| (file.clone(), fate.clone()))
+        .collect();
     out.findings.extend(tampering_findings(
-        &fates,
+        &reported,
         &added,
         inputs.base.is_some() && inputs.base_dir.is_some(),
     ));
@@ -591,9 +603,10 @@ fn runners_exam(
 }
 
 /// The test files a runner is given (`pytest tests/x.py`) that the change
-/// only added lines to, taken out of `fates`: a suite that gained tests
-/// still runs its old ones, so each is a warning, as a test runner's exam
-/// is (`crate::exam`). A file `[spec] protected` names, or that a shell or
+/// only added test functions or cases to, taken out of `fates`: a suite
+/// that gained tests still runs its old ones, so each is a warning, as a
+/// test runner's exam is (`crate::exam`); added lines that run at import
+/// or before the tests (`gate_specs::gain`) leave it critical. A file `[spec] protected` names, or that a shell or
 /// an interpreter runs, stays critical: a script that gained a line (an
 /// `exit 0` at its top) may run nothing of what it did.
 async fn only_gained(
@@ -633,7 +646,12 @@ async fn only_gained(
         else {
             continue;
         };
-        if gate_specs::line_fate(&was, &now) != gate_specs::LineFate::OnlyGained {
+        if gate_specs::line_fate(&was, &now) != gate_specs::LineFate::OnlyGained
+            || matches!(
+                gate_specs::gain(&path, Some(&was), &now),
+                gate_specs::Gain::Runs { .. }
+            )
+        {
             continue;
         }
         if let Some((_, by)) = fates.remove(&path) {

@@ -31,8 +31,8 @@ use std::path::Path;
 
 pub use errors::{MAX_ERRORS, SpecError, SpecErrorKind, SpecErrors};
 pub use exam::{
-    Exam, ExamFile, ExamKind, LaunchChange, LineFate, Runner, RunnerConfig, Tree, entry_fate, exam,
-    gained_lines, launch_changes, line_fate, script_entry,
+    Exam, ExamFile, ExamKind, Gain, LaunchChange, LineFate, Runner, RunnerConfig, Tree, entry_fate,
+    exam, gain, gained_lines, launch_changes, line_fate, package_code_gain, script_entry,
 };
 pub use globs::InputGlobs;
 pub use graph::{CheckGraph, GraphCycle, NodeKind, TaskGraph};

@@ -106,10 +106,17 @@ pub fn verifier_paths(run: &str) -> Vec<VerifierPath> {
     out
 }
 
+/// Test runners and the tools that start them, which run the exam though
+/// they name no verifier path (`go test ./...`, `npm test`): a program of
+/// one of these names is the exam's program wherever it is on a line.
+const RUNNER_PROGRAMS: [&str; 10] = [
+    "go", "npm", "pnpm", "yarn", "npx", "cargo", "make", "gmake", "pytest", "py.test",
+];
+
 /// The programs `run` starts by bare name to run a verifier or a nested
 /// command line (an interpreter, a test runner or a shell: `python3` in
-/// `python3 tests/accept.py`), which the shell finds through the items'
-/// `PATH`.
+/// `python3 tests/accept.py`, `go` in `go test ./...`), which the shell
+/// finds through the items' `PATH`.
 pub fn verifier_programs(run: &str) -> Vec<String> {
     let mut out = Vec::new();
     programs(run, &mut out, 0);
@@ -121,7 +128,9 @@ fn programs(run: &str, out: &mut Vec<String>, depth: usize) {
         let mut found = Vec::new();
         let nested = runs(&command, &mut found);
         if let Some(word) = command.get(command_index(&command))
-            && (!found.is_empty() || nested.is_some())
+            && (!found.is_empty()
+                || nested.is_some()
+                || RUNNER_PROGRAMS.contains(&word.text.as_str()))
             && !word.expands
             && !word.text.contains('/')
             && !out.contains(&word.text)
@@ -607,6 +616,8 @@ mod tests {
             (".venv/bin/python tests/x.py", &[]),
             ("python3 -c 'print(1)'", &[]),
             ("curl -sf http://localhost/", &[]),
+            ("go test ./... && npm test", &["go", "npm"]),
+            ("[ -n \"$X\" ] && cargo test --test server", &["cargo"]),
         ];
         for (run, want) in cases {
             assert_eq!(verifier_programs(run), *want, "{run}");

@@ -1,6 +1,7 @@
 //! `--format markdown`: one concise review comment a pipeline can post on a
 //! pull or merge request as is — the verdict and why, what failed (with the
-//! output's tail), the findings worst first, and what did not run. Every
+//! output's tail), the findings worst first, what an earlier attempt's
+//! result was carried for, and what did not run. Every
 //! piece of user text is escaped, so a title cannot inject links, HTML or
 //! mentions. Also the GitHub job summary.
 
@@ -25,6 +26,7 @@ pub(crate) fn render(record: &RunRecord) -> String {
     heading(&mut out, record);
     failed(&mut out, record);
     findings(&mut out, record);
+    carried(&mut out, record);
     did_not_run(&mut out, record);
     let mut foot = format!("run `{}`", record.run_id);
     if let Some(bundle) = &record.bundle {
@@ -171,6 +173,33 @@ fn findings(out: &mut String, record: &RunRecord) {
     }
 }
 
+/// The checks and criteria whose result an earlier attempt's run holds:
+/// nothing they read changed, so this run did not run them again.
+fn carried(out: &mut String, record: &RunRecord) {
+    let checks = record
+        .checks
+        .iter()
+        .filter(|c| c.status == ItemStatus::Carried)
+        .map(|c| ("check", &c.id, c.carried_from.as_deref()));
+    let criteria = record
+        .criteria
+        .iter()
+        .filter(|c| c.status == ItemStatus::Carried)
+        .map(|c| ("criterion", &c.id, c.carried_from.as_deref()));
+    let items: Vec<_> = checks.chain(criteria).collect();
+    if items.is_empty() {
+        return;
+    }
+    section(out, "Carried");
+    for (kind, id, from) in items.iter().take(MAX_ROWS) {
+        let from = from
+            .map(|r| format!(" from run {}", code(r)))
+            .unwrap_or_default();
+        let _ = writeln!(out, "- ↻ {kind} {}{from}", code(id));
+    }
+    more(out, items.len());
+}
+
 fn did_not_run(out: &mut String, record: &RunRecord) {
     let mut lines = Vec::new();
     if let (GuardStatus::Off, Some(why)) = (record.self_guard.status, &record.self_guard.reason) {
@@ -292,6 +321,8 @@ mod tests {
         assert!(at("| 🔵 suggestion") < at("2 findings dropped by the coordinator: "));
         at("Loop \\*might\\* be slow \\| \\<b\\> (no realistic input makes it slow)");
         at("check `deploy-check` skipped: dependency `build` failed");
+        assert!(at("### Findings") < at("### Carried"));
+        assert!(at("### Carried") < at("### Did not run"));
         // Verdict bullets quote ids as code, not as escaped backticks.
         at("- check `build` failed: exited with status 3\n");
         at("criterion `orders-audit` unverified: the judge did not run: timed out");
@@ -316,5 +347,29 @@ mod tests {
         assert!(md.starts_with("## ✅ gate: PASS"));
         assert!(!md.contains("###"), "{md}");
         assert!(md.lines().count() < 8, "{md}");
+    }
+
+    /// A pass that carried items from an earlier attempt lists them, with
+    /// the run that holds their result.
+    #[test]
+    fn a_pass_lists_what_it_carried() {
+        let mut record = fixture::record();
+        record.verdict = Verdict::Pass;
+        record.verdict_reasons.clear();
+        record
+            .checks
+            .retain(|c| matches!(c.status, ItemStatus::Passed | ItemStatus::Carried));
+        record.criteria.retain(|c| c.status == ItemStatus::Passed);
+        if let Some(c) = record.criteria.first_mut() {
+            c.status = ItemStatus::Carried;
+            c.carried_from = Some("run-1".to_owned());
+        }
+        record.review.specialists.retain(|s| s.status == "ok");
+        record.findings.clear();
+        record.dropped_findings.clear();
+        let md = render(&record);
+        assert!(md.contains("### Carried\n"), "{md}");
+        assert!(md.contains("- ↻ check `lint`"), "{md}");
+        assert!(md.contains(" from run `run-1`"), "{md}");
     }
 }

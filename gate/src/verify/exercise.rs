@@ -221,7 +221,8 @@ fn task_paths(spec: &gate_specs::Spec) -> InputGlobs {
 /// critical for the spec, the gate's other inputs and protected verifiers
 /// (which the sandbox keeps read-only, so only an unisolated run can change
 /// them) and for a task's tracked source file (reviewers are then sent
-/// what the commit holds, or nothing), a warning for the rest.
+/// what the commit holds, or nothing), a warning for the rest but build
+/// output (`crate::build_output`).
 fn tamper_findings(
     before: &gate_evidence::Snapshot,
     after: &gate_evidence::Snapshot,
@@ -230,10 +231,14 @@ fn tamper_findings(
     before
         .entries()
         .filter(|(path, entry)| after.get(path).is_none_or(|now| now.digest != entry.digest))
-        .map(|(path, _)| {
+        .filter_map(|(path, _)| {
             let exam = guarded.exam(path);
             let source = !exam && guarded.task_source(path);
             let critical = exam || source;
+            // A runner's byte-code or a build's egg-info: its output, not the change.
+            if !critical && crate::build_output::is_build_output(path) {
+                return None;
+            }
             let title = format!("`{path}` changed while the checks ran");
             let detail = if exam {
                 "It is part of the exam the change is judged by; what the gate runs must not \
@@ -259,7 +264,7 @@ fn tamper_findings(
                     .to_owned()
             };
             let severity = if critical { "critical" } else { "warning" };
-            Finding {
+            Some(Finding {
                 id: crate::findings::finding_id(guard::GUARD_ROLE, path, &title),
                 severity: severity.to_owned(),
                 role: guard::GUARD_ROLE.to_owned(),
@@ -269,7 +274,7 @@ fn tamper_findings(
                 detail,
                 confidence: 1.0,
                 lineage: crate::record::Lineage::raised(guard::GUARD_ROLE, severity),
-            }
+            })
         })
         .collect()
 }

@@ -1,6 +1,9 @@
-//! `go test PKGS`: the `_test.go` files and `testdata/` of the package
-//! directories the patterns name, and `go.work` and go.mod's directives
-//! that swap code or the toolchain.
+//! `go test PKGS`: every file of the package directories the patterns
+//! name — the `_test.go` files, the non-test files built into the same
+//! test binary (whose start-up code is the exam) and `testdata/` — and
+//! `go.work` and go.mod's directives that swap code or the toolchain.
+//! Files are taken whatever their build constraints say: a constraint is
+//! itself part of the file, judged when it changes.
 
 use std::collections::BTreeMap;
 
@@ -109,7 +112,7 @@ fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Found) {
     let mut queue: Vec<String> = out
         .files
         .iter()
-        .filter(|f| extension(&f.path) == Some("go"))
+        .filter(|f| f.kind == ExamKind::File && extension(&f.path) == Some("go"))
         .map(|f| f.path.clone())
         .collect();
     let mut seen_dirs: Vec<String> = Vec::new();
@@ -287,7 +290,10 @@ fn package_dirs(call: &Call<'_>, base: &str, recursive: bool) -> Vec<String> {
     dirs
 }
 
-/// A package's `_test.go` files and its `testdata/`.
+/// A package's files: its `_test.go` files and `testdata/` whole, and its
+/// other `.go` files (all of them, on the tests' side of the workspace),
+/// of which what runs when the test binary starts is the exam: a test
+/// binary is the whole package, `init()` and package variables included.
 fn package_files(call: &Call<'_>, dir: &str, out: &mut Found) {
     let files = call.ctx.files_under(dir);
     for file in &files {
@@ -297,6 +303,20 @@ fn package_files(call: &Call<'_>, dir: &str, out: &mut Found) {
             .trim_start_matches('/');
         if !rel.contains('/') && rel.ends_with("_test.go") {
             out.file(file, call.why(), ExamKind::File);
+        } else if !rel.contains('/') && extension(rel) == Some("go") {
+            let kind = if test_side(file) {
+                ExamKind::File
+            } else {
+                ExamKind::PackageCode
+            };
+            out.file(
+                file,
+                format!(
+                    "{} into the same test binary",
+                    call.why().replacen(" runs it", " builds it", 1)
+                ),
+                kind,
+            );
         } else if rel.starts_with("testdata/") {
             out.file(
                 file,
@@ -393,6 +413,7 @@ mod tests {
     fn what_go_test_runs() {
         let tree = tree();
         const B: &[&str] = &[
+            "pkg/b/b.go#code",
             "pkg/b/b_test.go",
             "internal/testutil/util.go",
             "internal/testutil/more/more.go",
@@ -401,9 +422,11 @@ mod tests {
             (
                 "go test ./pkg/...",
                 &[
+                    "pkg/a/a.go#code",
                     "pkg/a/a_test.go",
                     "pkg/a/testdata/golden.txt",
                     "pkg/a/testdata/sub/in.json",
+                    "pkg/b/b.go#code",
                     "pkg/b/b_test.go",
                     "pkg/b/internal/c_test.go",
                     "internal/testutil/util.go",
@@ -411,7 +434,15 @@ mod tests {
                 ],
             ),
             ("go test -run TestX -count=1 ./pkg/b", B),
-            ("go test", &["main_test.go"]),
+            ("go test", &["main.go#code", "main_test.go"]),
+            (
+                "go test ./internal/testutil",
+                &[
+                    "internal/testutil/util.go",
+                    "internal/testutil/util_test.go",
+                    "internal/testutil/more/more.go",
+                ],
+            ),
             ("cd pkg && go test -v ./b -args -x ./a", B),
             ("go test example.com/app/pkg/b", B),
             ("go build ./...", &[]),

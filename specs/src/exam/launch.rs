@@ -34,6 +34,6 @@ pub fn launch_changes(
         Runner::Make if section.is_some() => {
             make::make_changes(section.unwrap_or_default(), base, now)
         }
-        Runner::Nextest | Runner::Go | Runner::Make => whole_file(base, now),
+        Runner::Nextest | Runner::Go | Runner::Make | Runner::Module => whole_file(base, now),
     }
 }

@@ -18,6 +18,15 @@ const UNREAD: [&str; 14] = [
     "bazel", "bazelisk", "sbt",
 ];
 
+/// Shell builtins and test expressions: they run no program, so no exam
+/// (`[ $n -le 60 ]` names no command through its expansions). `eval`,
+/// `exec`, `command`, `.` and `source` run what follows and are not here.
+const BUILTINS: [&str; 30] = [
+    "[", "[[", "test", ":", "true", "false", "echo", "printf", "exit", "return", "set", "export",
+    "local", "read", "shift", "unset", "wait", "trap", "umask", "ulimit", "readonly", "declare",
+    "typeset", "break", "continue", "let", "pwd", "getopts", "hash", "type",
+];
+
 /// How deep command lines are followed into scripts, recipes and `sh -c`.
 const MAX_DEPTH: usize = 6;
 
@@ -73,6 +82,13 @@ impl Follow for Ctx<'_> {
 
     /// Reads one simple command: a runner's, a shell's, or a script run by path.
     fn command(&self, words: &[Word], dir: &str, scope: &Scope, out: &mut Found) {
+        if words
+            .iter()
+            .find(|w| !verifier::is_assignment(&w.text))
+            .is_some_and(|w| BUILTINS.contains(&w.text.as_str()))
+        {
+            return;
+        }
         let i = verifier::command_index(words);
         let Some(cmd) = words.get(i) else { return };
         // The command index skips expansions: one before it may be the command.
@@ -269,6 +285,12 @@ mod tests {
             ("ci/run", &["tests/x.py"], false),
             ("cd app && bash scripts/t.sh", &["app/tests/it.rs"], false),
             ("$RUNNER test", &[], true),
+            ("[ $ra -le 60 ] && [[ -n $X ]] && test $Y = 1", &[], false),
+            (
+                "echo $X; cargo test --test server",
+                &["tests/server.rs"],
+                false,
+            ),
             ("tox -e py311", &[], true),
             ("./gradlew test", &[], true),
             ("cd \"$D\" && cargo test", &[], true),

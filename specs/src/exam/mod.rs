@@ -10,7 +10,9 @@
 //! a commit: this crate reads no files itself); [`launch_changes`] says
 //! which keys of a configuration a change altered in a way that changes
 //! how the runner is launched or what it runs; [`line_fate`] tells an exam
-//! file that only gained lines from one whose lines were altered.
+//! file that only gained lines from one whose lines were altered, and
+//! [`gain`] what the lines it gained can do (a test of their own, or code
+//! that runs at import, package init or the test binary's start).
 //!
 //! Command lines are followed where they lead: `sh -c`, shell scripts run
 //! by path, package scripts and make recipes are read as command lines of
@@ -32,6 +34,7 @@
 //! - `walk`: the context a command line is read in, the exam being
 //!   collected, and `Follow`, through which ecosystems read nested lines.
 //! - `fate`: what a change did to an exam file or entry.
+//! - `gain`: what the lines added to an exam file can do.
 //! - `ini`: ini files (`.npmrc`, `pytest.ini`, `setup.cfg`).
 //! - `cargo`, `rust`, `go`, `node`, `python`, `make`: each ecosystem's
 //!   runners, their test files, helpers and configuration.
@@ -40,6 +43,7 @@
 
 mod cargo;
 mod fate;
+mod gain;
 mod go;
 mod ini;
 mod launch;
@@ -58,6 +62,7 @@ mod tests;
 mod testutil;
 
 pub use fate::{LineFate, entry_fate, gained_lines, line_fate, script_entry};
+pub use gain::{gain, package_code_gain};
 pub use launch::launch_changes;
 pub use line::exam;
-pub use model::{Exam, ExamFile, ExamKind, LaunchChange, Runner, RunnerConfig, Tree};
+pub use model::{Exam, ExamFile, ExamKind, Gain, LaunchChange, Runner, RunnerConfig, Tree};

@@ -56,6 +56,32 @@ pub enum ExamKind {
         /// The key path, `scripts.NAME`.
         key: String,
     },
+    /// A file of the code under test that the runner builds into the test
+    /// binary with the tests (a non-test `.go` file of a package `go test`
+    /// runs): changing it is the change's work, but what of it runs when the
+    /// binary starts (`init()`, an exit) decides whether any test runs, so
+    /// that part is the exam; compare it with [`package_code_gain`](super::package_code_gain).
+    PackageCode,
+}
+
+/// What the lines a change added to an exam file can do.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gain {
+    /// Nothing that runs: no line was added (or only comments and blank lines).
+    Nothing,
+    /// Test functions or cases only: they run as tests of their own, and
+    /// every test from before still runs as it did.
+    Tests,
+    /// Something that runs when the file is imported, its package starts or
+    /// the test binary starts, or that changes what an old test does: the
+    /// exam itself is edited.
+    Runs {
+        /// The 1-based line in the file now.
+        line: usize,
+        /// What it does, as a sentence fragment (`adds \`TestMain\`, …`).
+        why: String,
+    },
 }
 
 /// A runner configuration file the command depends on.
@@ -94,6 +120,10 @@ pub enum Runner {
     Go,
     /// make (a makefile that would take precedence, or an `-include`d one).
     Make,
+    /// Python's module search for `python -m pytest` or `-m unittest`: the
+    /// working directory comes first, so a `pytest.py` there is run in
+    /// place of the installed runner.
+    Module,
 }
 
 /// A key of a runner configuration whose change alters how the runner is

@@ -72,6 +72,35 @@ const PYTEST_CONFIGS: [(&str, &str); 5] = [
     ("setup.cfg", "tool:pytest"),
 ];
 
+/// The modules `python -m pytest` imports before it reads anything of the
+/// workspace: a workspace module of one of these names in the working
+/// directory (first on `sys.path`) is run in their place.
+const PYTEST_MODULES: [&str; 6] = [
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "py",
+];
+
+/// The workspace files that would shadow `modules` for a `python -m` run
+/// in `dir`: a module file or a package, each a configuration of the run.
+fn shadows(call: &Call<'_>, modules: &[&str], out: &mut Found) {
+    for module in modules {
+        out.config(
+            &in_dir(call.dir, &format!("{module}.py")),
+            Runner::Module,
+            None,
+        );
+        out.config(
+            &in_dir(&in_dir(call.dir, module), "__init__.py"),
+            Runner::Module,
+            None,
+        );
+    }
+}
+
 /// Reads `python … -m pytest` or `python … -m unittest`.
 pub(super) fn interpreter(call: &Call<'_>, out: &mut Found) {
     let mut args = call.args.iter();
@@ -79,6 +108,18 @@ pub(super) fn interpreter(call: &Call<'_>, out: &mut Found) {
         match w.text.as_str() {
             "-m" => {
                 let rest: Vec<Word> = args.clone().skip(1).cloned().collect();
+                let module = args.clone().next().map(|m| m.text.as_str());
+                // `-I` and `-P` keep the working directory off `sys.path`.
+                let isolated = call
+                    .args
+                    .iter()
+                    .take_while(|a| a.text != "-m")
+                    .any(|a| a.text == "-I" || a.text == "-P");
+                match module.filter(|_| !isolated) {
+                    Some("pytest" | "py.test") => shadows(call, &PYTEST_MODULES, out),
+                    Some("unittest") => shadows(call, &["unittest"], out),
+                    _ => {}
+                }
                 match args.next().map(|m| m.text.as_str()) {
                     Some("pytest" | "py.test") => pytest(call, &rest, out),
                     Some("unittest") => unittest(call, &rest, out),

@@ -37,6 +37,7 @@ pub(crate) fn files(exam: &Exam) -> Vec<String> {
         .iter()
         .map(|f| match &f.kind {
             ExamKind::File => f.path.clone(),
+            ExamKind::PackageCode => format!("{}#code", f.path),
             ExamKind::ScriptEntry { key } => format!("{}#{key}", f.path),
         })
         .collect()

@@ -1,7 +1,9 @@
-//! The exam as each ecosystem runs it, on real cargo, npm, make and pytest
-//! workspaces the test makes: every edit of a runner's exam and every
+//! The exam as each ecosystem runs it, on real cargo, npm, make, pytest and
+//! Go workspaces the test makes: every edit of a runner's exam and every
 //! runner-configuration trick is a critical finding and a failing run,
-//! with and without `[spec] protected`; the legitimate changes pass.
+//! with and without `[spec] protected`; the legitimate changes pass. The Go
+//! cases need a `go` on `PATH` (Debian's `golang-go`) and say so when
+//! there is none.
 //!
 //! Each workspace is a git repository whose base commit has a passing
 //! criterion; the change breaks the code under test (so the criterion
@@ -92,6 +94,51 @@ const PYTEST: Ecosystem = Ecosystem {
     protected: "[\"src/**\", \"tests/**\", \"pyproject.toml\"]",
 };
 
+const GO: Ecosystem = Ecosystem {
+    name: "go",
+    files: &[
+        ("go.mod", "module example.com/app\n\ngo 1.19\n"),
+        (
+            "src/ping/ping.go",
+            "package ping\n\n// Ping answers.\nfunc Ping() string {\n\treturn \"PONG\"\n}\n",
+        ),
+        (
+            "acceptance/ping_test.go",
+            "package acceptance\n\nimport (\n\t\"testing\"\n\n\t\"example.com/app/src/ping\"\n)\n\n\
+             func TestPing(t *testing.T) {\n\tif ping.Ping() != \"PONG\" {\n\t\tt.Fatal(ping.Ping())\n\t}\n}\n",
+        ),
+    ],
+    // A test expression before the runner: a builtin, not a command named
+    // through an expansion.
+    run: "[ -n \\\"$PATH\\\" ] && go test -count=1 ./acceptance",
+    protected: "[\"src/**\", \"acceptance/**\", \"go.mod\"]",
+};
+
+/// A `TestMain` that never runs the tests.
+const TEST_MAIN: &str = "package acceptance\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\n\
+    func TestMain(m *testing.M) {\n\tos.Exit(0)\n}\n";
+
+/// A non-test file of the test package that ends the test binary as it
+/// starts.
+const SKIP_GO: &str = "package acceptance\n\nimport (\n\t\"os\"\n\t\"strings\"\n)\n\n\
+    func init() {\n\tfor _, a := range os.Args {\n\t\tif strings.HasPrefix(a, \"-test.\") {\n\
+    \t\t\tos.Exit(0)\n\t\t}\n\t}\n}\n";
+
+/// Whether a `go` is on `PATH`; when not, the Go cases say why they are
+/// left out.
+#[allow(clippy::print_stderr)] // why a case is skipped, in the test's output
+fn has_go() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| {
+        std::fs::metadata(d.join("go"))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    if !found {
+        eprintln!("no `go` on PATH (Debian's golang-go): the Go workspace cases are skipped");
+    }
+    found
+}
+
 /// A conftest.py that reports every failed test as passed.
 const PASSING_CONFTEST: &str = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n\
 def pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n\
@@ -124,6 +171,9 @@ fn workspace(eco: &Ecosystem, protected: bool) -> TestEnv {
     );
     for (path, text) in eco.files {
         env.write(path, text);
+    }
+    if eco.name == "go" {
+        env.write(".gitignore", &(env.read(".gitignore") + "*.test\n"));
     }
     env.git(&["init", "-q", "-b", "main"]);
     env.git(&["add", "."]);
@@ -270,6 +320,52 @@ fn tricks() -> Vec<(&'static Ecosystem, &'static str, Change, &'static str)> {
         ),
         (
             &PYTEST,
+            "import-time exit appended to the tests' package __init__.py",
+            |env, _| {
+                let text = env.read("tests/__init__.py")
+                    + "\nimport os\nimport sys\n\nif 'pytest' in sys.modules and any('tests' in a for a in sys.argv):\n    os._exit(0)\n";
+                env.write("tests/__init__.py", &text);
+            },
+            "exam file `tests/__init__.py`",
+        ),
+        (
+            &PYTEST,
+            "a pytest.py at the root that python -m pytest runs instead",
+            |env, _| {
+                drop(env.write(
+                    "pytest.py",
+                    "import sys\n\nprint('2 passed')\nsys.exit(0)\n",
+                ));
+            },
+            "`pytest.py`, which `python -m`",
+        ),
+        (
+            &GO,
+            "a TestMain that never runs the tests",
+            |env, _| drop(env.write("acceptance/main_test.go", TEST_MAIN)),
+            "exam file `acceptance/main_test.go`",
+        ),
+        (
+            &GO,
+            "a non-test file of the test package whose init() exits",
+            |env, _| drop(env.write("acceptance/skip.go", SKIP_GO)),
+            "`acceptance/skip.go`",
+        ),
+        (
+            &GO,
+            "a build constraint over the test, and a doc.go to keep the package",
+            |env, _| {
+                let text = format!("//go:build e2e\n\n{}", env.read("acceptance/ping_test.go"));
+                env.write("acceptance/ping_test.go", &text);
+                env.write(
+                    "acceptance/doc.go",
+                    "// Package acceptance holds the acceptance tests.\npackage acceptance\n",
+                );
+            },
+            "exam file `acceptance/ping_test.go`",
+        ),
+        (
+            &PYTEST,
             "a new pytest.ini that deselects the test",
             |env, _| drop(env.write("pytest.ini", "[pytest]\naddopts = -k 'not ping'\n")),
             "`pytest.ini`",
@@ -291,7 +387,11 @@ fn tricks() -> Vec<(&'static Ecosystem, &'static str, Change, &'static str)> {
 
 #[test]
 fn every_exam_edit_and_runner_trick_is_critical_with_and_without_protection() {
+    let go = has_go();
     for (eco, what, change, named) in tricks() {
+        if eco.name == "go" && !go {
+            continue;
+        }
         for protected in [false, true] {
             let env = workspace(eco, protected);
             break_code(&env, eco);
@@ -304,6 +404,23 @@ fn every_exam_edit_and_runner_trick_is_critical_with_and_without_protection() {
                 critical.iter().any(|t| t.contains(named)),
                 "{case}: no critical finding naming {named}: {critical:#?}"
             );
+            // One finding per file and cause: an exam file is not reported
+            // again as a modified verifier or as configuration.
+            let mut files: Vec<&str> = doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["severity"] == "critical")
+                .filter(|f| {
+                    let t = f["title"].as_str().unwrap_or_default();
+                    t.contains("exam file") || t.contains("verifier") || t.contains("starts:")
+                })
+                .filter_map(|f| f["file"].as_str())
+                .collect();
+            let all = files.len();
+            files.sort_unstable();
+            files.dedup();
+            assert_eq!(files.len(), all, "{case}: {critical:#?}");
             if eco.name == "cargo" && named.starts_with("exam file") {
                 users_own_cargo_test_builds_anew(&env, &case);
             }
@@ -429,13 +546,24 @@ fn legitimate_changes_around_the_exam_pass() {
             Some("tests/test_more.py"),
         ),
     ];
+    let cases = cases.into_iter().chain(go_changes_that_pass());
+    let go = has_go();
     for (eco, what, change, warned) in cases {
+        if eco.name == "go" && !go {
+            continue;
+        }
         let env = workspace(eco, false);
         change(&env, eco);
         let doc = verify(&env);
         let case = format!("{} / {what}", eco.name);
         assert_eq!(doc["exit"], 0, "{case}: {:#}", doc["findings"]);
         assert!(titles(&doc, "critical").is_empty(), "{case}");
+        let noise = ["through an expansion", "modifies the verifier"];
+        let warnings = titles(&doc, "warning");
+        assert!(
+            !warnings.iter().any(|t| noise.iter().any(|n| t.contains(n))),
+            "{case}: {warnings:#?}"
+        );
         if let Some(warned) = warned {
             let warnings = titles(&doc, "warning");
             assert!(
@@ -444,6 +572,41 @@ fn legitimate_changes_around_the_exam_pass() {
             );
         }
     }
+}
+
+/// The Go changes that pass: a new test in the test file (a warning), and
+/// work on the code under test the test binary is built with (new
+/// functions, a package variable).
+fn go_changes_that_pass() -> Vec<(
+    &'static Ecosystem,
+    &'static str,
+    Change,
+    Option<&'static str>,
+)> {
+    vec![
+        (
+            &GO,
+            "a new test in the test file",
+            |env, _| {
+                let text = env.read("acceptance/ping_test.go")
+                    + "\nfunc TestPingIsShort(t *testing.T) {\n\tif len(ping.Ping()) > 10 {\n\t\tt.Fatal(\"long\")\n\t}\n}\n";
+                env.write("acceptance/ping_test.go", &text);
+            },
+            Some("adds tests to the exam file `acceptance/ping_test.go`"),
+        ),
+        (
+            &GO,
+            "new code under test, a package variable among it",
+            |env, _| {
+                let text = env
+                    .read("src/ping/ping.go")
+                    .replace("package ping\n", "package ping\n\nimport \"errors\"\n")
+                    + "\n// ErrEmpty is an empty answer.\nvar ErrEmpty = errors.New(\"empty\")\n\n// Pong answers too.\nfunc Pong() string {\n\treturn Ping()\n}\n";
+                env.write("src/ping/ping.go", &text);
+            },
+            None,
+        ),
+    ]
 }
 
 /// A fail-to-pass criterion whose test the change wrote (in a folder the
@@ -609,4 +772,135 @@ fn a_second_base_run_on_the_same_base_reuses_the_cargo_build() {
         );
         assert_eq!(base_builds(), 1, "attempt {attempt}: {ttl:#}");
     }
+}
+
+/// A fail-to-pass criterion whose test (the planner's, at the base) the
+/// change puts behind a build constraint, with a `doc.go` so the package
+/// still builds: a critical finding, and on the base, where the constraint
+/// leaves no file to build, no base result, never the failure that earns
+/// fail-to-pass. Without the trick the same test fails on the base and
+/// earns its pass.
+#[test]
+fn a_build_constraint_the_change_added_earns_no_fail_to_pass() {
+    if !has_go() {
+        return;
+    }
+    // (the trick, the base's result, exit)
+    for (trick, base, exit) in [(true, "could_not_run", 1), (false, "failed", 0)] {
+        let env = workspace(&GO, false);
+        // The planner's test, at the base: a ping that answers `PANG`.
+        let test = env.read("acceptance/ping_test.go").replace("PONG", "PANG");
+        env.write("acceptance/ping_test.go", &test);
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"",
+            "[[task.criterion]]\nid = \"pings\"\nexpect = \"fail-to-pass\"",
+        );
+        env.write("gate.toml", &spec);
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "the planner's exam"]);
+        env.git(&["branch", "-f", "main"]);
+        if trick {
+            env.write(
+                "acceptance/ping_test.go",
+                &format!("//go:build e2e\n\n{test}"),
+            );
+            env.write("acceptance/doc.go", "package acceptance\n");
+        } else {
+            break_code(&env, &GO);
+        }
+        let doc = verify(&env);
+        let case = format!("trick {trick}");
+        let pings = gate_tests::item(&doc, "pings").unwrap();
+        assert_eq!(pings["base_status"]["status"], base, "{case}: {pings:#}");
+        assert_eq!(doc["exit"], exit, "{case}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        if trick {
+            assert!(
+                critical
+                    .iter()
+                    .any(|t| t.contains("exam file `acceptance/ping_test.go`")),
+                "{case}: {critical:#?}"
+            );
+            let why = pings["base_status"]["reason"].as_str().unwrap_or_default();
+            assert!(why.contains("build constraints"), "{case}: {pings:#}");
+        } else {
+            assert!(critical.is_empty(), "{case}: {critical:#?}");
+        }
+    }
+}
+
+/// A `go` or `npm` the change adds to a folder of the workspace that the
+/// items' `PATH` holds would run in place of the runner: a critical finding
+/// naming it, and a failing run. (The fake prints what a pass prints; no
+/// real `go` is needed.)
+#[test]
+fn a_runner_the_change_puts_on_a_workspace_path_folder_is_critical() {
+    use std::os::unix::fs::PermissionsExt;
+    for (eco, program) in [(&GO, "go"), (&NPM, "npm")] {
+        let env = workspace(eco, false);
+        break_code(&env, eco);
+        let fake = format!("tools/bin/{program}");
+        env.write(&fake, "#!/bin/sh\necho ok\nexit 0\n");
+        std::fs::set_permissions(
+            env.path().join(&fake),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "the change"]);
+        let mut dirs = vec![env.path().join("tools/bin")];
+        dirs.extend(std::env::split_paths(&path()));
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .env("PATH", std::env::join_paths(dirs).unwrap())
+            .timeout(std::time::Duration::from_secs(300))
+            .run();
+        let mut doc = out.json();
+        doc["exit"] = out.code.into();
+        assert_eq!(doc["exit"], 1, "{program}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        assert!(
+            critical.iter().any(|t| t.contains(&format!("`{fake}`"))),
+            "{program}: {critical:#?}"
+        );
+    }
+}
+
+/// What a runner writes beside the code, ignored by the repository's own
+/// exclude file rather than a `.gitignore` (which is all the workspace walk
+/// reads): byte-code rewritten while the checks ran and an `.egg-info` are
+/// neither uncommitted files nor "changed while the checks ran".
+#[test]
+fn build_output_is_neither_uncommitted_nor_changed_by_the_checks() {
+    let env = workspace(&PYTEST, false);
+    env.write(".gitignore", ".gate/\n.pytest_cache/\n");
+    let spec = env.read("gate.toml").replace(
+        "[[task]]",
+        "[[check]]\nid = \"compile\"\nrun = \"python -m compileall -f -q src\"\n\n[[task]]",
+    );
+    env.write("gate.toml", &spec);
+    env.write("src/util.py", "ANSWER = 'PONG'\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a module and a compile step"]);
+    env.git(&["branch", "-f", "main"]);
+    env.write(".git/info/exclude", "__pycache__/\n*.egg-info/\n");
+    env.write("src/app.egg-info/PKG-INFO", "Name: app\n");
+    let python = std::env::var_os("GATE_TEST_PYTHON").unwrap_or_else(|| "python3".into());
+    #[allow(clippy::disallowed_methods)] // byte-code there before the run, as a user's would be
+    let compiled = std::process::Command::new(python)
+        .args(["-m", "compileall", "-q", "src"])
+        .current_dir(env.path())
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    let doc = verify(&env);
+    assert_eq!(doc["exit"], 0, "{:#}", doc["findings"]);
+    assert_eq!(doc["verified"]["uncommitted"], 0, "{:#}", doc["verified"]);
+    let warnings = titles(&doc, "warning");
+    assert!(
+        !warnings
+            .iter()
+            .any(|t| t.contains("changed while the checks ran") || t.contains("belong")),
+        "{warnings:#?}"
+    );
 }

@@ -108,14 +108,20 @@ after = ["build"]
 
     // Attempt 4 fixes c2: c2 re-runs, and build (whose inputs cover it) with
     // its dependent c3; c1 is carried. The pass closes the series.
+    // The pull-request comment of that pass lists what it carried.
     std::fs::remove_file(&log).unwrap();
     env.write("src/b.txt", "ok\n");
-    let out = verify(&[]);
+    let comment = outside.path().join("comment.md");
+    let report = format!("markdown={}", comment.display());
+    let out = verify(&["--report", &report]);
     out.assert_exit(0);
     let mut fourth = ran(&log);
     fourth.sort();
     assert_eq!(fourth, ["build", "c2", "c3"]);
     assert_eq!(status_of(&out.json(), "c1"), "carried");
+    let md = std::fs::read_to_string(&comment).unwrap();
+    assert!(md.contains("### Carried\n"), "{md}");
+    assert!(md.contains("- ↻ criterion `c1` from run `"), "{md}");
 
     // After a pass a new series starts: attempt 1 again, everything runs.
     std::fs::remove_file(&log).unwrap();

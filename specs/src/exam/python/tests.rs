@@ -241,3 +241,57 @@ fn launch_changes_of_pytest_files() {
         assert_eq!(got, *want, "{path}: {now}");
     }
 }
+
+/// Every criterion that pytest imports a package's `__init__.py` for holds
+/// it in its exam, and `python -m` names the modules the working directory
+/// would shadow.
+#[test]
+fn package_inits_for_every_criterion_and_shadowed_runners() {
+    let tree = Mem::new(&[
+        ("tests/__init__.py", "\n"),
+        ("tests/test_a.py", "\n"),
+        ("tests/acceptance/__init__.py", "\n"),
+        ("tests/acceptance/test_b.py", "\n"),
+    ]);
+    for run in [
+        "python -m pytest tests/test_a.py",
+        "python -m pytest tests/acceptance/test_b.py",
+        "pytest tests -k b",
+        "python -m unittest tests.acceptance.test_b",
+    ] {
+        let got = files(&exam(run, &tree));
+        assert!(
+            got.iter().any(|f| f == "tests/__init__.py"),
+            "{run}: {got:?}"
+        );
+    }
+    let module = |run: &str| -> Vec<String> {
+        exam(run, &tree)
+            .configs
+            .into_iter()
+            .filter(|c| c.runner == Runner::Module)
+            .map(|c| c.path)
+            .collect()
+    };
+    let pytest = module("python3 -m pytest tests");
+    assert!(pytest.contains(&"pytest.py".to_owned()), "{pytest:?}");
+    assert!(
+        pytest.contains(&"pluggy/__init__.py".to_owned()),
+        "{pytest:?}"
+    );
+    assert_eq!(
+        module("cd tests && python -m unittest test_a"),
+        ["tests/unittest.py", "tests/unittest/__init__.py"]
+    );
+    assert!(module("python -I -m pytest tests").is_empty());
+    assert!(module("pytest tests").is_empty());
+    let config = RunnerConfig {
+        path: "pytest.py".to_owned(),
+        runner: Runner::Module,
+        section: None,
+    };
+    assert_eq!(
+        launch_changes(&config, None, Some(b"print('2 passed')")).len(),
+        1
+    );
+}
