@@ -5,7 +5,7 @@ use gate_specs::ReviewUnavailable;
 
 use crate::guard::GUARD_ROLE;
 use crate::record::{
-    CheckRecord, CriterionRecord, Finding, ItemStatus, Qualifier, QualifierKind, Reason,
+    ByteRange, CheckRecord, CriterionRecord, Finding, ItemStatus, Qualifier, QualifierKind, Reason,
     ReasonKind, ReviewRecord, ReviewStatus, Verdict,
 };
 
@@ -21,6 +21,8 @@ pub(crate) struct Inputs<'a> {
     pub findings: &'a [Finding],
     /// What a reviewer that did not run means in this run's tier.
     pub on_review_unavailable: ReviewUnavailable,
+    /// What part of a reviewer's remit not shown to it means in this run's tier.
+    pub on_review_cut: ReviewUnavailable,
     /// Why the review leaves the run undecided (over budget, too little coverage).
     pub review_incomplete: &'a [String],
 }
@@ -107,11 +109,7 @@ pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
         Missing::of(inputs.review)
     };
     let policy = inputs.on_review_unavailable;
-    if let Some(verdict) = match policy {
-        ReviewUnavailable::Pass => None,
-        ReviewUnavailable::Incomplete => Some(Verdict::Incomplete),
-        ReviewUnavailable::Fail => Some(Verdict::Fail),
-    } {
+    if let Some(verdict) = called_for(policy) {
         for (id, why) in &missing.reviewers {
             let what = if id == "review" {
                 "the review".to_owned()
@@ -128,6 +126,20 @@ pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
                 ),
             ));
         }
+    }
+    if !missing.unseen.is_empty()
+        && let Some(verdict) = called_for(inputs.on_review_cut)
+    {
+        reasons.push(Reason::new(
+            ReasonKind::Review,
+            "review",
+            verdict,
+            format!(
+                "part of the change was not reviewed ({}) and policy says on_review_cut = \"{}\"",
+                missing.unseen_words(),
+                inputs.on_review_cut.as_str()
+            ),
+        ));
     }
     for why in inputs.review_incomplete {
         reasons.push(Reason::new(
@@ -150,6 +162,15 @@ pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
     }
 }
 
+/// The verdict a policy word calls for (`pass`: none).
+fn called_for(policy: ReviewUnavailable) -> Option<Verdict> {
+    match policy {
+        ReviewUnavailable::Pass => None,
+        ReviewUnavailable::Incomplete => Some(Verdict::Incomplete),
+        ReviewUnavailable::Fail => Some(Verdict::Fail),
+    }
+}
+
 /// The review that should have run and did not.
 #[derive(Debug, Default)]
 struct Missing {
@@ -162,6 +183,9 @@ struct Missing {
     /// The models an open circuit breaker skipped for a reviewer that did
     /// not run.
     breakers_open: Vec<String>,
+    /// What reviewers that ran were not shown of their remit, each range
+    /// with the reviewers it was kept from.
+    unseen: Vec<(ByteRange, Vec<String>)>,
 }
 
 impl Missing {
@@ -176,6 +200,7 @@ impl Missing {
                 planned: 0,
                 none_ran: true,
                 breakers_open: breakers_open(review.specialists.iter()),
+                unseen: Vec::new(),
             };
         }
         let planned: Vec<_> = review
@@ -196,6 +221,7 @@ impl Missing {
             })
             .collect();
         Self {
+            unseen: review.unseen(),
             none_ran: !planned.is_empty() && reviewers.len() == planned.len(),
             planned: planned.len(),
             breakers_open: breakers_open(
@@ -223,16 +249,40 @@ impl Missing {
                 breakers_open: self.breakers_open.clone(),
             });
         }
-        (self.reviewers.len() * 2 > self.planned).then(|| Qualifier {
-            breakers_open: self.breakers_open.clone(),
-            kind: QualifierKind::UnderReviewed,
-            why: format!(
+        let mut why = Vec::new();
+        if self.reviewers.len() * 2 > self.planned {
+            why.push(format!(
                 "{} of {} reviewers did not run: {}",
                 self.reviewers.len(),
                 self.planned,
                 names(&self.reviewers)
-            ),
+            ));
+        }
+        if !self.unseen.is_empty() {
+            why.push(format!("not reviewed: {}", self.unseen_words()));
+        }
+        (!why.is_empty()).then(|| Qualifier {
+            breakers_open: self.breakers_open.clone(),
+            kind: QualifierKind::UnderReviewed,
+            why: why.join("; "),
         })
+    }
+
+    /// The ranges no reviewer was shown, each with whom it was kept from:
+    /// `src/app.py bytes 262144-307199 (quality, security)`; the first few,
+    /// then how many more.
+    fn unseen_words(&self) -> String {
+        const SHOWN: usize = 5;
+        let mut words: Vec<String> = self
+            .unseen
+            .iter()
+            .take(SHOWN)
+            .map(|(r, roles)| format!("{} ({})", r.words(), roles.join(", ")))
+            .collect();
+        if self.unseen.len() > SHOWN {
+            words.push(format!("and {} more", self.unseen.len() - SHOWN));
+        }
+        words.join(", ")
     }
 }
 
@@ -387,6 +437,7 @@ mod tests {
             review,
             findings: &[],
             on_review_unavailable: policy,
+            on_review_cut: ReviewUnavailable::Pass,
             review_incomplete: &[],
         })
     }

@@ -80,6 +80,7 @@ pub(super) fn decide(
             .policy
             .on_review_unavailable
             .for_tier(tier.tier.as_str()),
+        on_review_cut: spec.policy.on_review_cut.for_tier(tier.tier.as_str()),
         review_incomplete: &review.incomplete,
     });
 
