@@ -55,6 +55,32 @@ const PIPELINE_ONLY: &[&str] = &[
     "GITLAB_CI",
 ];
 
+/// Variables of the agent's own model account (its key, its endpoint):
+/// never handed to an advisory run unless the advisory routing table names
+/// them as a provider's `api_key_env`. A prefix ends in `_`; other entries
+/// are whole names.
+const AGENT_ACCOUNT: &[&str] = &[
+    "ANTHROPIC_",
+    "OPENAI_",
+    "CODEX_",
+    "CLAUDE_",
+    "AZURE_OPENAI_",
+    "OPENROUTER_",
+    "GEMINI_",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_",
+    "VERTEX_",
+    "MISTRAL_",
+    "GROQ_",
+    "DEEPSEEK_",
+    "XAI_",
+    "AWS_BEARER_TOKEN_BEDROCK",
+];
+
+/// The file advisory runs read their routing table from, in the user's
+/// gate configuration folder, when no `--routing` names one.
+pub(crate) const ADVISORY_ROUTING_FILE: &str = "advisory-routing.toml";
+
 /// What the Stop hook's input says (Claude Code's and Codex's; unknown
 /// fields are ignored, every field is optional).
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +212,35 @@ pub(crate) fn advisory_state(ctx: &Context, workspace: &Path) -> Result<PathBuf,
     Ok(root.join("gate/advisory").join(&id.as_str()[..16]))
 }
 
+/// The routing table advisory runs review with: `flag` (the hook's
+/// `--routing`), else [`ADVISORY_ROUTING_FILE`] in the user's gate
+/// configuration folder (`$XDG_CONFIG_HOME/gate`, else `~/.config/gate`)
+/// when it exists. Never the workspace's `routing.toml` (the agent writes
+/// the workspace) and never the built-in table (it would spend the agent's
+/// own keys): with neither, review does not run.
+pub(crate) fn advisory_routing(ctx: &Context, flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = flag {
+        return Some(config::from_cwd(path));
+    }
+    let root = ctx
+        .env
+        .absolute_path("XDG_CONFIG_HOME")
+        .or_else(|| ctx.env.absolute_path("HOME").map(|h| h.join(".config")))?;
+    let file = root.join("gate").join(ADVISORY_ROUTING_FILE);
+    file.is_file().then_some(file)
+}
+
+/// Whether `name` is a variable of the agent's own model account.
+fn agent_account(name: &str) -> bool {
+    AGENT_ACCOUNT.iter().any(|p| {
+        if p.ends_with('_') {
+            name.starts_with(p)
+        } else {
+            name == *p
+        }
+    })
+}
+
 /// What the child `gate verify` did.
 struct Ran {
     /// Its exit code, when it exited.
@@ -211,7 +266,15 @@ async fn verify(
         argv.extend(["--base".to_owned(), base.clone()]);
     }
     let timeout = Duration::from_secs(args.timeout_s);
-    let out = run_advisory(ctx, workspace, state, &argv, timeout).await?;
+    let out = run_advisory(
+        ctx,
+        workspace,
+        state,
+        &argv,
+        args.routing.as_deref(),
+        timeout,
+    )
+    .await?;
     Ok(Ran {
         code: out.exit_code,
         doc: serde_json::from_slice(&out.stdout).ok(),
@@ -223,12 +286,16 @@ async fn verify(
 
 /// Runs the gate itself (`gate --workspace W --state STATE ARGS…`) as an
 /// advisory child: without the pipeline's ledger, key and bundle-store
-/// settings, with `GATE_ADVISORY` set. Its stdout is captured whole.
+/// settings, with `GATE_ADVISORY` set. A `verify` reviews only with the
+/// advisory routing table ([`advisory_routing`], `routing` the hook's
+/// flag), and the agent's own account variables reach the child only where
+/// that table names them. Its stdout is captured whole.
 pub(crate) async fn run_advisory(
     ctx: &Context,
     workspace: &Path,
     state: &Path,
     args: &[String],
+    routing: Option<&Path>,
     timeout: Duration,
 ) -> Result<gate_harness::process::ProcessOutput, String> {
     let gate =
@@ -241,11 +308,26 @@ pub(crate) async fn run_advisory(
         state.display().to_string(),
     ];
     argv.extend(args.iter().cloned());
+    let routing = advisory_routing(ctx, routing);
+    // The table's own key variables, read here only to let them through:
+    // the child reads (and refuses) the table itself.
+    let named: Vec<String> = routing
+        .as_deref()
+        .and_then(|p| crate::routing::Routing::load(p).ok())
+        .map(|r| r.key_variables())
+        .unwrap_or_default();
+    if let (Some(path), Some("verify")) = (&routing, args.first().map(String::as_str)) {
+        argv.extend(["--routing".to_owned(), path.display().to_string()]);
+    }
     let mut env: Vec<(OsString, OsString)> = ctx
         .env
         .pairs()
         .iter()
         .filter(|(name, _)| !PIPELINE_ONLY.iter().any(|p| name == p))
+        .filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !agent_account(&name) || named.iter().any(|n| n.as_str() == name.as_ref())
+        })
         .cloned()
         .collect();
     env.push((names::ADVISORY.into(), "1".into()));

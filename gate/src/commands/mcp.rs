@@ -218,9 +218,16 @@ impl GateMcp {
         args: &[String],
         timeout: Duration,
     ) -> Result<gate_harness::process::ProcessOutput, ErrorData> {
-        hook::run_advisory(&self.ctx, &self.ctx.workspace, &self.state, args, timeout)
-            .await
-            .map_err(|why| ErrorData::internal_error(why, None))
+        hook::run_advisory(
+            &self.ctx,
+            &self.ctx.workspace,
+            &self.state,
+            args,
+            None,
+            timeout,
+        )
+        .await
+        .map_err(|why| ErrorData::internal_error(why, None))
     }
 }
 

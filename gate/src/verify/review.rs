@@ -26,6 +26,11 @@ use crate::rules::{self, RuleSet};
 use crate::tier::TierDecision;
 use crate::{attest, output};
 
+/// Why an advisory run without a table of its own does not review.
+pub(crate) const ADVISORY_UNROUTED: &str = "advisory run with no routing table for advisory \
+     runs (advisory-routing.toml in the user's gate configuration folder, or the hook's \
+     --routing); the agent's own provider keys are not used";
+
 /// The model review's inputs.
 pub(super) struct ReviewStage<'a> {
     pub ctx: &'a Context,
@@ -305,6 +310,8 @@ pub(super) async fn review_or_skip(
         ReviewOutput::skipped("a glob of the spec matches no file; no model is asked until it does")
     } else if req.offline {
         ReviewOutput::skipped("offline (--offline)")
+    } else if ctx.env.advisory() && req.routing.is_none() {
+        ReviewOutput::skipped(ADVISORY_UNROUTED)
     } else {
         let stage = ReviewStage {
             ctx,

@@ -443,3 +443,103 @@ fn aider_retries_on_the_gates_failure_until_it_passes() {
     );
     assert!(stdout.contains("gate (advisory): PASS"), "{stdout}");
 }
+
+/// A routing table to the scripted server whose provider's key is the
+/// variable `key_env`.
+fn table_to(server: &ModelServer, key_env: &str) -> String {
+    format!(
+        "[provider.p]\napi = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"{key_env}\"\n\n\
+         [model.m]\nprovider = \"p\"\nname = \"m\"\n\n[route]\n\"*\" = \"m\"\n",
+        server.url()
+    )
+}
+
+/// Inside an agent's session the gate reviews only with the table the
+/// user chose for advisory runs: the agent's key, even with the
+/// workspace's table naming it and the agent's base URL set, sends
+/// nothing, and the run says review did not run; the user's table is read
+/// from their configuration folder or the hook's `--routing`, and its own
+/// key goes to its own endpoint, the agent's to none.
+#[test]
+fn an_advisory_run_spends_only_what_the_user_routed_to_it() {
+    // (where the advisory table is, the variable it names, what is sent)
+    let cases = [
+        (None, "", None),
+        (Some("config"), "REVIEW_KEY", Some("rk-user")),
+        (Some("flag"), "REVIEW_KEY", Some("rk-user")),
+        // The user chose the agent's key for review: then it is used.
+        (Some("config"), "ANTHROPIC_API_KEY", Some("sk-agent")),
+    ];
+    for (table, key_env, sent) in cases {
+        let server = ModelServer::start();
+        server.default_reply(Reply::openai(
+            &json!({"findings": [], "criteria": [], "rules": []}),
+        ));
+        let env = workspace("");
+        env.write("src/fixed.txt", "fixed\n");
+        // The agent could write this: an advisory run never reads it.
+        env.write("routing.toml", &table_to(&server, "ANTHROPIC_API_KEY"));
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("config");
+        let mut args = vec!["hook".to_owned(), "claude-code".to_owned()];
+        match table {
+            Some("config") => {
+                std::fs::create_dir_all(config.join("gate")).unwrap();
+                std::fs::write(
+                    config.join("gate/advisory-routing.toml"),
+                    table_to(&server, key_env),
+                )
+                .unwrap();
+            }
+            Some(_) => {
+                let file = home.path().join("review.toml");
+                std::fs::write(&file, table_to(&server, key_env)).unwrap();
+                args.extend(["--routing".to_owned(), file.display().to_string()]);
+            }
+            None => {}
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = env
+            .gate(&args)
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", &config)
+            .env("ANTHROPIC_API_KEY", "sk-agent")
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("OPENAI_API_KEY", "sk-agent-openai")
+            .env("REVIEW_KEY", "rk-user")
+            .stdin(&json!({"cwd": env.path(), "hook_event_name": "Stop"}).to_string())
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_exit(0);
+        let answer: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        let note = answer["systemMessage"].as_str().unwrap_or_default();
+        let requests = server.requests();
+        match sent {
+            None => {
+                assert!(
+                    requests.is_empty(),
+                    "{table:?}: {} requests",
+                    requests.len()
+                );
+                assert!(
+                    note.starts_with("gate (advisory): PASS (unreviewed: advisory run with no routing table for advisory runs"),
+                    "{note}"
+                );
+            }
+            Some(key) => {
+                assert!(!requests.is_empty(), "{table:?}: nothing sent: {note}");
+                for r in &requests {
+                    assert_eq!(
+                        r.header("authorization"),
+                        Some(format!("Bearer {key}").as_str()),
+                        "{table:?}"
+                    );
+                }
+                assert!(
+                    note.starts_with("gate (advisory): PASS;"),
+                    "{table:?}: {note}"
+                );
+            }
+        }
+    }
+}

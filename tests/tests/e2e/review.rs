@@ -245,20 +245,36 @@ fn a_gibibyte_source_file_is_reviewed_cut_in_bounded_memory() {
         .expect("extend the file");
     let out = env.gate(&["verify", "--format", "json"]).run();
     assert_eq!(out.json()["review"]["status"], "ran", "{}", out.stderr);
-    let quality = server
+    // The file goes on in further requests of the reviewer, up to 2 MiB of
+    // it in all; the rest is said cut in the last piece shown.
+    let code: Vec<String> = server
         .requests()
         .into_iter()
-        .find(|r| r.header("x-gate-role") == Some("quality"))
-        .expect("the quality reviewer was asked");
-    let code = parts(&quality).join("\n");
-    let marker = code.find("HUGE-MARKER").expect("the file's start is shown");
-    let cut: u64 = code[marker..]
-        .split("[… ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .expect("the cut is marked");
-    assert!(cut > SIZE - 1024 * 1024, "only {cut} bytes said cut");
+        .filter(|r| r.header("x-gate-role") == Some("quality"))
+        .map(|r| parts(&r).join("\n"))
+        .collect();
+    assert_eq!(code.len(), 8, "the quality reviewer's requests");
+    assert!(
+        code.iter().any(|c| c.contains("HUGE-MARKER")),
+        "the file's start is shown"
+    );
+    let cut: Vec<u64> = code
+        .iter()
+        .filter_map(|c| c.split("[… ").nth(1))
+        .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(cut, [SIZE - 2 * 1024 * 1024], "the cut is marked once");
+    let doc = out.json();
+    let quality = doc["review"]["specialists"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["role"] == "quality")
+        .unwrap();
+    assert_eq!(
+        quality["coverage"]["cut_ranges"],
+        json!([{"file": "src/huge.py", "start": 2 * 1024 * 1024, "end": SIZE}])
+    );
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
         .expect("getrusage");
     let peak_mib = usage.max_rss() / 1024;
