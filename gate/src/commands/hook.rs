@@ -253,6 +253,52 @@ struct Ran {
     timed_out: bool,
     /// The hook's time, for the message.
     timeout: Duration,
+    /// How a person at the workspace reaches the advisory runs' records.
+    lift: Lift,
+}
+
+/// The commands a hand-off names, as a person runs them from the
+/// workspace: the gate's own path and the advisory state, with
+/// `GATE_ADVISORY=1`, so they act on the advisory runs' ledger (the
+/// workspace's own state or the pipeline's would not hold them).
+#[derive(Debug, Clone, PartialEq)]
+struct Lift {
+    /// `GATE_ADVISORY=1 '/path/to/gate' --state '/…/advisory/…'`.
+    prefix: String,
+}
+
+impl Lift {
+    fn new(state: &Path) -> Self {
+        let gate =
+            std::env::current_exe().map_or_else(|_| "gate".to_owned(), |p| p.display().to_string());
+        Self {
+            prefix: format!(
+                "{}=1 {} --state {}",
+                names::ADVISORY,
+                install::quoted(&gate),
+                install::quoted(&state.display().to_string())
+            ),
+        }
+    }
+
+    /// The command for `args`.
+    fn command(&self, args: &str) -> String {
+        format!("{} {args}", self.prefix)
+    }
+
+    /// What lifts an escalation of `run`, as commands to run as printed.
+    fn escalation(&self, run: &str) -> String {
+        let run = install::quoted(run);
+        format!(
+            "To go on, from the workspace (these act on the advisory runs): start a new series \
+             with `{}`, or lift the escalation with `{}`; `{}` shows the run.",
+            self.command("verify --new-series"),
+            self.command(&format!(
+                "override {run} --reason \"why it may pass\" --by \"your name\""
+            )),
+            self.command(&format!("evidence show {run}"))
+        )
+    }
 }
 
 async fn verify(
@@ -281,6 +327,7 @@ async fn verify(
         stderr: last_lines(&String::from_utf8_lossy(&out.stderr), 15),
         timed_out: out.timed_out,
         timeout,
+        lift: Lift::new(state),
     })
 }
 
@@ -361,10 +408,11 @@ fn decide(ran: &Ran) -> Answer {
     let bundle = doc["bundle"].as_str().unwrap_or("no bundle");
     match doc["verdict"].as_str() {
         Some("pass") => Answer::Allow(format!("gate (advisory): {line}; evidence {bundle}")),
-        Some("fail") => Answer::Block(block_reason(doc)),
+        Some("fail") => Answer::Block(block_reason(doc, &ran.lift)),
         Some("escalate") => Answer::Halt(format!(
-            "gate stopped this series for a person (advisory run): {line}. {}",
-            reasons(doc).join(" ")
+            "gate stopped this series for a person (advisory run): {line}. {}\n\n{}",
+            reasons(doc).join(" "),
+            ran.lift.escalation(&text(&doc["run_id"]))
         )),
         _ => Answer::Halt(format!(
             "gate could not decide (advisory run): {line}. {}",
@@ -385,7 +433,7 @@ fn reasons(doc: &Value) -> Vec<String> {
 /// What the agent must fix, in the gate's words and the failures' own:
 /// the verdict's reasons, each failed item with its task, text, places and
 /// output tail, then the critical and warning findings; bounded.
-fn block_reason(doc: &Value) -> String {
+fn block_reason(doc: &Value, lift: &Lift) -> String {
     let mut out = format!(
         "The gate ran on your change and it does not pass yet ({}). Fix what follows, \
          then stop again.\n",
@@ -454,25 +502,28 @@ fn block_reason(doc: &Value) -> String {
             );
         }
     }
+    let show = lift.command(&format!(
+        "evidence show {}",
+        install::quoted(&text(&doc["run_id"]))
+    ));
     let _ = write!(
         out,
-        "\n(advisory run {}; `gate evidence show {}` shows all of it)",
+        "\n(advisory run {}; `{show}` shows all of it)",
         text(&doc["run_id"]),
-        text(&doc["run_id"])
     );
-    bounded(&out)
+    bounded(&out, &show)
 }
 
 fn text(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
 
-fn bounded(reason: &str) -> String {
+fn bounded(reason: &str, show: &str) -> String {
     if reason.chars().count() <= REASON_MAX {
         return reason.to_owned();
     }
     let cut: String = reason.chars().take(REASON_MAX).collect();
-    format!("{cut}\n… (cut; `gate evidence show` has the rest)")
+    format!("{cut}\n… (cut; `{show}` has the rest)")
 }
 
 #[cfg(test)]
@@ -486,6 +537,9 @@ mod tests {
             stderr: String::new(),
             timed_out: false,
             timeout: Duration::from_secs(60),
+            lift: Lift {
+                prefix: "GATE_ADVISORY=1 gate --state /s".to_owned(),
+            },
         }
     }
 
@@ -568,7 +622,7 @@ mod tests {
     #[test]
     fn a_long_reason_is_cut() {
         let long = "x".repeat(REASON_MAX * 2);
-        let cut = bounded(&long);
+        let cut = bounded(&long, "gate evidence show r");
         assert!(cut.chars().count() < REASON_MAX + 100);
         assert!(cut.ends_with("has the rest)"));
     }

@@ -543,3 +543,79 @@ fn an_advisory_run_spends_only_what_the_user_routed_to_it() {
         }
     }
 }
+
+/// The commands a hand-off names, in backticks, that start with `GATE_ADVISORY=1`.
+fn printed_commands(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("GATE_ADVISORY=1 "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs `command` as printed, with `sh`, from the workspace, as the user.
+fn run_printed(env: &TestEnv, home: &Path, command: &str) -> std::process::Output {
+    #[allow(clippy::disallowed_methods)] // the test runs what a person would paste
+    let mut sh = std::process::Command::new("sh");
+    gate_tests::hermetic(&mut sh);
+    sh.args(["-c", command])
+        .current_dir(env.path())
+        .env("HOME", home)
+        .output()
+        .expect("sh runs")
+}
+
+/// The commands a block reason and an escalation name work as printed,
+/// from the workspace: the run is shown, and a new series or an override
+/// of the escalated run lets the next session go on.
+#[test]
+fn the_hand_off_commands_work_as_printed_from_the_workspace() {
+    for lift in ["new series", "override"] {
+        let env = workspace("[policy]\nmax_attempts = 2\n");
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(hook(&env, home.path(), "claude-code")["decision"], "block");
+        let answer = hook(&env, home.path(), "claude-code");
+        let reason = answer["reason"].as_str().unwrap();
+        let [show] = printed_commands(reason)
+            .try_into()
+            .unwrap_or_else(|c| panic!("one command in the block reason, not {c:?}: {reason}"));
+        assert!(show.contains(" evidence show "), "{show}");
+        let out = run_printed(&env, home.path(), &show);
+        assert!(out.status.success(), "{show}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("file-written"));
+
+        let answer = hook(&env, home.path(), "claude-code");
+        assert_eq!(answer["continue"], false, "{answer}");
+        let why = answer["stopReason"].as_str().unwrap();
+        let commands = printed_commands(why);
+        assert_eq!(commands.len(), 3, "{why}");
+        let find = |what: &str| {
+            commands
+                .iter()
+                .find(|c| c.contains(what))
+                .unwrap_or_else(|| panic!("no {what} in {why}"))
+                .clone()
+        };
+        let out = run_printed(&env, home.path(), &find(" evidence show "));
+        assert!(out.status.success(), "{out:?}");
+        // Still escalated until a person acts.
+        assert_eq!(hook(&env, home.path(), "claude-code")["continue"], false);
+        if lift == "new series" {
+            let command = find(" verify --new-series");
+            let out = run_printed(&env, home.path(), &command);
+            // The new series' first attempt fails as the change does; the
+            // session's next stop is its second, not an escalation.
+            assert_eq!(out.status.code(), Some(1), "{command}: {out:?}");
+            let answer = hook(&env, home.path(), "claude-code");
+            assert_eq!(answer["decision"], "block", "{lift}: {answer}");
+        } else {
+            let command = find(" override ");
+            let out = run_printed(&env, home.path(), &command);
+            assert!(out.status.success(), "{command}: {out:?}");
+            // The escalation is lifted: the session goes on with what fails.
+            let answer = hook(&env, home.path(), "claude-code");
+            assert_eq!(answer["decision"], "block", "{lift}: {answer}");
+        }
+    }
+}

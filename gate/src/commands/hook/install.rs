@@ -139,7 +139,8 @@ fn command_line(gate: &Path, agent: HookAgent, base: Option<&str>, answer_within
     line
 }
 
-fn quoted(s: &str) -> String {
+/// `s` as one shell word.
+pub(crate) fn quoted(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@=".contains(&b))
