@@ -877,3 +877,95 @@ fn a_file_that_writes_its_own_review_is_only_reviewed() {
         assert_eq!(opened, closed, "{text}");
     }
 }
+
+/// A warning the gate raises itself is dismissed as a reviewer's is: a
+/// person's dismissal quiets it until the file under it changes; the
+/// agent's (`GATE_ADVISORY`, as from the MCP `dismiss` tool) leaves it
+/// raised with the dismissal in its detail.
+#[test]
+fn a_dismissed_gate_warning_is_quiet_until_its_file_changes() {
+    for by_agent in [false, true] {
+        let env = TestEnv::new();
+        let spec = "[spec]\nid = \"own\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+                    [[task.criterion]]\nid = \"c\"\ntext = \"holds\"\nrun = \"true\"\n";
+        env.write("gate.toml", spec);
+        env.write("src/a.py", "x = 1\n");
+        let gate = |args: &[&str]| {
+            let mut cmd = env.gate(args);
+            if by_agent {
+                cmd = cmd.env("GATE_ADVISORY", "1");
+            }
+            cmd.run()
+        };
+        let verify = || {
+            let out = gate(&["verify", "--offline", "--format", "json"]);
+            out.assert_exit(0);
+            out.json()
+        };
+        let doc = verify();
+        let warning = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| gate_tests::unprotected(f))
+            .unwrap_or_else(|| panic!("no gate warning: {doc:#}"))
+            .clone();
+        let id = warning["id"].as_str().unwrap();
+        let out = gate(&[
+            "dismiss",
+            doc["run_id"].as_str().unwrap(),
+            id,
+            "--reason",
+            "the criterion needs no file",
+        ]);
+        out.assert_exit(0);
+        let said = out.stdout.clone();
+
+        let doc = verify();
+        let standing = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id);
+        if by_agent {
+            assert!(
+                said.contains("stays raised, the dismissal shown beside it"),
+                "{said}"
+            );
+            let f = standing.unwrap_or_else(|| panic!("quieted by the agent: {doc:#}"));
+            assert!(
+                f["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("The agent dismissed this on run"),
+                "{f}"
+            );
+            continue;
+        }
+        assert!(
+            said.contains("it stays quiet until gate.toml changes"),
+            "{said}"
+        );
+        assert!(standing.is_none(), "raised again: {doc:#}");
+        let quiet = doc["dropped_findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("not recorded as quieted: {doc:#}"));
+        assert_eq!(quiet["lineage"]["by"], "dismissal");
+        assert_eq!(quiet["lineage"]["fate"], "dropped");
+
+        // The file under it changes: raised again.
+        env.write("gate.toml", &format!("{spec}# changed\n"));
+        let doc = verify();
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["id"] == id),
+            "{doc:#}"
+        );
+    }
+}
