@@ -207,11 +207,28 @@ fn install_merges_the_hook_once_and_keeps_what_is_there() {
     // The spec's one criterion (300 s by default), the review's 1500 s and a minute.
     assert_eq!(ours["timeout"], 300 + 1500 + 60);
 
+    // Codex skips a hook nobody approved without a word: the installer
+    // says what it needs, a project's trust only for a project file.
     let home = tempfile::tempdir().unwrap();
-    env.gate(&["hook", "install", "codex", "--user"])
-        .env("HOME", home.path())
-        .run()
-        .assert_exit(0);
+    for (args, project) in [(vec!["--user"], false), (vec![], true)] {
+        let mut argv = vec!["hook", "install", "codex"];
+        argv.extend(args);
+        let out = env.gate(&argv).env("HOME", home.path()).run();
+        out.assert_exit(0);
+        for said in [
+            "Codex runs the hook only once you approve it, and skips it silently until then",
+            "review and trust the gate's Stop hook under /hooks",
+            CODEX_EXEC,
+        ] {
+            assert!(out.stdout.contains(said), "{said:?}: {}", out.stdout);
+        }
+        assert_eq!(
+            out.stdout.contains("trust this project when Codex asks"),
+            project,
+            "{}",
+            out.stdout
+        );
+    }
     let codex: Value = serde_json::from_str(
         &std::fs::read_to_string(home.path().join(".codex/hooks.json")).unwrap(),
     )
@@ -316,12 +333,23 @@ fn scripted_codex(r: &Request) -> Reply {
     Reply::responses_text("All done.")
 }
 
+/// How `gate hook install codex` says to run `codex exec` with the hook:
+/// what [`gate_tests::agents::codex_exec`] runs.
+const CODEX_EXEC: &str = "`codex exec --trust --dangerously-bypass-hook-trust …`";
+
 #[test]
 fn codex_is_blocked_until_its_change_passes() {
     let server = ModelServer::start();
     server.default_reply(Reply::computed(scripted_codex));
     let env = workspace("");
-    env.gate(&["hook", "install", "codex"]).run().assert_exit(0);
+    let installed = env.gate(&["hook", "install", "codex"]).run();
+    installed.assert_exit(0);
+    // Run the way the installer says (`codex_exec` passes those flags).
+    assert!(
+        installed.stdout.contains(CODEX_EXEC),
+        "{}",
+        installed.stdout
+    );
     let home = tempfile::tempdir().unwrap();
     let out =
         gate_tests::agents::codex_exec(env.path(), home.path(), &server.url(), "Write the file.")
