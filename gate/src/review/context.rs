@@ -25,6 +25,12 @@ pub const BLOCK_CAP: usize = 2 * 1024 * 1024;
 /// parts can show; the rest is only hashed (and counted as cut), however
 /// large the file.
 const READ_CAP: usize = MAX_PARTS * FILE_CAP;
+/// Bytes of the whole change held at most: what the three reviewers'
+/// remits can show in all their parts. A file read past it keeps only
+/// [`CLASSIFY_BYTES`]; the rest counts as cut, as of any large file.
+const HELD_CAP: usize = 3 * MAX_PARTS * BLOCK_CAP;
+/// Bytes of a file that classifying it reads (binary, noise markers).
+const CLASSIFY_BYTES: usize = 8192;
 
 /// What part of a change a file is, for remits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -366,7 +372,8 @@ pub const GONE: &str =
 
 /// Reads the changed files under `workspace`, classified and noise-marked.
 /// Symlinks are never followed; deleted files are kept (without text) so the
-/// file list shows them. Only the first `READ_CAP` bytes of a file are held.
+/// file list shows them. Only the first `READ_CAP` bytes of a file are held,
+/// and `HELD_CAP` of the whole change.
 /// A path in `tested` is taken from there instead of the disk: the content
 /// the checks ran on, or `None` where it is gone (shown as [`GONE`]).
 pub fn read_change(
@@ -374,11 +381,15 @@ pub fn read_change(
     changed: &[String],
     tested: &BTreeMap<String, Option<&[u8]>>,
 ) -> Vec<ChangedFile> {
+    // What every remit's blocks could show, at most: no more is held.
+    let mut left = HELD_CAP;
     changed
         .iter()
         .map(|path| {
+            // Each file keeps at least what classifying it reads.
+            let cap = READ_CAP.min(left).max(CLASSIFY_BYTES);
             let read = match tested.get(path) {
-                Some(Some(bytes)) => Some(ReadFile::of(bytes)),
+                Some(Some(bytes)) => Some(ReadFile::of(bytes, cap)),
                 Some(None) => {
                     return ChangedFile {
                         path: path.clone(),
@@ -393,9 +404,14 @@ pub fn read_change(
                     let full = workspace.join(path);
                     let is_file =
                         std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_file());
-                    if is_file { read_head(&full).ok() } else { None }
+                    if is_file {
+                        read_head(&full, cap).ok()
+                    } else {
+                        None
+                    }
                 }
             };
+            left = left.saturating_sub(read.as_ref().map_or(0, |r| r.head.len()));
             let mut class = classify(path);
             if read
                 .as_ref()
@@ -427,21 +443,21 @@ struct ReadFile {
 
 impl ReadFile {
     /// `bytes` as a read of them would give.
-    fn of(bytes: &[u8]) -> Self {
+    fn of(bytes: &[u8], cap: usize) -> Self {
         Self {
-            head: bytes[..bytes.len().min(READ_CAP)].to_vec(),
+            head: bytes[..bytes.len().min(cap)].to_vec(),
             size: bytes.len() as u64,
             digest: blake3::hash(bytes),
         }
     }
 }
 
-/// Reads `path` once, keeping its first `READ_CAP` bytes and hashing all.
-fn read_head(path: &Path) -> std::io::Result<ReadFile> {
+/// Reads `path` once, keeping its first `cap` bytes and hashing all.
+fn read_head(path: &Path, cap: usize) -> std::io::Result<ReadFile> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
     let mut head = Vec::new();
-    (&mut file).take(READ_CAP as u64).read_to_end(&mut head)?;
+    (&mut file).take(cap as u64).read_to_end(&mut head)?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(&head);
     hasher.update_reader(file)?;
@@ -746,6 +762,40 @@ mod tests {
             block
                 .text
                 .contains(&format!("[… {cut} more bytes not shown]"))
+        );
+    }
+
+    /// The change is held within a bound however many large files it has:
+    /// a file read past it keeps what classifying it needs, and is still
+    /// hashed and counted whole.
+    #[test]
+    fn the_change_is_held_within_a_bound() {
+        let ws = tempfile::tempdir().unwrap();
+        let bytes = b"x = 1\n".repeat(READ_CAP / 6);
+        let n = HELD_CAP / bytes.len() + 2;
+        let paths: Vec<String> = (0..n).map(|i| format!("f{i:03}.py")).collect();
+        for p in &paths {
+            std::fs::write(ws.path().join(p), &bytes).unwrap();
+        }
+        let files = read_change(ws.path(), &paths, &BTreeMap::new());
+        let held: usize = files
+            .iter()
+            .map(|f| f.text.as_ref().map_or(0, String::len))
+            .sum();
+        assert!(held <= HELD_CAP + CLASSIFY_BYTES * n, "{held}");
+        let last = files.last().unwrap();
+        assert_eq!(last.text.as_ref().map(String::len), Some(CLASSIFY_BYTES));
+        assert_eq!(last.size, bytes.len() as u64);
+        assert_eq!(last.digest, Some(blake3::hash(&bytes)));
+        assert_eq!(last.class, FileClass::Code);
+        let block = RemitBlock::build("Code", &Fence::with_nonce("n"), [last]);
+        assert_eq!(
+            block.cut_ranges,
+            [ByteRange {
+                file: last.path.clone(),
+                start: CLASSIFY_BYTES as u64,
+                end: bytes.len() as u64,
+            }]
         );
     }
 
