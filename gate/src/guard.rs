@@ -809,6 +809,11 @@ expect_default = "fail-to-pass"
                 "on_review_unavailable = { light = \"fail\" }",
                 "The change lets full runs pass when a reviewer did not run",
             ),
+            (
+                "expect_default = \"fail-to-pass\"",
+                "expect_default = \"fail-to-pass\"\non_review_cut = \"pass\"",
+                "The change lets full runs pass on code no reviewer was shown",
+            ),
         ];
         for (from, to, want) in cases {
             assert!(BASE.contains(from), "{from:?}");

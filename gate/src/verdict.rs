@@ -594,6 +594,64 @@ mod tests {
         assert_eq!(d.reasons.len(), 1, "{:?}", d.reasons);
     }
 
+    /// Part of the change a reviewer that ran was not shown: a pass says
+    /// which bytes, by name, on its verdict line; `on_review_cut` makes it
+    /// incomplete or failed instead. A reviewer that did not run adds no
+    /// range (it is counted as not run).
+    #[test]
+    fn a_pass_never_rests_on_a_cut_in_silence() {
+        use crate::record::{ByteRange, verdict_line};
+        let mut review = ran(&[
+            ("quality", "ok"),
+            ("security", "ok"),
+            ("docs", "did_not_run"),
+        ]);
+        let range = ByteRange {
+            file: "src/app.py".into(),
+            start: 262_144,
+            end: 307_200,
+        };
+        for s in &mut review.specialists {
+            s.coverage.cut_ranges = vec![range.clone()];
+        }
+        let line = "PASS (under-reviewed: not reviewed: src/app.py bytes 262144-307199 (quality, security))";
+        // (on_review_cut, verdict, the verdict line)
+        let cases = [
+            (ReviewUnavailable::Pass, Verdict::Pass, line),
+            (
+                ReviewUnavailable::Incomplete,
+                Verdict::Incomplete,
+                "INCOMPLETE",
+            ),
+            (ReviewUnavailable::Fail, Verdict::Fail, "FAIL"),
+        ];
+        for (policy, verdict, want) in cases {
+            let d = decide(&Inputs {
+                checks: &[check(ItemStatus::Passed)],
+                criteria: &[],
+                review: &review,
+                findings: &[],
+                on_review_unavailable: ReviewUnavailable::Pass,
+                on_review_cut: policy,
+                review_incomplete: &[],
+            });
+            assert_eq!(d.verdict, verdict, "{policy:?}");
+            let mut record = crate::output::fixture::record();
+            record.verdict = d.verdict;
+            record.qualifier = d.qualifier.clone();
+            record.review = review.clone();
+            assert_eq!(verdict_line(&record), want, "{policy:?}");
+            if verdict != Verdict::Pass {
+                let why = &d.reasons[0].why;
+                assert!(
+                    why.contains("src/app.py bytes 262144-307199")
+                        && why.contains(&format!("on_review_cut = \"{}\"", policy.as_str())),
+                    "{why}"
+                );
+            }
+        }
+    }
+
     /// A reviewer an open circuit breaker kept from running: the qualifier
     /// names the breakers, and the verdict line says so; a reviewer that
     /// failed for another reason names none.
