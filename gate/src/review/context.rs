@@ -364,6 +364,10 @@ pub struct ChangedFile {
     pub digest: Option<blake3::Hash>,
     /// Why it is noise, if it is.
     pub noise: Option<&'static str>,
+    /// Byte spans of its text that changed against the base, with their
+    /// context (empty: not known): a file shown in pieces shows the pieces
+    /// holding them first.
+    pub changed: Vec<(u64, u64)>,
 }
 
 /// Why a file the checks changed is not shown: what they ran on is gone.
@@ -398,6 +402,7 @@ pub fn read_change(
                         size: 0,
                         digest: None,
                         noise: Some(GONE),
+                        changed: Vec::new(),
                     };
                 }
                 None => {
@@ -429,6 +434,7 @@ pub fn read_change(
                     .filter(|_| class != FileClass::Binary)
                     .map(|r| String::from_utf8_lossy(&r.head).into_owned()),
                 noise,
+                changed: Vec::new(),
             }
         })
         .collect()
@@ -529,7 +535,7 @@ impl RemitBlock {
             // A large file's text is its start: the rest counts as cut.
             let total = f.size.max(text.len() as u64);
             blocks[0].bytes_total += total;
-            let pieces = pieces(text);
+            let pieces = changed_first(pieces(text), &f.changed);
             let split = pieces.len() > 1 || total > text.len() as u64;
             // Where each piece goes: the first block after the previous
             // piece's with room for it, a new one while parts are left.
@@ -549,7 +555,17 @@ impl RemitBlock {
                 places.push(place);
                 next = place + 1;
             }
-            let shown_to = places.len().checked_sub(1).map_or(0, |last| pieces[last].1) as u64;
+            // What of the file no block shows: the pieces left over, and
+            // what of it was never held.
+            let mut unshown: Vec<(u64, u64)> = pieces[places.len()..]
+                .iter()
+                .map(|&(a, b)| (a as u64, b as u64))
+                .collect();
+            if total > text.len() as u64 {
+                unshown.push((text.len() as u64, total));
+            }
+            unshown.sort_unstable();
+            let unshown_bytes: u64 = unshown.iter().map(|(a, b)| b - a).sum();
             for (k, &place) in places.iter().enumerate() {
                 let (start, end) = pieces[k];
                 let label = if split {
@@ -566,7 +582,7 @@ impl RemitBlock {
                 };
                 // The last piece shown says how much of the file follows unseen.
                 let beyond = if k + 1 == places.len() {
-                    total - shown_to
+                    unshown_bytes
                 } else {
                     0
                 };
@@ -583,13 +599,19 @@ impl RemitBlock {
                     end: end as u64,
                 });
             }
-            if shown_to < total {
-                blocks[0].cut.push((f.path.clone(), total - shown_to));
-                blocks[0].cut_ranges.push(ByteRange {
-                    file: f.path.clone(),
-                    start: shown_to,
-                    end: total,
-                });
+            if unshown_bytes > 0 {
+                blocks[0].cut.push((f.path.clone(), unshown_bytes));
+            }
+            // Touching spans joined: one range for one run of unshown bytes.
+            for (start, end) in unshown {
+                match blocks[0].cut_ranges.last_mut() {
+                    Some(last) if last.file == f.path && last.end == start => last.end = end,
+                    _ => blocks[0].cut_ranges.push(ByteRange {
+                        file: f.path.clone(),
+                        start,
+                        end,
+                    }),
+                }
             }
         }
         blocks
@@ -614,6 +636,19 @@ impl RemitBlock {
             self.bytes_shown as f64 / self.bytes_total as f64
         }
     }
+}
+
+/// `pieces` with those that hold a changed span first, each group in file
+/// order: when not every piece can be sent, what changed is sent.
+fn changed_first(pieces: Vec<(usize, usize)>, changed: &[(u64, u64)]) -> Vec<(usize, usize)> {
+    let touches = |&(a, b): &(usize, usize)| {
+        changed
+            .iter()
+            .any(|&(s, e)| s < b as u64 && (a as u64) < e.max(s + 1))
+    };
+    let (mut first, rest): (Vec<_>, Vec<_>) = pieces.into_iter().partition(touches);
+    first.extend(rest);
+    first
 }
 
 /// `text` in pieces of at most [`FILE_CAP`] bytes, each ending at a
@@ -807,6 +842,7 @@ mod tests {
             digest: Some(blake3::hash(text.as_bytes())),
             text: Some(text),
             noise: None,
+            changed: Vec::new(),
         }
     }
 
@@ -884,6 +920,38 @@ mod tests {
             // The small file is whole in the first block, labelled as before.
             assert!(blocks[0].text.contains("file=\"src/small.py\">>>"));
         }
+    }
+
+    /// A file shown in pieces shows those holding what changed first: in
+    /// one block, the changed piece is shown and the rest named as cut.
+    #[test]
+    fn changed_pieces_go_first() {
+        let text = "row = 1\n".repeat(3 * FILE_CAP / 8);
+        let mut f = file("src/big.py", text.clone());
+        let at = (2 * FILE_CAP + 100) as u64;
+        f.changed = vec![(at, at + 40)];
+        let fence = Fence::with_nonce("n");
+        let blocks = RemitBlock::build_parts("Code", &fence, [&f], 1);
+        let shown = &blocks[0].pieces;
+        assert_eq!(shown.len(), 1);
+        assert_eq!(
+            (shown[0].start, shown[0].end),
+            (2 * FILE_CAP as u64, text.len() as u64)
+        );
+        assert!(blocks[0].text.contains("part=\"1 of 3\""));
+        assert_eq!(
+            blocks[0].cut_ranges,
+            [ByteRange {
+                file: "src/big.py".into(),
+                start: 0,
+                end: 2 * FILE_CAP as u64,
+            }]
+        );
+        // With room for all, every piece is shown, the changed one first.
+        let blocks = RemitBlock::build_parts("Code", &fence, [&f], MAX_PARTS);
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[0].pieces[0].start, 2 * FILE_CAP as u64);
+        assert!(blocks[0].cut_ranges.is_empty());
     }
 
     /// Content that imitates the fence, addresses the reviewer or writes

@@ -800,27 +800,32 @@ fn build_requests<'a>(
             remit_digest: digest,
             part: None,
         });
-        for b in rest {
-            further.push(Request {
-                place,
-                seat: *seat,
-                blocks: vec![
-                    Block::cached(shared.to_owned()),
-                    Block::cached(b.text.clone()),
-                    Block::new(instructions(input.prompts, seat.prompt, FURTHER_PART)),
-                ],
-                coverage: Coverage {
-                    files: b.files.clone(),
-                    bytes_shown: b.bytes_shown,
-                    ..Coverage::default()
+        for (part, b) in rest.into_iter().enumerate() {
+            further.push((
+                part,
+                Request {
+                    place,
+                    seat: *seat,
+                    blocks: vec![
+                        Block::cached(shared.to_owned()),
+                        Block::cached(b.text.clone()),
+                        Block::new(instructions(input.prompts, seat.prompt, FURTHER_PART)),
+                    ],
+                    coverage: Coverage {
+                        files: b.files.clone(),
+                        bytes_shown: b.bytes_shown,
+                        ..Coverage::default()
+                    },
+                    remit_digest: String::new(),
+                    part: Some(b.pieces.clone()),
                 },
-                remit_digest: String::new(),
-                part: Some(b.pieces.clone()),
-            });
+            ));
         }
     }
-    // After every seat's own request, so each finds its seat's record.
-    out.asked.extend(further);
+    // After every seat's own request, so each finds its seat's record; by
+    // part, so the budget leaves out every seat's last parts first.
+    further.sort_by_key(|(part, _)| *part);
+    out.asked.extend(further.into_iter().map(|(_, r)| r));
     out.of_code = out.asked.len();
     for (p, page) in input.pages.iter().enumerate() {
         let seat = Seat {

@@ -959,3 +959,50 @@ fn every_changed_byte_is_reviewed_or_said() {
         }
     }
 }
+
+/// With a base, a large file's changed lines go first: when the budget
+/// leaves room for one request per reviewer, the backdoor added at the end
+/// of a 600,000-byte table is what the reviewers are shown, and the
+/// unchanged start is what is named as not reviewed.
+#[test]
+fn a_large_files_changed_lines_are_sent_first() {
+    let server = ModelServer::start();
+    server.default_reply(reading_model());
+    let env = full_tier(&server, "max_input_tokens = 250000");
+    let size = large_table(&env);
+    let text = env.read("src/auth/table.py");
+    // The base holds the table without the backdoor; the change adds it.
+    env.write(
+        "src/auth/table.py",
+        &text.replace(&format!("{BACKDOOR}\n"), ""),
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.write("src/auth/table.py", &text);
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert!(standing(&doc, "Hidden backdoor").is_some(), "{doc:#}");
+    let quality = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.header("x-gate-role") == Some("quality"))
+        .count();
+    assert_eq!(
+        quality, 1,
+        "one request per reviewer within the budget: {:#}",
+        doc["review"]
+    );
+    // The last piece (with the change) was shown; the start was not.
+    let security = specialist(&doc, "security");
+    assert_eq!(
+        security["coverage"]["cut_ranges"],
+        json!([{"file": "src/auth/table.py", "start": 0, "end": 524_288}]),
+        "{security}"
+    );
+    assert!(size > 524_288);
+}
