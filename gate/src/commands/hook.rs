@@ -262,13 +262,14 @@ struct Ran {
 /// `GATE_ADVISORY=1`, so they act on the advisory runs' ledger (the
 /// workspace's own state or the pipeline's would not hold them).
 #[derive(Debug, Clone, PartialEq)]
-struct Lift {
+pub(crate) struct Lift {
     /// `GATE_ADVISORY=1 '/path/to/gate' --state '/…/advisory/…'`.
     prefix: String,
 }
 
 impl Lift {
-    fn new(state: &Path) -> Self {
+    /// The commands for the advisory runs kept in `state`.
+    pub(crate) fn new(state: &Path) -> Self {
         let gate =
             std::env::current_exe().map_or_else(|_| "gate".to_owned(), |p| p.display().to_string());
         Self {
@@ -287,7 +288,7 @@ impl Lift {
     }
 
     /// What lifts an escalation of `run`, as commands to run as printed.
-    fn escalation(&self, run: &str) -> String {
+    pub(crate) fn escalation(&self, run: &str) -> String {
         let run = install::quoted(run);
         format!(
             "To go on, from the workspace (these act on the advisory runs): start a new series \
