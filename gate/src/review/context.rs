@@ -6,7 +6,9 @@
 //! that remit; then the role's own instructions. User-controlled text (spec
 //! text, file names, file contents) sits inside fences whose name carries a
 //! per-run nonce; any copy of the fence is removed from the content first,
-//! and zero-width and bidi control characters are stripped.
+//! any look-alike with another nonce spaced apart, and zero-width and bidi
+//! control characters are stripped. A file too large for one request goes
+//! on, piece by piece, in further blocks ([`RemitBlock::build_parts`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -311,9 +313,10 @@ impl Default for Fence {
     }
 }
 
-/// `text` with every line-opening `<<<` of a fence look-alike (any nonce,
-/// any case: `<<<gate-data-…`, `<<<END-GATE-DATA-…`) spaced apart, so no
-/// copy reads as one of the run's fence lines, guessed nonce or not.
+/// `text` with the `<<<` of every fence look-alike (any nonce, any case:
+/// `<<<gate-data-…`, `<<<END-GATE-DATA-…`), wherever it stands, spaced
+/// apart, so no copy reads as one of the run's fence lines, guessed nonce
+/// or not.
 fn defuse_lookalikes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
