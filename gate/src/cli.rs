@@ -266,6 +266,9 @@ pub(crate) struct HookRunArgs {
     /// Answer within this many seconds, whatever the run is doing (keep it under the agent's hook timeout).
     #[arg(long, value_name = "S", default_value_t = 570)]
     pub timeout_s: u64,
+    /// Review with this routing table (default: advisory-routing.toml in the user's gate configuration folder; with neither, review does not run).
+    #[arg(long, value_name = "FILE")]
+    pub routing: Option<PathBuf>,
 }
 
 /// The agents `gate hook install` knows.

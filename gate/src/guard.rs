@@ -353,23 +353,44 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
         }
     }
     // A tier whose runs could not pass without their review now can.
-    for ((tier, was), (_, now)) in b
-        .on_review_unavailable
-        .by_tier()
+    out.extend(tiers_let_pass(
+        "on_review_unavailable",
+        b.on_review_unavailable,
+        n.on_review_unavailable,
+        "when a reviewer did not run",
+    ));
+    out.extend(tiers_let_pass(
+        "on_review_cut",
+        b.on_review_cut,
+        n.on_review_cut,
+        "on code no reviewer was shown",
+    ));
+    out
+}
+
+/// The tiers whose runs `key` let pass now and did not at the base.
+fn tiers_let_pass(
+    key: &str,
+    base: gate_specs::OnReviewUnavailable,
+    now: gate_specs::OnReviewUnavailable,
+    when: &str,
+) -> Vec<(String, String)> {
+    base.by_tier()
         .into_iter()
-        .zip(n.on_review_unavailable.by_tier())
-    {
-        if was != ReviewUnavailable::Pass && now == ReviewUnavailable::Pass {
-            out.push((
-                format!("The change lets {tier} runs pass when a reviewer did not run"),
+        .zip(now.by_tier())
+        .filter(|((_, was), (_, now))| {
+            *was != ReviewUnavailable::Pass && *now == ReviewUnavailable::Pass
+        })
+        .map(|((tier, was), _)| {
+            (
+                format!("The change lets {tier} runs pass {when}"),
                 format!(
-                    "on_review_unavailable was \"{}\" for {tier} runs at the base, \"pass\" now.",
+                    "{key} was \"{}\" for {tier} runs at the base, \"pass\" now.",
                     was.as_str()
                 ),
-            ));
-        }
-    }
-    out
+            )
+        })
+        .collect()
 }
 
 /// What loosened between the routing table at base and now.
@@ -787,6 +808,11 @@ expect_default = "fail-to-pass"
                 "on_review_unavailable = { full = \"incomplete\", light = \"fail\" }",
                 "on_review_unavailable = { light = \"fail\" }",
                 "The change lets full runs pass when a reviewer did not run",
+            ),
+            (
+                "expect_default = \"fail-to-pass\"",
+                "expect_default = \"fail-to-pass\"\non_review_cut = \"pass\"",
+                "The change lets full runs pass on code no reviewer was shown",
             ),
         ];
         for (from, to, want) in cases {

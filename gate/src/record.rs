@@ -587,6 +587,24 @@ pub struct ReviewRecord {
     pub breakers_refused: Vec<BreakerRefusal>,
 }
 
+impl ReviewRecord {
+    /// What reviewers that ran were not shown of their remit: each range
+    /// once, sorted, with the reviewers it was kept from.
+    pub fn unseen(&self) -> Vec<(ByteRange, Vec<String>)> {
+        let mut unseen: Vec<(ByteRange, Vec<String>)> = Vec::new();
+        for s in self.specialists.iter().filter(|s| s.status == "ok") {
+            for r in &s.coverage.cut_ranges {
+                match unseen.iter_mut().find(|(u, _)| u == r) {
+                    Some((_, roles)) => roles.push(s.role.clone()),
+                    None => unseen.push((r.clone(), vec![s.role.clone()])),
+                }
+            }
+        }
+        unseen.sort();
+        unseen
+    }
+}
+
 /// A circuit breaker's stored state the run refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BreakerRefusal {
@@ -1080,6 +1098,35 @@ pub struct Coverage {
     pub bytes_total: u64,
     /// Files a cap cut, with the bytes cut.
     pub cut: Vec<(String, u64)>,
+    /// What of those files was not shown, as byte ranges (of the file's
+    /// text as read: its bytes, when it is UTF-8).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut_ranges: Vec<ByteRange>,
+}
+
+/// A span of a file's bytes: from `start`, up to (not including) `end`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct ByteRange {
+    /// Workspace-relative path.
+    pub file: String,
+    /// The first byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl ByteRange {
+    /// `src/app.py bytes 262144-307199` (the last byte inclusive).
+    pub fn words(&self) -> String {
+        format!(
+            "{} bytes {}-{}",
+            self.file,
+            self.start,
+            self.end.saturating_sub(1)
+        )
+    }
 }
 
 /// What became of an earlier finding in this attempt.

@@ -5,7 +5,7 @@ use gate_specs::ReviewUnavailable;
 
 use crate::guard::GUARD_ROLE;
 use crate::record::{
-    CheckRecord, CriterionRecord, Finding, ItemStatus, Qualifier, QualifierKind, Reason,
+    ByteRange, CheckRecord, CriterionRecord, Finding, ItemStatus, Qualifier, QualifierKind, Reason,
     ReasonKind, ReviewRecord, ReviewStatus, Verdict,
 };
 
@@ -21,6 +21,8 @@ pub(crate) struct Inputs<'a> {
     pub findings: &'a [Finding],
     /// What a reviewer that did not run means in this run's tier.
     pub on_review_unavailable: ReviewUnavailable,
+    /// What part of a reviewer's remit not shown to it means in this run's tier.
+    pub on_review_cut: ReviewUnavailable,
     /// Why the review leaves the run undecided (over budget, too little coverage).
     pub review_incomplete: &'a [String],
 }
@@ -107,11 +109,7 @@ pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
         Missing::of(inputs.review)
     };
     let policy = inputs.on_review_unavailable;
-    if let Some(verdict) = match policy {
-        ReviewUnavailable::Pass => None,
-        ReviewUnavailable::Incomplete => Some(Verdict::Incomplete),
-        ReviewUnavailable::Fail => Some(Verdict::Fail),
-    } {
+    if let Some(verdict) = called_for(policy) {
         for (id, why) in &missing.reviewers {
             let what = if id == "review" {
                 "the review".to_owned()
@@ -128,6 +126,20 @@ pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
                 ),
             ));
         }
+    }
+    if !missing.unseen.is_empty()
+        && let Some(verdict) = called_for(inputs.on_review_cut)
+    {
+        reasons.push(Reason::new(
+            ReasonKind::Review,
+            "review",
+            verdict,
+            format!(
+                "part of the change was not reviewed ({}) and policy says on_review_cut = \"{}\"",
+                missing.unseen_words(),
+                inputs.on_review_cut.as_str()
+            ),
+        ));
     }
     for why in inputs.review_incomplete {
         reasons.push(Reason::new(
@@ -150,6 +162,15 @@ pub(crate) fn decide(inputs: &Inputs<'_>) -> Decision {
     }
 }
 
+/// The verdict a policy word calls for (`pass`: none).
+fn called_for(policy: ReviewUnavailable) -> Option<Verdict> {
+    match policy {
+        ReviewUnavailable::Pass => None,
+        ReviewUnavailable::Incomplete => Some(Verdict::Incomplete),
+        ReviewUnavailable::Fail => Some(Verdict::Fail),
+    }
+}
+
 /// The review that should have run and did not.
 #[derive(Debug, Default)]
 struct Missing {
@@ -162,6 +183,9 @@ struct Missing {
     /// The models an open circuit breaker skipped for a reviewer that did
     /// not run.
     breakers_open: Vec<String>,
+    /// What reviewers that ran were not shown of their remit, each range
+    /// with the reviewers it was kept from.
+    unseen: Vec<(ByteRange, Vec<String>)>,
 }
 
 impl Missing {
@@ -176,6 +200,7 @@ impl Missing {
                 planned: 0,
                 none_ran: true,
                 breakers_open: breakers_open(review.specialists.iter()),
+                unseen: Vec::new(),
             };
         }
         let planned: Vec<_> = review
@@ -196,6 +221,7 @@ impl Missing {
             })
             .collect();
         Self {
+            unseen: review.unseen(),
             none_ran: !planned.is_empty() && reviewers.len() == planned.len(),
             planned: planned.len(),
             breakers_open: breakers_open(
@@ -223,16 +249,40 @@ impl Missing {
                 breakers_open: self.breakers_open.clone(),
             });
         }
-        (self.reviewers.len() * 2 > self.planned).then(|| Qualifier {
-            breakers_open: self.breakers_open.clone(),
-            kind: QualifierKind::UnderReviewed,
-            why: format!(
+        let mut why = Vec::new();
+        if self.reviewers.len() * 2 > self.planned {
+            why.push(format!(
                 "{} of {} reviewers did not run: {}",
                 self.reviewers.len(),
                 self.planned,
                 names(&self.reviewers)
-            ),
+            ));
+        }
+        if !self.unseen.is_empty() {
+            why.push(format!("not reviewed: {}", self.unseen_words()));
+        }
+        (!why.is_empty()).then(|| Qualifier {
+            breakers_open: self.breakers_open.clone(),
+            kind: QualifierKind::UnderReviewed,
+            why: why.join("; "),
         })
+    }
+
+    /// The ranges no reviewer was shown, each with whom it was kept from:
+    /// `src/app.py bytes 262144-307199 (quality, security)`; the first few,
+    /// then how many more.
+    fn unseen_words(&self) -> String {
+        const SHOWN: usize = 5;
+        let mut words: Vec<String> = self
+            .unseen
+            .iter()
+            .take(SHOWN)
+            .map(|(r, roles)| format!("{} ({})", r.words(), roles.join(", ")))
+            .collect();
+        if self.unseen.len() > SHOWN {
+            words.push(format!("and {} more", self.unseen.len() - SHOWN));
+        }
+        words.join(", ")
     }
 }
 
@@ -387,6 +437,7 @@ mod tests {
             review,
             findings: &[],
             on_review_unavailable: policy,
+            on_review_cut: ReviewUnavailable::Pass,
             review_incomplete: &[],
         })
     }
@@ -541,6 +592,64 @@ mod tests {
         // A review skipped because a check failed is not "unavailable".
         let d = decide_with(&[check(ItemStatus::Failed)], &[], &none, Fail);
         assert_eq!(d.reasons.len(), 1, "{:?}", d.reasons);
+    }
+
+    /// Part of the change a reviewer that ran was not shown: a pass says
+    /// which bytes, by name, on its verdict line; `on_review_cut` makes it
+    /// incomplete or failed instead. A reviewer that did not run adds no
+    /// range (it is counted as not run).
+    #[test]
+    fn a_pass_never_rests_on_a_cut_in_silence() {
+        use crate::record::{ByteRange, verdict_line};
+        let mut review = ran(&[
+            ("quality", "ok"),
+            ("security", "ok"),
+            ("docs", "did_not_run"),
+        ]);
+        let range = ByteRange {
+            file: "src/app.py".into(),
+            start: 262_144,
+            end: 307_200,
+        };
+        for s in &mut review.specialists {
+            s.coverage.cut_ranges = vec![range.clone()];
+        }
+        let line = "PASS (under-reviewed: not reviewed: src/app.py bytes 262144-307199 (quality, security))";
+        // (on_review_cut, verdict, the verdict line)
+        let cases = [
+            (ReviewUnavailable::Pass, Verdict::Pass, line),
+            (
+                ReviewUnavailable::Incomplete,
+                Verdict::Incomplete,
+                "INCOMPLETE",
+            ),
+            (ReviewUnavailable::Fail, Verdict::Fail, "FAIL"),
+        ];
+        for (policy, verdict, want) in cases {
+            let d = decide(&Inputs {
+                checks: &[check(ItemStatus::Passed)],
+                criteria: &[],
+                review: &review,
+                findings: &[],
+                on_review_unavailable: ReviewUnavailable::Pass,
+                on_review_cut: policy,
+                review_incomplete: &[],
+            });
+            assert_eq!(d.verdict, verdict, "{policy:?}");
+            let mut record = crate::output::fixture::record();
+            record.verdict = d.verdict;
+            record.qualifier = d.qualifier.clone();
+            record.review = review.clone();
+            assert_eq!(verdict_line(&record), want, "{policy:?}");
+            if verdict != Verdict::Pass {
+                let why = &d.reasons[0].why;
+                assert!(
+                    why.contains("src/app.py bytes 262144-307199")
+                        && why.contains(&format!("on_review_cut = \"{}\"", policy.as_str())),
+                    "{why}"
+                );
+            }
+        }
     }
 
     /// A reviewer an open circuit breaker kept from running: the qualifier

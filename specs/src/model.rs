@@ -553,6 +553,9 @@ pub struct Policy {
     /// What a reviewer that did not run (or a review that did not run at
     /// all) means, by tier.
     pub on_review_unavailable: OnReviewUnavailable,
+    /// What part of the change a reviewer that ran was not shown (a file
+    /// too large for the review's parts or budget) means, by tier.
+    pub on_review_cut: OnReviewUnavailable,
     /// Probability a judged criterion needs to pass.
     pub judge_threshold: f64,
     /// Compliance a house rule needs.
@@ -628,6 +631,13 @@ impl Default for Policy {
             role_timeout_s: BTreeMap::new(),
             breaker_cooldown_s: 120,
             on_review_unavailable: OnReviewUnavailable::all(ReviewUnavailable::Pass),
+            // A full-tier pass must not rest on code nobody read; a cut is
+            // no defect found, so the run is undecided rather than failed.
+            on_review_cut: OnReviewUnavailable {
+                trivial: ReviewUnavailable::Pass,
+                light: ReviewUnavailable::Pass,
+                full: ReviewUnavailable::Incomplete,
+            },
             judge_threshold: 0.8,
             rule_threshold: 0.8,
             confidence_floor: 0.5,

@@ -55,6 +55,32 @@ const PIPELINE_ONLY: &[&str] = &[
     "GITLAB_CI",
 ];
 
+/// Variables of the agent's own model account (its key, its endpoint):
+/// never handed to an advisory run unless the advisory routing table names
+/// them as a provider's `api_key_env`. A prefix ends in `_`; other entries
+/// are whole names.
+const AGENT_ACCOUNT: &[&str] = &[
+    "ANTHROPIC_",
+    "OPENAI_",
+    "CODEX_",
+    "CLAUDE_",
+    "AZURE_OPENAI_",
+    "OPENROUTER_",
+    "GEMINI_",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_",
+    "VERTEX_",
+    "MISTRAL_",
+    "GROQ_",
+    "DEEPSEEK_",
+    "XAI_",
+    "AWS_BEARER_TOKEN_BEDROCK",
+];
+
+/// The file advisory runs read their routing table from, in the user's
+/// gate configuration folder, when no `--routing` names one.
+pub(crate) const ADVISORY_ROUTING_FILE: &str = "advisory-routing.toml";
+
 /// What the Stop hook's input says (Claude Code's and Codex's; unknown
 /// fields are ignored, every field is optional).
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +212,35 @@ pub(crate) fn advisory_state(ctx: &Context, workspace: &Path) -> Result<PathBuf,
     Ok(root.join("gate/advisory").join(&id.as_str()[..16]))
 }
 
+/// The routing table advisory runs review with: `flag` (the hook's
+/// `--routing`), else [`ADVISORY_ROUTING_FILE`] in the user's gate
+/// configuration folder (`$XDG_CONFIG_HOME/gate`, else `~/.config/gate`)
+/// when it exists. Never the workspace's `routing.toml` (the agent writes
+/// the workspace) and never the built-in table (it would spend the agent's
+/// own keys): with neither, review does not run.
+pub(crate) fn advisory_routing(ctx: &Context, flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = flag {
+        return Some(config::from_cwd(path));
+    }
+    let root = ctx
+        .env
+        .absolute_path("XDG_CONFIG_HOME")
+        .or_else(|| ctx.env.absolute_path("HOME").map(|h| h.join(".config")))?;
+    let file = root.join("gate").join(ADVISORY_ROUTING_FILE);
+    file.is_file().then_some(file)
+}
+
+/// Whether `name` is a variable of the agent's own model account.
+fn agent_account(name: &str) -> bool {
+    AGENT_ACCOUNT.iter().any(|p| {
+        if p.ends_with('_') {
+            name.starts_with(p)
+        } else {
+            name == *p
+        }
+    })
+}
+
 /// What the child `gate verify` did.
 struct Ran {
     /// Its exit code, when it exited.
@@ -198,6 +253,53 @@ struct Ran {
     timed_out: bool,
     /// The hook's time, for the message.
     timeout: Duration,
+    /// How a person at the workspace reaches the advisory runs' records.
+    lift: Lift,
+}
+
+/// The commands a hand-off names, as a person runs them from the
+/// workspace: the gate's own path and the advisory state, with
+/// `GATE_ADVISORY=1`, so they act on the advisory runs' ledger (the
+/// workspace's own state or the pipeline's would not hold them).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Lift {
+    /// `GATE_ADVISORY=1 '/path/to/gate' --state '/…/advisory/…'`.
+    prefix: String,
+}
+
+impl Lift {
+    /// The commands for the advisory runs kept in `state`.
+    pub(crate) fn new(state: &Path) -> Self {
+        let gate =
+            std::env::current_exe().map_or_else(|_| "gate".to_owned(), |p| p.display().to_string());
+        Self {
+            prefix: format!(
+                "{}=1 {} --state {}",
+                names::ADVISORY,
+                install::quoted(&gate),
+                install::quoted(&state.display().to_string())
+            ),
+        }
+    }
+
+    /// The command for `args`.
+    fn command(&self, args: &str) -> String {
+        format!("{} {args}", self.prefix)
+    }
+
+    /// What lifts an escalation of `run`, as commands to run as printed.
+    pub(crate) fn escalation(&self, run: &str) -> String {
+        let run = install::quoted(run);
+        format!(
+            "To go on, from the workspace (these act on the advisory runs): start a new series \
+             with `{}`, or lift the escalation with `{}`; `{}` shows the run.",
+            self.command("verify --new-series"),
+            self.command(&format!(
+                "override {run} --reason \"why it may pass\" --by \"your name\""
+            )),
+            self.command(&format!("evidence show {run}"))
+        )
+    }
 }
 
 async fn verify(
@@ -211,24 +313,37 @@ async fn verify(
         argv.extend(["--base".to_owned(), base.clone()]);
     }
     let timeout = Duration::from_secs(args.timeout_s);
-    let out = run_advisory(ctx, workspace, state, &argv, timeout).await?;
+    let out = run_advisory(
+        ctx,
+        workspace,
+        state,
+        &argv,
+        args.routing.as_deref(),
+        timeout,
+    )
+    .await?;
     Ok(Ran {
         code: out.exit_code,
         doc: serde_json::from_slice(&out.stdout).ok(),
         stderr: last_lines(&String::from_utf8_lossy(&out.stderr), 15),
         timed_out: out.timed_out,
         timeout,
+        lift: Lift::new(state),
     })
 }
 
 /// Runs the gate itself (`gate --workspace W --state STATE ARGS…`) as an
 /// advisory child: without the pipeline's ledger, key and bundle-store
-/// settings, with `GATE_ADVISORY` set. Its stdout is captured whole.
+/// settings, with `GATE_ADVISORY` set. A `verify` reviews only with the
+/// advisory routing table ([`advisory_routing`], `routing` the hook's
+/// flag), and the agent's own account variables reach the child only where
+/// that table names them. Its stdout is captured whole.
 pub(crate) async fn run_advisory(
     ctx: &Context,
     workspace: &Path,
     state: &Path,
     args: &[String],
+    routing: Option<&Path>,
     timeout: Duration,
 ) -> Result<gate_harness::process::ProcessOutput, String> {
     let gate =
@@ -241,11 +356,26 @@ pub(crate) async fn run_advisory(
         state.display().to_string(),
     ];
     argv.extend(args.iter().cloned());
+    let routing = advisory_routing(ctx, routing);
+    // The table's own key variables, read here only to let them through:
+    // the child reads (and refuses) the table itself.
+    let named: Vec<String> = routing
+        .as_deref()
+        .and_then(|p| crate::routing::Routing::load(p).ok())
+        .map(|r| r.key_variables())
+        .unwrap_or_default();
+    if let (Some(path), Some("verify")) = (&routing, args.first().map(String::as_str)) {
+        argv.extend(["--routing".to_owned(), path.display().to_string()]);
+    }
     let mut env: Vec<(OsString, OsString)> = ctx
         .env
         .pairs()
         .iter()
         .filter(|(name, _)| !PIPELINE_ONLY.iter().any(|p| name == p))
+        .filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !agent_account(&name) || named.iter().any(|n| n.as_str() == name.as_ref())
+        })
         .cloned()
         .collect();
     env.push((names::ADVISORY.into(), "1".into()));
@@ -279,10 +409,11 @@ fn decide(ran: &Ran) -> Answer {
     let bundle = doc["bundle"].as_str().unwrap_or("no bundle");
     match doc["verdict"].as_str() {
         Some("pass") => Answer::Allow(format!("gate (advisory): {line}; evidence {bundle}")),
-        Some("fail") => Answer::Block(block_reason(doc)),
+        Some("fail") => Answer::Block(block_reason(doc, &ran.lift)),
         Some("escalate") => Answer::Halt(format!(
-            "gate stopped this series for a person (advisory run): {line}. {}",
-            reasons(doc).join(" ")
+            "gate stopped this series for a person (advisory run): {line}. {}\n\n{}",
+            reasons(doc).join(" "),
+            ran.lift.escalation(&text(&doc["run_id"]))
         )),
         _ => Answer::Halt(format!(
             "gate could not decide (advisory run): {line}. {}",
@@ -303,7 +434,7 @@ fn reasons(doc: &Value) -> Vec<String> {
 /// What the agent must fix, in the gate's words and the failures' own:
 /// the verdict's reasons, each failed item with its task, text, places and
 /// output tail, then the critical and warning findings; bounded.
-fn block_reason(doc: &Value) -> String {
+fn block_reason(doc: &Value, lift: &Lift) -> String {
     let mut out = format!(
         "The gate ran on your change and it does not pass yet ({}). Fix what follows, \
          then stop again.\n",
@@ -372,25 +503,28 @@ fn block_reason(doc: &Value) -> String {
             );
         }
     }
+    let show = lift.command(&format!(
+        "evidence show {}",
+        install::quoted(&text(&doc["run_id"]))
+    ));
     let _ = write!(
         out,
-        "\n(advisory run {}; `gate evidence show {}` shows all of it)",
+        "\n(advisory run {}; `{show}` shows all of it)",
         text(&doc["run_id"]),
-        text(&doc["run_id"])
     );
-    bounded(&out)
+    bounded(&out, &show)
 }
 
 fn text(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
 
-fn bounded(reason: &str) -> String {
+fn bounded(reason: &str, show: &str) -> String {
     if reason.chars().count() <= REASON_MAX {
         return reason.to_owned();
     }
     let cut: String = reason.chars().take(REASON_MAX).collect();
-    format!("{cut}\n… (cut; `gate evidence show` has the rest)")
+    format!("{cut}\n… (cut; `{show}` has the rest)")
 }
 
 #[cfg(test)]
@@ -404,6 +538,9 @@ mod tests {
             stderr: String::new(),
             timed_out: false,
             timeout: Duration::from_secs(60),
+            lift: Lift {
+                prefix: "GATE_ADVISORY=1 gate --state /s".to_owned(),
+            },
         }
     }
 
@@ -486,7 +623,7 @@ mod tests {
     #[test]
     fn a_long_reason_is_cut() {
         let long = "x".repeat(REASON_MAX * 2);
-        let cut = bounded(&long);
+        let cut = bounded(&long, "gate evidence show r");
         assert!(cut.chars().count() < REASON_MAX + 100);
         assert!(cut.ends_with("has the rest)"));
     }

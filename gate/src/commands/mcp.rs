@@ -134,12 +134,20 @@ impl GateMcp {
             args.extend(["--base".to_owned(), base]);
         }
         let out = self.gate(&args, VERIFY_TIMEOUT).await?;
+        let lift = hook::Lift::new(&self.state);
         Ok(structured_or_error(&out, |doc| {
-            format!(
-                "{} (run {}, advisory)",
+            let run = doc["run_id"].as_str().unwrap_or("?");
+            let line = format!(
+                "{} (run {run}, advisory)",
                 doc["verdict_line"].as_str().unwrap_or("?"),
-                doc["run_id"].as_str().unwrap_or("?")
-            )
+            );
+            // An escalation is lifted by a person, from the workspace, on
+            // the advisory runs' records: say how, as it runs.
+            if doc["verdict"] == "escalate" {
+                format!("{line}. {}", lift.escalation(run))
+            } else {
+                line
+            }
         }))
     }
 
@@ -218,9 +226,16 @@ impl GateMcp {
         args: &[String],
         timeout: Duration,
     ) -> Result<gate_harness::process::ProcessOutput, ErrorData> {
-        hook::run_advisory(&self.ctx, &self.ctx.workspace, &self.state, args, timeout)
-            .await
-            .map_err(|why| ErrorData::internal_error(why, None))
+        hook::run_advisory(
+            &self.ctx,
+            &self.ctx.workspace,
+            &self.state,
+            args,
+            None,
+            timeout,
+        )
+        .await
+        .map_err(|why| ErrorData::internal_error(why, None))
     }
 }
 

@@ -124,7 +124,13 @@ pub(crate) fn dismiss(
         by: ctx.env.advisory().then(|| AGENT.to_owned()),
     };
     ledger.add_dismissal(&ledger::seal(&dismissal, &key))?;
-    let quiet = if dismissal.by.is_some() && crate::retry::memory::serious(&f.severity) {
+    let quiet = if f.role == crate::guard::GUARD_ROLE
+        && !crate::retry::memory::dismissable_by_gate(f)
+    {
+        "a critical finding the gate raised stays raised whatever is dismissed; `gate override` \
+         lets a run past it"
+            .to_owned()
+    } else if dismissal.by.is_some() && crate::retry::memory::serious(&f.severity) {
         "recorded as the agent's; a critical or warning finding stays raised, the dismissal \
          shown beside it"
             .to_owned()

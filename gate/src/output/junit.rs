@@ -13,8 +13,8 @@ use std::fmt::Write;
 
 use super::text::{shown, shown_block, xml_escape};
 use crate::record::{
-    CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord,
-    Verdict, verdict_line,
+    ByteRange, CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewStatus, RunRecord,
+    SpecialistRecord, Verdict, verdict_line,
 };
 
 /// The JUnit document of a run.
@@ -396,13 +396,23 @@ fn specialist_case(s: &SpecialistRecord) -> Case {
         ms: s.latency_ms,
         end,
         out: Some(format!(
-            "model {}; {} input tokens ({} cached), {} output tokens",
+            "model {}; {} input tokens ({} cached), {} output tokens{}",
             s.model,
             opt(s.input_tokens),
             opt(s.cached_input_tokens),
-            opt(s.output_tokens)
+            opt(s.output_tokens),
+            unseen_note(s)
         )),
     }
+}
+
+/// What a reviewer that ran was not shown, as a sentence of its own.
+fn unseen_note(s: &SpecialistRecord) -> String {
+    if s.status != "ok" || s.coverage.cut_ranges.is_empty() {
+        return String::new();
+    }
+    let ranges: Vec<String> = s.coverage.cut_ranges.iter().map(ByteRange::words).collect();
+    format!("; not reviewed: {}", ranges.join(", "))
 }
 
 fn finding_case(f: &Finding) -> Case {

@@ -228,6 +228,13 @@ fn did_not_run(out: &mut String, record: &RunRecord) {
             md_inline(s.reason.as_deref().unwrap_or("did not run"))
         ));
     }
+    for (range, roles) in record.review.unseen() {
+        lines.push(format!(
+            "not reviewed: {} (not shown to {})",
+            code(&range.words()),
+            md_inline(&roles.join(", "))
+        ));
+    }
     for c in record
         .checks
         .iter()

@@ -149,8 +149,28 @@ fn items_and_findings(record: &RunRecord, site: &Site) -> Vec<Problem> {
             key: f.id.clone(),
         });
     }
+    // A pass that rests on part of a file is a warning at that file.
+    for (range, roles) in record.review.unseen() {
+        let title = format!("not reviewed: {}", shown(&range.words()));
+        out.push(Problem {
+            rule: UNSEEN_RULE.to_owned(),
+            level: Level::Warning,
+            message: format!(
+                "{title}: these bytes of a changed file were not shown to {} (too large for \
+                 the review's requests or its budget)",
+                shown(&roles.join(", "))
+            ),
+            title,
+            file: site.path(&range.file),
+            line: 1,
+            key: format!("unseen:{}:{}-{}", range.file, range.start, range.end),
+        });
+    }
     out
 }
+
+/// The rule part of the change no reviewer was shown falls under.
+pub(crate) const UNSEEN_RULE: &str = "review.unseen";
 
 /// The rule a check falls under.
 pub(crate) fn check_rule(c: &CheckRecord) -> String {

@@ -129,6 +129,13 @@ const RULES: &[Rule] = &[
         level: "warning",
     },
     Rule {
+        id: "review.unseen",
+        name: "UnreviewedBytes",
+        short: "Part of a changed file was not reviewed",
+        full: "Bytes of a changed file were not shown to a reviewer: past what the review's requests (up to 8 per remit, 256 KiB of a file in each) or its input-token budget could send. The result names the byte range.",
+        level: "warning",
+    },
+    Rule {
         id: "review.coordinator",
         name: "CoordinatorFinding",
         short: "A finding re-categorised by the coordinator",

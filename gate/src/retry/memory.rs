@@ -39,6 +39,78 @@ pub fn same_finding(new: &Finding, earlier: &Finding) -> bool {
         && titles_match(&new.title, &earlier.title)
 }
 
+/// A finding weighed against the dismissals.
+enum Weighed {
+    /// It stands (an agent's dismissal of a serious one in its detail).
+    Kept(Finding),
+    /// A dismissal quiets it: dropped with the dismissal's run and reason.
+    Quiet(Finding),
+}
+
+/// A finding against the dismissals: quiet while its file's digest is the
+/// one dismissed, unless the agent dismissed a serious one.
+fn weigh(
+    mut f: Finding,
+    dismissed: &[Dismissed],
+    file_digest: &dyn Fn(&str) -> Option<String>,
+) -> Weighed {
+    let now = file_digest(&f.file);
+    let dismissal = dismissed.iter().find(|d| {
+        d.id == f.id
+            && d.code_digest
+                .as_ref()
+                .is_none_or(|dig| Some(dig) == now.as_ref())
+    });
+    match dismissal {
+        // The agent's word against a serious finding: shown, not obeyed.
+        Some(d) if d.by_agent && serious(&f.severity) => {
+            let _ = write!(
+                f.detail,
+                " (The agent dismissed this on run {}: \"{}\"; an agent's dismissal \
+                 does not quiet a {} finding.)",
+                d.run_id, d.reason, f.severity
+            );
+            Weighed::Kept(f)
+        }
+        Some(d) => {
+            let by = if d.by_agent { " by the agent" } else { "" };
+            let why = format!("dismissed{by} on run {}: {}", d.run_id, d.reason);
+            Weighed::Quiet(f.dropped(FateBy::Dismissal, why))
+        }
+        None => Weighed::Kept(f),
+    }
+}
+
+/// Whether a dismissal may quiet a finding the gate itself raised: its
+/// warnings and suggestions may be (a person's word, until the file under
+/// it changes); a critical one never is (`gate override` is the way past
+/// one).
+pub fn dismissable_by_gate(f: &Finding) -> bool {
+    f.severity != "critical"
+}
+
+/// The gate's own findings against the dismissals: those that may be
+/// quieted ([`dismissable_by_gate`]) weighed as a reviewer's are. Returns
+/// what stands and what was quieted.
+pub fn quiet_gate_findings(
+    findings: Vec<Finding>,
+    dismissed: &[Dismissed],
+    file_digest: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<Finding>, Vec<Finding>) {
+    let (mut kept, mut quiet) = (Vec::new(), Vec::new());
+    for f in findings {
+        if !dismissable_by_gate(&f) {
+            kept.push(f);
+            continue;
+        }
+        match weigh(f, dismissed, file_digest) {
+            Weighed::Kept(f) => kept.push(f),
+            Weighed::Quiet(f) => quiet.push(f),
+        }
+    }
+    (kept, quiet)
+}
+
 /// The outcome of remembering.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Remembered {
@@ -74,30 +146,9 @@ pub fn remember(
             raised_again[i] = true;
             f.id.clone_from(&earlier[i].id);
         }
-        let now = file_digest(&f.file);
-        let dismissal = dismissed.iter().find(|d| {
-            d.id == f.id
-                && d.code_digest
-                    .as_ref()
-                    .is_none_or(|dig| Some(dig) == now.as_ref())
-        });
-        match dismissal {
-            // The agent's word against a serious finding: shown, not obeyed.
-            Some(d) if d.by_agent && serious(&f.severity) => {
-                let _ = write!(
-                    f.detail,
-                    " (The agent dismissed this on run {}: \"{}\"; an agent's dismissal \
-                     does not quiet a {} finding.)",
-                    d.run_id, d.reason, f.severity
-                );
-                out.findings.push(f);
-            }
-            Some(d) => {
-                let by = if d.by_agent { " by the agent" } else { "" };
-                let why = format!("dismissed{by} on run {}: {}", d.run_id, d.reason);
-                out.suppressed.push(f.dropped(FateBy::Dismissal, why));
-            }
-            None => out.findings.push(f),
+        match weigh(f, dismissed, file_digest) {
+            Weighed::Kept(kept) => out.findings.push(kept),
+            Weighed::Quiet(quiet) => out.suppressed.push(quiet),
         }
     }
     for (e, again) in earlier.iter().zip(raised_again) {

@@ -59,7 +59,7 @@ use crate::output::text::plain;
 use crate::provider::{Block, estimated_input_tokens};
 pub use crate::record::Coverage;
 use crate::record::{
-    BudgetRecord, FateBy, Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier,
+    BudgetRecord, ByteRange, FateBy, Finding, ReviewRecord, ReviewStatus, SpecialistRecord, Tier,
 };
 use crate::review::answer::Expect;
 use crate::review::breaker::Breakers;
@@ -200,9 +200,71 @@ impl Coverage {
             c.files.extend(b.files.iter().cloned());
             c.bytes_shown += b.bytes_shown;
             c.bytes_total += b.bytes_total;
-            c.cut.extend(b.cut.iter().cloned());
+            c.cut_ranges.extend(b.cut_ranges.iter().cloned());
         }
+        c.settle();
         c
+    }
+
+    /// `cut_ranges` sorted, touching ranges of a file joined, and `cut`
+    /// made again from them: each file once, with its bytes.
+    fn settle(&mut self) {
+        self.cut_ranges.sort();
+        let mut joined: Vec<ByteRange> = Vec::with_capacity(self.cut_ranges.len());
+        for r in self.cut_ranges.drain(..) {
+            match joined.last_mut() {
+                Some(last) if last.file == r.file && r.start <= last.end => {
+                    last.end = last.end.max(r.end);
+                }
+                _ => joined.push(r),
+            }
+        }
+        self.cut_ranges = joined;
+        self.cut.clear();
+        for r in &self.cut_ranges {
+            let bytes = r.end.saturating_sub(r.start);
+            match self.cut.iter_mut().find(|(file, _)| *file == r.file) {
+                Some((_, n)) => *n += bytes,
+                None => self.cut.push((r.file.clone(), bytes)),
+            }
+        }
+    }
+
+    /// A further request of the same reviewer answered, having shown
+    /// `pieces`: they are no longer cut.
+    fn absorb(&mut self, part: &Self, pieces: &[ByteRange]) {
+        for f in &part.files {
+            if !self.files.contains(f) {
+                self.files.push(f.clone());
+            }
+        }
+        self.bytes_shown += part.bytes_shown;
+        let mut left = Vec::with_capacity(self.cut_ranges.len());
+        for r in self.cut_ranges.drain(..) {
+            let mut rest = vec![r];
+            for p in pieces {
+                rest = rest
+                    .into_iter()
+                    .flat_map(|r| {
+                        if r.file != p.file || p.end <= r.start || r.end <= p.start {
+                            return vec![r];
+                        }
+                        let before = (r.start < p.start).then(|| ByteRange {
+                            end: p.start,
+                            ..r.clone()
+                        });
+                        let after = (p.end < r.end).then(|| ByteRange {
+                            start: p.end,
+                            ..r.clone()
+                        });
+                        before.into_iter().chain(after).collect()
+                    })
+                    .collect();
+            }
+            left.extend(rest);
+        }
+        self.cut_ranges = left;
+        self.settle();
     }
 
     /// What a reviewer that did not run saw: nothing of the same remit.
@@ -225,11 +287,13 @@ impl Coverage {
 }
 
 /// The remit blocks of a run, each built once so that every role with the
-/// same remit sends it byte for byte.
+/// same remit sends it byte for byte. The reviewers' remits may go on in
+/// further blocks (the rest of files too large for one request), each sent
+/// in a request of its own.
 struct Remits {
-    code: RemitBlock,
-    config: RemitBlock,
-    docs: RemitBlock,
+    code: Vec<RemitBlock>,
+    config: Vec<RemitBlock>,
+    docs: Vec<RemitBlock>,
     judge: RemitBlock,
     rules: RemitBlock,
     references: RemitBlock,
@@ -277,7 +341,8 @@ impl Remits {
                 .iter()
                 .filter(move |f| f.noise.is_none() && classes.contains(&f.class))
         }
-        let code = RemitBlock::build("Code", fence, of(change, &[FileClass::Code]));
+        let parts = context::MAX_PARTS;
+        let code = RemitBlock::build_parts("Code", fence, of(change, &[FileClass::Code]), parts);
         let rules = RemitBlock::build(
             "Files the house rules apply to",
             fence,
@@ -285,24 +350,26 @@ impl Remits {
                 f.noise.is_none() && input.rules.iter().any(|a| a.files.contains(&f.path))
             }),
         );
-        // The same files as the code remit: send the code block's bytes, so
-        // a provider's prefix cache serves the rules seat too.
-        let rules = if rules.files == code.files {
-            code.clone()
-        } else {
-            rules
+        // The same files as the code remit, all in one block: send the
+        // code block's bytes, so a provider's prefix cache serves the rules
+        // seat too.
+        let rules = match code.as_slice() {
+            [only] if rules.files == only.files => only.clone(),
+            _ => rules,
         };
         Self {
             code,
-            config: RemitBlock::build(
+            config: RemitBlock::build_parts(
                 "Configuration",
                 fence,
                 of(change, &[FileClass::Config, FileClass::Manifest]),
+                parts,
             ),
-            docs: RemitBlock::build(
+            docs: RemitBlock::build_parts(
                 "Documentation and build manifests",
                 fence,
                 of(change, &[FileClass::Docs, FileClass::Manifest]),
+                parts,
             ),
             judge: RemitBlock::build("Criterion inputs", fence, judge_files.iter()),
             rules,
@@ -314,18 +381,21 @@ impl Remits {
         }
     }
 
-    /// The blocks a prompt reads, in request order.
-    fn for_prompt(&self, prompt: Prompt) -> Vec<&RemitBlock> {
+    /// The remits a prompt reads, in request order, each as its blocks
+    /// (the first sent in the seat's request, the others each in a request
+    /// of their own).
+    fn for_prompt(&self, prompt: Prompt) -> Vec<&[RemitBlock]> {
+        use std::slice::from_ref;
         match prompt {
             Prompt::Generalist => vec![&self.code, &self.config, &self.docs],
             Prompt::Role(Role::Security) => vec![&self.code, &self.config],
             Prompt::Role(Role::Docs) => vec![&self.docs],
-            Prompt::Role(Role::Judge) => vec![&self.judge],
+            Prompt::Role(Role::Judge) => vec![from_ref(&self.judge)],
             Prompt::Role(Role::Rules) => {
                 if self.references.files.is_empty() {
-                    vec![&self.rules]
+                    vec![from_ref(&self.rules)]
                 } else {
-                    vec![&self.rules, &self.references]
+                    vec![from_ref(&self.rules), from_ref(&self.references)]
                 }
             }
             Prompt::Role(Role::Coordinator) => Vec::new(),
@@ -520,14 +590,22 @@ fn coordinator_estimate(input: &ReviewInput<'_>, shared: &str) -> u64 {
 }
 
 /// One reviewer's request, built before anything is sent; `place` keeps
-/// its seat's place for the record.
+/// its seat's place for the record. A further part of a seat's remit (the
+/// rest of files too large for one request) is a request of its own, with
+/// the pieces it shows.
 struct Request {
     place: usize,
     seat: Seat,
     blocks: Vec<Block>,
     coverage: Coverage,
     remit_digest: String,
+    part: Option<Vec<ByteRange>>,
 }
+
+/// What a request with a further part of a remit says of itself.
+const FURTHER_PART: &str = "This request shows a further part of the change: pieces of files too \
+     large for one request, following those shown in another request (each piece is labelled \
+     with its bytes and part). Review what is shown here as you would the whole.";
 
 /// A reviewer whose remit did not change since the previous attempt: its
 /// answer is carried instead of asked.
@@ -564,8 +642,8 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let tier = input.tier.tier;
     let review_deadline = Instant::now() + Duration::from_secs(policy.review_timeout_s);
     let shared = shared_context(input);
-    let requests = build_requests(input, &seats(input, tier), &shared);
-    let (estimate, refused) = preflight(input, &requests, &shared, tier);
+    let mut requests = build_requests(input, &seats(input, tier), &shared);
+    let (estimate, refused) = preflight(input, &mut requests, &shared, tier);
     let budget = Budget::new(policy.max_input_tokens);
     let slots = Slots::new(input.routing);
     let results = ask_panel(
@@ -661,23 +739,32 @@ fn build_requests<'a>(
         skipped: Vec::new(),
         carried: Vec::new(),
     };
+    let mut further = Vec::new();
     for (place, (seat, material)) in seats.iter().enumerate() {
-        let blocks = remits.for_prompt(seat.prompt);
+        let parts = remits.for_prompt(seat.prompt);
+        let blocks: Vec<&RemitBlock> = parts.iter().filter_map(|p| p.first()).collect();
+        let rest: Vec<&RemitBlock> = parts.iter().flat_map(|p| p.iter().skip(1)).collect();
         let asks_own_questions = matches!(seat.role, Role::Judge | Role::Rules);
         if !asks_own_questions && blocks.iter().all(|b| b.is_empty()) {
             let why = nothing_to_review(seat.prompt, input.change);
             out.skipped.push((place, skipped_record(seat.role, why)));
             continue;
         }
-        let coverage = Coverage::of(&blocks);
+        let mut coverage = Coverage::of(&blocks);
+        // Until their requests answer, the further parts count as not shown.
+        coverage
+            .cut_ranges
+            .extend(rest.iter().flat_map(|b| b.pieces.iter().cloned()));
+        coverage.settle();
         let extra = if asks_own_questions {
             material.clone()
         } else {
             earlier_material(input, seat.role)
         };
+        let all: Vec<&RemitBlock> = blocks.iter().chain(&rest).copied().collect();
         let digest = remit_digest(
             seat.prompt,
-            &blocks,
+            &all,
             &[input.change, input.judge_files],
             material,
         );
@@ -711,8 +798,34 @@ fn build_requests<'a>(
             blocks: request,
             coverage,
             remit_digest: digest,
+            part: None,
         });
+        for (part, b) in rest.into_iter().enumerate() {
+            further.push((
+                part,
+                Request {
+                    place,
+                    seat: *seat,
+                    blocks: vec![
+                        Block::cached(shared.to_owned()),
+                        Block::cached(b.text.clone()),
+                        Block::new(instructions(input.prompts, seat.prompt, FURTHER_PART)),
+                    ],
+                    coverage: Coverage {
+                        files: b.files.clone(),
+                        bytes_shown: b.bytes_shown,
+                        ..Coverage::default()
+                    },
+                    remit_digest: String::new(),
+                    part: Some(b.pieces.clone()),
+                },
+            ));
+        }
     }
+    // After every seat's own request, so each finds its seat's record; by
+    // part, so the budget leaves out every seat's last parts first.
+    further.sort_by_key(|(part, _)| *part);
+    out.asked.extend(further.into_iter().map(|(_, r)| r));
     out.of_code = out.asked.len();
     for (p, page) in input.pages.iter().enumerate() {
         let seat = Seat {
@@ -730,6 +843,7 @@ fn build_requests<'a>(
                 ..Coverage::default()
             },
             remit_digest: String::new(),
+            part: None,
         });
     }
     out
@@ -737,20 +851,18 @@ fn build_requests<'a>(
 
 /// The pre-flight estimate (every request and its one repair, and the
 /// model coordinator when one may be asked), and why the budget refuses
-/// the review whole, if it does.
+/// the review whole, if it does. Further parts of a remit that would take
+/// the estimate over the budget are left out first, the last first.
 fn preflight(
     input: &ReviewInput<'_>,
-    requests: &Requests<'_>,
+    requests: &mut Requests<'_>,
     shared: &str,
     tier: Tier,
 ) -> (u64, Option<String>) {
     let policy = input.policy;
     let review_schema = Expect::Review.schema();
-    let mut estimate: u64 = requests
-        .asked
-        .iter()
-        .map(|r| 2 * estimated_input_tokens(&r.blocks, &review_schema, &[]))
-        .sum();
+    let cost = |r: &Request| 2 * estimated_input_tokens(&r.blocks, &review_schema, &[]);
+    let mut estimate: u64 = requests.asked.iter().map(cost).sum();
     let reviewers_answer = requests.asked[..requests.of_code]
         .iter()
         .map(|r| r.seat.role)
@@ -759,6 +871,16 @@ fn preflight(
     let coordinated = tier == Tier::Full && reviewers_answer;
     if coordinated {
         estimate += coordinator_estimate(input, shared);
+    }
+    // Further parts of large files are sent only as the budget allows, the
+    // last first left out: what they would have shown stays cut.
+    while estimate > policy.max_input_tokens
+        && requests.of_code > 0
+        && requests.asked[requests.of_code - 1].part.is_some()
+    {
+        let left_out = requests.asked.remove(requests.of_code - 1);
+        requests.of_code -= 1;
+        estimate -= cost(&left_out);
     }
     let refused = (estimate > policy.max_input_tokens).then(|| {
         format!(
@@ -802,6 +924,7 @@ async fn ask_panel(
         seats: requests
             .asked
             .iter()
+            .filter(|r| r.part.is_none())
             .map(|r| seat_event(input, r.seat, tier))
             .collect(),
     });
@@ -826,10 +949,12 @@ async fn ask_panel(
         );
         let result = bounded_ask(input, &plan, &r.blocks, &why).await;
         drop(slot);
-        input.events.emit(RunEvent::SpecialistFinished {
-            record: Box::new(specialist_record(r.seat.role, &result, &r.coverage)),
-            raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
-        });
+        if r.part.is_none() {
+            input.events.emit(RunEvent::SpecialistFinished {
+                record: Box::new(specialist_record(r.seat.role, &result, &r.coverage)),
+                raised: result.answer.as_ref().map_or(0, |a| a.findings.len()),
+            });
+        }
         result
     });
     futures::future::join_all(calls).await
@@ -868,7 +993,15 @@ fn collect(input: &ReviewInput<'_>, requests: Requests<'_>, results: &[CallResul
         let role = request.seat.role;
         let mut record = specialist_record(role, result, &request.coverage);
         record.remit_digest.clone_from(&request.remit_digest);
-        specialists.push((request.place, record));
+        match &request.part {
+            None => specialists.push((request.place, record)),
+            Some(pieces) => {
+                if let Some((_, whole)) = specialists.iter_mut().find(|(p, _)| *p == request.place)
+                {
+                    absorb_part(whole, &record, pieces);
+                }
+            }
+        }
         if let Some(p) = k.checked_sub(requests.of_code) {
             if let Ok(answer) = &result.answer {
                 answers.pages.push((p, answer.rules.clone()));
@@ -906,6 +1039,33 @@ fn collect(input: &ReviewInput<'_>, requests: Requests<'_>, results: &[CallResul
     specialists.sort_by_key(|(place, _)| *place);
     answers.specialists = specialists.into_iter().map(|(_, r)| r).collect();
     answers
+}
+
+/// A seat's record with one of its further requests counted in: its
+/// tokens, cost, time and attempts, and, when it answered and the seat's
+/// own request did too, the pieces it showed.
+fn absorb_part(whole: &mut SpecialistRecord, part: &SpecialistRecord, pieces: &[ByteRange]) {
+    fn add<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+        Some(a? + b?)
+    }
+    whole.input_tokens = add(whole.input_tokens, part.input_tokens);
+    whole.cached_input_tokens = add(whole.cached_input_tokens, part.cached_input_tokens);
+    whole.cache_write_tokens = add(whole.cache_write_tokens, part.cache_write_tokens);
+    whole.output_tokens = add(whole.output_tokens, part.output_tokens);
+    whole.cost_usd = add(whole.cost_usd, part.cost_usd);
+    whole.latency_ms = whole.latency_ms.max(part.latency_ms);
+    whole.attempts.extend(part.attempts.iter().cloned());
+    if whole.status != "ok" {
+        return;
+    }
+    if part.status == "ok" {
+        whole.coverage.absorb(&part.coverage, pieces);
+    } else if whole.reason.is_none() {
+        whole.reason = Some(format!(
+            "a further part of its remit was not reviewed: {}",
+            part.reason.as_deref().unwrap_or("no answer")
+        ));
+    }
 }
 
 /// A carried reviewer's record: its earlier answer, at no cost now.
@@ -1239,5 +1399,55 @@ fn specialist_record(role: Role, result: &CallResult, coverage: &Coverage) -> Sp
         coverage,
         remit_digest: String::new(),
         carried_from: None,
+    }
+}
+
+#[cfg(test)]
+mod coverage_tests {
+    use super::*;
+
+    fn range(start: u64, end: u64) -> ByteRange {
+        ByteRange {
+            file: "a.py".to_owned(),
+            start,
+            end,
+        }
+    }
+
+    /// What further requests showed is no longer cut, whichever of them
+    /// answered; what they did not show stays, joined where it touches.
+    #[test]
+    fn further_parts_answered_leave_only_what_they_did_not_show() {
+        let parts = [range(10, 20), range(20, 30), range(30, 35)];
+        // (the parts that answered, the ranges left cut)
+        let cases: [(&[usize], Vec<ByteRange>); 4] = [
+            (&[], vec![range(10, 40)]),
+            (&[0, 1, 2], vec![range(35, 40)]),
+            (&[1], vec![range(10, 20), range(30, 40)]),
+            (&[0, 2], vec![range(20, 30), range(35, 40)]),
+        ];
+        for (answered, want) in cases {
+            let mut whole = Coverage {
+                files: vec!["a.py".to_owned()],
+                bytes_shown: 10,
+                bytes_total: 40,
+                cut: Vec::new(),
+                cut_ranges: vec![range(35, 40)],
+            };
+            whole.cut_ranges.extend(parts.iter().cloned());
+            whole.settle();
+            for &k in answered {
+                let part = Coverage {
+                    files: vec!["a.py".to_owned()],
+                    bytes_shown: parts[k].end - parts[k].start,
+                    ..Coverage::default()
+                };
+                whole.absorb(&part, std::slice::from_ref(&parts[k]));
+            }
+            assert_eq!(whole.cut_ranges, want, "{answered:?}");
+            let cut: u64 = want.iter().map(|r| r.end - r.start).sum();
+            assert_eq!(whole.cut, [("a.py".to_owned(), cut)]);
+            assert_eq!(whole.bytes_shown + cut, whole.bytes_total);
+        }
     }
 }

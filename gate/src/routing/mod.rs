@@ -286,6 +286,15 @@ impl Routing {
         }
     }
 
+    /// A table with no provider: nothing can be asked.
+    pub fn none() -> Self {
+        Self {
+            table: RoutingTable::default(),
+            origin: Origin::Builtin,
+            overridden: Vec::new(),
+        }
+    }
+
     /// Reads a user's table.
     pub fn load(path: &Path) -> Result<Self, RoutingError> {
         let bytes =

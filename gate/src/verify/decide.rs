@@ -64,11 +64,15 @@ pub(super) fn decide(
         &file_digest,
     );
     let mut findings = remembered.findings;
-    findings.extend(trust.findings.iter().cloned());
-    findings.extend(survey.protection.findings.iter().cloned());
-    findings.extend(exercised.tampered);
-    findings.extend(survey.findings.iter().cloned());
-    findings.extend(base_findings);
+    // The gate's own findings: a person's dismissal quiets a warning of
+    // them too, until the file under it changes; never a critical.
+    let mut own: Vec<Finding> = trust.findings.clone();
+    own.extend(survey.protection.findings.iter().cloned());
+    own.extend(exercised.tampered);
+    own.extend(survey.findings.iter().cloned());
+    own.extend(base_findings);
+    let (own, own_quiet) = memory::quiet_gate_findings(own, &history.dismissed, &file_digest);
+    findings.extend(own);
     sort_worst_first(&mut findings);
 
     let decision = verdict::decide(&verdict::Inputs {
@@ -80,6 +84,7 @@ pub(super) fn decide(
             .policy
             .on_review_unavailable
             .for_tier(tier.tier.as_str()),
+        on_review_cut: spec.policy.on_review_cut.for_tier(tier.tier.as_str()),
         review_incomplete: &review.incomplete,
     });
 
@@ -105,6 +110,7 @@ pub(super) fn decide(
     record.finding_fates = remembered.fates;
     let mut dropped = review.dropped;
     dropped.extend(remembered.suppressed);
+    dropped.extend(own_quiet);
     record.duplicates = dropped
         .iter()
         .filter(|f| f.lineage.by == Some(FateBy::Dedupe))

@@ -26,6 +26,11 @@ use crate::rules::{self, RuleSet};
 use crate::tier::TierDecision;
 use crate::{attest, output};
 
+/// Why an advisory run without a table of its own does not review.
+pub(crate) const ADVISORY_UNROUTED: &str = "advisory run with no routing table for advisory \
+     runs (advisory-routing.toml in the user's gate configuration folder, or the hook's \
+     --routing); the agent's own provider keys are not used";
+
 /// The model review's inputs.
 pub(super) struct ReviewStage<'a> {
     pub ctx: &'a Context,
@@ -52,6 +57,65 @@ pub(super) struct ReviewStage<'a> {
     /// What the items ran on, for the files they changed: read instead of
     /// the disk.
     pub tested: &'a crate::tested::Tested,
+    /// The base commit and the gate's git, when the run has a base: what
+    /// changed in a large file is shown first.
+    pub base: Option<(&'a crate::git::Git, &'a str)>,
+}
+
+/// Lines of context around a changed hunk, shown with it.
+const HUNK_CONTEXT: &str = "-U20";
+
+/// The spans of `text` (a file's start as read) that `git diff` says
+/// changed against `commit`, with their context: `@@ -a,b +c,d @@` hunks
+/// read as lines `c..c+d` of the file now, turned into byte offsets.
+async fn changed_spans(
+    git: &crate::git::Git,
+    workspace: &std::path::Path,
+    commit: &str,
+    path: &str,
+    text: &str,
+) -> Vec<(u64, u64)> {
+    let literal = format!(":(literal){path}");
+    let Ok(out) = git
+        .run(
+            workspace,
+            &[
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                HUNK_CONTEXT,
+                commit,
+                "--",
+                &literal,
+            ],
+        )
+        .await
+    else {
+        return Vec::new();
+    };
+    // Byte offset of each line's start; one past the end closes the last.
+    let mut starts: Vec<u64> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i as u64 + 1))
+        .collect();
+    starts.push(text.len() as u64);
+    let line_at = |n: u64| {
+        usize::try_from(n)
+            .ok()
+            .and_then(|n| starts.get(n).copied())
+            .unwrap_or(text.len() as u64)
+    };
+    String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@ -")?.split_once(" +"))
+        .filter_map(|(_, new)| {
+            let range = new.split(' ').next()?;
+            let (first, count) = range.split_once(',').unwrap_or((range, "1"));
+            let (first, count): (u64, u64) = (first.parse().ok()?, count.parse().ok()?);
+            let from = first.saturating_sub(1);
+            Some((line_at(from), line_at(from + count.max(1))))
+        })
+        .collect()
 }
 
 /// `files` as a model may see them: a secret in one (a `.env`, a URL with
@@ -125,7 +189,16 @@ impl ReviewStage<'_> {
                 text: c.text.clone(),
             })
             .collect();
-        let (change, judge_files) = self.read(judge_inputs(spec, self.snapshot)).await?;
+        let (mut change, judge_files) = self.read(judge_inputs(spec, self.snapshot)).await?;
+        if let Some((git, commit)) = self.base {
+            // Only a file shown in pieces needs to know where it changed.
+            for f in &mut change {
+                let Some(text) = f.text.as_deref().filter(|t| t.len() > context::FILE_CAP) else {
+                    continue;
+                };
+                f.changed = changed_spans(git, &self.ctx.workspace, commit, &f.path, text).await;
+            }
+        }
         let code_criteria: Vec<(String, String)> = spec
             .criteria()
             .filter_map(|(_, c)| {
@@ -291,6 +364,7 @@ pub(super) async fn review_or_skip(
         start,
         setup,
         history,
+        trust,
         ..
     } = *run;
     let results = &exercised.harnessed.results;
@@ -305,6 +379,8 @@ pub(super) async fn review_or_skip(
         ReviewOutput::skipped("a glob of the spec matches no file; no model is asked until it does")
     } else if req.offline {
         ReviewOutput::skipped("offline (--offline)")
+    } else if ctx.env.advisory() && req.routing.is_none() {
+        ReviewOutput::skipped(ADVISORY_UNROUTED)
     } else {
         let stage = ReviewStage {
             ctx,
@@ -325,6 +401,7 @@ pub(super) async fn review_or_skip(
             pages: &exercised.page_shots,
             redactor: &planned.redactor,
             key: &setup.key,
+            base: trust.base_commit.as_deref().map(|c| (&setup.git, c)),
         };
         tokio::select! {
             review = stage.run() => review?,

@@ -63,13 +63,23 @@ pub(super) async fn load(
         text: spec_text,
     } = super::start::load_spec(&req.spec_path)?;
     start.spec_digest = digest.to_hex();
-    let mut routing = Routing::resolve(
-        req.routing.as_deref(),
-        req.spec_path.parent().unwrap_or(&ctx.workspace),
-    )?;
-    // The self-guard compares the table the workspace holds with the base's:
-    // an operator's override is not part of the change.
-    let local_routing = routing.clone();
+    let spec_dir = req.spec_path.parent().unwrap_or(&ctx.workspace);
+    // An advisory run reviews only with the table the user chose for
+    // advisory runs (`--routing`, which the hook passes), never the
+    // workspace's or the built-in one; the self-guard still reads the
+    // workspace's.
+    let (mut routing, local_routing) = if ctx.env.advisory() {
+        let local = Routing::resolve(None, spec_dir)?;
+        match req.routing.as_deref() {
+            Some(path) => (Routing::load(path)?, local),
+            None => (Routing::none(), local),
+        }
+    } else {
+        let routing = Routing::resolve(req.routing.as_deref(), spec_dir)?;
+        // The self-guard compares the table the workspace holds with the
+        // base's: an operator's override is not part of the change.
+        (routing.clone(), routing)
+    };
     let routing_override = routing_override(&mut routing, ctx, req.offline).await;
     let prompts = load_prompts(ctx, &routing)?;
     let store = attest::bundle_store(ctx)?;

@@ -811,3 +811,198 @@ fn reviewers_with_nothing_to_review_are_not_asked() {
         }
     }
 }
+
+/// The line at the end of a large changed file that a reviewer flags when
+/// it is shown it.
+const BACKDOOR: &str = "if request.args.get('k') == 'letmein': grant_admin()  # BACKDOOR";
+
+/// A changed file of 600,000 bytes (a data table) under the sensitive
+/// path, with [`BACKDOOR`] after it: far past one request's 256 KiB.
+fn large_table(env: &TestEnv) -> usize {
+    let mut text = String::from("TABLE = [\n");
+    while text.len() < 600_000 - BACKDOOR.len() - 4 {
+        text.push_str("    (1, 'row', 0.5),\n");
+    }
+    text.push_str("]\n");
+    text.push_str(BACKDOOR);
+    text.push('\n');
+    env.write("src/auth/table.py", &text);
+    text.len()
+}
+
+/// A model that reads what it is sent: the security reviewer flags the
+/// backdoor when its request shows it; the coordinator changes nothing.
+fn reading_model() -> Reply {
+    Reply::computed(|request| {
+        let role = request.header("x-gate-role").unwrap_or_default();
+        if role == "coordinator" {
+            return Reply::openai(&json!({"findings": [], "dropped": []}));
+        }
+        let findings = if role == "security" && request.text().contains(BACKDOOR) {
+            json!([{"severity": "critical", "file": "src/auth/table.py", "line": 1,
+                "title": "Hidden backdoor", "detail": "grants admin on a fixed key",
+                "confidence": 0.95}])
+        } else {
+            json!([])
+        };
+        Reply::openai(&answer(&findings))
+    })
+}
+
+/// A changed file larger than one request's share is sent in full across
+/// requests; when the budget leaves its end unsent, the end is named, as
+/// a byte range, on the verdict line and in every format, and the full
+/// tier's run is incomplete unless `on_review_cut` says otherwise. A
+/// plain PASS never rests on the cut.
+#[test]
+fn every_changed_byte_is_reviewed_or_said() {
+    // (policy, exit, verdict, whether the backdoor was sent)
+    let cases = [
+        ("", 1, "fail", true),
+        ("max_input_tokens = 600000", 4, "incomplete", false),
+        (
+            "max_input_tokens = 600000\non_review_cut = \"pass\"",
+            0,
+            "pass",
+            false,
+        ),
+    ];
+    for (policy, exit, verdict, sent) in cases {
+        let server = ModelServer::start();
+        server.default_reply(reading_model());
+        let env = full_tier(&server, policy);
+        let size = large_table(&env);
+        let out = env
+            .gate(&[
+                "verify",
+                "--format",
+                "json",
+                "--report",
+                "sarif=reports/gate.sarif",
+                "--report",
+                "markdown=reports/comment.md",
+                "--report",
+                "junit=reports/gate.junit.xml",
+            ])
+            .run();
+        out.assert_exit(exit);
+        let doc = out.json();
+        assert_eq!(doc["verdict"], verdict, "{policy}: {doc:#}");
+        let requests = server.requests();
+        let tail_sent = requests.iter().any(|r| r.text().contains(BACKDOOR));
+        assert_eq!(tail_sent, sent, "{policy}");
+        // The reviewers were asked more than once each when the file went
+        // in parts: every byte of the file was in some request.
+        let quality = requests
+            .iter()
+            .filter(|r| r.header("x-gate-role") == Some("quality"))
+            .count();
+        assert_eq!(quality, if sent { 3 } else { 1 }, "{policy}");
+        let range = format!("src/auth/table.py bytes 262144-{}", size - 1);
+        let security = specialist(&doc, "security");
+        if sent {
+            assert!(standing(&doc, "Hidden backdoor").is_some(), "{doc:#}");
+            assert_eq!(
+                security["coverage"]["bytes_shown"],
+                security["coverage"]["bytes_total"]
+            );
+            assert!(
+                security["coverage"].get("cut_ranges").is_none(),
+                "{security}"
+            );
+            continue;
+        }
+        assert_eq!(
+            security["coverage"]["cut_ranges"],
+            json!([{"file": "src/auth/table.py", "start": 262_144, "end": size}])
+        );
+        let sarif = env.read("reports/gate.sarif");
+        let markdown = env.read("reports/comment.md");
+        let junit = env.read("reports/gate.junit.xml");
+        for (format, text) in [
+            ("sarif", &sarif),
+            ("markdown", &markdown),
+            ("junit", &junit),
+        ] {
+            assert!(
+                text.contains(&range),
+                "{format} does not name {range}:\n{text}"
+            );
+        }
+        let sarif: Value = serde_json::from_str(&sarif).unwrap();
+        let unseen = sarif["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["ruleId"] == "review.unseen")
+            .unwrap_or_else(|| panic!("no review.unseen result: {sarif:#}"));
+        assert_eq!(unseen["level"], "warning");
+        assert_eq!(
+            unseen["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "src/auth/table.py"
+        );
+        if verdict == "pass" {
+            let line = doc["verdict_line"].as_str().unwrap_or_default().to_owned();
+            assert_eq!(doc["qualifier"]["kind"], "under_reviewed", "{doc:#}");
+            let why = doc["qualifier"]["why"].as_str().unwrap();
+            assert!(
+                why.starts_with(&format!("not reviewed: {range} (")),
+                "{why} / {line}"
+            );
+        } else {
+            let shown = env.shown(doc["run_id"].as_str().unwrap());
+            let reasons = shown["run"]["verdict_reasons"].to_string();
+            assert!(
+                reasons.contains(&range) && reasons.contains("on_review_cut = \\\"incomplete\\\""),
+                "{reasons}"
+            );
+        }
+    }
+}
+
+/// With a base, a large file's changed lines go first: when the budget
+/// leaves room for one request per reviewer, the backdoor added at the end
+/// of a 600,000-byte table is what the reviewers are shown, and the
+/// unchanged start is what is named as not reviewed.
+#[test]
+fn a_large_files_changed_lines_are_sent_first() {
+    let server = ModelServer::start();
+    server.default_reply(reading_model());
+    let env = full_tier(&server, "max_input_tokens = 250000");
+    let size = large_table(&env);
+    let text = env.read("src/auth/table.py");
+    // The base holds the table without the backdoor; the change adds it.
+    env.write(
+        "src/auth/table.py",
+        &text.replace(&format!("{BACKDOOR}\n"), ""),
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.write("src/auth/table.py", &text);
+    let out = env
+        .gate(&["verify", "--base", "main", "--format", "json"])
+        .run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert!(standing(&doc, "Hidden backdoor").is_some(), "{doc:#}");
+    let quality = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.header("x-gate-role") == Some("quality"))
+        .count();
+    assert_eq!(
+        quality, 1,
+        "one request per reviewer within the budget: {:#}",
+        doc["review"]
+    );
+    // The last piece (with the change) was shown; the start was not.
+    let security = specialist(&doc, "security");
+    assert_eq!(
+        security["coverage"]["cut_ranges"],
+        json!([{"file": "src/auth/table.py", "start": 0, "end": 524_288}]),
+        "{security}"
+    );
+    assert!(size > 524_288);
+}

@@ -207,11 +207,28 @@ fn install_merges_the_hook_once_and_keeps_what_is_there() {
     // The spec's one criterion (300 s by default), the review's 1500 s and a minute.
     assert_eq!(ours["timeout"], 300 + 1500 + 60);
 
+    // Codex skips a hook nobody approved without a word: the installer
+    // says what it needs, a project's trust only for a project file.
     let home = tempfile::tempdir().unwrap();
-    env.gate(&["hook", "install", "codex", "--user"])
-        .env("HOME", home.path())
-        .run()
-        .assert_exit(0);
+    for (args, project) in [(vec!["--user"], false), (vec![], true)] {
+        let mut argv = vec!["hook", "install", "codex"];
+        argv.extend(args);
+        let out = env.gate(&argv).env("HOME", home.path()).run();
+        out.assert_exit(0);
+        for said in [
+            "Codex runs the hook only once you approve it, and skips it silently until then",
+            "review and trust the gate's Stop hook under /hooks",
+            CODEX_EXEC,
+        ] {
+            assert!(out.stdout.contains(said), "{said:?}: {}", out.stdout);
+        }
+        assert_eq!(
+            out.stdout.contains("trust this project when Codex asks"),
+            project,
+            "{}",
+            out.stdout
+        );
+    }
     let codex: Value = serde_json::from_str(
         &std::fs::read_to_string(home.path().join(".codex/hooks.json")).unwrap(),
     )
@@ -316,12 +333,23 @@ fn scripted_codex(r: &Request) -> Reply {
     Reply::responses_text("All done.")
 }
 
+/// How `gate hook install codex` says to run `codex exec` with the hook:
+/// what [`gate_tests::agents::codex_exec`] runs.
+const CODEX_EXEC: &str = "`codex exec --trust --dangerously-bypass-hook-trust …`";
+
 #[test]
 fn codex_is_blocked_until_its_change_passes() {
     let server = ModelServer::start();
     server.default_reply(Reply::computed(scripted_codex));
     let env = workspace("");
-    env.gate(&["hook", "install", "codex"]).run().assert_exit(0);
+    let installed = env.gate(&["hook", "install", "codex"]).run();
+    installed.assert_exit(0);
+    // Run the way the installer says (`codex_exec` passes those flags).
+    assert!(
+        installed.stdout.contains(CODEX_EXEC),
+        "{}",
+        installed.stdout
+    );
     let home = tempfile::tempdir().unwrap();
     let out =
         gate_tests::agents::codex_exec(env.path(), home.path(), &server.url(), "Write the file.")
@@ -442,4 +470,180 @@ fn aider_retries_on_the_gates_failure_until_it_passes() {
         "{fed}"
     );
     assert!(stdout.contains("gate (advisory): PASS"), "{stdout}");
+}
+
+/// A routing table to the scripted server whose provider's key is the
+/// variable `key_env`.
+fn table_to(server: &ModelServer, key_env: &str) -> String {
+    format!(
+        "[provider.p]\napi = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"{key_env}\"\n\n\
+         [model.m]\nprovider = \"p\"\nname = \"m\"\n\n[route]\n\"*\" = \"m\"\n",
+        server.url()
+    )
+}
+
+/// Inside an agent's session the gate reviews only with the table the
+/// user chose for advisory runs: the agent's key, even with the
+/// workspace's table naming it and the agent's base URL set, sends
+/// nothing, and the run says review did not run; the user's table is read
+/// from their configuration folder or the hook's `--routing`, and its own
+/// key goes to its own endpoint, the agent's to none.
+#[test]
+fn an_advisory_run_spends_only_what_the_user_routed_to_it() {
+    // (where the advisory table is, the variable it names, what is sent)
+    let cases = [
+        (None, "", None),
+        (Some("config"), "REVIEW_KEY", Some("rk-user")),
+        (Some("flag"), "REVIEW_KEY", Some("rk-user")),
+        // The user chose the agent's key for review: then it is used.
+        (Some("config"), "ANTHROPIC_API_KEY", Some("sk-agent")),
+    ];
+    for (table, key_env, sent) in cases {
+        let server = ModelServer::start();
+        server.default_reply(Reply::openai(
+            &json!({"findings": [], "criteria": [], "rules": []}),
+        ));
+        let env = workspace("");
+        env.write("src/fixed.txt", "fixed\n");
+        // The agent could write this: an advisory run never reads it.
+        env.write("routing.toml", &table_to(&server, "ANTHROPIC_API_KEY"));
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("config");
+        let mut args = vec!["hook".to_owned(), "claude-code".to_owned()];
+        match table {
+            Some("config") => {
+                std::fs::create_dir_all(config.join("gate")).unwrap();
+                std::fs::write(
+                    config.join("gate/advisory-routing.toml"),
+                    table_to(&server, key_env),
+                )
+                .unwrap();
+            }
+            Some(_) => {
+                let file = home.path().join("review.toml");
+                std::fs::write(&file, table_to(&server, key_env)).unwrap();
+                args.extend(["--routing".to_owned(), file.display().to_string()]);
+            }
+            None => {}
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = env
+            .gate(&args)
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", &config)
+            .env("ANTHROPIC_API_KEY", "sk-agent")
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .env("OPENAI_API_KEY", "sk-agent-openai")
+            .env("REVIEW_KEY", "rk-user")
+            .stdin(&json!({"cwd": env.path(), "hook_event_name": "Stop"}).to_string())
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_exit(0);
+        let answer: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        let note = answer["systemMessage"].as_str().unwrap_or_default();
+        let requests = server.requests();
+        match sent {
+            None => {
+                assert!(
+                    requests.is_empty(),
+                    "{table:?}: {} requests",
+                    requests.len()
+                );
+                assert!(
+                    note.starts_with("gate (advisory): PASS (unreviewed: advisory run with no routing table for advisory runs"),
+                    "{note}"
+                );
+            }
+            Some(key) => {
+                assert!(!requests.is_empty(), "{table:?}: nothing sent: {note}");
+                for r in &requests {
+                    assert_eq!(
+                        r.header("authorization"),
+                        Some(format!("Bearer {key}").as_str()),
+                        "{table:?}"
+                    );
+                }
+                assert!(
+                    note.starts_with("gate (advisory): PASS;"),
+                    "{table:?}: {note}"
+                );
+            }
+        }
+    }
+}
+
+/// The commands a hand-off names, in backticks, that start with `GATE_ADVISORY=1`.
+fn printed_commands(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("GATE_ADVISORY=1 "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs `command` as printed, with `sh`, from the workspace, as the user.
+fn run_printed(env: &TestEnv, home: &Path, command: &str) -> std::process::Output {
+    #[allow(clippy::disallowed_methods)] // the test runs what a person would paste
+    let mut sh = std::process::Command::new("sh");
+    gate_tests::hermetic(&mut sh);
+    sh.args(["-c", command])
+        .current_dir(env.path())
+        .env("HOME", home)
+        .output()
+        .expect("sh runs")
+}
+
+/// The commands a block reason and an escalation name work as printed,
+/// from the workspace: the run is shown, and a new series or an override
+/// of the escalated run lets the next session go on.
+#[test]
+fn the_hand_off_commands_work_as_printed_from_the_workspace() {
+    for lift in ["new series", "override"] {
+        let env = workspace("[policy]\nmax_attempts = 2\n");
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(hook(&env, home.path(), "claude-code")["decision"], "block");
+        let answer = hook(&env, home.path(), "claude-code");
+        let reason = answer["reason"].as_str().unwrap();
+        let [show] = printed_commands(reason)
+            .try_into()
+            .unwrap_or_else(|c| panic!("one command in the block reason, not {c:?}: {reason}"));
+        assert!(show.contains(" evidence show "), "{show}");
+        let out = run_printed(&env, home.path(), &show);
+        assert!(out.status.success(), "{show}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("file-written"));
+
+        let answer = hook(&env, home.path(), "claude-code");
+        assert_eq!(answer["continue"], false, "{answer}");
+        let why = answer["stopReason"].as_str().unwrap();
+        let commands = printed_commands(why);
+        assert_eq!(commands.len(), 3, "{why}");
+        let find = |what: &str| {
+            commands
+                .iter()
+                .find(|c| c.contains(what))
+                .unwrap_or_else(|| panic!("no {what} in {why}"))
+                .clone()
+        };
+        let out = run_printed(&env, home.path(), &find(" evidence show "));
+        assert!(out.status.success(), "{out:?}");
+        // Still escalated until a person acts.
+        assert_eq!(hook(&env, home.path(), "claude-code")["continue"], false);
+        if lift == "new series" {
+            let command = find(" verify --new-series");
+            let out = run_printed(&env, home.path(), &command);
+            // The new series' first attempt fails as the change does; the
+            // session's next stop is its second, not an escalation.
+            assert_eq!(out.status.code(), Some(1), "{command}: {out:?}");
+            let answer = hook(&env, home.path(), "claude-code");
+            assert_eq!(answer["decision"], "block", "{lift}: {answer}");
+        } else {
+            let command = find(" override ");
+            let out = run_printed(&env, home.path(), &command);
+            assert!(out.status.success(), "{command}: {out:?}");
+            // The escalation is lifted: the session goes on with what fails.
+            let answer = hook(&env, home.path(), "claude-code");
+            assert_eq!(answer["decision"], "block", "{lift}: {answer}");
+        }
+    }
 }

@@ -66,13 +66,42 @@ pub(crate) fn install(ctx: &Context, args: &HookInstallArgs) -> Result<u8, GateE
             args.agent.name()
         );
     }
+    if args.agent == HookAgent::Codex {
+        out.push_str(&codex_needs(args.user, what));
+    }
     let _ = writeln!(
         out,
         "Runs from the hook are advisory (a key and ledger of the user's own); the \
-         pipeline's own `gate verify` stays the decision of record."
+         pipeline's own `gate verify` stays the decision of record. They review only with \
+         the routing table you choose for them (advisory-routing.toml in your gate \
+         configuration folder, or --routing on the hook's command), never the agent's keys."
     );
     output::stdout(&out).map_err(GateError::stdout)?;
     Ok(exit::PASS)
+}
+
+/// What Codex needs before it runs the hook: it skips, without a word, a
+/// hook in a project it does not trust and one nobody approved (trust is
+/// kept for the hook's exact definition, so a changed hook needs it again).
+fn codex_needs(user: bool, what: Merged) -> String {
+    let project = if user {
+        String::new()
+    } else {
+        "trust this project when Codex asks (it reads a project's .codex/ only then), and "
+            .to_owned()
+    };
+    let again = if what == Merged::Updated {
+        " The hook changed, so Codex treats it as new: approve it again."
+    } else {
+        ""
+    };
+    format!(
+        "Codex runs the hook only once you approve it, and skips it silently until then: \
+         open Codex here, {project}review and trust the gate's Stop hook under /hooks.{again} \
+         Non-interactive: `codex exec --trust --dangerously-bypass-hook-trust …` (--trust for \
+         the project, --dangerously-bypass-hook-trust runs hooks nobody approved, for that \
+         invocation only).\n"
+    )
 }
 
 /// Where `agent` reads hooks: the project's file, or the user's.
@@ -139,7 +168,8 @@ fn command_line(gate: &Path, agent: HookAgent, base: Option<&str>, answer_within
     line
 }
 
-fn quoted(s: &str) -> String {
+/// `s` as one shell word.
+pub(crate) fn quoted(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@=".contains(&b))

@@ -387,6 +387,7 @@ fn the_coordinator_is_shown_the_code_each_finding_cites() {
         size: 0,
         digest: None,
         noise: None,
+        changed: Vec::new(),
     }];
     let (fused, _) = fused();
     let shown = payload(&fused[..1], &files, &fence, 64 * 1024);
