@@ -217,6 +217,13 @@ pub struct Sandbox {
     pub network: Network,
     /// The identity items run as, when the gate runs as root.
     pub identity: Option<Identity>,
+    /// Whether the command, run as root with no identity of its own (the
+    /// gate's own git), keeps `CAP_DAC_READ_SEARCH`: the workspace is
+    /// handed to the run's uid, and a workspace made with mode 0700 (any
+    /// `mktemp -d`, anything under `/root`) is then closed to a root
+    /// without capabilities. It reads; everything it sees is read-only.
+    #[serde(default)]
+    pub read_search: bool,
 }
 
 /// Where a path's content comes from inside the sandbox.
@@ -285,6 +292,8 @@ impl Sandbox {
             if trace.is_some() {
                 a.flags(&["--cap-add", "CAP_SYS_PTRACE"]);
             }
+        } else if self.read_search {
+            a.flags(&["--cap-add", "CAP_DAC_READ_SEARCH"]);
         }
         // What lies in a folder made private (a `readable` path under
         // /var/tmp) is shown after that folder is made.
@@ -1097,6 +1106,7 @@ mod tests {
             }),
             network: Network::Host,
             identity: None,
+            read_search: false,
         }
     }
 

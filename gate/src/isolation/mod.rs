@@ -637,7 +637,9 @@ impl Isolation {
                 tools.read_only = vec![tools.workspace.clone()];
                 tools.writable.clear();
                 tools.network = Network::Private;
-                // The gate's own: no item's code runs here.
+                // The gate's own: no item's code runs here. As root it
+                // reads a workspace handed to the run's uid.
+                tools.read_search = tools.identity.is_some();
                 tools.identity = None;
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
@@ -689,6 +691,7 @@ impl Isolation {
                 tools.read_only = vec![objects.to_path_buf()];
                 tools.writable.clear();
                 tools.network = Network::Private;
+                tools.read_search = tools.identity.is_some();
                 tools.identity = None;
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
@@ -911,6 +914,7 @@ fn build_sandbox(
         home,
         network: Network::Host,
         identity: None,
+        read_search: false,
     };
     (sandbox, cargo_home)
 }

@@ -1986,3 +1986,75 @@ fn a_planted_link_in_the_state_directory_is_refused_before_anything_is_written()
         );
     }
 }
+
+#[test]
+fn as_root_a_workspace_in_a_folder_only_root_may_enter_works() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: the gate runs as root only when the tests do");
+        return;
+    }
+    // Where root's CI jobs and containers work: `mktemp -d` and `/root`.
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    for parent in [std::env::temp_dir(), home] {
+        let outer = tempfile::Builder::new()
+            .prefix("gate-0700-")
+            .tempdir_in(&parent)
+            .unwrap();
+        std::fs::set_permissions(outer.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let ws = outer.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let sh = |line: &str| {
+            #[allow(clippy::disallowed_methods)] // test set-up
+            let ok = Command::new("sh")
+                .args(["-c", line])
+                .current_dir(&ws)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "{line}");
+        };
+        std::fs::write(
+            ws.join("gate.toml"),
+            "[spec]\nid = \"closed\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+             [[task.criterion]]\nid = \"new\"\ntext = \"src says new\"\n\
+             run = \"grep -q new src/a.txt\"\nexpect = \"fail-to-pass\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.txt"), "old\n").unwrap();
+        std::fs::write(ws.join(".gitignore"), ".gate/\n").unwrap();
+        sh(
+            "git init -q -b main && git add . && git -c user.email=e@x -c user.name=e commit -qm base",
+        );
+        let case = parent.display().to_string();
+        let gate = |args: &[&str]| {
+            let mut cmd = gate_tests::gate_command();
+            cmd.args(args).current_dir(&ws).env("GATE_TRACE", "on");
+            let out = cmd.output().unwrap();
+            (
+                out.status.code(),
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            )
+        };
+        // The change does not do it yet: the criterion fails.
+        sh("echo still old > src/a.txt");
+        let (code, out) = gate(&["verify", "--offline", "--base", "main"]);
+        assert_eq!(code, Some(1), "{case}: attempt 1\n{out}");
+        // The retry does: it passes, having failed on the base.
+        sh("echo new > src/a.txt");
+        let (code, out) = gate(&["verify", "--offline", "--base", "main"]);
+        assert_eq!(code, Some(0), "{case}: attempt 2\n{out}");
+        assert!(out.contains("fail→pass"), "{case}: {out}");
+        let (code, out) = gate(&["ledger", "verify"]);
+        assert_eq!(code, Some(0), "{case}: ledger\n{out}");
+        // Nothing outside the workspace changed hands or mode.
+        let meta = std::fs::metadata(outer.path()).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{case}");
+        assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 0, "{case}");
+    }
+}
