@@ -19,6 +19,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub(crate) mod attest;
+pub(crate) mod attributes;
 pub(crate) mod base_runs;
 pub(crate) mod change;
 pub(crate) mod cli;
