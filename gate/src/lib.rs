@@ -63,6 +63,7 @@ pub(crate) mod verdict;
 pub(crate) mod verifiers;
 pub(crate) mod verify;
 pub(crate) mod vouch;
+pub(crate) mod vouch_cache;
 pub(crate) mod workspace_files;
 
 use std::ffi::OsString;
