@@ -186,10 +186,42 @@ async fn default_branch(git: &Git, dir: &Path) -> String {
 /// (the next pull request of a one-spec repository, built on the last)
 /// leaves it standing.
 fn superseded(runs: &[Run], changes: &Changes, landings: &mut [Option<Landing>]) {
+    // Only a run that shares a head, a whole patch or a landed commit can
+    // be of the same change: each run looks among those alone.
+    let keys: Vec<Vec<String>> = runs
+        .iter()
+        .zip(landings.iter())
+        .map(|(r, landing)| {
+            let mut keys = vec![r.head.clone()];
+            keys.extend(landing.iter().flat_map(|l| l.commits.iter().cloned()));
+            if let Some(whole) = changes.get(&r.head).and_then(|c| c.whole) {
+                // Not a commit id: a patch id, marked apart.
+                keys.push(format!("patch:{}", hex::encode(whole)));
+            }
+            keys
+        })
+        .collect();
+    let mut near: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (b, keys) in keys.iter().enumerate() {
+        if landings[b].is_some() {
+            for k in keys {
+                near.entry(k.as_str()).or_default().push(b);
+            }
+        }
+    }
     let gone: Vec<usize> = (0..runs.len())
         .filter(|&a| {
             let Some(la) = &landings[a] else { return false };
-            (a + 1..runs.len()).any(|b| {
+            let mut candidates: Vec<usize> = keys[a]
+                .iter()
+                .filter_map(|k| near.get(k.as_str()))
+                .flatten()
+                .copied()
+                .filter(|&b| b > a)
+                .collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            candidates.into_iter().any(|b| {
                 landings[b].as_ref().is_some_and(|lb| {
                     runs[a].spec_id == runs[b].spec_id
                         && runs[a].started_at <= runs[b].started_at
