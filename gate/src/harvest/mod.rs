@@ -238,10 +238,10 @@ fn superseded(runs: &[Run], changes: &Changes, landings: &mut [Option<Landing>])
 /// Whether runs `a` and `b` (of one spec, landed as `la` and `lb`) are of
 /// the same change: the same head; the same change identity (the commit
 /// it forked from on the branch and its whole patch: the change re-made,
-/// amended or rebased); or the same series whose later run's landing
-/// brought every commit the earlier one landed as (an earlier attempt
-/// that came in with the merge, or the rebase, of the attempt that
-/// passed).
+/// amended or rebased); or the same series (a key the pipeline named)
+/// whose later run's landing brought every commit the earlier one landed
+/// as (an earlier attempt that came in with the merge, or the rebase, of
+/// the attempt that passed).
 fn same_change(a: &Run, la: &Landing, b: &Run, lb: &Landing, changes: &Changes) -> bool {
     if a.head == b.head {
         return true;
@@ -250,7 +250,9 @@ fn same_change(a: &Run, la: &Landing, b: &Run, lb: &Landing, changes: &Changes) 
     if identity(a).is_some_and(|x| identity(b) == Some(x)) {
         return true;
     }
-    a.series == b.series && la.commits.iter().all(|c| lb.commits.contains(c))
+    // Runs recorded without a series key (the spec's own series, every run
+    // before keys) are not taken for attempts of one change.
+    a.series.is_some() && a.series == b.series && la.commits.iter().all(|c| lb.commits.contains(c))
 }
 
 /// The survival label, when the window and the later commits have passed.
@@ -380,7 +382,7 @@ mod tests {
         let run = |head: char, series: &str, minute: i64| Run {
             id: format!("run-{head}-{minute}"),
             spec_id: "app".into(),
-            series: Some(series.to_owned()),
+            series: (!series.is_empty()).then(|| series.to_owned()),
             verdict: "pass".into(),
             started_at: Utc
                 .timestamp_opt(minute * 60, 0)
@@ -422,6 +424,12 @@ mod tests {
                 "the next pull request, built on it",
                 (run('a', "pr-1", 1), landed(&['m', 'a'])),
                 (run('b', "pr-2", 2), landed(&['n', 'b', 'a'])),
+                false,
+            ),
+            (
+                "two commits of one merge, recorded without a series",
+                (run('a', "", 1), landed(&['m', 'a', 'b'])),
+                (run('b', "", 2), landed(&['m', 'a', 'b'])),
                 false,
             ),
             (
