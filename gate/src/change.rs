@@ -560,6 +560,67 @@ mod tests {
         }
     }
 
+    /// Uncommitted as git sees it: files git ignores (by `.git/info/exclude`
+    /// and the repository's `core.excludesFile`) and a checkout's CRLF under
+    /// the commit's `eol=crlf` are the commit's; an untracked file nothing
+    /// ignores and a tracked file changed are not.
+    #[tokio::test]
+    async fn uncommitted_is_what_git_sees() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let git_in = |args: &[&str]| {
+            #[allow(clippy::disallowed_methods)] // test set-up
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(ws)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git_in(&["init", "-q", "-b", "main"]);
+        std::fs::write(ws.join(".gitattributes"), "NOTES.txt text eol=crlf\n").unwrap();
+        std::fs::write(ws.join("NOTES.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(ws.join("kept.txt"), "kept\n").unwrap();
+        git_in(&["add", "."]);
+        git_in(&["commit", "-qm", "base"]);
+        std::fs::write(ws.join("NOTES.txt"), "one\r\ntwo\r\n").unwrap();
+        std::fs::write(ws.join(".git/info/exclude"), "gate.toml\n").unwrap();
+        let excludes = dir.path().join(".git/my-excludes");
+        std::fs::write(&excludes, "*.log\n").unwrap();
+        git_in(&["config", "core.excludesFile", excludes.to_str().unwrap()]);
+        std::fs::write(ws.join("gate.toml"), "[spec]\n").unwrap();
+        std::fs::write(ws.join("build.log"), "noise\n").unwrap();
+        std::fs::write(ws.join("new.txt"), "new\n").unwrap();
+        std::fs::write(ws.join("kept.txt"), "changed\n").unwrap();
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        let git = Git::new(
+            gate_harness::Launcher::new(crate::git::environment(path, None)),
+            crate::git::Repository::find(ws),
+        );
+        let commit = resolve_base(&git, ws, "main").await.unwrap();
+        let snapshot =
+            Snapshot::take(ws, &gate_evidence::snapshot::WalkOptions::default()).unwrap();
+        let env = crate::environment::Environment::capture();
+        let files = uncommitted(&git, ws, &snapshot, &commit, &env)
+            .await
+            .unwrap();
+        assert_eq!(files, ["kept.txt", "new.txt"]);
+        // The working tree's attributes do not count: only the commit's.
+        std::fs::write(ws.join(".gitattributes"), "").unwrap();
+        std::fs::write(ws.join("kept.txt"), "kept\n").unwrap();
+        let snapshot =
+            Snapshot::take(ws, &gate_evidence::snapshot::WalkOptions::default()).unwrap();
+        let files = uncommitted(&git, ws, &snapshot, &commit, &env)
+            .await
+            .unwrap();
+        assert_eq!(files, [".gitattributes", "new.txt"]);
+    }
+
     /// An index whoever wrote `.git` forged hides nothing: a file marked
     /// assume-unchanged or skip-worktree, a new file the index lists as
     /// tracked, a mode change, a deletion, all in a subfolder workspace.
