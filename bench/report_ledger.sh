@@ -39,6 +39,7 @@ if [[ ! -f $ws/.done ]]; then
     shop=$(mktemp -d "${TMPDIR:-/tmp}/gate-report-shop.XXXXXX")
     cp -r "$repo/examples/shop/." "$shop/"
     "$gate" verify -q --workspace "$shop" >/dev/null || true
+    mkdir -p "$out"
     template=$out/report-template.json
     python3 - "$shop/.gate/ledger.db" "$template" <<'EOF'
 import base64, json, sqlite3, sys
