@@ -1,5 +1,8 @@
 # The generated ledger both report benchmarks read, and their shared
-# settings (sourced, not run).
+# settings (sourced, not run). Every run is a signed bundle file beside the
+# ledger (the gen_ledger example's `--template`: each bundle holds a real
+# run of examples/shop with the row's id, spec, attempt, verdict, tier and
+# times, so every row vouches as a recorded run does).
 # Needs: repo and die() set by the sourcing script.
 # Sets: RUNS, N_RUNS, N_OUTCOMES (from the environment, else defaults),
 # RATIO_TARGET, the timing helpers of measure.sh, and out, ws (the
@@ -19,7 +22,7 @@ source "$repo/bench/measure.sh"
 command -v python3 >/dev/null || die "python3 is needed to compare the figures"
 
 out=$repo/bench/out
-ws=$out/report-$N_RUNS-$N_OUTCOMES
+ws=$out/report-signed-$N_RUNS-$N_OUTCOMES
 db=$ws/.gate/ledger.db
 
 echo "building gate and the ledger generator (release)..."
@@ -32,9 +35,32 @@ gen=$target_dir/release/examples/gen_ledger
 [[ -x $gate && -x $gen ]] || die "no binaries under $target_dir/release"
 
 if [[ ! -f $ws/.done ]]; then
-    echo "generating $N_RUNS runs and $N_OUTCOMES outcomes under $ws (once)..."
+    echo "recording one real run of examples/shop as the bundles' template..."
+    shop=$(mktemp -d "${TMPDIR:-/tmp}/gate-report-shop.XXXXXX")
+    cp -r "$repo/examples/shop/." "$shop/"
+    "$gate" verify -q --workspace "$shop" >/dev/null || true
+    mkdir -p "$out"
+    template=$out/report-template.json
+    python3 - "$shop/.gate/ledger.db" "$template" <<'EOF'
+import base64, json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+extra, path, i, c, o, cost = db.execute(
+    "SELECT extra_json, bundle_path, input_tokens, cached_input_tokens, output_tokens, cost_usd"
+    " FROM runs ORDER BY seq DESC LIMIT 1").fetchone()
+envelope = json.load(open(path))
+run = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["run"]
+row = {"extra": json.loads(extra), "input_tokens": i, "cached_input_tokens": c,
+       "output_tokens": o, "cost_usd": cost}
+json.dump({"run": run, "row": row}, open(sys.argv[2], "w"))
+EOF
+    rm -rf "$shop"
+    echo "generating $N_RUNS runs (each a signed bundle) and $N_OUTCOMES outcomes under $ws (once)..."
     rm -rf "$ws"
     mkdir -p "$ws/.gate"
-    "$gen" "$db" --runs "$N_RUNS" --outcomes "$N_OUTCOMES" || die "generation failed"
+    "$gen" "$db" --runs "$N_RUNS" --outcomes "$N_OUTCOMES" --template "$template" ||
+        die "generation failed"
     touch "$ws/.done"
 fi
+# The report's cache of the rows it vouched for (docs/report.md).
+# shellcheck disable=SC2034  # read by the sourcing scripts
+cache=$ws/.gate/report-cache

@@ -319,7 +319,8 @@ impl Signed {
             vec![Subject::from_bytes("override", entry.run_id.as_bytes())],
             "https://gate.dev/attestation/override/v1",
             json!({"run_id": entry.run_id, "spec_id": entry.spec_id,
-                   "content_digest": entry.content_digest, "reason": entry.reason, "by": entry.by}),
+                   "content_digest": entry.content_digest, "reason": entry.reason, "by": entry.by,
+                   "at": entry.recorded_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)}),
         );
         let envelope = bundle::seal(&statement, &self.key);
         let path = self

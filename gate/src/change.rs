@@ -137,13 +137,14 @@ pub(crate) async fn head(
 }
 
 /// What the run verifies: `head`'s commit and branch and how many files
-/// differ from that commit. Outside a repository, or before a first
-/// commit, nothing but the files.
+/// differ from that commit as git sees them ([`uncommitted`]). Outside a
+/// repository, or before a first commit, nothing but the files.
 pub(crate) async fn verified(
     git: &Git,
     workspace: &Path,
     snapshot: &Snapshot,
     head: &Head,
+    env: &crate::environment::Environment,
 ) -> Verified {
     let Some(commit) = head.commit.clone() else {
         return Verified {
@@ -151,7 +152,7 @@ pub(crate) async fn verified(
             ..Verified::default()
         };
     };
-    let uncommitted = match differs_from(git, workspace, snapshot, &commit).await {
+    let uncommitted = match uncommitted(git, workspace, snapshot, &commit, env).await {
         // What a runner or build wrote beside the code is no part of it.
         Ok(files) => files
             .iter()
@@ -169,6 +170,197 @@ pub(crate) async fn verified(
         uncommitted,
         root_commits,
     }
+}
+
+/// How many paths a git call names at once.
+const PATHS_PER_CALL: usize = 1_000;
+
+/// The workspace's files that differ from `commit` as git sees them: a
+/// file git ignores (`.gitignore`, `.git/info/exclude`, `core.excludesFile`)
+/// that the commit does not hold is not uncommitted, and a file whose bytes
+/// differ only by the conversions checkout makes (line endings, `ident`),
+/// as the commit's own `.gitattributes` asks (never the working tree's: a
+/// change could add one), is the commit's. Filter drivers never run (the
+/// gate's git empties them). Content is still read from the files, never
+/// through the index.
+pub(crate) async fn uncommitted(
+    git: &Git,
+    workspace: &Path,
+    snapshot: &Snapshot,
+    commit: &str,
+    env: &crate::environment::Environment,
+) -> Result<Vec<String>, String> {
+    let listing = git
+        .run(workspace, &["ls-tree", "-r", "-z", commit, "--", "."])
+        .await?;
+    let tree: BTreeMap<String, TreeEntry> = tree_entries(&listing).into_iter().collect();
+    let mut files: Vec<String> = Vec::new();
+    let mut converted: Vec<String> = Vec::new();
+    for path in differing(workspace, &tree, commit) {
+        if only_content(&workspace.join(&path), &tree[&path]) {
+            converted.push(path);
+        } else {
+            files.push(path);
+        }
+    }
+    // Checkout's conversions, undone as `git add` would with the commit's
+    // own attributes: what is left differing is the change's.
+    if !converted.is_empty() {
+        let attributes = commit_attributes(git, workspace, &tree).await?;
+        for path in converted {
+            let file = workspace.join(&path);
+            let same = std::fs::read(&file).ok().is_some_and(|disk| {
+                attributes.cleaned(&file, &disk).is_some_and(|clean| {
+                    crate::verifiers::git_blob_id(&clean, commit) == tree[&path].id
+                })
+            });
+            if !same {
+                files.push(path);
+            }
+        }
+    }
+    let untracked: Vec<String> = snapshot
+        .entries()
+        .map(|(p, _)| p)
+        .filter(|p| !tree.contains_key(*p))
+        .map(str::to_owned)
+        .collect();
+    let ignored = ignored(git, workspace, &untracked, env).await?;
+    files.extend(untracked.into_iter().filter(|p| !ignored.contains(p)));
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// The commit's `.gitattributes` files (those of the workspace's folders),
+/// outermost first.
+async fn commit_attributes(
+    git: &Git,
+    workspace: &Path,
+    tree: &BTreeMap<String, TreeEntry>,
+) -> Result<crate::attributes::Attributes, String> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for (path, entry) in tree {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+        if name != ".gitattributes" || entry.kind != "blob" {
+            continue;
+        }
+        let text = git.run(workspace, &["cat-file", "blob", &entry.id]).await?;
+        files.push((dir.to_owned(), String::from_utf8_lossy(&text).into_owned()));
+    }
+    files.sort_by_key(|(dir, _)| {
+        (
+            dir.matches('/').count() + usize::from(!dir.is_empty()),
+            dir.clone(),
+        )
+    });
+    Ok(crate::attributes::Attributes::new(workspace, &files))
+}
+
+/// Whether `file` and the tree's `entry` differ in content alone: both
+/// regular files of the same mode.
+fn only_content(file: &Path, entry: &TreeEntry) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return false;
+    };
+    let executable = meta.permissions().mode() & 0o111 != 0;
+    meta.is_file()
+        && match entry.mode.as_str() {
+            "100644" => !executable,
+            "100755" => executable,
+            _ => false,
+        }
+}
+
+/// Those of `paths` (not in the commit) git ignores. Whoever wrote `.git`
+/// could list a file in the index to keep it from being ignored: that only
+/// makes it count as uncommitted.
+async fn ignored(
+    git: &Git,
+    workspace: &Path,
+    paths: &[String],
+    env: &crate::environment::Environment,
+) -> Result<std::collections::HashSet<String>, String> {
+    let mut found = std::collections::HashSet::new();
+    if paths.is_empty() {
+        return Ok(found);
+    }
+    let excludes = excludes_file(git, workspace, env)
+        .await
+        .map(|f| format!("core.excludesFile={}", f.display()));
+    for chunk in paths.chunks(PATHS_PER_CALL) {
+        let specs: Vec<String> = chunk.iter().map(|p| format!(":(literal){p}")).collect();
+        let mut args: Vec<&str> = Vec::new();
+        if let Some(excludes) = &excludes {
+            args.extend(["-c", excludes.as_str()]);
+        }
+        args.extend([
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--",
+        ]);
+        args.extend(specs.iter().map(String::as_str));
+        let out = git.run(workspace, &args).await?;
+        found.extend(
+            out.split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .filter_map(|p| std::str::from_utf8(p).ok())
+                .map(str::to_owned),
+        );
+    }
+    Ok(found)
+}
+
+/// The excludes file git reads besides `.gitignore` and
+/// `.git/info/exclude`: `core.excludesFile` of the repository's own
+/// configuration, else of the user's (`~/.gitconfig`), else git's default
+/// (`$XDG_CONFIG_HOME/git/ignore`, `~/.config/git/ignore`). The gate's git
+/// reads no user configuration itself.
+async fn excludes_file(
+    git: &Git,
+    workspace: &Path,
+    env: &crate::environment::Environment,
+) -> Option<PathBuf> {
+    let home = env.var_os("HOME").map(PathBuf::from);
+    let expand = |value: &[u8]| -> Option<PathBuf> {
+        let value = std::str::from_utf8(value).ok()?.trim();
+        match value.strip_prefix("~/") {
+            Some(rest) => Some(home.as_ref()?.join(rest)),
+            None if value.is_empty() => None,
+            None => Some(PathBuf::from(value)),
+        }
+    };
+    let local = git
+        .run(
+            workspace,
+            &["config", "--local", "--get", "core.excludesFile"],
+        )
+        .await;
+    if let Some(file) = local.ok().and_then(|v| expand(&v)) {
+        return Some(file);
+    }
+    let home_config = home.as_ref()?.join(".gitconfig");
+    if home_config.is_file() {
+        let file = home_config.display().to_string();
+        let user = git
+            .run(
+                workspace,
+                &["config", "--file", &file, "--get", "core.excludesFile"],
+            )
+            .await;
+        if let Some(file) = user.ok().and_then(|v| expand(&v)) {
+            return Some(file);
+        }
+    }
+    let config = env
+        .var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")))?;
+    Some(config.join("git/ignore")).filter(|f| f.is_file())
 }
 
 /// The root commits reachable from `commit`, sorted: the repository's
@@ -370,6 +562,67 @@ mod tests {
                 format!("base `{base}`: a commit or branch name cannot start with `-`")
             );
         }
+    }
+
+    /// Uncommitted as git sees it: files git ignores (by `.git/info/exclude`
+    /// and the repository's `core.excludesFile`) and a checkout's CRLF under
+    /// the commit's `eol=crlf` are the commit's; an untracked file nothing
+    /// ignores and a tracked file changed are not.
+    #[tokio::test]
+    async fn uncommitted_is_what_git_sees() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let git_in = |args: &[&str]| {
+            #[allow(clippy::disallowed_methods)] // test set-up
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(ws)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git_in(&["init", "-q", "-b", "main"]);
+        std::fs::write(ws.join(".gitattributes"), "NOTES.txt text eol=crlf\n").unwrap();
+        std::fs::write(ws.join("NOTES.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(ws.join("kept.txt"), "kept\n").unwrap();
+        git_in(&["add", "."]);
+        git_in(&["commit", "-qm", "base"]);
+        std::fs::write(ws.join("NOTES.txt"), "one\r\ntwo\r\n").unwrap();
+        std::fs::write(ws.join(".git/info/exclude"), "gate.toml\n").unwrap();
+        let excludes = dir.path().join(".git/my-excludes");
+        std::fs::write(&excludes, "*.log\n").unwrap();
+        git_in(&["config", "core.excludesFile", excludes.to_str().unwrap()]);
+        std::fs::write(ws.join("gate.toml"), "[spec]\n").unwrap();
+        std::fs::write(ws.join("build.log"), "noise\n").unwrap();
+        std::fs::write(ws.join("new.txt"), "new\n").unwrap();
+        std::fs::write(ws.join("kept.txt"), "changed\n").unwrap();
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        let git = Git::new(
+            gate_harness::Launcher::new(crate::git::environment(path, None)),
+            crate::git::Repository::find(ws),
+        );
+        let commit = resolve_base(&git, ws, "main").await.unwrap();
+        let snapshot =
+            Snapshot::take(ws, &gate_evidence::snapshot::WalkOptions::default()).unwrap();
+        let env = crate::environment::Environment::capture();
+        let files = uncommitted(&git, ws, &snapshot, &commit, &env)
+            .await
+            .unwrap();
+        assert_eq!(files, ["kept.txt", "new.txt"]);
+        // The working tree's attributes do not count: only the commit's.
+        std::fs::write(ws.join(".gitattributes"), "").unwrap();
+        std::fs::write(ws.join("kept.txt"), "kept\n").unwrap();
+        let snapshot =
+            Snapshot::take(ws, &gate_evidence::snapshot::WalkOptions::default()).unwrap();
+        let files = uncommitted(&git, ws, &snapshot, &commit, &env)
+            .await
+            .unwrap();
+        assert_eq!(files, [".gitattributes", "new.txt"]);
     }
 
     /// An index whoever wrote `.git` forged hides nothing: a file marked

@@ -19,6 +19,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub(crate) mod attest;
+pub(crate) mod attributes;
 pub(crate) mod base_runs;
 pub(crate) mod build_output;
 pub(crate) mod change;
@@ -63,6 +64,7 @@ pub(crate) mod verdict;
 pub(crate) mod verifiers;
 pub(crate) mod verify;
 pub(crate) mod vouch;
+pub(crate) mod vouch_cache;
 pub(crate) mod workspace_files;
 
 use std::ffi::OsString;

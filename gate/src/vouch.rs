@@ -165,12 +165,15 @@ const REPORT_PAGE: u32 = 2_000;
 /// What `gate report` and `gate metrics` may count: every run row checked
 /// against its bundle (in parallel, a page at a time), every override
 /// against its own. A row that does not vouch is left out, and counted
-/// against `scope` when its stored or its signed columns fall in it.
+/// against `scope` when its stored or its signed columns fall in it. A row
+/// `cache` holds exactly as it is now was vouched for by its bundle before
+/// and is not fetched again; a row that vouches now is added to it.
 pub(crate) fn for_report(
     ledger: &gate_evidence::Ledger,
     store: &BundleStore,
     trusted: &[PublicKey],
     scope: &ledger::ReportScope,
+    mut cache: Option<&mut crate::vouch_cache::VouchCache>,
 ) -> Result<Vouched, gate_evidence::ledger::LedgerError> {
     use rayon::prelude::*;
     let in_scope = |spec: &str, started: chrono::DateTime<chrono::Utc>| {
@@ -183,25 +186,41 @@ pub(crate) fn for_report(
         let page = ledger.rows_after(after, REPORT_PAGE)?;
         let Some(last) = page.last() else { break };
         after = last.seq;
-        let bad: Vec<(u64, bool)> = page
+        let known = cache.as_deref();
+        // Per row: `None` when its cache entry vouches, else whether its
+        // bundle does (`Ok`) or, when not, whether it counts in scope.
+        let checked: Vec<Option<Result<(), bool>>> = page
             .par_iter()
-            .filter_map(|row| {
+            .map(|row| {
+                if known.is_some_and(|c| c.vouched(row)) {
+                    return None;
+                }
                 let signed = match row_run(row, store, trusted) {
-                    Ok(_) => return None,
+                    Ok(_) => return Some(Ok(())),
                     Err(why) => {
                         tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
                             "a run not as signed is left out of the report");
                         signed_columns(row, store, trusted)
                     }
                 };
-                let counted = in_scope(&row.entry.spec_id, row.entry.started_at)
-                    || signed.is_some_and(|(spec, started)| in_scope(&spec, started));
-                Some((row.seq, counted))
+                Some(Err(in_scope(&row.entry.spec_id, row.entry.started_at)
+                    || signed
+                        .is_some_and(|(spec, started)| in_scope(&spec, started))))
             })
             .collect();
-        for (seq, counted) in bad {
-            out.runs_left_out.insert(seq);
-            out.runs_left_out_in_scope += u64::from(counted);
+        for (row, checked) in page.iter().zip(checked) {
+            match checked {
+                None => {}
+                Some(Ok(())) => {
+                    if let Some(cache) = cache.as_deref_mut() {
+                        cache.remember(row);
+                    }
+                }
+                Some(Err(counted)) => {
+                    out.runs_left_out.insert(row.seq);
+                    out.runs_left_out_in_scope += u64::from(counted);
+                }
+            }
         }
     }
     for o in ledger.overrides(None)? {

@@ -206,6 +206,7 @@ fn decided_runs(ctx: &Context, ledger: &gate_evidence::Ledger) -> Result<Vec<Run
                 outcomes: vouched.remove(&r.entry.run_id).unwrap_or_default(),
                 id: r.entry.run_id,
                 spec_id: r.entry.spec_id,
+                series: r.entry.series,
                 verdict: r.entry.verdict,
                 started_at: r.entry.started_at,
             })
@@ -266,6 +267,9 @@ fn harvest_text(h: &Harvest, dry_run: bool) -> String {
         .filter(|f| matches!(f.fate, Fate::New | Fate::Stronger(_)))
     {
         out.push_str(&label_line(f, verb));
+    }
+    for (run, note) in &h.notes {
+        let _ = writeln!(out, "note: run {}: {}", shown(run), shown(note));
     }
     let (recorded, broken, kept, already) = counts(h);
     let _ = write!(
@@ -362,5 +366,6 @@ fn harvest_json(h: &Harvest, dry_run: bool) -> serde_json::Value {
         "pending": h.pending.len(),
         "not_integrated": h.not_integrated,
         "labels": labels,
+        "notes": h.notes.iter().map(|(run, note)| json!({"run_id": run, "note": note})).collect::<Vec<_>>(),
     })
 }

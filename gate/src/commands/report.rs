@@ -66,7 +66,9 @@ pub(crate) struct Readable {
 }
 
 /// What the report may count of the ledger's runs and overrides, each
-/// checked against its bundle in the bundle store.
+/// checked against its bundle in the bundle store, once: the rows vouched
+/// for are kept in the state directory's cache (`vouch_cache`) and only a
+/// row new or changed since is checked again.
 pub(crate) fn vouched(
     ctx: &Context,
     ledger: &gate_evidence::Ledger,
@@ -74,7 +76,13 @@ pub(crate) fn vouched(
     scope: &ReportScope,
 ) -> Result<crate::eval::scorecard::Vouched, GateError> {
     let store = attest::bundle_store(ctx)?;
-    Ok(crate::vouch::for_report(ledger, &store, trusted, scope)?)
+    let mut cache = crate::vouch_cache::VouchCache::open(ctx, trusted);
+    let vouched = crate::vouch::for_report(ledger, &store, trusted, scope, cache.as_mut())?;
+    if let Some(cache) = &cache {
+        tracing::debug!(rows = cache.len(), "rows vouched for, kept");
+        cache.save();
+    }
+    Ok(vouched)
 }
 
 /// `gate report [--html F] [--format human|json] [--since DATE] [--spec ID]`.

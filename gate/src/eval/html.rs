@@ -54,6 +54,9 @@ th{font-weight:600;background:#eef0f3}
 tr:last-child td{border-bottom:none}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.wrap{white-space:normal;min-width:14em}
+#false-passes td{white-space:normal;overflow-wrap:anywhere}
+#false-passes td.wrap{min-width:8em}
+#false-passes td.evidence{min-width:18em}
 a{color:var(--c1)}
 footer{margin:32px 0 8px;font-size:13px;color:var(--muted)}
 @media (max-width:600px){body{font-size:14px}main{padding:10px}h1{font-size:20px}.big{font-size:23px}}
@@ -485,7 +488,7 @@ fn recent_section(out: &mut String, card_: &Scorecard) {
         for p in &card_.recent_false_passes {
             let _ = write!(
                 out,
-                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="wrap">{}</td><td class="wrap">{}</td><td>{}</td><td class="wrap">{}</td><td><a href="{}">{}</a></td></tr>"#,
+                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="wrap">{}</td><td class="wrap">{}</td><td>{}</td><td class="wrap evidence">{}</td><td><a href="{}">{}</a></td></tr>"#,
                 escape(&p.run_id),
                 escape(&p.spec_id),
                 escape(&p.tier),

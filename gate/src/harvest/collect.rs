@@ -14,7 +14,7 @@ use super::input::{Options, Run};
 use super::label::evidence_commit;
 use super::label::{self, Label, Source};
 use super::landing::{Change, Changes, Landing};
-use super::patch::{self, DIFF_OPTIONS, Patch, PatchId};
+use super::patch::{self, DIFF_OPTIONS, Patch, PatchId, squeezed};
 use super::signals;
 use super::szz;
 use crate::git::Git;
@@ -62,11 +62,18 @@ pub(crate) async fn collect(
         ..Collected::default()
     };
     if let Some(oldest) = oldest {
-        let start = format!("^{}", collected.history.commits[oldest].id);
+        // From the oldest point itself: a run's own head may be it.
+        let start: Vec<String> = collected.history.commits[oldest]
+            .parents
+            .iter()
+            .map(|p| format!("^{p}"))
+            .collect();
         let format = format!("--format={delimiter}%H");
         let mut args = vec!["log", "-p", "--no-merges", &format];
         args.extend(DIFF_OPTIONS);
-        args.extend([tip, start.as_str(), "--"]);
+        args.push(tip);
+        args.extend(start.iter().map(String::as_str));
+        args.push("--");
         let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
         collected.branch_patches = patch::parse_log(&out, &delimiter);
         collected.branch_ids = collected
@@ -186,8 +193,19 @@ async fn whole_changes(git: &Git, dir: &Path, history: &History, changes: &mut C
     }
 }
 
+/// What the later commits say of the landed runs: the strongest broken
+/// label of each (by its index in `runs`), and the notes on claims a
+/// message made that the diff did not bear out.
+#[derive(Debug, Default)]
+pub(crate) struct Signals {
+    /// Run index → its strongest broken label.
+    pub labels: HashMap<usize, Label>,
+    /// Run index → what a message claimed of it and why it labels nothing.
+    pub notes: Vec<(usize, String)>,
+}
+
 /// The strongest broken label of each landed run (by its index in `runs`),
-/// from what the later commits on the branch say.
+/// from what the later commits on the branch say and do.
 pub(crate) async fn signals(
     git: &Git,
     dir: &Path,
@@ -195,7 +213,7 @@ pub(crate) async fn signals(
     runs: &[Run],
     landings: &[Option<Landing>],
     options: &Options,
-) -> Result<HashMap<usize, Label>, HarvestError> {
+) -> Result<Signals, HarvestError> {
     let history = &collected.history;
     // Landed commit → the runs it carries; patch id → the same.
     let mut by_commit: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -212,6 +230,7 @@ pub(crate) async fn signals(
             by_patch.entry(id).or_default().push(k);
         }
     }
+    let mut out = Signals::default();
     let mut labels: HashMap<usize, Label> = HashMap::new();
     let mut offer = |k: usize, label: Label| match labels.get(&k) {
         Some(had) if had.source >= label.source => {}
@@ -220,12 +239,38 @@ pub(crate) async fn signals(
         }
     };
     let Some(oldest) = landings.iter().flatten().map(|l| l.at).max() else {
-        return Ok(labels);
+        return Ok(out);
     };
-    let fixes = named_signals(
+    let named = named_signals(
         collected, landings, oldest, &by_commit, &by_patch, options, &mut offer,
     );
-    for (x, blamed) in blame_fixes(git, dir, collected, &fixes, &by_commit, options).await? {
+    out.notes = named.notes;
+    for (x, k) in named.claimed {
+        let commit = &history.commits[x];
+        if undoes(git, dir, collected, commit, landings[k].as_ref()).await {
+            offer(
+                k,
+                broken(
+                    Source::Revert,
+                    label::REVERT_NAMED,
+                    landings,
+                    k,
+                    commit,
+                    "reverted by",
+                ),
+            );
+        } else {
+            out.notes.push((
+                k,
+                format!(
+                    "commit {} says it reverts a landed commit of this run, but its diff does \
+                     not undo that commit's change: not a label",
+                    &commit.id[..12]
+                ),
+            ));
+        }
+    }
+    for (x, blamed) in blame_fixes(git, dir, collected, &named.fixes, &by_commit, options).await? {
         let commit = &history.commits[x];
         let mut runs_blamed: HashMap<usize, Vec<BlamedLine>> = HashMap::new();
         for line in blamed {
@@ -233,9 +278,10 @@ pub(crate) async fn signals(
                 let Some(landing) = &landings[k] else {
                     continue;
                 };
-                let landed = history.commits[landing.at].date;
-                let within =
-                    commit.date - landed <= chrono::Duration::days(i64::from(options.window_days));
+                // Arrival times, not commit dates: the agent dates its commits.
+                let landed = history.arrival(landing.at);
+                let within = history.arrival(x) - landed
+                    <= chrono::Duration::days(i64::from(options.window_days));
                 if x < landing.at && within {
                     runs_blamed.entry(k).or_default().push(line.clone());
                 }
@@ -259,12 +305,27 @@ pub(crate) async fn signals(
             offer(k, label);
         }
     }
-    Ok(labels)
+    out.labels = labels;
+    Ok(out)
 }
 
-/// Reverts and fixes that name a landed commit, and reverts whose diff
-/// is a landed patch's inverse, offered as labels; the fix commits (by
-/// `fix_pattern`) newer than `oldest` returned for blame.
+/// What the messages of later commits say, before their diffs are asked.
+#[derive(Debug, Default)]
+struct Named {
+    /// The fix commits (by `fix_pattern`), for blame.
+    fixes: Vec<usize>,
+    /// (commit, run) pairs: the commit's message says it reverts one of the
+    /// run's landed commits, and its diff is not the exact inverse.
+    claimed: Vec<(usize, usize)>,
+    /// Claims that label nothing.
+    notes: Vec<(usize, String)>,
+}
+
+/// Reverts whose diff is a landed patch's exact inverse, and fixes that
+/// name a landed commit and change one of its files, offered as labels;
+/// the reverts a message alone claims set aside for their diff to be
+/// read; the fix commits (by `fix_pattern`) newer than `oldest` returned
+/// for blame.
 fn named_signals(
     collected: &Collected,
     landings: &[Option<Landing>],
@@ -273,75 +334,207 @@ fn named_signals(
     by_patch: &HashMap<PatchId, Vec<usize>>,
     options: &Options,
     offer: &mut impl FnMut(usize, Label),
-) -> Vec<usize> {
+) -> Named {
     let history = &collected.history;
-    let mut fixes: Vec<usize> = Vec::new();
+    let mut out = Named::default();
     for x in 0..oldest {
         let commit = &history.commits[x];
         let after = |k: usize| landings[k].as_ref().is_some_and(|l| x < l.at);
         let named = |ids: Vec<String>| -> Vec<usize> {
-            ids.iter()
+            let mut runs: Vec<usize> = ids
+                .iter()
                 .filter_map(|id| history.resolve(id))
                 .filter_map(|id| by_commit.get(id))
                 .flatten()
                 .copied()
                 .filter(|&k| after(k))
-                .collect()
+                .collect();
+            runs.sort_unstable();
+            runs.dedup();
+            runs
         };
-        for k in named(signals::reverted(&commit.message)) {
-            offer(
-                k,
-                broken(
-                    Source::Revert,
-                    label::REVERT_NAMED,
-                    landings,
-                    k,
-                    commit,
-                    "reverted by",
-                ),
-            );
-        }
-        let inverse = collected
-            .branch_patches
-            .get(&commit.id)
-            .and_then(Patch::inverse_id);
-        for &k in inverse
+        let patch = collected.branch_patches.get(&commit.id);
+        let inverse: Vec<usize> = patch
+            .and_then(Patch::inverse_id)
             .and_then(|id| by_patch.get(&id))
             .into_iter()
             .flatten()
-        {
-            if after(k) {
+            .copied()
+            .filter(|&k| after(k))
+            .collect();
+        let claimed = named(signals::reverted(&commit.message));
+        for &k in &inverse {
+            // The exact inverse is a revert whatever the message says; a
+            // message that names it too makes it surer.
+            let (confidence, how) = if claimed.contains(&k) {
+                (label::REVERT_NAMED, "reverted by")
+            } else {
+                (label::REVERT_INVERSE, "undone exactly by")
+            };
+            offer(
+                k,
+                broken(Source::Revert, confidence, landings, k, commit, how),
+            );
+        }
+        out.claimed.extend(
+            claimed
+                .into_iter()
+                .filter(|k| !inverse.contains(k))
+                .map(|k| (x, k)),
+        );
+        for k in named(signals::fixed(&commit.message)) {
+            let touched = landed_files(collected, landings[k].as_ref());
+            let shares = patch.is_some_and(|p| {
+                p.files
+                    .iter()
+                    .flat_map(|f| [&f.old, &f.new])
+                    .flatten()
+                    .any(|f| touched.contains(f.as_str()))
+            });
+            if shares {
                 offer(
                     k,
                     broken(
-                        Source::Revert,
-                        label::REVERT_INVERSE,
+                        Source::Fixes,
+                        label::FIXES,
                         landings,
                         k,
                         commit,
-                        "undone exactly by",
+                        "named as fixed by",
                     ),
                 );
+            } else {
+                out.notes.push((
+                    k,
+                    format!(
+                        "commit {} names a landed commit of this run as what it fixes, but \
+                         changes none of its files: not a label",
+                        &commit.id[..12]
+                    ),
+                ));
             }
         }
-        for k in named(signals::fixed(&commit.message)) {
-            offer(
-                k,
-                broken(
-                    Source::Fixes,
-                    label::FIXES,
-                    landings,
-                    k,
-                    commit,
-                    "named as fixed by",
-                ),
-            );
-        }
         if commit.parents.len() == 1 && options.fix_pattern.is_match(&commit.message) {
-            fixes.push(x);
+            out.fixes.push(x);
         }
     }
-    fixes
+    out
+}
+
+/// The files a landing's commits changed, by either name.
+fn landed_files<'a>(collected: &'a Collected, landing: Option<&Landing>) -> HashSet<&'a str> {
+    landing
+        .into_iter()
+        .flat_map(|l| l.commits.iter())
+        .filter_map(|c| collected.branch_patches.get(c))
+        .flat_map(|p| p.files.iter())
+        .flat_map(|f| [&f.old, &f.new])
+        .flatten()
+        .map(String::as_str)
+        .collect()
+}
+
+/// Whether `revert`'s diff undoes `landing`'s change: it removes every line
+/// of the landed commits that still exists on its parent (blamed there),
+/// at least one; or, none existing, it puts back every line they removed.
+/// A message cannot do this; only a diff that takes the change out can.
+async fn undoes(
+    git: &Git,
+    dir: &Path,
+    collected: &Collected,
+    revert: &history::Commit,
+    landing: Option<&Landing>,
+) -> bool {
+    let (Some(landing), Some(patch), Some(parent)) = (
+        landing,
+        collected.branch_patches.get(&revert.id),
+        revert.parents.first(),
+    ) else {
+        return false;
+    };
+    let landed: Vec<&Patch> = landing
+        .commits
+        .iter()
+        .filter_map(|c| collected.branch_patches.get(c))
+        .collect();
+    if landed.is_empty() {
+        return false;
+    }
+    let mut files: Vec<&str> = landed
+        .iter()
+        .flat_map(|p| p.files.iter())
+        .filter_map(|f| f.new.as_deref())
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    // The revert's removed lines, by file and line of its parent.
+    let removed: HashSet<(&str, u32)> = patch
+        .files
+        .iter()
+        .filter_map(|f| Some((f.old.as_deref()?, &f.hunks)))
+        .flat_map(|(file, hunks)| {
+            hunks.iter().flat_map(move |h| {
+                (0..h.removed.len()).map(move |k| (file, h.old_start + k as u32))
+            })
+        })
+        .collect();
+    let mut surviving = 0usize;
+    for file in files {
+        // A file gone from the parent holds none of the change's lines.
+        let Ok(out) = git
+            .run(
+                dir,
+                &[
+                    "blame",
+                    "--porcelain",
+                    "-w",
+                    "--no-textconv",
+                    parent,
+                    "--",
+                    file,
+                ],
+            )
+            .await
+        else {
+            continue;
+        };
+        for (line, commit) in szz::parse_porcelain(&out) {
+            if landing.commits.contains(&commit) {
+                if !removed.contains(&(file, line)) {
+                    return false;
+                }
+                surviving += 1;
+            }
+        }
+    }
+    if surviving > 0 {
+        return true;
+    }
+    // Nothing of it left to remove: a change that only removed lines is
+    // undone by putting them back.
+    let mut put_back: HashMap<String, usize> = HashMap::new();
+    for f in &patch.files {
+        for h in &f.hunks {
+            for line in &h.added {
+                *put_back.entry(squeezed(line)).or_default() += 1;
+            }
+        }
+    }
+    let mut wanted = 0usize;
+    for f in landed.iter().flat_map(|p| p.files.iter()) {
+        for line in f.hunks.iter().flat_map(|h| h.removed.iter()) {
+            let line = squeezed(line);
+            if line.is_empty() {
+                continue;
+            }
+            wanted += 1;
+            match put_back.get_mut(&line) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => return false,
+            }
+        }
+    }
+    wanted > 0
 }
 
 fn broken(

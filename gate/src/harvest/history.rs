@@ -48,6 +48,11 @@ pub(crate) struct History {
     /// For each commit of the first-parent line, how many first-parent
     /// commits came after it; `None` off that line.
     pub later: Vec<Option<u32>>,
+    /// For each commit of the first-parent line, when it reached the
+    /// branch: its date, but never earlier than its first parent's arrival
+    /// (a commit back-dated and landed by fast-forward takes its parent's
+    /// time). Off that line, the time of the commit that brought it.
+    arrived: Vec<DateTime<Utc>>,
     /// Commit ids, sorted, for resolving short ids.
     sorted: Vec<String>,
 }
@@ -65,6 +70,7 @@ impl History {
         let mut history = Self {
             landed_at: vec![usize::MAX; commits.len()],
             later: vec![None; commits.len()],
+            arrived: commits.iter().map(|c| c.date).collect(),
             commits,
             index,
             sorted,
@@ -89,6 +95,12 @@ impl History {
         for (n, &i) in line.iter().enumerate() {
             self.later[i] = Some(n as u32);
         }
+        let mut floor: Option<DateTime<Utc>> = None;
+        for &i in line.iter().rev() {
+            let at = floor.map_or(self.commits[i].date, |f| f.max(self.commits[i].date));
+            self.arrived[i] = at;
+            floor = Some(at);
+        }
         for &tip in line.iter().rev() {
             self.landed_at[tip] = tip;
             let mut stack: Vec<usize> = self.commits[tip]
@@ -112,6 +124,17 @@ impl History {
         }
     }
 
+    /// When the commit at `i` reached the branch (see `arrived`): the time
+    /// windows are measured in, which a commit's own date cannot move back.
+    pub(crate) fn arrival(&self, i: usize) -> DateTime<Utc> {
+        let at = self.landed_at.get(i).copied().unwrap_or(i);
+        self.arrived
+            .get(at)
+            .or_else(|| self.arrived.get(i))
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// The commit with this id.
     pub(crate) fn get(&self, id: &str) -> Option<&Commit> {
         self.index.get(id).map(|&i| &self.commits[i])
@@ -132,35 +155,6 @@ impl History {
             .take_while(|id| id.starts_with(&prefix));
         let first = found.next()?;
         found.next().is_none().then_some(first.as_str())
-    }
-
-    /// Whether `ancestor` is `of` or one of its ancestors, looking at no
-    /// more than `limit` commits.
-    pub(crate) fn reaches(&self, of: &str, ancestor: &str, limit: usize) -> bool {
-        let (Some(&from), Some(&target)) = (self.index.get(of), self.index.get(ancestor)) else {
-            return false;
-        };
-        // Topological order: an ancestor never comes before its descendant.
-        if target < from {
-            return false;
-        }
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![from];
-        while let Some(i) = stack.pop() {
-            if i == target {
-                return true;
-            }
-            if i > target || !seen.insert(i) || seen.len() > limit {
-                continue;
-            }
-            stack.extend(
-                self.commits[i]
-                    .parents
-                    .iter()
-                    .filter_map(|p| self.index.get(p).copied()),
-            );
-        }
-        false
     }
 }
 
@@ -257,8 +251,40 @@ mod tests {
         assert_eq!(at('e'), Some('e'));
         assert_eq!(history.later[history.index[&"b".repeat(40)]], Some(2));
         assert_eq!(history.later[history.index[&"c".repeat(40)]], None);
-        assert!(history.reaches(&"e".repeat(40), &"c".repeat(40), 100));
-        assert!(!history.reaches(&"b".repeat(40), &"c".repeat(40), 100));
+    }
+
+    #[test]
+    fn a_commit_arrives_no_earlier_than_its_first_parent() {
+        let at = |c: char, days: i64| Commit {
+            date: Utc
+                .timestamp_opt(days * 86_400, 0)
+                .single()
+                .unwrap_or_default(),
+            ..commit(c, &[])
+        };
+        // d (day 9) merges c (dated day 1) into b (day 5, back-dated by a
+        // fast-forward below a, day 8); e follows on day 10.
+        let with = |mut c: Commit, parents: &[char]| {
+            c.parents = parents.iter().map(|p| p.to_string().repeat(40)).collect();
+            c
+        };
+        let history = History::new(vec![
+            with(at('e', 10), &['d']),
+            with(at('d', 9), &['b', 'c']),
+            with(at('c', 1), &['a']),
+            with(at('b', 5), &['a']),
+            at('a', 8),
+        ]);
+        let day = |c: char| {
+            history
+                .arrival(history.index[&c.to_string().repeat(40)])
+                .timestamp()
+                / 86_400
+        };
+        assert_eq!(
+            [day('a'), day('b'), day('c'), day('d'), day('e')],
+            [8, 8, 9, 9, 10]
+        );
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub(crate) struct Run {
     pub id: String,
     /// Its spec.
     pub spec_id: String,
+    /// Its series (a pull request, a branch); `None` for the spec's own.
+    pub series: Option<String>,
     /// `pass` or `fail`.
     pub verdict: String,
     /// When it started.

@@ -30,7 +30,7 @@ pub(crate) use self::error::HarvestError;
 use self::history::History;
 pub(crate) use self::input::{Options, Run};
 use self::label::{Fate, Label, Source};
-use self::landing::{Index, Landing};
+use self::landing::{Changes, Index, Landing};
 use crate::git::Git;
 
 /// One label found.
@@ -66,6 +66,9 @@ pub(crate) struct Harvest {
     pub not_integrated: Vec<String>,
     /// Landed runs with no label yet (inside their window).
     pub pending: Vec<String>,
+    /// (run, note): what a later commit's message claimed of a landed run
+    /// that its diff did not bear out; recorded nowhere, labels nothing.
+    pub notes: Vec<(String, String)>,
 }
 
 /// Harvests the labels of `runs` from the repository at `dir`.
@@ -102,6 +105,9 @@ pub(crate) async fn harvest(
         .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
         .collect();
     let total = runs.len();
+    let mut runs = runs;
+    // Index order is time order: a later run of a change supersedes.
+    runs.sort_by_key(|r| r.started_at);
     let (runs, uncommitted): (Vec<Run>, Vec<Run>) = runs
         .into_iter()
         .filter(|r| r.roots.iter().any(|root| roots.contains(root)))
@@ -129,15 +135,21 @@ pub(crate) async fn harvest(
                 .and_then(|c| landing::find(history, &index, c))
         })
         .collect();
-    superseded(history, &runs, &mut landings);
+    superseded(&runs, &collected.changes, &mut landings);
     let signals = collect::signals(git, dir, &collected, &runs, &landings, options).await?;
-    let newest = history.commits.first().map(|c| c.date);
+    out.notes = signals
+        .notes
+        .iter()
+        .map(|(k, note)| (runs[*k].id.clone(), note.clone()))
+        .collect();
+    let newest = (!history.commits.is_empty()).then(|| history.arrival(0));
     for (k, run) in runs.into_iter().enumerate() {
         let Some(landing) = &landings[k] else {
             out.not_integrated.push(run.id);
             continue;
         };
         let label = signals
+            .labels
             .get(&k)
             .cloned()
             .or_else(|| survived(history, landing, newest, options));
@@ -168,27 +180,79 @@ async fn default_branch(git: &Git, dir: &Path) -> String {
     "HEAD".to_owned()
 }
 
-/// A run whose head is only an ancestor of a later attempt's (of the same
-/// spec) that landed did not land itself: the later attempt did.
-fn superseded(history: &History, runs: &[Run], landings: &mut [Option<Landing>]) {
-    let landed: Vec<usize> = (0..runs.len()).filter(|&k| landings[k].is_some()).collect();
-    let mut gone = Vec::new();
-    for &a in &landed {
-        for &b in &landed {
-            let (ra, rb) = (&runs[a], &runs[b]);
-            if a != b
-                && ra.spec_id == rb.spec_id
-                && ra.head != rb.head
-                && ra.started_at < rb.started_at
-                && history.reaches(&rb.head, &ra.head, 10_000)
-            {
-                gone.push(a);
+/// A run superseded by a later run of the same change did not land
+/// itself: the later one did. Only the same change supersedes (see
+/// [`same_change`]): a later change that merely contains a run's commit
+/// (the next pull request of a one-spec repository, built on the last)
+/// leaves it standing.
+fn superseded(runs: &[Run], changes: &Changes, landings: &mut [Option<Landing>]) {
+    // Only a run that shares a head, a whole patch or a landed commit can
+    // be of the same change: each run looks among those alone.
+    let keys: Vec<Vec<String>> = runs
+        .iter()
+        .zip(landings.iter())
+        .map(|(r, landing)| {
+            let mut keys = vec![r.head.clone()];
+            keys.extend(landing.iter().flat_map(|l| l.commits.iter().cloned()));
+            if let Some(whole) = changes.get(&r.head).and_then(|c| c.whole) {
+                // Not a commit id: a patch id, marked apart.
+                keys.push(format!("patch:{}", hex::encode(whole)));
+            }
+            keys
+        })
+        .collect();
+    let mut near: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (b, keys) in keys.iter().enumerate() {
+        if landings[b].is_some() {
+            for k in keys {
+                near.entry(k.as_str()).or_default().push(b);
             }
         }
     }
+    let gone: Vec<usize> = (0..runs.len())
+        .filter(|&a| {
+            let Some(la) = &landings[a] else { return false };
+            let mut candidates: Vec<usize> = keys[a]
+                .iter()
+                .filter_map(|k| near.get(k.as_str()))
+                .flatten()
+                .copied()
+                .filter(|&b| b > a)
+                .collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            candidates.into_iter().any(|b| {
+                landings[b].as_ref().is_some_and(|lb| {
+                    runs[a].spec_id == runs[b].spec_id
+                        && runs[a].started_at <= runs[b].started_at
+                        && same_change(&runs[a], la, &runs[b], lb, changes)
+                })
+            })
+        })
+        .collect();
     for a in gone {
         landings[a] = None;
     }
+}
+
+/// Whether runs `a` and `b` (of one spec, landed as `la` and `lb`) are of
+/// the same change: the same head; the same change identity (the commit
+/// it forked from on the branch and its whole patch: the change re-made,
+/// amended or rebased); or the same series (a key the pipeline named)
+/// whose later run's landing brought every commit the earlier one landed
+/// as (an earlier attempt that came in with the merge, or the rebase, of
+/// the attempt that passed).
+fn same_change(a: &Run, la: &Landing, b: &Run, lb: &Landing, changes: &Changes) -> bool {
+    if a.head == b.head {
+        return true;
+    }
+    let identity = |r: &Run| changes.get(&r.head).and_then(|c| Some((c.fork?, c.whole?)));
+    if identity(a).is_some_and(|x| identity(b) == Some(x)) {
+        return true;
+    }
+    // Runs recorded without a series key (the spec's own series, every run
+    // before keys) are not taken for attempts of one change.
+    a.series.is_some() && a.series == b.series && la.commits.iter().all(|c| lb.commits.contains(c))
 }
 
 /// The survival label, when the window and the later commits have passed.
@@ -200,7 +264,7 @@ fn survived(
 ) -> Option<Label> {
     let landed_on = history.landed_at[landing.at];
     let later = history.later[landed_on]?;
-    let date = history.commits[landing.at].date;
+    let date = history.arrival(landing.at);
     let days = (newest? - date).num_days();
     if later < options.min_commits || days < i64::from(options.window_days) {
         return None;
@@ -300,4 +364,104 @@ pub(crate) async fn blame_fixes(
 /// The spec file's `[eval] fix_pattern`, read without validating the rest.
 pub(crate) fn configured_fix_pattern(spec: &Path) -> Result<Option<String>, String> {
     crate::config::spec_string(spec, "eval", "fix_pattern")
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone as _;
+
+    use super::landing::{Change, LandedBy};
+    use super::*;
+
+    fn id(c: char) -> String {
+        c.to_string().repeat(40)
+    }
+
+    #[test]
+    fn only_a_later_run_of_the_same_change_supersedes() {
+        let run = |head: char, series: &str, minute: i64| Run {
+            id: format!("run-{head}-{minute}"),
+            spec_id: "app".into(),
+            series: (!series.is_empty()).then(|| series.to_owned()),
+            verdict: "pass".into(),
+            started_at: Utc
+                .timestamp_opt(minute * 60, 0)
+                .single()
+                .unwrap_or_default(),
+            head: id(head),
+            roots: Vec::new(),
+            uncommitted: 0,
+            outcomes: Vec::new(),
+        };
+        let landed = |commits: &[char]| Landing {
+            commits: commits.iter().map(|&c| id(c)).collect(),
+            at: 0,
+            by: LandedBy::Merge,
+        };
+        let changes: Changes = [('x', 7, [1; 32]), ('y', 7, [1; 32]), ('z', 7, [2; 32])]
+            .into_iter()
+            .map(|(head, fork, whole)| {
+                let change = Change {
+                    head: id(head),
+                    fork: Some(fork),
+                    whole: Some(whole),
+                    ..Change::default()
+                };
+                (id(head), change)
+            })
+            .collect();
+        // (what, the earlier run and its landing, the later one and its,
+        // whether the earlier is superseded)
+        type Case = (&'static str, (Run, Landing), (Run, Landing), bool);
+        let cases: Vec<Case> = vec![
+            (
+                "an attempt merged with the one that passed",
+                (run('a', "pr-1", 1), landed(&['m', 'a'])),
+                (run('b', "pr-1", 2), landed(&['m', 'a', 'b'])),
+                true,
+            ),
+            (
+                "the next pull request, built on it",
+                (run('a', "pr-1", 1), landed(&['m', 'a'])),
+                (run('b', "pr-2", 2), landed(&['n', 'b', 'a'])),
+                false,
+            ),
+            (
+                "two commits of one merge, recorded without a series",
+                (run('a', "", 1), landed(&['m', 'a', 'b'])),
+                (run('b', "", 2), landed(&['m', 'a', 'b'])),
+                false,
+            ),
+            (
+                "the next commit of one series, each landed alone",
+                (run('a', "main", 1), landed(&['a'])),
+                (run('b', "main", 2), landed(&['b'])),
+                false,
+            ),
+            (
+                "the same head, run again",
+                (run('a', "pr-1", 1), landed(&['a'])),
+                (run('a', "pr-2", 2), landed(&['a'])),
+                true,
+            ),
+            (
+                "the same fork point and patch, amended",
+                (run('x', "pr-1", 1), landed(&['s'])),
+                (run('y', "pr-2", 2), landed(&['s'])),
+                true,
+            ),
+            (
+                "another patch from the same fork point",
+                (run('x', "pr-1", 1), landed(&['s'])),
+                (run('z', "pr-2", 2), landed(&['t'])),
+                false,
+            ),
+        ];
+        for (what, (a, la), (b, lb), want) in cases {
+            let mut landings = vec![Some(la), Some(lb)];
+            superseded(&[a, b], &changes, &mut landings);
+            assert_eq!(landings[0].is_none(), want, "{what}");
+            assert!(landings[1].is_some(), "{what}: the later stands");
+        }
+    }
 }

@@ -56,7 +56,8 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
     } = *run;
     let spec = &setup.spec;
     let snapshot = super::harness::fingerprint(ctx, spec, &req.own_files).await?;
-    let verified = change::verified(&setup.git, &ctx.workspace, &snapshot, &trust.head).await;
+    let verified =
+        change::verified(&setup.git, &ctx.workspace, &snapshot, &trust.head, &ctx.env).await;
     if let (Some(commit), true) = (&verified.commit, verified.uncommitted > 0) {
         events.emit(RunEvent::Note(Note::Uncommitted {
             files: verified.uncommitted,

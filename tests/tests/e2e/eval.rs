@@ -196,6 +196,31 @@ fn fixture_ledger(env: &TestEnv) {
     }
     let mut ledger = Ledger::open(env.path().join(".gate/ledger.db")).unwrap();
     let outcome = |run: &str, broken, reason: &str| {
+        // The first false pass carries evidence as a harvest writes it: long
+        // commit messages and paths, which the page must still fit.
+        let evidence = (run == "a1").then(|| {
+            let id = |c: char| c.to_string().repeat(40);
+            gate_evidence::ledger::OutcomeEvidence {
+                confidence: 95,
+                landed: vec![id('a'), id('b')],
+                landed_by: "patch".into(),
+                commits: vec![gate_evidence::ledger::EvidenceCommit {
+                    commit: id('c'),
+                    summary: "Revert \"checkout: compute the order total from the line items, \
+                              taxes and the customer's saved discounts\""
+                        .into(),
+                    date: day(24),
+                }],
+                blamed: (1..=6)
+                    .map(|line| gate_evidence::ledger::BlamedLine {
+                        file: "services/checkout/src/pricing/order_total_calculation.py".into(),
+                        line,
+                        commit: id('a'),
+                    })
+                    .collect(),
+                survived: None,
+            }
+        });
         let entry = OutcomeEntry {
             run_id: run.into(),
             broken,
@@ -203,7 +228,7 @@ fn fixture_ledger(env: &TestEnv) {
             source: Some("ci".into()),
             recorded_at: day(25),
             envelope: None,
-            evidence: None,
+            evidence,
         };
         gate_evidence::ledger::seal(&entry, &key)
     };
@@ -296,6 +321,12 @@ const PAGE_FACTS: &str = r"JSON.parse(JSON.stringify({
   links: [...document.querySelectorAll('#false-passes a')].map(a => a.getAttribute('href')),
   reasons: [...document.querySelectorAll('#false-passes tbody tr td:nth-child(6)')].map(td => td.textContent),
   scripts: document.scripts.length,
+  overflowing: [...document.querySelectorAll('.table-wrap')]
+    .filter(w => w.scrollWidth > w.clientWidth + 1).map(w => w.querySelector('table').id),
+  evidenceRight: Math.max(0, ...[...document.querySelectorAll('#false-passes th, #false-passes td')]
+    .map(c => c.getBoundingClientRect().right)),
+  evidenceCells: [...document.querySelectorAll('#false-passes tbody td:nth-child(8)')]
+    .filter(td => td.textContent.includes('blamed')).length,
   scrollWidth: document.documentElement.scrollWidth,
   innerWidth: window.innerWidth,
   title: document.title
@@ -312,7 +343,11 @@ fn html_report_in_headless_chromium() {
     let page = env.path().join("out/report.html");
     let url = format!("file://{}", page.display());
     let mut browser = Browser::launch().unwrap_or_else(|e| panic!("starting Chromium: {e}"));
-    for (viewport, mobile) in [((1366, 768), false), ((390, 844), true)] {
+    for (viewport, mobile) in [
+        ((1366, 768), false),
+        ((1280, 800), false),
+        ((390, 844), true),
+    ] {
         let seen = browser
             .inspect(&url, viewport, mobile, PAGE_FACTS)
             .unwrap_or_else(|e| panic!("{viewport:?}: {e}"));
@@ -343,6 +378,16 @@ fn html_report_in_headless_chromium() {
         std::fs::write(env.path().join(format!("out/{name}.png")), &seen.screenshot).unwrap();
 
         let v = &seen.value;
+        if !mobile {
+            // Every column, the evidence and the bundle's link included, is
+            // on a desktop screen without scrolling a table sideways.
+            assert_eq!(v["overflowing"], json!([]), "{name}: {v}");
+            assert_eq!(v["evidenceCells"], 1, "{name}: {v}");
+            assert!(
+                v["evidenceRight"].as_f64() <= v["innerWidth"].as_f64(),
+                "{name}: the false passes' table runs off the screen: {v}"
+            );
+        }
         assert_eq!(v["title"], "gate · false-pass report");
         assert_eq!(v["scripts"], 0, "{name}: the page needs no script");
         assert!(

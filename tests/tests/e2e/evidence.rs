@@ -581,3 +581,42 @@ fn a_series_moved_to_another_spec_in_the_ledger_keeps_its_count() {
         .collect();
     assert_eq!(moved.len(), 2, "{problems:?}");
 }
+
+/// `gate report` checks a row's bundle once: the rows vouched for are kept
+/// in the state directory's cache, so a second report reads no bundle (it
+/// counts every run with the bundles gone), while a row edited since
+/// misses the cache, is checked again and is left out.
+#[test]
+fn the_report_checks_a_rows_bundle_once_and_still_leaves_out_a_row_edited_since() {
+    let env = failing_workspace();
+    verify_expecting(&env, 1);
+    env.write("src/a.txt", "alpha 2\n");
+    verify_expecting(&env, 1);
+    let report = || {
+        let out = env.gate(&["report", "--format", "json"]).run();
+        out.assert_exit(0);
+        out.json()
+    };
+    let none = json!({"runs": 0, "outcomes": 0, "overrides": 0});
+    assert_eq!(report()["left_out"], none);
+    let cache = env.path().join(".gate/report-cache");
+    assert!(cache.is_file(), "the report keeps what it vouched for");
+    let bundles = env.path().join(".gate/bundles");
+    let away = env.path().join(".gate/bundles-away");
+    std::fs::rename(&bundles, &away).unwrap();
+    let cached = report();
+    assert_eq!(cached["left_out"], none, "no bundle read: {cached:#}");
+    assert_eq!(cached["runs"], 2);
+    // A cache sealed by someone else is no cache: every bundle is read.
+    let mut forged = std::fs::read(&cache).unwrap();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    std::fs::write(&cache, &forged).unwrap();
+    assert_eq!(report()["left_out"]["runs"], 2, "the bundles are gone");
+    std::fs::rename(&away, &bundles).unwrap();
+    assert_eq!(report()["left_out"], none);
+    sql(&env, "UPDATE runs SET verdict = 'pass' WHERE seq = 1;");
+    let edited = report();
+    assert_eq!(edited["left_out"]["runs"], 1, "{edited:#}");
+    assert_eq!(edited["runs"], 1);
+}

@@ -675,3 +675,206 @@ fn a_harvest_on_a_fresh_clone_with_the_shared_ledger_leaves_other_repositories_a
     assert_eq!(count(&run_ours), ["1"]);
     assert_eq!(count(&run_theirs), ["0"]);
 }
+
+/// The labels of a harvest, by run id, with the document.
+fn harvested(repo: &Repo) -> (Value, BTreeMap<String, Value>) {
+    let out = repo
+        .env
+        .gate(&["outcome", "harvest", "--format", "json"])
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let labels = by_run(&doc);
+    (doc, labels)
+}
+
+/// One spec for the whole repository, three pull requests, each built on
+/// the last and merged another way: each run landed, and each is labelled
+/// (a later change that contains a run's commit does not supersede it).
+/// The spec is kept out of the commits by `.git/info/exclude`, and the
+/// last change adds an `eol=crlf` attribute: neither makes a run
+/// uncommitted; a tracked file really changed still does.
+#[test]
+fn three_pull_requests_of_one_spec_merged_three_ways_are_each_labelled() {
+    let repo = Repo::new();
+    let r = &repo;
+    r.git(&ago(60, 0), &["init", "-q", "-b", "main"]);
+    r.env.write(".gitignore", ".gate/\n");
+    r.env.write(".git/info/exclude", "gate.toml\n");
+    for f in ["a", "b", "c"] {
+        r.env
+            .write(&format!("src/{f}.py"), &(lines(4, "0").join("\n") + "\n"));
+    }
+    r.commit(&ago(60, 0), "README", &["demo"], "initial");
+    let mut a = lines(4, "0");
+    a[0] = "value_1 = 'one'".into();
+    r.feature("one", &ago(50, 0), "src/a.py", &refs(&a));
+    let run_merged = r.verify("app", true);
+    r.git(&ago(50, 1), &["checkout", "-q", "main"]);
+    r.git(
+        &ago(50, 1),
+        &["merge", "-q", "--no-ff", "-m", "Merge branch 'one'", "one"],
+    );
+    let mut b = lines(4, "0");
+    b[1] = "value_2 = 'two'".into();
+    r.feature("two", &ago(49, 0), "src/b.py", &refs(&b));
+    let run_squashed = r.verify("app", true);
+    r.squash(&ago(49, 1), "two");
+    let mut c = lines(4, "0");
+    c[2] = "value_3 = 'three'".into();
+    r.feature("three", &ago(48, 0), "src/c.py", &refs(&c));
+    r.env.write(".gitattributes", "NOTES.txt text eol=crlf\n");
+    r.commit(&ago(48, 1), "NOTES.txt", &["one", "two"], "three: notes");
+    // As a checkout writes it: CRLF on disk, LF in the commit.
+    std::fs::remove_file(r.env.path().join("NOTES.txt")).unwrap();
+    r.git(&ago(48, 1), &["checkout", "--", "NOTES.txt"]);
+    assert!(r.env.read("NOTES.txt").contains("\r\n"), "checked out CRLF");
+    let run_forwarded = r.verify("app", true);
+    r.git(&ago(48, 2), &["checkout", "-q", "main"]);
+    r.git(&ago(48, 2), &["merge", "-q", "--ff-only", "three"]);
+    for i in 0..12 {
+        r.commit(
+            &ago(15 - i, 0),
+            "NOTES",
+            &[&format!("note {i}")],
+            &format!("docs: note {i}"),
+        );
+    }
+    // A tracked file changed and not committed is uncommitted.
+    r.env.write("src/a.py", "changed = True\n");
+    let run_dirty = r.verify("app", true);
+    r.git(&ago(0, 0), &["checkout", "--", "src/a.py"]);
+
+    let (doc, labels) = harvested(r);
+    assert_eq!(
+        doc["uncommitted"], 1,
+        "only the really uncommitted: {doc:#}"
+    );
+    for (what, run, by) in [
+        ("merge commit", &run_merged, "merge"),
+        ("squash", &run_squashed, "patch"),
+        ("fast-forward", &run_forwarded, "merge"),
+    ] {
+        let l = labels
+            .get(run.as_str())
+            .unwrap_or_else(|| panic!("{what}: no label in {doc:#}"));
+        assert_eq!(l["source"], "git:survived", "{what}: {l:#}");
+        assert_eq!(l["evidence"]["landed_by"], by, "{what}: {l:#}");
+    }
+    assert!(!labels.contains_key(&run_dirty));
+    assert_eq!(doc["not_integrated"], serde_json::json!([]), "{doc:#}");
+}
+
+/// Signals the agent cannot write alone: a message that says it reverts
+/// or fixes a landed commit, over a diff that does neither, labels nothing
+/// (a note says so); a revert of what is left of a change after a later
+/// edit counts; a change back-dated 80 days and landed by fast-forward is
+/// judged from when it reached the branch, so the fix 4 days later blames
+/// it.
+#[test]
+fn a_message_alone_labels_nothing_and_back_dating_keeps_the_window() {
+    let repo = Repo::new();
+    let r = &repo;
+    r.git(&ago(120, 0), &["init", "-q", "-b", "main"]);
+    r.env.write(".gitignore", "gate.toml\n.gate/\n");
+    for f in ["h", "p", "k"] {
+        r.env
+            .write(&format!("src/{f}.py"), &(lines(6, "0").join("\n") + "\n"));
+    }
+    r.commit(&ago(120, 0), "README", &["demo"], "initial");
+
+    let mut h = lines(6, "0");
+    h[1] = "value_2 = 'honest'".into();
+    r.feature("honest", &ago(100, 0), "src/h.py", &refs(&h));
+    let run_honest = r.verify("honest", true);
+    let squash_honest = r.squash(&ago(100, 1), "honest");
+    r.commit(
+        &ago(99, 0),
+        "NOTES",
+        &["unrelated"],
+        &format!("Tidy the notes\n\nThis reverts commit {squash_honest}."),
+    );
+    r.commit(
+        &ago(99, 1),
+        "NOTES",
+        &["unrelated too"],
+        &format!("Reword the notes\n\nFixes: {}", &squash_honest[..12]),
+    );
+
+    // Two lines added; a later edit rewrites one; the revert takes out the
+    // other (all that is left of it) and puts the old line back.
+    let mut p = lines(6, "0");
+    p[2] = "value_3 = 'first'".into();
+    p[3] = "value_4 = 'second'".into();
+    r.feature("partly", &ago(98, 0), "src/p.py", &refs(&p));
+    let run_partly = r.verify("partly", true);
+    let squash_partly = r.squash(&ago(98, 1), "partly");
+    let mut edited = p.clone();
+    edited[2] = "value_3 = 'edited'".into();
+    r.commit(&ago(97, 0), "src/p.py", &refs(&edited), "tune value_3");
+    let mut undone = edited.clone();
+    undone[3] = "value_4 = 04".into();
+    r.commit(
+        &ago(96, 0),
+        "src/p.py",
+        &refs(&undone),
+        &format!("Revert \"partly\"\n\nThis reverts commit {squash_partly}."),
+    );
+
+    for i in 0..12 {
+        r.commit(
+            &ago(60 - i, 0),
+            "NOTES",
+            &[&format!("note {i}")],
+            &format!("docs: note {i}"),
+        );
+    }
+    // Back-dated 80 days, landed by fast-forward 10 days ago; fixed 4 days
+    // after it landed.
+    r.commit(&ago(10, 0), "NOTES", &["before"], "docs: before");
+    let mut k = lines(6, "0");
+    k[4] = "value_5 = rate * 2".into();
+    r.feature("backdated", &ago(90, 0), "src/k.py", &refs(&k));
+    let run_backdated = r.verify("backdated", true);
+    r.git(&ago(10, 1), &["checkout", "-q", "main"]);
+    r.git(&ago(10, 1), &["merge", "-q", "--ff-only", "backdated"]);
+    let mut k_fixed = k.clone();
+    k_fixed[4] = "value_5 = rate * 3".into();
+    r.commit(&ago(6, 0), "src/k.py", &refs(&k_fixed), "Fix the rate");
+    for i in 0..12 {
+        r.commit(
+            &ago(5, i),
+            "NOTES",
+            &[&format!("later {i}")],
+            &format!("docs: later {i}"),
+        );
+    }
+
+    let (doc, labels) = harvested(r);
+    let label = |run: &str| {
+        labels
+            .get(run)
+            .unwrap_or_else(|| panic!("no label for {run} in {doc:#}"))
+            .clone()
+    };
+    assert_eq!(label(&run_honest)["source"], "git:survived", "{doc:#}");
+    let notes: Vec<&Value> = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["run_id"] == run_honest.as_str())
+        .collect();
+    assert_eq!(notes.len(), 2, "a note for each claim: {doc:#}");
+    let partly = label(&run_partly);
+    assert_eq!(partly["source"], "git:revert", "{partly:#}");
+    assert_eq!(partly["confidence"], 0.95, "{partly:#}");
+    let backdated = label(&run_backdated);
+    assert_eq!(backdated["source"], "git:szz", "{backdated:#}");
+    assert_eq!(backdated["broken"], true);
+    r.env
+        .gate(&["outcome", "harvest", "--dry-run"])
+        .run()
+        .assert_exit(0)
+        .stdout_has("note: run")
+        .stdout_has("not a label");
+}

@@ -1,0 +1,229 @@
+//! The rows `gate report` and `gate metrics` have vouched for, kept so a
+//! row's bundle is fetched and verified once, not on every report.
+//!
+//! An entry is the row's envelope digest (the bundle it names) and a
+//! digest of every column of the row as it was when its bundle vouched for
+//! it: a row edited since, or naming another bundle, misses and is checked
+//! against its bundle again. The file lives in the state directory, beside
+//! the ledger (never created by a report: without a state directory there
+//! is no cache), and is sealed with a key derived from the signing key and
+//! bound to the keys the report trusts: a file someone else wrote, or one
+//! kept under other keys, is ignored whole. Without the signing key there
+//! is no cache, and every row is checked every time.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use gate_evidence::{LedgerRow, PublicKey, SigningKey};
+
+use crate::config::Context;
+
+/// The cache's file in the state directory.
+pub(crate) const CACHE_FILE: &str = "report-cache";
+
+/// What the file begins with.
+const MAGIC: &[u8] = b"gate-report-cache 1\n";
+
+/// A digest, as the cache keeps it.
+type Digest = [u8; 32];
+
+/// The rows vouched for, as read and as added this time.
+#[derive(Debug)]
+pub(crate) struct VouchCache {
+    path: PathBuf,
+    anchor: PathBuf,
+    seal: Digest,
+    keys: Digest,
+    known: HashMap<Digest, Digest>,
+    added: usize,
+}
+
+impl VouchCache {
+    /// The state directory's cache for `trusted`: `None` when there is no
+    /// state directory or no signing key to seal it with. A file that does
+    /// not open under this key and these trusted keys starts it empty.
+    pub(crate) fn open(ctx: &Context, trusted: &[PublicKey]) -> Option<Self> {
+        if trusted.is_empty() || !ctx.state_dir.is_dir() {
+            return None;
+        }
+        let key = signing_key(ctx)?;
+        Some(Self::with(
+            ctx.state_dir.join(CACHE_FILE),
+            ctx.workspace.clone(),
+            &key,
+            trusted,
+        ))
+    }
+
+    fn with(path: PathBuf, anchor: PathBuf, key: &SigningKey, trusted: &[PublicKey]) -> Self {
+        // Ed25519 signatures are deterministic: this one is a secret only
+        // the signing key's holder can make.
+        let seal = blake3::derive_key(
+            "gate report cache seal v1",
+            &key.sign(b"gate report cache seal"),
+        );
+        let mut ids: Vec<&str> = trusted.iter().map(|k| k.keyid().as_str()).collect();
+        ids.sort_unstable();
+        let keys = *blake3::hash(ids.join("\n").as_bytes()).as_bytes();
+        let mut cache = Self {
+            path,
+            anchor,
+            seal,
+            keys,
+            known: HashMap::new(),
+            added: 0,
+        };
+        if let Ok(bytes) = std::fs::read(&cache.path) {
+            cache.known = cache.read(&bytes).unwrap_or_default();
+        }
+        cache
+    }
+
+    /// The entries of a file sealed with this cache's key for its keys.
+    fn read(&self, bytes: &[u8]) -> Option<HashMap<Digest, Digest>> {
+        let (body, mac) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
+        let want = blake3::keyed_hash(&self.seal, body);
+        // `blake3::Hash` compares in constant time.
+        if want != blake3::Hash::from_bytes(mac.try_into().ok()?) {
+            return None;
+        }
+        let rest = body.strip_prefix(MAGIC)?;
+        let (keys, entries) = rest.split_at_checked(32)?;
+        if keys != self.keys || entries.len() % 64 != 0 {
+            return None;
+        }
+        Some(
+            entries
+                .chunks_exact(64)
+                .filter_map(|e| Some((e[..32].try_into().ok()?, e[32..].try_into().ok()?)))
+                .collect(),
+        )
+    }
+
+    /// Whether `row`, exactly as it is, was vouched for by its bundle.
+    pub(crate) fn vouched(&self, row: &LedgerRow) -> bool {
+        envelope(row).is_some_and(|e| self.known.get(&e) == Some(&row_digest(row)))
+    }
+
+    /// Keeps `row`, whose bundle has just vouched for it.
+    pub(crate) fn remember(&mut self, row: &LedgerRow) {
+        if let Some(e) = envelope(row) {
+            self.known.insert(e, row_digest(row));
+            self.added += 1;
+        }
+    }
+
+    /// How many rows it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    /// Writes the cache back, atomically, when rows were added; a failure
+    /// to write costs only the next report's time.
+    pub(crate) fn save(&self) {
+        if self.added == 0 {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 32 + self.known.len() * 64 + 32);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&self.keys);
+        for (e, d) in &self.known {
+            bytes.extend_from_slice(e);
+            bytes.extend_from_slice(d);
+        }
+        let mac = blake3::keyed_hash(&self.seal, &bytes);
+        bytes.extend_from_slice(mac.as_bytes());
+        if let Err(e) = gate_evidence::replace_file(&self.anchor, &self.path, &bytes) {
+            tracing::warn!(error = %e, path = %self.path.display(), "cannot keep the report's cache");
+        }
+    }
+}
+
+/// The signing key, when there is one already: a report never makes one.
+fn signing_key(ctx: &Context) -> Option<SigningKey> {
+    if let Some(value) = ctx.env.signing_key() {
+        return SigningKey::from_pem_or_path(&value).ok();
+    }
+    let private = crate::attest::keys_dir(ctx).join(gate_evidence::keys::PRIVATE_KEY_FILE);
+    private
+        .is_file()
+        .then(|| SigningKey::load(&private).ok())
+        .flatten()
+}
+
+/// The row's envelope digest, as bytes.
+fn envelope(row: &LedgerRow) -> Option<Digest> {
+    hex::decode(&row.envelope_sha256).ok()?.try_into().ok()
+}
+
+/// A digest of every column of `row`.
+fn row_digest(row: &LedgerRow) -> Digest {
+    let mut h = blake3::Hasher::new();
+    h.update(&row.seq.to_le_bytes());
+    h.update(row.envelope_sha256.as_bytes());
+    h.update(b"\0");
+    if let Ok(entry) = serde_json::to_vec(&row.entry) {
+        h.update(&entry);
+    }
+    *h.finalize().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use gate_evidence::RunEntry;
+
+    use super::*;
+
+    fn row(seq: u64, verdict: &str) -> LedgerRow {
+        let at = chrono::DateTime::<chrono::Utc>::default();
+        LedgerRow {
+            seq,
+            entry: RunEntry {
+                run_id: format!("r{seq}"),
+                spec_id: "s".into(),
+                attempt: 1,
+                series: None,
+                verdict: verdict.into(),
+                tier: "light".into(),
+                started_at: at,
+                finished_at: at,
+                input_tokens: 0,
+                cached_input_tokens: 0,
+                output_tokens: 0,
+                cost_usd: None,
+                bundle_path: String::new(),
+                extra: serde_json::Value::Null,
+            },
+            envelope_sha256: format!("{seq:064x}"),
+            prev_sha256: None,
+            leaf_hash: String::new(),
+            recorded_at: at,
+        }
+    }
+
+    #[test]
+    fn a_row_is_vouched_for_only_as_it_was_under_the_same_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CACHE_FILE);
+        let key = SigningKey::from_seed(&[1; 32]);
+        let other = SigningKey::from_seed(&[2; 32]);
+        let trusted = [key.public_key().clone()];
+        let open = |k: &SigningKey, t: &[PublicKey]| {
+            VouchCache::with(path.clone(), dir.path().to_path_buf(), k, t)
+        };
+        let mut cache = open(&key, &trusted);
+        cache.remember(&row(1, "pass"));
+        cache.save();
+        let again = open(&key, &trusted);
+        assert!(again.vouched(&row(1, "pass")), "kept");
+        assert!(!again.vouched(&row(1, "fail")), "a column edited since");
+        assert!(!again.vouched(&row(2, "pass")), "never vouched for");
+        assert_eq!(open(&other, &trusted).len(), 0, "sealed by another key");
+        let more = [key.public_key().clone(), other.public_key().clone()];
+        assert_eq!(open(&key, &more).len(), 0, "other trusted keys");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[MAGIC.len() + 40] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(open(&key, &trusted).len(), 0, "tampered with");
+    }
+}
