@@ -64,7 +64,7 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
         req.full,
     );
     mark_stale_reports(&mut plan, spec, survey, history);
-    refuse_reports_into(&mut plan, attest::secret_paths(ctx, &setup.store));
+    refuse_reports_into(&mut plan, &attest::secret_paths(ctx, &setup.store));
     let mut secret_names = setup.routing.key_variables();
     secret_names.extend(pages::credential_variables(spec));
     let redact = ctx.env.secret_values(&secret_names);
@@ -116,10 +116,10 @@ fn mark_stale_reports(plan: &mut Plan, spec: &Spec, survey: &Survey, history: &r
 
 /// Keeps every task's report out of the gate's state and secrets, wherever
 /// a link in the workspace leads by the time it is read.
-fn refuse_reports_into(plan: &mut Plan, secrets: Vec<PathBuf>) {
+fn refuse_reports_into(plan: &mut Plan, secrets: &[PathBuf]) {
     for item in plan.items.iter_mut().filter_map(|i| i.work.as_mut()) {
         if let gate_harness::Action::JunitReport { refused, .. } = &mut item.action {
-            refused.clone_from(&secrets);
+            *refused = secrets.to_vec();
         }
     }
 }
