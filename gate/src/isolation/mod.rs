@@ -887,6 +887,7 @@ fn build_sandbox(
     let home = host_home.map(|real| {
         let (mut binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
         cargo_home = cargo;
+        binds.extend(closed_user_site(real, &binds, scratch.path()));
         binds.extend(shown::in_home(
             setup.host_env,
             &readable,
@@ -1190,6 +1191,31 @@ fn hidden(candidates: &[PathBuf]) -> Vec<Hidden> {
     }
     out
 }
+
+/// Python's user site (`~/.local/lib`) is never the items' to write: an
+/// item could plant a `usercustomize.py` or a `.pth` line there that every
+/// later Python of the run, the exam's among them, runs at start-up. Where
+/// the host has one it is shown read-only with the toolchains; where it
+/// has none, an empty folder of the gate's is shown read-only in its place.
+fn closed_user_site(home: &Path, binds: &[Bind], scratch: &Path) -> Option<Bind> {
+    let target = home.join(USER_SITE);
+    if binds.iter().any(|b| b.target == target) {
+        return None;
+    }
+    let source = scratch.join("user-site");
+    match std::fs::create_dir(&source) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot make the empty user site");
+            return None;
+        }
+    }
+    Some(Bind { source, target })
+}
+
+/// Where Python's user site lies below the home (`site.USER_BASE/lib`).
+const USER_SITE: &str = ".local/lib";
 
 /// The toolchain folders of `home` to show read-only, and the `CARGO_HOME`
 /// processes get when cargo's home lies outside the home: cargo writes its

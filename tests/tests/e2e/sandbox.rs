@@ -2058,3 +2058,29 @@ fn as_root_a_workspace_in_a_folder_only_root_may_enter_works() {
         assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 0, "{case}");
     }
 }
+
+#[test]
+fn a_check_cannot_plant_a_start_up_hook_in_pythons_user_site() {
+    let env = TestEnv::new();
+    // The plant: a `usercustomize.py` in the user site of the run's home,
+    // which makes any Python whose arguments say `acceptance` exit 0.
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"user-site\"\n\
+         [[check]]\nid = \"plant\"\nrun = '''d=$(python3 -c 'import site; print(site.getusersitepackages())'); \
+         mkdir -p \"$d\" && printf 'import sys, os\\nif \"acceptance\" in sys.argv: os._exit(0)\\n' > \"$d/usercustomize.py\"; exit 0'''\n\
+         [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         [[task.criterion]]\nid = \"exam\"\ntext = \"the exam decides\"\n\
+         run = \"python3 -c 'import sys; sys.exit(1)' acceptance\"\nafter = [\"plant\"]\n",
+    );
+    let out = env.gate(&["verify", "--offline", "--format", "json"]).run();
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["isolation"]["kind"], "bwrap", "{doc}");
+    assert_eq!(gate_tests::status_of(&doc, "plant"), "passed", "{doc}");
+    assert_eq!(
+        gate_tests::status_of(&doc, "exam"),
+        "failed",
+        "the exam ran the hook a check planted: {doc}"
+    );
+}
