@@ -56,6 +56,7 @@ pub(crate) mod role;
 pub(crate) mod routing;
 pub(crate) mod row;
 pub(crate) mod rules;
+pub(crate) mod startup_hooks;
 pub(crate) mod task_reports;
 pub(crate) mod tested;
 pub(crate) mod tier;

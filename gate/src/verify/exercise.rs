@@ -166,6 +166,11 @@ pub(super) async fn exercise(
         &survey.interpreters,
         &ctx.workspace,
     ));
+    // Start-up code an item left in an environment of the workspace.
+    tampered.extend(crate::startup_hooks::new_since(
+        &survey.findings,
+        crate::startup_hooks::unvouched(&ctx.workspace),
+    ));
     let (page_records, page_shots) = pages::collect(
         spec,
         &survey.changed,

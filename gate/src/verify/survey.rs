@@ -145,6 +145,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
     let globs_unmatched = !findings.is_empty();
     findings.extend(unprotected(&setup.spec_file, &protection.unprotected));
     findings.extend(unvouched);
+    findings.extend(crate::startup_hooks::unvouched(&ctx.workspace));
     if trust.base.is_some() {
         let mut own = change::relative_to(&ctx.workspace, &config_files);
         own.extend(rule_files.iter().cloned());

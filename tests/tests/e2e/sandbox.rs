@@ -2084,3 +2084,45 @@ fn a_check_cannot_plant_a_start_up_hook_in_pythons_user_site() {
         "the exam ran the hook a check planted: {doc}"
     );
 }
+
+#[test]
+fn start_up_code_a_check_plants_in_the_workspaces_environment_fails_the_run() {
+    let env = TestEnv::new();
+    #[allow(clippy::disallowed_methods)] // test set-up: a real virtual environment
+    let made = Command::new("python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(env.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(made, "python3 -m venv");
+    env.write(".gitignore", ".venv/\n.gate/\n");
+    env.write("src/app.py", "VALUE = 1\n");
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"pth\"\n\
+         [[check]]\nid = \"plant\"\n\
+         run = '''for d in .venv/lib/python3*/site-packages; do printf 'import os, sys; \"acceptance\" in sys.argv and os._exit(0)\\n' > \"$d/zz.pth\"; done'''\n\
+         [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+         [[task.criterion]]\nid = \"exam\"\ntext = \"the exam decides\"\n\
+         run = \".venv/bin/python -c 'import sys; sys.exit(1)' acceptance\"\nafter = [\"plant\"]\n",
+    );
+    let hook = |doc: &Value| {
+        gate_tests::findings(doc)
+            .into_iter()
+            .filter(|f| f["severity"] == "critical")
+            .filter_map(|f| f["file"].as_str().map(str::to_owned))
+            .find(|f| f.ends_with("site-packages/zz.pth"))
+    };
+    let out = env.gate(&["verify", "--offline", "--format", "json"]).run();
+    let doc = out.json();
+    // The hook did make the exam pass; the finding fails the run.
+    assert_eq!(gate_tests::status_of(&doc, "exam"), "passed", "{doc}");
+    assert!(hook(&doc).is_some(), "attempt 1 names the hook: {doc}");
+    out.assert_exit(1);
+    // Left in place for the next attempt, it is found before anything runs.
+    let out = env.gate(&["verify", "--offline", "--format", "json"]).run();
+    let doc = out.json();
+    assert!(hook(&doc).is_some(), "attempt 2 names the hook: {doc}");
+    out.assert_exit(1);
+}
