@@ -358,7 +358,7 @@ pub(crate) fn import_spooled(
 }
 
 /// What the gate creates or opens by name in its state directory.
-const STATE_ENTRIES: [&str; 12] = [
+const STATE_ENTRIES: [&str; 13] = [
     "keys",
     "keys/signing.key",
     "keys/signing.pub",
@@ -370,6 +370,7 @@ const STATE_ENTRIES: [&str; 12] = [
     "spool",
     "bundles",
     "base-cache",
+    crate::vouch_cache::CACHE_FILE,
     ".gitignore",
 ];
 
