@@ -63,16 +63,21 @@ fn the_python_sdk_lists_and_calls_every_tool() {
         "file": "src/lib.rs", "line": 1, "title": "f has no documentation",
         "detail": "public items are documented", "confidence": 0.9}],
         "criteria": [], "rules": []})));
-    env.write(
-        "routing.toml",
-        &format!(
+    // The MCP server's runs are advisory: they review only with the table
+    // the user keeps for advisory runs.
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/gate");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("advisory-routing.toml"),
+        format!(
             "[provider.local]\napi = \"openai\"\nbase_url = \"{}/v1\"\n\n\
              [model.m]\nprovider = \"local\"\nname = \"m\"\n\n{}",
             server.url(),
             routes_to("m")
         ),
-    );
-    let home = tempfile::tempdir().unwrap();
+    )
+    .unwrap();
     let calls = serde_json::json!([
         ["rules", {"files": ["src/lib.rs"]}],
         ["verify", {}],
