@@ -26,6 +26,9 @@ use crate::row::RowExtra;
 /// The ledger's file in the state directory.
 pub(crate) const LEDGER_FILE: &str = "ledger.db";
 
+/// The report's cache of the rows it has vouched for, beside the ledger.
+pub(crate) const REPORT_CACHE_FILE: &str = "report-cache";
+
 /// Where the state directory keeps things.
 pub(crate) fn keys_dir(ctx: &Context) -> PathBuf {
     ctx.state_dir.join("keys")
@@ -370,7 +373,7 @@ const STATE_ENTRIES: [&str; 13] = [
     "spool",
     "bundles",
     "base-cache",
-    crate::vouch_cache::CACHE_FILE,
+    REPORT_CACHE_FILE,
     ".gitignore",
 ];
 

@@ -18,9 +18,6 @@ use gate_evidence::{LedgerRow, PublicKey, SigningKey};
 
 use crate::config::Context;
 
-/// The cache's file in the state directory.
-pub(crate) const CACHE_FILE: &str = "report-cache";
-
 /// What the file begins with.
 const MAGIC: &[u8] = b"gate-report-cache 1\n";
 
@@ -48,7 +45,7 @@ impl VouchCache {
         }
         let key = signing_key(ctx)?;
         Some(Self::with(
-            ctx.state_dir.join(CACHE_FILE),
+            ctx.state_dir.join(crate::attest::REPORT_CACHE_FILE),
             ctx.workspace.clone(),
             &key,
             trusted,
@@ -204,7 +201,7 @@ mod tests {
     #[test]
     fn a_row_is_vouched_for_only_as_it_was_under_the_same_keys() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(CACHE_FILE);
+        let path = dir.path().join(crate::attest::REPORT_CACHE_FILE);
         let key = SigningKey::from_seed(&[1; 32]);
         let other = SigningKey::from_seed(&[2; 32]);
         let trusted = [key.public_key().clone()];
