@@ -36,18 +36,7 @@ printf 'evidence step / rest of the run (median of %d runs): %.2f%%  (target < 5
 echo "== gate ledger verify scaling"
 # Each generated bundle holds the example's real run, with the row's id,
 # spec, attempt, verdict, tier and times: verify compares every row with it.
-python3 - "$ws/.gate/ledger.db" "$out/template.json" <<'EOF'
-import base64, json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-extra, path, i, c, o, cost = db.execute(
-    "SELECT extra_json, bundle_path, input_tokens, cached_input_tokens, output_tokens, cost_usd"
-    " FROM runs ORDER BY seq DESC LIMIT 1").fetchone()
-envelope = json.load(open(path))
-run = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["run"]
-row = {"extra": json.loads(extra), "input_tokens": i, "cached_input_tokens": c,
-       "output_tokens": o, "cost_usd": cost}
-json.dump({"run": run, "row": row}, open(sys.argv[2], "w"))
-EOF
+python3 bench/run_template.py "$ws/.gate/ledger.db" "$out/template.json"
 for n in 10000 100000; do
   if [ ! -f "$out/l$n/ledger.db" ] || [ "$out/template.json" -nt "$out/l$n/ledger.db" ]; then
     rm -rf "$out/l$n"

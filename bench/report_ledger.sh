@@ -41,18 +41,7 @@ if [[ ! -f $ws/.done ]]; then
     "$gate" verify -q --workspace "$shop" >/dev/null || true
     mkdir -p "$out"
     template=$out/report-template.json
-    python3 - "$shop/.gate/ledger.db" "$template" <<'EOF'
-import base64, json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-extra, path, i, c, o, cost = db.execute(
-    "SELECT extra_json, bundle_path, input_tokens, cached_input_tokens, output_tokens, cost_usd"
-    " FROM runs ORDER BY seq DESC LIMIT 1").fetchone()
-envelope = json.load(open(path))
-run = json.loads(base64.b64decode(envelope["payload"]))["predicate"]["run"]
-row = {"extra": json.loads(extra), "input_tokens": i, "cached_input_tokens": c,
-       "output_tokens": o, "cost_usd": cost}
-json.dump({"run": run, "row": row}, open(sys.argv[2], "w"))
-EOF
+    python3 "$repo/bench/run_template.py" "$shop/.gate/ledger.db" "$template"
     rm -rf "$shop"
     echo "generating $N_RUNS runs (each a signed bundle) and $N_OUTCOMES outcomes under $ws (once)..."
     rm -rf "$ws"
