@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::trace::{Accesses, Arg, Call, Reader};
+use crate::trace::{Accesses, Arg, Call, Process, Reader};
 
 /// How long a name the tracer reads may be, with its end: a name this
 /// long or longer may have been cut (`NAME` in the program).
@@ -500,9 +500,9 @@ impl Watcher {
             if !root.pending.is_empty() {
                 reader.out.incomplete = Some("a call's folder was not read in full".to_owned());
             }
-            let mut cwd = None;
+            let mut process = Process::default();
             for call in &root.calls {
-                reader.call(call, &mut cwd);
+                reader.call(call, &mut process);
             }
         }
         if let Some(why) = &state.stopped {
@@ -1116,8 +1116,13 @@ fn climbs(name: &str) -> bool {
 
 /// An open's flags as `strace` spells the ones the reader looks at.
 fn open_flags(call: &Watched, flags: Option<i64>) -> String {
-    if call.name == "openat2" || call.name == "creat" {
-        return "O_WRONLY|O_CREAT".into();
+    // `openat2`'s flags are in a structure the program does not read: it
+    // may read and write.
+    if call.name == "openat2" {
+        return "O_RDWR|O_CREAT".into();
+    }
+    if call.name == "creat" {
+        return "O_WRONLY|O_CREAT|O_TRUNC".into();
     }
     let Some(flags) = flags.filter(|_| call.flags.is_some()) else {
         return String::new();

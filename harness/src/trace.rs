@@ -193,9 +193,24 @@ pub(crate) struct Reader<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Effect {
     Read,
+    /// Changes what is there without looking at what was: an open for
+    /// writing or appending only, a `mkdir`, a `rename` into place.
     Write,
+    /// An open for reading and writing.
+    ReadWrite,
     Chdir,
     List,
+}
+
+/// What the reader knows of one process while it reads its calls in
+/// order: its working directory, and the paths whose content it replaced
+/// (truncated, renamed into place, made), whose reads after that read
+/// only what it wrote itself.
+#[derive(Debug, Default)]
+pub(crate) struct Process {
+    /// The process's working directory, once a call has shown it.
+    pub(crate) cwd: Option<PathBuf>,
+    replaced: BTreeSet<String>,
 }
 
 /// Calls that show a folder at another path, or make another root.
@@ -241,8 +256,7 @@ const WRITES: [&str; 27] = [
 
 impl Reader<'_> {
     fn process(&mut self, text: &str) {
-        // The process's working directory, once a call has shown it.
-        let mut cwd: Option<PathBuf> = None;
+        let mut process = Process::default();
         for line in text.lines() {
             let line = line.trim_end();
             if line.is_empty() || line.starts_with("+++") || line.starts_with("---") {
@@ -253,11 +267,11 @@ impl Reader<'_> {
                     Some(format!("a trace line could not be read: {}", shorten(line)));
                 continue;
             };
-            self.call(&call, &mut cwd);
+            self.call(&call, &mut process);
         }
     }
 
-    pub(crate) fn call(&mut self, call: &Call, cwd: &mut Option<PathBuf>) {
+    pub(crate) fn call(&mut self, call: &Call, process: &mut Process) {
         // A ring's reads and opens happen in the kernel, out of the
         // tracer's sight (the sandbox refuses it; outside one it may work).
         if call.name == "io_uring_setup" && !call.failed {
@@ -281,15 +295,23 @@ impl Reader<'_> {
             "getdents" | "getdents64" => Effect::List,
             _ if call.failed => Effect::Read,
             n if WRITES.contains(&n) => Effect::Write,
-            "open" | "openat" | "openat2" if call.writes() => Effect::Write,
+            "open" | "openat" | "openat2" | "creat" => call.open_effect(),
             _ => Effect::Read,
         };
+        let cwd = &mut process.cwd;
         // Every descriptor decoded as AT_FDCWD names the working directory.
         for arg in &call.args {
             if let Arg::Fd { cwd: true, path } = arg {
                 *cwd = Some(path.clone());
             }
         }
+        // What it makes anew holds only what it writes, from here on.
+        let replaces = !call.failed
+            && match call.name.as_str() {
+                "mkdir" | "mkdirat" | "rename" | "renameat" | "renameat2" | "creat" => true,
+                "open" | "openat" | "openat2" => call.flags.contains("O_TRUNC"),
+                _ => false,
+            };
         let link = matches!(call.name.as_str(), "symlink" | "symlinkat");
         let mut named: Vec<Named> = Vec::new();
         // Names that go up (`..`) past a folder, as given: lexically that
@@ -350,27 +372,39 @@ impl Reader<'_> {
                     }
                 }
             }
-            Effect::Read | Effect::Write => {
+            Effect::Read | Effect::Write | Effect::ReadWrite => {
+                let reads = effect != Effect::Write;
+                let writes = effect != Effect::Read;
                 for path in unresolved {
                     if let Some(rel) = self.relative(&path) {
                         self.out.paths.insert(rel);
                     }
                 }
-                for n in named {
+                // A rename's source is gone, not read: only where it lands
+                // is made anew.
+                let last = named.len().saturating_sub(1);
+                for (i, n) in named.into_iter().enumerate() {
                     match n {
                         Named::At(path) => {
-                            if let Some(rel) = self.relative(&path) {
-                                if effect == Effect::Write {
-                                    self.out.written.insert(rel.clone());
-                                }
+                            let Some(rel) = self.relative(&path) else {
+                                continue;
+                            };
+                            if writes {
+                                self.out.written.insert(rel.clone());
+                            }
+                            if replaces && (i == last || !call.name.starts_with("rename")) {
+                                process.replaced.insert(rel.clone());
+                            } else if reads && !process.replaced.contains(&rel) {
                                 self.out.paths.insert(rel);
                             }
                         }
                         Named::Suffix(rel) => {
-                            if effect == Effect::Write {
+                            if writes {
                                 self.out.written.insert(format!("*/{rel}"));
                             }
-                            self.out.suffixes.insert(rel);
+                            if reads {
+                                self.out.suffixes.insert(rel);
+                            }
                         }
                         Named::Nothing => {}
                     }
@@ -585,10 +619,19 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    fn writes(&self) -> bool {
-        ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC"]
+    /// What an open does, by its flags: one for writing only (`O_WRONLY`,
+    /// appending or not) never looks at what was there.
+    fn open_effect(&self) -> Effect {
+        if self.name == "creat" || self.flags.contains("O_WRONLY") {
+            Effect::Write
+        } else if ["O_RDWR", "O_CREAT", "O_TRUNC"]
             .iter()
             .any(|f| self.flags.contains(f))
+        {
+            Effect::ReadWrite
+        } else {
+            Effect::Read
+        }
     }
 
     /// Parses a line; `None` when it is not a call.
