@@ -159,6 +159,11 @@ pub enum Note {
         /// Items carried forward.
         carried: usize,
     },
+    /// Carried items whose reads the run's items changed, run after all.
+    Rechecking {
+        /// Their ids, with the items they need run again with them.
+        items: Vec<String>,
+    },
 }
 
 impl Note {

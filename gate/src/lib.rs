@@ -22,6 +22,7 @@ pub(crate) mod attest;
 pub(crate) mod attributes;
 pub(crate) mod base_runs;
 pub(crate) mod build_output;
+pub(crate) mod caches;
 pub(crate) mod change;
 pub(crate) mod cli;
 pub(crate) mod commands;

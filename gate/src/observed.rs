@@ -14,9 +14,15 @@
 //!   known; the value digests every file that is `name` or ends with
 //!   `/name`.
 //!
-//! A path that was there after the run but is not in the snapshot (an
-//! ignored build output, a folder) is left out: what produced it is
-//! followed instead, through [`Observed::fed_by`].
+//! A path the snapshot does not hold (an ignored file, a folder) is
+//! valued from the disk, as it is after the run and as the next attempt
+//! finds it before anything runs: `ignored:` and the file's blake3, `/`
+//! for a folder, `link:` and its target, `-` for nothing. One an item of
+//! the run wrote (an ignored build output) is left out: what produced it
+//! is followed instead, through [`Observed::fed_by`]. A listed folder the
+//! snapshot holds nothing in is valued by the names on the disk, unless
+//! the run wrote there. What an item of a run changed that a carried one
+//! had read is caught after the items ran, by valuing its keys again.
 //!
 //! A path the snapshot does not hold may lead through symbolic links in
 //! the workspace (`l/main.rs` with `l -> src`): it is followed as the
@@ -38,6 +44,19 @@ use serde::{Deserialize, Serialize};
 
 /// The value of a key the snapshot holds nothing at.
 const NOTHING: &str = "-";
+
+/// The value of a folder the snapshot does not hold.
+const FOLDER: &str = "/";
+
+/// What a key is valued against: the fingerprinted workspace, and the disk
+/// for what the fingerprint leaves out.
+#[derive(Debug, Clone, Copy)]
+pub struct Tree<'a> {
+    /// The run's snapshot, taken before any item ran.
+    pub snapshot: &'a Snapshot,
+    /// The workspace on the disk.
+    pub workspace: &'a Path,
+}
 
 /// What an item was seen to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -72,19 +91,27 @@ impl Observed {
         let mut read = BTreeMap::new();
         let mut incomplete = accesses.incomplete.clone();
         let mut links = Links::new(workspace, &made.unstable);
-        let keep = |read: &mut BTreeMap<String, String>, path: &str| match snapshot.get(path) {
-            Some(entry) => {
-                read.insert(path.to_owned(), entry.digest.to_hex());
+        let tree = Tree {
+            snapshot,
+            workspace,
+        };
+        let keep = |read: &mut BTreeMap<String, String>, path: &str| {
+            // An output of the run is followed through its producer.
+            if snapshot.get(path).is_none() && made.written.contains(path) {
+                return;
             }
-            None if std::fs::symlink_metadata(workspace.join(path)).is_err() => {
-                read.insert(path.to_owned(), NOTHING.to_owned());
-            }
-            None => {}
+            read.insert(path.to_owned(), value(path, tree));
         };
         for path in &accesses.paths {
-            keep(&mut read, path);
-            if snapshot.get(path).is_none()
-                && let Some(followed) = links.follow(path)
+            let followed = match snapshot.get(path) {
+                Some(_) => None,
+                None => links.follow(path),
+            };
+            // A name through links is read as the links and what they reach.
+            let Some(followed) = followed else {
+                keep(&mut read, path);
+                continue;
+            };
             {
                 if let Some(why) = &followed.unstable {
                     incomplete.get_or_insert_with(|| format!("it read {path} {why}"));
@@ -110,13 +137,16 @@ impl Observed {
             }
             for dir in dirs {
                 let key = listing_key(&dir);
-                let value = value(&key, snapshot);
+                if made.wrote_under(&dir) && !holds_under(snapshot, &dir) {
+                    continue;
+                }
+                let value = value(&key, tree);
                 read.insert(key, value);
             }
         }
         for suffix in &accesses.suffixes {
             let key = format!("*/{suffix}");
-            let value = value(&key, snapshot);
+            let value = value(&key, tree);
             read.insert(key, value);
         }
         // A name whose folder is not known may have passed through any link.
@@ -137,11 +167,11 @@ impl Observed {
         }
     }
 
-    /// The keys whose value in `snapshot` differs from what was read.
-    pub(crate) fn changed(&self, snapshot: &Snapshot) -> Vec<&str> {
+    /// The keys whose value in `tree` differs from what was read.
+    pub(crate) fn changed(&self, tree: Tree<'_>) -> Vec<&str> {
         self.read
             .iter()
-            .filter(|(key, was)| value(key, snapshot) != **was)
+            .filter(|(key, was)| value(key, tree) != **was)
             .map(|(key, _)| key.as_str())
             .collect()
     }
@@ -153,6 +183,7 @@ impl Observed {
             .iter()
             .filter(|(key, value)| {
                 *value != NOTHING
+                    && *value != FOLDER
                     && !key.ends_with('/')
                     && !key.starts_with("*/")
                     && !declared.is_match(key)
@@ -173,6 +204,27 @@ pub(crate) struct MadeLinks {
     /// run read through them, with why: gone after the run, or made by
     /// more than one item.
     unstable: BTreeMap<String, String>,
+    /// Every workspace path an item of the run wrote.
+    pub(crate) written: BTreeSet<String>,
+}
+
+impl MadeLinks {
+    /// Whether an item of the run wrote in `dir` (`""`: anywhere).
+    fn wrote_under(&self, dir: &str) -> bool {
+        dir.is_empty()
+            || self
+                .written
+                .iter()
+                .any(|w| w.strip_prefix(dir).is_some_and(|r| r.starts_with('/')))
+    }
+}
+
+/// Whether `snapshot` holds anything in `dir`.
+fn holds_under(snapshot: &Snapshot, dir: &str) -> bool {
+    dir.is_empty()
+        || snapshot
+            .entries()
+            .any(|(p, _)| p.strip_prefix(dir).is_some_and(|r| r.starts_with('/')))
 }
 
 /// What the links made in a run leave unknown.
@@ -191,6 +243,7 @@ pub(crate) fn links_made(traced: &[Traced<'_>], workspace: &Path) -> MadeLinks {
         for path in &accesses.linked {
             makers.entry(path.as_str()).or_default().push(id);
         }
+        made.written.extend(accesses.written.iter().cloned());
     }
     for (path, ids) in makers {
         let there = std::fs::symlink_metadata(workspace.join(path))
@@ -363,8 +416,9 @@ fn listing_key(dir: &str) -> String {
     }
 }
 
-/// What `key` holds in `snapshot`.
-fn value(key: &str, snapshot: &Snapshot) -> String {
+/// What `key` holds in `tree`.
+fn value(key: &str, tree: Tree<'_>) -> String {
+    let snapshot = tree.snapshot;
     if let Some(suffix) = key.strip_prefix("*/") {
         let tail = format!("/{suffix}");
         let mut hasher = blake3::Hasher::new();
@@ -390,11 +444,21 @@ fn value(key: &str, snapshot: &Snapshot) -> String {
         } else {
             format!("{dir}/")
         };
-        let names: BTreeSet<&str> = snapshot
+        let mut names: BTreeSet<String> = snapshot
             .entries()
             .filter_map(|(path, _)| path.strip_prefix(prefix.as_str()))
-            .map(|rest| rest.split('/').next().unwrap_or(rest))
+            .map(|rest| rest.split('/').next().unwrap_or(rest).to_owned())
             .collect();
+        // A folder the fingerprint holds nothing of is listed as it is.
+        if names.is_empty()
+            && let Ok(entries) = std::fs::read_dir(tree.workspace.join(dir))
+        {
+            names.extend(
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned()),
+            );
+        }
         let mut hasher = blake3::Hasher::new();
         for name in names {
             hasher.update(name.as_bytes());
@@ -402,15 +466,48 @@ fn value(key: &str, snapshot: &Snapshot) -> String {
         }
         return hasher.finalize().to_hex().to_string();
     }
-    snapshot
-        .get(key)
-        .map_or_else(|| NOTHING.to_owned(), |e| e.digest.to_hex())
+    match snapshot.get(key) {
+        Some(entry) => entry.digest.to_hex(),
+        None => on_disk(&tree.workspace.join(key)),
+    }
+}
+
+/// What a path the fingerprint leaves out holds on the disk.
+fn on_disk(path: &Path) -> String {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return NOTHING.to_owned();
+    };
+    if meta.is_dir() {
+        return FOLDER.to_owned();
+    }
+    if meta.file_type().is_symlink() {
+        return std::fs::read_link(path).map_or_else(
+            |e| format!("unreadable: {}", e.kind()),
+            |t| format!("link:{}", t.display()),
+        );
+    }
+    if !meta.is_file() {
+        return "special".to_owned();
+    }
+    let mut hasher = blake3::Hasher::new();
+    match std::fs::File::open(path).and_then(|f| hasher.update_reader(f).map(|_| ())) {
+        Ok(()) => format!("ignored:{}", hasher.finalize().to_hex()),
+        // Unreadable now may be readable later: never equal to a read.
+        Err(e) => format!("unreadable: {}", e.kind()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use gate_evidence::snapshot::{EntryKind, FileEntry};
+
+    fn tree<'a>(snapshot: &'a Snapshot, workspace: &'a Path) -> Tree<'a> {
+        Tree {
+            snapshot,
+            workspace,
+        }
+    }
 
     fn snapshot(files: &[(&str, &str)]) -> Snapshot {
         Snapshot::from_entries(
@@ -455,7 +552,7 @@ mod tests {
             (ws.path(), &MadeLinks::default()),
             &BTreeSet::new(),
         );
-        assert!(observed.changed(&before).is_empty());
+        assert!(observed.changed(tree(&before, ws.path())).is_empty());
         type Case = (
             &'static str,
             Vec<(&'static str, &'static str)>,
@@ -502,7 +599,11 @@ mod tests {
                 .map(|(p, c)| (p.as_str(), c.as_str()))
                 .collect();
             let after = snapshot(&pairs);
-            assert_eq!(observed.changed(&after).first().copied(), want, "{name}");
+            assert_eq!(
+                observed.changed(tree(&after, ws.path())).first().copied(),
+                want,
+                "{name}"
+            );
         }
     }
 
@@ -516,14 +617,105 @@ mod tests {
             ..Accesses::default()
         };
         let fed: BTreeSet<&str> = ["build"].into();
-        let observed = Observed::new(
-            &accesses,
-            &snapshot(&[]),
-            (ws.path(), &MadeLinks::default()),
-            &fed,
-        );
+        let made = MadeLinks {
+            written: ["target", "target/app"].map(String::from).into(),
+            ..MadeLinks::default()
+        };
+        let observed = Observed::new(&accesses, &snapshot(&[]), (ws.path(), &made), &fed);
         assert!(observed.read.is_empty(), "{:?}", observed.read);
         assert_eq!(observed.fed_by, ["build"]);
+    }
+
+    /// What the fingerprint leaves out and no item of the run wrote is
+    /// valued from the disk: an ignored file, one probed for, a folder, a
+    /// hard link to a tracked file, an ignored folder's listing.
+    #[test]
+    fn an_ignored_file_nothing_of_the_run_wrote_is_read_from_the_disk() {
+        let ws = tempfile::tempdir().unwrap();
+        let at = |p: &str| ws.path().join(p);
+        std::fs::create_dir_all(at(".cache/dir")).unwrap();
+        std::fs::write(at(".cache/ign.txt"), "one").unwrap();
+        std::fs::write(at("data.txt"), "tracked").unwrap();
+        std::fs::hard_link(at("data.txt"), at(".cache/hard.txt")).unwrap();
+        let before = snapshot(&[("data.txt", "tracked")]);
+        let accesses = Accesses {
+            paths: [
+                ".cache/ign.txt",
+                ".cache/flag",
+                ".cache/dir",
+                ".cache/hard.txt",
+            ]
+            .map(String::from)
+            .into(),
+            listed: [".cache"].map(String::from).into(),
+            ..Accesses::default()
+        };
+        let observed = Observed::new(
+            &accesses,
+            &before,
+            (ws.path(), &MadeLinks::default()),
+            &BTreeSet::new(),
+        );
+        assert_eq!(observed.read[".cache/flag"], NOTHING);
+        assert_eq!(observed.read[".cache/dir"], FOLDER);
+        assert!(observed.read[".cache/ign.txt"].starts_with("ignored:"));
+        assert!(observed.changed(tree(&before, ws.path())).is_empty());
+        type Edit = fn(&Path);
+        let cases: [(&str, Edit, &str); 5] = [
+            (
+                "an ignored file edited",
+                |w| {
+                    std::fs::write(w.join(".cache/ign.txt"), "two").unwrap();
+                },
+                ".cache/ign.txt",
+            ),
+            (
+                "a file probed for is created",
+                |w| {
+                    std::fs::write(w.join(".cache/flag"), "").unwrap();
+                },
+                ".cache/flag",
+            ),
+            (
+                "a folder removed",
+                |w| {
+                    std::fs::remove_dir(w.join(".cache/dir")).unwrap();
+                },
+                ".cache/dir",
+            ),
+            (
+                "the tracked file behind a hard link edited in place",
+                |w| {
+                    std::fs::write(w.join("data.txt"), "changed").unwrap();
+                },
+                ".cache/hard.txt",
+            ),
+            (
+                "a file appears in an ignored folder it listed",
+                |w| {
+                    std::fs::write(w.join(".cache/new"), "").unwrap();
+                },
+                ".cache/",
+            ),
+        ];
+        for (name, edit, want) in cases {
+            let copy = tempfile::tempdir().unwrap();
+            let cp = |p: &str| copy.path().join(p);
+            std::fs::create_dir_all(cp(".cache/dir")).unwrap();
+            std::fs::write(cp(".cache/ign.txt"), "one").unwrap();
+            std::fs::write(cp("data.txt"), "tracked").unwrap();
+            std::fs::hard_link(cp("data.txt"), cp(".cache/hard.txt")).unwrap();
+            assert!(
+                observed.changed(tree(&before, copy.path())).is_empty(),
+                "{name}"
+            );
+            edit(copy.path());
+            assert!(
+                observed.changed(tree(&before, copy.path())).contains(&want),
+                "{name}: {:?}",
+                observed.changed(tree(&before, copy.path()))
+            );
+        }
     }
 
     /// A name through a link in the workspace is read as the links on the
@@ -580,10 +772,7 @@ mod tests {
             &BTreeSet::new(),
         );
         let keys: Vec<&str> = observed.read.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            ["l", "l/", "l/flag", "src/", "src/flag", "src/main.rs"]
-        );
+        assert_eq!(keys, ["l", "l/", "src/", "src/flag", "src/main.rs"]);
         let cases = [
             (
                 "the file reached",
@@ -600,9 +789,9 @@ mod tests {
         for (name, files, want) in cases {
             let after = snapshot(&files);
             assert!(
-                observed.changed(&after).contains(&want),
+                observed.changed(tree(&after, ws.path())).contains(&want),
                 "{name}: {:?}",
-                observed.changed(&after)
+                observed.changed(tree(&after, ws.path()))
             );
         }
     }

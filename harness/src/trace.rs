@@ -305,13 +305,7 @@ impl Reader<'_> {
                 *cwd = Some(path.clone());
             }
         }
-        // What it makes anew holds only what it writes, from here on.
-        let replaces = !call.failed
-            && match call.name.as_str() {
-                "mkdir" | "mkdirat" | "rename" | "renameat" | "renameat2" | "creat" => true,
-                "open" | "openat" | "openat2" => call.flags.contains("O_TRUNC"),
-                _ => false,
-            };
+
         let link = matches!(call.name.as_str(), "symlink" | "symlinkat");
         let mut named: Vec<Named> = Vec::new();
         // Names that go up (`..`) past a folder, as given: lexically that
@@ -373,42 +367,61 @@ impl Reader<'_> {
                 }
             }
             Effect::Read | Effect::Write | Effect::ReadWrite => {
-                let reads = effect != Effect::Write;
-                let writes = effect != Effect::Read;
-                for path in unresolved {
-                    if let Some(rel) = self.relative(&path) {
+                self.touched(call, effect, (named, unresolved), process);
+            }
+        }
+    }
+
+    /// Notes what a call that reads or writes named: `named` as resolved,
+    /// `unresolved` the names that went up (`..`) past a folder.
+    fn touched(
+        &mut self,
+        call: &Call,
+        effect: Effect,
+        (named, unresolved): (Vec<Named>, Vec<PathBuf>),
+        process: &mut Process,
+    ) {
+        // What it makes anew holds only what it writes, from here on.
+        let replaces = !call.failed
+            && match call.name.as_str() {
+                "mkdir" | "mkdirat" | "rename" | "renameat" | "renameat2" | "creat" => true,
+                "open" | "openat" | "openat2" => call.flags.contains("O_TRUNC"),
+                _ => false,
+            };
+        let reads = effect != Effect::Write;
+        let writes = effect != Effect::Read;
+        for path in unresolved {
+            if let Some(rel) = self.relative(&path) {
+                self.out.paths.insert(rel);
+            }
+        }
+        // A rename's source is gone, not read: only where it lands
+        // is made anew.
+        let last = named.len().saturating_sub(1);
+        for (i, n) in named.into_iter().enumerate() {
+            match n {
+                Named::At(path) => {
+                    let Some(rel) = self.relative(&path) else {
+                        continue;
+                    };
+                    if writes {
+                        self.out.written.insert(rel.clone());
+                    }
+                    if replaces && (i == last || !call.name.starts_with("rename")) {
+                        process.replaced.insert(rel.clone());
+                    } else if reads && !process.replaced.contains(&rel) {
                         self.out.paths.insert(rel);
                     }
                 }
-                // A rename's source is gone, not read: only where it lands
-                // is made anew.
-                let last = named.len().saturating_sub(1);
-                for (i, n) in named.into_iter().enumerate() {
-                    match n {
-                        Named::At(path) => {
-                            let Some(rel) = self.relative(&path) else {
-                                continue;
-                            };
-                            if writes {
-                                self.out.written.insert(rel.clone());
-                            }
-                            if replaces && (i == last || !call.name.starts_with("rename")) {
-                                process.replaced.insert(rel.clone());
-                            } else if reads && !process.replaced.contains(&rel) {
-                                self.out.paths.insert(rel);
-                            }
-                        }
-                        Named::Suffix(rel) => {
-                            if writes {
-                                self.out.written.insert(format!("*/{rel}"));
-                            }
-                            if reads {
-                                self.out.suffixes.insert(rel);
-                            }
-                        }
-                        Named::Nothing => {}
+                Named::Suffix(rel) => {
+                    if writes {
+                        self.out.written.insert(format!("*/{rel}"));
+                    }
+                    if reads {
+                        self.out.suffixes.insert(rel);
                     }
                 }
+                Named::Nothing => {}
             }
         }
     }

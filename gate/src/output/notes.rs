@@ -74,6 +74,14 @@ pub(crate) fn words(note: &Note) -> String {
             "gate: re-running {rerun} of {} items; carrying {carried} forward",
             rerun + carried
         ),
+        Note::Rechecking { items } => format!(
+            "gate: running {} after all: what a carried item read was changed by this run's items",
+            items
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -120,6 +128,9 @@ mod tests {
                 rerun: 1,
                 carried: 1,
             },
+            Note::Rechecking {
+                items: vec!["c".into()],
+            },
         ];
         for note in &all {
             // A new note fails to compile here: add it to the list above.
@@ -139,7 +150,8 @@ mod tests {
                 | Note::SeriesUnlocked { .. }
                 | Note::SeriesBusy { .. }
                 | Note::Uncommitted { .. }
-                | Note::Rerunning { .. } => {}
+                | Note::Rerunning { .. }
+                | Note::Rechecking { .. } => {}
             }
         }
         all
@@ -220,6 +232,13 @@ mod tests {
                     carried: 3,
                 },
                 "gate: re-running 2 of 5 items; carrying 3 forward",
+            ),
+            (
+                Note::Rechecking {
+                    items: vec!["probe".into(), "build".into()],
+                },
+                "gate: running `probe`, `build` after all: what a carried item read was changed \
+                 by this run's items",
             ),
         ];
         for (note, want) in cases {

@@ -15,9 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use gate_harness::{Action, ItemKind};
 use gate_specs::{CheckGraph, Spec};
 
-use gate_evidence::Snapshot;
-
-use crate::observed::Observed;
+use crate::observed::{Observed, Tree};
 use crate::plan::{Decision, Plan};
 use crate::record::{ItemStatus, RunRecord};
 
@@ -74,15 +72,9 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
 }
 
 /// Decides, for every item of `plan`, whether this attempt runs it or
-/// carries it, against the workspace as `snapshot` holds it. `full`
-/// re-runs everything.
-pub fn apply(
-    plan: &mut Plan,
-    spec: &Spec,
-    snapshot: &Snapshot,
-    prev: Option<&Previous>,
-    full: bool,
-) {
+/// carries it, against the workspace as `tree` holds it. `full` re-runs
+/// everything.
+pub fn apply(plan: &mut Plan, spec: &Spec, tree: Tree<'_>, prev: Option<&Previous>, full: bool) {
     // What the plan skips (a page the change does not touch) stays skipped.
     let skipped = |d: &Decision| matches!(d, Decision::Skip { .. });
     let Some(prev) = prev.filter(|_| !full) else {
@@ -111,7 +103,7 @@ pub fn apply(
             // Its screenshots are what the design rules are asked about, and
             // they are asked on every attempt.
             Some(_) if item.kind == ItemKind::Page => run("a page is looked at on every attempt"),
-            Some(k) => match unobserved(item, k, snapshot) {
+            Some(k) => match unobserved(item, k, tree) {
                 Some(why) => run(&why),
                 None => Decision::Carry {
                     from_run: k.origin.0.clone(),
@@ -131,6 +123,89 @@ pub fn apply(
         .collect();
     rerun_dependents(plan, spec, &fed_by);
     rerun_needed_checks(plan);
+}
+
+/// After the items ran: the carried items whose reads the run changed (an
+/// ignored file a re-run item wrote, a file one probed for that a re-run
+/// item made), valued again against `after`, are run after all, with what
+/// they need and what depends on them as (c) and (d) say. Returns the ids
+/// to run now: those newly set to run, and the services they need up
+/// again (every service stopped when the items before had run).
+pub fn recheck(plan: &mut Plan, spec: &Spec, prev: &Previous, after: Tree<'_>) -> BTreeSet<String> {
+    let known = known(prev);
+    let ran: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| i.decision.runs())
+        .map(|i| i.id.clone())
+        .collect();
+    let mut any = false;
+    for item in plan.items.iter_mut().filter(|i| i.decision.carries()) {
+        let Some(observed) = known.get(item.id.as_str()).and_then(|k| k.observed) else {
+            continue;
+        };
+        if let Some(key) = observed.changed(after).first() {
+            item.decision = run(&format!(
+                "`{key}`, which it read, was changed by the items this run ran"
+            ));
+            any = true;
+        }
+    }
+    if !any {
+        return BTreeSet::new();
+    }
+    let fed_by: BTreeMap<String, Vec<String>> = plan
+        .items
+        .iter()
+        .filter_map(|i| {
+            let observed = known.get(i.id.as_str())?.observed?;
+            Some((i.id.clone(), observed.fed_by.clone()))
+        })
+        .collect();
+    rerun_dependents(plan, spec, &fed_by);
+    rerun_needed_checks(plan);
+    let services = services(plan);
+    let mut now: BTreeSet<String> = plan
+        .items
+        .iter()
+        .filter(|i| i.decision.runs() && !ran.contains(&i.id))
+        .map(|i| i.id.clone())
+        .collect();
+    loop {
+        let needed: Vec<String> = plan
+            .items
+            .iter()
+            .filter(|i| now.contains(&i.id))
+            .filter_map(|i| i.work.as_ref())
+            .flat_map(|w| w.after.iter())
+            .filter(|dep| services.contains(*dep) && !now.contains(*dep))
+            .cloned()
+            .collect();
+        if needed.is_empty() {
+            break;
+        }
+        now.extend(needed);
+    }
+    now
+}
+
+/// The items that start a service.
+fn services(plan: &Plan) -> BTreeSet<String> {
+    plan.items
+        .iter()
+        .filter(|i| {
+            i.work.as_ref().is_some_and(|w| {
+                matches!(
+                    &w.action,
+                    Action::Command {
+                        starts: Some(_),
+                        ..
+                    }
+                )
+            })
+        })
+        .map(|i| i.id.clone())
+        .collect()
 }
 
 /// (c): whatever names a re-run item through `after`, transitively, and
@@ -178,22 +253,7 @@ fn rerun_dependents(plan: &mut Plan, spec: &Spec, fed_by: &BTreeMap<String, Vec<
 /// service it needs up is started again; a carried build is built again,
 /// since what it made (ignored output, say) is not in the fingerprint.
 fn rerun_needed_checks(plan: &mut Plan) {
-    let services: BTreeSet<String> = plan
-        .items
-        .iter()
-        .filter(|i| {
-            i.work.as_ref().is_some_and(|w| {
-                matches!(
-                    &w.action,
-                    Action::Command {
-                        starts: Some(_),
-                        ..
-                    }
-                )
-            })
-        })
-        .map(|i| i.id.clone())
-        .collect();
+    let services = services(plan);
     loop {
         let needed: BTreeMap<String, String> = plan
             .items
@@ -229,11 +289,7 @@ fn rerun_needed_checks(plan: &mut Plan) {
 /// reads were not traced, or whose trace was incomplete, or that read
 /// something that has changed since. Declared inputs alone never carry a
 /// command: a test that compiles a crate reads all of it.
-fn unobserved(
-    item: &crate::plan::PlannedItem,
-    k: &Known<'_>,
-    snapshot: &Snapshot,
-) -> Option<String> {
+fn unobserved(item: &crate::plan::PlannedItem, k: &Known<'_>, tree: Tree<'_>) -> Option<String> {
     let command = item
         .work
         .as_ref()
@@ -243,7 +299,7 @@ fn unobserved(
     }
     match k.observed {
         None => Some("what it read was not traced, so nothing shows it still holds".to_owned()),
-        Some(o) => match (&o.incomplete, o.changed(snapshot).as_slice()) {
+        Some(o) => match (&o.incomplete, o.changed(tree).as_slice()) {
             (Some(why), _) => Some(format!("its trace is incomplete ({why})")),
             (None, []) => None,
             (None, changed) => {

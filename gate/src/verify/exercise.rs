@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::base_runs;
 use crate::errors::GateError;
+use crate::events::{Note, RunEvent};
 use crate::interrupt::Interrupt;
 use crate::pages;
 use crate::record::{Finding, PageRecord};
@@ -67,7 +68,7 @@ fn previous_reads(history: &crate::retry::History) -> BTreeMap<String, Vec<Strin
 pub(super) async fn exercise(
     run: &Stage<'_>,
     survey: &Survey,
-    planned: &Planned,
+    planned: &mut Planned,
     launcher: gate_harness::Launcher,
     interrupt: &Interrupt,
 ) -> Result<Exercised, GateError> {
@@ -119,30 +120,7 @@ pub(super) async fn exercise(
             )));
         }
     }
-    let harnessed = harness::run(harness::HarnessInput {
-        ctx,
-        events,
-        spec,
-        plan: &planned.plan,
-        snapshot: &survey.snapshot,
-        has_base: trust.base.is_some(),
-        changed: &survey.changed,
-        redact: planned.redact.clone(),
-        interrupt,
-        launcher,
-        required: &survey.protection.required,
-        run_clock: start.clock,
-    })
-    .await?;
-    if let Some(why) = harnessed
-        .results
-        .values()
-        .find_map(|r| r.spec_error.clone())
-    {
-        return Err(GateError::Usage(format!("{}: {why}", setup.spec_file)));
-    }
-    // What the items changed of the fingerprinted workspace.
-    let after = harness::fingerprint(ctx, spec, &req.own_files).await?;
+    let (harnessed, after) = rounds(run, survey, planned, launcher, interrupt).await?;
     let tested = Tested::recover(
         &setup.git,
         &ctx.workspace,
@@ -185,6 +163,76 @@ pub(super) async fn exercise(
         page_records,
         page_shots,
     })
+}
+
+/// Runs the plan, then, on a retry, the carried items whose reads the
+/// items just run changed (an ignored file written, a file probed for
+/// made), round after round until none is left: each round only takes
+/// carried items, so this ends. Returns the results and the workspace as
+/// the items left it.
+async fn rounds(
+    run: &Stage<'_>,
+    survey: &Survey,
+    planned: &mut Planned,
+    launcher: gate_harness::Launcher,
+    interrupt: &Interrupt,
+) -> Result<(Harnessed, gate_evidence::Snapshot), GateError> {
+    let Stage {
+        ctx,
+        req,
+        events,
+        start,
+        setup,
+        trust,
+        history,
+        ..
+    } = *run;
+    let spec = &setup.spec;
+    let input = harness::HarnessInput {
+        ctx,
+        events,
+        spec,
+        snapshot: &survey.snapshot,
+        has_base: trust.base.is_some(),
+        changed: &survey.changed,
+        redact: planned.redact.clone(),
+        interrupt,
+        required: &survey.protection.required,
+        run_clock: start.clock,
+    };
+    let mut harnessed = harness::run(&input, &planned.plan, launcher.clone(), None).await?;
+    // What the items changed of the fingerprinted workspace.
+    let mut after = harness::fingerprint(ctx, spec, &req.own_files).await?;
+    while let Some(previous) = history.previous.as_ref().filter(|_| !req.full) {
+        if harnessed.interrupted {
+            break;
+        }
+        let tree = crate::observed::Tree {
+            snapshot: &after,
+            workspace: &ctx.workspace,
+        };
+        let now = crate::retry::delta::recheck(&mut planned.plan, spec, previous, tree);
+        if now.is_empty() {
+            break;
+        }
+        events.emit(RunEvent::Note(Note::Rechecking {
+            items: now.iter().cloned().collect(),
+        }));
+        let again = Some((&now, &harnessed.results));
+        let more = harness::run(&input, &planned.plan, launcher.clone(), again).await?;
+        harnessed.results.extend(more.results);
+        harnessed.started_ms.extend(more.started_ms);
+        harnessed.interrupted |= more.interrupted;
+        after = harness::fingerprint(ctx, spec, &req.own_files).await?;
+    }
+    if let Some(why) = harnessed
+        .results
+        .values()
+        .find_map(|r| r.spec_error.clone())
+    {
+        return Err(GateError::Usage(format!("{}: {why}", setup.spec_file)));
+    }
+    Ok((harnessed, after))
 }
 
 /// What decides how grave a change the items made is.

@@ -1,7 +1,7 @@
 //! The plain-code stages: fingerprinting the workspace and running the
 //! planned cross-checks and criteria in the harness.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,45 +60,56 @@ pub(super) struct HarnessInput<'a> {
     pub ctx: &'a Context,
     pub events: &'a EventSink,
     pub spec: &'a Spec,
-    pub plan: &'a Plan,
     pub snapshot: &'a Snapshot,
     pub has_base: bool,
     pub changed: &'a [String],
     pub redact: Vec<String>,
     pub interrupt: &'a Interrupt,
-    pub launcher: gate_harness::Launcher,
     pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
     /// When the run started: item start times are kept relative to it.
     pub run_clock: Instant,
 }
 
+/// A later round of the harness: the items to run now, and what the
+/// rounds before gave (what passed there counts as passed for `after`).
+pub(super) type Again<'a> = Option<(&'a BTreeSet<String>, &'a HashMap<String, ItemResult>)>;
+
 /// Runs what the plan runs; carried items count as passed for `after`
 /// (skipped ones do not).
-pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError> {
+pub(super) async fn run(
+    input: &HarnessInput<'_>,
+    plan: &Plan,
+    launcher: gate_harness::Launcher,
+    again: Again<'_>,
+) -> Result<Harnessed, GateError> {
     let HarnessInput {
         ctx,
         events,
         spec,
-        plan,
         snapshot,
         has_base,
         changed,
-        redact,
+        ref redact,
         interrupt,
-        launcher,
         required,
         run_clock,
-    } = input;
+    } = *input;
+    let now = |id: &str| again.is_none_or(|(ids, _)| ids.contains(id));
     let items: Vec<_> = plan
         .items
         .iter()
-        .filter(|i| i.decision.runs())
+        .filter(|i| i.decision.runs() && now(&i.id))
         .filter_map(|i| i.work.clone())
         .collect();
+    let passed_before = |id: &str| {
+        again.is_some_and(|(ids, earlier)| {
+            !ids.contains(id) && earlier.get(id).is_some_and(|r| r.status == Status::Passed)
+        })
+    };
     let satisfied: HashSet<String> = plan
         .items
         .iter()
-        .filter(|i| i.decision.carries())
+        .filter(|i| i.decision.carries() || passed_before(&i.id))
         .map(|i| i.id.clone())
         .collect();
     // With a base the built-in checks look at what the change touched (old
@@ -122,7 +133,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         output_cap: usize::try_from(spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
         files: Arc::new(files),
         satisfied,
-        redact: Arc::new(redact),
+        redact: Arc::new(redact.clone()),
         launcher: Arc::new(launcher),
         requires: Arc::new(
             required

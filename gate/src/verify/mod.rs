@@ -90,8 +90,9 @@ pub(crate) async fn run_with(
     }
     say_attempt(events, &history);
     let (survey, launcher) = survey::survey(&run).await?;
-    let planned = planning::plan(&run, &survey);
-    let mut exercised = exercise::exercise(&run, &survey, &planned, launcher, &interrupt).await?;
+    let mut planned = planning::plan(&run, &survey);
+    let mut exercised =
+        exercise::exercise(&run, &survey, &mut planned, launcher, &interrupt).await?;
     let tier = tier_of(&setup.spec, &survey.changed)?;
     let review =
         review::review_or_skip(&run, &survey, &planned, &exercised, &tier, &interrupt).await?;

@@ -59,7 +59,10 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
     retry::delta::apply(
         &mut plan,
         spec,
-        &survey.snapshot,
+        crate::observed::Tree {
+            snapshot: &survey.snapshot,
+            workspace: &ctx.workspace,
+        },
         history.previous.as_ref(),
         req.full,
     );

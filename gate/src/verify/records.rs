@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use gate_evidence::Snapshot;
+use gate_harness::trace::Accesses;
 use gate_harness::{ItemKind, Status};
 use gate_specs::{InputGlobs, Spec};
 
@@ -156,10 +157,21 @@ fn observed(
     (snapshot, workspace): (&Snapshot, &Path),
 ) -> HashMap<String, Observed> {
     let (results, started_ms) = (&harnessed.results, &harnessed.started_ms);
+    let commands = commands(spec);
+    // What each read, less the caches that do not decide its result.
+    let settled: HashMap<&str, Accesses> = results
+        .iter()
+        .filter_map(|(id, r)| {
+            let mut accesses = r.observed.as_deref()?.clone();
+            let command = commands.get(id.as_str()).copied().unwrap_or("");
+            crate::caches::settle(&mut accesses, command, workspace);
+            Some((id.as_str(), accesses))
+        })
+        .collect();
     let traced: Vec<gate_harness::trace::Traced<'_>> = results
         .iter()
         .filter_map(|(id, r)| {
-            let accesses = r.observed.as_deref()?;
+            let accesses = settled.get(id.as_str())?;
             let start = started_ms.get(id).copied().unwrap_or(0);
             let end = start.saturating_add(crate::record::millis(r.duration));
             Some((id.as_str(), accesses, (start, end)))
@@ -202,6 +214,19 @@ fn observed(
     }
     note_outside(spec, &mut out);
     out
+}
+
+/// Each item's command line, by id.
+fn commands(spec: &Spec) -> HashMap<String, &str> {
+    let checks = spec.checks.iter().map(|c| (c.id.clone(), c.run.as_str()));
+    let tests = spec.tasks.iter().filter_map(|t| {
+        let run = t.tests.as_ref()?.run.as_deref()?;
+        Some((Spec::tests_check_id(t), run))
+    });
+    let criteria = spec
+        .criteria()
+        .filter_map(|(_, c)| Some((c.id.clone(), c.run.as_deref()?)));
+    checks.chain(tests).chain(criteria).collect()
 }
 
 /// Notes, in each traced item's observation, the files it read beyond

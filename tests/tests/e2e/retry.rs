@@ -645,3 +645,127 @@ exit 0
         "{doc:#}"
     );
 }
+
+/// Every read is compared wherever it was made: an ignored file edited
+/// between attempts, an ignored file probed for that a re-run check makes,
+/// a hard link in an ignored folder to a tracked file edited in place each
+/// run again and fail as `--full` fails, while two criteria that only
+/// append to one log file carry independently.
+#[test]
+fn every_read_is_compared_wherever_it_was_made() {
+    for mode in tracers() {
+        reads_compared(mode);
+    }
+}
+
+/// The sequence of [`every_read_is_compared_wherever_it_was_made`] with
+/// `GATE_TRACE=mode`.
+fn reads_compared(mode: &str) {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        r#"
+[spec]
+id = "reads"
+[policy]
+builtin_parse = false
+[[check]]
+id = "maker"
+run = "sh maker.sh"
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "ign"
+text = "the ignored setting holds"
+run = "grep -qx ok .cache/ign.txt"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "probe"
+text = "no flag is set"
+run = "sleep 1; test ! -e .cache/flag"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "hard"
+text = "the linked data holds"
+run = "grep -qx ok .cache/hard.txt"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "log-a"
+text = "a logs"
+run = "sh a.sh"
+inputs = ["a.sh"]
+[[task.criterion]]
+id = "log-b"
+text = "b logs"
+run = "echo b >> log/shared.log"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "other"
+text = "other holds"
+run = "grep -qx yes src/other.txt"
+inputs = ["src/other.txt"]
+"#,
+    );
+    env.write(".gitignore", ".gate/\n.cache/\nlog/\n");
+    env.write("README.md", "reads\n");
+    env.write("maker.sh", "true\n");
+    env.write("a.sh", "echo a >> log/shared.log\n");
+    env.write(".cache/ign.txt", "ok\n");
+    env.write("data.txt", "ok\n");
+    std::fs::hard_link(
+        env.path().join("data.txt"),
+        env.path().join(".cache/hard.txt"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.path().join("log")).unwrap();
+    env.write("src/other.txt", "no\n");
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(extra);
+        env.gate(&args).trace(mode).run()
+    };
+    let out = verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    for id in ["ign", "probe", "hard", "log-a", "log-b"] {
+        assert_eq!(status_of(&doc, id), "passed", "{mode} {id}: {doc:#}");
+    }
+
+    // The retry fixes `other`, and changes what the others read where the
+    // fingerprint does not look.
+    env.write("src/other.txt", "yes\n");
+    env.write(".cache/ign.txt", "bad\n");
+    env.write("maker.sh", "mkdir -p .cache && : > .cache/flag\n");
+    env.write("a.sh", "echo a2 >> log/shared.log\n");
+    // In place: the link keeps its inode.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(env.path().join("data.txt"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"bad\n"))
+        .unwrap();
+    let out = verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(doc["attempt"], 2, "{mode}");
+    for id in ["ign", "probe", "hard"] {
+        assert_eq!(status_of(&doc, id), "failed", "{mode} {id}: {doc:#}");
+    }
+    assert!(
+        out.stderr.contains("running `probe` after all"),
+        "{mode}: {}",
+        out.stderr
+    );
+    assert_eq!(status_of(&doc, "log-a"), "passed", "{mode}");
+    assert_eq!(status_of(&doc, "log-b"), "carried", "{mode}: {doc:#}");
+    assert_eq!(status_of(&doc, "other"), "passed", "{mode}");
+
+    // `--full` on the same tree fails on the same criteria.
+    let out = verify(&["--full"]);
+    out.assert_exit(1);
+    let doc = out.json();
+    for id in ["ign", "probe", "hard"] {
+        assert_eq!(status_of(&doc, id), "failed", "{mode} --full {id}");
+    }
+}
