@@ -86,15 +86,10 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
     }
 }
 
-/// Tells each task's report item why its report is stale, when the series
-/// accepted that content over other task files.
+/// Tells each task's report item why its report is stale, when the spec's
+/// runs on this base accepted that content over other task files.
 fn mark_stale_reports(plan: &mut Plan, spec: &Spec, survey: &Survey, history: &retry::History) {
-    let accepted = history
-        .previous
-        .as_ref()
-        .map(|p| p.record.accepted_reports.as_slice())
-        .unwrap_or_default();
-    let stale = crate::task_reports::stale(spec, &survey.snapshot, accepted);
+    let stale = crate::task_reports::stale(spec, &survey.snapshot, &history.accepted_reports);
     for task in &spec.tasks {
         let Some(why) = stale.get(&task.id) else {
             continue;

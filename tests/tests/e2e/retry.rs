@@ -589,6 +589,76 @@ fn a_task_report_is_stale_by_content_not_by_its_time() {
     }
 }
 
+/// The reports accepted over a task's files are the spec's on its base,
+/// not one series': a pass closes the series, and in the next one (or
+/// under another series key) the report accepted before is stale once the
+/// task's files change, byte for byte as it was; the same report over the
+/// same files as when it was accepted (a fresh checkout) still passes.
+#[test]
+fn a_task_report_accepted_before_a_pass_is_stale_in_every_later_series() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"reports\"\n[policy]\nbuiltin_parse = false\n\
+         [[task]]\nid = \"orders\"\npaths = [\"src/**\"]\n\
+         tests = { report = \"reports/orders.xml\" }\n",
+    );
+    let failing = "<testsuite><testcase name=\"creates\"><failure message=\"no\"/></testcase>\
+                   </testsuite>\n";
+    let passing = "<testsuite><testcase name=\"creates\" time=\"0.01\"/></testsuite>\n";
+    let v1 = "fn create() {}\n";
+    let v2 = "fn create() { todo!() }\n";
+    let stale = "is the one accepted for an earlier version of the task's files";
+    // (the code, the report, the flags, the exit code, the attempt, the
+    // report item's status, its reason)
+    type Step<'a> = (
+        &'a str,
+        &'a str,
+        &'a [&'a str],
+        i32,
+        u32,
+        &'a str,
+        Option<&'a str>,
+    );
+    let steps: [Step<'_>; 6] = [
+        (v1, failing, &[], 1, 1, "failed", Some("1 failure: creates")),
+        // The pipeline ran the tests again: the pass closes the series.
+        (v1, passing, &[], 0, 2, "passed", None),
+        // A new series; the code changed, the report put back as it was.
+        (v2, passing, &[], 1, 1, "failed", Some(stale)),
+        // Another series key, and one an operator starts afresh.
+        (
+            v2,
+            passing,
+            &["--series", "pr:7"],
+            1,
+            1,
+            "failed",
+            Some(stale),
+        ),
+        (v2, passing, &["--new-series"], 1, 1, "failed", Some(stale)),
+        // A fresh checkout of the code that report was accepted for.
+        (v1, passing, &[], 0, 2, "passed", None),
+    ];
+    for (i, (code, report, flags, exit, attempt, status, reason)) in steps.iter().enumerate() {
+        env.write("src/orders.rs", code);
+        env.write("reports/orders.xml", report);
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(flags);
+        let out = env.gate(&args).run();
+        out.assert_exit(*exit);
+        let doc = out.json();
+        let step = i + 1;
+        assert_eq!(doc["attempt"], *attempt, "step {step}: {doc}");
+        let tests = item(&doc, "orders.tests").unwrap();
+        assert_eq!(tests["status"], *status, "step {step}: {tests}");
+        if let Some(reason) = reason {
+            let said = tests["reason"].as_str().unwrap_or_default();
+            assert!(said.contains(reason), "step {step}: {said}");
+        }
+    }
+}
+
 /// As root, items run as the run's own uid and the tracer runs inside
 /// their sandbox, still root: an item that looks for its trace's folder
 /// finds it closed, cannot plant a trace file there, and cannot kill the
