@@ -1,5 +1,5 @@
 //! Whether a task's JUnit report is the one for the task's files as they
-//! are, judged by content.
+//! are, judged by content, and the pipeline's at all.
 //!
 //! A report comes from the pipeline's own test step, outside the gate's
 //! sight; file times cannot tie it to the code (a checkout gives every file
@@ -12,8 +12,14 @@
 //! never against these, is stale: the task's code changed and the report
 //! did not. A report with the same content over the same files (a fresh
 //! checkout) stays valid; a report never seen is the pipeline's word.
+//!
+//! The pipeline's test step writes its report after checkout, where git
+//! leaves it untracked or ignored. A report the change committed is the
+//! change's word about itself ([`committed`]): a critical finding, and the
+//! task's report check fails.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use gate_evidence::ledger::RunFilter;
 use gate_evidence::snapshot::item_digest;
@@ -21,8 +27,11 @@ use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, PublicKey, Snapshot};
 use gate_specs::{InputGlobs, Spec};
 
+use crate::change;
 use crate::errors::GateError;
-use crate::record::AcceptedReport;
+use crate::git::Git;
+use crate::guard::GUARD_ROLE;
+use crate::record::{AcceptedReport, Finding};
 use crate::retry::{ESCALATION_LOOKBACK, delta::Previous};
 use crate::vouch;
 
@@ -126,6 +135,97 @@ fn without(snapshot: &Snapshot, path: &str) -> Snapshot {
             .map(|(p, e)| (p.to_owned(), *e))
             .collect(),
     )
+}
+
+/// A task's report that is the change's own word: the change committed it,
+/// or the gate could not tell whether it did.
+#[derive(Debug, Clone)]
+pub(crate) struct Committed {
+    /// The task's id.
+    pub task: String,
+    /// Why it is not accepted: what the report item fails with.
+    pub why: String,
+    /// The critical finding naming the report.
+    pub finding: Finding,
+}
+
+/// The tasks' reports the change committed (see [`change::committed`]):
+/// `head` is the commit the run verifies (none outside a repository, where
+/// nothing is committed), `base` the base's commit when there is one. A
+/// report the pipeline's own test step wrote after checkout is untracked
+/// or ignored; one in the change's commits is what the change says of
+/// itself, never the tests' result.
+pub(crate) async fn committed(
+    spec: &Spec,
+    spec_file: &str,
+    git: &Git,
+    workspace: &Path,
+    head: Option<&str>,
+    base: Option<&str>,
+) -> Vec<Committed> {
+    let Some(head) = head else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for task in &spec.tasks {
+        let Some(report) = task.tests.as_ref().and_then(|t| t.report.as_deref()) else {
+            continue;
+        };
+        let since = if base.is_some() {
+            "by the change, since the base"
+        } else {
+            "(without a base, every commit is the change's)"
+        };
+        let found = change::committed(git, workspace, report, head, base).await;
+        let (why, title, detail) = match found {
+            Ok(false) => continue,
+            Ok(true) => (
+                format!(
+                    "report {report} is committed in git {since}: the change's word about \
+                     itself, not what the pipeline's tests wrote"
+                ),
+                format!(
+                    "the change commits `{}`'s test report {report}: its own word, not the \
+                     tests'",
+                    task.id
+                ),
+                format!(
+                    "This report is in git {since}. A task's report is taken as what the \
+                     pipeline's own test step wrote after checkout, which git leaves \
+                     untracked or ignored; a committed one says only what the change says \
+                     of itself, so it is not accepted and the task's report check in \
+                     `{spec_file}` fails. Remove it from git (`git rm --cached {report}`), \
+                     ignore it, and let the pipeline's test step write it."
+                ),
+            ),
+            Err(e) => (
+                format!("cannot tell whether the change committed report {report}: {e}"),
+                format!(
+                    "cannot tell whether the change commits `{}`'s test report {report}",
+                    task.id
+                ),
+                format!(
+                    "Git's trees could not be read to tell whether the change committed \
+                     this report ({e}); a report that may be the change's own word is not \
+                     accepted, and the task's report check in `{spec_file}` fails."
+                ),
+            ),
+        };
+        out.push(Committed {
+            task: task.id.clone(),
+            finding: Finding::raised(
+                GUARD_ROLE,
+                "critical",
+                report.to_owned(),
+                None,
+                title,
+                detail,
+                1.0,
+            ),
+            why,
+        });
+    }
+    out
 }
 
 /// Why each task's report is stale, by task id: its content was accepted

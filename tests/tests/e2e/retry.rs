@@ -1,7 +1,7 @@
 //! Retries through the real binary: what a retry re-runs (counted by real
 //! executions), the doom loop, overrides, and the gate guarding its own spec.
 
-use gate_tests::{TestEnv, item, ran, status_of};
+use gate_tests::{TestEnv, findings, item, ran, status_of};
 
 #[test]
 fn a_retry_reruns_only_what_the_fix_could_have_changed() {
@@ -655,6 +655,85 @@ fn a_task_report_accepted_before_a_pass_is_stale_in_every_later_series() {
         if let Some(reason) = reason {
             let said = tests["reason"].as_str().unwrap_or_default();
             assert!(said.contains(reason), "step {step}: {said}");
+        }
+    }
+}
+
+/// A report in git is not the pipeline's: its test step writes the report
+/// after checkout, untracked or ignored. One the change committed (`git
+/// add -f`) is a critical finding naming it and fails the task's report
+/// check, without a base and against one, even where the same bytes were
+/// accepted while ignored (and the item would otherwise carry); removed
+/// from git and left ignored on disk, it is taken again.
+#[test]
+fn a_report_the_change_committed_is_a_critical_finding() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"committed\"\n[policy]\nbuiltin_parse = false\n\
+         [[check]]\nid = \"hold\"\nrun = \"test ! -f hold\"\n\
+         [[task]]\nid = \"orders\"\npaths = [\"src/**\"]\n\
+         tests = { report = \"reports/orders.xml\" }\n",
+    );
+    env.write(".gitignore", "reports/\nhold\n.gate/\n");
+    env.write("src/orders.rs", "fn create() {}\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "gate.toml", ".gitignore", "src"]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.git(&["checkout", "-q", "-b", "change"]);
+    env.write("src/orders.rs", "fn create() { let _ = 1; }\n");
+    env.git(&["commit", "-q", "-am", "the change"]);
+    env.write(
+        "reports/orders.xml",
+        "<testsuite><testcase name=\"creates\" time=\"0.01\"/></testsuite>\n",
+    );
+    // `hold` keeps the series open, so an unchanged report item would carry.
+    env.write("hold", "");
+    let commit_report = || {
+        env.git(&["add", "-f", "reports/orders.xml"]);
+        env.git(&["commit", "-q", "-m", "the report"]);
+    };
+    let untrack_report = || {
+        env.git(&["rm", "-q", "--cached", "reports/orders.xml"]);
+        env.git(&["commit", "-q", "-m", "no report"]);
+        std::fs::remove_file(env.path().join("hold")).unwrap();
+    };
+    let committed = "is committed in git";
+    // (what happens first, the flags, the exit code, the report item's
+    // status, whether a critical finding names the report)
+    type Step<'a> = (&'a dyn Fn(), &'a [&'a str], i32, &'a str, bool);
+    let steps: [Step<'_>; 5] = [
+        // Written after checkout, ignored: the pipeline's word.
+        (&|| {}, &[], 1, "passed", false),
+        (&commit_report, &[], 1, "failed", true),
+        (&|| {}, &["--base", "main"], 1, "failed", true),
+        (&untrack_report, &["--base", "main"], 0, "passed", false),
+        (&|| {}, &[], 0, "passed", false),
+    ];
+    for (i, (before, flags, exit, status, named)) in steps.iter().enumerate() {
+        before();
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(flags);
+        let out = env.gate(&args).run();
+        out.assert_exit(*exit);
+        let doc = out.json();
+        let step = i + 1;
+        let tests = item(&doc, "orders.tests").unwrap();
+        assert_eq!(tests["status"], *status, "step {step}: {tests}");
+        let critical: Vec<&serde_json::Value> = findings(&doc)
+            .into_iter()
+            .filter(|f| f["severity"] == "critical" && f["file"] == "reports/orders.xml")
+            .collect();
+        assert_eq!(
+            !critical.is_empty(),
+            *named,
+            "step {step}: {}",
+            doc["findings"]
+        );
+        if *named {
+            let said = tests["reason"].as_str().unwrap_or_default();
+            assert!(said.contains(committed), "step {step}: {said}");
+            assert_ne!(doc["verdict"], "pass", "step {step}");
         }
     }
 }
