@@ -453,6 +453,66 @@ fn same_as_tree(file: &Path, entry: &TreeEntry, like: &str) -> bool {
     crate::verifiers::blob_id_on_disk(file, link, like).is_some_and(|id| id == entry.id)
 }
 
+/// Whether the change committed the file at workspace-relative `path`:
+/// `head`'s tree holds it, or the folder link or file it resolves through
+/// (a committed symbolic link leads a read to committed bytes), and, with
+/// `base` (the base's commit), not as the merge-base of `base` and `head`
+/// held it. Without a base every commit is the change's: a file the
+/// pipeline makes after checkout is untracked or ignored, never in `head`.
+/// The trees are read from git's objects, never through the index.
+pub(crate) async fn committed(
+    git: &Git,
+    workspace: &Path,
+    path: &str,
+    head: &str,
+    base: Option<&str>,
+) -> Result<bool, String> {
+    let names = tree_names(workspace, path);
+    let at_head = listed(git, workspace, head, &names).await?;
+    if at_head.is_empty() {
+        return Ok(false);
+    }
+    let Some(base) = base else {
+        return Ok(true);
+    };
+    let merge_base = git.run(workspace, &["merge-base", base, head]).await?;
+    let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
+    let at_base = listed(git, workspace, &merge_base, &names).await?;
+    Ok(at_head.iter().any(|entry| !at_base.contains(entry)))
+}
+
+/// What a tree holds at `path` and on the way to it: the path itself, each
+/// folder above it (a link there is a file in git), and where it resolves
+/// to now, each as `./…` so that git reads no pathspec magic in a name.
+fn tree_names(workspace: &Path, path: &str) -> Vec<String> {
+    let mut names = vec![path.to_owned()];
+    let mut above = path;
+    while let Some((parent, _)) = above.rsplit_once('/') {
+        names.push(parent.to_owned());
+        above = parent;
+    }
+    names.extend(relative_to(workspace, &[workspace.join(path)]));
+    names.sort();
+    names.dedup();
+    names.into_iter().map(|n| format!("./{n}")).collect()
+}
+
+/// The files and links `commit`'s tree holds at `names` (folders left out).
+async fn listed(
+    git: &Git,
+    workspace: &Path,
+    commit: &str,
+    names: &[String],
+) -> Result<Vec<(String, TreeEntry)>, String> {
+    let mut args = vec!["ls-tree", "-z", commit, "--"];
+    args.extend(names.iter().map(String::as_str));
+    let listing = git.run(workspace, &args).await?;
+    Ok(tree_entries(&listing)
+        .into_iter()
+        .filter(|(_, entry)| entry.kind == "blob")
+        .collect())
+}
+
 /// The workspace-relative paths, as the snapshot names them, of those of
 /// `files` that lie inside the workspace (compared canonically; a file not
 /// there yet is skipped).
@@ -688,5 +748,81 @@ mod tests {
             changed,
             ["gone.txt", "hidden.txt", "new.txt", "run.sh", "skipped.txt"]
         );
+    }
+
+    /// What the change committed at a report's path, in a subfolder
+    /// workspace: added or modified since the base, or (without one) in
+    /// `HEAD` at all; also through a committed folder link or a link to a
+    /// committed file; an untracked file is not, whatever its name.
+    #[tokio::test]
+    async fn a_file_is_the_change_s_when_its_commits_hold_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        let ws = top.join("app");
+        let git_in = |args: &[&str]| {
+            #[allow(clippy::disallowed_methods)] // test set-up
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(top)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        let write = |rel: &str| {
+            let file = ws.join(rel);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, format!("{rel}\n")).unwrap();
+        };
+        git_in(&["init", "-q", "-b", "main"]);
+        for rel in [
+            "src.rs",
+            "old/report.xml",
+            "kept/report.xml",
+            "fixtures/pass.xml",
+        ] {
+            write(rel);
+        }
+        git_in(&["add", "-f", "."]);
+        git_in(&["commit", "-qm", "base"]);
+        git_in(&["checkout", "-q", "-b", "change"]);
+        write("added/report.xml");
+        std::fs::write(ws.join("kept/report.xml"), "changed\n").unwrap();
+        std::os::unix::fs::symlink("fixtures", ws.join("links")).unwrap();
+        git_in(&["add", "-f", "app/added", "app/kept", "app/links"]);
+        git_in(&["commit", "-qm", "the change"]);
+        write("untracked/report.xml");
+        write(":(glob)report.xml");
+        std::os::unix::fs::symlink("fixtures/pass.xml", ws.join("via.xml")).unwrap();
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        let git = Git::new(
+            gate_harness::Launcher::new(crate::git::environment(path, None)),
+            crate::git::Repository::find(&ws),
+        );
+        let head = git.resolve_commit(&ws, "HEAD").await.unwrap();
+        let base = resolve_base(&git, &ws, "main").await.unwrap();
+        // (the report's path, committed without a base, with one)
+        let cases = [
+            ("added/report.xml", true, true),
+            ("kept/report.xml", true, true),
+            ("old/report.xml", true, false),
+            ("links/pass.xml", true, true),
+            ("via.xml", true, false),
+            ("untracked/report.xml", false, false),
+            (":(glob)report.xml", false, false),
+            ("not/there.xml", false, false),
+        ];
+        for (path, without, with) in cases {
+            let found = committed(&git, &ws, path, &head, None).await.unwrap();
+            assert_eq!(found, without, "{path} without a base");
+            let found = committed(&git, &ws, path, &head, Some(&base))
+                .await
+                .unwrap();
+            assert_eq!(found, with, "{path} with a base");
+        }
     }
 }

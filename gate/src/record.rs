@@ -1022,9 +1022,10 @@ pub struct RunRecord {
     /// What became of the routing override (`GATE_ROUTING_URL`), when one was named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_override: Option<OverrideStatus>,
-    /// The tasks' JUnit reports the series has accepted so far, each with
-    /// the fingerprint of the task's files it was accepted over: what tells
-    /// a stale report from a fresh one by content.
+    /// The tasks' JUnit reports accepted for the spec on its base so far, in
+    /// any series (the newest 200), each with the fingerprint of the task's
+    /// files it was accepted over: what tells a stale report from a fresh
+    /// one by content.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted_reports: Vec<AcceptedReport>,
 }

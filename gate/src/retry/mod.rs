@@ -52,6 +52,9 @@ pub struct History {
     /// Why the previous attempt could not be used (its bundle unreadable or
     /// not verifying): the retry then re-runs everything.
     pub previous_unusable: Option<String>,
+    /// The tasks' JUnit reports accepted for the spec on this base, in any
+    /// series: what a report is judged stale by (read beside the series).
+    pub accepted_reports: Vec<crate::record::AcceptedReport>,
 }
 
 /// How many of a spec's newest runs, of any series, are looked through for

@@ -133,11 +133,7 @@ pub(super) fn decide(
     record.accepted_reports = crate::task_reports::accepted(
         spec,
         &survey.snapshot,
-        history
-            .previous
-            .as_ref()
-            .map(|p| p.record.accepted_reports.as_slice())
-            .unwrap_or_default(),
+        &history.accepted_reports,
         &report_passed,
     );
     record.qualifier = decision.qualifier;

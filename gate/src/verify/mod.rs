@@ -222,11 +222,29 @@ fn series(
         spec.policy.max_attempts,
         std::slice::from_ref(public),
     );
-    let history = found.unwrap_or_else(|e| {
+    let mut history = found.unwrap_or_else(|e| {
         events.emit(RunEvent::Note(Note::HistoryUnreadable {
             reason: e.to_string(),
         }));
         fresh
+    });
+    // The reports accepted before are the spec's on its base, whatever the
+    // series (and however `--new-series` starts one).
+    history.accepted_reports = crate::task_reports::remembered(
+        &ledger,
+        store,
+        (scope.spec_id, scope.base),
+        std::slice::from_ref(public),
+        history.previous.as_ref(),
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the spec's earlier runs are unreadable: only the series' \
+            previous attempt tells a stale report");
+        history
+            .previous
+            .as_ref()
+            .map(|p| p.record.accepted_reports.clone())
+            .unwrap_or_default()
     });
     Ok((lock, history))
 }

@@ -67,6 +67,7 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
         req.full,
     );
     mark_stale_reports(&mut plan, spec, survey, history);
+    refuse_committed_reports(&mut plan, spec, &survey.committed_reports);
     refuse_reports_into(&mut plan, &attest::secret_paths(ctx, &setup.store));
     let mut secret_names = setup.routing.key_variables();
     secret_names.extend(pages::credential_variables(spec));
@@ -89,15 +90,10 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
     }
 }
 
-/// Tells each task's report item why its report is stale, when the series
-/// accepted that content over other task files.
+/// Tells each task's report item why its report is stale, when the spec's
+/// runs on this base accepted that content over other task files.
 fn mark_stale_reports(plan: &mut Plan, spec: &Spec, survey: &Survey, history: &retry::History) {
-    let accepted = history
-        .previous
-        .as_ref()
-        .map(|p| p.record.accepted_reports.as_slice())
-        .unwrap_or_default();
-    let stale = crate::task_reports::stale(spec, &survey.snapshot, accepted);
+    let stale = crate::task_reports::stale(spec, &survey.snapshot, &history.accepted_reports);
     for task in &spec.tasks {
         let Some(why) = stale.get(&task.id) else {
             continue;
@@ -113,6 +109,38 @@ fn mark_stale_reports(plan: &mut Plan, spec: &Spec, survey: &Survey, history: &r
             .and_then(|i| i.work.as_mut())
         {
             *stale = Some(why.clone());
+        }
+    }
+}
+
+/// Fails each task's report item whose report the change committed, with
+/// why: such a report is read again (never carried) and never accepted.
+fn refuse_committed_reports(
+    plan: &mut Plan,
+    spec: &Spec,
+    committed: &[crate::task_reports::Committed],
+) {
+    for c in committed {
+        let Some(task) = spec.tasks.iter().find(|t| t.id == c.task) else {
+            continue;
+        };
+        let id = Spec::tests_check_id(task);
+        let Some(item) = plan.items.iter_mut().find(|i| i.id == id) else {
+            continue;
+        };
+        // A carried item is satisfied for what runs after it; this one
+        // only reads a file.
+        if item.decision.carries() {
+            item.decision = plan::Decision::Run {
+                why: "the change commits its report".to_owned(),
+            };
+        }
+        if let Some(gate_harness::Item {
+            action: gate_harness::Action::JunitReport { stale, .. },
+            ..
+        }) = item.work.as_mut()
+        {
+            *stale = Some(c.why.clone());
         }
     }
 }

@@ -139,7 +139,8 @@ impl Start {
             pages: Vec::new(),
             bundle: None,
             routing_override: None,
-            accepted_reports: Vec::new(),
+            // Nothing was accepted here; the memory goes on to the next run.
+            accepted_reports: history.accepted_reports.clone(),
             protected_reference: std::collections::BTreeMap::new(),
         }
     }

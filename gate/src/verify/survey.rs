@@ -40,6 +40,8 @@ pub(super) struct Survey {
     pub interpreters: Vec<crate::interpreters::Interpreter>,
     /// The commit and branch the workspace is at, and how far from it.
     pub verified: crate::record::Verified,
+    /// The tasks' reports the change committed: never accepted.
+    pub committed_reports: Vec<crate::task_reports::Committed>,
 }
 
 /// Surveys the workspace; returns the launcher the items run through
@@ -65,6 +67,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
         }));
     }
     let changed = changed(ctx, req, setup, trust, &snapshot).await?;
+    let committed_reports = committed_reports(run, verified.commit.as_deref()).await;
     // House rules are configuration: a broken rules file stops the run
     // before anything runs.
     let rule_files: Vec<String> = snapshot
@@ -146,6 +149,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
     findings.extend(unprotected(&setup.spec_file, &protection.unprotected));
     findings.extend(unvouched);
     findings.extend(crate::startup_hooks::unvouched(&ctx.workspace));
+    findings.extend(committed_reports.iter().map(|c| c.finding.clone()));
     if trust.base.is_some() {
         let mut own = change::relative_to(&ctx.workspace, &config_files);
         own.extend(rule_files.iter().cloned());
@@ -166,6 +170,7 @@ pub(super) async fn survey(run: &Stage<'_>) -> Result<(Survey, gate_harness::Lau
             globs_unmatched,
             interpreters,
             verified,
+            committed_reports,
         },
         launcher,
     ))
@@ -208,6 +213,26 @@ async fn changed(
         &change::relative_to(&ctx.workspace, &own_paths),
     );
     Ok(changed)
+}
+
+/// The tasks' reports the change committed, `head` the commit the run
+/// verifies.
+async fn committed_reports(
+    run: &Stage<'_>,
+    head: Option<&str>,
+) -> Vec<crate::task_reports::Committed> {
+    let Stage {
+        ctx, setup, trust, ..
+    } = *run;
+    crate::task_reports::committed(
+        &setup.spec,
+        &setup.spec_file,
+        &setup.git,
+        &ctx.workspace,
+        head,
+        trust.base_commit.as_deref(),
+    )
+    .await
 }
 
 /// A warning, in every output, for the criteria nothing protects: neither

@@ -1,7 +1,7 @@
 //! Retries through the real binary: what a retry re-runs (counted by real
 //! executions), the doom loop, overrides, and the gate guarding its own spec.
 
-use gate_tests::{TestEnv, item, ran, status_of};
+use gate_tests::{TestEnv, findings, item, ran, status_of};
 
 #[test]
 fn a_retry_reruns_only_what_the_fix_could_have_changed() {
@@ -585,6 +585,155 @@ fn a_task_report_is_stale_by_content_not_by_its_time() {
         if let Some(reason) = reason {
             let said = tests["reason"].as_str().unwrap_or_default();
             assert!(said.contains(reason), "attempt {}: {said}", i + 1);
+        }
+    }
+}
+
+/// The reports accepted over a task's files are the spec's on its base,
+/// not one series': a pass closes the series, and in the next one (or
+/// under another series key) the report accepted before is stale once the
+/// task's files change, byte for byte as it was; the same report over the
+/// same files as when it was accepted (a fresh checkout) still passes.
+#[test]
+fn a_task_report_accepted_before_a_pass_is_stale_in_every_later_series() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"reports\"\n[policy]\nbuiltin_parse = false\n\
+         [[task]]\nid = \"orders\"\npaths = [\"src/**\"]\n\
+         tests = { report = \"reports/orders.xml\" }\n",
+    );
+    let failing = "<testsuite><testcase name=\"creates\"><failure message=\"no\"/></testcase>\
+                   </testsuite>\n";
+    let passing = "<testsuite><testcase name=\"creates\" time=\"0.01\"/></testsuite>\n";
+    let v1 = "fn create() {}\n";
+    let v2 = "fn create() { todo!() }\n";
+    let stale = "is the one accepted for an earlier version of the task's files";
+    // (the code, the report, the flags, the exit code, the attempt, the
+    // report item's status, its reason)
+    type Step<'a> = (
+        &'a str,
+        &'a str,
+        &'a [&'a str],
+        i32,
+        u32,
+        &'a str,
+        Option<&'a str>,
+    );
+    let steps: [Step<'_>; 6] = [
+        (v1, failing, &[], 1, 1, "failed", Some("1 failure: creates")),
+        // The pipeline ran the tests again: the pass closes the series.
+        (v1, passing, &[], 0, 2, "passed", None),
+        // A new series; the code changed, the report put back as it was.
+        (v2, passing, &[], 1, 1, "failed", Some(stale)),
+        // Another series key, and one an operator starts afresh.
+        (
+            v2,
+            passing,
+            &["--series", "pr:7"],
+            1,
+            1,
+            "failed",
+            Some(stale),
+        ),
+        (v2, passing, &["--new-series"], 1, 1, "failed", Some(stale)),
+        // A fresh checkout of the code that report was accepted for.
+        (v1, passing, &[], 0, 2, "passed", None),
+    ];
+    for (i, (code, report, flags, exit, attempt, status, reason)) in steps.iter().enumerate() {
+        env.write("src/orders.rs", code);
+        env.write("reports/orders.xml", report);
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(flags);
+        let out = env.gate(&args).run();
+        out.assert_exit(*exit);
+        let doc = out.json();
+        let step = i + 1;
+        assert_eq!(doc["attempt"], *attempt, "step {step}: {doc}");
+        let tests = item(&doc, "orders.tests").unwrap();
+        assert_eq!(tests["status"], *status, "step {step}: {tests}");
+        if let Some(reason) = reason {
+            let said = tests["reason"].as_str().unwrap_or_default();
+            assert!(said.contains(reason), "step {step}: {said}");
+        }
+    }
+}
+
+/// A report in git is not the pipeline's: its test step writes the report
+/// after checkout, untracked or ignored. One the change committed (`git
+/// add -f`) is a critical finding naming it and fails the task's report
+/// check, without a base and against one, even where the same bytes were
+/// accepted while ignored (and the item would otherwise carry); removed
+/// from git and left ignored on disk, it is taken again.
+#[test]
+fn a_report_the_change_committed_is_a_critical_finding() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"committed\"\n[policy]\nbuiltin_parse = false\n\
+         [[check]]\nid = \"hold\"\nrun = \"test ! -f hold\"\n\
+         [[task]]\nid = \"orders\"\npaths = [\"src/**\"]\n\
+         tests = { report = \"reports/orders.xml\" }\n",
+    );
+    env.write(".gitignore", "reports/\nhold\n.gate/\n");
+    env.write("src/orders.rs", "fn create() {}\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "gate.toml", ".gitignore", "src"]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.git(&["checkout", "-q", "-b", "change"]);
+    env.write("src/orders.rs", "fn create() { let _ = 1; }\n");
+    env.git(&["commit", "-q", "-am", "the change"]);
+    env.write(
+        "reports/orders.xml",
+        "<testsuite><testcase name=\"creates\" time=\"0.01\"/></testsuite>\n",
+    );
+    // `hold` keeps the series open, so an unchanged report item would carry.
+    env.write("hold", "");
+    let commit_report = || {
+        env.git(&["add", "-f", "reports/orders.xml"]);
+        env.git(&["commit", "-q", "-m", "the report"]);
+    };
+    let untrack_report = || {
+        env.git(&["rm", "-q", "--cached", "reports/orders.xml"]);
+        env.git(&["commit", "-q", "-m", "no report"]);
+        std::fs::remove_file(env.path().join("hold")).unwrap();
+    };
+    let committed = "is committed in git";
+    // (what happens first, the flags, the exit code, the report item's
+    // status, whether a critical finding names the report)
+    type Step<'a> = (&'a dyn Fn(), &'a [&'a str], i32, &'a str, bool);
+    let steps: [Step<'_>; 5] = [
+        // Written after checkout, ignored: the pipeline's word.
+        (&|| {}, &[], 1, "passed", false),
+        (&commit_report, &[], 1, "failed", true),
+        (&|| {}, &["--base", "main"], 1, "failed", true),
+        (&untrack_report, &["--base", "main"], 0, "passed", false),
+        (&|| {}, &[], 0, "passed", false),
+    ];
+    for (i, (before, flags, exit, status, named)) in steps.iter().enumerate() {
+        before();
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(flags);
+        let out = env.gate(&args).run();
+        out.assert_exit(*exit);
+        let doc = out.json();
+        let step = i + 1;
+        let tests = item(&doc, "orders.tests").unwrap();
+        assert_eq!(tests["status"], *status, "step {step}: {tests}");
+        let critical: Vec<&serde_json::Value> = findings(&doc)
+            .into_iter()
+            .filter(|f| f["severity"] == "critical" && f["file"] == "reports/orders.xml")
+            .collect();
+        assert_eq!(
+            !critical.is_empty(),
+            *named,
+            "step {step}: {}",
+            doc["findings"]
+        );
+        if *named {
+            let said = tests["reason"].as_str().unwrap_or_default();
+            assert!(said.contains(committed), "step {step}: {said}");
+            assert_ne!(doc["verdict"], "pass", "step {step}");
         }
     }
 }
