@@ -57,6 +57,64 @@ pub(crate) fn unvouched(workspace: &Path) -> Vec<Finding> {
     out
 }
 
+/// What items wrote, by workspace-relative path, that is a start-up hook's
+/// place (a `.pth`, `sitecustomize.py` or `usercustomize.py` in a
+/// `site-packages` or `dist-packages` folder, a distribution's
+/// `entry_points.txt`, where `pytest11` plugins are named) and is gone from
+/// `workspace` after the run: whatever Python ran while it was there ran
+/// it, and the scan after the run cannot see it. Each is a critical
+/// finding naming the file and the items that wrote it.
+pub(crate) fn written_and_gone<'a>(
+    workspace: &Path,
+    written: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<Finding> {
+    let mut gone: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (item, path) in written {
+        if hook_place(path) && std::fs::symlink_metadata(workspace.join(path)).is_err() {
+            gone.entry(path).or_default().push(item);
+        }
+    }
+    gone.into_iter()
+        .map(|(path, items)| {
+            let by = items
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            Finding::raised(
+                GUARD_ROLE,
+                "critical",
+                path.to_owned(),
+                None,
+                format!(
+                    "`{path}`, a Python start-up hook, was written by {by} and gone after the run"
+                ),
+                format!(
+                    "Python runs a start-up hook of an environment before any test, and this one \
+                     was there only while the run's items ran, so whatever Python ran meanwhile \
+                     (the exam among them) may have run it, and no look at the workspace after \
+                     the run shows it. Written by {by}."
+                ),
+                1.0,
+            )
+        })
+        .collect()
+}
+
+/// Whether a workspace path is where Python or pytest finds start-up code.
+fn hook_place(path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    let name = parts.next().unwrap_or(path);
+    let folder = parts.next().unwrap_or("");
+    let in_site = folder == "site-packages" || folder == "dist-packages";
+    let pth = Path::new(name).extension().is_some_and(|e| e == "pth");
+    (in_site && (pth || name == "sitecustomize.py" || name == "usercustomize.py"))
+        || (name == "entry_points.txt"
+            && Path::new(folder)
+                .extension()
+                .is_some_and(|e| e == "dist-info" || e == "egg-info"))
+}
+
 /// The findings of `after` whose file `before` did not already name.
 pub(crate) fn new_since(before: &[Finding], after: Vec<Finding>) -> Vec<Finding> {
     after
@@ -342,6 +400,40 @@ impl Records {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which written paths are start-up hooks' places, and that only the
+    /// ones gone after the run are findings.
+    #[test]
+    fn a_hook_written_and_gone_is_a_finding() {
+        let cases = [
+            (".venv/lib/python3.11/site-packages/evil.pth", true),
+            (".venv/lib/python3.11/site-packages/sitecustomize.py", true),
+            ("env/lib/python3/dist-packages/usercustomize.py", true),
+            (
+                ".venv/lib/python3.11/site-packages/p-1.0.dist-info/entry_points.txt",
+                true,
+            ),
+            ("src/p.egg-info/entry_points.txt", true),
+            (".venv/lib/python3.11/site-packages/pkg/x.pth", false),
+            ("notes.pth", false),
+            ("src/sitecustomize.py", false),
+        ];
+        for (path, hook) in cases {
+            assert_eq!(hook_place(path), hook, "{path}");
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let kept = ".venv/lib/python3.11/site-packages/kept.pth";
+        std::fs::create_dir_all(ws.path().join(".venv/lib/python3.11/site-packages")).unwrap();
+        std::fs::write(ws.path().join(kept), "import x\n").unwrap();
+        let gone = ".venv/lib/python3.11/site-packages/evil.pth";
+        let found = written_and_gone(
+            ws.path(),
+            [("plant", gone), ("plant", kept), ("build", "src/x.py")],
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].file, gone);
+        assert!(found[0].title.contains("`plant`"), "{}", found[0].title);
+    }
 
     fn record_line(site: &Path, rel: &str) -> String {
         let bytes = std::fs::read(site.join(rel)).unwrap();

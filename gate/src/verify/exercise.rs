@@ -145,6 +145,17 @@ pub(super) async fn exercise(
         &ctx.workspace,
     ));
     // Start-up code an item left in an environment of the workspace.
+    // Start-up code an item wrote and removed before the run ended.
+    tampered.extend(crate::startup_hooks::written_and_gone(
+        &ctx.workspace,
+        harnessed.results.iter().flat_map(|(id, r)| {
+            r.observed
+                .as_deref()
+                .into_iter()
+                .flat_map(|a| a.written.iter())
+                .map(move |p| (id.as_str(), p.as_str()))
+        }),
+    ));
     tampered.extend(crate::startup_hooks::new_since(
         &survey.findings,
         crate::startup_hooks::unvouched(&ctx.workspace),

@@ -2126,3 +2126,48 @@ fn start_up_code_a_check_plants_in_the_workspaces_environment_fails_the_run() {
     assert!(hook(&doc).is_some(), "attempt 2 names the hook: {doc}");
     out.assert_exit(1);
 }
+
+/// A hook planted for the exam and removed (by another check, once the
+/// exam has run) before the run ends is not in the workspace afterwards;
+/// the trace saw it written, and that fails the run, with either tracer.
+#[test]
+fn start_up_code_planted_and_removed_within_the_run_fails_it() {
+    for mode in ["on", "default"] {
+        let env = TestEnv::new();
+        env.write(".gitignore", ".venv/\n.gate/\n");
+        env.write("src/app.py", "VALUE = 1\n");
+        env.write(
+            "gate.toml",
+            "[spec]\nid = \"pth-gone\"\n\
+             [[check]]\nid = \"plant\"\n\
+             run = '''d=.venv/lib/python3/site-packages; mkdir -p $d && printf 'import os\\n' > $d/zz.pth'''\n\
+             [[check]]\nid = \"clean\"\nrun = \"sleep 2; rm .venv/lib/python3/site-packages/zz.pth\"\n\
+             [[task]]\nid = \"t\"\npaths = [\"src/**\"]\n\
+             [[task.criterion]]\nid = \"exam\"\ntext = \"the exam decides\"\n\
+             run = \"true\"\nafter = [\"plant\"]\n",
+        );
+        let out = env
+            .gate(&["verify", "--offline", "--format", "json"])
+            .trace(mode)
+            .run();
+        let doc = out.json();
+        assert_eq!(
+            gate_tests::status_of(&doc, "clean"),
+            "passed",
+            "{mode}: {doc}"
+        );
+        assert!(
+            !env.path()
+                .join(".venv/lib/python3/site-packages/zz.pth")
+                .exists(),
+            "{mode}"
+        );
+        let named = gate_tests::findings(&doc).into_iter().any(|f| {
+            f["severity"] == "critical"
+                && f["file"] == ".venv/lib/python3/site-packages/zz.pth"
+                && f["title"].as_str().is_some_and(|t| t.contains("`plant`"))
+        });
+        assert!(named, "{mode}: the hook written and gone is named: {doc:#}");
+        out.assert_exit(1);
+    }
+}
