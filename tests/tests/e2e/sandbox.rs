@@ -2171,3 +2171,48 @@ fn start_up_code_planted_and_removed_within_the_run_fails_it() {
         out.assert_exit(1);
     }
 }
+
+/// `uv run` builds and installs the project from the workspace before it
+/// runs the command: a build backend of the change's whose wheel carries
+/// an executable `.pth` makes the exam's Python exit 0. The environment is
+/// looked at after the items like any other: the hook is the change's
+/// (its distribution was installed from the workspace), and the run fails.
+#[test]
+fn a_build_backend_that_installs_a_start_up_hook_through_uv_run_fails_the_run() {
+    let python = std::path::PathBuf::from(gate_tests::peers::python());
+    let bin = python.parent().unwrap();
+    assert!(bin.join("uv").is_file(), "scripts/peer-venv.sh installs uv");
+    let env = TestEnv::new();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/uv-backend");
+    for name in ["backend.py", "pyproject.toml"] {
+        std::fs::copy(fixture.join(name), env.path().join(name)).unwrap();
+    }
+    env.write(".gitignore", ".venv/\n.gate/\nuv.lock\n__pycache__/\n");
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"uv-backend\"\n\
+         [[task]]\nid = \"t\"\npaths = [\"backend.py\", \"pyproject.toml\"]\n\
+         [[task.criterion]]\nid = \"exam\"\ntext = \"the exam decides\"\n\
+         run = \"uv run --offline python -c 'import sys; sys.exit(1)' acceptance\"\n",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .gate(&["verify", "--offline", "--format", "json"])
+        .env("PATH", &path)
+        .run();
+    let doc = out.json();
+    // The hook did make the exam pass; the finding fails the run.
+    assert_eq!(gate_tests::status_of(&doc, "exam"), "passed", "{doc:#}");
+    let named = gate_tests::findings(&doc).into_iter().any(|f| {
+        f["severity"] == "critical"
+            && f["file"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(".venv/") && p.ends_with("site-packages/zz_demo.pth"))
+    });
+    assert!(named, "the backend's hook is named: {doc:#}");
+    out.assert_exit(1);
+}
