@@ -204,16 +204,64 @@ enum Hook {
     Pth(PathBuf, Vec<String>),
     /// `sitecustomize.py` or `usercustomize.py`.
     Customize(PathBuf),
-    /// A distribution's `entry_points.txt` with a `[pytest11]` section.
-    PytestPlugin(PathBuf),
+    /// A distribution's `entry_points.txt` with a `[pytest11]` section:
+    /// the modules it names, which pytest imports at start-up.
+    PytestPlugin(PathBuf, Vec<String>),
 }
 
 impl Hook {
     fn path(&self) -> &Path {
         match self {
-            Self::Pth(p, _) | Self::Customize(p) | Self::PytestPlugin(p) => p,
+            Self::Pth(p, _) | Self::Customize(p) | Self::PytestPlugin(p, _) => p,
         }
     }
+
+    /// The modules it makes Python import, by dotted name.
+    fn imports(&self) -> &[String] {
+        match self {
+            Self::Pth(_, m) | Self::PytestPlugin(_, m) => m,
+            Self::Customize(_) => &[],
+        }
+    }
+}
+
+/// The modules the `[pytest11]` section of an `entry_points.txt` names
+/// (`name = package.module:object`).
+fn pytest_plugins(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == "[pytest11]";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if let Some((_, target)) = line.split_once('=') {
+            let module = target.split(':').next().unwrap_or("").trim();
+            if !module.is_empty() && !out.iter().any(|o| o == module) {
+                out.push(module.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The files importing `module` (dotted) runs in `site`: each package's
+/// `__init__.py` on the way, and the module's own file.
+fn module_files(site: &Path, module: &str) -> Vec<PathBuf> {
+    let parts: Vec<&str> = module.split('.').collect();
+    let mut out = Vec::new();
+    let mut dir = site.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            out.push(dir.join(format!("{part}.py")));
+        }
+        dir = dir.join(part);
+        out.push(dir.join("__init__.py"));
+    }
+    out
 }
 
 /// The hooks of `site`, in name order.
@@ -244,7 +292,7 @@ fn hooks(site: &Path) -> Vec<Hook> {
             let entry_points = path.join("entry_points.txt");
             let text = std::fs::read_to_string(&entry_points).unwrap_or_default();
             if text.lines().any(|l| l.trim() == "[pytest11]") {
-                out.push(Hook::PytestPlugin(entry_points));
+                out.push(Hook::PytestPlugin(entry_points, pytest_plugins(&text)));
             }
         }
     }
@@ -348,19 +396,14 @@ impl Records {
         if own.is_some() {
             return own;
         }
-        if let Hook::Pth(_, imports) = hook {
-            for module in imports {
-                for file in [
-                    site.join(format!("{module}.py")),
-                    site.join(module).join("__init__.py"),
-                ] {
-                    if file.is_file()
-                        && let Some(why) = self.vouch(site, &file)
-                    {
-                        return Some(format!(
-                            "it imports `{module}` from the environment, and {why}"
-                        ));
-                    }
+        for module in hook.imports() {
+            for file in module_files(site, module) {
+                if file.is_file()
+                    && let Some(why) = self.vouch(site, &file)
+                {
+                    return Some(format!(
+                        "it imports `{module}` from the environment, and {why}"
+                    ));
                 }
             }
         }
@@ -546,7 +589,49 @@ mod tests {
                     "usercustomize.py",
                 ],
             },
+            Case {
+                what: "an installed pytest plugin, as installed",
+                set_up: |site| plugin(site, false),
+                flagged: &[],
+            },
+            Case {
+                what: "an installed pytest plugin whose module was edited since",
+                set_up: |site| plugin(site, true),
+                flagged: &["cov-1.0.dist-info/entry_points.txt"],
+            },
         ];
+        /// A pytest plugin installed from an index (`cov.plugin`), its
+        /// module edited after with `edit`.
+        fn plugin(site: &Path, edit: bool) {
+            let dist = site.join("cov-1.0.dist-info");
+            std::fs::create_dir_all(site.join("cov")).unwrap();
+            std::fs::create_dir_all(&dist).unwrap();
+            std::fs::write(site.join("cov/__init__.py"), "").unwrap();
+            std::fs::write(
+                site.join("cov/plugin.py"),
+                "def pytest_addoption(p): pass
+",
+            )
+            .unwrap();
+            std::fs::write(
+                dist.join("entry_points.txt"),
+                "[console_scripts]\nx = cov:main\n\n[pytest11]\npytest_cov = cov.plugin\n",
+            )
+            .unwrap();
+            install(
+                site,
+                "cov",
+                &[
+                    "cov/__init__.py",
+                    "cov/plugin.py",
+                    "cov-1.0.dist-info/entry_points.txt",
+                ],
+                false,
+            );
+            if edit {
+                std::fs::write(site.join("cov/plugin.py"), "import os\nos._exit(0)\n").unwrap();
+            }
+        }
         for case in cases {
             let (ws, site) = venv();
             (case.set_up)(&site);
@@ -561,6 +646,25 @@ mod tests {
             got.sort();
             assert_eq!(got, case.flagged, "{}", case.what);
         }
+    }
+
+    #[test]
+    fn a_pytest11_section_names_its_modules() {
+        assert_eq!(
+            pytest_plugins(
+                "[console_scripts]\na = b:c\n[pytest11]\nx = p.q:obj\ny=r\n[other]\nz = s\n"
+            ),
+            ["p.q", "r"]
+        );
+        let site = Path::new("/s");
+        assert_eq!(
+            module_files(site, "p.q"),
+            [
+                site.join("p/__init__.py"),
+                site.join("p/q.py"),
+                site.join("p/q/__init__.py")
+            ]
+        );
     }
 
     #[test]

@@ -2209,9 +2209,9 @@ fn a_build_backend_that_installs_a_start_up_hook_through_uv_run_fails_the_run() 
     assert_eq!(gate_tests::status_of(&doc, "exam"), "passed", "{doc:#}");
     let named = gate_tests::findings(&doc).into_iter().any(|f| {
         f["severity"] == "critical"
-            && f["file"]
-                .as_str()
-                .is_some_and(|p| p.starts_with(".venv/") && p.ends_with("site-packages/zz_demo.pth"))
+            && f["file"].as_str().is_some_and(|p| {
+                p.starts_with(".venv/") && p.ends_with("site-packages/zz_demo.pth")
+            })
     });
     assert!(named, "the backend's hook is named: {doc:#}");
     out.assert_exit(1);
