@@ -17,6 +17,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gate_harness::Launcher;
@@ -288,6 +289,10 @@ pub(crate) struct Git {
     launcher: Launcher,
     /// The repository, or why there is none to read.
     repository: Result<Repository, String>,
+    /// The settings that empty the repository's filter drivers, once read:
+    /// its configuration does not change while the gate runs (no item can
+    /// write `.git`), and each read is a sandboxed process.
+    filters: Arc<tokio::sync::OnceCell<Vec<String>>>,
 }
 
 impl Git {
@@ -297,6 +302,7 @@ impl Git {
         Self {
             launcher,
             repository,
+            filters: Arc::default(),
         }
     }
 
@@ -309,7 +315,10 @@ impl Git {
     /// stdout, or one line on why it failed.
     pub(crate) async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
         let located = self.located()?;
-        let filters = self.filter_settings(dir, &located).await;
+        let filters = self
+            .filters
+            .get_or_init(|| self.filter_settings(dir, &located))
+            .await;
         let mut argv: Vec<&str> = vec!["git"];
         argv.extend(located.iter().map(String::as_str));
         argv.extend(HARDENING);
