@@ -706,6 +706,14 @@ impl Call {
                 }
             }
         }
+        // `inotify_add_watch`'s descriptor is the watch's, not a folder
+        // its name is relative to.
+        if name == "inotify_add_watch"
+            && let Some(first) = args.first_mut()
+            && matches!(first, Arg::Fd { .. })
+        {
+            *first = Arg::Other;
+        }
         let rest = s.rest();
         let (returned, failed) = match rest.find(" = ") {
             None => (None, false),
