@@ -163,6 +163,53 @@ fn a_name_through_a_process_link_makes_the_trace_incomplete() {
     );
 }
 
+/// Names spelled otherwise than the kernel resolves them (`//`, `/./`,
+/// `..`, a trailing `/`) are read as it resolves them, for an exec as for
+/// an open; one that leads through a process's link that way still makes
+/// the trace incomplete.
+#[test]
+fn names_are_read_as_the_kernel_resolves_them() {
+    let Some((clang, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("bin")).unwrap();
+    std::fs::write(ws.join("bin/helper"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        ws.join("bin/helper"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(ws.join("a.txt"), "a").unwrap();
+    let watcher = watcher(clang, &bwrap, &ws);
+    let parent = ws.parent().unwrap().display().to_string();
+    let name = ws.file_name().unwrap().to_string_lossy().into_owned();
+    let line = format!(
+        "/{ws}/bin/helper; cat /.{ws}/./a.txt >/dev/null; test -e {ws}//b.txt/; \
+         test -e {parent}/../{parent}/{name}/c.txt; true",
+        ws = ws.display(),
+    );
+    let got = traced(&watcher, &bwrap, &ws, Path::new("/trace-slashes"), &line);
+    assert_eq!(got.incomplete, None, "{got:?}");
+    for want in ["bin/helper", "a.txt", "b.txt", "c.txt"] {
+        assert!(got.paths.contains(want), "{want} not in {:?}", got.paths);
+    }
+    let got = traced(
+        &watcher,
+        &bwrap,
+        &ws,
+        Path::new("/trace-slashes-proc"),
+        "test -e //proc/self/cwd/a.txt",
+    );
+    assert!(
+        got.incomplete
+            .as_deref()
+            .is_some_and(|why| why.contains("/proc")),
+        "{got:?}"
+    );
+}
+
 /// The program's source holds the table of every watched call, with
 /// where its names are.
 #[test]

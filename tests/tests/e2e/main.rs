@@ -11,12 +11,14 @@ mod actionable;
 mod audit;
 mod base_runs;
 mod ci_config;
+
 mod completions;
 mod doctor;
 mod eval;
 mod evidence;
 mod exam;
 mod example;
+mod file_calls;
 mod grounds;
 mod harvest;
 mod harvest_peer;
