@@ -151,6 +151,7 @@ fn probes() -> (Vec<Probe>, String) {
     let mut c = String::from(
         r#"#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/mman.h>
 static char *area;
@@ -202,10 +203,83 @@ int main(void) {
         "    printf(\"x86-64 beyond %ld\\n\", x64(470, 0, 0, 0, 0, 0));\n    \
          printf(\"i386 beyond %ld\\n\", x86(470, 0, 0, 0, 0, 0));\n    \
          printf(\"x32 open %ld\\n\", x64(0x40000002, low(\"p/x32\"), 0, 0, 0, 0));\n    \
-         fflush(stdout);\n    return 0;\n}\n",
+         fflush(stdout);\n    \
+         if (access(\"../probe32\", X_OK) == 0)\n        \
+         execl(\"../probe32\", \"probe32\", (char *)0);\n    \
+         return 0;\n}\n",
     );
     (probes, c)
 }
+
+/// A 32-bit program of its own (no C library: this machine may have no
+/// 32-bit one), calling the kernel as 32-bit programs do, through the vDSO's
+/// `__kernel_vsyscall` (`sysenter`): the calls glibc makes for an ordinary
+/// program's opens, stats, listings and execs, each naming `w32/NAME`. It
+/// exits with how many were refused (`ENOSYS` or `EPERM`).
+const PROBE32: &str = r#"typedef unsigned int u32;
+static u32 vsys;
+static char buf[512];
+static int sys(int nr, int a, int b, int c, int d, int e) {
+    int ret;
+    __asm__ volatile("call *%[v]" : "=a"(ret)
+                     : [v] "m"(vsys), "a"(nr), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e) : "memory");
+    return ret;
+}
+static int refused;
+static void count(int ret) { refused += ret == -38 || ret == -1; }
+void cmain(u32 *sp) {
+    u32 *p = sp + 1 + sp[0] + 1;
+    int fd;
+    while (*p)
+        p++;
+    for (p++; p[0]; p += 2)
+        if (p[0] == 32)
+            vsys = p[1];
+    if (!vsys)
+        for (;;)
+            __asm__ volatile("int $0x80" : : "a"(1), "b"(100));
+    count(sys(5, (int)"w32/open", 0, 0, 0, 0));
+    count(sys(295, -100, (int)"w32/openat", 0, 0, 0));
+    count(sys(195, (int)"w32/stat64", (int)buf, 0, 0, 0));
+    count(sys(196, (int)"w32/lstat64", (int)buf, 0, 0, 0));
+    count(sys(300, -100, (int)"w32/fstatat64", (int)buf, 0, 0));
+    count(sys(383, -100, (int)"w32/statx", 0, 0xfff, (int)buf));
+    count(sys(33, (int)"w32/access", 0, 0, 0, 0));
+    count(sys(439, -100, (int)"w32/faccessat2", 0, 0, 0));
+    count(sys(85, (int)"w32/readlink", (int)buf, 64, 0, 0));
+    count(sys(412, -100, (int)"w32/utimensat_time64", 0, 0, 0));
+    count(sys(212, (int)"w32/chown32", 0, 0, 0, 0));
+    count(sys(193, (int)"w32/truncate64", 0, 0, 0, 0));
+    count(sys(268, (int)"w32/statfs64", 84, (int)buf, 0, 0));
+    count(sys(39, (int)"w32", 0755, 0, 0, 0));
+    count(sys(39, (int)"w32/mkdir", 0755, 0, 0, 0));
+    fd = sys(5, (int)"w32", 0200000, 0, 0, 0);
+    count(fd);
+    count(sys(220, fd, (int)buf, sizeof buf, 0, 0));
+    count(sys(11, (int)"w32/execve", 0, 0, 0, 0));
+    sys(1, refused, 0, 0, 0, 0);
+}
+__asm__(".globl _start\n_start:\n mov %esp, %eax\n push %eax\n call cmain\n hlt\n");
+"#;
+
+/// What the 32-bit program names, and what the tracers must see.
+const PROBE32_SEEN: &[&str] = &[
+    "w32/open",
+    "w32/openat",
+    "w32/stat64",
+    "w32/lstat64",
+    "w32/fstatat64",
+    "w32/statx",
+    "w32/access",
+    "w32/faccessat2",
+    "w32/readlink",
+    "w32/utimensat_time64",
+    "w32/chown32",
+    "w32/truncate64",
+    "w32/statfs64",
+    "w32/mkdir",
+    "w32/execve",
+];
 
 /// A workspace with the folders the probes name, and the probe program
 /// compiled outside it; `None` where no C compiler is installed.
@@ -236,6 +310,28 @@ fn workspace(probes: &[Probe], c: &str) -> Option<(tempfile::TempDir, PathBuf, P
         .status()
         .unwrap();
     assert!(built.success(), "the probe program compiles");
+    // The 32-bit program, where clang can build one: the 64-bit probe
+    // executes it last.
+    let src32 = top.path().join("probe32.c");
+    std::fs::write(&src32, PROBE32).unwrap();
+    let built32 = std::process::Command::new("/usr/bin/clang")
+        .args([
+            "-m32",
+            "-O1",
+            "-static",
+            "-nostdlib",
+            "-ffreestanding",
+            "-fno-pic",
+            "-o",
+        ])
+        .arg(top.path().join("probe32"))
+        .arg(&src32)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        built32 || std::env::var_os("CI").is_none(),
+        "CI builds the 32-bit probe: scripts/test installs clang"
+    );
     let ws = ws.canonicalize().unwrap();
     Some((top, ws, bin))
 }
@@ -257,7 +353,7 @@ fn sandboxed(bwrap: &Path, filter: &Path, info: &Path, ws: &Path, program: &Path
 
 /// Each call's line of the probe's output checked against the table: a
 /// refused call returned its errno and a watched one is in `got`.
-fn judge(probes: &[Probe], out: &str, got: &crate::trace::Accesses, tracer: &str) {
+fn judge(probes: &[Probe], out: &str, got: &crate::trace::Accesses, tracer: &str, probe32: bool) {
     assert_eq!(got.incomplete, None, "{tracer}: {got:?}");
     let mut wrong = Vec::new();
     for p in probes {
@@ -285,6 +381,16 @@ fn judge(probes: &[Probe], out: &str, got: &crate::trace::Accesses, tracer: &str
                 }
             }
             (Policy::Watched, None) => wrong.push(format!("{key}names nothing")),
+        }
+    }
+    if probe32 {
+        for seen in PROBE32_SEEN {
+            if !got.paths.contains(*seen) {
+                wrong.push(format!("the 32-bit program's {seen} not seen"));
+            }
+        }
+        if !got.listed.contains("w32") {
+            wrong.push("the 32-bit program's listing not seen".into());
         }
     }
     for line in ["x86-64 beyond -38", "i386 beyond -38", "x32 open -38"] {
@@ -363,7 +469,14 @@ fn each_call_is_seen_by_the_ebpf_tracer_or_refused() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let got = watcher.collect(dir, &ws);
-    judge(&probes, &String::from_utf8_lossy(&out.stdout), &got, "ebpf");
+    let probe32 = top.path().join("probe32").is_file();
+    judge(
+        &probes,
+        &String::from_utf8_lossy(&out.stdout),
+        &got,
+        "ebpf",
+        probe32,
+    );
 }
 
 /// The same under `strace`, as it follows a sandbox from above it.
@@ -409,10 +522,12 @@ fn each_call_is_seen_by_strace_or_refused() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let got = crate::trace::read(&dir, &ws);
+    let probe32 = top.path().join("probe32").is_file();
     judge(
         &probes,
         &String::from_utf8_lossy(&out.stdout),
         &got,
         "strace",
+        probe32,
     );
 }
