@@ -5,8 +5,8 @@
 //! of calls costs little more than the calls.
 //!
 //! Their source (`bpf/tracer.bpf.c`, and the table of calls written from
-//! [`crate::file_calls`]'s x86-64 and i386 tables) is compiled with `clang` when the run starts and loaded
-//! with its settings (the gate's pid, the workspace, the sandbox's own
+//! [`crate::file_calls`]'s x86-64 and i386 tables) is compiled with `clang`
+//! when the run starts and loaded with its settings (the gate's pid, the workspace, the sandbox's own
 //! programs) in read-only globals; the few kernel structures it reads are
 //! relocated against the kernel's BTF.
 //!
@@ -122,8 +122,8 @@ fn keyed() -> impl Iterator<Item = (u32, &'static FileCall)> {
         .flat_map(|(bit, calls)| calls.iter().map(move |c| (bit | c.nr, c)))
 }
 
-/// The call of key `key`.
-fn watched(key: u32) -> Option<&'static FileCall> {
+/// The call of key `key`, watched or refused.
+fn known(key: u32) -> Option<&'static FileCall> {
     let (bit, calls) = TABLES.iter().find(|(bit, _)| key & COMPAT == *bit)?;
     calls.iter().find(|c| c.nr == key & !bit)
 }
@@ -894,7 +894,7 @@ impl State {
             )
         };
         let entry = self.roots.entry(root).or_default();
-        let Some(call_info) = u32::try_from(nr).ok().and_then(watched) else {
+        let Some(call_info) = u32::try_from(nr).ok().and_then(known) else {
             entry.incomplete = Some(format!("the tracer printed an unknown call {nr}"));
             return;
         };
