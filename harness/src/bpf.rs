@@ -6,9 +6,9 @@
 //!
 //! Their source (`bpf/tracer.bpf.c`, and the table of calls written from
 //! [`crate::file_calls`]'s x86-64 and i386 tables) is compiled with `clang`
-//! when the run starts and loaded with its settings (the gate's pid, the workspace, the sandbox's own
-//! programs) in read-only globals; the few kernel structures it reads are
-//! relocated against the kernel's BTF.
+//! when the run starts and loaded with its settings (the gate's pid, the
+//! workspace, the sandbox's own programs) in read-only globals; the few
+//! kernel structures it reads are relocated against the kernel's BTF.
 //!
 //! Which processes are an item's is decided in the kernel: every process
 //! the gate itself forks is a root, and every process or thread a root's
