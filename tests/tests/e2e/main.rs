@@ -11,7 +11,6 @@ mod actionable;
 mod audit;
 mod base_runs;
 mod ci_config;
-
 mod completions;
 mod doctor;
 mod eval;
