@@ -4,11 +4,11 @@
 //! ring buffer the gate reads in batches, so a build that makes thousands
 //! of calls costs little more than the calls.
 //!
-//! Their source (`bpf/tracer.bpf.c`, and the table of watched calls written
-//! from [`CALLS`]) is compiled with `clang` when the run starts and loaded
-//! with its settings (the gate's pid, the workspace, the sandbox's own
-//! programs) in read-only globals; the few kernel structures it reads are
-//! relocated against the kernel's BTF.
+//! Their source (`bpf/tracer.bpf.c`, and the table of calls written from
+//! [`crate::file_calls`]'s x86-64 and i386 tables) is compiled with `clang`
+//! when the run starts and loaded with its settings (the gate's pid, the
+//! workspace, the sandbox's own programs) in read-only globals; the few
+//! kernel structures it reads are relocated against the kernel's BTF.
 //!
 //! Which processes are an item's is decided in the kernel: every process
 //! the gate itself forks is a root, and every process or thread a root's
@@ -32,6 +32,14 @@
 //! incomplete, as it cannot be resolved there. So is one whose folder lies
 //! deeper below the workspace than the walk goes.
 //!
+//! A call's convention is the task's (`TS_COMPAT` in its `thread_info`,
+//! which the kernel sets for an IA-32 call, `int 0x80` from a 64-bit
+//! process among them): an i386 call is read by the i386 table, from the
+//! IA-32 registers, and reaches the reader by the name of its x86-64 twin.
+//! An absolute name spelled otherwise than the kernel resolves it (`//`,
+//! `/./`, `/../`) is passed on whole, for the reader to resolve. An x32 call
+//! (the sandbox refuses them) makes the trace incomplete.
+//!
 //! The programs are the gate's: they are detached when its process ends,
 //! however it ends. The items cannot write into the ring buffer, so a name
 //! holding a line break or looking like a record forges nothing. A full
@@ -43,6 +51,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::file_calls::{FileCall, Policy};
 use crate::trace::{Accesses, Arg, Call, Process, Reader};
 
 /// How long a name the tracer reads may be, with its end: a name this
@@ -88,124 +97,35 @@ const MARK_ASKED: i32 = 0o10_000_000 | 0o200_000 | 0o400_000 | 0o1_000_000;
 /// set nothing else uses.
 const MARK_FLAGS: i64 = MARK_ASKED as i64 | 0o2_000_000;
 
-/// Where a call's path comes from: `(dirfd argument, name argument)`;
-/// `None` for the descriptor means the working directory.
-type Slot = (Option<u8>, u8);
+/// Added to an i386 call's number in the program's keys (`COMPAT` in the
+/// program).
+const COMPAT: u32 = 0x10_0000;
 
-/// One system call the tracer watches.
-struct Watched {
-    nr: u32,
-    name: &'static str,
-    /// The paths it names.
-    slots: &'static [Slot],
-    /// A call on a descriptor alone (`getdents64`, `fchdir`): its argument.
-    fd: Option<u8>,
-    /// The argument holding `open` flags.
-    flags: Option<u8>,
-}
-
-const fn w(nr: u32, name: &'static str, slots: &'static [Slot]) -> Watched {
-    Watched {
-        nr,
-        name,
-        slots,
-        fd: None,
-        flags: None,
-    }
-}
-
-const AT1: &[Slot] = &[(Some(0), 1)];
-const PLAIN0: &[Slot] = &[(None, 0)];
-const PLAIN1: &[Slot] = &[(None, 1)];
-const TWO_AT: &[Slot] = &[(Some(0), 1), (Some(2), 3)];
-const TWO_PLAIN: &[Slot] = &[(None, 0), (None, 1)];
-
-/// The calls watched on x86-64, by number: every call the `strace` tracer's
-/// `%file` class holds that names a path an item could depend on, the
-/// directory listings, and `io_uring_setup`, which makes a trace incomplete.
+/// The calls the tracer reads, by the key the program gives them: every
+/// call [`crate::file_calls`] lists for x86-64 and i386, its number (plus
+/// [`COMPAT`] for an i386 one). A watched call's names are read; a refused
+/// one is only reported with what it returned.
 #[cfg(target_arch = "x86_64")]
-const CALLS: &[Watched] = &[
-    Watched {
-        flags: Some(1),
-        ..w(2, "open", PLAIN0)
-    },
-    w(4, "stat", PLAIN0),
-    w(6, "lstat", PLAIN0),
-    w(21, "access", PLAIN0),
-    w(59, "execve", PLAIN0),
-    w(76, "truncate", PLAIN0),
-    Watched {
-        fd: Some(0),
-        ..w(78, "getdents", &[])
-    },
-    w(80, "chdir", PLAIN0),
-    Watched {
-        fd: Some(0),
-        ..w(81, "fchdir", &[])
-    },
-    w(82, "rename", TWO_PLAIN),
-    w(83, "mkdir", PLAIN0),
-    w(84, "rmdir", PLAIN0),
-    w(85, "creat", PLAIN0),
-    w(86, "link", TWO_PLAIN),
-    w(87, "unlink", PLAIN0),
-    w(88, "symlink", PLAIN1),
-    w(89, "readlink", PLAIN0),
-    w(90, "chmod", PLAIN0),
-    w(92, "chown", PLAIN0),
-    w(94, "lchown", PLAIN0),
-    w(132, "utime", PLAIN0),
-    w(133, "mknod", PLAIN0),
-    w(137, "statfs", PLAIN0),
-    w(188, "setxattr", PLAIN0),
-    w(189, "lsetxattr", PLAIN0),
-    w(191, "getxattr", PLAIN0),
-    w(192, "lgetxattr", PLAIN0),
-    w(194, "listxattr", PLAIN0),
-    w(195, "llistxattr", PLAIN0),
-    w(197, "removexattr", PLAIN0),
-    w(198, "lremovexattr", PLAIN0),
-    Watched {
-        fd: Some(0),
-        ..w(217, "getdents64", &[])
-    },
-    w(235, "utimes", PLAIN0),
-    w(254, "inotify_add_watch", PLAIN1),
-    Watched {
-        flags: Some(2),
-        ..w(257, "openat", AT1)
-    },
-    w(258, "mkdirat", AT1),
-    w(259, "mknodat", AT1),
-    w(260, "fchownat", AT1),
-    w(261, "futimesat", AT1),
-    w(262, "newfstatat", AT1),
-    w(263, "unlinkat", AT1),
-    w(264, "renameat", TWO_AT),
-    w(265, "linkat", TWO_AT),
-    w(266, "symlinkat", &[(Some(1), 2)]),
-    w(267, "readlinkat", AT1),
-    w(268, "fchmodat", AT1),
-    w(269, "faccessat", AT1),
-    w(280, "utimensat", AT1),
-    w(303, "name_to_handle_at", AT1),
-    w(316, "renameat2", TWO_AT),
-    w(322, "execveat", AT1),
-    w(332, "statx", AT1),
-    w(425, "io_uring_setup", &[]),
-    // `openat2`'s flags are in a structure: its opens count as writes.
-    w(437, "openat2", AT1),
-    w(439, "faccessat2", AT1),
-    w(452, "fchmodat2", AT1),
+const TABLES: &[(u32, &[FileCall])] = &[
+    (0, crate::file_calls::X86_64),
+    (COMPAT, crate::file_calls::I386),
 ];
 
 /// No table for this architecture: the eBPF tracer is not offered.
 #[cfg(not(target_arch = "x86_64"))]
-const CALLS: &[Watched] = &[];
+const TABLES: &[(u32, &[FileCall])] = &[];
 
-/// The watched call numbered `nr`.
-fn watched(nr: u32) -> Option<&'static Watched> {
-    CALLS.iter().find(|c| c.nr == nr)
+/// Every call the program knows, with its key.
+fn keyed() -> impl Iterator<Item = (u32, &'static FileCall)> {
+    TABLES
+        .iter()
+        .flat_map(|(bit, calls)| calls.iter().map(move |c| (bit | c.nr, c)))
+}
+
+/// The call of key `key`, watched or refused.
+fn known(key: u32) -> Option<&'static FileCall> {
+    let (bit, calls) = TABLES.iter().find(|(bit, _)| key & COMPAT == *bit)?;
+    calls.iter().find(|c| c.nr == key & !bit)
 }
 
 /// A shared handle on the run's eBPF tracer; two are equal when they are
@@ -353,7 +273,7 @@ impl Watcher {
     /// Compiles the programs, loads and attaches them, and starts reading
     /// what they write.
     pub fn start(settings: &Settings) -> Result<Self, BpfError> {
-        if CALLS.is_empty() {
+        if TABLES.is_empty() {
             return Err(BpfError::Architecture);
         }
         let begun = Instant::now();
@@ -841,6 +761,7 @@ fn record(item: &[u8], lines: &mut Vec<String>) {
             let why = match nr {
                 1 => "a name's folder lies deeper below the workspace than the tracer walks",
                 2 => "the tracer could not read a name or a link's target",
+                3 => "a process made an x32 call, which the tracer does not read",
                 _ => "the tracer could not place a call",
             };
             lines.push(format!("X {root} {tid} {why}"));
@@ -849,18 +770,42 @@ fn record(item: &[u8], lines: &mut Vec<String>) {
     }
 }
 
-/// The generated part of the program: `watched(id)`, whether a call is
-/// watched, and `setup(id, call, args)`, where its names are.
+/// The generated part of the program, by key: `watched(key)`, whether a
+/// call is read; `setup(key, call, args)`, where its names are;
+/// `exec_kind(key)`, 1 for an `execve` and 2 for an `execveat`;
+/// `opens(key)`, whether it opens a file; `refused(key)`, whether the
+/// sandbox refuses it.
 fn calls_table() -> String {
     use std::fmt::Write as _;
-    let mut s = String::from("INLINE int watched(long id) {\n    switch (id) {\n");
-    for c in CALLS {
-        let _ = writeln!(s, "    case {}:", c.nr);
-    }
-    s.push_str("        return 1;\n    default:\n        return 0;\n    }\n}\n\n");
+    let predicate = |s: &mut String, name: &str, pick: &dyn Fn(&FileCall) -> u8| {
+        let _ = writeln!(s, "INLINE int {name}(long id) {{\n    switch (id) {{");
+        for (key, c) in keyed() {
+            let v = pick(c);
+            if v != 0 {
+                let _ = writeln!(s, "    case {key}:\n        return {v};");
+            }
+        }
+        s.push_str("    default:\n        return 0;\n    }\n}\n\n");
+    };
+    let mut s = String::new();
+    predicate(&mut s, "watched", &|_| 1);
+    predicate(&mut s, "exec_kind", &|c| match c.reads_as {
+        "execve" => 1,
+        "execveat" => 2,
+        _ => 0,
+    });
+    predicate(&mut s, "opens", &|c| {
+        u8::from(matches!(
+            c.reads_as,
+            "open" | "openat" | "openat2" | "creat"
+        ))
+    });
+    predicate(&mut s, "refused", &|c| {
+        u8::from(matches!(c.policy, Policy::Refused(_)))
+    });
     s.push_str("INLINE void setup(long id, struct call *c, const u64 *a) {\n    switch (id) {\n");
-    for c in CALLS {
-        let _ = write!(s, "    case {}:", c.nr);
+    for (key, c) in keyed().filter(|(_, c)| c.policy == Policy::Watched) {
+        let _ = write!(s, "    case {key}:");
         for (i, (dfd, name)) in c.slots.iter().enumerate() {
             let slot = i + 1;
             let _ = write!(s, " c->n{slot} = a[{name}];");
@@ -879,7 +824,7 @@ fn calls_table() -> String {
         if let Some(f) = c.flags {
             let _ = write!(s, " c->fl = a[{f}];");
         }
-        if matches!(c.name, "symlink" | "symlinkat") {
+        if matches!(c.reads_as, "symlink" | "symlinkat") {
             s.push_str(" c->tg = a[0];");
         }
         s.push_str(" break;\n");
@@ -949,7 +894,7 @@ impl State {
             )
         };
         let entry = self.roots.entry(root).or_default();
-        let Some(call_info) = u32::try_from(nr).ok().and_then(watched) else {
+        let Some(call_info) = u32::try_from(nr).ok().and_then(known) else {
             entry.incomplete = Some(format!("the tracer printed an unknown call {nr}"));
             return;
         };
@@ -957,7 +902,7 @@ impl State {
             entry.incomplete = Some("a name as long as the tracer reads may have been cut".into());
         }
         let mut call = Call {
-            name: call_info.name.to_owned(),
+            name: call_info.reads_as.to_owned(),
             args: Vec::new(),
             flags: open_flags(call_info, flags),
             returned: None,
@@ -991,7 +936,7 @@ impl State {
             }
             None => return,
         };
-        if call_info.name == "io_uring_setup" {
+        if matches!(call_info.policy, Policy::Refused(_)) {
             entry.push(tid, call);
             return;
         }
@@ -1115,13 +1060,13 @@ fn climbs(name: &str) -> bool {
 }
 
 /// An open's flags as `strace` spells the ones the reader looks at.
-fn open_flags(call: &Watched, flags: Option<i64>) -> String {
+fn open_flags(call: &FileCall, flags: Option<i64>) -> String {
     // `openat2`'s flags are in a structure the program does not read: it
     // may read and write.
-    if call.name == "openat2" {
+    if call.reads_as == "openat2" {
         return "O_RDWR|O_CREAT".into();
     }
-    if call.name == "creat" {
+    if call.reads_as == "creat" {
         return "O_WRONLY|O_CREAT|O_TRUNC".into();
     }
     let Some(flags) = flags.filter(|_| call.flags.is_some()) else {

@@ -15,6 +15,8 @@
 //!   captured output is redacted of.
 //! - [`sandbox`]: the isolation policy every process for the workspace runs
 //!   under, and the one place it becomes a bubblewrap command line.
+//! - [`file_calls`]: every system call that names or reaches a file, per
+//!   calling convention, watched by the tracers or refused by the sandbox.
 //! - [`seccomp`]: the system calls refused inside every sandbox.
 //! - [`system`]: the host's system folders, read-only in every sandbox.
 //! - [`netns`]: the process that holds a run's private network namespace.
@@ -29,6 +31,7 @@
 pub mod bpf;
 pub mod builtin;
 pub mod errors;
+pub mod file_calls;
 pub mod inside;
 pub mod junit;
 pub mod netns;

@@ -109,7 +109,7 @@ impl Tracer {
             "-s",
             "0",
             "-e",
-            "trace=%file,getdents,getdents64,fchdir,io_uring_setup",
+            &traced_calls(),
             "-e",
             "signal=none",
             "-o",
@@ -121,6 +121,32 @@ impl Tracer {
         all.push("--".into());
         all
     }
+}
+
+/// `strace`'s `-e trace=` list: every file call of every convention
+/// ([`crate::file_calls`]), by the names `strace` gives them. A refused call
+/// is asked for with `?` (no error when this `strace` does not know it:
+/// the sandbox refuses it anyway); a watched one it must know. Where the
+/// tables do not list every file call, `strace`'s own `%file` class.
+pub fn traced_calls() -> String {
+    let mut names: Vec<String> = Vec::new();
+    if !crate::file_calls::COMPLETE {
+        names.extend(
+            ["%file", "getdents", "getdents64", "fchdir"]
+                .iter()
+                .map(|s| (*s).to_owned()),
+        );
+    }
+    for call in crate::file_calls::ABIS.iter().flat_map(|a| a.calls) {
+        let name = match call.policy {
+            crate::file_calls::Policy::Watched => call.name.to_owned(),
+            crate::file_calls::Policy::Refused(_) => format!("?{}", call.name),
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    format!("trace={}", names.join(","))
 }
 
 /// Reads the per-process files `strace` left in `dir`, keeping what lies
@@ -259,7 +285,14 @@ impl Reader<'_> {
         let mut process = Process::default();
         for line in text.lines() {
             let line = line.trim_end();
-            if line.is_empty() || line.starts_with("+++") || line.starts_with("---") {
+            // `strace`'s own notes: an exit, a signal, a process switching
+            // convention (`[ Process PID=7 runs in 32 bit mode. ]`): the
+            // calls after it are printed by their names in that convention.
+            if line.is_empty()
+                || line.starts_with("+++")
+                || line.starts_with("---")
+                || (line.starts_with("[ Process PID=") && line.ends_with(" mode. ]"))
+            {
                 continue;
             }
             let Some(call) = Call::parse(line) else {
@@ -277,6 +310,18 @@ impl Reader<'_> {
         if call.name == "io_uring_setup" && !call.failed {
             self.out.incomplete =
                 Some("a process set up io_uring, whose file access the tracer cannot see".into());
+            return;
+        }
+        // Any other call the sandbox refuses that succeeded ran where no
+        // sandbox was: what it reached, the tracer cannot follow.
+        if crate::file_calls::refused(&call.name)
+            && !MOUNTS.contains(&call.name.as_str())
+            && !call.failed
+        {
+            self.out.incomplete = Some(format!(
+                "a process called {}, which the sandbox refuses and the tracer cannot follow",
+                call.name
+            ));
             return;
         }
         // A mount or a new root (in a user namespace of the item's own, where
@@ -717,6 +762,14 @@ impl Call {
                 }
             }
         }
+        // `inotify_add_watch`'s descriptor is the watch's, not a folder
+        // its name is relative to.
+        if name == "inotify_add_watch"
+            && let Some(first) = args.first_mut()
+            && matches!(first, Arg::Fd { .. })
+        {
+            *first = Arg::Other;
+        }
         let rest = s.rest();
         let (returned, failed) = match rest.find(" = ") {
             None => (None, false),
@@ -734,7 +787,9 @@ impl Call {
             }
         };
         Some(Self {
-            name: name.to_owned(),
+            // An i386 call by the name of its x86-64 twin (`stat64` is
+            // `stat`), so that both are read alike.
+            name: crate::file_calls::reads_as(name).to_owned(),
             args,
             flags: raw,
             returned,

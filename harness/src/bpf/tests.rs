@@ -164,20 +164,66 @@ fn a_name_through_a_process_link_makes_the_trace_incomplete() {
     );
 }
 
+/// Names spelled otherwise than the kernel resolves them (`//`, `/./`,
+/// `..`, a trailing `/`) are read as it resolves them, for an exec as for
+/// an open; one that leads through a process's link that way still makes
+/// the trace incomplete.
+#[test]
+fn names_are_read_as_the_kernel_resolves_them() {
+    let Some((clang, bwrap)) = tools() else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("bin")).unwrap();
+    std::fs::write(ws.join("bin/helper"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        ws.join("bin/helper"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(ws.join("a.txt"), "a").unwrap();
+    let watcher = watcher(clang, &bwrap, &ws);
+    let parent = ws.parent().unwrap().display().to_string();
+    let name = ws.file_name().unwrap().to_string_lossy().into_owned();
+    let line = format!(
+        "/{ws}/bin/helper; cat /.{ws}/./a.txt >/dev/null; test -e {ws}//b.txt/; \
+         test -e {parent}/../{parent}/{name}/c.txt; true",
+        ws = ws.display(),
+    );
+    let got = traced(&watcher, &bwrap, &ws, Path::new("/trace-slashes"), &line);
+    assert_eq!(got.incomplete, None, "{got:?}");
+    for want in ["bin/helper", "a.txt", "b.txt", "c.txt"] {
+        assert!(got.paths.contains(want), "{want} not in {:?}", got.paths);
+    }
+    let got = traced(
+        &watcher,
+        &bwrap,
+        &ws,
+        Path::new("/trace-slashes-proc"),
+        "test -e //proc/self/cwd/a.txt",
+    );
+    assert!(
+        got.incomplete
+            .as_deref()
+            .is_some_and(|why| why.contains("/proc")),
+        "{got:?}"
+    );
+}
+
 /// The program's source holds the table of every watched call, with
 /// where its names are.
 #[test]
 fn the_source_watches_the_calls_it_reads() {
     let text = source();
     assert!(!text.contains("@CALLS@"));
-    for call in super::CALLS {
-        assert!(
-            text.contains(&format!("case {}:", call.nr)),
-            "{}",
-            call.name
-        );
+    for (key, call) in super::keyed() {
+        assert!(text.contains(&format!("case {key}:")), "{}", call.name);
     }
     assert!(text.contains("case 257: c->n1 = a[1]; c->d1 = (s32)a[0]; c->fl = a[2]; break;"));
+    // i386's `openat` and `stat64`, by their keys.
+    assert!(text.contains("case 1048871: c->n1 = a[1]; c->d1 = (s32)a[0]; c->fl = a[2]; break;"));
+    assert!(text.contains("case 1048771: c->n1 = a[0]; c->d1 = AT_FDCWD; break;"));
     assert!(text.contains("case 266: c->n1 = a[2]; c->d1 = (s32)a[1]; c->tg = a[0]; break;"));
     assert!(text.contains("case 217: c->d1 = (s32)a[0]; c->fdonly = 1; break;"));
 }

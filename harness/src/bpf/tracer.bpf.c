@@ -53,7 +53,11 @@ struct files_struct {
 struct fs_struct {
     struct path pwd;
 } __attribute__((preserve_access_index));
+struct thread_info {
+    u32 status;
+} __attribute__((preserve_access_index));
 struct task_struct {
+    struct thread_info thread_info;
     int pid;
     int tgid;
     struct fs_struct *fs;
@@ -63,6 +67,9 @@ struct linux_binprm {
     const char *filename;
 } __attribute__((preserve_access_index));
 struct pt_regs {
+    unsigned long bx;
+    unsigned long cx;
+    unsigned long bp;
     unsigned long di;
     unsigned long si;
     unsigned long dx;
@@ -82,6 +89,15 @@ struct pt_regs {
 // Why a call could not be placed (an `X` record's `nr`).
 #define TOO_DEEP 1
 #define UNREADABLE 2
+#define X32_CALL 3
+// The task is in an IA-32 call (`int 0x80`, `sysenter`), whose number is
+// the i386 table's: the kernel's `TS_COMPAT`, set on the way in and
+// cleared on the way back to user mode, after `sys_exit`.
+#define TS_COMPAT 0x0002
+// Added to an i386 call's number in the generated table's keys.
+#define COMPAT 0x100000
+// The x32 ABI's marker bit on x86-64 call numbers.
+#define X32_BIT 0x40000000
 #define NO_WAKEUP 1
 #define FORCE_WAKEUP 2
 
@@ -329,6 +345,33 @@ __attribute__((noinline)) int in_workspace(struct rec *r) {
     return r->name[n & (NAME - 1)] == '/' || r->name[n & (NAME - 1)] == 0;
 }
 
+// Whether the name in `r` is spelled otherwise than the kernel resolves
+// it: a `//`, or a `.` or `..` segment. Such a name is sent as it is, for
+// the reader to resolve (`//WORKSPACE/bin/helper` is the workspace's).
+__attribute__((noinline)) int odd(struct rec *r) {
+    u32 len = 0;
+    if (!r)
+        return 0;
+    len = r->len;
+    for (u32 i = 0; i < NAME - 3; i++) {
+        char a, b, c;
+        if (i + 1 >= len)
+            break;
+        if (r->name[i] != '/')
+            continue;
+        a = r->name[(i + 1) & (NAME - 1)];
+        b = r->name[(i + 2) & (NAME - 1)];
+        c = r->name[(i + 3) & (NAME - 1)];
+        if (a == '/')
+            return 1;
+        if (a == '.' && (b == '/' || b == 0))
+            return 1;
+        if (a == '.' && b == '.' && (c == '/' || c == 0))
+            return 1;
+    }
+    return 0;
+}
+
 // Whether the name in `r` is under `/proc/` or `/dev/fd/`.
 INLINE int proc_or_fd(struct rec *r) {
     char *n = r->name;
@@ -340,7 +383,17 @@ INLINE int proc_or_fd(struct rec *r) {
            n[6] == 'd' && n[7] == '/';
 }
 
-// The generated part: `watched(id)` and `setup(id, call, args)`.
+// Whether the current task is in an IA-32 call.
+INLINE int compat(void) {
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+    u32 status = 0;
+    READ(status, t->thread_info.status);
+    return (status & TS_COMPAT) != 0;
+}
+
+// The generated part, by key (the call's number, plus `COMPAT` for an
+// i386 call): `watched(key)`, `setup(key, call, args)`, `exec_kind(key)`
+// (1 for `execve`, 2 for `execveat`), `opens(key)` and `refused(key)`.
 @CALLS@
 
 // Places slot `slot`'s name and sends its record (and the names of the
@@ -385,7 +438,7 @@ INLINE int resolve(struct rec *r, struct call *c, int slot, s64 ret, u32 root, u
         r->tlen = len > 0 ? len : 0;
     }
     if (name && r->len > 0 && r->name[0] == '/') {
-        if (in_workspace(r))
+        if (in_workspace(r) || odd(r))
             hit = 1;
         else if (proc_or_fd(r))
             hit = 2;
@@ -435,13 +488,36 @@ INLINE int resolve(struct rec *r, struct call *c, int slot, s64 ret, u32 root, u
 SEC("raw_tracepoint/sys_enter")
 int on_enter(u64 *ctx) {
     long id = ctx[1];
+    long key = id;
+    int exec = 0;
     u64 pid_tgid;
     u32 tid, tgid, root;
     u32 *rp;
     struct pt_regs *regs;
     struct call c = {0};
     u64 a[6] = {0};
-    if (!watched(id))
+    if (id >= X32_BIT && id < X32_BIT + 1024) {
+        // An x32 call (the sandbox refuses them; outside one the kernel
+        // may run them): not read, so the root's trace is incomplete.
+        u32 zero = 0;
+        struct rec *r;
+        tid = (u32)bpf_get_current_pid_tgid();
+        if (!bpf_map_lookup_elem(&armed, &tid))
+            return 0;
+        r = bpf_map_lookup_elem(&scratch, &zero);
+        rp = bpf_map_lookup_elem(&roots, &tid);
+        if (r) {
+            reset(r, 'X', rp ? *rp : 0, tid);
+            r->nr = X32_CALL;
+            send(r, HEAD, NO_WAKEUP);
+        }
+        return 0;
+    }
+    if (!watched(id) && !watched(id | COMPAT))
+        return 0;
+    if (compat())
+        key = id | COMPAT;
+    if (!watched(key))
         return 0;
     pid_tgid = bpf_get_current_pid_tgid();
     tid = (u32)pid_tgid;
@@ -449,13 +525,13 @@ int on_enter(u64 *ctx) {
     regs = (struct pt_regs *)ctx[0];
     if (tgid == GATE) {
         // Only the gate's marked opens matter: registrations and barriers.
-        if (id != 257)
+        if (key != 257)
             return 0;
         READ(a[1], regs->si);
         READ(a[2], regs->dx);
         if ((s64)a[2] != MARK_FLAGS)
             return 0;
-        c.nr = id;
+        c.nr = key;
         c.n1 = a[1];
         c.fl = a[2];
         if (bpf_map_update_elem(&calls, &tid, &c, 0) != 0)
@@ -464,20 +540,34 @@ int on_enter(u64 *ctx) {
     }
     if (!bpf_map_lookup_elem(&armed, &tid))
         return 0;
-    READ(a[0], regs->di);
-    READ(a[1], regs->si);
-    READ(a[2], regs->dx);
-    READ(a[3], regs->r10);
-    READ(a[4], regs->r8);
-    READ(a[5], regs->r9);
-    c.nr = id;
+    if (key & COMPAT) {
+        // The IA-32 convention's registers, as the kernel reads them: the
+        // low 32 bits only.
+        READ(a[0], regs->bx);
+        READ(a[1], regs->cx);
+        READ(a[2], regs->dx);
+        READ(a[3], regs->si);
+        READ(a[4], regs->di);
+        READ(a[5], regs->bp);
+        for (int i = 0; i < 6; i++)
+            a[i] = (u32)a[i];
+    } else {
+        READ(a[0], regs->di);
+        READ(a[1], regs->si);
+        READ(a[2], regs->dx);
+        READ(a[3], regs->r10);
+        READ(a[4], regs->r8);
+        READ(a[5], regs->r9);
+    }
+    c.nr = key;
     // An exec's name is gone once it succeeds: it is read on the way in.
     // (Set here, not by `setup`, so that the verifier walks `resolve` from
     // one state, not from one per watched call.)
-    if (id == 59 || id == 322) {
+    exec = exec_kind(key);
+    if (exec) {
         u32 zero = 0;
         struct rec *r = bpf_map_lookup_elem(&scratch, &zero);
-        if (id == 59) {
+        if (exec == 1) {
             c.n1 = a[0];
             c.d1 = AT_FDCWD;
         } else {
@@ -490,7 +580,7 @@ int on_enter(u64 *ctx) {
             resolve(r, &c, 1, 0, root, tid);
         return 0;
     }
-    setup(id, &c, a);
+    setup(key, &c, a);
     if (bpf_map_update_elem(&calls, &tid, &c, 0) != 0)
         count_lost();
     return 0;
@@ -507,7 +597,8 @@ int on_exit(u64 *ctx) {
     struct call *c;
     struct rec *r;
     READ(id, regs->orig_ax);
-    if (!watched(id))
+    // The call's key was kept at its entry.
+    if (!watched(id) && !watched(id | COMPAT))
         return 0;
     pid_tgid = bpf_get_current_pid_tgid();
     tid = (u32)pid_tgid;
@@ -535,21 +626,23 @@ int on_exit(u64 *ctx) {
     }
     rp = bpf_map_lookup_elem(&roots, &tid);
     root = rp ? *rp : 0;
-    if (c->nr == 425) {
+    if (refused(c->nr)) {
+        // A call the sandbox refuses: the reader is told whether it ran.
         reset(r, 'E', root, tid);
-        r->nr = 425;
+        r->nr = c->nr;
         r->ret = ret;
         r->dfd = AT_FDCWD;
         r->hit = 1;
         send(r, HEAD, NO_WAKEUP);
+        goto forget;
     }
-    if (c->nr != 59 && c->nr != 322) {
+    if (!exec_kind(c->nr)) {
         struct call copy = *c;
         resolve(r, &copy, 1, ret, root, tid);
         copy.tg = 0;
         resolve(r, &copy, 2, ret, root, tid);
         // An open is also followed to the file it reached.
-        if ((copy.nr == 2 || copy.nr == 257 || copy.nr == 437 || copy.nr == 85) && ret >= 0) {
+        if (opens(copy.nr) && ret >= 0) {
             struct dentry *d = fd_dentry(ret);
             s64 k;
             u64 hit;

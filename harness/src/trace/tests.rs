@@ -30,6 +30,47 @@ fn each_kind_of_call_is_read_as_an_access() {
     );
     let cases: Vec<Case> = vec![
         (
+            "an exec by a name the kernel resolves into the workspace",
+            r#"execve("//ws/bin/helper", ["//ws/bin/helper"], 0x7ffd /* 3 vars */) = 0"#,
+            &["bin/helper"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "an open by `/./`, `//` and a trailing slash",
+            r#"openat(AT_FDCWD</>, "/./ws//data/./x/", O_RDONLY) = -1 ENOTDIR (Not a directory)"#,
+            &["data/x"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "an i386 stat and a chown, by their x86-64 twins' names",
+            "stat64(\"/ws/a.txt\", 0xff8c) = 0\nchown32(\"/ws/b.txt\", 0, 0) = 0",
+            &["a.txt"],
+            &[],
+            &[],
+            &["b.txt"],
+        ),
+        (
+            "a process switching convention, then its i386 open",
+            "[ Process PID=7 runs in 32 bit mode. ]\nopen(\"/ws/c.txt\", O_RDONLY) = 3</ws/c.txt>",
+            &["c.txt"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "a watch's name, against the working directory, not the watch",
+            r#"chdir("/ws/sub") = 0
+inotify_add_watch(3<anon_inode:inotify>, "w.txt", IN_MODIFY) = 1"#,
+            &["sub/w.txt"],
+            &[],
+            &[],
+            &[],
+        ),
+        (
             "an open relative to the working directory, and what it reached",
             r#"openat(AT_FDCWD</ws/sub>, "a.txt", O_RDONLY) = 3</ws/sub/a.txt>"#,
             &["sub/a.txt"],
@@ -170,6 +211,25 @@ fn each_kind_of_call_is_read_as_an_access() {
         assert_eq!(got.suffixes, set(suffixes), "{name}: suffixes");
         assert_eq!(got.written, set(written), "{name}: written");
     }
+}
+
+/// A call the sandbox refuses that succeeded ran where no sandbox was:
+/// what it reached cannot be followed.
+#[test]
+fn a_refused_call_that_succeeded_makes_the_trace_incomplete() {
+    for line in [
+        "open_by_handle_at(3</ws>, 0x7ffd, O_RDONLY) = -1 ENOSYS (Function not implemented)\n",
+        "fanotify_mark(3, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD</ws>, \"x\") = -1 ENOSYS (Function not implemented)\n",
+    ] {
+        assert_eq!(accesses(line).incomplete, None, "{line}");
+    }
+    let got = accesses("open_by_handle_at(3</ws>, 0x7ffd, O_RDONLY) = 4</ws/a.txt>\n");
+    assert!(
+        got.incomplete
+            .as_deref()
+            .is_some_and(|why| why.contains("open_by_handle_at")),
+        "{got:?}"
+    );
 }
 
 #[test]

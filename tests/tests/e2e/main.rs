@@ -17,6 +17,7 @@ mod eval;
 mod evidence;
 mod exam;
 mod example;
+mod file_calls;
 mod grounds;
 mod harvest;
 mod harvest_peer;
