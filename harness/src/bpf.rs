@@ -151,6 +151,9 @@ pub struct Settings {
     pub workspace: PathBuf,
     /// Programs whose execution does not arm a root (the sandbox's own).
     pub launchers: Vec<PathBuf>,
+    /// A folder of the gate user's where compiled programs are kept, by
+    /// their source and compiler, so a run need not compile them again.
+    pub cache: Option<PathBuf>,
 }
 
 /// Why the eBPF tracer cannot run.
@@ -277,7 +280,7 @@ impl Watcher {
             return Err(BpfError::Architecture);
         }
         let begun = Instant::now();
-        let object = compile(&settings.clang)?;
+        let object = compiled(&settings.clang, settings.cache.as_deref())?;
         let (mut programs, program_fds) = load(&object, std::process::id(), settings)?;
         let ring = programs
             .take_map("events")
@@ -505,6 +508,95 @@ impl Watcher {
 /// The program's source: the kernel side and the table of calls.
 fn source() -> String {
     PROGRAM.replace("@CALLS@", &calls_table())
+}
+
+/// The compiled programs: kept in `cache` under a name that digests the
+/// source and the compiler (its resolved path, size, times and inode), else
+/// compiled and kept there. A kept object is taken only from a folder and
+/// a file the gate's user owns that no one else may write, never through
+/// a link; anything else is compiled afresh.
+fn compiled(clang: &Path, cache: Option<&Path>) -> Result<Vec<u8>, BpfError> {
+    let Some(cache) = cache else {
+        return compile(clang);
+    };
+    let Some(name) = cache_name(clang) else {
+        return compile(clang);
+    };
+    let kept = cache.join(&name);
+    if let Some(bytes) = read_kept(cache, &kept) {
+        return Ok(bytes);
+    }
+    let object = compile(clang)?;
+    if let Err(e) = keep(cache, &kept, &object) {
+        tracing::debug!(error = %e, "the compiled tracer was not kept");
+    }
+    Ok(object)
+}
+
+/// The kept object's file name for this source and `clang`.
+fn cache_name(clang: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let real = std::fs::canonicalize(clang).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(source().as_bytes());
+    hasher.update(real.as_os_str().as_encoded_bytes());
+    for n in [
+        meta.size(),
+        meta.ino(),
+        meta.dev(),
+        u64::try_from(meta.mtime_nsec()).unwrap_or(0),
+        u64::try_from(meta.mtime()).unwrap_or(0),
+        u64::try_from(meta.ctime()).unwrap_or(0),
+    ] {
+        hasher.update(&n.to_le_bytes());
+    }
+    Some(format!("tracer-{}.o", &hasher.finalize().to_hex()[..32]))
+}
+
+/// Whether `path` is the gate user's and writable by no one else.
+fn owned(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & 0o022 == 0
+}
+
+/// A kept object, when the folder and the file may be trusted.
+fn read_kept(cache: &Path, kept: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = std::fs::symlink_metadata(cache).ok()?;
+    if !dir.is_dir() || !owned(&dir) {
+        return None;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(kept)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || !owned(&meta) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Keeps `object` at `kept`, in a folder of mode 0700 made if missing.
+fn keep(cache: &Path, kept: &Path, object: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(cache)?;
+    let dir = std::fs::symlink_metadata(cache)?;
+    if !dir.is_dir() || !owned(&dir) {
+        return Err(std::io::Error::other(
+            "the cache folder is not the gate's own",
+        ));
+    }
+    std::fs::set_permissions(cache, std::fs::Permissions::from_mode(0o700))?;
+    let mut file = tempfile::NamedTempFile::new_in(cache)?;
+    std::io::Write::write_all(&mut file, object)?;
+    file.persist(kept).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// Compiles the programs with `clang` into a folder of the gate's (mode

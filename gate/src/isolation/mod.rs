@@ -345,7 +345,8 @@ impl Start {
         match probe_tracer(&self.tools, &self.tools_env).await {
             Ok(tracer) => {
                 if ebpf != Ebpf::No {
-                    match self.start_watcher(workspace) {
+                    let cache = tracer_cache(host_env).filter(|c| !c.starts_with(workspace));
+                    match self.start_watcher(workspace, cache) {
                         Ok(watcher) => self.watcher = Some(watcher),
                         Err(why) if ebpf == Ebpf::Asked => self.warnings.push(format!(
                             "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
@@ -368,7 +369,7 @@ impl Start {
 
     /// Starts the run's eBPF tracer: the gate must run as root and have
     /// found `clang` where the items cannot write.
-    fn start_watcher(&self, workspace: &Path) -> Result<Watching, String> {
+    fn start_watcher(&self, workspace: &Path, cache: Option<PathBuf>) -> Result<Watching, String> {
         if !nix::unistd::geteuid().is_root() {
             return Err("it needs the gate to run as root".into());
         }
@@ -385,6 +386,7 @@ impl Start {
             clang,
             workspace: workspace.to_path_buf(),
             launchers,
+            cache,
         })
         .map_err(|e| e.to_string())?;
         tracing::info!(
@@ -393,6 +395,21 @@ impl Start {
         );
         Ok(Watching(std::sync::Arc::new(watcher)))
     }
+}
+
+/// Where the eBPF tracer's compiled programs are kept: the user's cache
+/// folder (`$XDG_CACHE_HOME/gate/ebpf`, by default `~/.cache/gate/ebpf`),
+/// which no item sees (their home is a private one).
+fn tracer_cache(host_env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    let var = |name: &str| {
+        host_env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+    };
+    let user = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))?;
+    Some(user.join("gate").join("ebpf"))
 }
 
 impl Isolation {

@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use super::{Settings, Watcher, source};
+use super::{Settings, Watcher, cache_name, compiled, read_kept, source};
 
 /// The tracer's tools when this machine can run it: root, `clang` and
 /// `bwrap` installed. In CI (root, where scripts/test installs them) it
@@ -50,6 +50,7 @@ fn watcher(clang: PathBuf, bwrap: &Path, ws: &Path) -> Watcher {
         clang,
         workspace: ws.to_path_buf(),
         launchers: vec![bwrap.to_path_buf()],
+        cache: None,
     })
     .unwrap();
     watcher.register(ws, ws).unwrap();
@@ -425,4 +426,44 @@ fn a_failing_compiler_is_quoted() {
     std::fs::set_permissions(&clang, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let err = super::compile(&clang).unwrap_err().to_string();
     assert!(err.contains("no target bpf"), "{err}");
+}
+
+/// The compiled programs are kept by source and compiler, and a kept file
+/// is taken only from a folder and a file of the gate's user that no one
+/// else may write.
+#[test]
+fn the_compiled_programs_are_kept_where_only_the_gate_writes() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(clang) = ["/usr/bin/clang"]
+        .map(PathBuf::from)
+        .into_iter()
+        .find(|p| p.is_file())
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "scripts/test installs clang"
+        );
+        return;
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("ebpf");
+    let first = compiled(&clang, Some(&dir)).unwrap();
+    let name = cache_name(&clang).unwrap();
+    let kept = dir.join(&name);
+    assert!(std::fs::read(&kept).unwrap() == first, "the object is kept");
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    // What is kept is what a later run loads.
+    std::fs::write(&kept, b"kept").unwrap();
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(compiled(&clang, Some(&dir)).unwrap(), b"kept");
+    // One anyone may write is compiled afresh, and so is one through a link.
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let again = compiled(&clang, Some(&dir)).unwrap();
+    assert!(again.starts_with(b"\x7fELF"), "compiled afresh");
+    std::fs::remove_file(&kept).unwrap();
+    let elsewhere = cache.path().join("elsewhere.o");
+    std::fs::write(&elsewhere, b"planted").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &kept).unwrap();
+    assert_eq!(read_kept(&dir, &kept), None);
 }

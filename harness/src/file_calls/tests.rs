@@ -443,6 +443,7 @@ fn each_call_is_seen_by_the_ebpf_tracer_or_refused() {
         clang,
         workspace: ws.clone(),
         launchers: vec![bwrap.clone()],
+        cache: None,
     })
     .unwrap();
     watcher.register(&ws, &ws).unwrap();
