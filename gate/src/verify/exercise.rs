@@ -130,6 +130,7 @@ pub(super) async fn exercise(
         redact: planned.redact.clone(),
         interrupt,
         launcher,
+        isolation: &setup.isolation,
         required: &survey.protection.required,
         run_clock: start.clock,
     })

@@ -67,6 +67,8 @@ pub(super) struct HarnessInput<'a> {
     pub redact: Vec<String>,
     pub interrupt: &'a Interrupt,
     pub launcher: gate_harness::Launcher,
+    /// What gives each group of items its private folders.
+    pub isolation: &'a crate::isolation::Isolation,
     pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
     /// When the run started: item start times are kept relative to it.
     pub run_clock: Instant,
@@ -86,6 +88,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         redact,
         interrupt,
         launcher,
+        isolation,
         required,
         run_clock,
     } = input;
@@ -112,6 +115,13 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
     } else {
         snapshot.regular_files().map(str::to_owned).collect()
     };
+    // Each group of items linked by `after` gets a `/tmp`, `/var/tmp` and
+    // home of its own; a group none of whose items runs gets none.
+    let runs: HashSet<&str> = items.iter().map(|i| i.id.as_str()).collect();
+    let groups = crate::isolation::groups::running(plan, |id| runs.contains(id));
+    let launchers = isolation
+        .grouped(&launcher, &groups, None)
+        .map_err(GateError::Usage)?;
     let overlaid: Vec<std::path::PathBuf> = launcher
         .sandbox()
         .map(|s| s.overlays.iter().map(|o| o.target.clone()).collect())
@@ -124,6 +134,7 @@ pub(super) async fn run(input: HarnessInput<'_>) -> Result<Harnessed, GateError>
         satisfied,
         redact: Arc::new(redact),
         launcher: Arc::new(launcher),
+        launchers: Arc::new(launchers),
         requires: Arc::new(
             required
                 .iter()

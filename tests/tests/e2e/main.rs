@@ -27,6 +27,7 @@ mod local_server;
 mod mcp;
 mod outputs;
 mod pages;
+mod private_folders;
 mod resilience;
 mod retry;
 mod review;
