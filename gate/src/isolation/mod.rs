@@ -1045,12 +1045,26 @@ fn hand_scratch(scratch: &Path, uid: u32) -> Result<(), GateError> {
 
 /// Makes, in the private home's folder, the folders and mount points of
 /// the toolchains it shows, owned by `uid`: bubblewrap would make them as
-/// root, and cargo writes its locks beside the folders it is shown.
+/// root, and cargo writes its locks beside the folders it is shown. A
+/// toolchain folder shown inside another that holds its path already
+/// needs none (each folder made costs a group of items its start).
 fn prepare_home(home: &Home, uid: u32) -> std::io::Result<()> {
+    let covered = |bind: &Bind| {
+        home.read_only.iter().any(|outer| {
+            outer.target != bind.target
+                && bind
+                    .target
+                    .strip_prefix(&outer.target)
+                    .is_ok_and(|rest| outer.source.join(rest).exists())
+        })
+    };
     for bind in &home.read_only {
         let Ok(rel) = bind.target.strip_prefix(&home.path) else {
             continue;
         };
+        if covered(bind) {
+            continue;
+        }
         let inside = home.source.join(rel);
         let mut made = home.source.clone();
         let parents: Vec<_> = rel
