@@ -195,3 +195,55 @@ fn an_item_after_a_check_sees_its_tmp_and_home() {
         assert_eq!(status_of(&doc, "relay"), "passed", "{who:?}: {doc:#}");
     }
 }
+
+/// On the base as on the change: a criterion after a check sees the `/tmp`
+/// the check left in the base run's first stage, one after nothing does
+/// not. Both are pass-to-pass, so both run on the base, and each passes
+/// there only if its group's folders are as on the change.
+#[test]
+fn a_base_runs_groups_share_tmp_along_after_across_its_stages() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        r#"
+[spec]
+id = "relay-base"
+[policy]
+builtin_parse = false
+[[check]]
+id = "relay"
+run = "cp src/value.txt /tmp/relay.txt"
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "relayed"
+text = "the check's copy is there"
+run = "test -s /tmp/relay.txt"
+after = ["relay"]
+expect = "pass-to-pass"
+[[task.criterion]]
+id = "unrelayed"
+text = "no copy of a check's is there"
+run = "test ! -e /tmp/relay.txt"
+expect = "pass-to-pass"
+"#,
+    );
+    env.write(".gitignore", ".gate/\n");
+    env.write("src/value.txt", "old\n");
+    env.git(&["init", "-q", "-b", "main"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "base"]);
+    env.write("src/value.txt", "new\n");
+    let out = env
+        .gate(&["verify", "--base", "main", "--offline", "--format", "json"])
+        .run();
+    let doc = out.json();
+    assert_eq!(doc["isolation"]["kind"], "bwrap", "{doc:#}");
+    for id in ["relayed", "unrelayed"] {
+        let c = item(&doc, id).unwrap();
+        assert_eq!(c["status"], "passed", "{id}: {c:#}");
+        assert_eq!(c["base_status"]["status"], "passed", "{id}: {c:#}");
+    }
+    out.assert_exit(0);
+}
