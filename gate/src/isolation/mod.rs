@@ -805,12 +805,12 @@ impl Isolation {
         let home = self.sandbox.as_ref().and_then(|s| s.home.as_ref());
         let started = std::time::Instant::now();
         for group in groups {
-            let dir = parent.join(self.groups_made.fetch_add(1, Ordering::Relaxed).to_string());
-            std::fs::create_dir(&dir).map_err(|e| why(&dir, e))?;
+            // `groups/<n>-tmp`, not `groups/<n>/tmp`: a folder fewer to make.
+            let n = self.groups_made.fetch_add(1, Ordering::Relaxed);
             let private = Private {
-                tmp: dir.join("tmp"),
-                var_tmp: dir.join("var-tmp"),
-                home: dir.join("home"),
+                tmp: parent.join(format!("{n}-tmp")),
+                var_tmp: parent.join(format!("{n}-var-tmp")),
+                home: parent.join(format!("{n}-home")),
             };
             for folder in [&private.tmp, &private.var_tmp, &private.home] {
                 std::fs::create_dir(folder).map_err(|e| why(folder, e))?;

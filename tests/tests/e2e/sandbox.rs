@@ -1819,7 +1819,7 @@ fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.join("groups/0/tmp/left.txt").exists())
+            .filter(|p| p.join("groups/0-tmp/left.txt").exists())
             .collect()
     };
     let mut killed = env.gate(&["verify"]).env("TMPDIR", temp.path()).spawn();
