@@ -13,7 +13,8 @@ use super::sandbox::{As, gate_as};
 /// The relay: `relay` copies the data file into `/tmp`, `/var/tmp` and the
 /// home, then leaves a mark in the workspace (which every item shares);
 /// `reads`, `after` what `after` names, waits for the mark, then says which
-/// copy it saw holding `ok` and fails unless it saw all three.
+/// copy it saw holding `ok` and fails unless it saw all three; `other`
+/// keeps a series going when it fails.
 fn relay_spec(after: &str) -> String {
     format!(
         r#"
@@ -34,6 +35,10 @@ id = "reads"
 text = "the relayed value holds"
 run = '''for i in $(seq 300); do [ -e relayed ] && break; sleep 0.1; done; fail=0; for f in /tmp/relay.txt /var/tmp/relay.txt "$HOME/relay.txt"; do if [ "$(cat "$f" 2>/dev/null)" = ok ]; then echo "saw $f"; else echo "no $f"; fail=1; fi; done; exit $fail'''
 after = [{after}]
+[[task.criterion]]
+id = "other"
+text = "other holds"
+run = "grep -qx yes data/other.txt"
 "#
     )
 }
@@ -51,6 +56,7 @@ impl Relay {
         let env = TestEnv::new();
         env.write("gate.toml", &relay_spec(after));
         env.write("data/value.txt", "ok\n");
+        env.write("data/other.txt", "yes\n");
         // Outside /tmp, which the sandbox replaces: the state and a home
         // the gate's user owns.
         let outside = tempfile::Builder::new()
@@ -69,15 +75,26 @@ impl Relay {
     /// `gate verify --format json` with `args`; its exit code and document.
     fn verify(&self, args: &[&str]) -> (Option<i32>, Value) {
         let owned: [&Path; 2] = [self.env.path(), self.outside.path()];
-        let mut cmd = gate_as(self.who, self.bin_dir.path(), &owned);
-        let out = cmd
-            .args(["verify", "--offline", "--format", "json"])
-            .args(args)
-            .current_dir(self.env.path())
-            .env("HOME", self.outside.path().join("home"))
-            .env("GATE_STATE_DIR", self.outside.path().join("state"))
-            .output()
-            .unwrap();
+        let run = || {
+            gate_as(self.who, self.bin_dir.path(), &owned)
+                .args(["verify", "--offline", "--format", "json"])
+                .args(args)
+                .current_dir(self.env.path())
+                .env("HOME", self.outside.path().join("home"))
+                .env("GATE_STATE_DIR", self.outside.path().join("state"))
+                .output()
+                .unwrap()
+        };
+        let mut out = run();
+        // The copy of the binary `nobody` runs may still be open for
+        // writing in a child another test thread forked meanwhile.
+        for _ in 0..5 {
+            if !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            out = run();
+        }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
             panic!(
@@ -193,6 +210,21 @@ fn an_item_after_a_check_sees_its_tmp_and_home() {
             said(&doc)
         );
         assert_eq!(status_of(&doc, "relay"), "passed", "{who:?}: {doc:#}");
+
+        // A retry that changes the data file runs the check again, and
+        // the criterion after it is not carried past the change.
+        let relay = Relay::new(who, "\"relay\"");
+        relay.env.write("data/other.txt", "no\n");
+        let (code, doc) = relay.verify(&[]);
+        assert_eq!(code, Some(1), "{who:?}: {doc:#}");
+        assert_eq!(status_of(&doc, "reads"), "passed", "{who:?}: {doc:#}");
+        relay.env.write("data/other.txt", "yes\n");
+        relay.env.write("data/value.txt", "changed\n");
+        let (code, doc) = relay.verify(&[]);
+        assert_eq!(code, Some(1), "{who:?}: {doc:#}");
+        assert_eq!(doc["attempt"], 2, "{who:?}");
+        assert_eq!(status_of(&doc, "relay"), "passed", "{who:?}: {doc:#}");
+        assert_eq!(status_of(&doc, "reads"), "failed", "{who:?}: {doc:#}");
     }
 }
 
