@@ -772,6 +772,16 @@ async fn run_on_base(
             .isolation
             .base_items(&root, &shown_at, folder.path())?,
     );
+    // The groups over both stages: a check of the first and the criteria
+    // after it in the second share their folders, in the base's folder.
+    let groups = crate::isolation::groups::running(inputs.plan, |id| {
+        stages.checks.contains(id) || stages.exam.contains(id)
+    });
+    let launchers = Arc::new(
+        inputs
+            .isolation
+            .grouped(&launcher, &groups, Some(folder.path()))?,
+    );
     let options = |satisfied| RunOptions {
         workspace: cwd.clone(),
         concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
@@ -780,6 +790,7 @@ async fn run_on_base(
         satisfied,
         redact: Arc::new(inputs.redact.clone()),
         launcher: launcher.clone(),
+        launchers: launchers.clone(),
         requires: Arc::new(HashMap::new()),
     };
     let items = |ids: &BTreeSet<String>| -> Vec<gate_harness::Item> {

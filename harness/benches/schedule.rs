@@ -50,6 +50,7 @@ async fn main() {
         satisfied: HashSet::new(),
         redact: Arc::new(Vec::new()),
         launcher: Arc::clone(&launcher),
+        launchers: Arc::default(),
         requires: Arc::default(),
     };
     let started = Instant::now();

@@ -190,6 +190,11 @@ pub struct RunOptions {
     pub redact: Arc<Vec<String>>,
     /// How every process is started: its environment and its sandbox.
     pub launcher: Arc<Launcher>,
+    /// By item id: how the processes of an item that has folders of its
+    /// group's own start (`launcher` with the group's `/tmp`, `/var/tmp`
+    /// and home, [`Launcher::with_private`]); an item not named here uses
+    /// `launcher`.
+    pub launchers: Arc<std::collections::HashMap<String, Arc<Launcher>>>,
     /// By item id: workspace paths its command names that must be there
     /// when it is about to start.
     pub requires: Arc<std::collections::HashMap<String, Vec<Requirement>>>,

@@ -126,6 +126,19 @@ pub struct Home {
     pub read_only: Vec<Bind>,
 }
 
+/// The folders one group of a run's items has to itself (the items linked
+/// by `after`): shown at `/tmp`, `/var/tmp` and `HOME` in a sandbox, named
+/// by `TMPDIR` and `HOME` without one ([`Launcher::with_private`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Private {
+    /// The host folder of `/tmp`.
+    pub tmp: PathBuf,
+    /// The host folder of `/var/tmp`.
+    pub var_tmp: PathBuf,
+    /// The host folder of the home.
+    pub home: PathBuf,
+}
+
 /// A host path shown inside the sandbox at its own path, read-only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Shown {
@@ -207,9 +220,10 @@ pub struct Sandbox {
     pub hidden: Vec<Hidden>,
     /// Paths outside the workspace that are writable (shared with later runs).
     pub writable: Vec<PathBuf>,
-    /// The host folder shown at `/tmp`: one per run, shared by its items.
+    /// The host folder shown at `/tmp`: one per group of items linked by
+    /// `after` ([`Launcher::with_private`]), shared by its items alone.
     pub tmp: PathBuf,
-    /// The host folder shown at `/var/tmp`: one per run, like `tmp`.
+    /// The host folder shown at `/var/tmp`: one per group, like `tmp`.
     pub var_tmp: PathBuf,
     /// The private home, when the gate's user has one.
     pub home: Option<Home>,
@@ -705,6 +719,35 @@ impl Launcher {
             Some(watching) => watching.0.collect(dir, workspace),
             None => crate::trace::read(dir, workspace),
         }
+    }
+
+    /// This launcher with `private` as its processes' `/tmp`, `/var/tmp`
+    /// and home: the folders shown there in a sandbox (`HOME` keeps its
+    /// path inside); what `TMPDIR` and `HOME` name when they run as the
+    /// run's uid without one. Processes that run as the gate's user
+    /// without a sandbox, and the gate's helpers, have no private folders:
+    /// unchanged.
+    #[must_use]
+    pub fn with_private(&self, private: &Private) -> Self {
+        let mut out = self.clone();
+        match &mut out.how {
+            How::Sandboxed(sandbox) => {
+                sandbox.tmp.clone_from(&private.tmp);
+                sandbox.var_tmp.clone_from(&private.var_tmp);
+                if let Some(home) = &mut sandbox.home {
+                    home.source.clone_from(&private.home);
+                }
+            }
+            How::As(..) => {
+                for (name, value) in [("TMPDIR", &private.tmp), ("HOME", &private.home)] {
+                    out.env.retain(|(n, _)| n != name);
+                    out.env.push((name.into(), value.clone().into_os_string()));
+                }
+                out.env.sort();
+            }
+            How::Direct | How::Joined(_) => {}
+        }
+        out
     }
 
     /// The shell command lines run with.
@@ -1450,6 +1493,67 @@ mod tests {
         assert_eq!(paths, std::slice::from_ref(&kept));
         p.hidden.pop();
         assert!(matches!(p.still_there(), std::borrow::Cow::Borrowed(_)));
+    }
+
+    /// A group's private folders are what its sandbox binds at `/tmp`,
+    /// `/var/tmp` and the home, or what `TMPDIR` and `HOME` name for a
+    /// process run as the run's uid without one; the gate's own user
+    /// unsandboxed has none.
+    #[test]
+    fn a_groups_private_folders_replace_the_runs() {
+        let private = Private {
+            tmp: "/var/run-g1/tmp".into(),
+            var_tmp: "/var/run-g1/var-tmp".into(),
+            home: "/var/run-g1/home".into(),
+        };
+        let env = vec![
+            ("HOME".into(), "/var/run-home".into()),
+            ("PATH".into(), "/bin".into()),
+            ("TMPDIR".into(), "/var/run-tmp".into()),
+        ];
+        // (launcher, the mounts wanted in its bubblewrap arguments, the
+        // HOME and TMPDIR wanted)
+        let cases = [
+            (
+                Launcher::sandboxed(env.clone(), policy()),
+                vec![
+                    "--bind /var/run-g1/tmp /tmp",
+                    "--bind /var/run-g1/var-tmp /var/tmp",
+                    "--bind /var/run-g1/home /root",
+                ],
+                ("/var/run-home", "/var/run-tmp"),
+            ),
+            (
+                Launcher::as_user(env.clone(), 5000, 5000),
+                vec![],
+                ("/var/run-g1/home", "/var/run-g1/tmp"),
+            ),
+            (
+                Launcher::new(env.clone()),
+                vec![],
+                ("/var/run-home", "/var/run-tmp"),
+            ),
+        ];
+        for (launcher, mounts, (home, tmp)) in cases {
+            let grouped = launcher.with_private(&private);
+            let var = |name: &str| {
+                grouped
+                    .env()
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.to_str().unwrap().to_owned())
+            };
+            assert_eq!(var("HOME").as_deref(), Some(home), "{launcher:?}");
+            assert_eq!(var("TMPDIR").as_deref(), Some(tmp), "{launcher:?}");
+            assert_eq!(var("PATH").as_deref(), Some("/bin"), "{launcher:?}");
+            if let Some(sandbox) = grouped.sandbox() {
+                let line = strings(&sandbox.args(Path::new("/srv/ci/ws"))).join(" ");
+                for mount in &mounts {
+                    assert!(line.contains(mount), "{mount}: {line}");
+                }
+                assert!(!line.contains("/var/run-tmp"), "{line}");
+            }
+        }
     }
 
     #[test]

@@ -177,16 +177,23 @@ impl Ctx {
         }
     }
 
-    /// A folder of the gate's for one item's trace, and the launcher that
-    /// traces into it; no folder when items are not traced (the launcher
-    /// has no tracer, or the folder cannot be made).
+    /// How the processes of the item `id` start: with its group's private
+    /// folders when it has them.
+    fn launcher(&self, id: &str) -> &crate::Launcher {
+        self.opts.launchers.get(id).unwrap_or(&self.opts.launcher)
+    }
+
+    /// A folder of the gate's for the trace of the item `id`, and the
+    /// launcher that traces into it; no folder when items are not traced
+    /// (the launcher has no tracer, or the folder cannot be made).
     fn traced(
         &self,
+        id: &str,
     ) -> (
         Option<tempfile::TempDir>,
         std::borrow::Cow<'_, crate::Launcher>,
     ) {
-        let launcher = &self.opts.launcher;
+        let launcher = self.launcher(id);
         if launcher.tracer().is_none() {
             return (None, std::borrow::Cow::Borrowed(launcher));
         }
@@ -452,8 +459,7 @@ fn result(item: &Item, status: Status, duration: Duration) -> ItemResult {
 fn missing_verifier(ctx: &Ctx, item: &Item) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     let overlays = ctx
-        .opts
-        .launcher
+        .launcher(&item.id)
         .sandbox()
         .map(|s| s.overlays.as_slice())
         .unwrap_or_default();
@@ -552,7 +558,7 @@ async fn run_item(
 /// A plain command: passes on exit 0.
 async fn command(ctx: &Ctx, item: &Item, run: &str, permit: OwnedSemaphorePermit) -> ItemResult {
     let started = Instant::now();
-    let (trace_dir, launcher) = ctx.traced();
+    let (trace_dir, launcher) = ctx.traced(&item.id);
     let shell = process::run_shell(
         run,
         &ctx.workspace,
@@ -615,7 +621,7 @@ impl Service<'_> {
         ready_tx: UnboundedSender<usize>,
     ) -> ItemResult {
         let started = Instant::now();
-        let (trace_dir, launcher) = self.ctx.traced();
+        let (trace_dir, launcher) = self.ctx.traced(&self.item.id);
         let spawned = ProcessGroup::spawn_shell(
             run,
             &self.ctx.workspace,
@@ -636,7 +642,7 @@ impl Service<'_> {
             ready = probe::await_ready(
                 &mut group,
                 starts,
-                &self.ctx.opts.launcher,
+                self.ctx.launcher(&self.item.id),
                 &self.ctx.workspace,
             ) => Some(ready),
             () = self.ctx.cancelled() => None,
@@ -699,7 +705,7 @@ async fn page_item(
         capture,
         &ctx.workspace,
         ctx.opts.output_cap,
-        &ctx.opts.launcher,
+        ctx.launcher(&item.id),
     );
     let done = tokio::select! {
         done = tokio::time::timeout(item.timeout, work) => Some(done),

@@ -114,6 +114,7 @@ pub(crate) fn options(workspace: &Path, concurrency: usize) -> RunOptions {
         satisfied: std::collections::HashSet::new(),
         redact: Arc::new(Vec::new()),
         launcher: Arc::new(launcher()),
+        launchers: Arc::default(),
         requires: Arc::default(),
     }
 }

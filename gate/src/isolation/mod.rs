@@ -8,15 +8,17 @@
 //! tables; [`Isolation::prepare`] is the one place that touches the machine
 //! (a scratch folder for the run, one probe of bubblewrap).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use gate_evidence::ledger::RunIdentity;
 use gate_harness::bpf::Watching;
 use gate_harness::netns::Holder;
-use gate_harness::sandbox::{Bind, Hidden, Home, Identity, Network, Overlay};
+use gate_harness::sandbox::{Bind, Hidden, Home, Identity, Network, Overlay, Private};
 use gate_harness::trace::Tracer;
 use gate_harness::{Launcher, Sandbox, process};
 use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
@@ -28,6 +30,7 @@ use crate::identity::Lease;
 use crate::record::RunIsolation;
 use crate::tools::Tools;
 
+pub(crate) mod groups;
 mod scratch;
 mod shown;
 
@@ -265,6 +268,9 @@ pub(crate) struct Isolation {
     /// The run's eBPF tracer, when it could start and `GATE_TRACE` did
     /// not ask for `strace` alone.
     watcher: Option<Watching>,
+    /// How many groups of items have had private folders made: the next
+    /// group's folder is named by it.
+    groups_made: AtomicUsize,
 }
 
 /// How long the sandbox probe may take.
@@ -458,6 +464,7 @@ impl Isolation {
             warnings: start.warnings,
             _holder: None,
             lease: start.lease,
+            groups_made: AtomicUsize::new(0),
         }
         .recorded())
     }
@@ -580,6 +587,7 @@ impl Isolation {
             warnings: start.warnings,
             _holder: holder,
             lease: start.lease,
+            groups_made: AtomicUsize::new(0),
         }
         .recorded())
     }
@@ -773,6 +781,79 @@ impl Isolation {
                 Launcher::sandboxed(self.env.clone(), items).with_shell(self.shell.clone())
             }
         })
+    }
+
+    /// One launcher per item of `groups` (ids of items that share their
+    /// private folders, [`groups::of`]): `launcher` with a fresh `/tmp`,
+    /// `/var/tmp` and home of the group's own, made in `under` (the run's
+    /// scratch folder when `None`, which goes with the run), handed to the
+    /// run's uid when it has one, the home's mount points made as for the
+    /// run's. No launchers where items have no private folders (no sandbox
+    /// and no uid of the run's: they see the host's `/tmp` and `HOME`).
+    pub(crate) fn grouped(
+        &self,
+        launcher: &Launcher,
+        groups: &[Vec<String>],
+        under: Option<&Path>,
+    ) -> Result<HashMap<String, Arc<Launcher>>, String> {
+        let mut out = HashMap::new();
+        let root = match (under, &self.scratch) {
+            (Some(under), _) => under.to_path_buf(),
+            (None, Some(scratch)) => scratch.path().to_path_buf(),
+            (None, None) => return Ok(out),
+        };
+        if (self.sandbox.is_none() && self.lease.is_none()) || groups.is_empty() {
+            return Ok(out);
+        }
+        let why = |path: &Path, e: std::io::Error| {
+            format!(
+                "cannot make the private folder {} of a group of items: {e}",
+                path.display()
+            )
+        };
+        let parent = root.join("groups");
+        match std::fs::create_dir(&parent) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(why(&parent, e));
+            }
+            Ok(()) | Err(_) => {}
+        }
+        let uid = self.lease.as_ref().map(Lease::uid);
+        let home = self.sandbox.as_ref().and_then(|s| s.home.as_ref());
+        let started = std::time::Instant::now();
+        for group in groups {
+            // `groups/<n>-tmp`, not `groups/<n>/tmp`: a folder fewer to make.
+            let n = self.groups_made.fetch_add(1, Ordering::Relaxed);
+            let private = Private {
+                tmp: parent.join(format!("{n}-tmp")),
+                var_tmp: parent.join(format!("{n}-var-tmp")),
+                home: parent.join(format!("{n}-home")),
+            };
+            for folder in [&private.tmp, &private.var_tmp, &private.home] {
+                std::fs::create_dir(folder).map_err(|e| why(folder, e))?;
+                if let Some(uid) = uid {
+                    std::os::unix::fs::chown(folder, Some(uid), Some(uid))
+                        .map_err(|e| why(folder, e))?;
+                }
+            }
+            if let (Some(home), Some(uid)) = (home, uid) {
+                let home = Home {
+                    source: private.home.clone(),
+                    ..home.clone()
+                };
+                prepare_home(&home, uid).map_err(|e| why(&private.home, e))?;
+            }
+            let grouped = Arc::new(launcher.with_private(&private));
+            for id in group {
+                out.insert(id.clone(), Arc::clone(&grouped));
+            }
+        }
+        tracing::debug!(
+            groups = groups.len(),
+            us = started.elapsed().as_micros(),
+            "made the private folders of the groups of items"
+        );
+        Ok(out)
     }
 
     /// A folder of the run's, outside the workspace and out of the items'
@@ -981,12 +1062,26 @@ fn hand_scratch(scratch: &Path, uid: u32) -> Result<(), GateError> {
 
 /// Makes, in the private home's folder, the folders and mount points of
 /// the toolchains it shows, owned by `uid`: bubblewrap would make them as
-/// root, and cargo writes its locks beside the folders it is shown.
+/// root, and cargo writes its locks beside the folders it is shown. A
+/// toolchain folder shown inside another that holds its path already
+/// needs none (each folder made costs a group of items its start).
 fn prepare_home(home: &Home, uid: u32) -> std::io::Result<()> {
+    let covered = |bind: &Bind| {
+        home.read_only.iter().any(|outer| {
+            outer.target != bind.target
+                && bind
+                    .target
+                    .strip_prefix(&outer.target)
+                    .is_ok_and(|rest| outer.source.join(rest).exists())
+        })
+    };
     for bind in &home.read_only {
         let Ok(rel) = bind.target.strip_prefix(&home.path) else {
             continue;
         };
+        if covered(bind) {
+            continue;
+        }
         let inside = home.source.join(rel);
         let mut made = home.source.clone();
         let parents: Vec<_> = rel

@@ -1,5 +1,7 @@
-//! The run's scratch folder: its items' private `/tmp`, `/var/tmp` and
-//! `HOME`, and a base's checkout. Removed when the run ends; a run that was
+//! The run's scratch folder: the private `/tmp`, `/var/tmp` and `HOME` of
+//! each group of its items (under `groups/`, made before they run) and
+//! those the sandbox's probe runs with, and a base's checkout. Removed when
+//! the run ends; a run that was
 //! killed cannot remove it, so every run first removes the scratch folders
 //! of runs that are no longer alive.
 //!

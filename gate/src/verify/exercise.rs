@@ -199,6 +199,10 @@ async fn rounds(
         ..
     } = *run;
     let spec = &setup.spec;
+    // Each group of items linked by `after` gets a `/tmp`, `/var/tmp` and
+    // home of its own, made once for every round: an item re-checked in a
+    // later round finds what the items before it in its group left.
+    let launchers = harness::group_launchers(&planned.plan, &setup.isolation, &launcher)?;
     let input = harness::HarnessInput {
         ctx,
         events,
@@ -209,6 +213,7 @@ async fn rounds(
         redact: planned.redact.clone(),
         interrupt,
         required: &survey.protection.required,
+        launchers: &launchers,
         run_clock: start.clock,
     };
     let mut harnessed = harness::run(&input, &planned.plan, launcher.clone(), None).await?;

@@ -65,6 +65,8 @@ pub(super) struct HarnessInput<'a> {
     pub changed: &'a [String],
     pub redact: Vec<String>,
     pub interrupt: &'a Interrupt,
+    /// Each item's launcher with its group's private folders, by item id.
+    pub launchers: &'a HashMap<String, Arc<gate_harness::Launcher>>,
     pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
     /// When the run started: item start times are kept relative to it.
     pub run_clock: Instant,
@@ -73,6 +75,26 @@ pub(super) struct HarnessInput<'a> {
 /// A later round of the harness: the items to run now, and what the
 /// rounds before gave (what passed there counts as passed for `after`).
 pub(super) type Again<'a> = Option<(&'a BTreeSet<String>, &'a HashMap<String, ItemResult>)>;
+
+/// Each item's launcher with its group's private folders: a group is
+/// made for the items the plan runs or carries (a carried item may be
+/// re-checked in a later round); a group with neither gets none.
+pub(super) fn group_launchers(
+    plan: &Plan,
+    isolation: &crate::isolation::Isolation,
+    launcher: &gate_harness::Launcher,
+) -> Result<HashMap<String, Arc<gate_harness::Launcher>>, GateError> {
+    let may_run: HashSet<&str> = plan
+        .items
+        .iter()
+        .filter(|i| i.decision.runs() || i.decision.carries())
+        .map(|i| i.id.as_str())
+        .collect();
+    let groups = crate::isolation::groups::running(plan, |id| may_run.contains(id));
+    isolation
+        .grouped(launcher, &groups, None)
+        .map_err(GateError::Usage)
+}
 
 /// Runs what the plan runs; carried items count as passed for `after`
 /// (skipped ones do not).
@@ -91,6 +113,7 @@ pub(super) async fn run(
         changed,
         ref redact,
         interrupt,
+        launchers,
         required,
         run_clock,
     } = *input;
@@ -135,6 +158,7 @@ pub(super) async fn run(
         satisfied,
         redact: Arc::new(redact.clone()),
         launcher: Arc::new(launcher),
+        launchers: Arc::new(launchers.clone()),
         requires: Arc::new(
             required
                 .iter()

@@ -616,3 +616,28 @@ async fn a_builtin_exclusion_leaves_its_files_unread() {
             .contains("2 files exempt by [policy] builtin_exclude")
     );
 }
+
+/// An item named in `launchers` starts through its own launcher (its
+/// group's private folders); every other through the run's.
+#[tokio::test]
+async fn an_item_starts_through_its_own_launcher_when_it_has_one() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut opts = options(ws.path(), 2);
+    let with = |group: &str| {
+        let mut env = opts.launcher.env().to_vec();
+        env.push(("GROUP".into(), group.into()));
+        Arc::new(crate::Launcher::new(env))
+    };
+    opts.launchers = Arc::new(HashMap::from([
+        ("a".to_owned(), with("one")),
+        ("b".to_owned(), with("two")),
+    ]));
+    let said = |id: &str| check(id, &format!("echo \"${{GROUP:-run}}\" > {id}.txt"), &[]);
+    let (r, _) = run_all(vec![said("a"), said("b"), said("c")], opts).await;
+    // (item, the launcher it started through)
+    for (id, want) in [("a", "one"), ("b", "two"), ("c", "run")] {
+        assert_eq!(r[id].status, Status::Passed, "{id}");
+        let got = std::fs::read_to_string(ws.path().join(format!("{id}.txt"))).unwrap();
+        assert_eq!(got.trim(), want, "{id}");
+    }
+}

@@ -28,6 +28,7 @@ mod local_server;
 mod mcp;
 mod outputs;
 mod pages;
+mod private_folders;
 mod resilience;
 mod retry;
 mod review;

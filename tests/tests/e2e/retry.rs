@@ -305,31 +305,32 @@ fn a_file_read_outside_the_declared_inputs_is_not_carried_over() {
 
 /// A probe through a symbolic link: one in the workspace (`l -> src`) is
 /// followed, `..` after one (`up/../flag` with `up -> src/inner`) goes up
-/// from where it led, one an item made in the run's `/tmp` back into the
-/// workspace cannot be followed, so nothing of that run is carried. Either way a retry that
-/// creates the file probed for runs the probe again and catches it.
+/// from where it led, one a check the probe runs after made in their
+/// `/tmp` back into the workspace cannot be followed, so nothing of that
+/// run is carried. Either way a retry that creates the file probed for runs
+/// the probe again and catches it.
 #[test]
 fn a_probe_through_a_link_is_not_carried_over() {
     for mode in tracers() {
-        for (how, probe, plant) in [
-            ("in the workspace", "test ! -e l/flag", "true"),
-            ("backing out of a link", "test ! -e up/../flag", "true"),
+        for (how, probe, plant, after) in [
+            ("in the workspace", "test ! -e l/flag", "true", ""),
+            ("backing out of a link", "test ! -e up/../flag", "true", ""),
             (
                 "from /tmp",
-                "for i in $(seq 100); do [ -L /tmp/back ] && break; sleep 0.1; done; \
-                 test ! -e /tmp/back/src/flag",
+                "test -L /tmp/back && test ! -e /tmp/back/src/flag",
                 "ln -s \"$PWD\" /tmp/back",
+                "\"plant\"",
             ),
         ] {
-            probes_through_a_link(mode, how, probe, plant);
+            probes_through_a_link(mode, how, probe, plant, after);
         }
     }
 }
 
 /// One link sequence with `GATE_TRACE=mode`: `plant` may make a link,
-/// `probe` (not `after` it: nothing but the link ties them) looks for a
-/// file through one.
-fn probes_through_a_link(mode: &str, how: &str, probe: &str, plant: &str) {
+/// `probe` (`after` what `after` names: only an item after `plant` shares
+/// its `/tmp`) looks for a file through one.
+fn probes_through_a_link(mode: &str, how: &str, probe: &str, plant: &str, after: &str) {
     let env = TestEnv::new();
     env.write(
         "gate.toml",
@@ -350,6 +351,7 @@ id = "probe"
 text = "no flag is set"
 run = '{probe}'
 inputs = ["README.md"]
+after = [{after}]
 [[task.criterion]]
 id = "other"
 text = "other holds"

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// Who runs the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum As {
+pub(super) enum As {
     Root,
     Nobody,
 }
@@ -47,7 +47,7 @@ fn gate_for_nobody(dir: &Path) -> PathBuf {
 
 /// The gate run as `who`, hermetic: for `nobody`, a copy of the binary in
 /// `bin_dir`, and the folders of `owned` given to it (and opened to it).
-fn gate_as(who: As, bin_dir: &Path, owned: &[&Path]) -> Command {
+pub(super) fn gate_as(who: As, bin_dir: &Path, owned: &[&Path]) -> Command {
     let mut cmd = match who {
         As::Root => {
             #[allow(clippy::disallowed_methods)] // tests drive the real binary
@@ -1801,8 +1801,8 @@ fn an_interpreter_nothing_vouches_for_cannot_pass_the_exam() {
 }
 
 /// A run killed while its items run cannot remove its scratch folder (the
-/// items' `/tmp` and home): the next run removes it, and leaves the folder
-/// of a run still alive.
+/// `/tmp` and home of each group of items): the next run removes it, and
+/// leaves the folder of a run still alive.
 #[test]
 fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
     let env = TestEnv::new();
@@ -1819,7 +1819,7 @@ fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.join("tmp/left.txt").exists())
+            .filter(|p| p.join("groups/0-tmp/left.txt").exists())
             .collect()
     };
     let mut killed = env.gate(&["verify"]).env("TMPDIR", temp.path()).spawn();
