@@ -12,6 +12,7 @@
 //! by at most [`DRAIN`], never forever.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::ffi::OsString;
 use std::future::Future;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -359,6 +360,9 @@ fn new_command(
         .env_clear()
         .envs(launcher.env().iter().map(|(k, v)| (k, v)))
         .current_dir(cwd);
+    if let Some(prefix) = own_pycache(launcher.env()) {
+        command.env(PYCACHE_PREFIX, prefix);
+    }
     if let Some((uid, gid)) = argv.run_as {
         // The standard library drops the supplementary groups too.
         command.uid(uid).gid(gid);
@@ -386,6 +390,34 @@ fn new_command(
             .map_err(|e| std::io::Error::other(e.to_string()))?;
     }
     Ok(command)
+}
+
+/// Python's variable for where byte-code is read and written instead of
+/// the `__pycache__` folders beside the sources.
+pub const PYCACHE_PREFIX: &str = "PYTHONPYCACHEPREFIX";
+
+/// Where this process's Python keeps its byte-code, when the environment
+/// names a folder for it: a folder of its own under that one, named with a
+/// word no earlier process can guess. Python then reads no byte-code the
+/// workspace or an earlier item left (a `.pyc` whose header matches its
+/// source but whose code does not) and only what this process and its
+/// children wrote.
+fn own_pycache(env: &[(OsString, OsString)]) -> Option<OsString> {
+    let (_, base) = env.iter().find(|(n, _)| n == PYCACHE_PREFIX)?;
+    let mut seed = [0_u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed))
+        .is_err()
+    {
+        // Never in practice; a time is still not the items' to read.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        seed.copy_from_slice(&t.as_nanos().to_le_bytes());
+    }
+    let mut own = base.clone();
+    own.push(format!("/{}", hex::encode(seed)));
+    Some(own)
 }
 
 /// A file nobody can open by name, holding `content`, read from its start.
@@ -742,6 +774,26 @@ pub fn describe_status(status: ExitStatus) -> String {
 mod tests {
     use super::*;
     use crate::testutil::{bounded, gone, launcher, pids_in, write_script};
+
+    #[test]
+    fn each_process_gets_a_byte_code_folder_of_its_own() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        assert_eq!(own_pycache(&env(&[("PATH", "/usr/bin")])), None);
+        let named = env(&[(PYCACHE_PREFIX, "/tmp/.pycache")]);
+        let (a, b) = (own_pycache(&named).unwrap(), own_pycache(&named).unwrap());
+        assert_ne!(a, b);
+        for own in [a, b] {
+            let own = own.into_string().unwrap();
+            let word = own.strip_prefix("/tmp/.pycache/").unwrap();
+            assert_eq!(word.len(), 32, "{own}");
+            assert!(word.bytes().all(|c| c.is_ascii_hexdigit()), "{own}");
+        }
+    }
 
     #[test]
     fn tail_capture_keeps_the_last_bytes() {

@@ -904,3 +904,51 @@ fn build_output_is_neither_uncommitted_nor_changed_by_the_checks() {
         "{warnings:#?}"
     );
 }
+
+/// Byte-code the workspace holds, ignored and never committed, whose header
+/// (its source's time and size) matches `tests/__init__.py` but whose code
+/// answers `PONG` whatever the code under test says: pytest run by hand
+/// passes on it; the gate's run reads no byte-code from the workspace and
+/// fails.
+#[test]
+fn planted_byte_code_does_not_make_a_failing_test_pass() {
+    let env = workspace(&PYTEST, false);
+    break_code(&env, &PYTEST);
+    let python = std::env::var_os("GATE_TEST_PYTHON").unwrap_or_else(|| "python3".into());
+    let plant = "import importlib.util, marshal, os\n\
+        src = 'tests/__init__.py'\n\
+        st = os.stat(src)\n\
+        code = compile(\"def answer():\\n    return 'PONG\\\\n'\\n\", src, 'exec')\n\
+        head = importlib.util.MAGIC_NUMBER + bytes(4)\n\
+        head += (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little')\n\
+        head += (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little')\n\
+        path = importlib.util.cache_from_source(src)\n\
+        os.makedirs(os.path.dirname(path), exist_ok=True)\n\
+        open(path, 'wb').write(head + marshal.dumps(code))\n";
+    #[allow(clippy::disallowed_methods)] // the byte-code a user's tree could hold
+    let run = |args: &[&str]| {
+        std::process::Command::new(&python)
+            .args(args)
+            .current_dir(env.path())
+            .env_remove("PYTHONPYCACHEPREFIX")
+            .env_remove("PYTHONDONTWRITEBYTECODE")
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["-c", plant]).status.success());
+    // The plant works: pytest outside the gate passes on the broken code.
+    let by_hand = run(&["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/"]);
+    assert!(
+        by_hand.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_hand.stdout)
+    );
+    let doc = verify(&env);
+    assert_eq!(doc["exit"], 1, "{:#}", doc["findings"]);
+    let failed = doc["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["id"] == "pings" && c["status"] == "failed");
+    assert!(failed, "{:#}", doc["criteria"]);
+}
