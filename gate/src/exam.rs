@@ -16,6 +16,9 @@
 //!   do); code that runs at import, package init or the test binary's
 //!   start, a hook, a build constraint, a decorator or line put into an old
 //!   test is an edit, critical, and the items run the base's version;
+//! - a Go file of the base's exam that the command no longer builds (a
+//!   build constraint or file name the change gave it leaves it out) is
+//!   critical, and the items run the base's version;
 //! - a file of the code under test that `go test` builds into the tests
 //!   is the change's to write, but code it adds there that runs when the
 //!   test binary starts (`init()`, an exit) is critical;
@@ -172,6 +175,8 @@ struct Gathered {
     /// By path and entry key (empty for a whole file): the part, the items
     /// and why.
     files: BTreeMap<(String, String), (ExamKind, BTreeSet<String>, String)>,
+    /// The paths of the exam read in the workspace as it is now.
+    now: BTreeSet<String>,
     /// By path, section and runner: the configuration and the items.
     configs: BTreeMap<ConfigKey, (RunnerConfig, BTreeSet<String>)>,
     notes: Vec<(String, String)>,
@@ -180,6 +185,9 @@ struct Gathered {
 impl Gathered {
     fn add(&mut self, id: &str, exam: Exam, notes: bool) {
         for file in exam.files {
+            if notes {
+                self.now.insert(file.path.clone());
+            }
             let key = match &file.kind {
                 ExamKind::File => String::new(),
                 ExamKind::PackageCode => "package code".to_owned(),
@@ -257,6 +265,13 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     };
     for ((path, _), (kind, ids, why)) in &gathered.files {
         let (was, is) = (base.read(path), now.read(path));
+        if let (Some(was), Some(_)) = (&was, &is)
+            && path.ends_with(".go")
+            && !gathered.now.contains(path)
+        {
+            compared.unbuilt(path, ids, why, was);
+            continue;
+        }
         compared.exam_file(path, kind, ids, why, (was.as_deref(), is.as_deref()));
     }
     for (config, ids) in gathered.configs.values() {
@@ -333,6 +348,26 @@ impl Compared<'_> {
         if critical && !matches!(kind, ExamKind::ScriptEntry { .. }) {
             self.judged.insert(path.to_owned());
         }
+    }
+
+    /// A Go file of the base's exam that the command no longer builds: its
+    /// name or build constraints now leave it out.
+    fn unbuilt(&mut self, path: &str, ids: &BTreeSet<String>, why: &str, was: &[u8]) {
+        let shown = self.show_base(path, was);
+        self.critical(
+            path,
+            format!(
+                "The change stops {} from building the exam file `{path}`",
+                named(ids)
+            ),
+            format!(
+                "{why} at the base; now its build constraints or name leave it out of the \
+                 build, so its tests and start-up code no longer run: a change must not take \
+                 away the exam it is judged by.{}",
+                ran_base(shown)
+            ),
+        );
+        self.judged.insert(path.to_owned());
     }
 
     fn exam_part(

@@ -776,17 +776,17 @@ fn a_second_base_run_on_the_same_base_reuses_the_cargo_build() {
 
 /// A fail-to-pass criterion whose test (the planner's, at the base) the
 /// change puts behind a build constraint, with a `doc.go` so the package
-/// still builds: a critical finding, and on the base, where the constraint
-/// leaves no file to build, no base result, never the failure that earns
-/// fail-to-pass. Without the trick the same test fails on the base and
-/// earns its pass.
+/// still builds: the test stops being built, a critical finding; the base
+/// run and the change's run both run the base's version of it (the change
+/// does not get its constraint into either), and the criterion fails.
+/// Without the trick the same test fails on the base and earns its pass.
 #[test]
 fn a_build_constraint_the_change_added_earns_no_fail_to_pass() {
     if !has_go() {
         return;
     }
     // (the trick, the base's result, exit)
-    for (trick, base, exit) in [(true, "could_not_run", 1), (false, "failed", 0)] {
+    for (trick, base, exit) in [(true, "failed", 1), (false, "failed", 0)] {
         let env = workspace(&GO, false);
         // The planner's test, at the base: a ping that answers `PANG`.
         let test = env.read("acceptance/ping_test.go").replace("PONG", "PANG");
@@ -818,11 +818,10 @@ fn a_build_constraint_the_change_added_earns_no_fail_to_pass() {
             assert!(
                 critical
                     .iter()
-                    .any(|t| t.contains("exam file `acceptance/ping_test.go`")),
+                    .any(|t| t.contains("from building the exam file `acceptance/ping_test.go`")),
                 "{case}: {critical:#?}"
             );
-            let why = pings["base_status"]["reason"].as_str().unwrap_or_default();
-            assert!(why.contains("build constraints"), "{case}: {pings:#}");
+            assert_eq!(pings["status"], "failed", "{case}: {pings:#}");
         } else {
             assert!(critical.is_empty(), "{case}: {critical:#?}");
         }
@@ -951,4 +950,76 @@ fn planted_byte_code_does_not_make_a_failing_test_pass() {
         .iter()
         .any(|c| c["id"] == "pings" && c["status"] == "failed");
     assert!(failed, "{:#}", doc["criteria"]);
+}
+
+/// A criterion that builds its tests with `-tags e2e`: a test file behind
+/// `//go:build !e2e` is not its exam (the change may edit it and pass), and
+/// a constraint the change gives the planner's test that leaves it out of
+/// that build is critical, the items run the base's version, and the
+/// broken code fails.
+#[test]
+fn build_constraints_are_evaluated_as_the_criterions_command_does() {
+    if !has_go() {
+        return;
+    }
+    // (case, the change, exit, the critical title's part, or none)
+    type Edit = fn(&TestEnv);
+    let cases: [(&str, Edit, i64, Option<&str>); 2] = [
+        (
+            "a file the command does not build is edited",
+            |env| {
+                let text = env
+                    .read("acceptance/other_test.go")
+                    .replace("other", "else");
+                env.write("acceptance/other_test.go", &text);
+            },
+            0,
+            None,
+        ),
+        (
+            "the planner's test left out of the build",
+            |env| {
+                let text = env
+                    .read("acceptance/ping_test.go")
+                    .replace("//go:build e2e", "//go:build e2e && windows");
+                env.write("acceptance/ping_test.go", &text);
+                break_code(env, &GO);
+            },
+            1,
+            Some("from building the exam file `acceptance/ping_test.go`"),
+        ),
+    ];
+    for (case, edit, exit, title) in cases {
+        let env = workspace(&GO, false);
+        let spec = env.read("gate.toml").replace(
+            "go test -count=1 ./acceptance",
+            "go test -count=1 -tags e2e ./acceptance",
+        );
+        env.write("gate.toml", &spec);
+        let test = env.read("acceptance/ping_test.go");
+        env.write(
+            "acceptance/ping_test.go",
+            &format!("//go:build e2e\n\n{test}"),
+        );
+        env.write(
+            "acceptance/other_test.go",
+            "//go:build !e2e\n\npackage acceptance\n\nimport \"testing\"\n\n\
+             func TestOther(t *testing.T) {\n\tt.Fatal(\"other\")\n}\n",
+        );
+        env.write("acceptance/doc.go", "package acceptance\n");
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "the planner's tagged exam"]);
+        env.git(&["branch", "-f", "main"]);
+        edit(&env);
+        let doc = verify(&env);
+        assert_eq!(doc["exit"], exit, "{case}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        match title {
+            None => assert!(critical.is_empty(), "{case}: {critical:#?}"),
+            Some(part) => assert!(
+                critical.iter().any(|t| t.contains(part)),
+                "{case}: {critical:#?}"
+            ),
+        }
+    }
 }
