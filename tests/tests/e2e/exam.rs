@@ -1023,3 +1023,47 @@ fn build_constraints_are_evaluated_as_the_criterions_command_does() {
         }
     }
 }
+
+/// A fail-to-pass criterion whose test the change wrote, while the change
+/// also appends an exit to the tests' package `__init__.py`: the base run
+/// takes the change's new test but the base's `__init__.py`, so the exit
+/// never decides the base's result; the test fails there as it should,
+/// and the appended exit is a critical finding.
+#[test]
+fn the_base_run_never_takes_start_up_code_the_change_added() {
+    let env = workspace(&PYTEST, false);
+    let spec = env.read("gate.toml").replace(
+        "[[task.criterion]]\nid = \"pings\"",
+        "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+         run = \"python -m pytest tests/ -k ttl\"\nexpect = \"fail-to-pass\"\n\n\
+         [[task.criterion]]\nid = \"pings\"",
+    );
+    env.write("gate.toml", &spec);
+    env.write("src/ttl.txt", "seconds\n");
+    env.write(
+        "tests/test_ttl.py",
+        "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
+    );
+    env.write(
+        "tests/__init__.py",
+        &(env.read("tests/__init__.py")
+            + "\nimport os\nimport sys\n\nif 'pytest' in sys.modules:\n    os._exit(0)\n"),
+    );
+    let doc = verify(&env);
+    let ttl = gate_tests::item(&doc, "ttl").unwrap();
+    assert_eq!(ttl["base_status"]["status"], "failed", "{ttl:#}");
+    assert_eq!(doc["exit"], 1, "{:#}", doc["findings"]);
+    let critical = titles(&doc, "critical");
+    assert!(
+        critical
+            .iter()
+            .any(|t| t.contains("exam file `tests/__init__.py`")),
+        "{critical:#?}"
+    );
+    assert!(
+        !critical
+            .iter()
+            .any(|t| t.contains("passes without the change")),
+        "{critical:#?}"
+    );
+}
