@@ -32,7 +32,8 @@
 //!
 //! Without a base, the exam files and configuration files present join the
 //! protected verifiers: read-only while the items run, and compared with
-//! the series' first attempt.
+//! the series' first attempt; an exam file the first attempt did not have
+//! is judged by what it can do, as one the change created is with a base.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -226,6 +227,9 @@ pub(crate) struct Inputs<'a> {
     pub base: Option<(&'a Git, &'a str, &'a BTreeSet<&'a str>)>,
     /// Where the base's versions are written (out of the items' sight).
     pub base_dir: Option<&'a Path>,
+    /// Without a base: the files the series' first attempt protected, when
+    /// this is a retry.
+    pub previous: Option<&'a BTreeMap<String, crate::record::ProtectedState>>,
 }
 
 /// Resolves every item's exam now (and at the base, with the base's spec)
@@ -241,6 +245,9 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     }
     let mut found = Found::default();
     let Some((git, commit, base_files)) = inputs.base else {
+        if let Some(previous) = inputs.previous {
+            found = added_since_first(&gathered, &now, previous, inputs);
+        }
         notes(&gathered, &mut found);
         cover(&gathered, &now, &mut found);
         return found;
@@ -282,6 +289,37 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     notes(&gathered, &mut found);
     cover(&gathered, &now, &mut found);
     found
+}
+
+/// Without a base, on a retry: each exam file the series' first attempt
+/// did not have, judged as a file the change created is against a base
+/// (`gate_specs::gain`): test functions and cases only are a warning, code
+/// that runs at import, package init or the test binary's start critical.
+/// Files the first attempt had are compared with it as verifiers are
+/// (`crate::verifiers`): any change to them is critical. The code under
+/// test (`ExamKind::PackageCode`) is not judged here: the first attempt
+/// kept no state of it.
+fn added_since_first(
+    gathered: &Gathered,
+    now: &Now<'_>,
+    previous: &BTreeMap<String, crate::record::ProtectedState>,
+    inputs: &Inputs<'_>,
+) -> Found {
+    let mut compared = Compared {
+        found: Found::default(),
+        base_dir: inputs.base_dir,
+        workspace: inputs.workspace,
+        judged: BTreeSet::new(),
+    };
+    for ((path, _), (kind, ids, why)) in &gathered.files {
+        if *kind != ExamKind::File || previous.contains_key(path) || !gathered.now.contains(path) {
+            continue;
+        }
+        if let Some(is) = now.read(path) {
+            compared.exam_file(path, kind, ids, why, (None, Some(&is)));
+        }
+    }
+    compared.found
 }
 
 /// The paths present now, and the items whose exam holds one.

@@ -548,6 +548,11 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
         })
         .map(|(file, fate)| (file.clone(), fate.clone()))
         .collect();
+    // A file the exam comparison judged is not reported again as added.
+    let added: BTreeMap<String, String> = added
+        .into_iter()
+        .filter(|(file, _)| !exam.findings.iter().any(|f| f.file == *file))
+        .collect();
     out.findings.extend(tampering_findings(
         &reported,
         &added,
@@ -592,6 +597,7 @@ fn runners_exam(
         now_files,
         base: inputs.base.map(|(git, commit)| (git, commit, ref_set)),
         base_dir: inputs.base_dir.as_deref(),
+        previous: inputs.previous.filter(|_| inputs.base.is_none()),
     });
     if inputs.base.is_none() {
         for path in &exam.paths {

@@ -1067,3 +1067,91 @@ fn the_base_run_never_takes_start_up_code_the_change_added() {
         "{critical:#?}"
     );
 }
+
+/// Without `--base`, the exam is compared with the series' first attempt:
+/// an exam file added since then is judged by what it can do. A new test
+/// file with only tests is a warning and passes; one with a `TestMain`
+/// that never runs the tests, or a module-level exit, is critical and
+/// fails.
+#[test]
+fn without_a_base_added_exam_files_are_judged_against_the_first_attempt() {
+    // (ecosystem, case, file, text, code left broken, exit, severity)
+    type Case = (
+        &'static Ecosystem,
+        &'static str,
+        &'static str,
+        &'static str,
+        bool,
+        i64,
+        &'static str,
+    );
+    let cases: [Case; 3] = [
+        (
+            &GO,
+            "a TestMain that never runs the tests",
+            "acceptance/main_test.go",
+            TEST_MAIN,
+            true,
+            1,
+            "critical",
+        ),
+        (
+            &GO,
+            "a new test",
+            "acceptance/more_test.go",
+            "package acceptance\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) {}\n",
+            false,
+            0,
+            "warning",
+        ),
+        (
+            &PYTEST,
+            "a module-level exit",
+            "tests/test_more.py",
+            "import os\n\nos._exit(0)\n",
+            true,
+            1,
+            "critical",
+        ),
+    ];
+    for (eco, case, file, text, broken, exit, severity) in cases {
+        if eco.name == "go" && !has_go() {
+            continue;
+        }
+        let env = workspace(eco, false);
+        let run = |env: &TestEnv| {
+            env.git(&["add", "-A"]);
+            env.git(&["commit", "-q", "-m", "an attempt", "--allow-empty"]);
+            let out = env
+                .gate(&["verify", "--format", "json"])
+                .env("PATH", path())
+                .timeout(std::time::Duration::from_secs(300))
+                .run();
+            let mut doc = out.json();
+            doc["exit"] = out.code.into();
+            doc
+        };
+        // A first attempt that fails: the series goes on.
+        let (code, good) = eco.files[1];
+        break_code(&env, eco);
+        let first = run(&env);
+        assert_eq!(first["exit"], 1, "{case}: {:#}", first["findings"]);
+        env.write(file, text);
+        if !broken {
+            env.write(code, good);
+        }
+        let doc = run(&env);
+        assert_eq!(doc["attempt"], 2, "{case}: {doc:#}");
+        assert_eq!(doc["exit"], exit, "{case}: {:#}", doc["findings"]);
+        let found = titles(&doc, severity);
+        assert!(
+            found
+                .iter()
+                .any(|t| t.contains(&format!("adds the exam file `{file}`"))),
+            "{case}: {found:#?}"
+        );
+        if severity == "warning" {
+            assert!(titles(&doc, "critical").is_empty(), "{case}: {doc:#}");
+        }
+    }
+}
