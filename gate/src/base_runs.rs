@@ -210,10 +210,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
             keyed.push(w);
         }
     }
-    for w in &mut keyed {
-        let exam = std::mem::take(&mut w.exam);
-        w.exam = without_start_up_code(git, commit, inputs.workspace, exam).await;
-    }
+    keep_base_start_up(git, commit, inputs.workspace, &mut keyed).await;
     if keyed.is_empty() {
         return Ok(Outcome::default());
     }
@@ -669,6 +666,14 @@ fn changed_exam(
 /// as the base has it (a new one stays out), so the base's result is never
 /// the work of start-up code the change wrote. A file rewritten (old lines
 /// altered) counts when its new text holds start-up code at all.
+async fn keep_base_start_up(git: &Git, commit: &str, workspace: &Path, wanted: &mut [Wanted]) {
+    for w in wanted {
+        let exam = std::mem::take(&mut w.exam);
+        w.exam = without_start_up_code(git, commit, workspace, exam).await;
+    }
+}
+
+/// The files of `exam` without those [`keep_base_start_up`] keeps out.
 async fn without_start_up_code(
     git: &Git,
     commit: &str,
@@ -677,7 +682,10 @@ async fn without_start_up_code(
 ) -> Vec<String> {
     let mut kept = Vec::new();
     for file in exam {
-        if !(file.ends_with(".py") || file.ends_with(".go")) {
+        let code = Path::new(&file)
+            .extension()
+            .is_some_and(|e| e == "py" || e == "go");
+        if !code {
             kept.push(file);
             continue;
         }

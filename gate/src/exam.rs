@@ -273,7 +273,7 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     for ((path, _), (kind, ids, why)) in &gathered.files {
         let (was, is) = (base.read(path), now.read(path));
         if let (Some(was), Some(_)) = (&was, &is)
-            && path.ends_with(".go")
+            && Path::new(path).extension().is_some_and(|e| e == "go")
             && !gathered.now.contains(path)
         {
             compared.unbuilt(path, ids, why, was);

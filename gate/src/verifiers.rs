@@ -548,14 +548,9 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
         })
         .map(|(file, fate)| (file.clone(), fate.clone()))
         .collect();
-    // A file the exam comparison judged is not reported again as added.
-    let added: BTreeMap<String, String> = added
-        .into_iter()
-        .filter(|(file, _)| !exam.findings.iter().any(|f| f.file == *file))
-        .collect();
     out.findings.extend(tampering_findings(
         &reported,
-        &added,
+        &unjudged(added, &exam.findings),
         inputs.base.is_some() && inputs.base_dir.is_some(),
     ));
 
@@ -579,6 +574,15 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     out.paths = paths.into_iter().collect();
     out.reference = reference_kept(&inputs, &protected, &now_files);
     Ok(out)
+}
+
+/// The files added beside a verifier that the exam comparison did not
+/// judge already: one finding per file and cause.
+fn unjudged(added: BTreeMap<String, String>, exam: &[Finding]) -> BTreeMap<String, String> {
+    added
+        .into_iter()
+        .filter(|(file, _)| !exam.iter().any(|f| f.file == *file))
+        .collect()
 }
 
 /// What the runners make their exam of (`crate::exam`): compared there by

@@ -488,31 +488,35 @@ mod tests {
         }
     }
 
+    fn linux() -> Build {
+        let mut b = Build::host(21);
+        b.goos = Some("linux".to_owned());
+        b.goarch = Some("amd64".to_owned());
+        b
+    }
+
+    fn tagged() -> Build {
+        let mut b = linux();
+        b.tags(Some("e2e,slow"));
+        b
+    }
+
+    fn windows() -> Build {
+        let mut b = linux();
+        b.variable("GOOS", Some("windows"));
+        b.variable("GOARCH", Some("386"));
+        b.variable("CGO_ENABLED", Some("0"));
+        b
+    }
+
+    fn unknown_os() -> Build {
+        let mut b = linux();
+        b.variable("GOOS", None);
+        b
+    }
+
     #[test]
     fn what_a_build_leaves_out() {
-        let linux = || {
-            let mut b = Build::host(21);
-            b.goos = Some("linux".to_owned());
-            b.goarch = Some("amd64".to_owned());
-            b
-        };
-        let tagged = || {
-            let mut b = linux();
-            b.tags(Some("e2e,slow"));
-            b
-        };
-        let windows = || {
-            let mut b = linux();
-            b.variable("GOOS", Some("windows"));
-            b.variable("GOARCH", Some("386"));
-            b.variable("CGO_ENABLED", Some("0"));
-            b
-        };
-        let unknown_os = || {
-            let mut b = linux();
-            b.variable("GOOS", None);
-            b
-        };
         let pkg = "package p\n";
         // (build, file name, text, built)
         let cases: Vec<(Build, &str, String, Truth)> = vec![
