@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::ffi::OsString;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -316,6 +316,10 @@ pub struct ProcessGroup {
     readers: JoinSet<()>,
     combined: Arc<Mutex<Capture>>,
     done: bool,
+    /// The byte-code folder of its own (`own_pycache`), removed when it is
+    /// dropped (inside a sandbox the path is not the host's, and the run's
+    /// `/tmp` goes with the run).
+    pycache: Option<PathBuf>,
 }
 
 /// Every group started and not yet stopped or dropped, by group id: what
@@ -507,6 +511,12 @@ impl ProcessGroup {
         // The description is logged and may end up in an error message: a
         // key pasted into a command line must not.
         let description = crate::secrets::redact(description, &[] as &[&str]);
+        let pycache = command
+            .as_std()
+            .get_envs()
+            .find(|(k, _)| *k == PYCACHE_PREFIX)
+            .and_then(|(_, v)| v)
+            .map(PathBuf::from);
         let spawn_error = |source| HarnessError::Spawn {
             command: description.clone(),
             source,
@@ -544,6 +554,7 @@ impl ProcessGroup {
             readers,
             combined: stdout_sink,
             done: false,
+            pycache,
         })
     }
 
@@ -696,6 +707,10 @@ impl Drop for ProcessGroup {
             signal_group(self.pgid, Signal::SIGKILL);
         }
         live_groups().remove(&self.pgid.as_raw());
+        if let Some(dir) = &self.pycache {
+            // Not a link's target: std removes a link, not what it names.
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -850,6 +865,28 @@ mod tests {
     fn parses_proc_stat() {
         assert_eq!(parse_stat("42 (a) b (c)) S 1 40 40 0 -1"), Some(('S', 40)));
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[tokio::test]
+    async fn a_process_byte_code_folder_goes_when_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join(".pycache");
+        let mut env = launcher().env().to_vec();
+        env.push((PYCACHE_PREFIX.into(), base.clone().into_os_string()));
+        let launcher = crate::sandbox::Launcher::new(env);
+        let group = ProcessGroup::spawn_shell(
+            "mkdir -p \"$PYTHONPYCACHEPREFIX/x\" && echo \"$PYTHONPYCACHEPREFIX\"",
+            dir.path(),
+            1024,
+            None,
+            &launcher,
+        )
+        .unwrap();
+        let out = bounded(group.finish()).await;
+        let own = String::from_utf8_lossy(&out.bytes).trim().to_owned();
+        assert!(own.starts_with(&base.display().to_string()), "{own}");
+        assert!(!std::path::Path::new(&own).exists(), "{own} is left");
+        assert!(base.exists());
     }
 
     #[tokio::test]
