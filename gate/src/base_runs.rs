@@ -210,6 +210,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
             keyed.push(w);
         }
     }
+    keep_base_start_up(git, commit, inputs.workspace, &mut keyed).await;
     if keyed.is_empty() {
         return Ok(Outcome::default());
     }
@@ -655,6 +656,63 @@ fn changed_exam(
             }
         })
         .collect()
+}
+
+/// The exam files a base run may take from the change: not a Python or Go
+/// file whose change adds code that runs at import, package init or the
+/// test binary's start (`gate_specs::gain`: a module-level statement,
+/// `init()`, `TestMain`, a hook, a build constraint, an exit) — the change's
+/// own run holds such an addition critical, and on the base the file stays
+/// as the base has it (a new one stays out), so the base's result is never
+/// the work of start-up code the change wrote. A file rewritten (old lines
+/// altered) counts when its new text holds start-up code at all.
+async fn keep_base_start_up(git: &Git, commit: &str, workspace: &Path, wanted: &mut [Wanted]) {
+    for w in wanted {
+        let exam = std::mem::take(&mut w.exam);
+        w.exam = without_start_up_code(git, commit, workspace, exam).await;
+    }
+}
+
+/// The files of `exam` without those [`keep_base_start_up`] keeps out.
+async fn without_start_up_code(
+    git: &Git,
+    commit: &str,
+    workspace: &Path,
+    exam: Vec<String>,
+) -> Vec<String> {
+    let mut kept = Vec::new();
+    for file in exam {
+        let code = Path::new(&file)
+            .extension()
+            .is_some_and(|e| e == "py" || e == "go");
+        if !code {
+            kept.push(file);
+            continue;
+        }
+        let full = workspace.join(&file);
+        let Ok(now) = std::fs::read(&full) else {
+            kept.push(file);
+            continue;
+        };
+        let was = git.read_at(commit, &full).await.ok().flatten();
+        let runs = |g: gate_specs::Gain| matches!(g, gate_specs::Gain::Runs { .. });
+        let starts = match &was {
+            None => runs(gate_specs::gain(&file, None, &now)),
+            Some(was) => match gate_specs::line_fate(was, &now) {
+                gate_specs::LineFate::OnlyGained => runs(gate_specs::gain(&file, Some(was), &now)),
+                _ => runs(gate_specs::gain(&file, None, &now)),
+            },
+        };
+        if starts {
+            tracing::info!(
+                file,
+                "the base run keeps the base's version of an exam file with start-up code added"
+            );
+        } else {
+            kept.push(file);
+        }
+    }
+    kept
 }
 
 /// Whether `path` is where a test runner looks for tests by itself:

@@ -16,6 +16,9 @@
 //!   do); code that runs at import, package init or the test binary's
 //!   start, a hook, a build constraint, a decorator or line put into an old
 //!   test is an edit, critical, and the items run the base's version;
+//! - a Go file of the base's exam that the command no longer builds (a
+//!   build constraint or file name the change gave it leaves it out) is
+//!   critical, and the items run the base's version;
 //! - a file of the code under test that `go test` builds into the tests
 //!   is the change's to write, but code it adds there that runs when the
 //!   test binary starts (`init()`, an exit) is critical;
@@ -29,7 +32,8 @@
 //!
 //! Without a base, the exam files and configuration files present join the
 //! protected verifiers: read-only while the items run, and compared with
-//! the series' first attempt.
+//! the series' first attempt; an exam file the first attempt did not have
+//! is judged by what it can do, as one the change created is with a base.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -172,6 +176,8 @@ struct Gathered {
     /// By path and entry key (empty for a whole file): the part, the items
     /// and why.
     files: BTreeMap<(String, String), (ExamKind, BTreeSet<String>, String)>,
+    /// The paths of the exam read in the workspace as it is now.
+    now: BTreeSet<String>,
     /// By path, section and runner: the configuration and the items.
     configs: BTreeMap<ConfigKey, (RunnerConfig, BTreeSet<String>)>,
     notes: Vec<(String, String)>,
@@ -180,6 +186,9 @@ struct Gathered {
 impl Gathered {
     fn add(&mut self, id: &str, exam: Exam, notes: bool) {
         for file in exam.files {
+            if notes {
+                self.now.insert(file.path.clone());
+            }
             let key = match &file.kind {
                 ExamKind::File => String::new(),
                 ExamKind::PackageCode => "package code".to_owned(),
@@ -218,6 +227,9 @@ pub(crate) struct Inputs<'a> {
     pub base: Option<(&'a Git, &'a str, &'a BTreeSet<&'a str>)>,
     /// Where the base's versions are written (out of the items' sight).
     pub base_dir: Option<&'a Path>,
+    /// Without a base: the files the series' first attempt protected, when
+    /// this is a retry.
+    pub previous: Option<&'a BTreeMap<String, crate::record::ProtectedState>>,
 }
 
 /// Resolves every item's exam now (and at the base, with the base's spec)
@@ -233,6 +245,9 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     }
     let mut found = Found::default();
     let Some((git, commit, base_files)) = inputs.base else {
+        if let Some(previous) = inputs.previous {
+            found = added_since_first(&gathered, &now, previous, inputs);
+        }
         notes(&gathered, &mut found);
         cover(&gathered, &now, &mut found);
         return found;
@@ -257,6 +272,13 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     };
     for ((path, _), (kind, ids, why)) in &gathered.files {
         let (was, is) = (base.read(path), now.read(path));
+        if let (Some(was), Some(_)) = (&was, &is)
+            && Path::new(path).extension().is_some_and(|e| e == "go")
+            && !gathered.now.contains(path)
+        {
+            compared.unbuilt(path, ids, why, was);
+            continue;
+        }
         compared.exam_file(path, kind, ids, why, (was.as_deref(), is.as_deref()));
     }
     for (config, ids) in gathered.configs.values() {
@@ -267,6 +289,37 @@ pub(crate) fn compare(inputs: &Inputs<'_>) -> Found {
     notes(&gathered, &mut found);
     cover(&gathered, &now, &mut found);
     found
+}
+
+/// Without a base, on a retry: each exam file the series' first attempt
+/// did not have, judged as a file the change created is against a base
+/// (`gate_specs::gain`): test functions and cases only are a warning, code
+/// that runs at import, package init or the test binary's start critical.
+/// Files the first attempt had are compared with it as verifiers are
+/// (`crate::verifiers`): any change to them is critical. The code under
+/// test (`ExamKind::PackageCode`) is not judged here: the first attempt
+/// kept no state of it.
+fn added_since_first(
+    gathered: &Gathered,
+    now: &Now<'_>,
+    previous: &BTreeMap<String, crate::record::ProtectedState>,
+    inputs: &Inputs<'_>,
+) -> Found {
+    let mut compared = Compared {
+        found: Found::default(),
+        base_dir: inputs.base_dir,
+        workspace: inputs.workspace,
+        judged: BTreeSet::new(),
+    };
+    for ((path, _), (kind, ids, why)) in &gathered.files {
+        if *kind != ExamKind::File || previous.contains_key(path) || !gathered.now.contains(path) {
+            continue;
+        }
+        if let Some(is) = now.read(path) {
+            compared.exam_file(path, kind, ids, why, (None, Some(&is)));
+        }
+    }
+    compared.found
 }
 
 /// The paths present now, and the items whose exam holds one.
@@ -333,6 +386,26 @@ impl Compared<'_> {
         if critical && !matches!(kind, ExamKind::ScriptEntry { .. }) {
             self.judged.insert(path.to_owned());
         }
+    }
+
+    /// A Go file of the base's exam that the command no longer builds: its
+    /// name or build constraints now leave it out.
+    fn unbuilt(&mut self, path: &str, ids: &BTreeSet<String>, why: &str, was: &[u8]) {
+        let shown = self.show_base(path, was);
+        self.critical(
+            path,
+            format!(
+                "The change stops {} from building the exam file `{path}`",
+                named(ids)
+            ),
+            format!(
+                "{why} at the base; now its build constraints or name leave it out of the \
+                 build, so its tests and start-up code no longer run: a change must not take \
+                 away the exam it is judged by.{}",
+                ran_base(shown)
+            ),
+        );
+        self.judged.insert(path.to_owned());
     }
 
     fn exam_part(

@@ -550,7 +550,7 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
         .collect();
     out.findings.extend(tampering_findings(
         &reported,
-        &added,
+        &unjudged(added, &exam.findings),
         inputs.base.is_some() && inputs.base_dir.is_some(),
     ));
 
@@ -576,6 +576,15 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     Ok(out)
 }
 
+/// The files added beside a verifier that the exam comparison did not
+/// judge already: one finding per file and cause.
+fn unjudged(added: BTreeMap<String, String>, exam: &[Finding]) -> BTreeMap<String, String> {
+    added
+        .into_iter()
+        .filter(|(file, _)| !exam.iter().any(|f| f.file == *file))
+        .collect()
+}
+
 /// What the runners make their exam of (`crate::exam`): compared there by
 /// its own rules with a base, else protected like the verifiers; the
 /// criteria it covers are no longer unprotected.
@@ -592,6 +601,7 @@ fn runners_exam(
         now_files,
         base: inputs.base.map(|(git, commit)| (git, commit, ref_set)),
         base_dir: inputs.base_dir.as_deref(),
+        previous: inputs.previous.filter(|_| inputs.base.is_none()),
     });
     if inputs.base.is_none() {
         for path in &exam.paths {

@@ -12,8 +12,9 @@
 //! by at most [`DRAIN`], never forever.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::ffi::OsString;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -315,6 +316,10 @@ pub struct ProcessGroup {
     readers: JoinSet<()>,
     combined: Arc<Mutex<Capture>>,
     done: bool,
+    /// The byte-code folder of its own (`own_pycache`), removed when it is
+    /// dropped (inside a sandbox the path is not the host's, and the run's
+    /// `/tmp` goes with the run).
+    pycache: Option<PathBuf>,
 }
 
 /// Every group started and not yet stopped or dropped, by group id: what
@@ -359,6 +364,9 @@ fn new_command(
         .env_clear()
         .envs(launcher.env().iter().map(|(k, v)| (k, v)))
         .current_dir(cwd);
+    if let Some(prefix) = own_pycache(launcher.env()) {
+        command.env(PYCACHE_PREFIX, prefix);
+    }
     if let Some((uid, gid)) = argv.run_as {
         // The standard library drops the supplementary groups too.
         command.uid(uid).gid(gid);
@@ -386,6 +394,34 @@ fn new_command(
             .map_err(|e| std::io::Error::other(e.to_string()))?;
     }
     Ok(command)
+}
+
+/// Python's variable for where byte-code is read and written instead of
+/// the `__pycache__` folders beside the sources.
+pub const PYCACHE_PREFIX: &str = "PYTHONPYCACHEPREFIX";
+
+/// Where this process's Python keeps its byte-code, when the environment
+/// names a folder for it: a folder of its own under that one, named with a
+/// word no earlier process can guess. Python then reads no byte-code the
+/// workspace or an earlier item left (a `.pyc` whose header matches its
+/// source but whose code does not) and only what this process and its
+/// children wrote.
+fn own_pycache(env: &[(OsString, OsString)]) -> Option<OsString> {
+    let (_, base) = env.iter().find(|(n, _)| n == PYCACHE_PREFIX)?;
+    let mut seed = [0_u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed))
+        .is_err()
+    {
+        // Never in practice; a time is still not the items' to read.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        seed.copy_from_slice(&t.as_nanos().to_le_bytes());
+    }
+    let mut own = base.clone();
+    own.push(format!("/{}", hex::encode(seed)));
+    Some(own)
 }
 
 /// A file nobody can open by name, holding `content`, read from its start.
@@ -475,6 +511,12 @@ impl ProcessGroup {
         // The description is logged and may end up in an error message: a
         // key pasted into a command line must not.
         let description = crate::secrets::redact(description, &[] as &[&str]);
+        let pycache = command
+            .as_std()
+            .get_envs()
+            .find(|(k, _)| *k == PYCACHE_PREFIX)
+            .and_then(|(_, v)| v)
+            .map(PathBuf::from);
         let spawn_error = |source| HarnessError::Spawn {
             command: description.clone(),
             source,
@@ -512,6 +554,7 @@ impl ProcessGroup {
             readers,
             combined: stdout_sink,
             done: false,
+            pycache,
         })
     }
 
@@ -664,6 +707,10 @@ impl Drop for ProcessGroup {
             signal_group(self.pgid, Signal::SIGKILL);
         }
         live_groups().remove(&self.pgid.as_raw());
+        if let Some(dir) = &self.pycache {
+            // Not a link's target: std removes a link, not what it names.
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -744,6 +791,26 @@ mod tests {
     use crate::testutil::{bounded, gone, launcher, pids_in, write_script};
 
     #[test]
+    fn each_process_gets_a_byte_code_folder_of_its_own() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        assert_eq!(own_pycache(&env(&[("PATH", "/usr/bin")])), None);
+        let named = env(&[(PYCACHE_PREFIX, "/tmp/.pycache")]);
+        let (a, b) = (own_pycache(&named).unwrap(), own_pycache(&named).unwrap());
+        assert_ne!(a, b);
+        for own in [a, b] {
+            let own = own.into_string().unwrap();
+            let word = own.strip_prefix("/tmp/.pycache/").unwrap();
+            assert_eq!(word.len(), 32, "{own}");
+            assert!(word.bytes().all(|c| c.is_ascii_hexdigit()), "{own}");
+        }
+    }
+
+    #[test]
     fn tail_capture_keeps_the_last_bytes() {
         // (cap, chunks, kept, dropped)
         type Case<'a> = (usize, &'a [&'a [u8]], &'a [u8], u64);
@@ -798,6 +865,28 @@ mod tests {
     fn parses_proc_stat() {
         assert_eq!(parse_stat("42 (a) b (c)) S 1 40 40 0 -1"), Some(('S', 40)));
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[tokio::test]
+    async fn a_process_byte_code_folder_goes_when_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join(".pycache");
+        let mut env = launcher().env().to_vec();
+        env.push((PYCACHE_PREFIX.into(), base.clone().into_os_string()));
+        let launcher = crate::sandbox::Launcher::new(env);
+        let group = ProcessGroup::spawn_shell(
+            "mkdir -p \"$PYTHONPYCACHEPREFIX/x\" && echo \"$PYTHONPYCACHEPREFIX\"",
+            dir.path(),
+            1024,
+            None,
+            &launcher,
+        )
+        .unwrap();
+        let out = bounded(group.finish()).await;
+        let own = String::from_utf8_lossy(&out.bytes).trim().to_owned();
+        assert!(own.starts_with(&base.display().to_string()), "{own}");
+        assert!(!std::path::Path::new(&own).exists(), "{own} is left");
+        assert!(base.exists());
     }
 
     #[tokio::test]

@@ -194,6 +194,19 @@ pub(crate) fn environment(
     if let Some(cargo) = cargo_home {
         set("CARGO_HOME", cargo.as_os_str());
     }
+    // Byte-code out of the workspace: an ignored `__pycache__/*.pyc` whose
+    // header matches its source would run code no file shows. Each process
+    // gets a fresh folder under this one (gate_harness::process).
+    let tmp_dir = tmp.map(Path::to_path_buf).or_else(|| {
+        host.iter()
+            .find(|(n, _)| n == "TMPDIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+    });
+    let pycache = tmp_dir
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join(".pycache");
+    set(gate_harness::process::PYCACHE_PREFIX, pycache.as_os_str());
     out.sort();
     out
 }
@@ -1426,14 +1439,17 @@ mod tests {
                 "LC_ALL",
                 "MY_TOKEN",
                 "PATH",
+                "PYTHONPYCACHEPREFIX",
                 "TMPDIR"
             ]
         );
         assert!(got.contains(&("TMPDIR".into(), "/tmp".into())));
+        assert!(got.contains(&("PYTHONPYCACHEPREFIX".into(), "/tmp/.pycache".into())));
         // Unisolated: the host's HOME and TMPDIR as they are.
         let got = environment(&host, &[], &never, None, None, None);
         assert!(got.contains(&("TMPDIR".into(), "/var/tmp".into())));
         assert!(got.contains(&("HOME".into(), "/root".into())));
+        assert!(got.contains(&("PYTHONPYCACHEPREFIX".into(), "/var/tmp/.pycache".into())));
         assert!(!got.iter().any(|(n, _)| n == "MY_TOKEN"));
     }
 

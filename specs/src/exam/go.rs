@@ -2,11 +2,17 @@
 //! name — the `_test.go` files, the non-test files built into the same
 //! test binary (whose start-up code is the exam) and `testdata/` — and
 //! `go.work` and go.mod's directives that swap code or the toolchain.
-//! Files are taken whatever their build constraints say: a constraint is
-//! itself part of the file, judged when it changes.
+//! A `.go` file is taken unless the command surely does not build it: its
+//! build constraints and name are evaluated (`constraint`) with the tags
+//! `-tags` gives, the `GOOS`, `GOARCH`, `CGO_ENABLED` and `GOFLAGS` the
+//! command line sets (else the machine's `GOOS` and `GOARCH`), and the
+//! release tags up to go.mod's `go` line. A file the base's exam holds
+//! that a constraint the change added leaves out is then an exam file
+//! that stopped being built.
 
 use std::collections::BTreeMap;
 
+use super::constraint::Build;
 use super::model::{ExamKind, LaunchChange, Runner, changed_keys};
 use super::path::{ancestors, extension, in_dir, parent, resolve, test_side};
 use super::walk::{Call, Found};
@@ -49,20 +55,32 @@ struct GoTest {
     patterns: Vec<String>,
     modfile: Option<String>,
     exec: Option<String>,
+    /// What the command builds with, for the files' build constraints.
+    build: Option<Build>,
 }
 
 /// Reads a `go` command.
 pub(super) fn exam(call: &Call<'_>, out: &mut Found) {
-    let Some(go) = parse(call, out) else { return };
+    let Some(mut go) = parse(call, out) else {
+        return;
+    };
     let module_root = ancestors(&go.dir)
         .into_iter()
         .find(|d| call.ctx.exists(&in_dir(d, "go.mod")));
-    let module_path = module_root.as_ref().and_then(|root| {
-        let text = call.read_text(&in_dir(root, "go.mod"))?;
+    let go_mod = module_root
+        .as_ref()
+        .and_then(|root| call.read_text(&in_dir(root, "go.mod")));
+    let module_path = go_mod.as_ref().and_then(|text| {
         text.lines()
             .find_map(|l| l.trim().strip_prefix("module "))
             .map(|m| m.trim().trim_matches('"').to_owned())
     });
+    if let Some(minor) = go_mod.as_deref().and_then(go_minor) {
+        go.build
+            .get_or_insert_with(|| Build::host(0))
+            .release(minor);
+    }
+    let build = go.build.clone().unwrap_or_else(|| Build::host(0));
     for dir in ancestors(&go.dir) {
         out.config(&in_dir(&dir, "go.work"), Runner::Go, None);
     }
@@ -94,12 +112,28 @@ pub(super) fn exam(call: &Call<'_>, out: &mut Found) {
             continue;
         };
         for dir in package_dirs(call, &base, recursive) {
-            package_files(call, &dir, out);
+            package_files(call, &dir, &build, out);
         }
     }
     if let (Some(root), Some(module)) = (&module_root, &module_path) {
-        helpers(call, root, module, out);
+        helpers(call, root, module, &build, out);
     }
+}
+
+/// The minor version of go.mod's `go 1.N` line.
+fn go_minor(go_mod: &str) -> Option<u32> {
+    go_mod.lines().find_map(|l| {
+        let version = l.split("//").next()?.trim().strip_prefix("go ")?.trim();
+        version.strip_prefix("1.")?.split('.').next()?.parse().ok()
+    })
+}
+
+/// Whether the command may build the Go file `path`: false only when its
+/// name or build constraints surely leave it out.
+fn may_build(call: &Call<'_>, build: &Build, path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let text = call.read_text(path).unwrap_or_default();
+    build.builds(name, &text) != Some(false)
 }
 
 /// The most helper packages followed from one command's tests.
@@ -108,7 +142,7 @@ const MAX_HELPERS: usize = 500;
 /// The packages on the tests' side (`internal/testutil`) that the exam's
 /// Go files import from their own module, transitively: their `.go` files
 /// are compiled into the tests.
-fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Found) {
+fn helpers(call: &Call<'_>, root: &str, module: &str, build: &Build, out: &mut Found) {
     let mut queue: Vec<String> = out
         .files
         .iter()
@@ -138,7 +172,10 @@ fn helpers(call: &Call<'_>, root: &str, module: &str, out: &mut Found) {
             seen_dirs.push(dir.clone());
             for f in call.ctx.files_under(&dir) {
                 let rel = f.strip_prefix(&dir).unwrap_or(&f).trim_start_matches('/');
-                if !rel.contains('/') && extension(rel) == Some("go") && !rel.ends_with("_test.go")
+                if !rel.contains('/')
+                    && extension(rel) == Some("go")
+                    && !rel.ends_with("_test.go")
+                    && may_build(call, build, &f)
                 {
                     let why = format!("`{file}` imports its package{}", call.scope.via);
                     out.file(&f, why, ExamKind::File);
@@ -183,8 +220,17 @@ fn parse(call: &Call<'_>, out: &mut Found) -> Option<GoTest> {
         dir: call.dir.to_owned(),
         ..GoTest::default()
     };
+    let mut build = Build::host(0);
+    for w in call.before {
+        if let Some((name, value)) = w.text.split_once('=') {
+            build.variable(name, (!w.expands).then_some(value));
+        }
+    }
     while let Some(w) = args.next() {
         if w.expands {
+            if w.text.trim_start_matches('-').starts_with("tags") {
+                build.tags(None);
+            }
             out.expanded(&call.text, &w.text);
             continue;
         }
@@ -202,12 +248,14 @@ fn parse(call: &Call<'_>, out: &mut Found) -> Option<GoTest> {
         let (name, inline) = flag
             .split_once('=')
             .map_or((flag, None), |(n, v)| (n, Some(v.to_owned())));
-        let value = if VALUE_FLAGS.contains(&name) && inline.is_none() {
-            args.next().map(|v| v.text.clone())
+        let (value, value_expands) = if VALUE_FLAGS.contains(&name) && inline.is_none() {
+            args.next()
+                .map_or((None, false), |v| (Some(v.text.clone()), v.expands))
         } else {
-            inline
+            (inline, false)
         };
         match (name, value) {
+            ("tags", tags) => build.tags(tags.as_deref().filter(|_| !value_expands)),
             ("C", Some(d)) => {
                 let Some(d) = resolve(call.dir, &d) else {
                     out.unresolved(format!(
@@ -226,6 +274,7 @@ fn parse(call: &Call<'_>, out: &mut Found) -> Option<GoTest> {
     if go.patterns.is_empty() {
         go.patterns.push(".".to_owned());
     }
+    go.build = Some(build);
     Some(go)
 }
 
@@ -294,13 +343,16 @@ fn package_dirs(call: &Call<'_>, base: &str, recursive: bool) -> Vec<String> {
 /// other `.go` files (all of them, on the tests' side of the workspace),
 /// of which what runs when the test binary starts is the exam: a test
 /// binary is the whole package, `init()` and package variables included.
-fn package_files(call: &Call<'_>, dir: &str, out: &mut Found) {
+fn package_files(call: &Call<'_>, dir: &str, build: &Build, out: &mut Found) {
     let files = call.ctx.files_under(dir);
     for file in &files {
         let rel = file
             .strip_prefix(dir)
             .unwrap_or(file)
             .trim_start_matches('/');
+        if !rel.contains('/') && extension(rel) == Some("go") && !may_build(call, build, file) {
+            continue;
+        }
         if !rel.contains('/') && rel.ends_with("_test.go") {
             out.file(file, call.why(), ExamKind::File);
         } else if !rel.contains('/') && extension(rel) == Some("go") {
@@ -453,6 +505,67 @@ mod tests {
         let got = exam("go test ./pkg/b", &tree);
         assert_eq!(configs(&got), ["go.work", "go.mod"]);
         assert!(!exam("go test github.com/x/y", &tree).unresolved.is_empty());
+    }
+
+    #[test]
+    fn files_the_command_does_not_build_are_not_its_exam() {
+        let tree = Mem::new(&[
+            ("go.mod", "module example.com/app\n\ngo 1.22\n"),
+            ("t/a_test.go", "package t\n"),
+            ("t/e2e_test.go", "//go:build e2e\n\npackage t\n"),
+            (
+                "t/not_e2e_test.go",
+                "//go:build !e2e && go1.22\n\npackage t\n",
+            ),
+            ("t/new_test.go", "//go:build go1.23\n\npackage t\n"),
+            ("t/cgo_test.go", "//go:build cgo\n\npackage t\n"),
+            ("t/w_windows_test.go", "package t\n"),
+            ("t/_off_test.go", "package t\n"),
+            ("t/testdata/x_windows.go", "package x\n"),
+        ]);
+        // Unknown: go1.23 (newer than go.mod's line), cgo (not set).
+        const ALWAYS: [&str; 4] = [
+            "t/a_test.go",
+            "t/cgo_test.go",
+            "t/new_test.go",
+            "t/testdata/x_windows.go",
+        ];
+        let with = |more: &[&'static str]| -> Vec<&'static str> {
+            let mut all: Vec<&str> = ALWAYS.to_vec();
+            all.extend(more);
+            all.sort_unstable();
+            all
+        };
+        let cases: Vec<(&str, Vec<&'static str>)> = vec![
+            ("go test ./t", with(&["t/not_e2e_test.go"])),
+            ("go test -tags e2e ./t", with(&["t/e2e_test.go"])),
+            ("go test -tags=slow,e2e ./t", with(&["t/e2e_test.go"])),
+            ("GOFLAGS=-tags=e2e go test ./t", with(&["t/e2e_test.go"])),
+            (
+                "go test -tags \"$TAGS\" ./t",
+                // Any tag may be given, `windows` too.
+                with(&["t/e2e_test.go", "t/not_e2e_test.go", "t/w_windows_test.go"]),
+            ),
+            (
+                "GOOS=windows go test ./t",
+                with(&["t/not_e2e_test.go", "t/w_windows_test.go"]),
+            ),
+            (
+                "env GOOS=windows CGO_ENABLED=0 go test ./t",
+                vec![
+                    "t/a_test.go",
+                    "t/new_test.go",
+                    "t/not_e2e_test.go",
+                    "t/testdata/x_windows.go",
+                    "t/w_windows_test.go",
+                ],
+            ),
+        ];
+        for (run, want) in cases {
+            let mut got = files(&exam(run, &tree));
+            got.sort_unstable();
+            assert_eq!(got, want, "{run}");
+        }
     }
 
     #[test]

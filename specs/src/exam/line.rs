@@ -108,6 +108,7 @@ impl Follow for Ctx<'_> {
             ctx: self,
             follow: self,
             dir,
+            before: &words[..i],
             args: &words[i + 1..],
             text: text_of(&words[i..]),
             scope,

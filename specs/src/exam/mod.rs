@@ -35,6 +35,7 @@
 //!   collected, and `Follow`, through which ecosystems read nested lines.
 //! - `fate`: what a change did to an exam file or entry.
 //! - `gain`: what the lines added to an exam file can do.
+//! - `constraint`: Go build constraints, evaluated for one `go test`.
 //! - `ini`: ini files (`.npmrc`, `pytest.ini`, `setup.cfg`).
 //! - `cargo`, `rust`, `go`, `node`, `python`, `make`: each ecosystem's
 //!   runners, their test files, helpers and configuration.
@@ -42,6 +43,7 @@
 //! - `launch`: [`launch_changes`], by runner.
 
 mod cargo;
+mod constraint;
 mod fate;
 mod gain;
 mod go;

@@ -106,6 +106,8 @@ pub(super) struct Call<'a> {
     pub(super) follow: &'a dyn Follow,
     /// The directory it runs in, workspace-relative.
     pub(super) dir: &'a str,
+    /// The words before the command's name (`GOOS=windows`, `env`).
+    pub(super) before: &'a [Word],
     /// The words after the command's name.
     pub(super) args: &'a [Word],
     /// The command as written, for the `why`s.

@@ -776,17 +776,17 @@ fn a_second_base_run_on_the_same_base_reuses_the_cargo_build() {
 
 /// A fail-to-pass criterion whose test (the planner's, at the base) the
 /// change puts behind a build constraint, with a `doc.go` so the package
-/// still builds: a critical finding, and on the base, where the constraint
-/// leaves no file to build, no base result, never the failure that earns
-/// fail-to-pass. Without the trick the same test fails on the base and
-/// earns its pass.
+/// still builds: the test stops being built, a critical finding; the base
+/// run and the change's run both run the base's version of it (the change
+/// does not get its constraint into either), and the criterion fails.
+/// Without the trick the same test fails on the base and earns its pass.
 #[test]
 fn a_build_constraint_the_change_added_earns_no_fail_to_pass() {
     if !has_go() {
         return;
     }
     // (the trick, the base's result, exit)
-    for (trick, base, exit) in [(true, "could_not_run", 1), (false, "failed", 0)] {
+    for (trick, base, exit) in [(true, "failed", 1), (false, "failed", 0)] {
         let env = workspace(&GO, false);
         // The planner's test, at the base: a ping that answers `PANG`.
         let test = env.read("acceptance/ping_test.go").replace("PONG", "PANG");
@@ -818,11 +818,10 @@ fn a_build_constraint_the_change_added_earns_no_fail_to_pass() {
             assert!(
                 critical
                     .iter()
-                    .any(|t| t.contains("exam file `acceptance/ping_test.go`")),
+                    .any(|t| t.contains("from building the exam file `acceptance/ping_test.go`")),
                 "{case}: {critical:#?}"
             );
-            let why = pings["base_status"]["reason"].as_str().unwrap_or_default();
-            assert!(why.contains("build constraints"), "{case}: {pings:#}");
+            assert_eq!(pings["status"], "failed", "{case}: {pings:#}");
         } else {
             assert!(critical.is_empty(), "{case}: {critical:#?}");
         }
@@ -903,4 +902,256 @@ fn build_output_is_neither_uncommitted_nor_changed_by_the_checks() {
             .any(|t| t.contains("changed while the checks ran") || t.contains("belong")),
         "{warnings:#?}"
     );
+}
+
+/// Byte-code the workspace holds, ignored and never committed, whose header
+/// (its source's time and size) matches `tests/__init__.py` but whose code
+/// answers `PONG` whatever the code under test says: pytest run by hand
+/// passes on it; the gate's run reads no byte-code from the workspace and
+/// fails.
+#[test]
+fn planted_byte_code_does_not_make_a_failing_test_pass() {
+    let env = workspace(&PYTEST, false);
+    break_code(&env, &PYTEST);
+    let python = std::env::var_os("GATE_TEST_PYTHON").unwrap_or_else(|| "python3".into());
+    let plant = "import importlib.util, marshal, os\n\
+        src = 'tests/__init__.py'\n\
+        st = os.stat(src)\n\
+        code = compile(\"def answer():\\n    return 'PONG\\\\n'\\n\", src, 'exec')\n\
+        head = importlib.util.MAGIC_NUMBER + bytes(4)\n\
+        head += (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little')\n\
+        head += (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little')\n\
+        path = importlib.util.cache_from_source(src)\n\
+        os.makedirs(os.path.dirname(path), exist_ok=True)\n\
+        open(path, 'wb').write(head + marshal.dumps(code))\n";
+    #[allow(clippy::disallowed_methods)] // the byte-code a user's tree could hold
+    let run = |args: &[&str]| {
+        std::process::Command::new(&python)
+            .args(args)
+            .current_dir(env.path())
+            .env_remove("PYTHONPYCACHEPREFIX")
+            .env_remove("PYTHONDONTWRITEBYTECODE")
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["-c", plant]).status.success());
+    // The plant works: pytest outside the gate passes on the broken code.
+    let by_hand = run(&["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/"]);
+    assert!(
+        by_hand.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_hand.stdout)
+    );
+    let doc = verify(&env);
+    assert_eq!(doc["exit"], 1, "{:#}", doc["findings"]);
+    let failed = doc["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["id"] == "pings" && c["status"] == "failed");
+    assert!(failed, "{:#}", doc["criteria"]);
+}
+
+/// A criterion that builds its tests with `-tags e2e`: a test file behind
+/// `//go:build !e2e` is not its exam (the change may edit it and pass), and
+/// a constraint the change gives the planner's test that leaves it out of
+/// that build is critical, the items run the base's version, and the
+/// broken code fails.
+#[test]
+fn build_constraints_are_evaluated_as_the_criterions_command_does() {
+    if !has_go() {
+        return;
+    }
+    // (case, the change, exit, the critical title's part, or none)
+    type Edit = fn(&TestEnv);
+    let cases: [(&str, Edit, i64, Option<&str>); 2] = [
+        (
+            "a file the command does not build is edited",
+            |env| {
+                let text = env
+                    .read("acceptance/other_test.go")
+                    .replace("other", "else");
+                env.write("acceptance/other_test.go", &text);
+            },
+            0,
+            None,
+        ),
+        (
+            "the planner's test left out of the build",
+            |env| {
+                let text = env
+                    .read("acceptance/ping_test.go")
+                    .replace("//go:build e2e", "//go:build e2e && windows");
+                env.write("acceptance/ping_test.go", &text);
+                break_code(env, &GO);
+            },
+            1,
+            Some("from building the exam file `acceptance/ping_test.go`"),
+        ),
+    ];
+    for (case, edit, exit, title) in cases {
+        let env = workspace(&GO, false);
+        let spec = env.read("gate.toml").replace(
+            "go test -count=1 ./acceptance",
+            "go test -count=1 -tags e2e ./acceptance",
+        );
+        env.write("gate.toml", &spec);
+        let test = env.read("acceptance/ping_test.go");
+        env.write(
+            "acceptance/ping_test.go",
+            &format!("//go:build e2e\n\n{test}"),
+        );
+        env.write(
+            "acceptance/other_test.go",
+            "//go:build !e2e\n\npackage acceptance\n\nimport \"testing\"\n\n\
+             func TestOther(t *testing.T) {\n\tt.Fatal(\"other\")\n}\n",
+        );
+        env.write("acceptance/doc.go", "package acceptance\n");
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "the planner's tagged exam"]);
+        env.git(&["branch", "-f", "main"]);
+        edit(&env);
+        let doc = verify(&env);
+        assert_eq!(doc["exit"], exit, "{case}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        match title {
+            None => assert!(critical.is_empty(), "{case}: {critical:#?}"),
+            Some(part) => assert!(
+                critical.iter().any(|t| t.contains(part)),
+                "{case}: {critical:#?}"
+            ),
+        }
+    }
+}
+
+/// A fail-to-pass criterion whose test the change wrote, while the change
+/// also appends an exit to the tests' package `__init__.py`: the base run
+/// takes the change's new test but the base's `__init__.py`, so the exit
+/// never decides the base's result; the test fails there as it should,
+/// and the appended exit is a critical finding.
+#[test]
+fn the_base_run_never_takes_start_up_code_the_change_added() {
+    let env = workspace(&PYTEST, false);
+    let spec = env.read("gate.toml").replace(
+        "[[task.criterion]]\nid = \"pings\"",
+        "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+         run = \"python -m pytest tests/ -k ttl\"\nexpect = \"fail-to-pass\"\n\n\
+         [[task.criterion]]\nid = \"pings\"",
+    );
+    env.write("gate.toml", &spec);
+    env.write("src/ttl.txt", "seconds\n");
+    env.write(
+        "tests/test_ttl.py",
+        "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
+    );
+    env.write(
+        "tests/__init__.py",
+        &(env.read("tests/__init__.py")
+            + "\nimport os\nimport sys\n\nif 'pytest' in sys.modules:\n    os._exit(0)\n"),
+    );
+    let doc = verify(&env);
+    let ttl = gate_tests::item(&doc, "ttl").unwrap();
+    assert_eq!(ttl["base_status"]["status"], "failed", "{ttl:#}");
+    assert_eq!(doc["exit"], 1, "{:#}", doc["findings"]);
+    let critical = titles(&doc, "critical");
+    assert!(
+        critical
+            .iter()
+            .any(|t| t.contains("exam file `tests/__init__.py`")),
+        "{critical:#?}"
+    );
+    assert!(
+        !critical
+            .iter()
+            .any(|t| t.contains("passes without the change")),
+        "{critical:#?}"
+    );
+}
+
+/// Without `--base`, the exam is compared with the series' first attempt:
+/// an exam file added since then is judged by what it can do. A new test
+/// file with only tests is a warning and passes; one with a `TestMain`
+/// that never runs the tests, or a module-level exit, is critical and
+/// fails.
+#[test]
+fn without_a_base_added_exam_files_are_judged_against_the_first_attempt() {
+    // (ecosystem, case, file, text, code left broken, exit, severity)
+    type Case = (
+        &'static Ecosystem,
+        &'static str,
+        &'static str,
+        &'static str,
+        bool,
+        i64,
+        &'static str,
+    );
+    let cases: [Case; 3] = [
+        (
+            &GO,
+            "a TestMain that never runs the tests",
+            "acceptance/main_test.go",
+            TEST_MAIN,
+            true,
+            1,
+            "critical",
+        ),
+        (
+            &GO,
+            "a new test",
+            "acceptance/more_test.go",
+            "package acceptance\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) {}\n",
+            false,
+            0,
+            "warning",
+        ),
+        (
+            &PYTEST,
+            "a module-level exit",
+            "tests/test_more.py",
+            "import os\n\nos._exit(0)\n",
+            true,
+            1,
+            "critical",
+        ),
+    ];
+    for (eco, case, file, text, broken, exit, severity) in cases {
+        if eco.name == "go" && !has_go() {
+            continue;
+        }
+        let env = workspace(eco, false);
+        let run = |env: &TestEnv| {
+            env.git(&["add", "-A"]);
+            env.git(&["commit", "-q", "-m", "an attempt", "--allow-empty"]);
+            let out = env
+                .gate(&["verify", "--format", "json"])
+                .env("PATH", path())
+                .timeout(std::time::Duration::from_secs(300))
+                .run();
+            let mut doc = out.json();
+            doc["exit"] = out.code.into();
+            doc
+        };
+        // A first attempt that fails: the series goes on.
+        let (code, good) = eco.files[1];
+        break_code(&env, eco);
+        let first = run(&env);
+        assert_eq!(first["exit"], 1, "{case}: {:#}", first["findings"]);
+        env.write(file, text);
+        if !broken {
+            env.write(code, good);
+        }
+        let doc = run(&env);
+        assert_eq!(doc["attempt"], 2, "{case}: {doc:#}");
+        assert_eq!(doc["exit"], exit, "{case}: {:#}", doc["findings"]);
+        let found = titles(&doc, severity);
+        assert!(
+            found
+                .iter()
+                .any(|t| t.contains(&format!("adds the exam file `{file}`"))),
+            "{case}: {found:#?}"
+        );
+        if severity == "warning" {
+            assert!(titles(&doc, "critical").is_empty(), "{case}: {doc:#}");
+        }
+    }
 }
