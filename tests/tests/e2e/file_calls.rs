@@ -1,8 +1,11 @@
-//! A trace complete by construction, through the real binary: a file read
-//! by an IA-32 call (`int 0x80` from a 64-bit process) and a helper run by
-//! a name spelled `//WORKSPACE/bin/helper` are inputs a retry compares, as
-//! root (the eBPF tracer, and `strace`) and as an unprivileged user
-//! (`strace` above the sandbox).
+//! A trace complete by construction, through the real binary: in one
+//! series, a file read by an IA-32 call (`int 0x80` from a 64-bit
+//! process), a helper run by a name spelled `//WORKSPACE/bin/helper`, a
+//! data file relayed through the group's `/tmp`, an ignored file edited, an
+//! ignored file probed for and made later, and a hard link in an ignored
+//! folder to a tracked file are all inputs a retry compares, as root (the
+//! eBPF tracer, and `strace`) and as an unprivileged user (`strace` above
+//! the sandbox).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -126,11 +129,15 @@ fn verify(env: &TestEnv, who: Who, mode: &str, extra: &[&str]) -> (Option<i32>, 
     (out.status.code(), doc)
 }
 
-/// The sequence: attempt 1 fails on `other` and passes the two criteria
-/// whose inputs are read by an IA-32 call and run by a `//` name; attempt
-/// 2 fixes `other` and changes the data and the helper: both run again and
-/// fail, as `--full` does.
-fn an_i386_read_and_a_slashed_exec_are_compared(who: Who, mode: &str) {
+/// The criteria whose inputs only a complete trace sees.
+const HIDDEN: [&str; 6] = ["i386", "helper", "relayed", "ign", "probe", "hard"];
+
+/// The sequence: attempt 1 fails on `other` and passes the six criteria
+/// whose inputs are read by an IA-32 call, run by a `//` name, relayed
+/// through `/tmp`, ignored, probed for, or reached through a hard link;
+/// attempt 2 fixes `other` and changes every one of those inputs where the
+/// fingerprint does not look: all six run again and fail, as `--full` does.
+fn all_of_them_in_one_series(who: Who, mode: &str) {
     let env = TestEnv::new();
     env.write(
         "gate.toml",
@@ -139,6 +146,12 @@ fn an_i386_read_and_a_slashed_exec_are_compared(who: Who, mode: &str) {
 id = "calls"
 [policy]
 builtin_parse = false
+[[check]]
+id = "relay"
+run = "cp data/relay.txt /tmp/relay.txt"
+[[check]]
+id = "maker"
+run = "sh maker.sh"
 [[task]]
 id = "t"
 paths = ["src/**"]
@@ -153,6 +166,27 @@ text = "the helper agrees"
 run = 'exec "/$PWD/bin/helper"'
 inputs = ["README.md"]
 [[task.criterion]]
+id = "relayed"
+text = "the relayed data is good"
+run = "grep -qx good /tmp/relay.txt"
+inputs = ["README.md"]
+after = ["relay"]
+[[task.criterion]]
+id = "ign"
+text = "the ignored setting holds"
+run = "grep -qx good .cache/ign.txt"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "probe"
+text = "no flag is set"
+run = "sleep 1; test ! -e .cache/flag"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "hard"
+text = "the linked data is good"
+run = "grep -qx good .cache/hard.txt"
+inputs = ["README.md"]
+[[task.criterion]]
 id = "other"
 text = "other holds"
 run = "grep -qx yes src/other.txt"
@@ -160,7 +194,17 @@ inputs = ["src/other.txt"]
 "#,
     );
     env.write("README.md", "calls\n");
+    env.write(".gitignore", ".gate/\n.cache/\n");
     env.write("data/value.txt", "good\n");
+    env.write("data/relay.txt", "good\n");
+    env.write("data/linked.txt", "good\n");
+    env.write(".cache/ign.txt", "good\n");
+    env.write("maker.sh", "true\n");
+    std::fs::hard_link(
+        env.path().join("data/linked.txt"),
+        env.path().join(".cache/hard.txt"),
+    )
+    .unwrap();
     env.write("src/other.txt", "no\n");
     std::fs::create_dir_all(env.path().join("bin")).unwrap();
     if !compile(I386_READ, &env.path().join("bin/i386-read"))
@@ -174,47 +218,63 @@ inputs = ["src/other.txt"]
     assert_eq!(code, Some(1), "{what}: {doc:#}");
     let tracer = if mode == "ebpf" { "ebpf" } else { "strace" };
     assert_eq!(doc["isolation"]["tracer"], tracer, "{what}");
-    assert_eq!(status_of(&doc, "i386"), "passed", "{what}: {doc:#}");
-    assert_eq!(status_of(&doc, "helper"), "passed", "{what}: {doc:#}");
+    for id in HIDDEN {
+        assert_eq!(status_of(&doc, id), "passed", "{what} {id}: {doc:#}");
+    }
     assert_eq!(status_of(&doc, "other"), "failed", "{what}");
 
-    // Attempt 2: `other` fixed, the data and the helper changed.
+    // Attempt 2: `other` fixed; every hidden input changed.
     env.write("src/other.txt", "yes\n");
     env.write("data/value.txt", "bad!\n");
+    env.write("data/relay.txt", "bad\n");
+    env.write(".cache/ign.txt", "bad\n");
+    env.write("maker.sh", "mkdir -p .cache && : > .cache/flag\n");
     let changed = env.path().join("bin/helper.new");
     assert!(compile(&helper(1), &changed));
     std::fs::rename(&changed, env.path().join("bin/helper")).unwrap();
+    // In place: the link keeps its inode.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(env.path().join("data/linked.txt"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"bad\n"))
+        .unwrap();
     let (code, doc) = verify(&env, who, mode, &[]);
     assert_eq!(doc["attempt"], 2, "{what}");
-    assert_eq!(status_of(&doc, "i386"), "failed", "{what}: {doc:#}");
-    assert_eq!(status_of(&doc, "helper"), "failed", "{what}: {doc:#}");
+    for id in HIDDEN {
+        assert_eq!(status_of(&doc, id), "failed", "{what} {id}: {doc:#}");
+    }
     assert_eq!(status_of(&doc, "other"), "passed", "{what}");
     assert_eq!(code, Some(1), "{what}");
-    let (full, _) = verify(&env, who, mode, &["--full"]);
+    assert_ne!(doc["verdict"], "PASS", "{what}");
+    let (full, full_doc) = verify(&env, who, mode, &["--full"]);
     assert_eq!(full, code, "{what}: the retry ends as --full does");
+    for id in HIDDEN {
+        assert_eq!(status_of(&full_doc, id), "failed", "{what} --full {id}");
+    }
 }
 
 /// As root: the eBPF tracer (where it runs) and `strace`.
 #[test]
-fn an_i386_read_and_a_slashed_exec_are_compared_as_root() {
+fn all_of_them_in_one_series_as_root() {
     if !nix::unistd::geteuid().is_root() {
-        an_i386_read_and_a_slashed_exec_are_compared(Who::Root, "on");
+        all_of_them_in_one_series(Who::Root, "on");
         return;
     }
     let ebpf =
         Path::new("/usr/bin/clang").is_file() && Path::new("/sys/kernel/btf/vmlinux").is_file();
     if ebpf {
-        an_i386_read_and_a_slashed_exec_are_compared(Who::Root, "ebpf");
+        all_of_them_in_one_series(Who::Root, "ebpf");
     }
-    an_i386_read_and_a_slashed_exec_are_compared(Who::Root, "on");
+    all_of_them_in_one_series(Who::Root, "on");
 }
 
 /// As an unprivileged user: `strace` above the sandbox.
 #[test]
-fn an_i386_read_and_a_slashed_exec_are_compared_unprivileged() {
+fn all_of_them_in_one_series_unprivileged() {
     if !nix::unistd::geteuid().is_root() {
         // Already unprivileged: the test above runs it so.
         return;
     }
-    an_i386_read_and_a_slashed_exec_are_compared(Who::Nobody, "on");
+    all_of_them_in_one_series(Who::Nobody, "on");
 }
