@@ -33,7 +33,7 @@ paths = ["calc.py"]
 [[task.criterion]]
 id = "adds"
 text = "add() adds"
-run = "python3 -c 'import calc; assert calc.add(2, 3) == 5'"
+run = "/usr/bin/python3 -c 'import calc; assert calc.add(2, 3) == 5'"
 expect = "fail-to-pass"
 EOF
 printf '.gate/\n__pycache__/\n' > "$ws/.gitignore"
@@ -59,11 +59,11 @@ sandboxed() {
 by_hand() {
   local base=$work/base
   git -C "$ws" worktree add -q --detach "$base" HEAD~1
-  if sandboxed "$base" python3 -c "$criterion" 2>/dev/null; then
+  if sandboxed "$base" /usr/bin/python3 -c "$criterion" 2>/dev/null; then
     echo "by hand: the criterion passed on the base" >&2
     exit 1
   fi
-  sandboxed "$ws" python3 -c "$criterion"
+  sandboxed "$ws" /usr/bin/python3 -c "$criterion"
   git -C "$ws" worktree remove --force "$base"
 }
 the_gate() {
