@@ -133,6 +133,13 @@ pub struct RunIsolation {
     /// was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracer: Option<String>,
+    /// The identity of the host toolchain the items ran (blake3 over the
+    /// folders of their `PATH` and the `[sandbox] readable` paths, each
+    /// with the inode and times of every entry directly in it): a retry
+    /// under another carries nothing; absent in records made before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolchain: Option<String>,
 }
 
 /// Who the items of a run ran as, on the host.
@@ -176,6 +183,7 @@ impl Default for RunIsolation {
             identity: None,
             tools: Vec::new(),
             tracer: None,
+            toolchain: None,
         }
     }
 }

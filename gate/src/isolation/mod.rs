@@ -33,6 +33,7 @@ use crate::tools::Tools;
 pub(crate) mod groups;
 mod scratch;
 mod shown;
+mod toolchain;
 
 /// Environment variables every process gets when the host has them.
 const PASSED: [&str; 46] = [
@@ -298,6 +299,8 @@ struct Start {
     warnings: Vec<String>,
     tracer: Option<Tracer>,
     watcher: Option<Watching>,
+    /// The identity of the host toolchain the items run.
+    toolchain: String,
     /// Whether the run tries the eBPF tracer, as `GATE_TRACE` and the
     /// machine decide.
     ebpf: Ebpf,
@@ -325,7 +328,13 @@ impl Start {
                 .chain(["/usr/bin", "/bin"].map(PathBuf::from)),
         )
         .ok();
+        let toolchain = toolchain::identity(
+            lookup(setup.host_env, "PATH"),
+            &readable_paths(setup.section, host_home),
+            setup.workspace,
+        );
         let start = Self {
+            toolchain,
             tools_env: crate::git::environment(trusted_path, None),
             tools,
             lease: None,
@@ -465,6 +474,7 @@ impl Isolation {
                 identity: Some(identity_record(start.lease.as_ref())),
                 tools: start.tools.found.clone(),
                 tracer: None,
+                toolchain: Some(start.toolchain.clone()),
             },
             shell: start.tools.path("sh"),
             tracer: start.tracer,
@@ -588,6 +598,7 @@ impl Isolation {
                 identity: Some(identity_record(start.lease.as_ref())),
                 tools: start.tools.found.clone(),
                 tracer: None,
+                toolchain: Some(start.toolchain.clone()),
             },
             shell: start.tools.path("sh"),
             tracer: start.tracer,

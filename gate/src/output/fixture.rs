@@ -175,6 +175,7 @@ pub(crate) fn record() -> RunRecord {
             identity: None,
             tools: Vec::new(),
             tracer: Some("strace".to_owned()),
+            toolchain: None,
         },
         base_runs: None,
         verdict: Verdict::Fail,

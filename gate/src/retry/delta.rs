@@ -74,11 +74,31 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
 /// Decides, for every item of `plan`, whether this attempt runs it or
 /// carries it, against the workspace as `tree` holds it. `full` re-runs
 /// everything.
-pub fn apply(plan: &mut Plan, spec: &Spec, tree: Tree<'_>, prev: Option<&Previous>, full: bool) {
+pub fn apply(
+    plan: &mut Plan,
+    spec: &Spec,
+    tree: Tree<'_>,
+    prev: Option<&Previous>,
+    full: bool,
+    toolchain: Option<&str>,
+) {
     // What the plan skips (a page the change does not touch) stays skipped.
     let skipped = |d: &Decision| matches!(d, Decision::Skip { .. });
-    let Some(prev) = prev.filter(|_| !full) else {
-        let why = if full { "--full" } else { "first attempt" };
+    // Results earned under another host toolchain (or one not recorded)
+    // say nothing of this one.
+    let other_toolchain =
+        prev.is_some_and(|p| p.record.isolation.toolchain.as_deref() != toolchain);
+    let why = if full {
+        Some("--full")
+    } else if prev.is_none() {
+        Some("first attempt")
+    } else if other_toolchain {
+        Some("the host toolchain changed since the last attempt")
+    } else {
+        None
+    };
+    let (Some(prev), None) = (prev, why) else {
+        let why = why.unwrap_or_default();
         for item in plan.items.iter_mut().filter(|i| !skipped(&i.decision)) {
             item.decision = Decision::Run {
                 why: why.to_owned(),

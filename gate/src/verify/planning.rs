@@ -65,6 +65,7 @@ pub(super) fn plan(run: &Stage<'_>, survey: &Survey) -> Planned {
         },
         history.previous.as_ref(),
         req.full,
+        setup.isolation.record.toolchain.as_deref(),
     );
     mark_stale_reports(&mut plan, spec, survey, history);
     refuse_committed_reports(&mut plan, spec, &survey.committed_reports);

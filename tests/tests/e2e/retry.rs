@@ -1,6 +1,8 @@
 //! Retries through the real binary: what a retry re-runs (counted by real
 //! executions), the doom loop, overrides, and the gate guarding its own spec.
 
+use std::os::unix::fs::PermissionsExt;
+
 use gate_tests::{TestEnv, findings, item, ran, status_of};
 
 #[test]
@@ -919,4 +921,84 @@ inputs = ["src/other.txt"]
     for id in ["ign", "probe", "hard"] {
         assert_eq!(status_of(&doc, id), "failed", "{mode} --full {id}");
     }
+}
+
+/// A program on `PATH` outside the workspace is the host's toolchain: it
+/// is not traced file by file, but replaced between attempts it makes the
+/// retry carry nothing, and the criterion that ran it fails as `--full`
+/// fails.
+#[test]
+fn a_toolchain_changed_between_attempts_carries_nothing() {
+    let env = TestEnv::new();
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tool = tools.path().join("checker");
+    let install = |code: u8| {
+        let new = tools.path().join("checker.new");
+        std::fs::write(&new, format!("#!/bin/sh\nexit {code}\n")).unwrap();
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&new, &tool).unwrap();
+    };
+    install(0);
+    env.write(
+        "gate.toml",
+        r#"
+[spec]
+id = "toolchain"
+[policy]
+builtin_parse = false
+[[task]]
+id = "t"
+paths = ["src/**"]
+[[task.criterion]]
+id = "checked"
+text = "the checker agrees"
+run = "checker"
+inputs = ["README.md"]
+[[task.criterion]]
+id = "other"
+text = "other holds"
+run = "grep -qx yes src/other.txt"
+inputs = ["src/other.txt"]
+"#,
+    );
+    env.write("README.md", "toolchain\n");
+    env.write("src/other.txt", "no\n");
+    let path = std::env::join_paths(std::iter::once(tools.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify", "--format", "json"];
+        args.extend_from_slice(extra);
+        env.gate(&args).env("PATH", &path).run()
+    };
+    let out = verify(&[]);
+    out.assert_exit(1);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "checked"), "passed", "{doc:#}");
+    assert_eq!(status_of(&doc, "other"), "failed");
+
+    // The same toolchain: the pass is carried.
+    env.write("src/other.txt", "still no\n");
+    let doc = verify(&[]).json();
+    assert_eq!(status_of(&doc, "checked"), "carried", "{doc:#}");
+
+    // The checker upgraded to one that disagrees; `other` fixed.
+    install(1);
+    env.write("src/other.txt", "yes\n");
+    let out = verify(&[]);
+    let doc = out.json();
+    assert_eq!(status_of(&doc, "checked"), "failed", "{doc:#}");
+    assert_eq!(status_of(&doc, "other"), "passed");
+    assert!(
+        out.stderr.contains("carrying 0 forward"),
+        "nothing is carried: {}",
+        out.stderr
+    );
+    out.assert_exit(1);
+    // A new series: the same failure again would be a doom loop's to judge.
+    let full = verify(&["--full", "--new-series"]);
+    assert_eq!(full.code, out.code, "the retry ends as --full does");
+    assert_eq!(status_of(&full.json(), "checked"), "failed");
 }
