@@ -906,7 +906,7 @@ async fn check_sandbox(
     })
     .await;
     let (record, tracing) = match prepared {
-        Ok(isolation) => (isolation.record.clone(), tracing_check(&isolation)),
+        Ok(isolation) => (isolation.record(), tracing_check(&isolation)),
         Err(e) => {
             return vec![Check::error(
                 CHECK,

@@ -34,6 +34,7 @@ pub(crate) mod groups;
 mod scratch;
 mod shown;
 mod toolchain;
+mod watcher;
 
 /// Environment variables every process gets when the host has them.
 const PASSED: [&str; 46] = [
@@ -281,7 +282,7 @@ pub(crate) struct Isolation {
     tracer: Option<Tracer>,
     /// The run's eBPF tracer, when it could start and `GATE_TRACE` did
     /// not ask for `strace` alone.
-    watcher: Option<Watching>,
+    watcher: watcher::Watcher,
     /// How many groups of items have had private folders made: the next
     /// group's folder is named by it.
     groups_made: AtomicUsize,
@@ -298,7 +299,7 @@ struct Start {
     lease: Option<Lease>,
     warnings: Vec<String>,
     tracer: Option<Tracer>,
-    watcher: Option<Watching>,
+    watcher: watcher::Watcher,
     /// The identity of the host toolchain the items run.
     toolchain: String,
     /// Whether the run tries the eBPF tracer, as `GATE_TRACE` and the
@@ -340,7 +341,7 @@ impl Start {
             lease: None,
             warnings,
             tracer: None,
-            watcher: None,
+            watcher: watcher::Watcher::default(),
             ebpf,
         };
         (writable, start)
@@ -374,8 +375,38 @@ impl Start {
             Ok(tracer) => {
                 if ebpf != Ebpf::No {
                     let cache = tracer_cache(host_env).filter(|c| !c.starts_with(workspace));
-                    match self.start_watcher(workspace, cache) {
-                        Ok(watcher) => self.watcher = Some(watcher),
+                    match self.watcher_settings(workspace, cache) {
+                        // Asked for by name: why it does not run is said
+                        // with the run's other warnings, so it loads now.
+                        Ok(settings) if ebpf == Ebpf::Asked => match load_watcher(&settings) {
+                            Ok(watching) => {
+                                self.watcher = watcher::Watcher::ready(Some(watching));
+                            }
+                            Err(why) => self.warnings.push(format!(
+                                "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
+                                names::TRACE
+                            )),
+                        },
+                        Ok(settings) => {
+                            let thread = std::thread::Builder::new()
+                                .name("ebpf-load".into())
+                                .spawn(move || {
+                                    load_watcher(&settings)
+                                        .inspect_err(|why| {
+                                            tracing::info!(
+                                                %why,
+                                                "the eBPF tracer does not run; strace traces"
+                                            );
+                                        })
+                                        .ok()
+                                });
+                            match thread {
+                                Ok(thread) => self.watcher = watcher::Watcher::loading(thread),
+                                Err(why) => {
+                                    tracing::info!(%why, "the eBPF tracer does not run; strace traces");
+                                }
+                            }
+                        }
                         Err(why) if ebpf == Ebpf::Asked => self.warnings.push(format!(
                             "{}=ebpf: the eBPF tracer does not run ({why}); strace traces",
                             names::TRACE
@@ -395,9 +426,13 @@ impl Start {
         Ok(())
     }
 
-    /// Starts the run's eBPF tracer: the gate must run as root and have
-    /// found `clang` where the items cannot write.
-    fn start_watcher(&self, workspace: &Path, cache: Option<PathBuf>) -> Result<Watching, String> {
+    /// What the run's eBPF tracer is loaded with: the gate must run as
+    /// root and have found `clang` where the items cannot write.
+    fn watcher_settings(
+        &self,
+        workspace: &Path,
+        cache: Option<PathBuf>,
+    ) -> Result<gate_harness::bpf::Settings, String> {
         if !nix::unistd::geteuid().is_root() {
             return Err("it needs the gate to run as root".into());
         }
@@ -410,19 +445,24 @@ impl Start {
             .iter()
             .filter_map(|name| self.tools.path(name))
             .collect();
-        let watcher = gate_harness::bpf::Watcher::start(&gate_harness::bpf::Settings {
+        Ok(gate_harness::bpf::Settings {
             clang,
             workspace: workspace.to_path_buf(),
             launchers,
             cache,
         })
-        .map_err(|e| e.to_string())?;
-        tracing::info!(
-            startup_ms = watcher.startup().as_millis(),
-            "the eBPF tracer is attached"
-        );
-        Ok(Watching(std::sync::Arc::new(watcher)))
     }
+}
+
+/// Compiles (or takes from the cache), loads and attaches the run's eBPF
+/// tracer.
+fn load_watcher(settings: &gate_harness::bpf::Settings) -> Result<Watching, String> {
+    let watcher = gate_harness::bpf::Watcher::start(settings).map_err(|e| e.to_string())?;
+    tracing::info!(
+        startup_ms = watcher.startup().as_millis(),
+        "the eBPF tracer is attached"
+    );
+    Ok(Watching(std::sync::Arc::new(watcher)))
 }
 
 /// Where the eBPF tracer's compiled programs are kept: the user's cache
@@ -488,8 +528,7 @@ impl Isolation {
             _holder: None,
             lease: start.lease,
             groups_made: AtomicUsize::new(0),
-        }
-        .recorded())
+        })
     }
 
     /// Resolves the run's isolation and checks it works here. With `mode =
@@ -612,8 +651,7 @@ impl Isolation {
             _holder: holder,
             lease: start.lease,
             groups_made: AtomicUsize::new(0),
-        }
-        .recorded())
+        })
     }
 
     /// Hands the workspace and the `writable` paths to the run's uid, when
@@ -650,8 +688,9 @@ impl Isolation {
         self.items(Vec::new(), Vec::new()).tracer().is_some()
     }
 
-    /// Records which tracer records what the items read.
-    fn recorded(mut self) -> Self {
+    /// What isolated the run, with which tracer recorded what the items
+    /// read (waiting for the eBPF tracer when it is still loading).
+    pub(crate) fn record(&self) -> RunIsolation {
         let tracer = if self.traced_from_the_kernel() {
             "ebpf"
         } else if self.traced() {
@@ -659,13 +698,15 @@ impl Isolation {
         } else {
             "none"
         };
-        self.record.tracer = Some(tracer.to_owned());
-        self
+        RunIsolation {
+            tracer: Some(tracer.to_owned()),
+            ..self.record.clone()
+        }
     }
 
     /// Whether the run's eBPF tracer traces its sandboxed items.
     pub(crate) fn traced_from_the_kernel(&self) -> bool {
-        self.tracer.is_some() && self.watcher.is_some() && self.sandbox.is_some()
+        self.tracer.is_some() && self.sandbox.is_some() && self.watcher.get().is_some()
     }
 
     /// The launcher of the gate's own tools (`git`): an environment of
@@ -711,7 +752,7 @@ impl Isolation {
                 Launcher::sandboxed(self.env.clone(), items)
                     .with_shell(self.shell.clone())
                     .with_tracer(self.tracer.clone())
-                    .with_watcher(self.watcher.clone())
+                    .with_watcher(self.watcher.get())
             }
         }
     }

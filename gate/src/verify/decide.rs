@@ -91,7 +91,7 @@ pub(super) fn decide(
     let mut record = start.bare(spec, history, decision.verdict, decision.reasons);
     record.base.clone_from(&trust.base);
     record.base_commit.clone_from(&trust.base_commit);
-    record.isolation = setup.isolation.record.clone();
+    record.isolation = setup.isolation.record();
     record.base_runs = exercised.base_results.record;
     record
         .protected_reference
