@@ -96,8 +96,10 @@ impl Observed {
             workspace,
         };
         let keep = |read: &mut BTreeMap<String, String>, path: &str| {
-            // An output of the run is followed through its producer.
-            if snapshot.get(path).is_none() && made.written.contains(path) {
+            // An output of the run is followed through its producer; the
+            // workspace's own folder (looked at by every `cd`) is always
+            // there, and a listing of it is kept apart.
+            if path.is_empty() || (snapshot.get(path).is_none() && made.written.contains(path)) {
                 return;
             }
             read.insert(path.to_owned(), value(path, tree));
@@ -640,6 +642,7 @@ mod tests {
         let before = snapshot(&[("data.txt", "tracked")]);
         let accesses = Accesses {
             paths: [
+                "",
                 ".cache/ign.txt",
                 ".cache/flag",
                 ".cache/dir",
@@ -658,6 +661,10 @@ mod tests {
         );
         assert_eq!(observed.read[".cache/flag"], NOTHING);
         assert_eq!(observed.read[".cache/dir"], FOLDER);
+        assert!(
+            !observed.read.contains_key(""),
+            "the workspace is always there"
+        );
         assert!(observed.read[".cache/ign.txt"].starts_with("ignored:"));
         assert!(observed.changed(tree(&before, ws.path())).is_empty());
         type Edit = fn(&Path);
