@@ -329,10 +329,15 @@ impl Start {
                 .chain(["/usr/bin", "/bin"].map(PathBuf::from)),
         )
         .ok();
+        let started = std::time::Instant::now();
         let toolchain = toolchain::identity(
             lookup(setup.host_env, "PATH"),
             &readable_paths(setup.section, host_home),
             setup.workspace,
+        );
+        tracing::debug!(
+            us = started.elapsed().as_micros(),
+            "took the host toolchain's identity"
         );
         let start = Self {
             toolchain,

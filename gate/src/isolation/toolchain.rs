@@ -18,8 +18,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The toolchain's identity: blake3 (hex) over the folders of `path` and
-/// the `readable` paths, outside `workspace`, in that order, duplicates
-/// dropped.
+/// the `readable` paths, outside `workspace`, in that order, each taken
+/// once under the path its links lead to (`/bin` is `/usr/bin` on most
+/// systems).
 pub(crate) fn identity(path: Option<&OsStr>, readable: &[PathBuf], workspace: &Path) -> String {
     let mut seen: Vec<PathBuf> = Vec::new();
     let folders = path
@@ -29,7 +30,8 @@ pub(crate) fn identity(path: Option<&OsStr>, readable: &[PathBuf], workspace: &P
         .filter(|p| p.is_absolute() && !p.starts_with(workspace));
     let mut hasher = blake3::Hasher::new();
     for folder in folders {
-        if seen.contains(&folder) {
+        let folder = std::fs::canonicalize(&folder).unwrap_or(folder);
+        if seen.contains(&folder) || folder.starts_with(workspace) {
             continue;
         }
         hasher.update(folder.as_os_str().as_bytes());
@@ -41,11 +43,12 @@ pub(crate) fn identity(path: Option<&OsStr>, readable: &[PathBuf], workspace: &P
             for entry in entries {
                 hasher.update(entry.file_name().as_bytes());
                 hasher.update(b"\0");
-                // Not followed: a link's own change is what shows a
-                // re-pointed shim; a followed one would stat its target too.
-                stamp(&mut hasher, entry.path().symlink_metadata().ok().as_ref());
-                if let Ok(target) = std::fs::metadata(entry.path()) {
-                    stamp(&mut hasher, Some(&target));
+                // The link itself shows a re-pointed shim; what it names,
+                // a program upgraded in place.
+                let own = entry.path().symlink_metadata().ok();
+                stamp(&mut hasher, own.as_ref());
+                if own.is_some_and(|m| m.file_type().is_symlink()) {
+                    stamp(&mut hasher, std::fs::metadata(entry.path()).ok().as_ref());
                 }
             }
         }
