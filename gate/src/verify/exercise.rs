@@ -3,7 +3,7 @@
 //! change's cross-checks and criteria, then the workspace looked at again.
 
 use gate_specs::InputGlobs;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::base_runs;
 use crate::errors::GateError;
@@ -200,9 +200,22 @@ async fn rounds(
     } = *run;
     let spec = &setup.spec;
     // Each group of items linked by `after` gets a `/tmp`, `/var/tmp` and
-    // home of its own, made once for every round: an item re-checked in a
-    // later round finds what the items before it in its group left.
-    let launchers = harness::group_launchers(&planned.plan, &setup.isolation, &launcher)?;
+    // home of its own when its first item runs, kept for later rounds.
+    let mut launchers = harness::Launchers::new();
+    let runs_now: HashSet<&str> = planned
+        .plan
+        .items
+        .iter()
+        .filter(|i| i.decision.runs())
+        .map(|i| i.id.as_str())
+        .collect();
+    harness::make_groups(
+        &planned.plan,
+        &setup.isolation,
+        &launcher,
+        |id| runs_now.contains(id),
+        &mut launchers,
+    )?;
     let input = harness::HarnessInput {
         ctx,
         events,
@@ -213,10 +226,10 @@ async fn rounds(
         redact: planned.redact.clone(),
         interrupt,
         required: &survey.protection.required,
-        launchers: &launchers,
         run_clock: start.clock,
     };
-    let mut harnessed = harness::run(&input, &planned.plan, launcher.clone(), None).await?;
+    let mut harnessed =
+        harness::run(&input, &planned.plan, (launcher.clone(), &launchers), None).await?;
     // What the items changed of the fingerprinted workspace.
     let mut after = harness::fingerprint(ctx, spec, &req.own_files).await?;
     while let Some(previous) = history.previous.as_ref().filter(|_| !req.full) {
@@ -234,8 +247,16 @@ async fn rounds(
         events.emit(RunEvent::Note(Note::Rechecking {
             items: now.iter().cloned().collect(),
         }));
+        harness::make_groups(
+            &planned.plan,
+            &setup.isolation,
+            &launcher,
+            |id| now.contains(id),
+            &mut launchers,
+        )?;
         let again = Some((&now, &harnessed.results));
-        let more = harness::run(&input, &planned.plan, launcher.clone(), again).await?;
+        let more =
+            harness::run(&input, &planned.plan, (launcher.clone(), &launchers), again).await?;
         harnessed.results.extend(more.results);
         harnessed.started_ms.extend(more.started_ms);
         harnessed.interrupted |= more.interrupted;

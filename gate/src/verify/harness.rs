@@ -65,8 +65,6 @@ pub(super) struct HarnessInput<'a> {
     pub changed: &'a [String],
     pub redact: Vec<String>,
     pub interrupt: &'a Interrupt,
-    /// Each item's launcher with its group's private folders, by item id.
-    pub launchers: &'a HashMap<String, Arc<gate_harness::Launcher>>,
     pub required: &'a std::collections::BTreeMap<String, Vec<gate_harness::Requirement>>,
     /// When the run started: item start times are kept relative to it.
     pub run_clock: Instant,
@@ -76,24 +74,31 @@ pub(super) struct HarnessInput<'a> {
 /// rounds before gave (what passed there counts as passed for `after`).
 pub(super) type Again<'a> = Option<(&'a BTreeSet<String>, &'a HashMap<String, ItemResult>)>;
 
-/// Each item's launcher with its group's private folders: a group is
-/// made for the items the plan runs or carries (a carried item may be
-/// re-checked in a later round); a group with neither gets none.
-pub(super) fn group_launchers(
+/// Each item's launcher with its group's private folders, by item id.
+pub(super) type Launchers = HashMap<String, Arc<gate_harness::Launcher>>;
+
+/// Makes the private folders of each group with an item `running` says
+/// runs now and none made before, into `made`: a group is made once per
+/// attempt, when its first item runs (a carried item re-checked in a
+/// later round finds what the items before it in its group left), and a
+/// group none of whose items runs gets none.
+pub(super) fn make_groups(
     plan: &Plan,
     isolation: &crate::isolation::Isolation,
     launcher: &gate_harness::Launcher,
-) -> Result<HashMap<String, Arc<gate_harness::Launcher>>, GateError> {
-    let may_run: HashSet<&str> = plan
-        .items
-        .iter()
-        .filter(|i| i.decision.runs() || i.decision.carries())
-        .map(|i| i.id.as_str())
+    running: impl Fn(&str) -> bool,
+    made: &mut Launchers,
+) -> Result<(), GateError> {
+    let groups: Vec<Vec<String>> = crate::isolation::groups::running(plan, running)
+        .into_iter()
+        .filter(|group| !group.iter().any(|id| made.contains_key(id)))
         .collect();
-    let groups = crate::isolation::groups::running(plan, |id| may_run.contains(id));
-    isolation
-        .grouped(launcher, &groups, None)
-        .map_err(GateError::Usage)
+    made.extend(
+        isolation
+            .grouped(launcher, &groups, None)
+            .map_err(GateError::Usage)?,
+    );
+    Ok(())
 }
 
 /// Runs what the plan runs; carried items count as passed for `after`
@@ -101,7 +106,7 @@ pub(super) fn group_launchers(
 pub(super) async fn run(
     input: &HarnessInput<'_>,
     plan: &Plan,
-    launcher: gate_harness::Launcher,
+    (launcher, launchers): (gate_harness::Launcher, &Launchers),
     again: Again<'_>,
 ) -> Result<Harnessed, GateError> {
     let HarnessInput {
@@ -113,7 +118,6 @@ pub(super) async fn run(
         changed,
         ref redact,
         interrupt,
-        launchers,
         required,
         run_clock,
     } = *input;
