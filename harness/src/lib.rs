@@ -137,6 +137,14 @@ pub enum Action {
     Page(Box<page::PageCapture>),
 }
 
+impl Action {
+    /// Whether it starts processes (a command, a page's browser): the
+    /// built-in checks and report reading run inside the gate.
+    pub fn starts_processes(&self) -> bool {
+        matches!(self, Self::Command { .. } | Self::Page(_))
+    }
+}
+
 /// The built-in checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
