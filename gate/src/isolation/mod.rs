@@ -891,14 +891,19 @@ impl Isolation {
         let uid = self.lease.as_ref().map(Lease::uid);
         let home = self.sandbox.as_ref().and_then(|s| s.home.as_ref());
         let started = std::time::Instant::now();
-        for group in groups {
-            // `groups/<n>-tmp`, not `groups/<n>/tmp`: a folder fewer to make.
-            let n = self.groups_made.fetch_add(1, Ordering::Relaxed);
-            let private = Private {
-                tmp: parent.join(format!("{n}-tmp")),
-                var_tmp: parent.join(format!("{n}-var-tmp")),
-                home: parent.join(format!("{n}-home")),
-            };
+        // `groups/<n>-tmp`, not `groups/<n>/tmp`: a folder fewer to make.
+        let privates: Vec<Private> = groups
+            .iter()
+            .map(|_| {
+                let n = self.groups_made.fetch_add(1, Ordering::Relaxed);
+                Private {
+                    tmp: parent.join(format!("{n}-tmp")),
+                    var_tmp: parent.join(format!("{n}-var-tmp")),
+                    home: parent.join(format!("{n}-home")),
+                }
+            })
+            .collect();
+        let make = |private: &Private| -> Result<(), String> {
             for folder in [&private.tmp, &private.var_tmp, &private.home] {
                 std::fs::create_dir(folder).map_err(|e| why(folder, e))?;
                 if let Some(uid) = uid {
@@ -913,7 +918,24 @@ impl Isolation {
                 };
                 prepare_home(&home, uid).map_err(|e| why(&private.home, e))?;
             }
-            let grouped = Arc::new(launcher.with_private(&private));
+            Ok(())
+        };
+        // Each folder is a few file system calls that mostly wait on the
+        // disk: a handful of threads make many groups' at once.
+        let workers = privates.len().clamp(1, 4);
+        let chunk = privates.len().div_ceil(workers);
+        std::thread::scope(|scope| {
+            let made: Vec<_> = privates
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || part.iter().try_for_each(make)))
+                .collect();
+            made.into_iter().try_for_each(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("a thread making folders panicked".into()))
+            })
+        })?;
+        for (group, private) in groups.iter().zip(&privates) {
+            let grouped = Arc::new(launcher.with_private(private));
             for id in group {
                 out.insert(id.clone(), Arc::clone(&grouped));
             }
