@@ -132,17 +132,20 @@ pub fn apply(
             },
         };
     }
-    // Who wrote what each item read, as its earlier run saw it.
-    let fed_by: BTreeMap<String, Vec<String>> = plan
-        .items
+    let fed_by = fed_by(plan, &known);
+    rerun_dependents(plan, spec, &fed_by);
+    rerun_needed_checks(plan);
+}
+
+/// Who wrote what each item read, as its earlier run saw it.
+fn fed_by(plan: &Plan, known: &BTreeMap<&str, Known<'_>>) -> BTreeMap<String, Vec<String>> {
+    plan.items
         .iter()
         .filter_map(|i| {
             let observed = known.get(i.id.as_str())?.observed?;
             Some((i.id.clone(), observed.fed_by.clone()))
         })
-        .collect();
-    rerun_dependents(plan, spec, &fed_by);
-    rerun_needed_checks(plan);
+        .collect()
 }
 
 /// After the items ran: the carried items whose reads the run changed (an
@@ -174,14 +177,7 @@ pub fn recheck(plan: &mut Plan, spec: &Spec, prev: &Previous, after: Tree<'_>) -
     if !any {
         return BTreeSet::new();
     }
-    let fed_by: BTreeMap<String, Vec<String>> = plan
-        .items
-        .iter()
-        .filter_map(|i| {
-            let observed = known.get(i.id.as_str())?.observed?;
-            Some((i.id.clone(), observed.fed_by.clone()))
-        })
-        .collect();
+    let fed_by = fed_by(plan, &known);
     rerun_dependents(plan, spec, &fed_by);
     rerun_needed_checks(plan);
     let services = services(plan);

@@ -202,15 +202,11 @@ async fn rounds(
     // Each group of items linked by `after` gets a `/tmp`, `/var/tmp` and
     // home of its own when its first item runs, kept for later rounds.
     let mut launchers = harness::Launchers::new();
-    // What runs inside the gate (a built-in check, a report read) needs no
-    // folders of its own.
-    let starts =
-        |i: &crate::plan::PlannedItem| i.work.as_ref().is_some_and(|w| w.action.starts_processes());
     let runs_now: HashSet<&str> = planned
         .plan
         .items
         .iter()
-        .filter(|i| i.decision.runs() && starts(i))
+        .filter(|i| i.decision.runs())
         .map(|i| i.id.as_str())
         .collect();
     harness::make_groups(
@@ -255,7 +251,7 @@ async fn rounds(
             &planned.plan,
             &setup.isolation,
             &launcher,
-            |id| now.contains(id) && planned.plan.items.iter().any(|i| i.id == id && starts(i)),
+            |id| now.contains(id),
             &mut launchers,
         )?;
         let again = Some((&now, &harnessed.results));

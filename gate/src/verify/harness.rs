@@ -79,9 +79,10 @@ pub(super) type Launchers = HashMap<String, Arc<gate_harness::Launcher>>;
 
 /// Makes the private folders of each group with an item `running` says
 /// runs now and none made before, into `made`: a group is made once per
-/// attempt, when its first item runs (a carried item re-checked in a
-/// later round finds what the items before it in its group left), and a
-/// group none of whose items runs gets none.
+/// attempt, when its first item that starts a process runs (a carried
+/// item re-checked in a later round finds what the items before it in its
+/// group left); a group none of whose items starts one now gets none (a
+/// built-in check or a report read runs inside the gate).
 pub(super) fn make_groups(
     plan: &Plan,
     isolation: &crate::isolation::Isolation,
@@ -89,10 +90,17 @@ pub(super) fn make_groups(
     running: impl Fn(&str) -> bool,
     made: &mut Launchers,
 ) -> Result<(), GateError> {
-    let groups: Vec<Vec<String>> = crate::isolation::groups::running(plan, running)
-        .into_iter()
-        .filter(|group| !group.iter().any(|id| made.contains_key(id)))
+    let starts: HashSet<&str> = plan
+        .items
+        .iter()
+        .filter(|i| i.work.as_ref().is_some_and(|w| w.action.starts_processes()))
+        .map(|i| i.id.as_str())
         .collect();
+    let groups: Vec<Vec<String>> =
+        crate::isolation::groups::running(plan, |id| running(id) && starts.contains(id))
+            .into_iter()
+            .filter(|group| !group.iter().any(|id| made.contains_key(id)))
+            .collect();
     made.extend(
         isolation
             .grouped(launcher, &groups, None)
