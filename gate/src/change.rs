@@ -570,6 +570,20 @@ async fn shallow_hint(git: &Git, workspace: &Path, reason: String) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Runs git with a committer in `dir`, reading no global configuration.
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        #[allow(clippy::disallowed_methods)] // test set-up
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
     use super::*;
 
     #[test]
@@ -632,18 +646,7 @@ mod tests {
     async fn uncommitted_is_what_git_sees() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path();
-        let git_in = |args: &[&str]| {
-            #[allow(clippy::disallowed_methods)] // test set-up
-            let ok = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-                .args(args)
-                .current_dir(ws)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
+        let git_in = |args: &[&str]| git(ws, args);
         git_in(&["init", "-q", "-b", "main"]);
         std::fs::write(ws.join(".gitattributes"), "NOTES.txt text eol=crlf\n").unwrap();
         std::fs::write(ws.join("NOTES.txt"), "one\ntwo\n").unwrap();
@@ -694,17 +697,7 @@ mod tests {
         let top = dir.path();
         let ws = top.join("app");
         std::fs::create_dir_all(&ws).unwrap();
-        let git_in = |args: &[&str]| {
-            #[allow(clippy::disallowed_methods)] // test set-up
-            let ok = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-                .args(args)
-                .current_dir(top)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
+        let git_in = |args: &[&str]| git(top, args);
         git_in(&["init", "-q", "-b", "main"]);
         for file in [
             "hidden.txt",
@@ -759,18 +752,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let top = dir.path();
         let ws = top.join("app");
-        let git_in = |args: &[&str]| {
-            #[allow(clippy::disallowed_methods)] // test set-up
-            let ok = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-                .args(args)
-                .current_dir(top)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
+        let git_in = |args: &[&str]| git(top, args);
         let write = |rel: &str| {
             let file = ws.join(rel);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
