@@ -250,7 +250,9 @@ pub(crate) struct Setup<'a> {
 /// record says of it.
 #[derive(Debug)]
 pub(crate) struct Isolation {
-    /// What the record, bundle and ledger row say.
+    /// What the record, bundle and ledger row say, but for the tracer,
+    /// which [`Isolation::record`] adds once the eBPF tracer has loaded
+    /// (reading it here would wait for the load).
     pub record: RunIsolation,
     /// The items' environment.
     env: Vec<(OsString, OsString)>,
