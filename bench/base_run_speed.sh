@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-9}
 # GATE_BIN: a gate already built (the release build is the default).
 if [ -z "${GATE_BIN:-}" ]; then
-  cargo build --release -q -p gate --bin gate
+  cargo build --release -q -p gate --bin gate --bin gate-drop
 fi
 gate=${GATE_BIN:-$PWD/target/release/gate}
 command -v bwrap >/dev/null || { echo "bubblewrap (bwrap) is not installed" >&2; exit 1; }

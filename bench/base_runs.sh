@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # GATE_BIN: a gate already built (the release build is the default).
 if [ -z "${GATE_BIN:-}" ]; then
-  cargo build --release -q -p gate --bin gate
+  cargo build --release -q -p gate --bin gate --bin gate-drop
 fi
 gate=${GATE_BIN:-$PWD/target/release/gate}
 root=$(mktemp -d)

@@ -15,13 +15,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
-cargo build --release -q -p gate --bin gate
+cargo build --release -q -p gate --bin gate --bin gate-drop
 command -v bwrap >/dev/null || { echo "bubblewrap (bwrap) is not installed" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
-cp target/release/gate "$work/gate"
+cp target/release/gate target/release/gate-drop "$work/"
 ws=$work/ws
 mkdir -p "$ws"
 {

@@ -26,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
-cargo build --release -q -p gate --bin gate
+cargo build --release -q -p gate --bin gate --bin gate-drop
 command -v strace >/dev/null || { echo "strace is not installed" >&2; exit 1; }
 modes="on off"
 judged=on
@@ -40,7 +40,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
-cp target/release/gate "$work/gate"
+cp target/release/gate target/release/gate-drop "$work/"
 failed=0
 
 # Median of the named items' durations (ms) over the JSON documents given.

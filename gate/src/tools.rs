@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 use gate_evidence::ledger::RunTool;
 use sha2::{Digest as _, Sha256};
 
+/// The gate's own program that drops an item to the run's uid, looked for
+/// beside the gate's executable (`setpriv` stands in when it is not there).
+pub(crate) const DROPPER: &str = "gate-drop";
+
 /// The tools the gate runs itself, by name.
 pub(crate) const NAMES: [&str; 6] = ["bwrap", "nsenter", "setpriv", "git", "sh", "strace"];
 
@@ -55,25 +59,19 @@ impl Tools {
             }
         }
         for name in NAMES.iter().chain(extra) {
-            let found = trusted.iter().find_map(|dir| {
-                let candidate = dir.join(name);
-                let real = candidate.canonicalize().ok()?;
-                let meta = std::fs::metadata(&real).ok()?;
-                let usable = meta.is_file()
-                    && meta.mode() & 0o111 != 0
-                    && !inside(&real, untrusted)
-                    && !writable_by_others(&meta, own_uid);
-                usable.then_some(real)
-            });
-            if let Some(real) = found
-                && let Ok(bytes) = std::fs::read(&real)
-            {
-                tools.found.push(RunTool {
-                    name: (*name).to_owned(),
-                    path: real.display().to_string(),
-                    sha256: hex::encode(Sha256::digest(&bytes)),
-                });
-            }
+            tools
+                .found
+                .extend(found_in(&trusted, name, untrusted, own_uid));
+        }
+        // The gate's own dropper is taken only from beside the gate itself.
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.to_path_buf()))
+            .and_then(|dir| trusted_dir(&dir, untrusted, own_uid));
+        if let Some(dir) = beside {
+            tools
+                .found
+                .extend(found_in(&[dir], DROPPER, untrusted, own_uid));
         }
         tools
     }
@@ -100,6 +98,26 @@ impl Tools {
             )
         })
     }
+}
+
+/// The tool `name` in the first of `dirs` that holds a usable one: an
+/// executable file no other user can change, outside `untrusted`.
+fn found_in(dirs: &[PathBuf], name: &str, untrusted: &[PathBuf], own_uid: u32) -> Option<RunTool> {
+    let real = dirs.iter().find_map(|dir| {
+        let real = dir.join(name).canonicalize().ok()?;
+        let meta = std::fs::metadata(&real).ok()?;
+        let usable = meta.is_file()
+            && meta.mode() & 0o111 != 0
+            && !inside(&real, untrusted)
+            && !writable_by_others(&meta, own_uid);
+        usable.then_some(real)
+    })?;
+    let bytes = std::fs::read(&real).ok()?;
+    Some(RunTool {
+        name: name.to_owned(),
+        path: real.display().to_string(),
+        sha256: hex::encode(Sha256::digest(&bytes)),
+    })
 }
 
 /// `dir` with its links resolved, when the gate may take its own tools

@@ -156,35 +156,58 @@ pub enum Shown {
 
 /// Who the items run as when the gate runs as root: bubblewrap starts as
 /// root (so it can mount what only root can reach), keeps only the
-/// capabilities that switch identity, and `setpriv` drops to this uid
-/// before the item's command, with no capability left, an empty bounding
-/// set and no new privileges.
+/// capabilities that switch identity, and [`Identity::dropper`] drops to
+/// this uid before the item's command, with no capability left, an empty
+/// bounding set and no new privileges.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
     /// The run's own uid (never 0).
     pub uid: u32,
     /// Its gid.
     pub gid: u32,
-    /// The `setpriv` executable that drops to it.
-    pub setpriv: PathBuf,
+    /// The program that drops to it.
+    pub dropper: Dropper,
     /// Files shown over `/etc/passwd` and `/etc/group` that name the uid,
     /// so tools that look their user up find one.
     pub accounts: Option<(PathBuf, PathBuf)>,
 }
 
+/// Where the gate's own `gate-drop` is shown inside a sandbox (under its
+/// private `/run`).
+pub const DROPPER_INSIDE: &str = "/run/gate-drop";
+
+/// The program that switches an item to the run's identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dropper {
+    /// The gate's own `gate-drop` at this host path, shown read-only at
+    /// [`DROPPER_INSIDE`]: it loads no locale and no library of its own.
+    Own(PathBuf),
+    /// util-linux's `setpriv` at this path, when `gate-drop` is not beside
+    /// the gate.
+    Setpriv(PathBuf),
+}
+
 impl Identity {
     /// The command that runs the rest of the line as this identity.
     pub fn drop_args(&self) -> Vec<OsString> {
-        vec![
-            self.setpriv.clone().into_os_string(),
-            format!("--reuid={}", self.uid).into(),
-            format!("--regid={}", self.gid).into(),
-            "--clear-groups".into(),
-            "--inh-caps=-all".into(),
-            "--bounding-set=-all".into(),
-            "--no-new-privs".into(),
-            "--".into(),
-        ]
+        match &self.dropper {
+            Dropper::Own(_) => vec![
+                DROPPER_INSIDE.into(),
+                self.uid.to_string().into(),
+                self.gid.to_string().into(),
+                "--".into(),
+            ],
+            Dropper::Setpriv(setpriv) => vec![
+                setpriv.clone().into_os_string(),
+                format!("--reuid={}", self.uid).into(),
+                format!("--regid={}", self.gid).into(),
+                "--clear-groups".into(),
+                "--inh-caps=-all".into(),
+                "--bounding-set=-all".into(),
+                "--no-new-privs".into(),
+                "--".into(),
+            ],
+        }
     }
 }
 
@@ -271,7 +294,7 @@ impl Sandbox {
     /// folder ([`Sandbox::traces_inside`]): the folder is shown at
     /// [`crate::trace::INSIDE`], and the tracer may trace (`CAP_SYS_PTRACE`,
     /// which it needs to read the descriptors of processes that dropped to
-    /// the run's uid; `setpriv` drops it with the rest).
+    /// the run's uid; the drop to that uid takes it with the rest).
     fn args_traced(&self, cwd: &Path, trace: Option<&Path>) -> Vec<OsString> {
         let mut a = Args::default();
         a.flags(&[
@@ -289,9 +312,9 @@ impl Sandbox {
         }
         a.flags(&["--cap-drop", "ALL"]);
         if self.identity.is_some() {
-            // Only what `setpriv` needs to become the run's uid, and what
+            // Only what the drop needs to become the run's uid, and what
             // bubblewrap needs to enter a working directory only that uid
-            // may enter (a workspace made with mode 0700); `setpriv` drops
+            // may enter (a workspace made with mode 0700); the drop takes
             // them all before the item's command starts.
             a.flags(&[
                 "--cap-add",
@@ -335,6 +358,9 @@ impl Sandbox {
         a.made("--tmpfs", Path::new("/run"), Some("0755"));
         for file in &self.run_files {
             a.mount("--ro-bind", file, file);
+        }
+        if let Some(Dropper::Own(dropper)) = self.identity.as_ref().map(|i| &i.dropper) {
+            a.mount("--ro-bind", dropper, Path::new(DROPPER_INSIDE));
         }
         if let Some(dir) = trace {
             a.mount("--bind", dir, Path::new(crate::trace::INSIDE));
@@ -1159,8 +1185,12 @@ mod tests {
         let identity = Identity {
             uid: 1_879_048_193,
             gid: 1_879_048_193,
-            setpriv: "/usr/bin/setpriv".into(),
+            dropper: Dropper::Setpriv("/usr/bin/setpriv".into()),
             accounts: Some(("/var/run-passwd".into(), "/var/run-group".into())),
+        };
+        let own = Identity {
+            dropper: Dropper::Own("/usr/lib/gate/gate-drop".into()),
+            ..identity.clone()
         };
         let common = "--ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc \
              --perms 0755 --dir /opt --perms 0755 --dir /opt/tools \
@@ -1183,15 +1213,24 @@ mod tests {
              --ro-bind /dev/null /etc/gate/signing.key --remount-ro / --chdir /srv/ci/ws";
         let start = "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts \
              --unshare-cgroup-try --cap-drop ALL";
+        let caps = "--cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP \
+             --cap-add CAP_DAC_READ_SEARCH";
+        let accounts = "--ro-bind /var/run-passwd /etc/passwd --ro-bind /var/run-group /etc/group";
+        // The gate's own dropper is shown right after the private /run is made.
+        let private_tmp = "--bind /var/run-tmp /tmp";
+        let with_dropper = common.replace(
+            private_tmp,
+            &format!("--ro-bind /usr/lib/gate/gate-drop /run/gate-drop {private_tmp}"),
+        );
         let cases = [
             (None, format!("{start} {common} {masks}")),
             (
                 Some(identity),
-                format!(
-                    "{start} --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH \
-                     {common} --ro-bind /var/run-passwd /etc/passwd \
-                     --ro-bind /var/run-group /etc/group {masks}"
-                ),
+                format!("{start} {caps} {common} {accounts} {masks}"),
+            ),
+            (
+                Some(own),
+                format!("{start} {caps} {with_dropper} {accounts} {masks}"),
             ),
         ];
         for (identity, want) in cases {
@@ -1205,11 +1244,14 @@ mod tests {
 
     #[test]
     fn the_command_line_reaches_bubblewrap_as_a_file_and_the_item_as_the_runs_uid() {
-        // (the run's identity, what runs between bubblewrap and the command)
-        let cases: [(Option<u32>, &[&str]); 2] = [
-            (None, &[]),
+        // (the run's identity, the gate's own dropper, what runs between
+        // bubblewrap and the command)
+        let cases: [(Option<u32>, bool, &[&str]); 3] = [
+            (None, false, &[]),
+            (Some(5000), true, &["/run/gate-drop", "5000", "5000", "--"]),
             (
                 Some(5000),
+                false,
                 &[
                     "/usr/bin/setpriv",
                     "--reuid=5000",
@@ -1222,8 +1264,11 @@ mod tests {
                 ],
             ),
         ];
-        for (uid, prefix) in cases {
-            let p = policy_as(uid);
+        for (uid, own, prefix) in cases {
+            let mut p = policy_as(uid);
+            if let (Some(identity), true) = (p.identity.as_mut(), own) {
+                identity.dropper = Dropper::Own("/usr/lib/gate/gate-drop".into());
+            }
             let bwrap = p.still_there().args(Path::new("/srv/ci/ws"));
             let l = Launcher::sandboxed(Vec::new(), p);
             assert_eq!(l.uid(), uid);
@@ -1309,7 +1354,7 @@ mod tests {
         p.identity = uid.map(|uid| Identity {
             uid,
             gid: uid,
-            setpriv: "/usr/bin/setpriv".into(),
+            dropper: Dropper::Setpriv("/usr/bin/setpriv".into()),
             accounts: None,
         });
         p

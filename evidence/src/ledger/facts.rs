@@ -158,7 +158,7 @@ pub struct RunIdentity {
 /// One of the gate's own tools, as a run found it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunTool {
-    /// Its name (`bwrap`, `nsenter`, `setpriv`, `git`).
+    /// Its name (`bwrap`, `nsenter`, `setpriv`, `git`, `sh`, `strace`, `clang`, `gate-drop`).
     pub name: String,
     /// Where it was found, links resolved.
     pub path: String,

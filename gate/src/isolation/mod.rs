@@ -18,7 +18,7 @@ use std::time::Duration;
 use gate_evidence::ledger::RunIdentity;
 use gate_harness::bpf::Watching;
 use gate_harness::netns::Holder;
-use gate_harness::sandbox::{Bind, Hidden, Home, Identity, Network, Overlay, Private};
+use gate_harness::sandbox::{Bind, Dropper, Hidden, Home, Identity, Network, Overlay, Private};
 use gate_harness::trace::Tracer;
 use gate_harness::{Launcher, Sandbox, process};
 use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
@@ -584,11 +584,12 @@ impl Isolation {
                     .to_owned(),
             );
         };
-        let setpriv = start.tools.path("setpriv");
-        if start.lease.is_some() && setpriv.is_none() {
+        let dropper = dropper(&start.tools);
+        if start.lease.is_some() && dropper.is_none() {
             return refuse(
                 start,
-                "`setpriv` is not installed (Debian and Ubuntu: `apt-get install util-linux`): \
+                "neither the gate's own `gate-drop` (beside the gate's executable) nor \
+                 `setpriv` is installed (Debian and Ubuntu: `apt-get install util-linux`): \
                  the gate runs as root and cannot drop the items to a uid of the run's own"
                     .to_owned(),
             );
@@ -597,12 +598,12 @@ impl Isolation {
         let candidates = hide_candidates(&setup, host_home.as_deref());
         let (mut sandbox, cargo_home) =
             build_sandbox(&setup, bwrap, &scratch, host_home.as_deref(), writable);
-        if let (Some(lease), Some(setpriv)) = (&start.lease, setpriv) {
+        if let (Some(lease), Some(dropper)) = (&start.lease, dropper) {
             sandbox.identity = Some(own_identity(
                 &sandbox,
                 scratch.path(),
                 lease.uid(),
-                setpriv,
+                dropper,
             )?);
         }
         sandbox.hidden = hidden(&candidates);
@@ -1089,7 +1090,7 @@ fn build_sandbox(
         Home {
             path: real.to_path_buf(),
             source: scratch.path().join("home"),
-            read_only: binds,
+            read_only: without_repeats(binds),
         }
     });
     let sandbox = Sandbox {
@@ -1112,13 +1113,22 @@ fn build_sandbox(
     (sandbox, cargo_home)
 }
 
+/// What drops the items to the run's uid: the gate's own `gate-drop` when
+/// it lies beside the gate, else `setpriv`.
+fn dropper(tools: &Tools) -> Option<Dropper> {
+    tools
+        .path(crate::tools::DROPPER)
+        .map(Dropper::Own)
+        .or_else(|| tools.path("setpriv").map(Dropper::Setpriv))
+}
+
 /// The identity the items of `sandbox` run as: the run's `uid`, with its
 /// private folders handed to it and accounts that name it.
 fn own_identity(
     sandbox: &Sandbox,
     scratch: &Path,
     uid: u32,
-    setpriv: PathBuf,
+    dropper: Dropper,
 ) -> Result<Identity, GateError> {
     let why = |e: std::io::Error| {
         GateError::Usage(format!(
@@ -1137,7 +1147,7 @@ fn own_identity(
     Ok(Identity {
         uid,
         gid: uid,
-        setpriv,
+        dropper,
         accounts: Some(accounts),
     })
 }
@@ -1152,6 +1162,30 @@ fn hand_scratch(scratch: &Path, uid: u32) -> Result<(), GateError> {
         })?;
     }
     Ok(())
+}
+
+/// `binds` without those that show again what the bind already holding
+/// their place shows there (a toolchain named twice, a `PATH` folder inside
+/// a toolchain shown whole): each bind is a mount in every item's sandbox.
+fn without_repeats(binds: Vec<Bind>) -> Vec<Bind> {
+    let mut kept: Vec<Bind> = Vec::new();
+    for bind in binds {
+        // The innermost bind kept so far whose place holds this one's (the
+        // latest of equals, which is the one seen there).
+        let holder = kept
+            .iter()
+            .filter(|k| bind.target.starts_with(&k.target))
+            .max_by_key(|k| k.target.components().count());
+        let repeat = holder.is_some_and(|k| {
+            bind.target
+                .strip_prefix(&k.target)
+                .is_ok_and(|rest| k.source.join(rest) == bind.source)
+        });
+        if !repeat {
+            kept.push(bind);
+        }
+    }
+    kept
 }
 
 /// Makes, in the private home's folder, the folders and mount points of
@@ -1473,6 +1507,43 @@ mod tests {
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect()
+    }
+
+    #[test]
+    fn a_bind_that_shows_again_what_its_holder_shows_there_is_left_out() {
+        let bind = |source: &str, target: &str| Bind {
+            source: source.into(),
+            target: target.into(),
+        };
+        let pyenv = bind("/root/.pyenv", "/root/.pyenv");
+        let shims = bind("/root/.pyenv/shims", "/root/.pyenv/shims");
+        let cargo_bin = bind("/root/.cargo/bin", "/root/.cargo/bin");
+        let site = bind("/run/gate-x/user-site", "/root/.local/lib");
+        let in_site = bind("/root/.local/lib/python3", "/root/.local/lib/python3");
+        let elsewhere = bind("/opt/pyenv-shims", "/root/.pyenv/shims");
+        let again = bind("/root/.pyenv/shims/x", "/root/.pyenv/shims/x");
+        // (binds in order, those kept)
+        let cases: [(Vec<&Bind>, Vec<&Bind>); 5] = [
+            (
+                vec![&pyenv, &cargo_bin, &pyenv, &cargo_bin],
+                vec![&pyenv, &cargo_bin],
+            ),
+            (vec![&pyenv, &shims], vec![&pyenv]),
+            // Shown before the folder that holds it: both are needed.
+            (vec![&shims, &pyenv], vec![&shims, &pyenv]),
+            // Under a bind of another source, a host path is not a repeat.
+            (vec![&site, &in_site], vec![&site, &in_site]),
+            // The innermost holder decides.
+            (
+                vec![&pyenv, &elsewhere, &again],
+                vec![&pyenv, &elsewhere, &again],
+            ),
+        ];
+        for (binds, want) in cases {
+            let got = without_repeats(binds.iter().map(|b| (*b).clone()).collect());
+            let want: Vec<Bind> = want.into_iter().cloned().collect();
+            assert_eq!(got, want, "{binds:?}");
+        }
     }
 
     #[test]

@@ -560,7 +560,7 @@ fn wire_redactions() -> Vec<(&'static str, &'static str)> {
     // Who the items ran as, and where this machine keeps git, sh and strace.
     all.push((r#""(uid|gid)":( ?)\d+"#, r#""$1":$2"[ID]""#));
     all.push((
-        r#""path":( ?)"[^"]*/(git|sh|dash|bash|strace)""#,
+        r#""path":( ?)"[^"]*/(git|sh|dash|bash|strace|gate-drop)""#,
         r#""path":$1"[TOOL]""#,
     ));
     // After the run ids and digests those name.

@@ -1359,7 +1359,7 @@ const ATTACKS: &[(&str, &str)] = &[
     ),
     (
         "uid",
-        "(grep Uid /proc/self/status; cat /proc/self/uid_map) > probe/uid.txt 2>&1; exit 0",
+        "(grep -E '^(Uid|Groups|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status; cat /proc/self/uid_map) > probe/uid.txt 2>&1; exit 0",
     ),
 ];
 
@@ -1581,6 +1581,26 @@ fn every_attack_of_a_check_is_blocked_as_root_and_unprivileged() {
                 As::Root => {
                     assert_ne!(inside, 0, "{case}: {uid}");
                     assert!(uid.contains("0          0 4294967295"), "{case}: {uid}");
+                    // The gate's own dropper left no group, no capability
+                    // in any set and no way to gain one.
+                    let groups = uid.lines().find_map(|l| l.strip_prefix("Groups:"));
+                    assert_eq!(groups.map(str::trim), Some(""), "{case}: {uid}");
+                    for line in [
+                        "CapInh:\t0000000000000000",
+                        "CapPrm:\t0000000000000000",
+                        "CapEff:\t0000000000000000",
+                        "CapBnd:\t0000000000000000",
+                        "CapAmb:\t0000000000000000",
+                        "NoNewPrivs:\t1",
+                    ] {
+                        assert!(uid.contains(line), "{case}: {line:?} in {uid}");
+                    }
+                    let dropper = isolation["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|t| t["name"] == "gate-drop");
+                    assert!(dropper.is_some(), "{case}: {isolation}");
                     assert_eq!(identity["kind"], "per_run", "{case}: {identity}");
                     assert_eq!(identity["uid"], inside, "{case}: {identity}");
                 }
