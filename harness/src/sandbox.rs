@@ -96,6 +96,36 @@ pub struct Hidden {
     pub dir: bool,
 }
 
+/// A host folder shown rebuilt without the hidden entries directly in it,
+/// so that neither its listing nor the sandbox's mount table names them:
+/// an empty read-only folder with the host folder's mode, each other entry
+/// shown back in it read-only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rebuilt {
+    /// The folder (absolute, symbolic links resolved).
+    pub path: PathBuf,
+    /// Its permission bits.
+    pub mode: u32,
+    /// Its other entries.
+    pub entries: Vec<Entry>,
+}
+
+/// One entry of a [`Rebuilt`] folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Its name in the folder.
+    pub name: OsString,
+    /// A symbolic link's target (made again as a link, since a bind would
+    /// follow it), or none for anything else (bound back).
+    pub link: Option<PathBuf>,
+}
+
+/// Most entries a folder holding a hidden path may have to be rebuilt
+/// without it: each one is a mount in every item's sandbox. A hidden file
+/// in a larger folder, or in one the items may write, is emptied in place
+/// instead (its name stays listed).
+pub const REBUILD_AT_MOST: usize = 32;
+
 /// A file shown at another path, read-only: the base's version of a
 /// protected verifier the change modified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +271,10 @@ pub struct Sandbox {
     pub overlays: Vec<Overlay>,
     /// Paths made unreachable.
     pub hidden: Vec<Hidden>,
+    /// Read-only host folders shown without the hidden paths directly in
+    /// them ([`Sandbox::rebuild_hidden_parents`]).
+    #[serde(default)]
+    pub rebuilt: Vec<Rebuilt>,
     /// Paths outside the workspace that are writable (shared with later runs).
     pub writable: Vec<PathBuf>,
     /// The host folder shown at `/tmp`: one per group of items linked by
@@ -437,14 +471,166 @@ impl Sandbox {
             .unwrap_or_default()
     }
 
-    /// Masks each hidden path the sandbox shows from the host.
-    fn mask_hidden(&self, a: &mut Args) {
+    /// Rebuilds, without their hidden entries, the folders that hold
+    /// hidden paths directly, when each is a read-only host folder of at
+    /// most [`REBUILD_AT_MOST`] entries with nothing else of the sandbox
+    /// mounted inside it; the others' hidden files stay emptied in place.
+    /// Reads those folders on the host once.
+    pub fn rebuild_hidden_parents(&mut self) {
+        let mut rebuilt: Vec<Rebuilt> = Vec::new();
         for hidden in &self.hidden {
-            let inside_another = self
-                .hidden
-                .iter()
-                .any(|h| h.dir && h.path != hidden.path && hidden.path.starts_with(&h.path));
-            if inside_another || self.origin(&hidden.path) != Origin::Host {
+            let Some(parent) = hidden.path.parent() else {
+                continue;
+            };
+            if rebuilt.iter().any(|r| r.path == parent)
+                || self.inside_hidden_folder(&hidden.path)
+                || !self.rebuildable(parent)
+            {
+                continue;
+            }
+            if let Some(folder) = self.read_rebuilt(parent) {
+                rebuilt.push(folder);
+            }
+        }
+        self.rebuilt = rebuilt;
+    }
+
+    /// Whether `dir` is shown from a read-only host mount (a system or
+    /// toolchain folder, a `readable` path) with nothing else mounted or
+    /// made anywhere inside it.
+    fn rebuildable(&self, dir: &Path) -> bool {
+        let read_only = self
+            .shown
+            .iter()
+            .filter_map(|s| match s {
+                Shown::Path(p) => Some(p.as_path()),
+                Shown::Link { .. } => None,
+            })
+            .chain(
+                self.home
+                    .iter()
+                    .flat_map(|h| h.read_only.iter().map(|b| b.target.as_path())),
+            );
+        let others = self
+            .places()
+            .into_iter()
+            .filter(|p| !read_only.clone().any(|r| r == *p));
+        let depth = |p: &Path| p.components().count();
+        let holder_ro = read_only
+            .clone()
+            .filter(|p| dir.starts_with(p))
+            .map(depth)
+            .max();
+        let holder_other = others
+            .clone()
+            .filter(|p| dir.starts_with(p))
+            .map(depth)
+            .max();
+        let held_read_only = match (holder_ro, holder_other) {
+            (Some(ro), Some(other)) => ro > other,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let inside = |p: &Path| p != dir && p.starts_with(dir);
+        held_read_only && !read_only.clone().any(inside) && !others.clone().any(inside)
+    }
+
+    /// Every place the sandbox mounts, links or makes something, but the
+    /// hidden paths' masks.
+    fn places(&self) -> Vec<&Path> {
+        let mut places: Vec<&Path> = self
+            .shown
+            .iter()
+            .map(|s| match s {
+                Shown::Path(p) | Shown::Link { path: p, .. } => p.as_path(),
+            })
+            .collect();
+        places.extend(PRIVATE_ROOTS.iter().map(Path::new));
+        places.extend([Path::new("/dev/shm"), Path::new(DROPPER_INSIDE)]);
+        places.extend(PROC_READ_ONLY.iter().map(Path::new));
+        places.push(Path::new(crate::trace::INSIDE));
+        places.extend(self.run_files.iter().map(PathBuf::as_path));
+        if let Some(home) = &self.home {
+            places.push(&home.path);
+            places.extend(home.read_only.iter().map(|b| b.target.as_path()));
+        }
+        places.extend(self.writable.iter().map(PathBuf::as_path));
+        places.push(self.workspace_at.as_deref().unwrap_or(&self.workspace));
+        places.extend(self.read_only.iter().map(PathBuf::as_path));
+        places.extend(self.overlays.iter().map(|o| o.target.as_path()));
+        places.extend([Path::new("/etc/passwd"), Path::new("/etc/group")]);
+        places
+    }
+
+    /// `dir` as it is on the host, without the hidden paths directly in
+    /// it, when it has at most [`REBUILD_AT_MOST`] entries.
+    fn read_rebuilt(&self, dir: &Path) -> Option<Rebuilt> {
+        use std::os::unix::fs::MetadataExt as _;
+        let mode = std::fs::metadata(dir).ok()?.mode() & 0o7777;
+        let mut entries = Vec::new();
+        for (i, entry) in std::fs::read_dir(dir).ok()?.enumerate() {
+            if i >= REBUILD_AT_MOST {
+                return None;
+            }
+            let entry = entry.ok()?;
+            let path = entry.path();
+            if self.hidden.iter().any(|h| h.path == path) {
+                continue;
+            }
+            let link = if entry.file_type().ok()?.is_symlink() {
+                Some(std::fs::read_link(&path).ok()?)
+            } else {
+                None
+            };
+            entries.push(Entry {
+                name: entry.file_name(),
+                link,
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Some(Rebuilt {
+            path: dir.to_path_buf(),
+            mode,
+            entries,
+        })
+    }
+
+    /// Whether `path` lies in a hidden folder, out of sight with it.
+    fn inside_hidden_folder(&self, path: &Path) -> bool {
+        self.hidden
+            .iter()
+            .any(|h| h.dir && h.path != path && path.starts_with(&h.path))
+    }
+
+    /// Masks each hidden path the sandbox shows from the host: the folders
+    /// rebuilt without them first, then each one left in place emptied.
+    fn mask_hidden(&self, a: &mut Args) {
+        for folder in &self.rebuilt {
+            a.made(
+                "--tmpfs",
+                &folder.path,
+                Some(&format!("{:04o}", folder.mode)),
+            );
+            for entry in &folder.entries {
+                let path = folder.path.join(&entry.name);
+                match &entry.link {
+                    Some(target) => a.link(target, &path),
+                    // `-try`: an entry gone since the folder was read is
+                    // simply not there.
+                    None => a.mount("--ro-bind-try", &path, &path),
+                }
+            }
+            a.one("--remount-ro", &folder.path);
+        }
+        for hidden in &self.hidden {
+            let rebuilt = hidden
+                .path
+                .parent()
+                .is_some_and(|p| self.rebuilt.iter().any(|r| r.path == p));
+            if rebuilt
+                || self.inside_hidden_folder(&hidden.path)
+                || self.origin(&hidden.path) != Origin::Host
+            {
                 // Out of sight already: masking it would fail or only
                 // create it.
                 continue;
@@ -1132,6 +1318,7 @@ mod tests {
                 source: "/var/base/e2e.sh".into(),
                 target: "/srv/ci/ws/scripts/e2e.sh".into(),
             }],
+            rebuilt: Vec::new(),
             hidden: vec![
                 Hidden {
                     path: "/srv/ci/ws/.gate".into(),
@@ -1344,6 +1531,77 @@ mod tests {
                 assert!(!bwrap.contains("CAP_SYS_PTRACE"), "{case}");
                 let info = trace.join(crate::trace::SANDBOX_INFO);
                 assert_eq!(argv.writes, vec![(5, info)], "{case}");
+            }
+        }
+    }
+
+    /// A hidden file in a small read-only host folder is left out of a
+    /// rebuilt copy of the folder; in a large one, one the items may
+    /// write, or one with a mount inside, it is emptied in place.
+    #[test]
+    fn a_small_read_only_folder_is_rebuilt_without_its_hidden_files() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let host = tempfile::tempdir().unwrap();
+        let keys = host.path().join("keys");
+        std::fs::create_dir(&keys).unwrap();
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o750)).unwrap();
+        for name in ["signing.key", "README"] {
+            std::fs::write(keys.join(name), "x").unwrap();
+        }
+        std::fs::create_dir(keys.join("old")).unwrap();
+        std::os::unix::fs::symlink("README", keys.join("current")).unwrap();
+        let many = host.path().join("many");
+        std::fs::create_dir(&many).unwrap();
+        for i in 0..REBUILD_AT_MOST {
+            std::fs::write(many.join(format!("f{i}")), "x").unwrap();
+        }
+        std::fs::write(many.join("signing.key"), "x").unwrap();
+        let key = |dir: &Path| Hidden {
+            path: dir.join("signing.key"),
+            dir: false,
+        };
+        let k = keys.display();
+        let rebuilt = format!(
+            "--perms 0750 --tmpfs {k} --ro-bind-try {k}/README {k}/README \
+             --symlink README {k}/current --ro-bind-try {k}/old {k}/old --remount-ro {k}"
+        );
+        let emptied =
+            |dir: &Path| format!("--ro-bind /dev/null {}", dir.join("signing.key").display());
+        // (the folder, how the policy shows it, what masks the key)
+        let cases: [(&Path, &str, String); 4] = [
+            (&keys, "readable", rebuilt),
+            (&many, "readable", emptied(&many)),
+            (&keys, "writable", emptied(&keys)),
+            (&keys, "a mount inside", emptied(&keys)),
+        ];
+        for (dir, shown_as, want) in cases {
+            let mut p = policy();
+            p.hidden = vec![key(dir)];
+            match shown_as {
+                "writable" => p.writable.push(dir.to_path_buf()),
+                "a mount inside" => {
+                    p.shown.push(Shown::Path(dir.to_path_buf()));
+                    p.shown.push(Shown::Path(dir.join("old")));
+                }
+                _ => p.shown.push(Shown::Path(dir.to_path_buf())),
+            }
+            p.rebuild_hidden_parents();
+            let line = strings(&p.args(Path::new("/srv/ci/ws"))).join(" ");
+            let want = want.split_whitespace().collect::<Vec<_>>().join(" ");
+            let case = format!("{shown_as} {}", dir.display());
+            // The masks come last, before the root is made read-only.
+            assert!(
+                line.ends_with(&format!("{want} --remount-ro / --chdir /srv/ci/ws")),
+                "{case}: {line}"
+            );
+            let folder_rebuilt = format!("--tmpfs {} ", dir.display());
+            assert_eq!(
+                line.contains(&folder_rebuilt),
+                !p.rebuilt.is_empty(),
+                "{case}: {line}"
+            );
+            if !p.rebuilt.is_empty() {
+                assert!(!line.contains("signing.key"), "{case}: {line}");
             }
         }
     }

@@ -607,6 +607,7 @@ impl Isolation {
             )?);
         }
         sandbox.hidden = hidden(&candidates);
+        sandbox.rebuild_hidden_parents();
         let env = environment(
             setup.host_env,
             &setup.section.pass_env,
@@ -739,6 +740,7 @@ impl Isolation {
                 // reads a workspace handed to the run's uid.
                 tools.read_search = tools.identity.is_some();
                 tools.identity = None;
+                tools.rebuild_hidden_parents();
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
         }
@@ -757,6 +759,7 @@ impl Isolation {
                     .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_symlink()))
                     .collect();
                 items.overlays = overlays;
+                items.rebuild_hidden_parents();
                 Launcher::sandboxed(self.env.clone(), items)
                     .with_shell(self.shell.clone())
                     .with_tracer(self.tracer.clone())
@@ -791,6 +794,7 @@ impl Isolation {
                 tools.network = Network::Private;
                 tools.read_search = tools.identity.is_some();
                 tools.identity = None;
+                tools.rebuild_hidden_parents();
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
         }
@@ -851,6 +855,7 @@ impl Isolation {
                         prepare_home(home, lease.uid()).map_err(|e| e.to_string())?;
                     }
                 }
+                items.rebuild_hidden_parents();
                 Launcher::sandboxed(self.env.clone(), items).with_shell(self.shell.clone())
             }
         })
@@ -1102,6 +1107,7 @@ fn build_sandbox(
         read_only: Vec::new(),
         overlays: Vec::new(),
         hidden: Vec::new(),
+        rebuilt: Vec::new(),
         writable,
         tmp: scratch.path().join("tmp"),
         var_tmp: scratch.path().join("var-tmp"),

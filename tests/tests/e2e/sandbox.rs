@@ -303,6 +303,63 @@ fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
     }
 }
 
+/// The signing key in a folder the sandbox shows (`[sandbox] readable`):
+/// an item reads the folder's other files, and finds the key's name
+/// neither in the folder's listing nor in the sandbox's mount table.
+#[test]
+fn a_hidden_key_is_named_nowhere_inside_the_sandbox() {
+    for who in [As::Root, As::Nobody] {
+        let env = TestEnv::new();
+        let outside = tempfile::Builder::new()
+            .prefix("gate-keys-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let state = outside.path().join("keys");
+        env.gate(&["keys", "generate", "--state", &state.display().to_string()])
+            .run()
+            .assert_exit(0);
+        let dir = state.join("keys");
+        // A folder others may list: its public key is theirs to read.
+        for open in [&state, &dir] {
+            std::fs::set_permissions(open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let d = dir.display();
+        env.write(
+            "gate.toml",
+            &format!(
+                "[spec]\nid = \"named\"\n[policy]\nbuiltin_secrets = false\n\
+                 [[check]]\nid = \"look\"\nrun = '''ls -a {d} > probe/ls.txt; \
+                 cat /proc/self/mountinfo > probe/mountinfo.txt; cat {d}/signing.pub > probe/pub.txt'''\n\
+                 [sandbox]\nmode = \"required\"\nreadable = [\"{d}\"]\n"
+            ),
+        );
+        std::fs::create_dir_all(env.path().join("probe")).unwrap();
+        let bin_dir = tempfile::tempdir().unwrap();
+        let mut cmd = gate_as(who, bin_dir.path(), &[env.path(), outside.path()]);
+        cmd.args(["verify", "--offline", "--format", "json"])
+            .current_dir(env.path())
+            .env("GATE_SIGNING_KEY", dir.join("signing.key"));
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{who:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let saw = |probe: &str| env.read(&format!("probe/{probe}.txt"));
+        assert!(saw("pub").contains("PUBLIC KEY"), "{who:?}: {}", saw("pub"));
+        assert!(saw("ls").contains("signing.pub"), "{who:?}: {}", saw("ls"));
+        for probe in ["ls", "mountinfo"] {
+            assert!(
+                !saw(probe).contains("signing.key"),
+                "{who:?}: {probe} names the key:\n{}",
+                saw(probe)
+            );
+        }
+    }
+}
+
 /// A repository whose base holds one criterion, decided by the verifier
 /// `scripts/e2e.sh`, and a change that does not implement the feature.
 fn exam() -> TestEnv {
