@@ -411,8 +411,12 @@ impl Sandbox {
         for dir in &self.writable {
             a.mount("--bind", dir, dir);
         }
-        a.mount("--bind", &self.workspace, &self.inside(&self.workspace));
-        for path in &self.read_only {
+        // A workspace read-only as a whole (the gate's own git) is one
+        // mount, not a writable one with a read-only one over it.
+        let whole = self.read_only.contains(&self.workspace);
+        let flag = if whole { "--ro-bind" } else { "--bind" };
+        a.mount(flag, &self.workspace, &self.inside(&self.workspace));
+        for path in self.read_only.iter().filter(|p| **p != self.workspace) {
             a.pair("--ro-bind", path, &self.inside(path));
         }
         for overlay in &self.overlays {
@@ -1533,6 +1537,18 @@ mod tests {
                 assert_eq!(argv.writes, vec![(5, info)], "{case}");
             }
         }
+    }
+
+    #[test]
+    fn a_workspace_read_only_as_a_whole_is_one_read_only_mount() {
+        let mut p = policy();
+        p.read_only = vec!["/srv/ci/ws".into(), "/srv/ci/ws/.git".into()];
+        let line = strings(&p.args(Path::new("/srv/ci/ws"))).join(" ");
+        assert!(
+            line.contains("--ro-bind /srv/ci/ws /srv/ci/ws --ro-bind /srv/ci/ws/.git"),
+            "{line}"
+        );
+        assert!(!line.contains("--bind /srv/ci/ws /srv/ci/ws"), "{line}");
     }
 
     /// A hidden file in a small read-only host folder is left out of a

@@ -740,10 +740,23 @@ impl Isolation {
                 // reads a workspace handed to the run's uid.
                 tools.read_search = tools.identity.is_some();
                 tools.identity = None;
+                tools.home = self.tools_home(tools.home);
                 tools.rebuild_hidden_parents();
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
         }
+    }
+
+    /// The private home in the sandbox of the gate's own git, which reads
+    /// no configuration of a home: only where a tool of the gate's was
+    /// found under it (each toolchain it shows is a mount in every call).
+    fn tools_home(&self, home: Option<Home>) -> Option<Home> {
+        home.filter(|home| {
+            self.record
+                .tools
+                .iter()
+                .any(|tool| Path::new(&tool.path).starts_with(&home.path))
+        })
     }
 
     /// The launcher of the run's items: the paths in `read_only` stay
@@ -794,6 +807,7 @@ impl Isolation {
                 tools.network = Network::Private;
                 tools.read_search = tools.identity.is_some();
                 tools.identity = None;
+                tools.home = self.tools_home(tools.home);
                 tools.rebuild_hidden_parents();
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
