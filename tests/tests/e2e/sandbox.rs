@@ -303,6 +303,20 @@ fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
     }
 }
 
+/// A key pair made in a folder of its own under `/var/tmp` (outside the
+/// run's `/tmp`): the folder, and the state directory that holds `keys/`.
+fn keys_outside(env: &TestEnv, prefix: &str) -> (tempfile::TempDir, PathBuf) {
+    let outside = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let state = outside.path().join("keys");
+    env.gate(&["keys", "generate", "--state", &state.display().to_string()])
+        .run()
+        .assert_exit(0);
+    (outside, state)
+}
+
 /// The signing key in a folder the sandbox shows (`[sandbox] readable`):
 /// an item reads the folder's other files, and finds the key's name
 /// neither in the folder's listing nor in the sandbox's mount table.
@@ -310,14 +324,7 @@ fn nothing_the_agent_wrote_reaches_the_gates_secrets_records_or_process() {
 fn a_hidden_key_is_named_nowhere_inside_the_sandbox() {
     for who in [As::Root, As::Nobody] {
         let env = TestEnv::new();
-        let outside = tempfile::Builder::new()
-            .prefix("gate-keys-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let state = outside.path().join("keys");
-        env.gate(&["keys", "generate", "--state", &state.display().to_string()])
-            .run()
-            .assert_exit(0);
+        let (outside, state) = keys_outside(&env, "gate-keys-");
         let dir = state.join("keys");
         // A folder others may list: its public key is theirs to read.
         for open in [&state, &dir] {
@@ -1954,14 +1961,7 @@ fn no_descriptor_the_gate_was_started_with_reaches_an_item() {
         let env = TestEnv::new();
         env.write("gate.toml", DESCRIPTOR_PROBES);
         std::fs::create_dir_all(env.path().join("probe")).unwrap();
-        let outside = tempfile::Builder::new()
-            .prefix("gate-fds-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let keys = outside.path().join("keys");
-        env.gate(&["keys", "generate", "--state", &keys.display().to_string()])
-            .run()
-            .assert_exit(0);
+        let (outside, keys) = keys_outside(&env, "gate-fds-");
         let key = keys.join("keys/signing.key");
         // A file only root may write, which the gate holds open for appending.
         let root_only = tempfile::Builder::new()
