@@ -495,13 +495,7 @@ impl BaseTree {
             base: commit.to_owned(),
             reason: why,
         };
-        let prefix = git
-            .run(workspace, &["rev-parse", "--show-prefix"])
-            .await
-            .map_err(err)?;
-        let prefix = String::from_utf8_lossy(&prefix)
-            .trim_end_matches('\n')
-            .to_owned();
+        let prefix = git.prefix(workspace).await.map_err(err)?;
         let listing = git
             .run(
                 workspace,

@@ -116,7 +116,7 @@ pub(crate) async fn head(
     workspace: &Path,
     env: &crate::environment::Environment,
 ) -> Head {
-    let Ok(commit) = git.resolve_commit(workspace, "HEAD").await else {
+    let Ok(commit) = git.head(workspace).await else {
         return Head::default();
     };
     let branch = match git

@@ -293,6 +293,11 @@ pub(crate) struct Git {
     /// its configuration does not change while the gate runs (no item can
     /// write `.git`), and each read is a sandboxed process.
     filters: Arc<tokio::sync::OnceCell<Vec<String>>>,
+    /// `HEAD`'s commit, once resolved: no item can write `.git` and the
+    /// gate moves no branch, so it is the same for the whole run.
+    head: Arc<tokio::sync::OnceCell<Result<String, String>>>,
+    /// `rev-parse --show-prefix` of each folder asked about.
+    prefixes: Arc<std::sync::Mutex<Vec<(PathBuf, String)>>>,
 }
 
 impl Git {
@@ -303,6 +308,8 @@ impl Git {
             launcher,
             repository,
             filters: Arc::default(),
+            head: Arc::default(),
+            prefixes: Arc::default(),
         }
     }
 
@@ -399,6 +406,37 @@ impl Git {
             return Err(format!("`git {}` failed: {line}", shown.join(" ")));
         }
         Ok(out.stdout)
+    }
+
+    /// `HEAD`'s commit, as [`Git::resolve_commit`] gives it, resolved once
+    /// per run.
+    pub(crate) async fn head(&self, dir: &Path) -> Result<String, String> {
+        self.head
+            .get_or_init(|| self.resolve_commit(dir, "HEAD"))
+            .await
+            .clone()
+    }
+
+    /// `dir`'s path inside the work tree (`""` at the top, else
+    /// `sub/dir/`), asked of git once per folder.
+    pub(crate) async fn prefix(&self, dir: &Path) -> Result<String, String> {
+        let known = |prefixes: &[(PathBuf, String)]| {
+            prefixes
+                .iter()
+                .find(|(d, _)| d == dir)
+                .map(|(_, p)| p.clone())
+        };
+        if let Some(prefix) = self.prefixes.lock().ok().and_then(|p| known(&p)) {
+            return Ok(prefix);
+        }
+        let out = self.run(dir, &["rev-parse", "--show-prefix"]).await?;
+        let prefix = String::from_utf8_lossy(&out)
+            .trim_end_matches('\n')
+            .to_owned();
+        if let Ok(mut prefixes) = self.prefixes.lock() {
+            prefixes.push((dir.to_path_buf(), prefix.clone()));
+        }
+        Ok(prefix)
     }
 
     /// The commit `rev` names (`rev^{commit}`), as its full id.
@@ -562,6 +600,43 @@ mod tests {
             Some(&b"one\n"[..])
         );
         assert_eq!(git.read_at(&resolved, &ws.join("b.txt")).await, Ok(None));
+    }
+
+    /// `HEAD` and a folder's prefix are asked of git once per run: a later
+    /// commit made behind the gate's back does not change what the run
+    /// resolved.
+    #[tokio::test]
+    async fn head_and_prefixes_are_resolved_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        let sh = |args: &[&str]| {
+            #[allow(clippy::disallowed_methods)] // test set-up
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(&ws)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        sh(&["init", "-q"]);
+        sh(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let first = sh(&["rev-parse", "HEAD"]);
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        let git = Git::new(
+            Launcher::new(environment(path, None)),
+            Repository::find(&ws),
+        );
+        assert_eq!(git.head(&ws).await, Ok(first.clone()));
+        assert_eq!(git.prefix(&ws.join("sub")).await, Ok("sub/".to_owned()));
+        assert_eq!(git.prefix(&ws).await, Ok(String::new()));
+        sh(&["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert_eq!(git.clone().head(&ws).await, Ok(first));
+        assert_ne!(git.resolve_commit(&ws, "HEAD").await, git.head(&ws).await);
     }
 
     /// Where the gate finds a repository, and what it refuses to follow.

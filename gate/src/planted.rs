@@ -32,11 +32,7 @@ pub(crate) async fn refuse_tracked(git: &Git, own: &[PathBuf]) -> Result<(), Gat
         return Ok(());
     }
     let mut listings = Vec::new();
-    if git
-        .run(&top, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-        .await
-        .is_ok()
-    {
+    if git.head(&top).await.is_ok() {
         let mut args = vec!["ls-tree", "-r", "-z", "--name-only", "HEAD", "--"];
         args.extend(inside.iter().map(String::as_str));
         listings.push(git.run(&top, &args).await);

@@ -771,16 +771,12 @@ async fn base_states(
 /// The workspace's path inside its repository (`""` at the top, else
 /// `sub/dir/`), since `ls-tree --full-name` lists paths from the top.
 async fn workspace_prefix(git: &Git, workspace: &Path) -> Result<String, GateError> {
-    let out = git
-        .run(workspace, &["rev-parse", "--show-prefix"])
+    git.prefix(workspace)
         .await
         .map_err(|why| GateError::Workspace {
             path: workspace.to_path_buf(),
             reason: why,
-        })?;
-    Ok(String::from_utf8_lossy(&out)
-        .trim_end_matches('\n')
-        .to_owned())
+        })
 }
 
 /// Writes `file`'s base version under `dir` with its base mode, and the

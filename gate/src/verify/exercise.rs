@@ -90,7 +90,7 @@ pub(super) async fn exercise(
     };
     // The commit the workspace is at, before anything of it runs: what a
     // file the items change held is recovered from there.
-    let head = setup.git.resolve_commit(&ctx.workspace, "HEAD").await.ok();
+    let head = setup.git.head(&ctx.workspace).await.ok();
     let base_results = base_runs::decide(base_runs::Inputs {
         spec,
         plan: &planned.plan,
