@@ -45,11 +45,12 @@
 # the before gate's runs, `__pycache__/` were there). On the retry,
 # before listed no carried item in the Markdown (it carried 2 on chi and
 # none on waitress); after lists the 2 it carried on each.
-# Per criterion on the change, before / after: a waitress pytest criterion
-# of one or two tests 0.9-1.2 s / 3.0-3.6 s, the whole suite (803 tests)
-# 33 s / 38-42 s, `python -m waitress --help` 0.4 / 0.9 s (each process
-# compiles the Python it imports into a byte-code folder of its own); chi's
-# `go test -run` 9 s / 8.6 s, its `go run` 3.0 s / 3.6 s.
+# Per criterion on the change, before / after, over two runs of the bench:
+# a waitress pytest criterion of one or two tests 0.6-1.2 s / 2.3-3.6 s,
+# the whole suite (803 tests) 27-35 s / 28-45 s, `python -m waitress
+# --help` 0.2-0.4 s / 0.6-0.9 s: each process now compiles the Python it
+# imports (pytest, coverage, waitress) into a byte-code folder of its own.
+# chi's `go test -run` 7.6-10 s and its `go run` 1.7-3.6 s with either.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BEFORE_REV=${BEFORE_REV:-0546823}
