@@ -516,10 +516,14 @@ pub(crate) async fn protect(inputs: Inputs<'_>) -> Result<Protection, GateError>
     let has_reference = inputs.base.is_some() || inputs.previous.is_some();
     let (mut fates, added) = compare(&inputs, &protected, (&now_files, &ref_set), &was);
     let gained = only_gained(&inputs, &by_item, &protected, &mut fates).await;
+    // One finding per file and cause: a test file a criterion names is in
+    // that criterion's exam too, so the exam's finding on it already names
+    // every item that runs it (one that reaches it through its folder as
+    // well).
     out.findings.extend(
         gained
             .into_iter()
-            .filter(|g| !exam.findings.iter().any(|f| f.title == g.title)),
+            .filter(|g| !exam.findings.iter().any(|f| f.file == g.file)),
     );
     // One run directly that was never executable is the spec's fault, as
     // one that never existed is; one the change made non-executable is not.

@@ -574,6 +574,41 @@ fn legitimate_changes_around_the_exam_pass() {
     }
 }
 
+/// A test file one criterion names and another reaches through its folder,
+/// gaining a test: one warning on the file naming both criteria, not one
+/// per way the file is reached.
+#[test]
+fn a_test_file_named_and_reached_through_its_folder_is_one_finding() {
+    let env = workspace(&PYTEST, false);
+    let spec = env.read("gate.toml").replace(
+        "[[task.criterion]]\nid = \"pings\"",
+        "[[task.criterion]]\nid = \"app\"\ntext = \"the app's tests pass\"\n\
+         run = \"python -m pytest tests/test_app.py\"\n\n[[task.criterion]]\nid = \"pings\"",
+    );
+    env.write("gate.toml", &spec);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-q", "-m", "a criterion that names the test file"]);
+    env.git(&["branch", "-f", "main"]);
+    let text = env.read("tests/test_app.py")
+        + "\n\ndef test_ping_is_short():\n    assert len('PONG') < 10\n";
+    env.write("tests/test_app.py", &text);
+    let doc = verify(&env);
+    assert_eq!(doc["exit"], 0, "{:#}", doc["findings"]);
+    let on_file: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"] == "tests/test_app.py")
+        .collect();
+    assert_eq!(on_file.len(), 1, "{on_file:#?}");
+    let title = on_file[0]["title"].as_str().unwrap();
+    assert_eq!(on_file[0]["severity"], "warning", "{title}");
+    assert!(
+        title.contains("adds tests") && title.contains("`app`") && title.contains("`pings`"),
+        "{title}"
+    );
+}
+
 /// The Go changes that pass: a new test in the test file (a warning), and
 /// work on the code under test the test binary is built with (new
 /// functions, a package variable).
