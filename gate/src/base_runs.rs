@@ -558,14 +558,12 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
     }
     let mut verifiers = blake3::Hasher::new();
     let mut copies = Vec::new();
-    let paths: BTreeSet<String> = c
+    let named = c
         .run
         .as_deref()
         .map(gate_specs::verifier_paths)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|v| v.path)
-        .collect();
+        .unwrap_or_default();
+    let paths: BTreeSet<String> = named.iter().map(|v| v.path.clone()).collect();
     for path in &paths {
         let at_base = tree.under(path);
         if at_base.is_empty() {
@@ -587,7 +585,17 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
     // Only a fail-to-pass criterion asks whether the change's tests need
     // the change; a pass-to-pass one asks whether the base's still hold.
     let exam = if c.expectation(&spec.policy) == Expect::FailToPass {
-        changed_exam(c, tree, change, &paths)
+        // A file a test runner is given (`pytest tests/test_parser.py`) is
+        // part of its exam, not a script the base keeps its own version
+        // of: the change's added tests in it must run on the base. A file
+        // the base lacks is already among the copies.
+        let scripts: BTreeSet<String> = named
+            .iter()
+            .filter(|v| !v.runner)
+            .map(|v| v.path.clone())
+            .chain(copies.iter().cloned())
+            .collect();
+        changed_exam(c, tree, change, &scripts)
     } else {
         Vec::new()
     };
@@ -606,8 +614,8 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
 }
 
 /// The files the base run of `c` takes from the change (beyond the
-/// verifiers it names by path, `verifiers`), each only where the change
-/// created it or its content differs from the base's: the exam files of
+/// verifiers it runs by path or copies, `verifiers`), each only where the
+/// change created it or its content differs from the base's: the exam files of
 /// its test runner, the files under test conventions it read on the
 /// previous attempt (a test a runner found by itself), and the change's
 /// dependency manifests and lock files. A test the change wrote or

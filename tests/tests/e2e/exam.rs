@@ -697,6 +697,65 @@ fn the_changes_own_test_runs_on_the_base() {
     }
 }
 
+/// A fail-to-pass criterion whose command names the test file the change
+/// added a test to (`pytest tests/test_app.py -k ttl`): the named file is
+/// part of the runner's exam, so the base run takes the change's version
+/// of it from the first attempt and the added test runs there. A real test
+/// fails on the base and earns its pass; an empty one passes there and is a
+/// critical finding. With the base's version, pytest would deselect every
+/// test (exit 5), which is no failure of the exam.
+#[test]
+fn a_test_file_the_command_names_runs_on_the_base_with_the_changes_tests() {
+    let cases = [
+        (
+            "a real test",
+            "def test_ttl():\n    assert open('src/ttl.txt').read() == 'seconds\\n'\n",
+            "failed",
+            "1 failed",
+            0,
+        ),
+        (
+            "an empty test",
+            "def test_ttl():\n    pass\n",
+            "passed",
+            "1 passed",
+            1,
+        ),
+    ];
+    for (name, test, base, printed, exit) in cases {
+        let env = workspace(&PYTEST, false);
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"",
+            "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+             run = \"python -m pytest tests/test_app.py -k ttl\"\nexpect = \"fail-to-pass\"\n\n\
+             [[task.criterion]]\nid = \"pings\"",
+        );
+        env.write("gate.toml", &spec);
+        env.write("src/ttl.txt", "seconds\n");
+        env.write(
+            "tests/test_app.py",
+            &(env.read("tests/test_app.py") + "\n\n" + test),
+        );
+        let doc = verify(&env);
+        let ttl = gate_tests::item(&doc, "ttl").unwrap();
+        assert_eq!(ttl["base_status"]["status"], base, "{name}: {ttl:#}");
+        let tail = ttl["base_status"]["output_tail"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(tail.contains(printed), "{name}: {ttl:#}");
+        assert_eq!(doc["exit"], exit, "{name}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        let loose = critical
+            .iter()
+            .any(|t| t.contains("passes without the change"));
+        assert_eq!(loose, exit == 1, "{name}: {critical:#?}");
+        if exit == 0 {
+            assert_eq!(ttl["status"], "passed", "{name}: {ttl:#}");
+            assert_eq!(doc["verdict"], "pass", "{name}");
+        }
+    }
+}
+
 /// A fail-to-pass criterion run through a Python script of the base's that
 /// calls pytest: the test the change wrote is not in the exam the gate
 /// reads from the command, so the
