@@ -415,7 +415,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
 /// and by the words of its output, with how the gate names it. A failure
 /// is evidence only when tests ran and failed (or would not compile
 /// against the base's code); these are none of that.
-const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
+const DID_NOT_RUN: [(Option<i32>, &str, &str); 21] = [
     (Some(126), "", "its command cannot be executed"),
     (Some(127), "", "its command is not found"),
     (
@@ -458,6 +458,13 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
         "pytest found no such file",
     ),
     (Some(5), "no tests ran", "pytest collected no tests"),
+    // `-k`/`-m` left nothing to run: pytest's exit 5 says no test was
+    // selected, whatever the summary line holds.
+    (
+        Some(5),
+        " deselected",
+        "pytest selected no tests: every test it collected was deselected",
+    ),
     (None, "No rule to make target", "make has no such target"),
     (None, "matched no packages", "go found no such package"),
     // A build constraint (one the change added, say) that leaves a package
@@ -472,6 +479,13 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
 
 /// Why a runner's failing exit says nothing of the base, if it does not.
 fn exam_did_not_run(exit: Option<i32>, tail: &str) -> Option<&'static str> {
+    // pytest's exit 5 with `-qq` prints nothing at all: no test is seen to
+    // have run, and a test that failed would have said so.
+    if exit == Some(5) && tail.trim().is_empty() {
+        return Some(
+            "it exited 5 (pytest's exit when no test was collected or selected) and printed nothing",
+        );
+    }
     DID_NOT_RUN
         .iter()
         .find(|(code, words, _)| {
@@ -1462,7 +1476,7 @@ mod tests {
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {
-        let cases: [(Option<i32>, &str, Option<&str>); 13] = [
+        let cases: [(Option<i32>, &str, Option<&str>); 17] = [
             (
                 Some(127),
                 "sh: 1: cargo-nextest: not found",
@@ -1509,6 +1523,24 @@ mod tests {
                 None,
             ),
             (Some(5), "exit 5 of a script of its own", None),
+            (
+                Some(5),
+                "\n",
+                Some(
+                    "it exited 5 (pytest's exit when no test was collected or selected) and printed nothing",
+                ),
+            ),
+            (Some(1), "", None),
+            (
+                Some(5),
+                "77 deselected in 0.31s",
+                Some("pytest selected no tests: every test it collected was deselected"),
+            ),
+            (
+                Some(1),
+                "FAILED tests/test_ttl.py::test_ttl\n1 failed, 3 deselected in 0.02s",
+                None,
+            ),
             (
                 Some(101),
                 "error: failed to load manifest for workspace member `/w/crates/new`",

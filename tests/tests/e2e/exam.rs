@@ -758,46 +758,60 @@ fn a_test_file_the_command_names_runs_on_the_base_with_the_changes_tests() {
 
 /// A fail-to-pass criterion run through a Python script of the base's that
 /// calls pytest: the test the change wrote is not in the exam the gate
-/// reads from the command, so the
-/// first attempt's base run runs the base's tests alone; the next attempt
-/// takes the test files the criterion was seen to read under `tests/`, and
-/// the change's own test fails on the base and earns the pass.
+/// reads from the command, so the first attempt's base run runs the base's
+/// tests alone; the next attempt takes the test files the criterion was
+/// seen to read under `tests/`, and the change's own test fails on the
+/// base and earns the pass. On the first attempt the base's tests pass
+/// (a pass without the change), or, where the script selects the change's
+/// test by name (`-k ttl`), none is selected: pytest's exit 5 is no failure
+/// of the exam, so the criterion is unverified rather than earned.
 #[test]
 fn a_test_the_runner_found_by_itself_runs_on_the_base_on_the_next_attempt() {
-    let env = workspace(&PYTEST, false);
-    env.write(
-        "scripts/run_tests.py",
-        "import sys\n\nimport pytest\n\nsys.exit(pytest.main(['-q', 'tests']))\n",
-    );
-    env.git(&["add", "-A"]);
-    env.git(&["commit", "-q", "-m", "a test script"]);
-    env.git(&["branch", "-f", "main"]);
-    let spec = env.read("gate.toml").replace(
-        "[[task.criterion]]\nid = \"pings\"",
-        "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
-         run = \"python scripts/run_tests.py\"\nexpect = \"fail-to-pass\"\n\n\
-         [[task.criterion]]\nid = \"pings\"",
-    );
-    env.write("gate.toml", &spec);
-    env.write("src/ttl.txt", "seconds\n");
-    env.write(
-        "tests/test_ttl.py",
-        "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
-    );
-    // (attempt, the base's result, exit)
-    for (attempt, base, exit) in [(1, "passed", 1), (2, "failed", 0)] {
-        let doc = verify(&env);
-        assert_eq!(doc["attempt"], attempt, "{doc:#}");
-        let ttl = gate_tests::item(&doc, "ttl").unwrap();
-        assert_eq!(
-            ttl["base_status"]["status"], base,
-            "attempt {attempt}: {ttl:#}"
+    // (the script's pytest arguments, the first attempt's base result and exit)
+    let cases = [
+        ("'-q', 'tests'", "passed", 1),
+        ("'tests', '-k', 'ttl'", "could_not_run", 4),
+    ];
+    for (args, first_base, first_exit) in cases {
+        let env = workspace(&PYTEST, false);
+        env.write(
+            "scripts/run_tests.py",
+            &format!("import sys\n\nimport pytest\n\nsys.exit(pytest.main([{args}]))\n"),
         );
-        assert_eq!(
-            doc["exit"], exit,
-            "attempt {attempt}: {:#}",
-            doc["findings"]
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "a test script"]);
+        env.git(&["branch", "-f", "main"]);
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"",
+            "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+             run = \"python scripts/run_tests.py\"\nexpect = \"fail-to-pass\"\n\n\
+             [[task.criterion]]\nid = \"pings\"",
         );
+        env.write("gate.toml", &spec);
+        env.write("src/ttl.txt", "seconds\n");
+        env.write(
+            "tests/test_ttl.py",
+            "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
+        );
+        // (attempt, the base's result, exit)
+        for (attempt, base, exit) in [(1, first_base, first_exit), (2, "failed", 0)] {
+            let doc = verify(&env);
+            assert_eq!(doc["attempt"], attempt, "{args}: {doc:#}");
+            let ttl = gate_tests::item(&doc, "ttl").unwrap();
+            assert_eq!(
+                ttl["base_status"]["status"], base,
+                "{args}, attempt {attempt}: {ttl:#}"
+            );
+            assert_eq!(
+                doc["exit"], exit,
+                "{args}, attempt {attempt}: {:#}",
+                doc["findings"]
+            );
+            if base == "could_not_run" {
+                let reason = ttl["base_status"]["reason"].as_str().unwrap();
+                assert!(reason.contains("deselected"), "{reason}");
+            }
+        }
     }
 }
 
