@@ -251,6 +251,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         &mut record,
         &mut statuses,
     );
+    name_absent_environments(inputs.workspace, &tree, &wanted, &mut statuses);
     Ok(Outcome {
         statuses,
         record: Some(record),
@@ -390,7 +391,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
             match exam_did_not_run(r.exit_code, &r.output.tail) {
                 Some(why) => BaseStatus {
                     status: BaseState::CouldNotRun,
-                    reason: Some(format!("the exam did not run on the base: {why}")),
+                    reason: Some(format!("{EXAM_DID_NOT_RUN}{why}")),
                     ..ran(BaseState::CouldNotRun)
                 },
                 None => ran(BaseState::Failed),
@@ -411,11 +412,50 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
     }
 }
 
+/// How the reason of a base run whose runner ran no test starts.
+const EXAM_DID_NOT_RUN: &str = "the exam did not run on the base: ";
+
+/// Adds to the reason of each base run whose runner ran no test the
+/// workspace's virtual environments that no commit holds: the base's
+/// checkout has tracked files only, so a runner started from one of them
+/// (`env/bin/python -m pytest`) is missing there, which is the likely why.
+fn name_absent_environments(
+    workspace: &Path,
+    tree: &BaseTree,
+    wanted: &[Wanted],
+    statuses: &mut BTreeMap<String, BaseStatus>,
+) {
+    let absent: Vec<String> = crate::startup_hooks::environments(workspace)
+        .iter()
+        .filter_map(|v| v.strip_prefix(workspace).ok())
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .filter(|rel| tree.under(rel).is_empty())
+        .map(|rel| format!("`{rel}/`"))
+        .collect();
+    if absent.is_empty() {
+        return;
+    }
+    let named = absent.join(", ");
+    for w in wanted {
+        let Some(s) = statuses.get_mut(&w.id) else {
+            continue;
+        };
+        if let (BaseState::CouldNotRun, Some(reason)) = (s.status, &s.reason)
+            && reason.starts_with(EXAM_DID_NOT_RUN)
+        {
+            s.reason = Some(format!(
+                "{reason}; the workspace's virtual environment {named} is in no commit, so the \
+                 base's checkout does not have it"
+            ));
+        }
+    }
+}
+
 /// What a runner says when it did not run the exam at all, by exit code
 /// and by the words of its output, with how the gate names it. A failure
 /// is evidence only when tests ran and failed (or would not compile
 /// against the base's code); these are none of that.
-const DID_NOT_RUN: [(Option<i32>, &str, &str); 21] = [
+const DID_NOT_RUN: [(Option<i32>, &str, &str); 22] = [
     (Some(126), "", "its command cannot be executed"),
     (Some(127), "", "its command is not found"),
     (
@@ -464,6 +504,14 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 21] = [
         Some(5),
         " deselected",
         "pytest selected no tests: every test it collected was deselected",
+    ),
+    // `python -m pytest` where the interpreter has no pytest (a workspace
+    // environment the base's checkout lacks, say); an import a test fails
+    // on reads "No module named 'x'", quoted, and is a failure of the exam.
+    (
+        Some(1),
+        "No module named pytest",
+        "its test runner did not start: the Python that ran it has no module `pytest`",
     ),
     (None, "No rule to make target", "make has no such target"),
     (None, "matched no packages", "go found no such package"),
@@ -1476,7 +1524,7 @@ mod tests {
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {
-        let cases: [(Option<i32>, &str, Option<&str>); 17] = [
+        let cases: [(Option<i32>, &str, Option<&str>); 21] = [
             (
                 Some(127),
                 "sh: 1: cargo-nextest: not found",
@@ -1540,6 +1588,28 @@ mod tests {
                 Some(1),
                 "FAILED tests/test_ttl.py::test_ttl\n1 failed, 3 deselected in 0.02s",
                 None,
+            ),
+            (
+                Some(1),
+                "/w/env/bin/python: No module named pytest",
+                Some(
+                    "its test runner did not start: the Python that ran it has no module `pytest`",
+                ),
+            ),
+            (
+                Some(1),
+                "E   ModuleNotFoundError: No module named 'pytest_ttl'\n1 error in 0.1s",
+                None,
+            ),
+            (
+                Some(2),
+                "E   ModuleNotFoundError: No module named 'app.ttl'\n1 error in 0.1s",
+                None,
+            ),
+            (
+                Some(127),
+                "sh: 1: env/bin/python: not found",
+                Some("its command is not found"),
             ),
             (
                 Some(101),
