@@ -251,6 +251,7 @@ pub(crate) async fn decide(inputs: Inputs<'_>) -> Result<Outcome, GateError> {
         &mut record,
         &mut statuses,
     );
+    name_absent_environments(inputs.workspace, &tree, &wanted, &mut statuses);
     Ok(Outcome {
         statuses,
         record: Some(record),
@@ -390,7 +391,7 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
             match exam_did_not_run(r.exit_code, &r.output.tail) {
                 Some(why) => BaseStatus {
                     status: BaseState::CouldNotRun,
-                    reason: Some(format!("the exam did not run on the base: {why}")),
+                    reason: Some(format!("{EXAM_DID_NOT_RUN}{why}")),
                     ..ran(BaseState::CouldNotRun)
                 },
                 None => ran(BaseState::Failed),
@@ -411,11 +412,50 @@ fn status_of(result: Option<&ItemResult>, run_id: &str) -> BaseStatus {
     }
 }
 
+/// How the reason of a base run whose runner ran no test starts.
+const EXAM_DID_NOT_RUN: &str = "the exam did not run on the base: ";
+
+/// Adds to the reason of each base run whose runner ran no test the
+/// workspace's virtual environments that no commit holds: the base's
+/// checkout has tracked files only, so a runner started from one of them
+/// (`env/bin/python -m pytest`) is missing there, which is the likely why.
+fn name_absent_environments(
+    workspace: &Path,
+    tree: &BaseTree,
+    wanted: &[Wanted],
+    statuses: &mut BTreeMap<String, BaseStatus>,
+) {
+    let absent: Vec<String> = crate::startup_hooks::environments(workspace)
+        .iter()
+        .filter_map(|v| v.strip_prefix(workspace).ok())
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .filter(|rel| tree.under(rel).is_empty())
+        .map(|rel| format!("`{rel}/`"))
+        .collect();
+    if absent.is_empty() {
+        return;
+    }
+    let named = absent.join(", ");
+    for w in wanted {
+        let Some(s) = statuses.get_mut(&w.id) else {
+            continue;
+        };
+        if let (BaseState::CouldNotRun, Some(reason)) = (s.status, &s.reason)
+            && reason.starts_with(EXAM_DID_NOT_RUN)
+        {
+            s.reason = Some(format!(
+                "{reason}; the workspace's virtual environment {named} is in no commit, so the \
+                 base's checkout does not have it"
+            ));
+        }
+    }
+}
+
 /// What a runner says when it did not run the exam at all, by exit code
 /// and by the words of its output, with how the gate names it. A failure
 /// is evidence only when tests ran and failed (or would not compile
 /// against the base's code); these are none of that.
-const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
+const DID_NOT_RUN: [(Option<i32>, &str, &str); 22] = [
     (Some(126), "", "its command cannot be executed"),
     (Some(127), "", "its command is not found"),
     (
@@ -458,6 +498,21 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
         "pytest found no such file",
     ),
     (Some(5), "no tests ran", "pytest collected no tests"),
+    // `-k`/`-m` left nothing to run: pytest's exit 5 says no test was
+    // selected, whatever the summary line holds.
+    (
+        Some(5),
+        " deselected",
+        "pytest selected no tests: every test it collected was deselected",
+    ),
+    // `python -m pytest` where the interpreter has no pytest (a workspace
+    // environment the base's checkout lacks, say); an import a test fails
+    // on reads "No module named 'x'", quoted, and is a failure of the exam.
+    (
+        Some(1),
+        "No module named pytest",
+        "its test runner did not start: the Python that ran it has no module `pytest`",
+    ),
     (None, "No rule to make target", "make has no such target"),
     (None, "matched no packages", "go found no such package"),
     // A build constraint (one the change added, say) that leaves a package
@@ -472,6 +527,13 @@ const DID_NOT_RUN: [(Option<i32>, &str, &str); 20] = [
 
 /// Why a runner's failing exit says nothing of the base, if it does not.
 fn exam_did_not_run(exit: Option<i32>, tail: &str) -> Option<&'static str> {
+    // pytest's exit 5 with `-qq` prints nothing at all: no test is seen to
+    // have run, and a test that failed would have said so.
+    if exit == Some(5) && tail.trim().is_empty() {
+        return Some(
+            "it exited 5 (pytest's exit when no test was collected or selected) and printed nothing",
+        );
+    }
     DID_NOT_RUN
         .iter()
         .find(|(code, words, _)| {
@@ -552,14 +614,12 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
     }
     let mut verifiers = blake3::Hasher::new();
     let mut copies = Vec::new();
-    let paths: BTreeSet<String> = c
+    let named = c
         .run
         .as_deref()
         .map(gate_specs::verifier_paths)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|v| v.path)
-        .collect();
+        .unwrap_or_default();
+    let paths: BTreeSet<String> = named.iter().map(|v| v.path.clone()).collect();
     for path in &paths {
         let at_base = tree.under(path);
         if at_base.is_empty() {
@@ -581,7 +641,17 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
     // Only a fail-to-pass criterion asks whether the change's tests need
     // the change; a pass-to-pass one asks whether the base's still hold.
     let exam = if c.expectation(&spec.policy) == Expect::FailToPass {
-        changed_exam(c, tree, change, &paths)
+        // A file a test runner is given (`pytest tests/test_parser.py`) is
+        // part of its exam, not a script the base keeps its own version
+        // of: the change's added tests in it must run on the base. A file
+        // the base lacks is already among the copies.
+        let scripts: BTreeSet<String> = named
+            .iter()
+            .filter(|v| !v.runner)
+            .map(|v| v.path.clone())
+            .chain(copies.iter().cloned())
+            .collect();
+        changed_exam(c, tree, change, &scripts)
     } else {
         Vec::new()
     };
@@ -600,8 +670,8 @@ fn key(spec: &Spec, c: &gate_specs::Criterion, tree: &BaseTree, change: &Change<
 }
 
 /// The files the base run of `c` takes from the change (beyond the
-/// verifiers it names by path, `verifiers`), each only where the change
-/// created it or its content differs from the base's: the exam files of
+/// verifiers it runs by path or copies, `verifiers`), each only where the
+/// change created it or its content differs from the base's: the exam files of
 /// its test runner, the files under test conventions it read on the
 /// previous attempt (a test a runner found by itself), and the change's
 /// dependency manifests and lock files. A test the change wrote or
@@ -1448,7 +1518,7 @@ mod tests {
     /// A runner's failing exit that ran no test says nothing of the base.
     #[test]
     fn an_exam_that_never_ran_is_no_base_result() {
-        let cases: [(Option<i32>, &str, Option<&str>); 13] = [
+        let cases: [(Option<i32>, &str, Option<&str>); 21] = [
             (
                 Some(127),
                 "sh: 1: cargo-nextest: not found",
@@ -1495,6 +1565,46 @@ mod tests {
                 None,
             ),
             (Some(5), "exit 5 of a script of its own", None),
+            (
+                Some(5),
+                "\n",
+                Some(
+                    "it exited 5 (pytest's exit when no test was collected or selected) and printed nothing",
+                ),
+            ),
+            (Some(1), "", None),
+            (
+                Some(5),
+                "77 deselected in 0.31s",
+                Some("pytest selected no tests: every test it collected was deselected"),
+            ),
+            (
+                Some(1),
+                "FAILED tests/test_ttl.py::test_ttl\n1 failed, 3 deselected in 0.02s",
+                None,
+            ),
+            (
+                Some(1),
+                "/w/env/bin/python: No module named pytest",
+                Some(
+                    "its test runner did not start: the Python that ran it has no module `pytest`",
+                ),
+            ),
+            (
+                Some(1),
+                "E   ModuleNotFoundError: No module named 'pytest_ttl'\n1 error in 0.1s",
+                None,
+            ),
+            (
+                Some(2),
+                "E   ModuleNotFoundError: No module named 'app.ttl'\n1 error in 0.1s",
+                None,
+            ),
+            (
+                Some(127),
+                "sh: 1: env/bin/python: not found",
+                Some("its command is not found"),
+            ),
             (
                 Some(101),
                 "error: failed to load manifest for workspace member `/w/crates/new`",

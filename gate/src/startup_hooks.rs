@@ -142,7 +142,7 @@ fn finding(file: &str, why: &str) -> Finding {
 }
 
 /// The folders under `workspace` holding a `pyvenv.cfg`.
-fn environments(workspace: &Path) -> Vec<PathBuf> {
+pub(crate) fn environments(workspace: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut level = vec![workspace.to_path_buf()];
     for _ in 0..VENV_DEPTH {

@@ -697,48 +697,223 @@ fn the_changes_own_test_runs_on_the_base() {
     }
 }
 
+/// A fail-to-pass criterion whose command names the test file the change
+/// added a test to (`pytest tests/test_app.py -k ttl`): the named file is
+/// part of the runner's exam, so the base run takes the change's version
+/// of it from the first attempt and the added test runs there. A real test
+/// fails on the base and earns its pass; an empty one passes there and is a
+/// critical finding. With the base's version, pytest would deselect every
+/// test (exit 5), which is no failure of the exam.
+#[test]
+fn a_test_file_the_command_names_runs_on_the_base_with_the_changes_tests() {
+    let cases = [
+        (
+            "a real test",
+            "def test_ttl():\n    assert open('src/ttl.txt').read() == 'seconds\\n'\n",
+            "failed",
+            "1 failed",
+            0,
+        ),
+        (
+            "an empty test",
+            "def test_ttl():\n    pass\n",
+            "passed",
+            "1 passed",
+            1,
+        ),
+    ];
+    for (name, test, base, printed, exit) in cases {
+        let env = workspace(&PYTEST, false);
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"",
+            "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+             run = \"python -m pytest tests/test_app.py -k ttl\"\nexpect = \"fail-to-pass\"\n\n\
+             [[task.criterion]]\nid = \"pings\"",
+        );
+        env.write("gate.toml", &spec);
+        env.write("src/ttl.txt", "seconds\n");
+        env.write(
+            "tests/test_app.py",
+            &(env.read("tests/test_app.py") + "\n\n" + test),
+        );
+        let doc = verify(&env);
+        let ttl = gate_tests::item(&doc, "ttl").unwrap();
+        assert_eq!(ttl["base_status"]["status"], base, "{name}: {ttl:#}");
+        let tail = ttl["base_status"]["output_tail"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(tail.contains(printed), "{name}: {ttl:#}");
+        assert_eq!(doc["exit"], exit, "{name}: {:#}", doc["findings"]);
+        let critical = titles(&doc, "critical");
+        let loose = critical
+            .iter()
+            .any(|t| t.contains("passes without the change"));
+        assert_eq!(loose, exit == 1, "{name}: {critical:#?}");
+        if exit == 0 {
+            assert_eq!(ttl["status"], "passed", "{name}: {ttl:#}");
+            assert_eq!(doc["verdict"], "pass", "{name}");
+        }
+    }
+}
+
+/// A virtual environment of the workspace's (ignored, so in no commit) runs
+/// the criteria, named by path or on an activated `PATH`: the base's
+/// checkout does not have it, so the runner does not start there ("not
+/// found", exit 127, or a Python without pytest, exit 1). That is no base
+/// result: the fail-to-pass criterion is unverified rather than earned,
+/// the pass-to-pass one does not call the base broken, the run is
+/// incomplete, and the reason names the environment.
+#[test]
+fn a_runner_in_a_workspace_environment_the_base_lacks_did_not_run_there() {
+    let Some(peer) = venv() else {
+        panic!("GATE_TEST_PYTHON is not set: the peer venv has pytest");
+    };
+    let peer_python = peer.join("bin/python");
+    #[allow(clippy::disallowed_methods)] // asks the peer venv where pytest lives
+    let site = std::process::Command::new(&peer_python)
+        .args([
+            "-c",
+            "import pytest, pathlib; print(pathlib.Path(pytest.__file__).parent.parent)",
+        ])
+        .output()
+        .unwrap();
+    let site = String::from_utf8(site.stdout).unwrap().trim().to_owned();
+    // (how the criteria start the environment's Python, `PATH` first)
+    for (python, activated) in [("env/bin/python", false), ("python", true)] {
+        let env = workspace(&PYTEST, false);
+        env.write(".gitignore", &(env.read(".gitignore") + "env/\n"));
+        #[allow(clippy::disallowed_methods)] // the workspace's environment, made as a user would
+        let made = std::process::Command::new(&peer_python)
+            .args(["-m", "venv", "--without-pip", "env"])
+            .current_dir(env.path())
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // pytest from the peer venv, by a `.pth` of paths (no start-up hook).
+        let version = std::fs::read_dir(env.path().join("env/lib"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name();
+        let pth = env
+            .path()
+            .join("env/lib")
+            .join(version)
+            .join("site-packages/peer.pth");
+        std::fs::write(pth, format!("{site}\n")).unwrap();
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"\ntext = \"ping answers\"\nrun = \"python -m pytest tests/\"",
+            &format!(
+                "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+                 run = \"{python} -m pytest tests/ -k ttl\"\nexpect = \"fail-to-pass\"\n\n\
+                 [[task.criterion]]\nid = \"pings\"\ntext = \"ping answers\"\n\
+                 run = \"{python} -m pytest tests/ -k ping\"\nexpect = \"pass-to-pass\""
+            ),
+        );
+        assert_ne!(spec, env.read("gate.toml"));
+        env.write("gate.toml", &spec);
+        env.git(&["add", "-A"]);
+        env.git(&[
+            "commit",
+            "-q",
+            "-m",
+            "criteria run by the workspace's environment",
+        ]);
+        env.git(&["branch", "-f", "main"]);
+        env.write("src/ttl.txt", "seconds\n");
+        env.write(
+            "tests/test_ttl.py",
+            "def test_ttl():\n    assert open('src/ttl.txt').read() == 'seconds\\n'\n",
+        );
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "the change"]);
+        let mut path = vec![env.path().canonicalize().unwrap().join("env/bin")];
+        if !activated {
+            path.clear();
+        }
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        let out = env
+            .gate(&["verify", "--base", "main", "--format", "json"])
+            .env("PATH", std::env::join_paths(path).unwrap())
+            .timeout(std::time::Duration::from_secs(300))
+            .run();
+        let doc = out.json();
+        let case = format!("`{python}`");
+        assert_eq!(out.code, Some(4), "{case}: {doc:#}");
+        assert_eq!(doc["verdict"], "incomplete", "{case}");
+        for id in ["ttl", "pings"] {
+            let c = gate_tests::item(&doc, id).unwrap();
+            assert_eq!(c["status"], "unverified", "{case}: {c:#}");
+            assert_eq!(c["base_status"]["status"], "could_not_run", "{case}: {c:#}");
+            let reason = c["base_status"]["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("the exam did not run on the base: ")
+                    && reason.contains("virtual environment `env/` is in no commit"),
+                "{case}: {reason}"
+            );
+        }
+    }
+}
+
 /// A fail-to-pass criterion run through a Python script of the base's that
 /// calls pytest: the test the change wrote is not in the exam the gate
-/// reads from the command, so the
-/// first attempt's base run runs the base's tests alone; the next attempt
-/// takes the test files the criterion was seen to read under `tests/`, and
-/// the change's own test fails on the base and earns the pass.
+/// reads from the command, so the first attempt's base run runs the base's
+/// tests alone; the next attempt takes the test files the criterion was
+/// seen to read under `tests/`, and the change's own test fails on the
+/// base and earns the pass. On the first attempt the base's tests pass
+/// (a pass without the change), or, where the script selects the change's
+/// test by name (`-k ttl`), none is selected: pytest's exit 5 is no failure
+/// of the exam, so the criterion is unverified rather than earned.
 #[test]
 fn a_test_the_runner_found_by_itself_runs_on_the_base_on_the_next_attempt() {
-    let env = workspace(&PYTEST, false);
-    env.write(
-        "scripts/run_tests.py",
-        "import sys\n\nimport pytest\n\nsys.exit(pytest.main(['-q', 'tests']))\n",
-    );
-    env.git(&["add", "-A"]);
-    env.git(&["commit", "-q", "-m", "a test script"]);
-    env.git(&["branch", "-f", "main"]);
-    let spec = env.read("gate.toml").replace(
-        "[[task.criterion]]\nid = \"pings\"",
-        "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
-         run = \"python scripts/run_tests.py\"\nexpect = \"fail-to-pass\"\n\n\
-         [[task.criterion]]\nid = \"pings\"",
-    );
-    env.write("gate.toml", &spec);
-    env.write("src/ttl.txt", "seconds\n");
-    env.write(
-        "tests/test_ttl.py",
-        "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
-    );
-    // (attempt, the base's result, exit)
-    for (attempt, base, exit) in [(1, "passed", 1), (2, "failed", 0)] {
-        let doc = verify(&env);
-        assert_eq!(doc["attempt"], attempt, "{doc:#}");
-        let ttl = gate_tests::item(&doc, "ttl").unwrap();
-        assert_eq!(
-            ttl["base_status"]["status"], base,
-            "attempt {attempt}: {ttl:#}"
+    // (the script's pytest arguments, the first attempt's base result and exit)
+    let cases = [
+        ("'-q', 'tests'", "passed", 1),
+        ("'tests', '-k', 'ttl'", "could_not_run", 4),
+    ];
+    for (args, first_base, first_exit) in cases {
+        let env = workspace(&PYTEST, false);
+        env.write(
+            "scripts/run_tests.py",
+            &format!("import sys\n\nimport pytest\n\nsys.exit(pytest.main([{args}]))\n"),
         );
-        assert_eq!(
-            doc["exit"], exit,
-            "attempt {attempt}: {:#}",
-            doc["findings"]
+        env.git(&["add", "-A"]);
+        env.git(&["commit", "-q", "-m", "a test script"]);
+        env.git(&["branch", "-f", "main"]);
+        let spec = env.read("gate.toml").replace(
+            "[[task.criterion]]\nid = \"pings\"",
+            "[[task.criterion]]\nid = \"ttl\"\ntext = \"TTLs are whole seconds\"\n\
+             run = \"python scripts/run_tests.py\"\nexpect = \"fail-to-pass\"\n\n\
+             [[task.criterion]]\nid = \"pings\"",
         );
+        env.write("gate.toml", &spec);
+        env.write("src/ttl.txt", "seconds\n");
+        env.write(
+            "tests/test_ttl.py",
+            "import pathlib\n\n\ndef test_ttl():\n    assert pathlib.Path('src/ttl.txt').read_text() == 'seconds\\n'\n",
+        );
+        // (attempt, the base's result, exit)
+        for (attempt, base, exit) in [(1, first_base, first_exit), (2, "failed", 0)] {
+            let doc = verify(&env);
+            assert_eq!(doc["attempt"], attempt, "{args}: {doc:#}");
+            let ttl = gate_tests::item(&doc, "ttl").unwrap();
+            assert_eq!(
+                ttl["base_status"]["status"], base,
+                "{args}, attempt {attempt}: {ttl:#}"
+            );
+            assert_eq!(
+                doc["exit"], exit,
+                "{args}, attempt {attempt}: {:#}",
+                doc["findings"]
+            );
+            if base == "could_not_run" {
+                let reason = ttl["base_status"]["reason"].as_str().unwrap();
+                assert!(reason.contains("deselected"), "{reason}");
+            }
+        }
     }
 }
 
