@@ -7,9 +7,11 @@
 # aggregates written as SQL (bench/report.sql) run by `sqlite3` on the same
 # database, a first `gate report --format json` (no cache: every row's
 # bundle read and verified) and a cached one (the rows vouched for kept in
-# the state directory), and checks that gate and sqlite3 give the same
-# figures (bench/report_check.py). Each runs from a warm page cache: once
-# untimed, then RUNS times; the best run counts (the median is shown too).
+# the state directory: each row's stamp, its columns read raw, matched
+# against the cache), and checks that gate and sqlite3 give the same
+# figures (bench/report_check.py). sqlite3 and the cached report run from
+# a warm page cache: once untimed, then RUNS times; the best run counts
+# (the median is shown too). The first report runs once.
 # Target: the cached report's best within 2x sqlite3's best; the first
 # report's ratio is printed beside it.
 #
@@ -46,9 +48,9 @@ echo "timing ($RUNS runs each after a warm-up, $(nproc) cores)..."
 measure sqlite_run
 sqlite_best=$best_ns
 printf '  %-22s best %6s ms  median %6s ms\n' "sqlite3 report.sql" "$(ms "$best_ns")" "$(ms "$median_ns")"
-measure first_run
-first_best=$best_ns
-printf '  %-22s best %6s ms  median %6s ms\n' "gate report, first" "$(ms "$best_ns")" "$(ms "$median_ns")"
+# Once: it reads and verifies every bundle (minutes at a million runs).
+t0=$(now_ns); first_run; first_best=$(($(now_ns) - t0))
+printf '  %-22s once %6s ms\n' "gate report, first" "$(ms "$first_best")"
 measure gate_run
 gate_best=$best_ns
 printf '  %-22s best %6s ms  median %6s ms\n' "gate report, cached" "$(ms "$best_ns")" "$(ms "$median_ns")"

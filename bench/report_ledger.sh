@@ -50,6 +50,6 @@ if [[ ! -f $ws/.done ]]; then
         die "generation failed"
     touch "$ws/.done"
 fi
-# The report's cache of the rows it vouched for (docs/report.md).
+# The report's cache of the rows it vouched for (docs/evidence.md).
 # shellcheck disable=SC2034  # read by the sourcing scripts
 cache=$ws/.gate/report-cache

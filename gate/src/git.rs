@@ -461,6 +461,37 @@ impl Git {
         Ok(id)
     }
 
+    /// The commits `revs` name, each as its full id, in their order: one
+    /// git call for all of them, or, when some rev names no commit, one per
+    /// rev, so the error names it.
+    pub(crate) async fn resolve_commits(
+        &self,
+        dir: &Path,
+        revs: &[String],
+    ) -> Result<Vec<String>, String> {
+        let commits: Vec<String> = revs.iter().map(|r| format!("{r}^{{commit}}")).collect();
+        let mut args = vec!["rev-parse", "--end-of-options"];
+        args.extend(commits.iter().map(String::as_str));
+        if let Ok(out) = self.run(dir, &args).await {
+            let ids: Vec<String> = String::from_utf8_lossy(&out)
+                .lines()
+                .map(str::to_owned)
+                .collect();
+            if ids.len() == revs.len()
+                && ids.iter().all(|id| {
+                    matches!(id.len(), 40 | 64) && id.bytes().all(|b| b.is_ascii_hexdigit())
+                })
+            {
+                return Ok(ids);
+            }
+        }
+        let mut ids = Vec::with_capacity(revs.len());
+        for rev in revs {
+            ids.push(self.resolve_commit(dir, rev).await?);
+        }
+        Ok(ids)
+    }
+
     /// `path`'s content at `commit`: `None` when it is not a file there, an
     /// error when git could not say (so a base that cannot be read is never
     /// taken for one without the file).
@@ -592,6 +623,18 @@ mod tests {
         let resolved = git.resolve_commit(&ws, "main").await.unwrap();
         assert_eq!(resolved, base.trim());
         assert!(git.resolve_commit(&ws, "no-such-branch").await.is_err());
+        let revs = [
+            "main".to_owned(),
+            "HEAD".to_owned(),
+            resolved[..12].to_owned(),
+        ];
+        assert_eq!(
+            git.resolve_commits(&ws, &revs).await.unwrap(),
+            vec![resolved.clone(); 3]
+        );
+        let with_bad = ["main".to_owned(), "no-such-branch".to_owned()];
+        let why = git.resolve_commits(&ws, &with_bad).await.unwrap_err();
+        assert!(why.contains("no-such-branch"), "{why}");
         assert_eq!(
             git.read_at(&resolved, &ws.join("a.txt"))
                 .await

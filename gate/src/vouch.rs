@@ -5,6 +5,8 @@
 //! the scorecard) use only what passes, and `gate ledger verify` names
 //! every column that does not.
 
+use std::collections::HashSet;
+
 use gate_evidence::ledger::{self, Disagreement, OverrideEntry, Unvouched};
 use gate_evidence::store::{BundleRef, BundleStore};
 use gate_evidence::{LedgerRow, PublicKey, bundle, dsse};
@@ -159,15 +161,20 @@ pub(crate) fn override_vouched(
     }
 }
 
-/// Rows read and checked at once by [`for_report`].
+/// Rows read and checked at once by [`for_report`] and [`moved_away`].
 const REPORT_PAGE: u32 = 2_000;
+
+/// Row stamps read at once by [`for_report`].
+const STAMP_PAGE: u32 = 20_000;
 
 /// What `gate report` and `gate metrics` may count: every run row checked
 /// against its bundle (in parallel, a page at a time), every override
 /// against its own. A row that does not vouch is left out, and counted
 /// against `scope` when its stored or its signed columns fall in it. A row
-/// `cache` holds exactly as it is now was vouched for by its bundle before
-/// and is not fetched again; a row that vouches now is added to it.
+/// whose stamp `cache` holds (every column as it is now, raw) was vouched
+/// for by its bundle before: it is neither parsed nor fetched again. The
+/// rows of a page that miss are read whole, each with its stamp in the
+/// same read, and checked; a row that vouches now is added to `cache`.
 pub(crate) fn for_report(
     ledger: &gate_evidence::Ledger,
     store: &BundleStore,
@@ -175,53 +182,30 @@ pub(crate) fn for_report(
     scope: &ledger::ReportScope,
     mut cache: Option<&mut crate::vouch_cache::VouchCache>,
 ) -> Result<Vouched, gate_evidence::ledger::LedgerError> {
-    use rayon::prelude::*;
-    let in_scope = |spec: &str, started: chrono::DateTime<chrono::Utc>| {
-        scope.spec_id.as_deref().is_none_or(|s| s == spec)
-            && scope.since.is_none_or(|since| started >= since)
-    };
     let mut out = Vouched::default();
     let mut after = 0;
     loop {
-        let page = ledger.rows_after(after, REPORT_PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
+        let stamps = ledger.stamps_after(after, STAMP_PAGE)?;
+        let Some(last) = stamps.last() else { break };
         let known = cache.as_deref();
-        // Per row: `None` when its cache entry vouches, else whether its
-        // bundle does (`Ok`) or, when not, whether it counts in scope.
-        let checked: Vec<Option<Result<(), bool>>> = page
-            .par_iter()
-            .map(|row| {
-                if known.is_some_and(|c| c.vouched(row)) {
-                    return None;
-                }
-                let signed = match row_run(row, store, trusted) {
-                    Ok(_) => return Some(Ok(())),
-                    Err(why) => {
-                        tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
-                            "a run not as signed is left out of the report");
-                        signed_columns(row, store, trusted)
-                    }
-                };
-                Some(Err(in_scope(&row.entry.spec_id, row.entry.started_at)
-                    || signed
-                        .is_some_and(|(spec, started)| in_scope(&spec, started))))
-            })
+        let missed: HashSet<u64> = stamps
+            .iter()
+            .filter(|s| !known.is_some_and(|c| c.vouched(s)))
+            .map(|s| s.seq)
             .collect();
-        for (row, checked) in page.iter().zip(checked) {
-            match checked {
-                None => {}
-                Some(Ok(())) => {
-                    if let Some(cache) = cache.as_deref_mut() {
-                        cache.remember(row);
-                    }
-                }
-                Some(Err(counted)) => {
-                    out.runs_left_out.insert(row.seq);
-                    out.runs_left_out_in_scope += u64::from(counted);
-                }
-            }
+        if !missed.is_empty() {
+            check_rows(
+                ledger,
+                store,
+                trusted,
+                scope,
+                (after, last.seq),
+                &missed,
+                cache.as_deref_mut(),
+                &mut out,
+            )?;
         }
+        after = last.seq;
     }
     for o in ledger.overrides(None)? {
         match override_vouched(&o, store, trusted) {
@@ -235,6 +219,73 @@ pub(crate) fn for_report(
         }
     }
     Ok(out)
+}
+
+/// Checks the rows `missed` of seqs `from` (exclusive) to `to` (inclusive)
+/// against their bundles, in parallel, a page at a time: a row that
+/// vouches goes into `cache` with the stamp read with it; one that does
+/// not is left out in `out`, and counted when in `scope` as stored or as
+/// signed. A row read now that was not missed (it changed since its stamp
+/// was read) is checked too.
+#[allow(clippy::too_many_arguments, reason = "one pass's inputs and outputs")]
+fn check_rows(
+    ledger: &gate_evidence::Ledger,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+    scope: &ledger::ReportScope,
+    (from, to): (u64, u64),
+    missed: &HashSet<u64>,
+    mut cache: Option<&mut crate::vouch_cache::VouchCache>,
+    out: &mut Vouched,
+) -> Result<(), gate_evidence::ledger::LedgerError> {
+    use rayon::prelude::*;
+    let in_scope = |spec: &str, started: chrono::DateTime<chrono::Utc>| {
+        scope.spec_id.as_deref().is_none_or(|s| s == spec)
+            && scope.since.is_none_or(|since| started >= since)
+    };
+    let mut after = from;
+    while after < to {
+        let page = ledger.stamped_rows_after(after, REPORT_PAGE)?;
+        let Some((last, _)) = page.last() else { break };
+        after = last.seq;
+        let page: Vec<_> = page
+            .into_iter()
+            .filter(|(row, stamp)| {
+                row.seq <= to
+                    && (missed.contains(&row.seq)
+                        || !cache.as_deref().is_some_and(|c| c.vouched(stamp)))
+            })
+            .collect();
+        // Per row: whether its bundle vouches (`Ok`) or, when not, whether
+        // it counts in scope.
+        let checked: Vec<Result<(), bool>> = page
+            .par_iter()
+            .map(|(row, _)| match row_run(row, store, trusted) {
+                Ok(_) => Ok(()),
+                Err(why) => {
+                    tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+                        "a run not as signed is left out of the report");
+                    let signed = signed_columns(row, store, trusted);
+                    Err(in_scope(&row.entry.spec_id, row.entry.started_at)
+                        || signed.is_some_and(|(spec, started)| in_scope(&spec, started)))
+                }
+            })
+            .collect();
+        for ((row, stamp), checked) in page.iter().zip(checked) {
+            match checked {
+                Ok(()) => {
+                    if let Some(cache) = cache.as_deref_mut() {
+                        cache.remember(stamp);
+                    }
+                }
+                Err(counted) => {
+                    out.runs_left_out.insert(row.seq);
+                    out.runs_left_out_in_scope += u64::from(counted);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The spec and start a row's bundle signed, when it verifies at all.

@@ -1,9 +1,10 @@
 //! The rows `gate report` and `gate metrics` have vouched for, kept so a
 //! row's bundle is fetched and verified once, not on every report.
 //!
-//! An entry is the row's envelope digest (the bundle it names) and a
-//! digest of every column of the row as it was when its bundle vouched for
-//! it: a row edited since, or naming another bundle, misses and is checked
+//! An entry is the row's envelope digest (the bundle it names) and its
+//! stamp, a digest of every column of the row as stored when its bundle
+//! vouched for it (`RowStamp`, read raw: a cached report parses no row): a
+//! row edited since, or naming another bundle, misses and is checked
 //! against its bundle again. The file lives in the state directory, beside
 //! the ledger (never created by a report: without a state directory there
 //! is no cache), and is sealed with a key derived from the signing key and
@@ -14,12 +15,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use gate_evidence::{LedgerRow, PublicKey, SigningKey};
+use gate_evidence::ledger::RowStamp;
+use gate_evidence::{PublicKey, SigningKey};
 
 use crate::config::Context;
 
 /// What the file begins with.
-const MAGIC: &[u8] = b"gate-report-cache 1\n";
+const MAGIC: &[u8] = b"gate-report-cache 2\n";
 
 /// A digest, as the cache keeps it.
 type Digest = [u8; 32];
@@ -97,15 +99,18 @@ impl VouchCache {
         )
     }
 
-    /// Whether `row`, exactly as it is, was vouched for by its bundle.
-    pub(crate) fn vouched(&self, row: &LedgerRow) -> bool {
-        envelope(row).is_some_and(|e| self.known.get(&e) == Some(&row_digest(row)))
+    /// Whether the row `stamp` is of, exactly as it is, was vouched for by
+    /// its bundle.
+    pub(crate) fn vouched(&self, stamp: &RowStamp) -> bool {
+        stamp
+            .envelope
+            .is_some_and(|e| self.known.get(&e) == Some(&stamp.columns))
     }
 
-    /// Keeps `row`, whose bundle has just vouched for it.
-    pub(crate) fn remember(&mut self, row: &LedgerRow) {
-        if let Some(e) = envelope(row) {
-            self.known.insert(e, row_digest(row));
+    /// Keeps the row `stamp` is of, whose bundle has just vouched for it.
+    pub(crate) fn remember(&mut self, stamp: &RowStamp) {
+        if let Some(e) = stamp.envelope {
+            self.known.insert(e, stamp.columns);
             self.added += 1;
         }
     }
@@ -148,53 +153,15 @@ fn signing_key(ctx: &Context) -> Option<SigningKey> {
         .flatten()
 }
 
-/// The row's envelope digest, as bytes.
-fn envelope(row: &LedgerRow) -> Option<Digest> {
-    hex::decode(&row.envelope_sha256).ok()?.try_into().ok()
-}
-
-/// A digest of every column of `row`.
-fn row_digest(row: &LedgerRow) -> Digest {
-    let mut h = blake3::Hasher::new();
-    h.update(&row.seq.to_le_bytes());
-    h.update(row.envelope_sha256.as_bytes());
-    h.update(b"\0");
-    if let Ok(entry) = serde_json::to_vec(&row.entry) {
-        h.update(&entry);
-    }
-    *h.finalize().as_bytes()
-}
-
 #[cfg(test)]
 mod tests {
-    use gate_evidence::RunEntry;
-
     use super::*;
 
-    fn row(seq: u64, verdict: &str) -> LedgerRow {
-        let at = chrono::DateTime::<chrono::Utc>::default();
-        LedgerRow {
+    fn stamp(seq: u64, verdict: &str) -> RowStamp {
+        RowStamp {
             seq,
-            entry: RunEntry {
-                run_id: format!("r{seq}"),
-                spec_id: "s".into(),
-                attempt: 1,
-                series: None,
-                verdict: verdict.into(),
-                tier: "light".into(),
-                started_at: at,
-                finished_at: at,
-                input_tokens: 0,
-                cached_input_tokens: 0,
-                output_tokens: 0,
-                cost_usd: None,
-                bundle_path: String::new(),
-                extra: serde_json::Value::Null,
-            },
-            envelope_sha256: format!("{seq:064x}"),
-            prev_sha256: None,
-            leaf_hash: String::new(),
-            recorded_at: at,
+            envelope: Some(*blake3::hash(&seq.to_le_bytes()).as_bytes()),
+            columns: *blake3::hash(verdict.as_bytes()).as_bytes(),
         }
     }
 
@@ -209,12 +176,12 @@ mod tests {
             VouchCache::with(path.clone(), dir.path().to_path_buf(), k, t)
         };
         let mut cache = open(&key, &trusted);
-        cache.remember(&row(1, "pass"));
+        cache.remember(&stamp(1, "pass"));
         cache.save();
         let again = open(&key, &trusted);
-        assert!(again.vouched(&row(1, "pass")), "kept");
-        assert!(!again.vouched(&row(1, "fail")), "a column edited since");
-        assert!(!again.vouched(&row(2, "pass")), "never vouched for");
+        assert!(again.vouched(&stamp(1, "pass")), "kept");
+        assert!(!again.vouched(&stamp(1, "fail")), "a column edited since");
+        assert!(!again.vouched(&stamp(2, "pass")), "never vouched for");
         assert_eq!(open(&other, &trusted).len(), 0, "sealed by another key");
         let more = [key.public_key().clone(), other.public_key().clone()];
         assert_eq!(open(&key, &more).len(), 0, "other trusted keys");

@@ -63,6 +63,28 @@ pub struct LedgerRow {
     pub recorded_at: DateTime<Utc>,
 }
 
+/// A run row as a report checks it against what it vouched for before:
+/// its seq, the envelope digest it names, and a digest of every column as
+/// the store holds it (read raw: no column is parsed to make it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowStamp {
+    /// Position in the ledger.
+    pub seq: u64,
+    /// The envelope digest the row names (its `envelope_sha256`), as
+    /// bytes; `None` when that column is not 64 hex digits.
+    pub envelope: Option<[u8; 32]>,
+    /// blake3 over every column's stored value, each tagged and
+    /// length-prefixed: any edit to the row changes it.
+    pub columns: [u8; 32],
+}
+
+impl RowStamp {
+    /// The envelope digest of a row's `envelope_sha256` column.
+    pub fn envelope_of(hex_digest: &str) -> Option<[u8; 32]> {
+        hex::decode(hex_digest).ok()?.try_into().ok()
+    }
+}
+
 /// What happened after a decision: the run later broke, or it was fine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutcomeEntry {

@@ -52,7 +52,7 @@ mod tests;
 pub use entries::{
     BUNDLE_IN_LEDGER, BaseResult, BlamedLine, BreakerRecord, Dismissal, EvidenceCommit,
     HARVESTED_SOURCE_PREFIX, LedgerRow, NOT_INTEGRATED, OutcomeEntry, OutcomeEvidence,
-    OverrideEntry, RunEntry, RunFilter, SeriesFilter, Survival,
+    OverrideEntry, RowStamp, RunEntry, RunFilter, SeriesFilter, Survival,
 };
 #[cfg(feature = "stores")]
 pub use error::LedgerError;

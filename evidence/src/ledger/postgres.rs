@@ -53,7 +53,7 @@ use self::exec::{Conn, Exec};
 use self::handle::Durability;
 use self::locks::{CHAIN_LOCK, LOCK_CLASS, MIGRATION_LOCK};
 use super::append::{Sealed, SeriesCheck, check_continues, kept_in_ledger, now};
-use super::entries::{LedgerRow, RunEntry, RunFilter, parse_hash};
+use super::entries::{LedgerRow, RowStamp, RunEntry, RunFilter, parse_hash};
 use super::error::{LedgerError, reason};
 use super::location::redact;
 use crate::checkpoint::Checkpoint;
@@ -756,6 +756,46 @@ impl PgLedger {
         self.op(self.query_rows(&sql, &[&after, &i64::from(limit)], "reading runs"))
     }
 
+    /// The stamps of at most `limit` rows after seq `after`, in seq order:
+    /// every column read raw (the row's text form), nothing parsed.
+    pub fn stamps_after(&self, after: u64, limit: u32) -> Result<Vec<RowStamp>, LedgerError> {
+        let sql =
+            "SELECT seq, envelope_sha256, r::text FROM runs r WHERE seq > $1 ORDER BY seq LIMIT $2";
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.op(async {
+            let conn = self.conn().await?;
+            let rows = conn
+                .query(sql, &[&after, &i64::from(limit)])
+                .await
+                .map_err(self.pg_err("reading runs"))?;
+            conn.release();
+            rows.iter().map(|r| read_stamp(r, 0, 1, 2)).collect()
+        })
+    }
+
+    /// At most `limit` rows after seq `after`, in seq order, each with its
+    /// stamp read in the same query (so the stamp is of the row returned).
+    pub fn stamped_rows_after(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<(LedgerRow, RowStamp)>, LedgerError> {
+        let sql =
+            format!("SELECT {COLUMNS}, r::text FROM runs r WHERE seq > $1 ORDER BY seq LIMIT $2");
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.op(async {
+            let conn = self.conn().await?;
+            let rows = conn
+                .query(&sql, &[&after, &i64::from(limit)])
+                .await
+                .map_err(self.pg_err("reading runs"))?;
+            conn.release();
+            rows.iter()
+                .map(|r| Ok((read_row(r)?, read_stamp(r, 0, 13, 19)?)))
+                .collect()
+        })
+    }
+
     /// Number of rows.
     pub fn len(&self) -> Result<u64, LedgerError> {
         self.op(async {
@@ -895,6 +935,33 @@ fn copy_params(row: &LedgerRow) -> Vec<Box<dyn ToSql + Sync + Send>> {
 
 /// A row as PostgreSQL returns it, in `COLUMNS` order. A value of the
 /// wrong type or a NULL where none belongs is a corrupt row, not a panic.
+/// A row's stamp from its seq, its `envelope_sha256` and its text form
+/// (`r::text`, every column), at those positions of `r`.
+fn read_stamp(
+    r: &tokio_postgres::Row,
+    seq: usize,
+    envelope: usize,
+    text: usize,
+) -> Result<RowStamp, LedgerError> {
+    let seq_raw: i64 = r
+        .try_get(seq)
+        .map_err(|e| corrupt(0, format!("seq: {}", reason(&e))))?;
+    let seq = u64::try_from(seq_raw).map_err(|_| corrupt(0, format!("seq {seq_raw}")))?;
+    let envelope: String = r
+        .try_get(envelope)
+        .map_err(|e| corrupt(seq, format!("envelope_sha256: {}", reason(&e))))?;
+    let text: String = r
+        .try_get(text)
+        .map_err(|e| corrupt(seq, format!("the row's text: {}", reason(&e))))?;
+    let mut h = blake3::Hasher::new();
+    h.update(b"postgres runs row\0").update(text.as_bytes());
+    Ok(RowStamp {
+        seq,
+        envelope: RowStamp::envelope_of(&envelope),
+        columns: *h.finalize().as_bytes(),
+    })
+}
+
 fn read_row(r: &tokio_postgres::Row) -> Result<LedgerRow, LedgerError> {
     let seq_raw: i64 = r
         .try_get(0)

@@ -33,7 +33,7 @@ use self::columns::{COLUMNS, ts};
 use self::errors::{corrupt, sql_err_at};
 
 use super::append::{Sealed, SeriesCheck, check_continues, kept_in_ledger, now};
-use super::entries::{LedgerRow, RunEntry, RunFilter, parse_hash};
+use super::entries::{LedgerRow, RowStamp, RunEntry, RunFilter, parse_hash};
 use super::error::LedgerError;
 use crate::checkpoint::Checkpoint;
 use crate::merkle::{self, Hash};
@@ -484,6 +484,42 @@ impl SqliteLedger {
         )
     }
 
+    /// The stamps of at most `limit` rows after seq `after`, in seq order:
+    /// every column read raw, nothing parsed.
+    pub fn stamps_after(&self, after: u64, limit: u32) -> Result<Vec<RowStamp>, LedgerError> {
+        let err = self.sql_err("reading runs");
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(&err)?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        stmt.query_map(params_from_iter([after, i64::from(limit)]), stamp)
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)
+    }
+
+    /// At most `limit` rows after seq `after`, in seq order, each with its
+    /// stamp read in the same pass (so the stamp is of the row returned).
+    pub fn stamped_rows_after(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<(LedgerRow, RowStamp)>, LedgerError> {
+        let err = self.sql_err("reading runs");
+        let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(&err)?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let raw = stmt
+            .query_map(params_from_iter([after, i64::from(limit)]), |r| {
+                Ok((RawRow::read(r)?, stamp(r)?))
+            })
+            .map_err(&err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        raw.into_iter()
+            .map(|(row, stamp)| Ok((row.into_row()?, stamp)))
+            .collect()
+    }
+
     /// Number of rows.
     pub fn len(&self) -> Result<u64, LedgerError> {
         self.conn
@@ -648,6 +684,35 @@ fn append_in(
     }
     tracing::debug!(seq, run_id = %entry.run_id, "ledger row appended");
     Ok(row)
+}
+
+/// The stamp of a row read with [`COLUMNS`]: every value tagged with its
+/// storage class and, when variable, its length, so no two rows that
+/// differ in any column share one.
+fn stamp(r: &Row<'_>) -> rusqlite::Result<RowStamp> {
+    use rusqlite::types::ValueRef;
+    let mut h = blake3::Hasher::new();
+    for i in 0..r.as_ref().column_count() {
+        match r.get_ref(i)? {
+            ValueRef::Null => h.update(&[0]),
+            ValueRef::Integer(n) => h.update(&[1]).update(&n.to_le_bytes()),
+            ValueRef::Real(x) => h.update(&[2]).update(&x.to_bits().to_le_bytes()),
+            ValueRef::Text(b) => h
+                .update(&[3])
+                .update(&(b.len() as u64).to_le_bytes())
+                .update(b),
+            ValueRef::Blob(b) => h
+                .update(&[4])
+                .update(&(b.len() as u64).to_le_bytes())
+                .update(b),
+        };
+    }
+    let envelope = r.get_ref(13)?.as_str().ok().and_then(RowStamp::envelope_of);
+    Ok(RowStamp {
+        seq: r.get(0)?,
+        envelope,
+        columns: *h.finalize().as_bytes(),
+    })
 }
 
 struct RawRow {

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::entries::{
-    BaseResult, BreakerRecord, Dismissal, LedgerRow, OutcomeEntry, OverrideEntry, RunEntry,
-    RunFilter,
+    BaseResult, BreakerRecord, Dismissal, LedgerRow, OutcomeEntry, OverrideEntry, RowStamp,
+    RunEntry, RunFilter,
 };
 use super::error::LedgerError;
 use super::facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
@@ -153,6 +153,22 @@ impl Ledger {
     /// At most `limit` rows after seq `after`, in seq order.
     pub fn rows_after(&self, after: u64, limit: u32) -> Result<Vec<LedgerRow>, LedgerError> {
         each!(self, l => l.rows_after(after, limit))
+    }
+
+    /// The stamps of at most `limit` rows after seq `after`, in seq order
+    /// (every column read raw; see [`RowStamp`]).
+    pub fn stamps_after(&self, after: u64, limit: u32) -> Result<Vec<RowStamp>, LedgerError> {
+        each!(self, l => l.stamps_after(after, limit))
+    }
+
+    /// At most `limit` rows after seq `after`, in seq order, each with its
+    /// stamp read in the same pass.
+    pub fn stamped_rows_after(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<(LedgerRow, RowStamp)>, LedgerError> {
+        each!(self, l => l.stamped_rows_after(after, limit))
     }
 
     /// Number of rows.

@@ -106,6 +106,7 @@ both_stores!(
     opened_as_is_nothing_is_created_or_migrated,
     base_results_are_kept_once_per_key,
     report_facts_count_fail_to_pass_evidence,
+    a_rows_stamp_changes_with_any_column,
 );
 
 fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
@@ -1642,5 +1643,39 @@ fn postgres_calls_work_inside_any_runtime() {
             drop(lock);
             drop(l);
         });
+    }
+}
+
+/// A row's stamp is the same read alone or with the row, names the row's
+/// envelope, and changes when any column is edited behind the gate's back.
+fn a_rows_stamp_changes_with_any_column(store: &Store) {
+    let mut ledger = store.open();
+    let r1 = ledger
+        .append(&entry("r1", "s", "pass", 1), b"env one")
+        .unwrap();
+    ledger
+        .append(&entry("r2", "s", "fail", 2), b"env two")
+        .unwrap();
+    let stamps = ledger.stamps_after(0, 10).unwrap();
+    let stamped = ledger.stamped_rows_after(0, 10).unwrap();
+    assert_eq!(stamps.len(), 2);
+    assert_eq!(stamps, stamped.iter().map(|(_, s)| *s).collect::<Vec<_>>());
+    assert_eq!(stamped[0].0, r1);
+    assert_eq!(
+        stamps[0].envelope,
+        RowStamp::envelope_of(&r1.envelope_sha256)
+    );
+    assert_ne!(stamps[0].columns, stamps[1].columns);
+    assert_eq!(ledger.stamps_after(1, 10).unwrap(), stamps[1..]);
+    for edit in [
+        "UPDATE runs SET verdict = 'fail' WHERE seq = 1",
+        "UPDATE runs SET cost_usd = NULL WHERE seq = 1",
+        "UPDATE runs SET extra_json = '{\"agent\": \"b\"}' WHERE seq = 1",
+        "UPDATE runs SET series = 'k' WHERE seq = 1",
+    ] {
+        store.execute(edit);
+        let now = ledger.stamps_after(0, 10).unwrap();
+        assert_ne!(now[0].columns, stamps[0].columns, "{edit}");
+        assert_eq!(now[1], stamps[1], "{edit}: another row");
     }
 }

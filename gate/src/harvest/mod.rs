@@ -306,17 +306,13 @@ pub(crate) async fn blame_fixes(
     fixes: &[String],
     jobs: usize,
 ) -> Result<Vec<FixBlame>, HarvestError> {
-    let mut ids = Vec::with_capacity(fixes.len());
-    for fix in fixes {
-        ids.push(
-            git.resolve_commit(dir, fix)
-                .await
-                .map_err(HarvestError::NoCommit)?,
-        );
-    }
-    if ids.is_empty() {
+    if fixes.is_empty() {
         return Ok(Vec::new());
     }
+    let ids = git
+        .resolve_commits(dir, fixes)
+        .await
+        .map_err(HarvestError::NoCommit)?;
     let delimiter = history::delimiter();
     let format = format!("--format={delimiter}%H%x00%P");
     let mut args = vec!["log", "--no-walk=unsorted", "-p", &format];
