@@ -595,13 +595,7 @@ mod tests {
         sh(&["config", "include.path", &included.to_string_lossy()]);
         std::fs::write(ws.join("a.txt"), "two\n").unwrap();
         std::fs::write(ws.join("b.txt"), "new\n").unwrap();
-        let path = crate::environment::Environment::capture()
-            .path()
-            .map(ToOwned::to_owned);
-        let git = Git::new(
-            Launcher::new(environment(path, None)),
-            Repository::find(&ws),
-        );
+        let git = host_git(&ws);
         let diff = git
             .run(
                 &ws,
@@ -645,6 +639,15 @@ mod tests {
         assert_eq!(git.read_at(&resolved, &ws.join("b.txt")).await, Ok(None));
     }
 
+    /// Git calls on the repository at `ws`, unsandboxed, with the host's
+    /// `PATH`.
+    fn host_git(ws: &Path) -> Git {
+        let path = crate::environment::Environment::capture()
+            .path()
+            .map(ToOwned::to_owned);
+        Git::new(Launcher::new(environment(path, None)), Repository::find(ws))
+    }
+
     /// `HEAD` and a folder's prefix are asked of git once per run: a later
     /// commit made behind the gate's back does not change what the run
     /// resolved.
@@ -667,13 +670,7 @@ mod tests {
         sh(&["init", "-q"]);
         sh(&["commit", "-q", "--allow-empty", "-m", "one"]);
         let first = sh(&["rev-parse", "HEAD"]);
-        let path = crate::environment::Environment::capture()
-            .path()
-            .map(ToOwned::to_owned);
-        let git = Git::new(
-            Launcher::new(environment(path, None)),
-            Repository::find(&ws),
-        );
+        let git = host_git(&ws);
         assert_eq!(git.head(&ws).await, Ok(first.clone()));
         assert_eq!(git.prefix(&ws.join("sub")).await, Ok("sub/".to_owned()));
         assert_eq!(git.prefix(&ws).await, Ok(String::new()));
