@@ -874,8 +874,7 @@ async fn run_on_base(
     let mut warm =
         !stages.checks.is_empty() && cache.as_ref().is_some_and(|c| c.restore(&key, &root));
     if warm {
-        let checked =
-            restore_tracked(inputs, git, folder.path(), &root, &manifests, &tree.prefix).await;
+        let checked = restore_tracked(inputs, git, &root, &manifests, &tree.prefix).await;
         if let Err(e) = checked {
             // A copy git cannot vouch for is not used: a cold checkout.
             tracing::warn!(error = %e, "cannot check a base cache entry's files");
@@ -884,7 +883,7 @@ async fn run_on_base(
         }
     }
     if !warm {
-        checkout(inputs, git, commit, folder.path(), &root).await?;
+        checkout(inputs, git, commit, &root).await?;
     }
     for file in &manifests {
         copy_in(inputs.workspace, &cwd, file)?;
@@ -1144,16 +1143,18 @@ impl Stages {
 async fn restore_tracked(
     inputs: &Inputs<'_>,
     git: &Git,
-    folder: &Path,
     root: &Path,
     manifests: &BTreeSet<&str>,
     prefix: &str,
 ) -> Result<(), String> {
-    let objects = git.repository()?.objects();
+    let repository = git.repository()?;
     let base_git = Git::new(
-        inputs.isolation.base_tools(folder, &objects),
+        inputs
+            .isolation
+            .base_tools(root, &repository.objects(), repository.work_tree())?,
         Ok(Repository::own(root)),
     );
+    let objects = repository.objects();
     // The workspace's objects may have moved since the entry was kept.
     std::fs::write(
         root.join(".git/objects/info/alternates"),
@@ -1186,19 +1187,16 @@ async fn restore_tracked(
 /// Checks `commit` out into `root`: a fresh repository (no configuration,
 /// hooks or attributes of the workspace's) whose objects are borrowed from
 /// the workspace's, read-only.
-async fn checkout(
-    inputs: &Inputs<'_>,
-    git: &Git,
-    commit: &str,
-    folder: &Path,
-    root: &Path,
-) -> Result<(), String> {
-    let objects = git.repository()?.objects();
+async fn checkout(inputs: &Inputs<'_>, git: &Git, commit: &str, root: &Path) -> Result<(), String> {
+    let repository = git.repository()?;
     let base_git = Git::new(
-        inputs.isolation.base_tools(folder, &objects),
+        inputs
+            .isolation
+            .base_tools(root, &repository.objects(), repository.work_tree())?,
         Ok(Repository::own(root)),
     );
-    base_git.init(folder, root).await?;
+    let objects = repository.objects();
+    base_git.init(root, root).await?;
     let info = root.join(".git/objects/info");
     std::fs::create_dir_all(&info).map_err(|e| e.to_string())?;
     std::fs::write(

@@ -265,7 +265,8 @@ pub struct Sandbox {
     /// runs on the base cannot tell the two runs apart by where it runs.
     #[serde(default)]
     pub workspace_at: Option<PathBuf>,
-    /// Paths inside the workspace that stay read-only.
+    /// Paths that stay read-only: inside the workspace, or shown read-only
+    /// at their own path outside it (the objects a base's checkout borrows).
     pub read_only: Vec<PathBuf>,
     /// Files shown read-only over workspace paths.
     pub overlays: Vec<Overlay>,
@@ -417,7 +418,14 @@ impl Sandbox {
         let flag = if whole { "--ro-bind" } else { "--bind" };
         a.mount(flag, &self.workspace, &self.inside(&self.workspace));
         for path in self.read_only.iter().filter(|p| **p != self.workspace) {
-            a.pair("--ro-bind", path, &self.inside(path));
+            if path.starts_with(&self.workspace) {
+                a.pair("--ro-bind", path, &self.inside(path));
+            } else {
+                // Outside the workspace (the objects a base's checkout
+                // borrows): the folders leading to it must open to the
+                // run's uid.
+                a.mount("--ro-bind", path, path);
+            }
         }
         for overlay in &self.overlays {
             a.pair("--ro-bind", &overlay.source, &self.inside(&overlay.target));

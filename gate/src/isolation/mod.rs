@@ -288,6 +288,10 @@ pub(crate) struct Isolation {
     /// How many groups of items have had private folders made: the next
     /// group's folder is named by it.
     groups_made: AtomicUsize,
+    /// The workspace, as handed to the run's uid with its `.git`
+    /// ([`Isolation::hand_over_workspace`]): the gate's own git on a
+    /// repository whose work tree it is runs as that uid, not as root.
+    handed_repository: Option<PathBuf>,
 }
 
 /// How long the sandbox probe may take.
@@ -535,6 +539,7 @@ impl Isolation {
             _holder: None,
             lease: start.lease,
             groups_made: AtomicUsize::new(0),
+            handed_repository: None,
         })
     }
 
@@ -660,13 +665,16 @@ impl Isolation {
             _holder: holder,
             lease: start.lease,
             groups_made: AtomicUsize::new(0),
+            handed_repository: None,
         })
     }
 
     /// Hands the workspace and the `writable` paths to the run's uid, when
     /// the items run as one (the gate runs as root), so they can write
-    /// there; everything goes back when the run ends. `.git` and the
-    /// hidden paths stay as they are.
+    /// there; everything goes back when the run ends. The hidden paths stay
+    /// as they are, and so does `.git` when no sandbox runs (the items
+    /// would write it); in a sandbox every item sees `.git` read-only, and
+    /// handing it lets the gate's own git read it as the run's uid.
     pub(crate) fn hand_over_workspace(&mut self, workspace: &Path) -> Result<(), GateError> {
         let Some(lease) = &mut self.lease else {
             return Ok(());
@@ -677,7 +685,9 @@ impl Isolation {
             .flat_map(|c| [Some(c.clone()), c.canonicalize().ok()])
             .flatten()
             .collect();
-        skip.push(workspace.join(".git"));
+        if self.sandbox.is_none() {
+            skip.push(workspace.join(".git"));
+        }
         let writable = self
             .sandbox
             .as_ref()
@@ -689,7 +699,23 @@ impl Isolation {
                 reason: format!("cannot hand it to the run's uid {}: {e}", lease.uid()),
             })?;
         }
+        if self.sandbox.is_some() {
+            self.handed_repository = workspace.canonicalize().ok();
+        }
         Ok(())
+    }
+
+    /// Whether the gate's own git on the repository whose work tree is
+    /// `top` runs as the run's uid: as root, when `top` is the workspace
+    /// handed to that uid with its `.git`. Otherwise (a workspace inside a
+    /// larger repository, whose `.git` lies outside what the run may
+    /// change) it runs as root with no capability but reading past
+    /// permissions.
+    fn git_as_run_uid(&self, top: Option<&Path>) -> bool {
+        match (top, &self.handed_repository) {
+            (Some(top), Some(handed)) => top.canonicalize().is_ok_and(|top| top == *handed),
+            _ => false,
+        }
     }
 
     /// Whether the items' commands are traced (what they read recorded).
@@ -736,10 +762,12 @@ impl Isolation {
                 tools.read_only = vec![tools.workspace.clone()];
                 tools.writable.clear();
                 tools.network = Network::Private;
-                // The gate's own: no item's code runs here. As root it
-                // reads a workspace handed to the run's uid.
-                tools.read_search = tools.identity.is_some();
-                tools.identity = None;
+                // The gate's own, reading what the agent wrote: as the
+                // run's uid where the repository was handed to it.
+                if !self.git_as_run_uid(top) {
+                    tools.read_search = tools.identity.is_some();
+                    tools.identity = None;
+                }
                 tools.home = self.tools_home(tools.home);
                 tools.rebuild_hidden_parents();
                 Launcher::sandboxed(self.tools_env.clone(), tools)
@@ -793,25 +821,41 @@ impl Isolation {
     }
 
     /// The launcher of the gate's own git while it checks the base out into
-    /// `dir`: the tools' sandbox with `dir` the one writable folder and the
-    /// repository's `objects` (which the checkout borrows) read-only.
-    pub(crate) fn base_tools(&self, dir: &Path, objects: &Path) -> Launcher {
-        match &self.sandbox {
+    /// `root`: the tools' sandbox with `root` the one writable folder and
+    /// the repository's `objects` (which the checkout borrows) read-only.
+    /// As root, when the repository (work tree `top`) was handed to the
+    /// run's uid, `root` is handed to it too and git runs as that uid.
+    pub(crate) fn base_tools(
+        &self,
+        root: &Path,
+        objects: &Path,
+        top: &Path,
+    ) -> Result<Launcher, String> {
+        Ok(match &self.sandbox {
             None => Launcher::new(self.tools_env.clone()),
             Some(sandbox) => {
                 let mut tools = sandbox.clone();
                 tools.hidden = hidden(&self.candidates);
-                tools.workspace = dir.to_path_buf();
+                tools.workspace = root.to_path_buf();
                 tools.read_only = vec![objects.to_path_buf()];
                 tools.writable.clear();
                 tools.network = Network::Private;
-                tools.read_search = tools.identity.is_some();
-                tools.identity = None;
+                match &self.lease {
+                    Some(lease) if self.git_as_run_uid(Some(top)) => {
+                        crate::identity::hand(root, lease.uid()).map_err(|e| {
+                            format!("cannot hand {} to the run's uid: {e}", root.display())
+                        })?;
+                    }
+                    _ => {
+                        tools.read_search = tools.identity.is_some();
+                        tools.identity = None;
+                    }
+                }
                 tools.home = self.tools_home(tools.home);
                 tools.rebuild_hidden_parents();
                 Launcher::sandboxed(self.tools_env.clone(), tools)
             }
-        }
+        })
     }
 
     /// Hands `paths` to the run's uid, when it has one: files and folders

@@ -2072,6 +2072,27 @@ fn as_root_a_workspace_in_a_folder_only_root_may_enter_works() {
     }
     // Where root's CI jobs and containers work: `mktemp -d` and `/root`.
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    // The gate's own git reads what the agent wrote (its objects, refs,
+    // index): it runs as the run's uid, never as root. This `git` first on
+    // `PATH` refuses to run as root.
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let git = tools.path().join("git");
+    std::fs::write(
+        &git,
+        format!(
+            "#!/bin/sh\nif [ \"$(id -u)\" = 0 ]; then echo 'git ran as root' >&2; exit 97; fi\n\
+             exec {} \"$@\"\n",
+            real_git()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     for parent in [std::env::temp_dir(), home] {
         let outer = tempfile::Builder::new()
             .prefix("gate-0700-")
@@ -2107,7 +2128,10 @@ fn as_root_a_workspace_in_a_folder_only_root_may_enter_works() {
         let case = parent.display().to_string();
         let gate = |args: &[&str]| {
             let mut cmd = gate_tests::gate_command();
-            cmd.args(args).current_dir(&ws).env("GATE_TRACE", "on");
+            cmd.args(args)
+                .current_dir(&ws)
+                .env("GATE_TRACE", "on")
+                .env("PATH", &path);
             let out = cmd.output().unwrap();
             (
                 out.status.code(),
