@@ -21,6 +21,9 @@ const PREFIX: &str = "gate-run-";
 /// The lock file in each.
 const ALIVE: &str = ".alive";
 
+/// The lock file's name until it is locked.
+const MAKING: &str = ".making";
+
 /// The subfolders made in each.
 const PARTS: [&str; 4] = ["tmp", "var-tmp", "home", "base"];
 
@@ -42,9 +45,13 @@ impl Scratch {
         let dir = tempfile::Builder::new()
             .prefix(PREFIX)
             .tempdir_in(&parent)?;
-        let file = File::create(dir.path().join(ALIVE))?;
+        // Locked before it takes its name: a run sweeping meanwhile would
+        // otherwise find the lock file free and remove the folder.
+        let making = dir.path().join(MAKING);
+        let file = File::create(&making)?;
         let alive = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| std::io::Error::from(e))?;
+        std::fs::rename(&making, dir.path().join(ALIVE))?;
         for part in PARTS {
             std::fs::create_dir(dir.path().join(part))?;
         }
@@ -104,7 +111,8 @@ mod tests {
     use super::*;
 
     /// A folder whose run is gone is removed; one a run holds, one without
-    /// its lock file, and one of another name are left.
+    /// its lock file (or with it still being made), and one of another
+    /// name are left.
     #[test]
     fn only_the_folders_of_runs_no_longer_alive_are_swept() {
         let parent = tempfile::tempdir().unwrap();
@@ -125,10 +133,13 @@ mod tests {
         )
         .unwrap();
         let new = made("gate-run-new", false);
+        // One whose lock file is not locked yet: it keeps another name.
+        let making = made("gate-run-making", false);
+        std::fs::write(making.join(MAKING), "").unwrap();
         let other = made("other-dead", true);
         sweep(parent.path());
         assert!(!dead.exists());
-        for kept in [live, new, other] {
+        for kept in [live, new, making, other] {
             assert!(kept.join("tmp/left.txt").exists(), "{}", kept.display());
         }
     }
