@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use gate_evidence::ledger::{self, Disagreement, OverrideEntry, Unvouched};
+use gate_evidence::ledger::{self, Disagreement, OverrideEntry, RowStamp, Unvouched};
 use gate_evidence::store::{BundleRef, BundleStore};
 use gate_evidence::{LedgerRow, PublicKey, bundle, dsse};
 use serde_json::Value;
@@ -260,14 +260,17 @@ fn check_rows(
         // it counts in scope.
         let checked: Vec<Result<(), bool>> = page
             .par_iter()
-            .map(|(row, _)| match row_run(row, store, trusted) {
-                Ok(_) => Ok(()),
-                Err(why) => {
-                    tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
+            .map(|(row, stamp)| {
+                match row_run(row, store, trusted).and_then(|_| report_rows_as_derived(row, stamp))
+                {
+                    Ok(()) => Ok(()),
+                    Err(why) => {
+                        tracing::warn!(seq = row.seq, run = %row.entry.run_id, %why,
                         "a run not as signed is left out of the report");
-                    let signed = signed_columns(row, store, trusted);
-                    Err(in_scope(&row.entry.spec_id, row.entry.started_at)
-                        || signed.is_some_and(|(spec, started)| in_scope(&spec, started)))
+                        let signed = signed_columns(row, store, trusted);
+                        Err(in_scope(&row.entry.spec_id, row.entry.started_at)
+                            || signed.is_some_and(|(spec, started)| in_scope(&spec, started)))
+                    }
                 }
             })
             .collect();
@@ -286,6 +289,21 @@ fn check_rows(
         }
     }
     Ok(())
+}
+
+/// Whether the report rows stored for `row` (what a report counts) are
+/// what the row derives: the row vouches for nothing a report reads when
+/// they were edited apart from it.
+fn report_rows_as_derived(row: &LedgerRow, stamp: &RowStamp) -> Result<(), String> {
+    if stamp.derived == ledger::expected_report_rows(row.seq, &row.entry) {
+        Ok(())
+    } else {
+        Err(
+            "its report rows (run_facts, run_models, run_roles) are not what the row derives: \
+             edited apart from it"
+                .to_owned(),
+        )
+    }
 }
 
 /// The spec and start a row's bundle signed, when it verifies at all.

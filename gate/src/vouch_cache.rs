@@ -2,10 +2,12 @@
 //! row's bundle is fetched and verified once, not on every report.
 //!
 //! An entry is the row's envelope digest (the bundle it names) and its
-//! stamp, a digest of every column of the row as stored when its bundle
-//! vouched for it (`RowStamp`, read raw: a cached report parses no row): a
-//! row edited since, or naming another bundle, misses and is checked
-//! against its bundle again. The file lives in the state directory, beside
+//! stamp, a digest of every column of the row and of the report rows it
+//! derives (`run_facts`, `run_models`, `run_roles`, which a report counts)
+//! as stored when its bundle vouched for it and they were what it derives
+//! (`RowStamp`, read raw: a cached report parses no row): a row or report
+//! row edited since, or one naming another bundle, misses and is checked
+//! again. The file lives in the state directory, beside
 //! the ledger (never created by a report: without a state directory there
 //! is no cache), and is sealed with a key derived from the signing key and
 //! bound to the keys the report trusts: a file someone else wrote, or one
@@ -21,7 +23,7 @@ use gate_evidence::{PublicKey, SigningKey};
 use crate::config::Context;
 
 /// What the file begins with.
-const MAGIC: &[u8] = b"gate-report-cache 2\n";
+const MAGIC: &[u8] = b"gate-report-cache 3\n";
 
 /// A digest, as the cache keeps it.
 type Digest = [u8; 32];
@@ -104,13 +106,14 @@ impl VouchCache {
     pub(crate) fn vouched(&self, stamp: &RowStamp) -> bool {
         stamp
             .envelope
-            .is_some_and(|e| self.known.get(&e) == Some(&stamp.columns))
+            .is_some_and(|e| self.known.get(&e) == Some(&whole(stamp)))
     }
 
-    /// Keeps the row `stamp` is of, whose bundle has just vouched for it.
+    /// Keeps the row `stamp` is of, whose bundle has just vouched for it
+    /// (and its report rows, which it derives).
     pub(crate) fn remember(&mut self, stamp: &RowStamp) {
         if let Some(e) = stamp.envelope {
-            self.known.insert(e, stamp.columns);
+            self.known.insert(e, whole(stamp));
             self.added += 1;
         }
     }
@@ -141,6 +144,14 @@ impl VouchCache {
     }
 }
 
+/// What an entry keeps of a stamp: the row's columns and its report rows
+/// together, so an edit to either misses.
+fn whole(stamp: &RowStamp) -> Digest {
+    let mut h = blake3::Hasher::new();
+    h.update(&stamp.columns).update(&stamp.derived);
+    *h.finalize().as_bytes()
+}
+
 /// The signing key, when there is one already: a report never makes one.
 fn signing_key(ctx: &Context) -> Option<SigningKey> {
     if let Some(value) = ctx.env.signing_key() {
@@ -162,6 +173,7 @@ mod tests {
             seq,
             envelope: Some(*blake3::hash(&seq.to_le_bytes()).as_bytes()),
             columns: *blake3::hash(verdict.as_bytes()).as_bytes(),
+            derived: [7; 32],
         }
     }
 
@@ -181,6 +193,14 @@ mod tests {
         let again = open(&key, &trusted);
         assert!(again.vouched(&stamp(1, "pass")), "kept");
         assert!(!again.vouched(&stamp(1, "fail")), "a column edited since");
+        let facts_edited = RowStamp {
+            derived: [8; 32],
+            ..stamp(1, "pass")
+        };
+        assert!(
+            !again.vouched(&facts_edited),
+            "its report rows edited since"
+        );
         assert!(!again.vouched(&stamp(2, "pass")), "never vouched for");
         assert_eq!(open(&other, &trusted).len(), 0, "sealed by another key");
         let more = [key.public_key().clone(), other.public_key().clone()];

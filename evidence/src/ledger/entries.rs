@@ -76,6 +76,10 @@ pub struct RowStamp {
     /// blake3 over every column's stored value, each tagged and
     /// length-prefixed: any edit to the row changes it.
     pub columns: [u8; 32],
+    /// The digest of the report rows stored for the run (`run_facts`,
+    /// `run_models`, `run_roles`), to compare with what the row derives
+    /// (`ledger::expected_report_rows`): an edit to them changes it.
+    pub derived: [u8; 32],
 }
 
 impl RowStamp {

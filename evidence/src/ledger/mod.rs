@@ -30,6 +30,8 @@
 
 #[cfg(feature = "stores")]
 mod append;
+#[cfg(feature = "stores")]
+mod derived;
 mod entries;
 #[cfg(feature = "stores")]
 mod error;
@@ -49,6 +51,8 @@ pub mod verify;
 #[cfg(feature = "stores")]
 mod tests;
 
+#[cfg(feature = "stores")]
+pub use derived::expected as expected_report_rows;
 pub use entries::{
     BUNDLE_IN_LEDGER, BaseResult, BlamedLine, BreakerRecord, Dismissal, EvidenceCommit,
     HARVESTED_SOURCE_PREFIX, LedgerRow, NOT_INTEGRATED, OutcomeEntry, OutcomeEvidence,

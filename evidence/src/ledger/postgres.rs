@@ -768,8 +768,20 @@ impl PgLedger {
                 .query(sql, &[&after, &i64::from(limit)])
                 .await
                 .map_err(self.pg_err("reading runs"))?;
+            let mut stamps = rows
+                .iter()
+                .map(|r| read_stamp(r, 0, 1, 2))
+                .collect::<Result<Vec<_>, _>>()?;
+            if let Some(last) = stamps.last().map(|s| s.seq) {
+                let digests = report::derived_digests(&conn, after.try_into().unwrap_or(0), last)
+                    .await
+                    .map_err(self.pg_err("reading the report rows of runs"))?;
+                for stamp in &mut stamps {
+                    stamp.derived = digests.of(stamp.seq);
+                }
+            }
             conn.release();
-            rows.iter().map(|r| read_stamp(r, 0, 1, 2)).collect()
+            Ok(stamps)
         })
     }
 
@@ -789,10 +801,20 @@ impl PgLedger {
                 .query(&sql, &[&after, &i64::from(limit)])
                 .await
                 .map_err(self.pg_err("reading runs"))?;
-            conn.release();
-            rows.iter()
+            let mut rows = rows
+                .iter()
                 .map(|r| Ok((read_row(r)?, read_stamp(r, 0, 13, 19)?)))
-                .collect()
+                .collect::<Result<Vec<_>, LedgerError>>()?;
+            if let Some(last) = rows.last().map(|(row, _)| row.seq) {
+                let digests = report::derived_digests(&conn, after.try_into().unwrap_or(0), last)
+                    .await
+                    .map_err(self.pg_err("reading the report rows of runs"))?;
+                for (row, stamp) in &mut rows {
+                    stamp.derived = digests.of(row.seq);
+                }
+            }
+            conn.release();
+            Ok(rows)
         })
     }
 
@@ -959,6 +981,7 @@ fn read_stamp(
         seq,
         envelope: RowStamp::envelope_of(&envelope),
         columns: *h.finalize().as_bytes(),
+        derived: [0; 32],
     })
 }
 

@@ -490,11 +490,28 @@ impl SqliteLedger {
         let err = self.sql_err("reading runs");
         let sql = format!("SELECT {COLUMNS} FROM runs WHERE seq > ?1 ORDER BY seq LIMIT ?2");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(&err)?;
-        let after = i64::try_from(after).unwrap_or(i64::MAX);
-        stmt.query_map(params_from_iter([after, i64::from(limit)]), stamp)
+        let after_i = i64::try_from(after).unwrap_or(i64::MAX);
+        let mut stamps = stmt
+            .query_map(params_from_iter([after_i, i64::from(limit)]), stamp)
             .map_err(&err)?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(&err)
+            .map_err(&err)?;
+        self.stamp_derived(after, &mut stamps)?;
+        Ok(stamps)
+    }
+
+    /// Fills in the digest of the report rows of each of `stamps` (the
+    /// runs after seq `after`, in seq order), read in one pass per table.
+    fn stamp_derived(&self, after: u64, stamps: &mut [RowStamp]) -> Result<(), LedgerError> {
+        let Some(last) = stamps.last().map(|s| s.seq) else {
+            return Ok(());
+        };
+        let digests = report::derived_digests(&self.conn, after, last)
+            .map_err(self.sql_err("reading the report rows of runs"))?;
+        for stamp in stamps {
+            stamp.derived = digests.of(stamp.seq);
+        }
+        Ok(())
     }
 
     /// At most `limit` rows after seq `after`, in seq order, each with its
@@ -515,9 +532,18 @@ impl SqliteLedger {
             .map_err(&err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(&err)?;
-        raw.into_iter()
+        let mut rows = raw
+            .into_iter()
             .map(|(row, stamp)| Ok((row.into_row()?, stamp)))
-            .collect()
+            .collect::<Result<Vec<_>, LedgerError>>()?;
+        if let Some(last) = rows.last().map(|(row, _)| row.seq) {
+            let digests = report::derived_digests(&self.conn, after.try_into().unwrap_or(0), last)
+                .map_err(self.sql_err("reading the report rows of runs"))?;
+            for (row, stamp) in &mut rows {
+                stamp.derived = digests.of(row.seq);
+            }
+        }
+        Ok(rows)
     }
 
     /// Number of rows.
@@ -712,6 +738,7 @@ fn stamp(r: &Row<'_>) -> rusqlite::Result<RowStamp> {
         seq: r.get(0)?,
         envelope,
         columns: *h.finalize().as_bytes(),
+        derived: [0; 32],
     })
 }
 

@@ -107,6 +107,7 @@ both_stores!(
     base_results_are_kept_once_per_key,
     report_facts_count_fail_to_pass_evidence,
     a_rows_stamp_changes_with_any_column,
+    report_rows_are_stamped_against_what_the_row_derives,
 );
 
 fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
@@ -1678,4 +1679,74 @@ fn a_rows_stamp_changes_with_any_column(store: &Store) {
         assert_ne!(now[0].columns, stamps[0].columns, "{edit}");
         assert_eq!(now[1], stamps[1], "{edit}: another row");
     }
+}
+
+/// The digest of a run's report rows is what its row derives, the same
+/// read alone or with the row, and no longer after any edit to them (the
+/// rows a report counts, not the row its bundle vouches for).
+fn report_rows_are_stamped_against_what_the_row_derives(store: &Store) {
+    report_rows_stamped(store, None);
+    for edit in [
+        "UPDATE run_facts SET verdict = 'pass' WHERE seq = 1",
+        "UPDATE run_facts SET spec_id = 'other' WHERE seq = 1",
+        "UPDATE run_facts SET findings = 0 WHERE seq = 1",
+        "UPDATE run_facts SET cost_usd = 0.0125 WHERE seq = 1",
+        "INSERT INTO run_models (seq, model) VALUES (1, 'm/w')",
+        "DELETE FROM run_models WHERE seq = 1 AND model = 'm/x'",
+        "UPDATE run_roles SET status = 'ok' WHERE seq = 1 AND role = 'quality'",
+        "UPDATE run_roles SET cost_usd = NULL WHERE seq = 1",
+        "DELETE FROM run_roles WHERE seq = 1 AND role = 'security'",
+        "DELETE FROM run_facts WHERE seq = 1",
+    ] {
+        let fresh = match store {
+            Store::Sqlite(_) => Store::sqlite(),
+            Store::Postgres(_) => Store::postgres(),
+        };
+        report_rows_stamped(&fresh, Some(edit));
+    }
+}
+
+/// Two runs, then `edit` (of the first run's report rows) when given.
+fn report_rows_stamped(store: &Store, edit: Option<&str>) {
+    let mut ledger = store.open();
+    let mut e1 = entry("r1", "s", "fail", 1);
+    e1.extra = serde_json::json!({
+        "agent": "a",
+        "review": "ran",
+        "models": ["m/y", "m/x", "m/y", "M/z"],
+        "roles": [
+            {"role": "security", "model": "m/x", "status": "ok", "input_tokens": 10,
+             "output_tokens": 3, "cost_usd": 0.25},
+            {"role": "quality", "model": "m/y", "status": "did_not_run"},
+            {"role": "security", "model": "m/z", "status": "ok"},
+        ],
+        "findings": [{"id": "f1"}],
+        "isolation": {"kind": "bwrap"},
+    });
+    let mut e2 = entry("r2", "s", "pass", 2);
+    e2.cost_usd = None;
+    let rows = [
+        ledger.append(&e1, b"env one").unwrap(),
+        ledger.append(&e2, b"env two").unwrap(),
+    ];
+    let expected: Vec<[u8; 32]> = rows
+        .iter()
+        .map(|r| crate::ledger::expected_report_rows(r.seq, &r.entry))
+        .collect();
+    let stamps = ledger.stamps_after(0, 10).unwrap();
+    let stamped = ledger.stamped_rows_after(0, 10).unwrap();
+    assert_eq!(stamps, stamped.iter().map(|(_, s)| *s).collect::<Vec<_>>());
+    assert_eq!(
+        stamps.iter().map(|s| s.derived).collect::<Vec<_>>(),
+        expected
+    );
+    assert_ne!(expected[0], expected[1]);
+    let Some(edit) = edit else { return };
+    store.execute(edit);
+    let now = ledger.stamps_after(0, 10).unwrap();
+    let with_rows = ledger.stamped_rows_after(0, 10).unwrap();
+    assert_ne!(now[0].derived, expected[0], "{edit}");
+    assert_eq!(with_rows[0].1.derived, now[0].derived, "{edit}");
+    assert_eq!(now[0].columns, stamps[0].columns, "{edit}: the row itself");
+    assert_eq!(now[1], stamps[1], "{edit}: another run");
 }

@@ -620,3 +620,33 @@ fn the_report_checks_a_rows_bundle_once_and_still_leaves_out_a_row_edited_since(
     assert_eq!(edited["left_out"]["runs"], 1, "{edited:#}");
     assert_eq!(edited["runs"], 1);
 }
+
+/// A report counts the narrow report rows, not the row a bundle vouches
+/// for: one of them edited apart from its row (a failed run made a pass, a
+/// model added) leaves the run out, whether or not the cache vouched for
+/// it before.
+#[test]
+fn a_report_row_edited_apart_from_its_run_is_left_out() {
+    for edit in [
+        "UPDATE run_facts SET verdict = 'pass' WHERE seq = 1;",
+        "INSERT INTO run_models (seq, model) VALUES (1, 'cheap/model');",
+        "DELETE FROM run_facts WHERE seq = 1;",
+    ] {
+        let env = failing_workspace();
+        verify_expecting(&env, 1);
+        env.write("src/a.txt", "alpha 2\n");
+        verify_expecting(&env, 1);
+        let report = || {
+            let out = env.gate(&["report", "--format", "json"]).run();
+            out.assert_exit(0);
+            out.json()
+        };
+        let before = report();
+        assert_eq!(before["left_out"]["runs"], 0, "{edit}: {before:#}");
+        assert_eq!(before["runs"], 2, "{edit}");
+        sql(&env, edit);
+        let after = report();
+        assert_eq!(after["left_out"]["runs"], 1, "{edit}: {after:#}");
+        assert_eq!(after["runs"], 1, "{edit}: {after:#}");
+    }
+}

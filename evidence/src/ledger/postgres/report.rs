@@ -517,3 +517,109 @@ impl PgLedger {
         Ok(out)
     }
 }
+
+/// The digests of the report rows of the runs of seqs `after` (exclusive)
+/// to `last` (inclusive), each value as the SQLite store would hold it
+/// ([`crate::ledger::derived`]): a boolean as 0 or 1, a time as text.
+pub(super) async fn derived_digests(
+    conn: &tokio_postgres::Client,
+    after: u64,
+    last: u64,
+) -> Result<crate::ledger::derived::Digests, tokio_postgres::Error> {
+    use crate::ledger::derived::{
+        Cell, Digests, FACTS_COLUMNS, ROLES_COLUMNS, Table, opt_text as opt, time_text,
+    };
+    let mut digests = Digests::default();
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let last = i64::try_from(last).unwrap_or(i64::MAX);
+    let seq_of = |seq: i64| u64::try_from(seq).unwrap_or(0);
+    let facts = conn
+        .query(
+            &format!(
+                "SELECT {FACTS_COLUMNS} FROM run_facts WHERE seq > $1 AND seq <= $2 ORDER BY seq"
+            ),
+            &[&after, &last],
+        )
+        .await?;
+    for r in &facts {
+        let seq: i64 = r.try_get(0)?;
+        let started: DateTime<Utc> = r.try_get(4)?;
+        let started = time_text(&started);
+        let text = |i: usize| r.try_get::<_, Option<String>>(i);
+        let (spec, verdict, tier, agent, review) =
+            (text(1)?, text(2)?, text(3)?, text(5)?, text(6)?);
+        let int = |i: usize| r.try_get::<_, i64>(i).map(Cell::Int);
+        let unisolated: bool = r.try_get(15)?;
+        let cost: Option<f64> = r.try_get(10)?;
+        digests.row(
+            Table::Facts,
+            seq_of(seq),
+            &[
+                Cell::Int(seq),
+                opt(spec.as_deref()),
+                opt(verdict.as_deref()),
+                opt(tier.as_deref()),
+                Cell::Text(&started),
+                opt(agent.as_deref()),
+                opt(review.as_deref()),
+                int(7)?,
+                int(8)?,
+                int(9)?,
+                cost.map_or(Cell::Null, Cell::Real),
+                int(11)?,
+                int(12)?,
+                int(13)?,
+                int(14)?,
+                Cell::Int(i64::from(unisolated)),
+                int(16)?,
+                int(17)?,
+            ],
+        );
+    }
+    let models = conn
+        .query(
+            "SELECT seq, model FROM run_models WHERE seq > $1 AND seq <= $2 \
+             ORDER BY seq, model COLLATE \"C\"",
+            &[&after, &last],
+        )
+        .await?;
+    for r in &models {
+        let seq: i64 = r.try_get(0)?;
+        let model: String = r.try_get(1)?;
+        digests.row(
+            Table::Models,
+            seq_of(seq),
+            &[Cell::Int(seq), Cell::Text(&model)],
+        );
+    }
+    let roles = conn
+        .query(
+            &format!(
+                "SELECT {ROLES_COLUMNS} FROM run_roles WHERE seq > $1 AND seq <= $2 \
+                 ORDER BY seq, role COLLATE \"C\""
+            ),
+            &[&after, &last],
+        )
+        .await?;
+    for r in &roles {
+        let seq: i64 = r.try_get(0)?;
+        let (role, model, status): (String, String, String) =
+            (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+        let cost: Option<f64> = r.try_get(7)?;
+        digests.row(
+            Table::Roles,
+            seq_of(seq),
+            &[
+                Cell::Int(seq),
+                Cell::Text(&role),
+                Cell::Text(&model),
+                Cell::Text(&status),
+                Cell::Int(r.try_get(4)?),
+                Cell::Int(r.try_get(5)?),
+                Cell::Int(r.try_get(6)?),
+                cost.map_or(Cell::Null, Cell::Real),
+            ],
+        );
+    }
+    Ok(digests)
+}

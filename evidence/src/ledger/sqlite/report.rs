@@ -483,6 +483,59 @@ impl SqliteLedger {
     }
 }
 
+/// The digests of the report rows of the runs of seqs `after` (exclusive)
+/// to `last` (inclusive), each value as stored ([`crate::ledger::derived`]).
+pub(super) fn derived_digests(
+    conn: &Connection,
+    after: u64,
+    last: u64,
+) -> rusqlite::Result<crate::ledger::derived::Digests> {
+    use crate::ledger::derived::{Cell, Digests, FACTS_COLUMNS, ROLES_COLUMNS, Table};
+    let mut digests = Digests::default();
+    let range = [
+        i64::try_from(after).unwrap_or(i64::MAX),
+        i64::try_from(last).unwrap_or(i64::MAX),
+    ];
+    for (table, sql) in [
+        (
+            Table::Facts,
+            format!(
+                "SELECT {FACTS_COLUMNS} FROM run_facts WHERE seq > ?1 AND seq <= ?2 ORDER BY seq"
+            ),
+        ),
+        (
+            Table::Models,
+            "SELECT seq, model FROM run_models WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, model"
+                .to_owned(),
+        ),
+        (
+            Table::Roles,
+            format!(
+                "SELECT {ROLES_COLUMNS} FROM run_roles WHERE seq > ?1 AND seq <= ?2 \
+                 ORDER BY seq, role"
+            ),
+        ),
+    ] {
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(range)?;
+        while let Some(r) = rows.next()? {
+            let seq: i64 = r.get(0)?;
+            let mut cells: Vec<Cell<'_>> = Vec::with_capacity(18);
+            for i in 0..r.as_ref().column_count() {
+                cells.push(match r.get_ref(i)? {
+                    ValueRef::Null => Cell::Null,
+                    ValueRef::Integer(n) => Cell::Int(n),
+                    ValueRef::Real(x) => Cell::Real(x),
+                    ValueRef::Text(b) => std::str::from_utf8(b).map_or(Cell::Blob(b), Cell::Text),
+                    ValueRef::Blob(b) => Cell::Blob(b),
+                });
+            }
+            digests.row(table, u64::try_from(seq).unwrap_or(0), &cells);
+        }
+    }
+    Ok(digests)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
