@@ -123,7 +123,8 @@ pub(crate) fn verify(
         .iter()
         .map(|r| (r.entry.run_id.as_str(), r.seq))
         .collect();
-    let events = event_problems(&ledger, &store, &trusted, &seqs)?;
+    let mut events = event_problems(&ledger, &store, &trusted, &seqs)?;
+    events.extend(report_row_problems(&ledger, &rows)?);
     // Checkpoint problems stay last, as `ledger::verify` orders them.
     let at = report
         .problems
@@ -252,6 +253,41 @@ impl ProblemDoc {
 
 /// The outcomes, dismissals and overrides the gate cannot vouch for, each
 /// a problem at the row of the run it is about.
+/// The runs whose report rows (what `gate report` counts) are not what
+/// their row derives: edited apart from it.
+fn report_row_problems(
+    ledger: &Ledger,
+    rows: &[gate_evidence::LedgerRow],
+) -> Result<Vec<ledger::Problem>, GateError> {
+    let mut stored: HashMap<u64, [u8; 32]> = HashMap::with_capacity(rows.len());
+    let mut after = 0;
+    loop {
+        let stamps = ledger.stamps_after(after, 20_000)?;
+        let Some(last) = stamps.last() else { break };
+        after = last.seq;
+        stored.extend(stamps.iter().map(|s| (s.seq, s.derived)));
+    }
+    Ok(rows
+        .iter()
+        .filter(|row| {
+            stored.get(&row.seq) != Some(&ledger::expected_report_rows(row.seq, &row.entry))
+        })
+        .map(|row| ledger::Problem {
+            seq: Some(row.seq),
+            run_id: Some(row.entry.run_id.clone()),
+            kind: ledger::ProblemKind::EventUnvouched {
+                table: "report rows".to_owned(),
+                recorded_at: row.recorded_at.to_rfc3339(),
+                why: ledger::Unvouched::Disagrees(vec![ledger::Disagreement {
+                    column: "run_facts, run_models, run_roles".to_owned(),
+                    stored: "edited apart from the row".to_owned(),
+                    signed: "what the row derives".to_owned(),
+                }]),
+            },
+        })
+        .collect())
+}
+
 fn event_problems(
     ledger: &Ledger,
     store: &BundleStore,

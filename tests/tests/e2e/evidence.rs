@@ -648,5 +648,16 @@ fn a_report_row_edited_apart_from_its_run_is_left_out() {
         let after = report();
         assert_eq!(after["left_out"]["runs"], 1, "{edit}: {after:#}");
         assert_eq!(after["runs"], 1, "{edit}: {after:#}");
+        // The audit names it too.
+        let (code, problems) = ledger_problems(&env);
+        assert_eq!(code, Some(1), "{edit}: {problems:?}");
+        assert_eq!(
+            problems
+                .iter()
+                .filter(|(_, kind, _, table)| kind == "event_not_signed" && table == "report rows")
+                .count(),
+            1,
+            "{edit}: {problems:?}"
+        );
     }
 }
