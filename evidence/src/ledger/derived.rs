@@ -33,20 +33,28 @@ pub(crate) enum Cell<'a> {
 }
 
 impl Cell<'_> {
-    fn feed(self, h: &mut blake3::Hasher) {
+    fn feed(self, buf: &mut Vec<u8>) {
         match self {
-            Cell::Null => h.update(&[0]),
-            Cell::Int(n) => h.update(&[1]).update(&n.to_le_bytes()),
-            Cell::Real(x) => h.update(&[2]).update(&x.to_bits().to_le_bytes()),
-            Cell::Text(s) => h
-                .update(&[3])
-                .update(&(s.len() as u64).to_le_bytes())
-                .update(s.as_bytes()),
-            Cell::Blob(b) => h
-                .update(&[4])
-                .update(&(b.len() as u64).to_le_bytes())
-                .update(b),
-        };
+            Cell::Null => buf.push(0),
+            Cell::Int(n) => {
+                buf.push(1);
+                buf.extend_from_slice(&n.to_le_bytes());
+            }
+            Cell::Real(x) => {
+                buf.push(2);
+                buf.extend_from_slice(&x.to_bits().to_le_bytes());
+            }
+            Cell::Text(s) => {
+                buf.push(3);
+                buf.extend_from_slice(&(s.len() as u64).to_le_bytes());
+                buf.extend_from_slice(s.as_bytes());
+            }
+            Cell::Blob(b) => {
+                buf.push(4);
+                buf.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                buf.extend_from_slice(b);
+            }
+        }
     }
 }
 
@@ -60,27 +68,8 @@ pub(crate) fn time_text(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// One run's report rows, fed table by table in the documented order.
-#[derive(Debug, Default)]
-struct Parts {
-    facts: blake3::Hasher,
-    models: blake3::Hasher,
-    roles: blake3::Hasher,
-}
-
-impl Parts {
-    fn finish(&self) -> [u8; 32] {
-        let mut h = blake3::Hasher::new();
-        h.update(b"gate report rows v1\0")
-            .update(self.facts.finalize().as_bytes())
-            .update(self.models.finalize().as_bytes())
-            .update(self.roles.finalize().as_bytes());
-        *h.finalize().as_bytes()
-    }
-}
-
 /// The table a row belongs to.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Table {
     /// `run_facts`: one row per run.
     Facts,
@@ -90,30 +79,52 @@ pub(crate) enum Table {
     Roles,
 }
 
-/// The digests of the report rows of many runs, as a store reads them.
+/// The digests of the report rows of many runs, as a store reads them:
+/// each table's rows in seq order, so one run's rows of a table come
+/// together and are hashed as one buffer when the next run's begin.
 #[derive(Debug, Default)]
-pub(crate) struct Digests(HashMap<u64, Parts>);
+pub(crate) struct Digests {
+    parts: [HashMap<u64, [u8; 32]>; 3],
+    open: Option<(Table, u64)>,
+    buf: Vec<u8>,
+}
 
 impl Digests {
     /// Adds one row of `table` of run `seq`.
     pub(crate) fn row(&mut self, table: Table, seq: u64, cells: &[Cell<'_>]) {
-        let parts = self.0.entry(seq).or_default();
-        let h = match table {
-            Table::Facts => &mut parts.facts,
-            Table::Models => &mut parts.models,
-            Table::Roles => &mut parts.roles,
-        };
-        h.update(&[0xff]);
-        for cell in cells {
-            cell.feed(h);
+        if self.open != Some((table, seq)) {
+            self.close();
+            self.open = Some((table, seq));
         }
+        self.buf.push(0xff);
+        for cell in cells {
+            cell.feed(&mut self.buf);
+        }
+    }
+
+    /// Hashes the rows of the run and table being read.
+    fn close(&mut self) {
+        if let Some((table, seq)) = self.open.take() {
+            self.parts[table as usize].insert(seq, *blake3::hash(&self.buf).as_bytes());
+            self.buf.clear();
+        }
+    }
+
+    /// Every row read: ready for [`Digests::of`].
+    pub(crate) fn done(mut self) -> Self {
+        self.close();
+        self
     }
 
     /// The digest of run `seq`'s rows (of none, when it has none).
     pub(crate) fn of(&self, seq: u64) -> [u8; 32] {
-        self.0
-            .get(&seq)
-            .map_or_else(|| Parts::default().finish(), Parts::finish)
+        let none = blake3::hash(b"");
+        let mut h = blake3::Hasher::new();
+        h.update(b"gate report rows v1\0");
+        for part in &self.parts {
+            h.update(part.get(&seq).unwrap_or(none.as_bytes()));
+        }
+        *h.finalize().as_bytes()
     }
 }
 
@@ -172,7 +183,7 @@ pub fn expected(seq: u64, entry: &RunEntry) -> [u8; 32] {
             ],
         );
     }
-    d.of(seq)
+    d.done().of(seq)
 }
 
 /// The `run_facts` columns, in the order both stores digest them.

@@ -621,5 +621,5 @@ pub(super) async fn derived_digests(
             ],
         );
     }
-    Ok(digests)
+    Ok(digests.done())
 }

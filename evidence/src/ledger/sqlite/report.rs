@@ -533,7 +533,7 @@ pub(super) fn derived_digests(
             digests.row(table, u64::try_from(seq).unwrap_or(0), &cells);
         }
     }
-    Ok(digests)
+    Ok(digests.done())
 }
 
 #[cfg(test)]
