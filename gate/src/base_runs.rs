@@ -1148,13 +1148,13 @@ async fn restore_tracked(
     prefix: &str,
 ) -> Result<(), String> {
     let repository = git.repository()?;
+    let objects = repository.objects();
     let base_git = Git::new(
         inputs
             .isolation
-            .base_tools(root, &repository.objects(), repository.work_tree())?,
+            .base_tools(root, &objects, repository.work_tree())?,
         Ok(Repository::own(root)),
     );
-    let objects = repository.objects();
     // The workspace's objects may have moved since the entry was kept.
     std::fs::write(
         root.join(".git/objects/info/alternates"),
@@ -1189,13 +1189,13 @@ async fn restore_tracked(
 /// the workspace's, read-only.
 async fn checkout(inputs: &Inputs<'_>, git: &Git, commit: &str, root: &Path) -> Result<(), String> {
     let repository = git.repository()?;
+    let objects = repository.objects();
     let base_git = Git::new(
         inputs
             .isolation
-            .base_tools(root, &repository.objects(), repository.work_tree())?,
+            .base_tools(root, &objects, repository.work_tree())?,
         Ok(Repository::own(root)),
     );
-    let objects = repository.objects();
     base_git.init(root, root).await?;
     let info = root.join(".git/objects/info");
     std::fs::create_dir_all(&info).map_err(|e| e.to_string())?;

@@ -116,6 +116,21 @@ impl Digests {
         self
     }
 
+    /// Sets the report-row digest of each of `stamps`.
+    pub(crate) fn stamp<'a>(&self, stamps: impl IntoIterator<Item = &'a mut super::RowStamp>) {
+        for stamp in stamps {
+            stamp.derived = self.of(stamp.seq);
+        }
+    }
+
+    /// The runs with any report row, each with its digest.
+    pub(crate) fn runs(&self) -> Vec<(u64, [u8; 32])> {
+        let mut seqs: Vec<u64> = self.parts.iter().flat_map(|p| p.keys().copied()).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.into_iter().map(|seq| (seq, self.of(seq))).collect()
+    }
+
     /// The digest of run `seq`'s rows (of none, when it has none).
     pub(crate) fn of(&self, seq: u64) -> [u8; 32] {
         let none = blake3::hash(b"");

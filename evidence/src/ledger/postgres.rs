@@ -772,14 +772,7 @@ impl PgLedger {
                 .iter()
                 .map(|r| read_stamp(r, 0, 1, 2))
                 .collect::<Result<Vec<_>, _>>()?;
-            if let Some(last) = stamps.last().map(|s| s.seq) {
-                let digests = report::derived_digests(&conn, after.try_into().unwrap_or(0), last)
-                    .await
-                    .map_err(self.pg_err("reading the report rows of runs"))?;
-                for stamp in &mut stamps {
-                    stamp.derived = digests.of(stamp.seq);
-                }
-            }
+            self.stamp_derived(&conn, after, stamps.iter_mut()).await?;
             conn.release();
             Ok(stamps)
         })
@@ -805,16 +798,46 @@ impl PgLedger {
                 .iter()
                 .map(|r| Ok((read_row(r)?, read_stamp(r, 0, 13, 19)?)))
                 .collect::<Result<Vec<_>, LedgerError>>()?;
-            if let Some(last) = rows.last().map(|(row, _)| row.seq) {
-                let digests = report::derived_digests(&conn, after.try_into().unwrap_or(0), last)
-                    .await
-                    .map_err(self.pg_err("reading the report rows of runs"))?;
-                for (row, stamp) in &mut rows {
-                    stamp.derived = digests.of(row.seq);
-                }
-            }
+            self.stamp_derived(&conn, after, rows.iter_mut().map(|(_, stamp)| stamp))
+                .await?;
             conn.release();
             Ok(rows)
+        })
+    }
+
+    /// Fills in the digest of the report rows of each of `stamps` (of runs
+    /// after seq `after`, in seq order), read in one query per table.
+    async fn stamp_derived<'a>(
+        &self,
+        conn: &tokio_postgres::Client,
+        after: i64,
+        stamps: impl Iterator<Item = &'a mut RowStamp>,
+    ) -> Result<(), LedgerError> {
+        let stamps: Vec<&mut RowStamp> = stamps.collect();
+        let Some(last) = stamps.last().map(|s| s.seq) else {
+            return Ok(());
+        };
+        report::derived_digests(conn, after.try_into().unwrap_or(0), last)
+            .await
+            .map_err(self.pg_err("reading the report rows of runs"))?
+            .stamp(stamps);
+        Ok(())
+    }
+
+    /// The runs after seq `after` up to `last` with any report row, each
+    /// with the digest of its report rows as stored.
+    pub fn report_rows_between(
+        &self,
+        after: u64,
+        last: u64,
+    ) -> Result<Vec<(u64, [u8; 32])>, LedgerError> {
+        self.op(async {
+            let conn = self.conn().await?;
+            let digests = report::derived_digests(&conn, after, last)
+                .await
+                .map_err(self.pg_err("reading the report rows of runs"))?;
+            conn.release();
+            Ok(digests.runs())
         })
     }
 

@@ -496,22 +496,43 @@ impl SqliteLedger {
             .map_err(&err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(&err)?;
-        self.stamp_derived(after, &mut stamps)?;
+        self.stamp_derived(after, stamps.iter_mut())?;
         Ok(stamps)
     }
 
-    /// Fills in the digest of the report rows of each of `stamps` (the
-    /// runs after seq `after`, in seq order), read in one pass per table.
-    fn stamp_derived(&self, after: u64, stamps: &mut [RowStamp]) -> Result<(), LedgerError> {
+    /// Fills in the digest of the report rows of each of `stamps` (of runs
+    /// after seq `after`, in seq order), read in one pass per table.
+    fn stamp_derived<'a>(
+        &self,
+        after: u64,
+        stamps: impl Iterator<Item = &'a mut RowStamp>,
+    ) -> Result<(), LedgerError> {
+        let stamps: Vec<&mut RowStamp> = stamps.collect();
         let Some(last) = stamps.last().map(|s| s.seq) else {
             return Ok(());
         };
-        let digests = report::derived_digests(&self.conn, after, last)
-            .map_err(self.sql_err("reading the report rows of runs"))?;
-        for stamp in stamps {
-            stamp.derived = digests.of(stamp.seq);
-        }
+        self.report_row_digests(after, last)?.stamp(stamps);
         Ok(())
+    }
+
+    /// The report-row digests of the runs after seq `after` up to `last`.
+    fn report_row_digests(
+        &self,
+        after: u64,
+        last: u64,
+    ) -> Result<super::derived::Digests, LedgerError> {
+        report::derived_digests(&self.conn, after, last)
+            .map_err(self.sql_err("reading the report rows of runs"))
+    }
+
+    /// The runs after seq `after` up to `last` with any report row, each
+    /// with the digest of its report rows as stored.
+    pub fn report_rows_between(
+        &self,
+        after: u64,
+        last: u64,
+    ) -> Result<Vec<(u64, [u8; 32])>, LedgerError> {
+        Ok(self.report_row_digests(after, last)?.runs())
     }
 
     /// At most `limit` rows after seq `after`, in seq order, each with its
@@ -536,13 +557,10 @@ impl SqliteLedger {
             .into_iter()
             .map(|(row, stamp)| Ok((row.into_row()?, stamp)))
             .collect::<Result<Vec<_>, LedgerError>>()?;
-        if let Some(last) = rows.last().map(|(row, _)| row.seq) {
-            let digests = report::derived_digests(&self.conn, after.try_into().unwrap_or(0), last)
-                .map_err(self.sql_err("reading the report rows of runs"))?;
-            for (row, stamp) in &mut rows {
-                stamp.derived = digests.of(row.seq);
-            }
-        }
+        self.stamp_derived(
+            after.try_into().unwrap_or(0),
+            rows.iter_mut().map(|(_, stamp)| stamp),
+        )?;
         Ok(rows)
     }
 

@@ -161,6 +161,17 @@ impl Ledger {
         each!(self, l => l.stamps_after(after, limit))
     }
 
+    /// The runs after seq `after` up to `last` with any report row
+    /// (`run_facts`, `run_models`, `run_roles`), each with the digest of
+    /// those rows as stored (see [`RowStamp::derived`]).
+    pub fn report_rows_between(
+        &self,
+        after: u64,
+        last: u64,
+    ) -> Result<Vec<(u64, [u8; 32])>, LedgerError> {
+        each!(self, l => l.report_rows_between(after, last))
+    }
+
     /// At most `limit` rows after seq `after`, in seq order, each with its
     /// stamp read in the same pass.
     pub fn stamped_rows_after(

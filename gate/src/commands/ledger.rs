@@ -251,22 +251,14 @@ impl ProblemDoc {
     }
 }
 
-/// The outcomes, dismissals and overrides the gate cannot vouch for, each
-/// a problem at the row of the run it is about.
 /// The runs whose report rows (what `gate report` counts) are not what
 /// their row derives: edited apart from it.
 fn report_row_problems(
     ledger: &Ledger,
     rows: &[gate_evidence::LedgerRow],
 ) -> Result<Vec<ledger::Problem>, GateError> {
-    let mut stored: HashMap<u64, [u8; 32]> = HashMap::with_capacity(rows.len());
-    let mut after = 0;
-    loop {
-        let stamps = ledger.stamps_after(after, 20_000)?;
-        let Some(last) = stamps.last() else { break };
-        after = last.seq;
-        stored.extend(stamps.iter().map(|s| (s.seq, s.derived)));
-    }
+    let last = rows.iter().map(|r| r.seq).max().unwrap_or(0);
+    let stored: HashMap<u64, [u8; 32]> = ledger.report_rows_between(0, last)?.into_iter().collect();
     Ok(rows
         .iter()
         .filter(|row| {
@@ -288,6 +280,8 @@ fn report_row_problems(
         .collect())
 }
 
+/// The outcomes, dismissals and overrides the gate cannot vouch for, each
+/// a problem at the row of the run it is about.
 fn event_problems(
     ledger: &Ledger,
     store: &BundleStore,

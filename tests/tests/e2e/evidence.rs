@@ -485,11 +485,7 @@ fn an_edited_override_or_series_row_is_named_and_an_edited_outcome_moves_no_rate
             .assert_exit(0);
     }
     assert_eq!(ledger_problems(&env), (Some(0), vec![]));
-    let report = || {
-        let out = env.gate(&["report", "--format", "json"]).run();
-        out.assert_exit(0);
-        out.json()
-    };
+    let report = || report_json(&env);
     let before = report();
     assert_eq!(before["false_pass"]["rate"], 1.0);
     assert_eq!(
@@ -592,11 +588,7 @@ fn the_report_checks_a_rows_bundle_once_and_still_leaves_out_a_row_edited_since(
     verify_expecting(&env, 1);
     env.write("src/a.txt", "alpha 2\n");
     verify_expecting(&env, 1);
-    let report = || {
-        let out = env.gate(&["report", "--format", "json"]).run();
-        out.assert_exit(0);
-        out.json()
-    };
+    let report = || report_json(&env);
     let none = json!({"runs": 0, "outcomes": 0, "overrides": 0});
     assert_eq!(report()["left_out"], none);
     let cache = env.path().join(".gate/report-cache");
@@ -636,11 +628,7 @@ fn a_report_row_edited_apart_from_its_run_is_left_out() {
         verify_expecting(&env, 1);
         env.write("src/a.txt", "alpha 2\n");
         verify_expecting(&env, 1);
-        let report = || {
-            let out = env.gate(&["report", "--format", "json"]).run();
-            out.assert_exit(0);
-            out.json()
-        };
+        let report = || report_json(&env);
         let before = report();
         assert_eq!(before["left_out"]["runs"], 0, "{edit}: {before:#}");
         assert_eq!(before["runs"], 2, "{edit}");
@@ -660,4 +648,11 @@ fn a_report_row_edited_apart_from_its_run_is_left_out() {
             "{edit}: {problems:?}"
         );
     }
+}
+
+/// `gate report --format json`, which must exit 0.
+fn report_json(env: &TestEnv) -> Value {
+    let out = env.gate(&["report", "--format", "json"]).run();
+    out.assert_exit(0);
+    out.json()
 }
