@@ -4,7 +4,7 @@
 //! A report counts those rows, not the wide `runs` row its bundle vouches
 //! for, so a report trusts them only while they are what the vouched row
 //! derives: each store digests them as it holds them
-//! ([`RowStamp::derived`](super::RowStamp::derived)), and [`expected`]
+//! ([`RowStamp::derived`]), and [`expected`]
 //! digests what the row derives. Values are tagged by kind (a text `5` is
 //! not an integer 5), an integer store's boolean is 0 or 1, a time is the
 //! text `ts` writes (microseconds, `Z`), models come in byte order and
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::entries::RunEntry;
+use super::entries::{RowStamp, RunEntry};
 use super::facts::StoredFacts;
 
 /// One stored value.
@@ -117,7 +117,7 @@ impl Digests {
     }
 
     /// Sets the report-row digest of each of `stamps`.
-    pub(crate) fn stamp<'a>(&self, stamps: impl IntoIterator<Item = &'a mut super::RowStamp>) {
+    pub(crate) fn stamp<'a>(&self, stamps: impl IntoIterator<Item = &'a mut RowStamp>) {
         for stamp in stamps {
             stamp.derived = self.of(stamp.seq);
         }
