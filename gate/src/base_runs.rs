@@ -893,16 +893,20 @@ async fn run_on_base(
             .isolation
             .base_items(&root, &shown_at, folder.path())?,
     );
-    // The groups over both stages: a check of the first and the criteria
-    // after it in the second share their folders, in the base's folder.
-    let groups = crate::isolation::groups::running(inputs.plan, |id| {
-        stages.checks.contains(id) || stages.exam.contains(id)
-    });
-    let launchers = Arc::new(
-        inputs
-            .isolation
-            .grouped(&launcher, &groups, Some(folder.path()))?,
+    // Folders for the items of both stages, in the base's folder: a
+    // criterion of the second starts from what a check of the first it
+    // runs after left.
+    let items = crate::isolation::lineage::new_items(
+        inputs.plan,
+        |id| stages.checks.contains(id) || stages.exam.contains(id),
+        |_| false,
     );
+    let launchers = Arc::new(inputs.isolation.private_folders(
+        &launcher,
+        &items,
+        Some(folder.path()),
+        &HashMap::new(),
+    )?);
     let options = |satisfied| RunOptions {
         workspace: cwd.clone(),
         concurrency: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),

@@ -42,6 +42,7 @@ pub mod sandbox;
 pub mod schedule;
 pub mod seccomp;
 pub mod secrets;
+pub mod seed;
 pub mod system;
 #[cfg(test)]
 mod testutil;
@@ -199,9 +200,9 @@ pub struct RunOptions {
     /// How every process is started: its environment and its sandbox.
     pub launcher: Arc<Launcher>,
     /// By item id: how the processes of an item that has folders of its
-    /// group's own start (`launcher` with the group's `/tmp`, `/var/tmp`
-    /// and home, [`Launcher::with_private`]); an item not named here uses
-    /// `launcher`.
+    /// own start (`launcher` with its `/tmp`, `/var/tmp` and home and what
+    /// it starts from, [`Launcher::with_private`]); an item not named here
+    /// uses `launcher`.
     pub launchers: Arc<std::collections::HashMap<String, Arc<Launcher>>>,
     /// By item id: workspace paths its command names that must be there
     /// when it is about to start.

@@ -39,6 +39,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -156,9 +157,9 @@ pub struct Home {
     pub read_only: Vec<Bind>,
 }
 
-/// The folders one group of a run's items has to itself (the items linked
-/// by `after`): shown at `/tmp`, `/var/tmp` and `HOME` in a sandbox, named
-/// by `TMPDIR` and `HOME` without one ([`Launcher::with_private`]).
+/// The folders one of a run's items has to itself: shown at `/tmp`,
+/// `/var/tmp` and `HOME` in a sandbox, named by `TMPDIR` and `HOME` without
+/// one ([`Launcher::with_private`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Private {
     /// The host folder of `/tmp`.
@@ -278,13 +279,18 @@ pub struct Sandbox {
     pub rebuilt: Vec<Rebuilt>,
     /// Paths outside the workspace that are writable (shared with later runs).
     pub writable: Vec<PathBuf>,
-    /// The host folder shown at `/tmp`: one per group of items linked by
-    /// `after` ([`Launcher::with_private`]), shared by its items alone.
+    /// The host folder shown at `/tmp`: one per item
+    /// ([`Launcher::with_private`]).
     pub tmp: PathBuf,
-    /// The host folder shown at `/var/tmp`: one per group, like `tmp`.
+    /// The host folder shown at `/var/tmp`: one per item, like `tmp`.
     pub var_tmp: PathBuf,
     /// The private home, when the gate's user has one.
     pub home: Option<Home>,
+    /// Sockets and FIFOs of the items an item runs after, shown read-only
+    /// over their places in its copy of their folders
+    /// ([`crate::seed`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherited: Vec<Bind>,
     /// The network.
     pub network: Network,
     /// The identity items run as, when the gate runs as root.
@@ -409,6 +415,10 @@ impl Sandbox {
                 a.mount("--ro-bind", &bind.source, &bind.target);
             }
         }
+        // Over the empty files the copy left in their places.
+        for bind in &self.inherited {
+            a.pair("--ro-bind", &bind.source, &bind.target);
+        }
         for dir in &self.writable {
             a.mount("--bind", dir, dir);
         }
@@ -438,6 +448,28 @@ impl Sandbox {
         a.one("--remount-ro", Path::new("/"));
         a.one("--chdir", &self.inside(cwd));
         a.args
+    }
+
+    /// This policy with `specials` (sockets and FIFOs of the items run
+    /// before) shown at their places in the private folders.
+    fn inheriting(&self, specials: &[crate::seed::Special]) -> Self {
+        use crate::seed::Folder;
+        let mut out = self.clone();
+        out.inherited = specials
+            .iter()
+            .filter_map(|special| {
+                let folder = match special.folder {
+                    Folder::Tmp => Path::new("/tmp"),
+                    Folder::VarTmp => Path::new("/var/tmp"),
+                    Folder::Home => &self.home.as_ref()?.path,
+                };
+                Some(Bind {
+                    source: special.source.clone(),
+                    target: folder.join(&special.rel),
+                })
+            })
+            .collect();
+        out
     }
 
     /// Where the host path `path` is seen inside: under the workspace, at
@@ -779,6 +811,9 @@ pub struct Launcher {
     watcher: Option<crate::bpf::Watching>,
     /// Where this launcher's processes are traced into, when they are.
     trace_to: Option<PathBuf>,
+    /// The item's own private folders and what it inherits into them from
+    /// the items it runs after ([`Launcher::with_private`]).
+    seed: Option<Arc<crate::seed::Seed>>,
 }
 
 /// Where a launcher's processes run.
@@ -834,6 +869,7 @@ impl Launcher {
             tracer: None,
             watcher: None,
             trace_to: None,
+            seed: None,
         }
     }
 
@@ -846,6 +882,7 @@ impl Launcher {
             tracer: None,
             watcher: None,
             trace_to: None,
+            seed: None,
         }
     }
 
@@ -858,6 +895,7 @@ impl Launcher {
             tracer: None,
             watcher: None,
             trace_to: None,
+            seed: None,
         }
     }
 
@@ -948,12 +986,19 @@ impl Launcher {
     /// This launcher with `private` as its processes' `/tmp`, `/var/tmp`
     /// and home: the folders shown there in a sandbox (`HOME` keeps its
     /// path inside); what `TMPDIR` and `HOME` name when they run as the
-    /// run's uid without one. Processes that run as the gate's user
+    /// run's uid without one. What the folders in `after` (those of the
+    /// items this one runs after) hold is copied into them when the item
+    /// starts ([`Launcher::seed`]). Processes that run as the gate's user
     /// without a sandbox, and the gate's helpers, have no private folders:
     /// unchanged.
     #[must_use]
-    pub fn with_private(&self, private: &Private) -> Self {
+    pub fn with_private(&self, private: &Private, after: &[Private]) -> Self {
         let mut out = self.clone();
+        let owner = match &self.how {
+            How::As(uid, gid) => Some((*uid, *gid)),
+            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| (i.uid, i.gid)),
+            How::Direct | How::Joined(_) => return out,
+        };
         match &mut out.how {
             How::Sandboxed(sandbox) => {
                 sandbox.tmp.clone_from(&private.tmp);
@@ -971,7 +1016,26 @@ impl Launcher {
             }
             How::Direct | How::Joined(_) => {}
         }
+        let linked = matches!(out.how, How::As(..));
+        out.seed = Some(Arc::new(crate::seed::Seed::new(
+            after.to_vec(),
+            private.clone(),
+            owner,
+            linked,
+        )));
         out
+    }
+
+    /// The private folders [`Launcher::with_private`] gave, if any.
+    pub fn private(&self) -> Option<&Private> {
+        self.seed.as_ref().map(|s| s.folders())
+    }
+
+    /// Copies into this launcher's private folders what the items it runs
+    /// after left in theirs: once, before its item's first process starts
+    /// (later calls say how that copy went). Blocks on the disk.
+    pub fn seed(&self) -> Result<(), String> {
+        self.seed.as_ref().map_or(Ok(()), |s| s.run())
     }
 
     /// The shell command lines run with.
@@ -1012,6 +1076,7 @@ impl Launcher {
             tracer: None,
             watcher: None,
             trace_to: None,
+            seed: None,
         })
     }
 
@@ -1147,6 +1212,14 @@ impl Launcher {
                     ]);
                 }
                 all.extend(command);
+                let specials = self.seed.as_ref().map_or(&[][..], |s| s.specials());
+                let inheriting;
+                let sandbox = if specials.is_empty() {
+                    sandbox
+                } else {
+                    inheriting = sandbox.inheriting(specials);
+                    &inheriting
+                };
                 let sandbox_args = sandbox.still_there().args_traced(cwd, inside);
                 let files = vec![
                     (ARGS_FD, nul_separated(&sandbox_args)),
@@ -1375,6 +1448,7 @@ mod tests {
             network: Network::Host,
             identity: None,
             read_search: false,
+            inherited: Vec::new(),
         }
     }
 
@@ -1822,12 +1896,12 @@ mod tests {
         assert!(matches!(p.still_there(), std::borrow::Cow::Borrowed(_)));
     }
 
-    /// A group's private folders are what its sandbox binds at `/tmp`,
+    /// An item's private folders are what its sandbox binds at `/tmp`,
     /// `/var/tmp` and the home, or what `TMPDIR` and `HOME` name for a
     /// process run as the run's uid without one; the gate's own user
     /// unsandboxed has none.
     #[test]
-    fn a_groups_private_folders_replace_the_runs() {
+    fn an_items_private_folders_replace_the_runs() {
         let private = Private {
             tmp: "/var/run-g1/tmp".into(),
             var_tmp: "/var/run-g1/var-tmp".into(),
@@ -1862,7 +1936,7 @@ mod tests {
             ),
         ];
         for (launcher, mounts, (home, tmp)) in cases {
-            let grouped = launcher.with_private(&private);
+            let grouped = launcher.with_private(&private, &[]);
             let var = |name: &str| {
                 grouped
                     .env()
@@ -1881,6 +1955,46 @@ mod tests {
                 assert!(!line.contains("/var/run-tmp"), "{line}");
             }
         }
+    }
+
+    /// A socket a service left in the `/tmp` of an item this one runs
+    /// after is bound read-only over its place in this one's copy, after
+    /// the copy is bound at `/tmp`; before the copy is made there is none.
+    #[test]
+    fn a_socket_of_an_item_before_is_shown_over_its_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let private = |name: &str| {
+            let p = Private {
+                tmp: dir.path().join(format!("{name}-tmp")),
+                var_tmp: dir.path().join(format!("{name}-var-tmp")),
+                home: dir.path().join(format!("{name}-home")),
+            };
+            for d in [&p.tmp, &p.var_tmp, &p.home] {
+                std::fs::create_dir(d).unwrap();
+            }
+            p
+        };
+        let (service, item) = (private("service"), private("item"));
+        std::fs::create_dir(service.tmp.join("db")).unwrap();
+        let socket = service.tmp.join("db/app.sock");
+        let _listening = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let launcher = Launcher::sandboxed(Vec::new(), policy())
+            .with_private(&item, std::slice::from_ref(&service));
+        let args = |l: &Launcher| {
+            let argv = l.argv(OsStr::new("true"), &[], Path::new("/srv/ci/ws"));
+            let (_, bytes) = argv.files.iter().find(|(fd, _)| *fd == ARGS_FD).unwrap();
+            String::from_utf8_lossy(bytes).replace('\0', " ")
+        };
+        let bind = format!("--ro-bind {} /tmp/db/app.sock", socket.display());
+        assert!(!args(&launcher).contains(&bind));
+        launcher.seed().unwrap();
+        let line = args(&launcher);
+        let tmp = line
+            .find(&format!("--bind {} /tmp", item.tmp.display()))
+            .unwrap();
+        let shown = line.find(&bind).unwrap_or_else(|| panic!("{line}"));
+        assert!(tmp < shown, "{line}");
+        assert!(item.tmp.join("db/app.sock").is_file());
     }
 
     #[test]

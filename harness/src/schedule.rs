@@ -177,7 +177,7 @@ impl Ctx {
         }
     }
 
-    /// How the processes of the item `id` start: with its group's private
+    /// How the processes of the item `id` start: with its own private
     /// folders when it has them.
     fn launcher(&self, id: &str) -> &crate::Launcher {
         self.opts.launchers.get(id).unwrap_or(&self.opts.launcher)
@@ -527,6 +527,20 @@ async fn run_item(
             spec_error: Some(why),
             ..result(&item, Status::Failed, Duration::ZERO)
         };
+    }
+    if let Some(launcher) = ctx.opts.launchers.get(&item.id).cloned() {
+        // What the items it runs after left in their private folders, copied
+        // into its own before anything of it starts.
+        let seeded = tokio::task::spawn_blocking(move || launcher.seed())
+            .await
+            .unwrap_or_else(|_| Err("the copy of its private folders panicked".to_owned()));
+        if let Err(why) = seeded {
+            drop(permit);
+            return ItemResult {
+                reason: Some(why),
+                ..result(&item, Status::Failed, Duration::ZERO)
+            };
+        }
     }
     tracing::debug!(id = %item.id, "started");
     ctx.emit(Event::Started {

@@ -30,7 +30,7 @@ use crate::identity::Lease;
 use crate::record::RunIsolation;
 use crate::tools::Tools;
 
-pub(crate) mod groups;
+pub(crate) mod lineage;
 mod scratch;
 mod shown;
 mod toolchain;
@@ -285,9 +285,9 @@ pub(crate) struct Isolation {
     /// The run's eBPF tracer, when it could start and `GATE_TRACE` did
     /// not ask for `strace` alone.
     watcher: watcher::Watcher,
-    /// How many groups of items have had private folders made: the next
-    /// group's folder is named by it.
-    groups_made: AtomicUsize,
+    /// How many items have had private folders made: the next item's
+    /// folders are named by it.
+    folders_made: AtomicUsize,
     /// The workspace, as handed to the run's uid with its `.git`
     /// ([`Isolation::hand_over_workspace`]): the gate's own git on a
     /// repository whose work tree it is runs as that uid, not as root.
@@ -538,7 +538,7 @@ impl Isolation {
             warnings: start.warnings,
             _holder: None,
             lease: start.lease,
-            groups_made: AtomicUsize::new(0),
+            folders_made: AtomicUsize::new(0),
             handed_repository: None,
         })
     }
@@ -664,7 +664,7 @@ impl Isolation {
             warnings: start.warnings,
             _holder: holder,
             lease: start.lease,
-            groups_made: AtomicUsize::new(0),
+            folders_made: AtomicUsize::new(0),
             handed_repository: None,
         })
     }
@@ -919,18 +919,22 @@ impl Isolation {
         })
     }
 
-    /// One launcher per item of `groups` (ids of items that share their
-    /// private folders, [`groups::of`]): `launcher` with a fresh `/tmp`,
-    /// `/var/tmp` and home of the group's own, made in `under` (the run's
-    /// scratch folder when `None`, which goes with the run), handed to the
-    /// run's uid when it has one, the home's mount points made as for the
-    /// run's. No launchers where items have no private folders (no sandbox
-    /// and no uid of the run's: they see the host's `/tmp` and `HOME`).
-    pub(crate) fn grouped(
+    /// One launcher per item of `items` (each an id and the ids of the
+    /// items whose folders it starts from, [`lineage::new_items`]):
+    /// `launcher` with a fresh `/tmp`, `/var/tmp` and home of the item's
+    /// own, made in `under` (the run's scratch folder when `None`, which
+    /// goes with the run), handed to the run's uid when it has one, the
+    /// home's mount points made as for the run's; what the folders of the
+    /// items it starts from hold (in this batch, or in `made`) is copied
+    /// in when it starts. No launchers where items have no private folders
+    /// (no sandbox and no uid of the run's: they see the host's `/tmp` and
+    /// `HOME`).
+    pub(crate) fn private_folders(
         &self,
         launcher: &Launcher,
-        groups: &[Vec<String>],
+        items: &[(String, Vec<String>)],
         under: Option<&Path>,
+        made: &HashMap<String, Arc<Launcher>>,
     ) -> Result<HashMap<String, Arc<Launcher>>, String> {
         let mut out = HashMap::new();
         let root = match (under, &self.scratch) {
@@ -938,16 +942,16 @@ impl Isolation {
             (None, Some(scratch)) => scratch.path().to_path_buf(),
             (None, None) => return Ok(out),
         };
-        if (self.sandbox.is_none() && self.lease.is_none()) || groups.is_empty() {
+        if (self.sandbox.is_none() && self.lease.is_none()) || items.is_empty() {
             return Ok(out);
         }
         let why = |path: &Path, e: std::io::Error| {
             format!(
-                "cannot make the private folder {} of a group of items: {e}",
+                "cannot make the private folder {} of an item: {e}",
                 path.display()
             )
         };
-        let parent = root.join("groups");
+        let parent = root.join("items");
         match std::fs::create_dir(&parent) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
                 return Err(why(&parent, e));
@@ -957,11 +961,11 @@ impl Isolation {
         let uid = self.lease.as_ref().map(Lease::uid);
         let home = self.sandbox.as_ref().and_then(|s| s.home.as_ref());
         let started = std::time::Instant::now();
-        // `groups/<n>-tmp`, not `groups/<n>/tmp`: a folder fewer to make.
-        let privates: Vec<Private> = groups
+        // `items/<n>-tmp`, not `items/<n>/tmp`: a folder fewer to make.
+        let privates: Vec<Private> = items
             .iter()
             .map(|_| {
-                let n = self.groups_made.fetch_add(1, Ordering::Relaxed);
+                let n = self.folders_made.fetch_add(1, Ordering::Relaxed);
                 Private {
                     tmp: parent.join(format!("{n}-tmp")),
                     var_tmp: parent.join(format!("{n}-var-tmp")),
@@ -987,7 +991,7 @@ impl Isolation {
             Ok(())
         };
         // Each folder is a few file system calls that mostly wait on the
-        // disk: a handful of threads make many groups' at once.
+        // disk: a handful of threads make many items' at once.
         let workers = privates.len().clamp(1, 4);
         let chunk = privates.len().div_ceil(workers);
         std::thread::scope(|scope| {
@@ -1000,16 +1004,28 @@ impl Isolation {
                     .unwrap_or_else(|_| Err("a thread making folders panicked".into()))
             })
         })?;
-        for (group, private) in groups.iter().zip(&privates) {
-            let grouped = Arc::new(launcher.with_private(private));
-            for id in group {
-                out.insert(id.clone(), Arc::clone(&grouped));
-            }
+        let fresh: HashMap<&str, &Private> = items
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .zip(&privates)
+            .collect();
+        for ((id, before), private) in items.iter().zip(&privates) {
+            let from: Vec<Private> = before
+                .iter()
+                .filter_map(|b| {
+                    fresh
+                        .get(b.as_str())
+                        .copied()
+                        .or_else(|| made.get(b).and_then(|l| l.private()))
+                        .cloned()
+                })
+                .collect();
+            out.insert(id.clone(), Arc::new(launcher.with_private(private, &from)));
         }
         tracing::debug!(
-            groups = groups.len(),
+            items = items.len(),
             us = started.elapsed().as_micros(),
-            "made the private folders of the groups of items"
+            "made the private folders of the items"
         );
         Ok(out)
     }
@@ -1173,6 +1189,7 @@ fn build_sandbox(
         network: Network::Host,
         identity: None,
         read_search: false,
+        inherited: Vec::new(),
     };
     (sandbox, cargo_home)
 }
@@ -1256,7 +1273,7 @@ fn without_repeats(binds: Vec<Bind>) -> Vec<Bind> {
 /// the toolchains it shows, owned by `uid`: bubblewrap would make them as
 /// root, and cargo writes its locks beside the folders it is shown. A
 /// toolchain folder shown inside another that holds its path already
-/// needs none (each folder made costs a group of items its start).
+/// needs none (each folder made costs an item its start).
 fn prepare_home(home: &Home, uid: u32) -> std::io::Result<()> {
     let covered = |bind: &Bind| {
         home.read_only.iter().any(|outer| {

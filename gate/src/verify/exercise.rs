@@ -199,8 +199,8 @@ async fn rounds(
         ..
     } = *run;
     let spec = &setup.spec;
-    // Each group of items linked by `after` gets a `/tmp`, `/var/tmp` and
-    // home of its own when its first item runs, kept for later rounds.
+    // Each item that starts a process gets a `/tmp`, `/var/tmp` and home
+    // of its own when it runs, kept for later rounds.
     let mut launchers = harness::Launchers::new();
     let runs_now: HashSet<&str> = planned
         .plan
@@ -209,7 +209,7 @@ async fn rounds(
         .filter(|i| i.decision.runs())
         .map(|i| i.id.as_str())
         .collect();
-    harness::make_groups(
+    harness::make_folders(
         &planned.plan,
         &setup.isolation,
         &launcher,
@@ -247,7 +247,7 @@ async fn rounds(
         events.emit(RunEvent::Note(Note::Rechecking {
             items: now.iter().cloned().collect(),
         }));
-        harness::make_groups(
+        harness::make_folders(
             &planned.plan,
             &setup.isolation,
             &launcher,

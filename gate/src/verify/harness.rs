@@ -74,38 +74,26 @@ pub(super) struct HarnessInput<'a> {
 /// rounds before gave (what passed there counts as passed for `after`).
 pub(super) type Again<'a> = Option<(&'a BTreeSet<String>, &'a HashMap<String, ItemResult>)>;
 
-/// Each item's launcher with its group's private folders, by item id.
+/// Each item's launcher with its own private folders, by item id.
 pub(super) type Launchers = HashMap<String, Arc<gate_harness::Launcher>>;
 
-/// Makes the private folders of each group with an item `running` says
-/// runs now and none made before, into `made`: a group is made once per
-/// attempt, when its first item that starts a process runs (a carried
-/// item re-checked in a later round finds what the items before it in its
-/// group left); a group none of whose items starts one now gets none (a
-/// built-in check or a report read runs inside the gate).
-pub(super) fn make_groups(
+/// Makes the private folders of each item `running` says runs now that
+/// starts a process and has none yet, into `made`: an item's folders are
+/// made once per attempt (a carried item re-checked in a later round gets
+/// its own then, and starts from what the items it runs after left); a
+/// built-in check or a report read runs inside the gate and gets none.
+pub(super) fn make_folders(
     plan: &Plan,
     isolation: &crate::isolation::Isolation,
     launcher: &gate_harness::Launcher,
     running: impl Fn(&str) -> bool,
     made: &mut Launchers,
 ) -> Result<(), GateError> {
-    let starts: HashSet<&str> = plan
-        .items
-        .iter()
-        .filter(|i| i.work.as_ref().is_some_and(|w| w.action.starts_processes()))
-        .map(|i| i.id.as_str())
-        .collect();
-    let groups: Vec<Vec<String>> =
-        crate::isolation::groups::running(plan, |id| running(id) && starts.contains(id))
-            .into_iter()
-            .filter(|group| !group.iter().any(|id| made.contains_key(id)))
-            .collect();
-    made.extend(
-        isolation
-            .grouped(launcher, &groups, None)
-            .map_err(GateError::Usage)?,
-    );
+    let items = crate::isolation::lineage::new_items(plan, running, |id| made.contains_key(id));
+    let new = isolation
+        .private_folders(launcher, &items, None, made)
+        .map_err(GateError::Usage)?;
+    made.extend(new);
     Ok(())
 }
 

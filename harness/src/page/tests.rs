@@ -358,13 +358,13 @@ async fn pages_are_captured_measured_or_failed_with_the_browser_s_words() {
         let out = ws.path().join(format!("case{i}"));
         let mut c = capture(url, &out);
         tweak(&mut c);
-        let outcome = bounded(check(
+        let outcome = bounded(Box::pin(check(
             "home",
             &c,
             ws.path(),
             64 * 1024,
             &crate::testutil::launcher(),
-        ))
+        )))
         .await;
         let reason = outcome.problems.join("; ");
         let written: Vec<(u32, u32)> = VIEWPORTS

@@ -1,7 +1,7 @@
 //! A trace complete by construction, through the real binary: in one
 //! series, a file read by an IA-32 call (`int 0x80` from a 64-bit
 //! process), a helper run by a name spelled `//WORKSPACE/bin/helper`, a
-//! data file relayed through the group's `/tmp`, an ignored file edited, an
+//! data file relayed through a check's `/tmp`, an ignored file edited, an
 //! ignored file probed for and made later, and a hard link in an ignored
 //! folder to a tracked file are all inputs a retry compares, as root (the
 //! eBPF tracer, and `strace`) and as an unprivileged user (`strace` above

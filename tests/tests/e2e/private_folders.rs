@@ -1,7 +1,9 @@
-//! Items share their private `/tmp`, `/var/tmp` and `HOME` only along
+//! Items see the private `/tmp`, `/var/tmp` and `HOME` of others only along
 //! `after`: a check relays a data file through them, and a criterion sees
-//! the copies only when it runs after that check. As root (the eBPF
-//! tracer) and as an unprivileged user (`strace`).
+//! the copies only when it runs after that check; two criteria after one
+//! check and one service each start from a copy of the check's and reach
+//! the service's socket, and never see what the other wrote. As root (the
+//! eBPF tracer) and as an unprivileged user (`strace`).
 
 use std::path::Path;
 
@@ -53,8 +55,12 @@ struct Relay {
 
 impl Relay {
     fn new(who: As, after: &str) -> Self {
+        Self::with_spec(who, &relay_spec(after))
+    }
+
+    fn with_spec(who: As, spec: &str) -> Self {
         let env = TestEnv::new();
-        env.write("gate.toml", &relay_spec(after));
+        env.write("gate.toml", spec);
         env.write("data/value.txt", "ok\n");
         env.write("data/other.txt", "yes\n");
         // Outside /tmp, which the sandbox replaces: the state and a home
@@ -228,12 +234,68 @@ fn an_item_after_a_check_sees_its_tmp_and_home() {
     }
 }
 
+/// A build check, a service listening on a socket in its `/tmp`, and two
+/// criteria after both: each finds the check's artefacts and reaches the
+/// service, and what the first plants in its `/tmp` and home (a
+/// `usercustomize.py` would do) the second never sees, though it waits
+/// until the first has planted it.
+const SIBLINGS: &str = r#"
+[spec]
+id = "siblings"
+[policy]
+builtin_parse = false
+[sandbox]
+mode = "required"
+[[check]]
+id = "build"
+run = 'echo built > /tmp/artefact && mkdir -p "$HOME/.cache" && echo cached > "$HOME/.cache/entry"'
+[[check]]
+id = "db"
+run = '''exec python3 -c "
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.bind('/tmp/db.sock')
+s.listen(8)
+print('listening', flush=True)
+while True:
+    c, _ = s.accept()
+    c.sendall(b'pong')
+    c.close()
+"'''
+starts = { within_s = 20, ready_log = "listening" }
+[[task]]
+id = "t"
+paths = ["data/**"]
+[[task.criterion]]
+id = "plants"
+text = "it reaches the build and the service, and plants"
+run = '''test "$(cat /tmp/artefact)" = built && test "$(cat "$HOME/.cache/entry")" = cached && python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('/tmp/db.sock'); assert s.recv(4) == b'pong'" && echo planted > /tmp/planted && echo planted > "$HOME/.cache/planted" && echo planted >> /tmp/artefact && touch planted-mark'''
+after = ["build", "db"]
+[[task.criterion]]
+id = "sibling"
+text = "it reaches the build and the service, and nothing its sibling planted"
+run = '''for i in $(seq 100); do [ -e planted-mark ] && break; sleep 0.1; done; test -e planted-mark || { echo "no mark"; exit 1; }; test "$(cat /tmp/artefact)" = built && test "$(cat "$HOME/.cache/entry")" = cached && python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('/tmp/db.sock'); assert s.recv(4) == b'pong'" && for f in /tmp/planted "$HOME/.cache/planted"; do if [ -e "$f" ]; then echo "saw $f"; exit 1; fi; done'''
+after = ["build", "db"]
+"#;
+
+#[test]
+fn items_after_one_check_each_start_from_a_copy_of_its_folders() {
+    for who in runners() {
+        let run = Relay::with_spec(who, SIBLINGS);
+        let (code, doc) = run.verify(&[]);
+        for id in ["build", "db", "plants", "sibling"] {
+            assert_eq!(status_of(&doc, id), "passed", "{who:?} {id}: {doc:#}");
+        }
+        assert_eq!(code, Some(0), "{who:?}: {doc:#}");
+    }
+}
+
 /// On the base as on the change: a criterion after a check sees the `/tmp`
 /// the check left in the base run's first stage, one after nothing does
 /// not. Both are pass-to-pass, so both run on the base, and each passes
-/// there only if its group's folders are as on the change.
+/// there only if its folders are as on the change.
 #[test]
-fn a_base_runs_groups_share_tmp_along_after_across_its_stages() {
+fn a_base_runs_items_see_tmp_along_after_across_its_stages() {
     let env = TestEnv::new();
     env.write(
         "gate.toml",

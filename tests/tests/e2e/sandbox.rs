@@ -1885,7 +1885,7 @@ fn an_interpreter_nothing_vouches_for_cannot_pass_the_exam() {
 }
 
 /// A run killed while its items run cannot remove its scratch folder (the
-/// `/tmp` and home of each group of items): the next run removes it, and
+/// `/tmp` and home of each item): the next run removes it, and
 /// leaves the folder of a run still alive.
 #[test]
 fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
@@ -1903,7 +1903,7 @@ fn a_killed_runs_private_folders_are_removed_by_the_next_run() {
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.join("groups/0-tmp/left.txt").exists())
+            .filter(|p| p.join("items/0-tmp/left.txt").exists())
             .collect()
     };
     let mut killed = env.gate(&["verify"]).env("TMPDIR", temp.path()).spawn();
