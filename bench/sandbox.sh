@@ -47,35 +47,24 @@ print(statistics.median(durations))
 EOF
 }
 
-# Median time (ms) one item's private folders took to make, over the
-# debug logs given.
-median_folders_ms() {
+# Two medians (ms) over the debug logs given: the time one item's private
+# folders took to make, and the time the copy of what `build` left into
+# an item's folders took.
+median_folders_and_copy_ms() {
   python3 - "$@" <<'EOF'
 import re, statistics, sys
-per_item = []
+folders, copies = [], []
 for path in sys.argv[1:]:
     for line in open(path, errors="replace"):
         m = re.search(r"made the private folders of the items items=(\d+) us=(\d+)", line)
         if m and int(m.group(1)) > 0:
-            per_item.append(int(m.group(2)) / 1000 / int(m.group(1)))
-print(statistics.median(per_item) if per_item else 0)
-EOF
-}
-
-# Median time (ms) the copy of what `build` left took, per item, over the
-# debug logs given.
-median_copy_ms() {
-  python3 - "$@" <<'EOF'
-import re, statistics, sys
-copies = []
-for path in sys.argv[1:]:
-    for line in open(path, errors="replace"):
+            folders.append(int(m.group(2)) / 1000 / int(m.group(1)))
         m = re.search(r"copied what the items before an item left from=1 .*us=(\d+)", line)
         if m:
             copies.append(int(m.group(1)) / 1000)
-if not copies:
-    sys.exit("no copy was logged: the checks did not start from build's folders")
-print(statistics.median(copies))
+if not folders or not copies:
+    sys.exit("no folders or no copy logged: the checks did not start from build's folders")
+print(statistics.median(folders), statistics.median(copies))
 EOF
 }
 
@@ -105,8 +94,7 @@ EOF
   local isolated unisolated folders copy
   isolated=$(median_item_ms "$work/$who"-required-*.json)
   unisolated=$(median_item_ms "$work/$who"-off-*.json)
-  folders=$(median_folders_ms "$work/$who"-required-*.log)
-  copy=$(median_copy_ms "$work/$who"-required-*.log)
+  read -r folders copy < <(median_folders_and_copy_ms "$work/$who"-required-*.log)
   awk -v who="$who" -v i="$isolated" -v u="$unisolated" -v f="$folders" -v c="$copy" -v runs="$RUNS" 'BEGIN {
     printf "%-8s 40 checks x %d runs: median per check isolated %.1f ms, unisolated %.1f ms; private folders %.2f ms and the copy of what build left %.2f ms per item; added %.1f ms per item (ratio %s; target <= 15 ms added)\n",
       who, runs, i, u, f, c, i - u + f + c, (u > 0 ? sprintf("%.2f", (i + f + c) / u) : "n/a: unisolated under 1 ms")
