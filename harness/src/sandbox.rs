@@ -1985,7 +1985,10 @@ mod tests {
             let (_, bytes) = argv.files.iter().find(|(fd, _)| *fd == ARGS_FD).unwrap();
             String::from_utf8_lossy(bytes).replace('\0', " ")
         };
-        let bind = format!("--ro-bind {} /tmp/db/app.sock", socket.display());
+        // Bound from the gate's own hard link to it, not by its path among
+        // the service's files.
+        let held = dir.path().join("item-tmp.held/0");
+        let bind = format!("--ro-bind {} /tmp/db/app.sock", held.display());
         assert!(!args(&launcher).contains(&bind));
         launcher.seed().unwrap();
         let line = args(&launcher);

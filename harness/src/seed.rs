@@ -8,11 +8,16 @@
 //! be writing in its own while the copy is made), so the copy never
 //! follows a link: every folder is opened relative to its parent with
 //! `O_NOFOLLOW`, every file is checked to be a regular file on its open
-//! descriptor, and links are copied as links. What cannot be copied (a
-//! socket a service listens on, a FIFO) is shown to the item as the
-//! original, bound read-only over an empty file in the copy (or, without a
-//! sandbox, linked to), so a criterion still reaches the service it runs
-//! after.
+//! descriptor, and links are copied as links. A folder the item's own
+//! folders hold already (a mount point of its home, or one an earlier
+//! folder copied made) is never replaced, so nothing copied stands where
+//! the sandbox mounts. What cannot be copied (a socket a service listens
+//! on, a FIFO) is shown to the item as the original: hard-linked, by the
+//! descriptor of the folder it was found in, into a folder of the gate's
+//! that no item sees or can change, and bound read-only from there over an
+//! empty file in the copy (without a sandbox, a link to the original
+//! stands there), so a criterion still reaches the service it runs after,
+//! and nothing an item renames afterwards changes what is bound.
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::fs::File;
@@ -64,7 +69,7 @@ pub struct Special {
     pub folder: Folder,
     /// Its path in that folder.
     pub rel: PathBuf,
-    /// The original, on the host.
+    /// A hard link to the original, in a folder of the gate's.
     pub source: PathBuf,
 }
 
@@ -125,6 +130,14 @@ impl Seed {
         }
     }
 
+    /// The gate's folder of hard links to the sockets and FIFOs found:
+    /// beside the item's folders, never shown to an item.
+    fn held(&self) -> PathBuf {
+        let mut name = self.into.tmp.file_name().unwrap_or_default().to_owned();
+        name.push(".held");
+        self.into.tmp.with_file_name(name)
+    }
+
     fn copy(&self) -> Result<Vec<Special>, String> {
         let started = std::time::Instant::now();
         let mut copy = Copy {
@@ -132,6 +145,10 @@ impl Seed {
             specials: Vec::new(),
             folder: Folder::Tmp,
             bytes: 0,
+            held: (!self.link_specials).then(|| Held {
+                path: self.held(),
+                fd: None,
+            }),
         };
         for from in &self.from {
             for folder in [Folder::Tmp, Folder::VarTmp, Folder::Home] {
@@ -144,14 +161,6 @@ impl Seed {
                         target.display()
                     )
                 })?;
-            }
-        }
-        if self.link_specials {
-            for special in &copy.specials {
-                let at = special.folder.of(&self.into).join(&special.rel);
-                let linked = std::fs::remove_file(&at)
-                    .and_then(|()| std::os::unix::fs::symlink(&special.source, &at));
-                linked.map_err(|e| format!("cannot link {}: {e}", at.display()))?;
             }
         }
         tracing::debug!(
@@ -169,8 +178,6 @@ impl Seed {
 struct Place<'a> {
     /// On the host, among the folders copied from.
     source: &'a Path,
-    /// On the host, among the item's own.
-    target: &'a Path,
     /// Within the private folder.
     rel: &'a Path,
 }
@@ -183,6 +190,15 @@ struct Copy {
     folder: Folder,
     /// Bytes of files copied.
     bytes: u64,
+    /// Where the specials are held for binding; `None` without a sandbox,
+    /// where a link to the original stands in the copy instead.
+    held: Option<Held>,
+}
+
+/// The gate's folder of hard links to the specials, made with the first.
+struct Held {
+    path: PathBuf,
+    fd: Option<OwnedFd>,
 }
 
 /// Flags every folder is opened with.
@@ -202,7 +218,6 @@ impl Copy {
         let into = nix::fcntl::open(target, dir_flags(), Mode::empty())?;
         let at = Place {
             source,
-            target,
             rel: Path::new(""),
         };
         self.folder_contents(from, &into, &at, 0)
@@ -251,7 +266,6 @@ impl Copy {
             let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
             let entry_rel = at.rel.join(&name);
             let entry_source = at.source.join(&name);
-            let entry_target = at.target.join(&name);
             if kind == SFlag::S_IFDIR {
                 let sub = match nix::fcntl::openat(
                     parent.as_fd(),
@@ -264,57 +278,98 @@ impl Copy {
                     Err(Errno::ENOENT | Errno::ELOOP | Errno::ENOTDIR) => continue,
                     Err(e) => return Err(e.into()),
                 };
-                let made = self.made_dir(into, &name, &stat, at.target)?;
+                let made = self.made_dir(into, &name, &stat)?;
                 let inside = Place {
                     source: &entry_source,
-                    target: &entry_target,
                     rel: &entry_rel,
                 };
                 self.folder_contents(sub, &made, &inside, depth + 1)?;
                 // Its times last: filling it moved them.
                 times(made.as_fd(), &stat)?;
             } else if kind == SFlag::S_IFREG {
-                self.file(parent.as_fd(), into, &name, at.target)?;
+                self.file(parent.as_fd(), into, &name)?;
             } else if kind == SFlag::S_IFLNK {
                 let target = match nix::fcntl::readlinkat(parent.as_fd(), name.as_os_str()) {
                     Ok(target) => target,
                     Err(Errno::ENOENT | Errno::EINVAL) => continue,
                     Err(e) => return Err(e.into()),
                 };
-                let link =
-                    || nix::unistd::symlinkat(target.as_os_str(), into.as_fd(), name.as_os_str());
-                match link() {
-                    Err(Errno::EEXIST) => {
-                        replace(into, &name, at.target)?;
-                        link()?;
-                    }
-                    done => done?,
+                if !is_dir(into, &name) {
+                    replace(into, &name)?;
+                    nix::unistd::symlinkat(target.as_os_str(), into.as_fd(), name.as_os_str())?;
+                    self.own(into, &name)?;
                 }
-                self.own(into, &name)?;
             } else if kind == SFlag::S_IFSOCK || kind == SFlag::S_IFIFO {
-                // A place to bind the original over.
-                let placeholder = create(into, &name, 0o600, at.target)?;
-                self.own_fd(placeholder.as_fd())?;
-                self.specials.push(Special {
-                    folder: self.folder,
-                    rel: entry_rel,
-                    source: entry_source,
-                });
+                self.special(parent.as_fd(), into, &name, &entry_source, entry_rel)?;
             }
             // Devices cannot be made by the items; nothing else is left.
         }
         Ok(())
     }
 
-    /// The folder `name` in `into`, made (or kept, when an earlier copy
-    /// made it) with the mode of the one `stat` describes, and opened.
-    fn made_dir(
-        &self,
+    /// Shows the socket or FIFO `name` of `from` (at `source` on the host)
+    /// at `name` in `into` (`rel` in the private folder): a hard link in
+    /// the gate's folder to bind over an empty file there, or, without a
+    /// sandbox, a link to the original.
+    fn special(
+        &mut self,
+        from: BorrowedFd<'_>,
         into: &OwnedFd,
         name: &OsStr,
-        stat: &FileStat,
-        target: &Path,
-    ) -> std::io::Result<OwnedFd> {
+        source: &Path,
+        rel: PathBuf,
+    ) -> std::io::Result<()> {
+        let Some(held) = &mut self.held else {
+            if !is_dir(into, name) {
+                replace(into, name)?;
+                nix::unistd::symlinkat(source, into.as_fd(), name)?;
+                self.own(into, name)?;
+            }
+            return Ok(());
+        };
+        let fd = if let Some(fd) = &held.fd {
+            fd
+        } else {
+            let mut made = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut made, 0o700);
+            match made.create(&held.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+                Ok(()) | Err(_) => {}
+            }
+            held.fd
+                .insert(nix::fcntl::open(&held.path, dir_flags(), Mode::empty())?)
+        };
+        let link = self.specials.len().to_string();
+        // By the folder's descriptor, and not following a link: what is
+        // held is what was there, whatever the path leads to later.
+        match nix::unistd::linkat(from, name, fd.as_fd(), link.as_str(), AtFlags::empty()) {
+            Ok(()) => {}
+            Err(Errno::ENOENT) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        // Swapped for something else since it was looked at: not shown.
+        let stat =
+            nix::sys::stat::fstatat(fd.as_fd(), link.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW)?;
+        let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+        if kind != SFlag::S_IFSOCK && kind != SFlag::S_IFIFO || is_dir(into, name) {
+            nix::unistd::unlinkat(fd.as_fd(), link.as_str(), UnlinkatFlags::NoRemoveDir)?;
+            return Ok(());
+        }
+        let held_at = held.path.join(&link);
+        // A place to bind it over.
+        let placeholder = create(into, name, 0o600)?;
+        self.own_fd(placeholder.as_fd())?;
+        self.specials.push(Special {
+            folder: self.folder,
+            rel,
+            source: held_at,
+        });
+        Ok(())
+    }
+
+    /// The folder `name` in `into`, made (or kept, when an earlier copy
+    /// made it) with the mode of the one `stat` describes, and opened.
+    fn made_dir(&self, into: &OwnedFd, name: &OsStr, stat: &FileStat) -> std::io::Result<OwnedFd> {
         let mode = Mode::from_bits_truncate(stat.st_mode & 0o777);
         match nix::sys::stat::mkdirat(into.as_fd(), name, mode) {
             Ok(()) => {}
@@ -324,7 +379,7 @@ impl Copy {
                     return Ok(dir);
                 }
                 // A file an earlier copy left at that name.
-                replace(into, name, target)?;
+                replace(into, name)?;
                 nix::sys::stat::mkdirat(into.as_fd(), name, mode)?;
             }
             Err(e) => return Err(e.into()),
@@ -337,13 +392,7 @@ impl Copy {
     }
 
     /// Copies the regular file `name` of `from` into `into`.
-    fn file(
-        &mut self,
-        from: BorrowedFd<'_>,
-        into: &OwnedFd,
-        name: &OsStr,
-        target: &Path,
-    ) -> std::io::Result<()> {
+    fn file(&mut self, from: BorrowedFd<'_>, into: &OwnedFd, name: &OsStr) -> std::io::Result<()> {
         // Non-blocking: a FIFO swapped in since the look would block the
         // open of a reader; it is refused below as not a regular file.
         let source = match nix::fcntl::openat(
@@ -357,12 +406,14 @@ impl Copy {
             Err(e) => return Err(e.into()),
         };
         let stat = nix::sys::stat::fstat(source.as_fd())?;
-        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG
+            || is_dir(into, name)
+        {
             return Ok(());
         }
         // No set-id bit survives the copy.
         let mode = Mode::from_bits_truncate(stat.st_mode & 0o777);
-        let target = create(into, name, mode.bits(), target)?;
+        let target = create(into, name, mode.bits())?;
         let (mut source, mut target) = (File::from(source), File::from(target));
         // In the kernel where it can (`copy_file_range`, a reflink on file
         // systems that share blocks).
@@ -395,9 +446,9 @@ impl Copy {
     }
 }
 
-/// A new file `name` in `into` (at `target`), open for writing, with
-/// `mode` less the umask: what an earlier copy left there is replaced.
-fn create(into: &OwnedFd, name: &OsStr, mode: u32, target: &Path) -> std::io::Result<OwnedFd> {
+/// A new file `name` in `into`, open for writing, with `mode` less the
+/// umask: a file or link an earlier copy left there is replaced.
+fn create(into: &OwnedFd, name: &OsStr, mode: u32) -> std::io::Result<OwnedFd> {
     let open = || {
         nix::fcntl::openat(
             into.as_fd(),
@@ -408,24 +459,27 @@ fn create(into: &OwnedFd, name: &OsStr, mode: u32, target: &Path) -> std::io::Re
     };
     match open() {
         Err(Errno::EEXIST) => {
-            replace(into, name, target)?;
+            replace(into, name)?;
             Ok(open()?)
         }
         opened => Ok(opened?),
     }
 }
 
-/// Removes what an earlier copy left at `name` in `into` (at `target`),
-/// so the later one's takes its place.
-fn replace(into: &OwnedFd, name: &OsStr, target: &Path) -> std::io::Result<()> {
+/// Removes the file or link an earlier copy left at `name` in `into`.
+fn replace(into: &OwnedFd, name: &OsStr) -> std::io::Result<()> {
     match nix::unistd::unlinkat(into.as_fd(), name, UnlinkatFlags::NoRemoveDir) {
         Ok(()) | Err(Errno::ENOENT) => Ok(()),
-        // A folder an earlier copy made where this one has a file. The
-        // copy is the gate's alone until the item starts, so its path is
-        // safe to remove by.
-        Err(Errno::EISDIR) => std::fs::remove_dir_all(target.join(name)),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether `into` holds a folder at `name`: the item's own folders' (a
+/// mount point of its home) or one an earlier copy made. It stays: what
+/// would replace it is not copied.
+fn is_dir(into: &OwnedFd, name: &OsStr) -> bool {
+    nix::sys::stat::fstatat(into.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR)
 }
 
 /// Sets the access and modification times `stat` gives: tools that build
@@ -531,14 +585,16 @@ mod tests {
             .set_modified(old)
             .unwrap();
 
-        // Each folder after another: the later one's file wins.
+        // Each folder after another: the later one's file wins, but a
+        // folder is never replaced.
         let seed = Seed::new(vec![build.clone(), lint.clone()], item.clone(), None, false);
         seed.run().unwrap();
         assert_eq!(
             listing(&item.tmp),
             [
                 "app: link out/app.bin",
-                "out: file a file where build has a folder 644",
+                "out/app.bin: file built 755",
+                "out: dir 755",
                 "svc.sock: file  600",
                 &format!("to-secret: link {}", secret.display()),
             ]
@@ -556,14 +612,22 @@ mod tests {
             .unwrap()
             .mtime();
         assert_eq!(mtime, 1_000_000);
+        // The socket is held by a hard link in a folder of the gate's.
+        let held = dir.path().join("item-tmp.held/0");
         assert_eq!(
             seed.specials(),
             [Special {
                 folder: Folder::Tmp,
                 rel: "svc.sock".into(),
-                source: build.tmp.join("svc.sock"),
+                source: held.clone(),
             }]
         );
+        let inode = |p: &Path| {
+            std::fs::symlink_metadata(p)
+                .map(|m| (m.dev(), m.ino()))
+                .unwrap()
+        };
+        assert_eq!(inode(&held), inode(&build.tmp.join("svc.sock")));
 
         // Once: what the folders before hold later is not copied again,
         // and what the item wrote stays.
@@ -578,14 +642,45 @@ mod tests {
         Seed::new(vec![lint, build], other.clone(), None, false)
             .run()
             .unwrap();
+        assert!(listing(&other.tmp).contains(&"out/app.bin: file built 755".to_owned()));
+
+        // A folder the item's own hold (a mount point of its home) is never
+        // replaced by what an item before left at its name.
+        let (planter, home) = (private(dir.path(), "planter"), private(dir.path(), "home"));
+        std::fs::create_dir_all(home.home.join(".local/lib")).unwrap();
+        std::fs::create_dir(planter.home.join(".local")).unwrap();
+        std::os::unix::fs::symlink(&secret, planter.home.join(".local/lib")).unwrap();
+        Seed::new(vec![planter], home.clone(), None, false)
+            .run()
+            .unwrap();
         assert_eq!(
-            std::fs::symlink_metadata(other.tmp.join("out/app.bin"))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o7777,
-            0o755
+            listing(&home.home),
+            [".local/lib: dir 755", ".local: dir 755"]
         );
+    }
+
+    /// What is bound is the socket that was there when the copy was made:
+    /// a service that then moves its folder and leaves a link to another
+    /// file under the socket's name changes nothing the item is shown.
+    #[test]
+    fn a_socket_is_held_as_it_was_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let (service, item) = (private(dir.path(), "service"), private(dir.path(), "item"));
+        std::fs::create_dir(service.tmp.join("db")).unwrap();
+        let socket = service.tmp.join("db/app.sock");
+        let listening = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let seed = Seed::new(vec![service.clone()], item, None, false);
+        seed.run().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::create_dir(&secret).unwrap();
+        std::fs::write(secret.join("app.sock"), "KEY").unwrap();
+        std::fs::rename(service.tmp.join("db"), service.tmp.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&secret, service.tmp.join("db")).unwrap();
+        let [special] = seed.specials() else {
+            panic!("{:?}", seed.specials())
+        };
+        std::os::unix::net::UnixStream::connect(&special.source).unwrap();
+        listening.accept().unwrap();
     }
 
     /// Without a sandbox to bind it, a socket is linked to.
