@@ -8,10 +8,11 @@
 //! be writing in its own while the copy is made), so the copy never
 //! follows a link: every folder is opened relative to its parent with
 //! `O_NOFOLLOW`, every file is checked to be a regular file on its open
-//! descriptor, and links are copied as links. A folder the item's own
-//! folders hold already (a mount point of its home, or one an earlier
-//! folder copied made) is never replaced, so nothing copied stands where
-//! the sandbox mounts. What cannot be copied (a socket a service listens
+//! descriptor, and links are copied as links. Nothing the item's own
+//! folders hold already is replaced: not a mount point its home holds for
+//! a toolchain or the user site (so nothing copied stands where the
+//! sandbox mounts), and not what an item named earlier in `after` left at
+//! the same path (the first wins). What cannot be copied (a socket a service listens
 //! on, a FIFO) is shown to the item as the original: hard-linked, by the
 //! descriptor of the folder it was found in, into a folder of the gate's
 //! that no item sees or can change, and bound read-only from there over an
@@ -77,8 +78,8 @@ pub struct Special {
 /// copied into them once, when the item starts ([`Seed::run`]).
 #[derive(Debug)]
 pub(crate) struct Seed {
-    /// The folders of the items it runs after, in the order copied (a
-    /// later one's file replaces an earlier one's at the same path).
+    /// The folders of the items it runs after, in the order copied (what
+    /// an earlier one left at a path stays).
     from: Vec<Private>,
     /// The item's own folders.
     into: Private,
@@ -278,7 +279,9 @@ impl Copy {
                     Err(Errno::ENOENT | Errno::ELOOP | Errno::ENOTDIR) => continue,
                     Err(e) => return Err(e.into()),
                 };
-                let made = self.made_dir(into, &name, &stat)?;
+                let Some(made) = self.made_dir(into, &name, &stat)? else {
+                    continue;
+                };
                 let inside = Place {
                     source: &entry_source,
                     rel: &entry_rel,
@@ -294,10 +297,10 @@ impl Copy {
                     Err(Errno::ENOENT | Errno::EINVAL) => continue,
                     Err(e) => return Err(e.into()),
                 };
-                if !is_dir(into, &name) {
-                    replace(into, &name)?;
-                    nix::unistd::symlinkat(target.as_os_str(), into.as_fd(), name.as_os_str())?;
-                    self.own(into, &name)?;
+                match nix::unistd::symlinkat(target.as_os_str(), into.as_fd(), name.as_os_str()) {
+                    Ok(()) => self.own(into, &name)?,
+                    Err(Errno::EEXIST) => {}
+                    Err(e) => return Err(e.into()),
                 }
             } else if kind == SFlag::S_IFSOCK || kind == SFlag::S_IFIFO {
                 self.special(parent.as_fd(), into, &name, &entry_source, entry_rel)?;
@@ -320,12 +323,11 @@ impl Copy {
         rel: PathBuf,
     ) -> std::io::Result<()> {
         let Some(held) = &mut self.held else {
-            if !is_dir(into, name) {
-                replace(into, name)?;
-                nix::unistd::symlinkat(source, into.as_fd(), name)?;
-                self.own(into, name)?;
-            }
-            return Ok(());
+            return match nix::unistd::symlinkat(source, into.as_fd(), name) {
+                Ok(()) => self.own(into, name),
+                Err(Errno::EEXIST) => Ok(()),
+                Err(e) => Err(e.into()),
+            };
         };
         let fd = if let Some(fd) = &held.fd {
             fd
@@ -351,13 +353,17 @@ impl Copy {
         let stat =
             nix::sys::stat::fstatat(fd.as_fd(), link.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW)?;
         let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
-        if kind != SFlag::S_IFSOCK && kind != SFlag::S_IFIFO || is_dir(into, name) {
+        // A place to bind it over, unless something is there already.
+        let placeholder = if kind == SFlag::S_IFSOCK || kind == SFlag::S_IFIFO {
+            create(into, name, 0o600)?
+        } else {
+            None
+        };
+        let Some(placeholder) = placeholder else {
             nix::unistd::unlinkat(fd.as_fd(), link.as_str(), UnlinkatFlags::NoRemoveDir)?;
             return Ok(());
-        }
+        };
         let held_at = held.path.join(&link);
-        // A place to bind it over.
-        let placeholder = create(into, name, 0o600)?;
         self.own_fd(placeholder.as_fd())?;
         self.specials.push(Special {
             folder: self.folder,
@@ -367,20 +373,24 @@ impl Copy {
         Ok(())
     }
 
-    /// The folder `name` in `into`, made (or kept, when an earlier copy
-    /// made it) with the mode of the one `stat` describes, and opened.
-    fn made_dir(&self, into: &OwnedFd, name: &OsStr, stat: &FileStat) -> std::io::Result<OwnedFd> {
+    /// The folder `name` in `into`, made with the mode of the one `stat`
+    /// describes, and opened; the folder there already when there is one,
+    /// and nothing when something else is there.
+    fn made_dir(
+        &self,
+        into: &OwnedFd,
+        name: &OsStr,
+        stat: &FileStat,
+    ) -> std::io::Result<Option<OwnedFd>> {
         let mode = Mode::from_bits_truncate(stat.st_mode & 0o777);
         match nix::sys::stat::mkdirat(into.as_fd(), name, mode) {
             Ok(()) => {}
             Err(Errno::EEXIST) => {
-                if let Ok(dir) = nix::fcntl::openat(into.as_fd(), name, dir_flags(), Mode::empty())
-                {
-                    return Ok(dir);
-                }
-                // A file an earlier copy left at that name.
-                replace(into, name)?;
-                nix::sys::stat::mkdirat(into.as_fd(), name, mode)?;
+                return match nix::fcntl::openat(into.as_fd(), name, dir_flags(), Mode::empty()) {
+                    Ok(dir) => Ok(Some(dir)),
+                    Err(Errno::ENOTDIR | Errno::ELOOP) => Ok(None),
+                    Err(e) => Err(e.into()),
+                };
             }
             Err(e) => return Err(e.into()),
         }
@@ -388,7 +398,7 @@ impl Copy {
         // The umask took its share of the mode.
         nix::sys::stat::fchmod(dir.as_fd(), mode)?;
         self.own_fd(dir.as_fd())?;
-        Ok(dir)
+        Ok(Some(dir))
     }
 
     /// Copies the regular file `name` of `from` into `into`.
@@ -406,14 +416,14 @@ impl Copy {
             Err(e) => return Err(e.into()),
         };
         let stat = nix::sys::stat::fstat(source.as_fd())?;
-        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG
-            || is_dir(into, name)
-        {
+        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
             return Ok(());
         }
         // No set-id bit survives the copy.
         let mode = Mode::from_bits_truncate(stat.st_mode & 0o777);
-        let target = create(into, name, mode.bits())?;
+        let Some(target) = create(into, name, mode.bits())? else {
+            return Ok(());
+        };
         let (mut source, mut target) = (File::from(source), File::from(target));
         // In the kernel where it can (`copy_file_range`, a reflink on file
         // systems that share blocks).
@@ -447,39 +457,18 @@ impl Copy {
 }
 
 /// A new file `name` in `into`, open for writing, with `mode` less the
-/// umask: a file or link an earlier copy left there is replaced.
-fn create(into: &OwnedFd, name: &OsStr, mode: u32) -> std::io::Result<OwnedFd> {
-    let open = || {
-        nix::fcntl::openat(
-            into.as_fd(),
-            name,
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(mode),
-        )
-    };
-    match open() {
-        Err(Errno::EEXIST) => {
-            replace(into, name)?;
-            Ok(open()?)
-        }
-        opened => Ok(opened?),
-    }
-}
-
-/// Removes the file or link an earlier copy left at `name` in `into`.
-fn replace(into: &OwnedFd, name: &OsStr) -> std::io::Result<()> {
-    match nix::unistd::unlinkat(into.as_fd(), name, UnlinkatFlags::NoRemoveDir) {
-        Ok(()) | Err(Errno::ENOENT) => Ok(()),
+/// umask; `None` when something is there already.
+fn create(into: &OwnedFd, name: &OsStr, mode: u32) -> std::io::Result<Option<OwnedFd>> {
+    match nix::fcntl::openat(
+        into.as_fd(),
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(mode),
+    ) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::EEXIST) => Ok(None),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Whether `into` holds a folder at `name`: the item's own folders' (a
-/// mount point of its home) or one an earlier copy made. It stays: what
-/// would replace it is not copied.
-fn is_dir(into: &OwnedFd, name: &OsStr) -> bool {
-    nix::sys::stat::fstatat(into.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)
-        .is_ok_and(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR)
 }
 
 /// Sets the access and modification times `stat` gives: tools that build
@@ -585,8 +574,7 @@ mod tests {
             .set_modified(old)
             .unwrap();
 
-        // Each folder after another: the later one's file wins, but a
-        // folder is never replaced.
+        // Each folder after another: what the first left at a path stays.
         let seed = Seed::new(vec![build.clone(), lint.clone()], item.clone(), None, false);
         seed.run().unwrap();
         assert_eq!(
@@ -599,7 +587,7 @@ mod tests {
                 &format!("to-secret: link {}", secret.display()),
             ]
         );
-        assert_eq!(listing(&item.var_tmp), ["both.txt: file from lint 640"]);
+        assert_eq!(listing(&item.var_tmp), ["both.txt: file from build 644"]);
         assert_eq!(
             listing(&item.home),
             [
@@ -637,25 +625,33 @@ mod tests {
         assert!(!item.tmp.join("later").exists());
         assert!(item.tmp.join("mine").exists());
 
-        // A set-id bit never survives; in the other order, the folder wins.
+        // In the other order, the other one's stays.
         let other = private(dir.path(), "other");
         Seed::new(vec![lint, build], other.clone(), None, false)
             .run()
             .unwrap();
-        assert!(listing(&other.tmp).contains(&"out/app.bin: file built 755".to_owned()));
+        let listed = listing(&other.tmp);
+        assert!(listed.contains(&"out: file a file where build has a folder 644".to_owned()));
+        assert_eq!(listing(&other.var_tmp), ["both.txt: file from lint 640"]);
 
-        // A folder the item's own hold (a mount point of its home) is never
-        // replaced by what an item before left at its name.
+        // What the item's own folders hold (a mount point of its home, a
+        // folder or a file) is never replaced by what an item before left.
         let (planter, home) = (private(dir.path(), "planter"), private(dir.path(), "home"));
         std::fs::create_dir_all(home.home.join(".local/lib")).unwrap();
+        std::fs::write(home.home.join(".tool.toml"), "").unwrap();
         std::fs::create_dir(planter.home.join(".local")).unwrap();
         std::os::unix::fs::symlink(&secret, planter.home.join(".local/lib")).unwrap();
+        std::os::unix::fs::symlink(&secret, planter.home.join(".tool.toml")).unwrap();
         Seed::new(vec![planter], home.clone(), None, false)
             .run()
             .unwrap();
         assert_eq!(
             listing(&home.home),
-            [".local/lib: dir 755", ".local: dir 755"]
+            [
+                ".local/lib: dir 755",
+                ".local: dir 755",
+                ".tool.toml: file  644"
+            ]
         );
     }
 
