@@ -44,6 +44,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::seed::Private;
+
 /// Which network a sandboxed process sees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -155,19 +157,6 @@ pub struct Home {
     pub source: PathBuf,
     /// Toolchain folders shown read-only inside it.
     pub read_only: Vec<Bind>,
-}
-
-/// The folders one of a run's items has to itself: shown at `/tmp`,
-/// `/var/tmp` and `HOME` in a sandbox, named by `TMPDIR` and `HOME` without
-/// one ([`Launcher::with_private`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Private {
-    /// The host folder of `/tmp`.
-    pub tmp: PathBuf,
-    /// The host folder of `/var/tmp`.
-    pub var_tmp: PathBuf,
-    /// The host folder of the home.
-    pub home: PathBuf,
 }
 
 /// A host path shown inside the sandbox at its own path, read-only.

@@ -34,7 +34,18 @@ use nix::sys::stat::{FileStat, Mode, SFlag};
 use nix::sys::time::TimeSpec;
 use nix::unistd::{Gid, Uid, UnlinkatFlags};
 
-use crate::sandbox::Private;
+/// The folders one of a run's items has to itself: shown at `/tmp`,
+/// `/var/tmp` and `HOME` in a sandbox, named by `TMPDIR` and `HOME` without
+/// one (`Launcher::with_private`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Private {
+    /// The host folder of `/tmp`.
+    pub tmp: PathBuf,
+    /// The host folder of `/var/tmp`.
+    pub var_tmp: PathBuf,
+    /// The host folder of the home.
+    pub home: PathBuf,
+}
 
 /// Folders deeper than this are not copied (the copy says so): a bound on
 /// the descriptors held open, one per level.
