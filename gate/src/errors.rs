@@ -65,10 +65,10 @@ pub enum GateError {
     },
     /// The routing table cannot be read.
     #[error(transparent)]
-    Routing(#[from] crate::routing::RoutingError),
+    Routing(#[from] gate_review::routing::RoutingError),
     /// House rules cannot be read, are invalid, or cannot be written back.
     #[error(transparent)]
-    Rules(#[from] crate::rules::RulesError),
+    Rules(#[from] gate_review::rules::RulesError),
     /// A signing or public key cannot be used.
     #[error(transparent)]
     Key(#[from] gate_evidence::keys::KeyError),
@@ -144,7 +144,7 @@ impl GateError {
         use gate_evidence::ledger::LedgerError;
         match self {
             Self::Key(KeyError::Write { .. } | KeyError::Random(_))
-            | Self::Rules(crate::rules::RulesError::Write { .. }) => exit::INCOMPLETE,
+            | Self::Rules(gate_review::rules::RulesError::Write { .. }) => exit::INCOMPLETE,
             Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Store(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,

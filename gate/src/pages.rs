@@ -14,13 +14,13 @@ use gate_evidence::Snapshot;
 use gate_evidence::snapshot::item_digest;
 use gate_harness::page::{self, Contrast, Credential, PageCapture, VIEWPORTS};
 use gate_harness::{Action, Item, ItemKind, ItemResult};
+use gate_review::provider::Image;
+use gate_review::rules::design::PageShots;
 use gate_specs::{InputGlobs, Page, Spec};
 
 use crate::environment::Environment;
 use crate::plan::{Decision, PlannedItem};
-use crate::provider::Image;
 use crate::record::{PageRecord, ShotRecord};
-use crate::rules::design::PageShots;
 
 /// Where a run keeps its screenshots.
 pub(crate) fn shots_dir(state_dir: &Path, run_id: &str) -> PathBuf {

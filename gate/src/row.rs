@@ -109,7 +109,7 @@ impl RowExtra {
     }
 }
 
-fn role(s: &crate::record::SpecialistRecord) -> RowRole {
+fn role(s: &gate_review::record::SpecialistRecord) -> RowRole {
     RowRole {
         role: s.role.clone(),
         model: s.model.clone(),
@@ -121,7 +121,7 @@ fn role(s: &crate::record::SpecialistRecord) -> RowRole {
     }
 }
 
-fn finding(f: &crate::record::Finding) -> RowFinding {
+fn finding(f: &gate_review::findings::Finding) -> RowFinding {
     RowFinding {
         id: f.id.clone(),
         severity: f.severity.clone(),

@@ -73,7 +73,7 @@ pub(crate) fn dismiss(
                 .record
                 .dropped_findings
                 .iter()
-                .filter(|f| f.lineage.by == Some(crate::record::FateBy::Dismissal)),
+                .filter(|f| f.lineage.by == Some(gate_review::findings::FateBy::Dismissal)),
         )
         .filter(|f| f.id.starts_with(finding))
         .collect();

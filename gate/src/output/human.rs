@@ -3,13 +3,12 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+use gate_review::record::{Attempt, AttemptOutcome, ReviewStatus, SpecialistRecord};
+
 use super::progress::duration;
 use super::style::Style;
 use super::text::{shown, shown_block};
-use crate::record::{
-    GuardStatus, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, verdict_line,
-};
-use crate::review::call::{Attempt, AttemptOutcome};
+use crate::record::{GuardStatus, ItemStatus, RunRecord, verdict_line};
 
 /// Lines of a failing item's output shown.
 const TAIL_LINES: usize = 12;

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::findings::{lines_overlap, titles_match};
+use gate_review::findings::{FateBy, Finding, lines_overlap, titles_match};
+
 pub use crate::record::{Disposition, EarlierFate};
-use crate::record::{FateBy, Finding};
 
 /// A dismissal as the memory needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,8 +171,9 @@ pub fn remember(
 
 #[cfg(test)]
 mod tests {
+    use gate_review::findings::finding_id;
+
     use super::*;
-    use crate::findings::finding_id;
 
     fn finding(role: &str, file: &str, line: u32, title: &str) -> Finding {
         Finding::raised(
