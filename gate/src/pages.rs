@@ -15,7 +15,7 @@ use gate_evidence::snapshot::item_digest;
 use gate_harness::page::{self, Contrast, Credential, PageCapture, VIEWPORTS};
 use gate_harness::{Action, Item, ItemKind, ItemResult};
 use gate_review::provider::Image;
-use gate_review::rules::design::PageShots;
+use gate_review::review::design_rules::PageShots;
 use gate_specs::{InputGlobs, Page, Spec};
 
 use crate::environment::Environment;

@@ -16,11 +16,9 @@ use crate::output;
 use crate::output::text::shown;
 use crate::predicate::Predicate;
 use crate::record::{RunRecord, Verdict};
+use crate::retry::memory::AGENT;
 
 pub(crate) use crate::predicate::OVERRIDE_PREDICATE_TYPE;
-
-/// `by` of a dismissal made from inside an agent's session.
-pub(crate) const AGENT: &str = "agent";
 
 /// A run from the ledger, its bundle verified.
 struct Loaded {

@@ -9,6 +9,10 @@ use gate_review::findings::{FateBy, Finding, lines_overlap, titles_match};
 
 pub use crate::record::{Disposition, EarlierFate};
 
+/// `by` of a dismissal made from inside an agent's session: `gate dismiss`
+/// writes it, the memory weighs such a dismissal less than a person's.
+pub(crate) const AGENT: &str = "agent";
+
 /// A dismissal as the memory needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dismissed {

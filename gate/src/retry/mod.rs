@@ -108,7 +108,7 @@ pub fn history(
         .map(|d| Dismissed {
             id: d.finding_id,
             code_digest: d.code_digest,
-            by_agent: d.by.as_deref() == Some(crate::commands::review_memory::AGENT),
+            by_agent: d.by.as_deref() == Some(memory::AGENT),
             run_id: d.run_id,
             reason: d.reason,
         })

@@ -6,8 +6,8 @@ use gate_specs::InputGlobs;
 use std::collections::{BTreeMap, HashSet};
 
 use gate_review::findings::Finding;
+use gate_review::review::design_rules::PageShots;
 use gate_review::rules::RuleSet;
-use gate_review::rules::design::PageShots;
 
 use crate::base_runs;
 use crate::errors::GateError;

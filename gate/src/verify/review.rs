@@ -12,10 +12,12 @@ use gate_review::review::breaker::{BreakerPolicy, Breakers};
 use gate_review::review::context::{self, Fence};
 use gate_review::review::prompts::Prompts;
 use gate_review::review::watch::Watch;
-use gate_review::review::{self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput};
+use gate_review::review::{
+    self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput, design_rules, house_rules,
+};
 use gate_review::role::Role;
 use gate_review::routing::Routing;
-use gate_review::rules::{self, RuleSet};
+use gate_review::rules::RuleSet;
 use gate_review::tier::TierDecision;
 use gate_specs::{Decider, InputGlobs, Spec};
 
@@ -48,7 +50,7 @@ pub(super) struct ReviewStage<'a> {
     pub rule_set: &'a RuleSet,
     pub events: &'a EventSink,
     /// Pages captured in this run whose check passed, with their screenshots.
-    pub pages: &'a [rules::design::PageShots],
+    pub pages: &'a [design_rules::PageShots],
     /// What no model is sent: the run's secret values and secret shapes.
     pub redactor: &'a Redactor,
     /// The run's signing key: it seals the breaker states this run writes
@@ -212,21 +214,21 @@ impl ReviewStage<'_> {
             .filter(|f| f.noise.is_none() && f.text.is_some())
             .map(|f| f.path.clone())
             .collect();
-        let asked = rules::ask::asked(self.rule_set, &shown);
+        let asked = house_rules::asked(self.rule_set, &shown);
         let rule_references = redacted(
             context::read_change(
                 &self.ctx.workspace,
-                &rules::ask::references(&asked),
+                &house_rules::references(&asked),
                 &self.tested.substitutes(),
             ),
             self.redactor,
         );
-        let page_asks: Vec<rules::design::PageAsk> = self
+        let page_asks: Vec<design_rules::PageAsk> = self
             .pages
             .iter()
             .filter_map(|page| {
-                let asked = rules::design::asked(self.rule_set, &page.files);
-                (!asked.is_empty()).then(|| rules::design::PageAsk {
+                let asked = design_rules::asked(self.rule_set, &page.files);
+                (!asked.is_empty()).then(|| design_rules::PageAsk {
                     page: page.clone(),
                     asked,
                 })

@@ -13,6 +13,10 @@
 //! - [`call`]: one reviewer's call down its failback chain.
 //! - [`breaker`]: the circuit breaker per model, shared through the ledger.
 //! - [`watch`]: the calls as they run (for the heartbeat and the deadline).
+//! - [`house_rules`]: house rules as the `rules` seat's questions, its
+//!   answers as findings; [`design_rules`]: design rules, asked of a
+//!   page's screenshots; [`rule_trial`]: rule tests over labelled cases,
+//!   and their margin.
 //! - [`coordinator`]: deterministic fusion, then the model coordinator; the
 //!   lineage of every finding raised.
 //!
@@ -28,11 +32,11 @@
 //! made (see [`watch::Live::cut`]), so the review never outlives its overall
 //! timeout whatever a provider (or a busy ledger) does.
 //!
-//! House rules (`crate::rules`) are asked by the `rules` seat, added in every
+//! House rules ([`house_rules`]) are asked by the `rules` seat, added in every
 //! tier when judged rules apply to a changed file; their findings come from
 //! the rules' own thresholds and skip the confidence floor and the model
 //! coordinator (a team's rule is not the coordinator's to drop). Design
-//! rules (`crate::rules::design`) are asked once per captured page, as the
+//! rules ([`design_rules`]) are asked once per captured page, as the
 //! `rules` role, with the page's screenshots attached to the request.
 
 pub mod answer;
@@ -41,9 +45,12 @@ pub mod budget;
 pub mod call;
 pub mod context;
 pub mod coordinator;
+pub mod design_rules;
+pub mod house_rules;
 pub mod panel;
 pub mod prompts;
 pub mod result;
+pub mod rule_trial;
 pub mod slots;
 pub mod watch;
 
@@ -66,14 +73,14 @@ use crate::review::budget::Budget;
 use crate::review::call::{CallPlan, CallResult, Clients};
 use crate::review::context::{ChangedFile, Fence, FileClass, RemitBlock};
 use crate::review::coordinator::Raised;
+use crate::review::design_rules::PageAsk;
+use crate::review::house_rules::Asked;
 use crate::review::panel::Seat;
 use crate::review::prompts::{Prompt, Prompts};
 use crate::review::slots::{Slot, Slots};
 use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::Routing;
-use crate::rules::ask::{self, Asked};
-use crate::rules::design::{self, PageAsk};
 use crate::text::plain;
 use crate::tier::{Tier, TierDecision};
 
@@ -712,12 +719,12 @@ fn seats(input: &ReviewInput<'_>, tier: Tier) -> Vec<(Seat, String)> {
         seats.push((seat, judge_material(input)));
     }
     // One request for every rule that applies, split only to fit limits.
-    for chunk in ask::chunks(input.rules) {
+    for chunk in house_rules::chunks(input.rules) {
         let seat = Seat {
             role: Role::Rules,
             prompt: Prompt::Role(Role::Rules),
         };
-        seats.push((seat, ask::questions(input.fence, chunk)));
+        seats.push((seat, house_rules::questions(input.fence, chunk)));
     }
     seats
 }
@@ -832,12 +839,12 @@ fn build_requests<'a>(
             role: Role::Rules,
             prompt: Prompt::Role(Role::Rules),
         };
-        let extra = design::questions(input.fence, &page.asked);
+        let extra = design_rules::questions(input.fence, &page.asked);
         let text = instructions(input.prompts, seat.prompt, &extra);
         out.asked.push(Request {
             place: seats.len() + p,
             seat,
-            blocks: design::request(shared, input.fence, &page.page, text),
+            blocks: design_rules::request(shared, input.fence, &page.page, text),
             coverage: Coverage {
                 files: page.page.files.clone(),
                 ..Coverage::default()
@@ -1145,17 +1152,17 @@ async fn coordinate(
     }
     answers.dropped.extend(fusion.dropped);
 
-    let scored = ask::score(input.rules, &answers.rules);
+    let scored = house_rules::score(input.rules, &answers.rules);
     for a in input.rules {
         if !scored.iter().any(|s| s.key == a.key) {
             tracing::warn!(rule = %a.key, "the rules reviewer gave no answer for a rule");
         }
     }
-    let mut rule_findings = ask::findings(input.rules, &scored, policy.rule_threshold);
+    let mut rule_findings = house_rules::findings(input.rules, &scored, policy.rule_threshold);
     for (p, page_answers) in &answers.pages {
         let page = &input.pages[*p];
-        let scored = ask::score(&page.asked, page_answers);
-        rule_findings.extend(design::findings(
+        let scored = house_rules::score(&page.asked, page_answers);
+        rule_findings.extend(design_rules::findings(
             &page.page,
             &page.asked,
             &scored,

@@ -274,9 +274,11 @@ mod tests {
         let after = RuleSet::load(dir.path(), &sources).unwrap().rules[0].hash();
         assert_ne!(before, after);
         // Design rules are never asked of diffs.
-        assert!(crate::rules::ask::asked(&set, &["web/a.html".to_owned()]).is_empty());
-        let asked =
-            crate::rules::design::asked(&set, &["web/a.html".to_owned(), "api/x.rs".to_owned()]);
+        assert!(crate::review::house_rules::asked(&set, &["web/a.html".to_owned()]).is_empty());
+        let asked = crate::review::design_rules::asked(
+            &set,
+            &["web/a.html".to_owned(), "api/x.rs".to_owned()],
+        );
         assert_eq!(asked.len(), 1);
         assert_eq!(asked[0].files, ["web/a.html"]);
     }

@@ -10,10 +10,10 @@ use serde_json::json;
 
 use crate::findings::finding_id;
 use crate::review::context::{Fence, read_change};
+use crate::review::house_rules::{self, Asked};
 use crate::review::prompts::Prompts;
 use crate::review::{self, ReviewInput, call};
 use crate::routing::{Origin, Routing};
-use crate::rules::ask::{self, Asked};
 use crate::rules::{RuleSet, discover};
 use crate::tier::{Tier, TierDecision};
 
@@ -192,7 +192,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
     ];
     let change = read_change(ws, &changed, &std::collections::BTreeMap::new());
     let set = RuleSet::load(ws, &discover::all(ws, None)).unwrap();
-    let asked = ask::asked(&set, &changed);
+    let asked = house_rules::asked(&set, &changed);
     let keys: Vec<&str> = asked.iter().map(|a| a.key.as_str()).collect();
     assert_eq!(
         keys,
@@ -206,7 +206,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
     );
     let references = read_change(
         ws,
-        &ask::references(&asked),
+        &house_rules::references(&asked),
         &std::collections::BTreeMap::new(),
     );
     let fence = Fence::with_nonce("n0nce");
@@ -355,24 +355,27 @@ fn questions_split_only_past_the_limits() {
             "[[rule]]\nid = \"r{i}\"\nstatement = \"claim {i}\"\nfix = \"f\"\ncases.violating = [{{ file = \"a\", diff = \"b\" }}]\ncases.compliant = [{{ file = \"a\", diff = \"c\" }}]\n"
         )
     };
-    let text: String = (0..=ask::MAX_QUESTIONS).map(rule).collect();
+    let text: String = (0..=house_rules::MAX_QUESTIONS).map(rule).collect();
     let set = RuleSet::from_files(vec![(
         "docs/review/rules.toml".to_owned(),
         text.into_bytes(),
     )])
     .unwrap();
-    let asked = ask::asked(&set, &["src/a.rs".to_owned()]);
-    let sizes: Vec<usize> = ask::chunks(&asked).iter().map(|c| c.len()).collect();
-    assert_eq!(sizes, [ask::MAX_QUESTIONS, 1]);
-    assert_eq!(ask::chunks(&asked[..3]).len(), 1);
-    assert!(ask::chunks(&[]).is_empty());
+    let asked = house_rules::asked(&set, &["src/a.rs".to_owned()]);
+    let sizes: Vec<usize> = house_rules::chunks(&asked)
+        .iter()
+        .map(|c| c.len())
+        .collect();
+    assert_eq!(sizes, [house_rules::MAX_QUESTIONS, 1]);
+    assert_eq!(house_rules::chunks(&asked[..3]).len(), 1);
+    assert!(house_rules::chunks(&[]).is_empty());
     // Siblings sharing an id are asked under keys that tell them apart.
     let set = RuleSet::from_files(vec![
         ("a/docs/review/rules.toml".to_owned(), rule(1).into_bytes()),
         ("b/docs/review/rules.toml".to_owned(), rule(1).into_bytes()),
     ])
     .unwrap();
-    let asked: Vec<Asked> = ask::asked(&set, &["a/x.rs".to_owned(), "b/y.rs".to_owned()]);
+    let asked: Vec<Asked> = house_rules::asked(&set, &["a/x.rs".to_owned(), "b/y.rs".to_owned()]);
     let keys: Vec<&str> = asked.iter().map(|a| a.key.as_str()).collect();
     assert_eq!(keys, ["r1@a", "r1@b"]);
 }

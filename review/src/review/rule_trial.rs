@@ -13,12 +13,12 @@ use crate::provider::{Block, Image};
 use crate::review::breaker::{BreakerPolicy, Breakers};
 use crate::review::call::{self, CallPlan, Clients};
 use crate::review::context::{self, Fence, REFERENCES_HEADING, RemitBlock};
+use crate::review::design_rules::{self, PageShots};
+use crate::review::house_rules::{self, Asked};
 use crate::review::prompts::{Prompt, Prompts};
 use crate::review::watch::Watch;
 use crate::role::Role;
 use crate::routing::ChainModel;
-use crate::rules::ask::{self, Asked};
-use crate::rules::design::{self, PageShots};
 use crate::rules::model::{CASE_IMAGE_MAX_BYTES, Case, Rule};
 
 /// Cases asked at once.
@@ -262,7 +262,7 @@ fn case_request(
             images,
         };
         blocks.push(Block::with_images(
-            design::page_text(fence, &page),
+            design_rules::page_text(fence, &page),
             page.images.into_iter().map(|(_, i)| i).collect(),
         ));
     }
@@ -287,9 +287,9 @@ fn case_request(
         },
     };
     let extra = if case.images.is_empty() {
-        ask::questions(fence, std::slice::from_ref(&asked))
+        house_rules::questions(fence, std::slice::from_ref(&asked))
     } else {
-        design::questions(fence, std::slice::from_ref(&asked))
+        design_rules::questions(fence, std::slice::from_ref(&asked))
     };
     blocks.push(Block::new(crate::review::instructions(
         tester.prompts,

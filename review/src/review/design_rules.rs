@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::findings::{Finding, finding_id};
 use crate::provider::{Block, Image};
 use crate::review::context::{self, Fence};
-use crate::rules::ask::{self, Asked, Scored};
+use crate::review::house_rules::{self, Asked, Scored};
 use crate::rules::scope::RuleSet;
 
 /// A page captured in this run, as the rules reviewer sees it.
@@ -34,9 +34,9 @@ pub struct PageAsk {
 }
 
 /// The judged design rules that apply to any of `files`, keyed as in
-/// [`ask::asked`].
+/// [`house_rules::asked`].
 pub fn asked(set: &RuleSet, files: &[String]) -> Vec<Asked> {
-    ask::judged(set, files, true)
+    house_rules::judged(set, files, true)
 }
 
 /// What the reviewer is told about the screenshots that follow: which page,
@@ -66,7 +66,7 @@ pub fn questions(fence: &Fence, asked: &[Asked]) -> String {
          the screenshots alone, at every size shown; `why` names the screenshot (desktop or \
          phone) and what in it decides. Ignore the file paths' contents: only the pictures \
          are the change here.",
-        ask::questions(fence, asked)
+        house_rules::questions(fence, asked)
     )
 }
 
@@ -91,7 +91,7 @@ pub fn findings(
     scored: &[Scored],
     threshold: f64,
 ) -> Vec<Finding> {
-    ask::findings(asked, scored, threshold)
+    house_rules::findings(asked, scored, threshold)
         .into_iter()
         .map(|mut f| {
             let rule = f
