@@ -16,7 +16,7 @@
 //! events it reports.
 //!
 //! Modules are private to the crate, so the compiler reports what nothing
-//! uses; `retry` is public for the fuzz targets, which call its failure
+//! uses; `doom` is public for the fuzz targets, which call its failure
 //! fingerprinting.
 
 // Test code may run long: a scenario reads best whole.
@@ -32,6 +32,7 @@ pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod config;
 pub(crate) mod coverage;
+pub mod doom;
 pub(crate) mod environment;
 pub(crate) mod errors;
 pub(crate) mod eval;
@@ -46,6 +47,7 @@ pub(crate) mod init;
 pub(crate) mod interpreters;
 pub(crate) mod interrupt;
 pub(crate) mod isolation;
+pub(crate) mod memory;
 pub(crate) mod observed;
 pub(crate) mod output;
 pub(crate) mod pages;
@@ -53,7 +55,7 @@ pub(crate) mod plan;
 pub(crate) mod planted;
 pub(crate) mod predicate;
 pub(crate) mod record;
-pub mod retry;
+pub(crate) mod retry;
 pub(crate) mod row;
 pub(crate) mod startup_hooks;
 pub(crate) mod task_reports;

@@ -133,7 +133,6 @@ pub(crate) fn plan_items(
                 id: page.id.clone(),
                 kind: ItemKind::Page,
                 command: format!("page {} at 1440×900 and 390×844", page.url),
-                task: None,
                 inputs_digest: item_digest(&definition, globs.as_ref(), snapshot),
                 unmatched: crate::plan::unmatched(&page.files, snapshot),
                 decision,

@@ -14,6 +14,9 @@ use gate_review::tier::Tier;
 
 use serde::{Deserialize, Serialize};
 
+use crate::doom::{DoomLoop, Failure};
+use crate::memory::EarlierFate;
+
 /// Version of the run record, as the bundle's predicate keeps it. Version
 /// 2 made `verdict_reasons` data objects (version 1 kept one line of text
 /// each; such records still read, see [`Reason`]).
@@ -730,82 +733,4 @@ pub struct AcceptedReport {
     /// The fingerprint of the task's files (its `paths`, the report left
     /// out) it was accepted over.
     pub files: String,
-}
-
-// What the stages produce and the record keeps: defined here, at the
-// ground floor, so the record depends on no stage; each stage re-exports
-// its own.
-
-/// What became of an earlier finding in this attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Disposition {
-    /// Raised again: still open.
-    Open,
-    /// Not raised again, and its file changed: the fix resolved it.
-    Resolved,
-    /// Its file was deleted: nothing can be inferred.
-    Superseded,
-    /// Not raised again, though its file did not change.
-    NotRaised,
-}
-
-/// What became of an earlier attempt's finding, for the record (a
-/// finding's own fate in this run is `Fate`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct EarlierFate {
-    /// The finding's id.
-    pub id: String,
-    /// What became of it.
-    pub disposition: Disposition,
-}
-
-/// A failure fingerprint with the item it came from (for the hand-off message).
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct Failure {
-    /// The failed item's id.
-    pub item: String,
-    /// Its fingerprint.
-    pub fingerprint: String,
-}
-
-/// Why a series was escalated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Pattern {
-    /// The same failure set several attempts in a row.
-    Repeat,
-    /// Two failure sets taking turns.
-    Oscillation,
-    /// The number of failures is not going down.
-    NoProgress,
-    /// The attempt budget is spent.
-    Budget,
-}
-
-impl Pattern {
-    /// The word used in output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Repeat => "repeat",
-            Self::Oscillation => "oscillation",
-            Self::NoProgress => "no_progress",
-            Self::Budget => "budget",
-        }
-    }
-}
-
-/// The detector's conclusion, recorded in the bundle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DoomLoop {
-    /// Which pattern.
-    pub pattern: Pattern,
-    /// The attempts that show it.
-    pub attempts: Vec<u32>,
-    /// The items failing in the latest of them.
-    pub failing: Vec<String>,
-    /// The hand-off message.
-    pub message: String,
 }

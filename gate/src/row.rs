@@ -6,9 +6,9 @@
 use gate_evidence::ledger::{RowDispositions, RowFacts, RowFinding, RowRole, lenient};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{
-    BaseRunsRecord, BaseState, DecidedBy, Disposition, DoomLoop, Failure, ItemStatus, RunRecord,
-};
+use crate::doom::{DoomLoop, Failure};
+use crate::memory::Disposition;
+use crate::record::{BaseRunsRecord, BaseState, DecidedBy, ItemStatus, RunRecord};
 
 /// A run's `extra` object, whole.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -315,7 +315,7 @@ fn failed(what: &str, id: &str, reason: Option<&str>) -> String {
 }
 
 /// The doom-loop detector's conclusion as a verdict reason.
-pub(crate) fn doom_reason(d: &crate::retry::doom::DoomLoop) -> Reason {
+pub(crate) fn doom_reason(d: &crate::doom::DoomLoop) -> Reason {
     Reason::new(
         ReasonKind::DoomLoop,
         d.pattern.as_str(),
@@ -329,18 +329,18 @@ pub(crate) fn doom_reason(d: &crate::retry::doom::DoomLoop) -> Reason {
 /// is escalated to a human, the detector's reason first.
 pub(crate) fn escalate_on_doom(
     record: &mut crate::record::RunRecord,
-    failing: &[crate::retry::doom::FailingAttempt],
-    thresholds: crate::retry::doom::Thresholds,
+    failing: &[crate::doom::FailingAttempt],
+    thresholds: crate::doom::Thresholds,
 ) {
     if record.verdict != Verdict::Fail {
         return;
     }
     let mut failing = failing.to_vec();
-    failing.push(crate::retry::doom::FailingAttempt {
+    failing.push(crate::doom::FailingAttempt {
         attempt: record.attempt,
         failures: record.failures.iter().cloned().collect(),
     });
-    if let Some(d) = crate::retry::doom::detect(&failing, thresholds) {
+    if let Some(d) = crate::doom::detect(&failing, thresholds) {
         record.verdict = Verdict::Escalate;
         record.verdict_reasons.insert(0, doom_reason(&d));
         record.doom_loop = Some(d);

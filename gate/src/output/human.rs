@@ -163,7 +163,7 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
     let resolved = record
         .finding_fates
         .iter()
-        .filter(|f| f.disposition == crate::retry::memory::Disposition::Resolved)
+        .filter(|f| f.disposition == crate::memory::Disposition::Resolved)
         .count();
     if resolved > 0 {
         let _ = writeln!(out, "earlier findings: {resolved} resolved");

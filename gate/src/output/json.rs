@@ -10,9 +10,10 @@ use gate_review::routing::patch::OverrideStatus;
 use gate_review::tier::Tier;
 use serde::Serialize;
 
+use crate::doom::DoomLoop;
 use crate::record::{
-    BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, DoomLoop, ItemStatus,
-    Qualifier, Reason, RunIsolation, RunRecord, SelfGuard, Verdict, verdict_line,
+    BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, ItemStatus, Qualifier,
+    Reason, RunIsolation, RunRecord, SelfGuard, Verdict, verdict_line,
 };
 use gate_harness::{ItemKind, Location};
 
@@ -280,8 +281,8 @@ mod tests {
         use gate_review::record::BudgetRecord;
         use gate_review::routing::patch::OverrideStatus;
 
+        use crate::doom::{DoomLoop, Pattern};
         use crate::record::{Qualifier, QualifierKind};
-        use crate::retry::doom::{DoomLoop, Pattern};
         let mut record = fixture::record();
         record.qualifier = Some(Qualifier {
             kind: QualifierKind::UnderReviewed,

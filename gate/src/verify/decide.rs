@@ -7,10 +7,11 @@ use gate_review::review::ReviewOutput;
 use gate_review::review::coordinator::sort_worst_first;
 use gate_review::tier::TierDecision;
 
+use crate::doom::Thresholds;
 use crate::guard;
+use crate::memory;
 use crate::record::{CheckRecord, CriterionRecord, ItemStatus, RunRecord};
-use crate::retry::doom::Thresholds;
-use crate::retry::{self, memory};
+use crate::retry;
 use crate::{base_runs, verdict};
 
 use super::exercise::Exercised;

@@ -7,7 +7,31 @@ use std::fmt::Write as _;
 
 use gate_review::findings::{FateBy, Finding, lines_overlap, titles_match};
 
-pub use crate::record::{Disposition, EarlierFate};
+use serde::{Deserialize, Serialize};
+
+/// What became of an earlier finding in this attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// Raised again: still open.
+    Open,
+    /// Not raised again, and its file changed: the fix resolved it.
+    Resolved,
+    /// Its file was deleted: nothing can be inferred.
+    Superseded,
+    /// Not raised again, though its file did not change.
+    NotRaised,
+}
+
+/// What became of an earlier attempt's finding, for the record (a
+/// finding's own fate in this run is `Fate`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EarlierFate {
+    /// The finding's id.
+    pub id: String,
+    /// What became of it.
+    pub disposition: Disposition,
+}
 
 /// `by` of a dismissal made from inside an agent's session: `gate dismiss`
 /// writes it, the memory weighs such a dismissal less than a person's.
@@ -15,7 +39,7 @@ pub(crate) const AGENT: &str = "agent";
 
 /// A dismissal as the memory needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dismissed {
+pub(crate) struct Dismissed {
     /// The finding's id.
     pub id: String,
     /// Its file's digest when it was dismissed (`None`: unknown, always suppress).
@@ -30,13 +54,13 @@ pub struct Dismissed {
 }
 
 /// Whether a finding is one an agent's dismissal cannot quiet.
-pub fn serious(severity: &str) -> bool {
+pub(crate) fn serious(severity: &str) -> bool {
     matches!(severity, "critical" | "warning")
 }
 
 /// Whether `new` is the same finding as `earlier`: same role and file,
 /// overlapping lines, titles sharing at least half their normalised words.
-pub fn same_finding(new: &Finding, earlier: &Finding) -> bool {
+pub(crate) fn same_finding(new: &Finding, earlier: &Finding) -> bool {
     new.role == earlier.role
         && new.file == earlier.file
         && lines_overlap(new.line, earlier.line)
@@ -89,14 +113,14 @@ fn weigh(
 /// warnings and suggestions may be (a person's word, until the file under
 /// it changes); a critical one never is (`gate override` is the way past
 /// one).
-pub fn dismissable_by_gate(f: &Finding) -> bool {
+pub(crate) fn dismissable_by_gate(f: &Finding) -> bool {
     f.severity != "critical"
 }
 
 /// The gate's own findings against the dismissals: those that may be
 /// quieted ([`dismissable_by_gate`]) weighed as a reviewer's are. Returns
 /// what stands and what was quieted.
-pub fn quiet_gate_findings(
+pub(crate) fn quiet_gate_findings(
     findings: Vec<Finding>,
     dismissed: &[Dismissed],
     file_digest: &dyn Fn(&str) -> Option<String>,
@@ -117,7 +141,7 @@ pub fn quiet_gate_findings(
 
 /// The outcome of remembering.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Remembered {
+pub(crate) struct Remembered {
     /// This attempt's findings, with earlier ids taken over and dismissed ones removed.
     pub findings: Vec<Finding>,
     /// Findings suppressed by a dismissal, with the dismissed id, each
@@ -132,7 +156,7 @@ pub struct Remembered {
 /// file's digest is the one dismissed; earlier findings not raised again
 /// are resolved (file changed) or superseded (file gone). `file_digest`
 /// gives a file's digest now (`None` when it no longer exists).
-pub fn remember(
+pub(crate) fn remember(
     current: Vec<Finding>,
     earlier: &[Finding],
     dismissed: &[Dismissed],

@@ -12,7 +12,55 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-pub use crate::record::{DoomLoop, Failure, Pattern};
+/// A failure fingerprint with the item it came from (for the hand-off message).
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Failure {
+    /// The failed item's id.
+    pub item: String,
+    /// Its fingerprint.
+    pub fingerprint: String,
+}
+
+/// Why a series was escalated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    /// The same failure set several attempts in a row.
+    Repeat,
+    /// Two failure sets taking turns.
+    Oscillation,
+    /// The number of failures is not going down.
+    NoProgress,
+    /// The attempt budget is spent.
+    Budget,
+}
+
+impl Pattern {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Repeat => "repeat",
+            Self::Oscillation => "oscillation",
+            Self::NoProgress => "no_progress",
+            Self::Budget => "budget",
+        }
+    }
+}
+
+/// The detector's conclusion, recorded in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DoomLoop {
+    /// Which pattern.
+    pub pattern: Pattern,
+    /// The attempts that show it.
+    pub attempts: Vec<u32>,
+    /// The items failing in the latest of them.
+    pub failing: Vec<String>,
+    /// The hand-off message.
+    pub message: String,
+}
 
 /// The normalisation rules, applied in order: (pattern, placeholder).
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
