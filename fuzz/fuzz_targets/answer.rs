@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
-        let _ = gate::review::answer::validate(&value);
-        let _ = gate::review::answer::validate_coordination(&value);
+        let _ = gate_review::review::answer::validate(&value);
+        let _ = gate_review::review::answer::validate_coordination(&value);
     }
 });

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let body = String::from_utf8_lossy(data);
-    if let Err(e) = gate::provider::anthropic::parse_body(&body) {
+    if let Err(e) = gate_review::provider::anthropic::parse_body(&body) {
         let _ = e.classify();
         let _ = e.to_string();
     }

@@ -2,7 +2,7 @@
 //! normalising twice changes nothing more (the fingerprint is stable).
 #![no_main]
 
-use gate::retry::doom::{fingerprint, normalise};
+use gate::doom::{fingerprint, normalise};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

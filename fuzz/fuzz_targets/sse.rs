@@ -2,7 +2,7 @@
 //! bytes split at arbitrary points: the same events however the bytes arrive.
 #![no_main]
 
-use gate::provider::sse::SseParser;
+use gate_review::provider::sse::SseParser;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

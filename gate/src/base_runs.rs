@@ -33,19 +33,17 @@ use std::sync::Arc;
 
 use gate_evidence::{Digest, Snapshot};
 use gate_harness::{ItemResult, RunOptions, Status};
+use gate_review::findings::{Finding, Lineage, finding_id};
 use gate_specs::{BaseRuns, Expect, Spec};
 
 use crate::errors::GateError;
 use crate::events::{EventSink, Note, RunEvent};
-use crate::findings::finding_id;
 use crate::git::{Git, Repository};
 use crate::guard::GUARD_ROLE;
 use crate::interrupt::Interrupt;
 use crate::isolation::Isolation;
 use crate::plan::Plan;
-use crate::record::{
-    BaseRunsRecord, BaseState, BaseStatus, CriterionRecord, Finding, ItemStatus, Lineage,
-};
+use crate::record::{BaseRunsRecord, BaseState, BaseStatus, CriterionRecord, ItemStatus};
 use folder::BaseFolder;
 
 /// What deciding the base results needs.

@@ -226,7 +226,7 @@ pub(crate) enum RulesCommand {
 #[derive(Debug, Args)]
 pub(crate) struct RulesCheckArgs {
     /// Rules that may apply to one file at most.
-    #[arg(long, value_name = "N", default_value_t = crate::rules::scope::DEFAULT_CAP)]
+    #[arg(long, value_name = "N", default_value_t = gate_review::rules::scope::DEFAULT_CAP)]
     pub cap: usize,
 }
 
@@ -238,7 +238,7 @@ pub(crate) struct RulesTestArgs {
     pub rule: Option<String>,
     /// Ask the model the routing table gives the rules reviewer on this tier.
     #[arg(long, value_name = "TIER", default_value = "full")]
-    pub tier: crate::record::Tier,
+    pub tier: gate_review::tier::Tier,
     /// Which routing table.
     #[command(flatten)]
     pub routing: RoutingArgs,

@@ -597,7 +597,7 @@ pub(crate) fn github_format_asked(args: &[std::ffi::OsString], env: &Environment
 /// API keys of the routing table's configured providers, by provider name
 /// (`None` for a provider that needs no key). Empty when none is configured.
 pub(crate) fn provider_keys(
-    routing: &crate::routing::Routing,
+    routing: &gate_review::routing::Routing,
     env: &Environment,
 ) -> std::collections::BTreeMap<String, Option<String>> {
     routing

@@ -6,10 +6,10 @@
 //! warning: nothing of the spec answers for them.
 
 use gate_evidence::Snapshot;
+use gate_review::findings::Finding;
 use gate_specs::{Format, InputGlobs, Locator, Seg, Spec, key_path};
 
 use crate::guard::GUARD_ROLE;
-use crate::record::Finding;
 
 /// The spec as written: where its globs are shown.
 pub(crate) struct SpecSource<'a> {

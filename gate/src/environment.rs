@@ -286,6 +286,13 @@ impl Environment {
     }
 }
 
+/// The review asks the snapshot which API-key variables hold a key.
+impl gate_review::routing::KeyLookup for Environment {
+    fn key_is_set(&self, name: &str) -> bool {
+        Environment::key_is_set(self, name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

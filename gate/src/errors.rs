@@ -7,7 +7,7 @@ use crate::exit;
 /// Something stopped a command before it could decide.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum GateError {
+pub(crate) enum GateError {
     /// The command line is wrong.
     #[error("{0}")]
     Usage(String),
@@ -65,10 +65,10 @@ pub enum GateError {
     },
     /// The routing table cannot be read.
     #[error(transparent)]
-    Routing(#[from] crate::routing::RoutingError),
+    Routing(#[from] gate_review::routing::RoutingError),
     /// House rules cannot be read, are invalid, or cannot be written back.
     #[error(transparent)]
-    Rules(#[from] crate::rules::RulesError),
+    Rules(#[from] gate_review::rules::RulesError),
     /// A signing or public key cannot be used.
     #[error(transparent)]
     Key(#[from] gate_evidence::keys::KeyError),
@@ -126,12 +126,12 @@ fn no_spec(path: &std::path::Path, searched: Option<&(PathBuf, PathBuf)>) -> Str
 
 impl GateError {
     /// What `what` could not be written as JSON, for `map_err`.
-    pub fn encode(what: &'static str) -> impl FnOnce(serde_json::Error) -> Self {
+    pub(crate) fn encode(what: &'static str) -> impl FnOnce(serde_json::Error) -> Self {
         move |source| Self::Encode { what, source }
     }
 
     /// Writing a result to stdout failed.
-    pub fn stdout(source: std::io::Error) -> Self {
+    pub(crate) fn stdout(source: std::io::Error) -> Self {
         Self::Write {
             path: "stdout".into(),
             source,
@@ -139,12 +139,12 @@ impl GateError {
     }
 
     /// The documented exit code for this error.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         use gate_evidence::keys::KeyError;
         use gate_evidence::ledger::LedgerError;
         match self {
             Self::Key(KeyError::Write { .. } | KeyError::Random(_))
-            | Self::Rules(crate::rules::RulesError::Write { .. }) => exit::INCOMPLETE,
+            | Self::Rules(gate_review::rules::RulesError::Write { .. }) => exit::INCOMPLETE,
             Self::Bundle(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Store(e) if e.is_bad_evidence() => exit::FAIL,
             Self::Ledger(e) if e.is_unavailable() => exit::INCOMPLETE,

@@ -6,11 +6,11 @@
 use gate_harness::ItemKind;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use crate::record::{RunRecord, SpecialistRecord, Tier};
+use crate::record::RunRecord;
 
 /// Something that happened in a run.
 #[derive(Debug, Clone)]
-pub enum RunEvent {
+pub(crate) enum RunEvent {
     /// The run began.
     RunStarted {
         /// Its id.
@@ -27,25 +27,8 @@ pub enum RunEvent {
     Note(Note),
     /// The harness reported on a check or plain-code criterion.
     Harness(gate_harness::Event),
-    /// The review began.
-    ReviewStarted {
-        /// The run's tier.
-        tier: Tier,
-        /// Each reviewer and the model it asks first.
-        seats: Vec<SeatEvent>,
-    },
-    /// One more reviewer is asked after the panel (the model coordinator).
-    SpecialistStarted(SeatEvent),
-    /// A reviewer sends a request to a model of its failback chain (the
-    /// first, or the next one after a retryable failure).
-    AttemptStarted(SeatEvent),
-    /// One reviewer finished, with or without an answer.
-    SpecialistFinished {
-        /// What it did.
-        record: Box<SpecialistRecord>,
-        /// Findings it raised (before the coordinator).
-        raised: usize,
-    },
+    /// The review reported on its progress.
+    Review(gate_review::events::Event),
     /// The review did not run.
     ReviewSkipped {
         /// Why.
@@ -66,7 +49,7 @@ pub enum RunEvent {
 /// word it (`output::notes`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(tag = "note", rename_all = "snake_case")]
-pub enum Note {
+pub(crate) enum Note {
     /// A base was given but the self-guard is off.
     SelfGuardOff {
         /// Why.
@@ -168,7 +151,7 @@ pub enum Note {
 
 impl Note {
     /// Whether people must see it even with `-q`.
-    pub fn is_warning(&self) -> bool {
+    pub(crate) fn is_warning(&self) -> bool {
         matches!(
             self,
             Self::SelfGuardOff { .. }
@@ -185,7 +168,7 @@ impl Note {
 
 /// One planned item, as events report it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedEvent {
+pub(crate) struct PlannedEvent {
     /// Its id.
     pub id: String,
     /// What it stands for.
@@ -200,45 +183,37 @@ pub struct PlannedEvent {
     pub decision: crate::plan::Decision,
 }
 
-/// One reviewer about to be asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeatEvent {
-    /// Its role.
-    pub role: String,
-    /// The first model of its failback chain (empty when none is routed).
-    pub model: String,
-}
-
 /// Where stages send events. Cheap to clone; a sink whose dispatcher is
-/// gone, or [`EventSink::discard`], drops them.
+/// gone drops them.
 #[derive(Debug, Clone)]
-pub struct EventSink {
+pub(crate) struct EventSink {
     tx: Option<UnboundedSender<RunEvent>>,
 }
 
 impl EventSink {
     /// A sink and the receiving end its dispatcher reads.
-    pub fn channel() -> (Self, UnboundedReceiver<RunEvent>) {
+    pub(crate) fn channel() -> (Self, UnboundedReceiver<RunEvent>) {
         let (tx, rx) = unbounded_channel();
         (Self { tx: Some(tx) }, rx)
     }
 
-    /// A sink that drops every event.
-    pub fn discard() -> Self {
-        Self { tx: None }
-    }
-
     /// Sends an event; never blocks, never fails.
-    pub fn emit(&self, event: RunEvent) {
+    pub(crate) fn emit(&self, event: RunEvent) {
         if let Some(tx) = &self.tx {
             // A closed dispatcher means nobody renders any more: nothing to do.
             let _ = tx.send(event);
         }
     }
 
+    /// A sink for the review, whose events are sent on here as they come.
+    pub(crate) fn review(&self) -> gate_review::events::EventSink {
+        let sink = self.clone();
+        gate_review::events::EventSink::new(move |event| sink.emit(RunEvent::Review(event)))
+    }
+
     /// A sender for the harness, whose events are forwarded here until the
     /// harness drops it; await the handle to know all were forwarded.
-    pub fn harness(
+    pub(crate) fn harness(
         &self,
     ) -> (
         UnboundedSender<gate_harness::Event>,

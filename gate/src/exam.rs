@@ -40,11 +40,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use gate_harness::sandbox::Overlay;
+use gate_review::findings::Finding;
 use gate_specs::{Exam, ExamKind, Gain, LineFate, Runner, RunnerConfig, Spec, Tree};
 
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
-use crate::record::Finding;
 
 /// The workspace as the fingerprint saw it.
 struct Now<'a> {

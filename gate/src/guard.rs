@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use gate_review::findings::Finding;
+use gate_review::routing::{Routing, RoutingTable};
+use gate_review::rules::discover::is_rules_file;
+use gate_review::rules::model::{self as rules_model, Rule};
 use gate_specs::{Criterion, Policy, ReviewUnavailable, Spec};
 
 use crate::git::Git;
-use crate::record::Finding;
-use crate::routing::{Routing, RoutingTable};
-use crate::rules::discover::is_rules_file;
-use crate::rules::model::{self as rules_model, Rule};
 
 /// The role findings of the gate's own guard carry.
 pub(crate) const GUARD_ROLE: &str = "gate";
@@ -601,16 +601,16 @@ pub(crate) async fn check(
         found.extend(compare_specs(&rel(spec_path), base_spec, spec));
     }
     let routing_path = match &routing.origin {
-        crate::routing::Origin::File(p) => Some(p.clone()),
-        crate::routing::Origin::Builtin => spec_path.parent().map(|d| d.join("routing.toml")),
+        gate_review::routing::Origin::File(p) => Some(p.clone()),
+        gate_review::routing::Origin::Builtin => spec_path.parent().map(|d| d.join("routing.toml")),
     };
     if let Some(path) = routing_path
         && let Some(text) = read_at_base(git, base, &path).await
         && let Ok(base_table) = gate_specs::from_toml_str::<RoutingTable>(&text, &path)
     {
         let now = match routing.origin {
-            crate::routing::Origin::File(_) => Some(&routing.table),
-            crate::routing::Origin::Builtin => None,
+            gate_review::routing::Origin::File(_) => Some(&routing.table),
+            gate_review::routing::Origin::Builtin => None,
         };
         found.extend(compare_routing(&rel(&path), &base_table, now));
         // A prompt file the table names, changed since the base.

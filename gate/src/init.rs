@@ -99,7 +99,7 @@ pub(crate) fn write_starter(dir: &Path) -> Result<Vec<String>, GateError> {
         }
     }
     write_new(&spec, STARTER_SPEC)?;
-    write_new(&routing, crate::routing::DEFAULT_TABLE)?;
+    write_new(&routing, gate_review::routing::DEFAULT_TABLE)?;
     Ok(vec![
         spec.display().to_string(),
         routing.display().to_string(),
@@ -165,7 +165,11 @@ mod tests {
     fn the_routing_table_written_is_the_builtin_one() {
         let dir = tempfile::tempdir().unwrap();
         write_starter(dir.path()).unwrap();
-        let routing = crate::routing::Routing::load(&dir.path().join("routing.toml")).unwrap();
-        assert_eq!(routing.table, crate::routing::Routing::builtin().table);
+        let routing =
+            gate_review::routing::Routing::load(&dir.path().join("routing.toml")).unwrap();
+        assert_eq!(
+            routing.table,
+            gate_review::routing::Routing::builtin().table
+        );
     }
 }

@@ -23,11 +23,11 @@ mod launcher;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use gate_review::findings::Finding;
 use gate_specs::Spec;
 
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
-use crate::record::Finding;
 use launcher::Launch;
 
 /// One interpreter found in the workspace, and what it was when the items

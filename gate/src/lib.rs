@@ -11,9 +11,13 @@
 //! - `eval` is the false-pass scorecard (`gate report`, `gate metrics`).
 //! - `exit` holds the exit codes, `errors` the one map from error to code.
 //!
+//! The model review (providers, routing, reviewers, house rules) is the
+//! `gate-review` crate; `verify` hands it what to review and wraps the
+//! events it reports.
+//!
 //! Modules are private to the crate, so the compiler reports what nothing
-//! uses; `provider`, `retry` and `review` are public for the fuzz targets,
-//! which call their parsers and validators.
+//! uses; `doom` is public for the fuzz targets, which call its failure
+//! fingerprinting.
 
 // Test code may run long: a scenario reads best whole.
 #![cfg_attr(test, allow(clippy::too_many_lines))]
@@ -28,13 +32,13 @@ pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod config;
 pub(crate) mod coverage;
+pub mod doom;
 pub(crate) mod environment;
 pub(crate) mod errors;
 pub(crate) mod eval;
 pub(crate) mod events;
 pub(crate) mod exam;
 pub(crate) mod exit;
-pub(crate) mod findings;
 pub(crate) mod git;
 pub(crate) mod guard;
 pub(crate) mod harvest;
@@ -43,24 +47,19 @@ pub(crate) mod init;
 pub(crate) mod interpreters;
 pub(crate) mod interrupt;
 pub(crate) mod isolation;
+pub(crate) mod memory;
 pub(crate) mod observed;
 pub(crate) mod output;
 pub(crate) mod pages;
 pub(crate) mod plan;
 pub(crate) mod planted;
 pub(crate) mod predicate;
-pub mod provider;
 pub(crate) mod record;
-pub mod retry;
-pub mod review;
-pub(crate) mod role;
-pub(crate) mod routing;
+pub(crate) mod retry;
 pub(crate) mod row;
-pub(crate) mod rules;
 pub(crate) mod startup_hooks;
 pub(crate) mod task_reports;
 pub(crate) mod tested;
-pub(crate) mod tier;
 pub(crate) mod tools;
 pub(crate) mod verdict;
 pub(crate) mod verifiers;

@@ -51,7 +51,7 @@ const FOLDER: &str = "/";
 /// What a key is valued against: the fingerprinted workspace, and the disk
 /// for what the fingerprint leaves out.
 #[derive(Debug, Clone, Copy)]
-pub struct Tree<'a> {
+pub(crate) struct Tree<'a> {
     /// The run's snapshot, taken before any item ran.
     pub snapshot: &'a Snapshot,
     /// The workspace on the disk.

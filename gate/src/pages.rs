@@ -14,13 +14,13 @@ use gate_evidence::Snapshot;
 use gate_evidence::snapshot::item_digest;
 use gate_harness::page::{self, Contrast, Credential, PageCapture, VIEWPORTS};
 use gate_harness::{Action, Item, ItemKind, ItemResult};
+use gate_review::provider::Image;
+use gate_review::review::design_rules::PageShots;
 use gate_specs::{InputGlobs, Page, Spec};
 
 use crate::environment::Environment;
 use crate::plan::{Decision, PlannedItem};
-use crate::provider::Image;
 use crate::record::{PageRecord, ShotRecord};
-use crate::rules::design::PageShots;
 
 /// Where a run keeps its screenshots.
 pub(crate) fn shots_dir(state_dir: &Path, run_id: &str) -> PathBuf {
@@ -133,7 +133,6 @@ pub(crate) fn plan_items(
                 id: page.id.clone(),
                 kind: ItemKind::Page,
                 command: format!("page {} at 1440×900 and 390×844", page.url),
-                task: None,
                 inputs_digest: item_digest(&definition, globs.as_ref(), snapshot),
                 unmatched: crate::plan::unmatched(&page.files, snapshot),
                 decision,

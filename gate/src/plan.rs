@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// What this attempt does with an item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Run it; `why` says what made it due.
     Run {
         /// "first attempt", "failed last time", "inputs changed", …
@@ -34,27 +34,25 @@ pub enum Decision {
 
 impl Decision {
     /// Whether the item runs in this attempt.
-    pub fn runs(&self) -> bool {
+    pub(crate) fn runs(&self) -> bool {
         matches!(self, Self::Run { .. })
     }
 
     /// Whether an earlier result stands for the item in this attempt.
-    pub fn carries(&self) -> bool {
+    pub(crate) fn carries(&self) -> bool {
         matches!(self, Self::Carry { .. })
     }
 }
 
 /// One check or criterion, planned.
 #[derive(Debug, Clone)]
-pub struct PlannedItem {
+pub(crate) struct PlannedItem {
     /// Its id.
     pub id: String,
     /// What it stands for; criteria are [`ItemKind::Criterion`].
     pub kind: ItemKind,
     /// The command, or what a built-in or report check looks at.
     pub command: String,
-    /// The task a criterion or a task-tests check belongs to.
-    pub task: Option<String>,
     /// Fingerprint of the definition and the input files.
     pub inputs_digest: Digest,
     /// The globs of its inputs (or its task's `paths`) that match no file:
@@ -69,7 +67,7 @@ pub struct PlannedItem {
 /// Every item of a spec, in record order: checks, task tests, built-ins,
 /// then criteria.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The items.
     pub items: Vec<PlannedItem>,
 }
@@ -118,7 +116,6 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             id: check.id.clone(),
             kind: ItemKind::Check,
             command: check.run.clone(),
-            task: None,
             inputs_digest: item_digest(&canonical(check), inputs.as_ref(), snapshot),
             unmatched: unmatched(&check.inputs, snapshot),
             decision: first_run(),
@@ -167,7 +164,6 @@ pub(crate) fn first_attempt(spec: &Spec, snapshot: &Snapshot) -> Plan {
             id: criterion.id.clone(),
             kind: ItemKind::Criterion,
             command,
-            task: Some(task.id.clone()),
             inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
             unmatched: unmatched(patterns, snapshot),
             decision: first_run(),
@@ -216,7 +212,6 @@ fn task_tests(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Ve
             id: id.clone(),
             kind: ItemKind::TaskTests,
             command,
-            task: Some(task.id.clone()),
             inputs_digest: item_digest(&definition, inputs.as_ref(), snapshot),
             unmatched: unmatched(&input_globs, snapshot),
             decision: first_run(),
@@ -262,7 +257,6 @@ fn builtins(spec: &Spec, snapshot: &Snapshot, default_timeout: Duration) -> Vec<
             id: check.id().to_owned(),
             kind: ItemKind::Builtin,
             command: format!("built-in: {what}"),
-            task: None,
             inputs_digest: item_digest(&definition, None, snapshot),
             unmatched: Vec::new(),
             decision: first_run(),

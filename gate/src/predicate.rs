@@ -3,10 +3,11 @@
 //! commands that record a human's word on a run read it back, all through
 //! [`Predicate`].
 
+use gate_review::routing::patch::OverrideStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Decision;
-use crate::record::{OverrideStatus, RunRecord};
+use crate::record::RunRecord;
 
 /// The predicate type of a gate run, versioned.
 pub(crate) const PREDICATE_TYPE: &str = "https://gate.dev/attestation/run/v1";

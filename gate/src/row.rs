@@ -6,9 +6,9 @@
 use gate_evidence::ledger::{RowDispositions, RowFacts, RowFinding, RowRole, lenient};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{
-    BaseRunsRecord, BaseState, DecidedBy, Disposition, DoomLoop, Failure, ItemStatus, RunRecord,
-};
+use crate::doom::{DoomLoop, Failure};
+use crate::memory::Disposition;
+use crate::record::{BaseRunsRecord, BaseState, DecidedBy, ItemStatus, RunRecord};
 
 /// A run's `extra` object, whole.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -109,7 +109,7 @@ impl RowExtra {
     }
 }
 
-fn role(s: &crate::record::SpecialistRecord) -> RowRole {
+fn role(s: &gate_review::record::SpecialistRecord) -> RowRole {
     RowRole {
         role: s.role.clone(),
         model: s.model.clone(),
@@ -121,7 +121,7 @@ fn role(s: &crate::record::SpecialistRecord) -> RowRole {
     }
 }
 
-fn finding(f: &crate::record::Finding) -> RowFinding {
+fn finding(f: &gate_review::findings::Finding) -> RowFinding {
     RowFinding {
         id: f.id.clone(),
         severity: f.severity.clone(),

@@ -21,10 +21,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use gate_review::findings::Finding;
 use sha2::Digest as _;
 
 use crate::guard::GUARD_ROLE;
-use crate::record::Finding;
 
 /// How deep below the workspace a virtual environment's `pyvenv.cfg` is
 /// looked for (`.venv/pyvenv.cfg` is one level down).

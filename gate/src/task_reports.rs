@@ -25,13 +25,14 @@ use gate_evidence::ledger::RunFilter;
 use gate_evidence::snapshot::item_digest;
 use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, PublicKey, Snapshot};
+use gate_review::findings::Finding;
 use gate_specs::{InputGlobs, Spec};
 
 use crate::change;
 use crate::errors::GateError;
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
-use crate::record::{AcceptedReport, Finding};
+use crate::record::AcceptedReport;
 use crate::retry::{ESCALATION_LOOKBACK, delta::Previous};
 use crate::vouch;
 

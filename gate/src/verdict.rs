@@ -1,12 +1,13 @@
 //! The verdict, biased to approve: only something definite fails a run.
 //! A pass that rests on less review than planned says so (its qualifier).
 
+use gate_review::findings::Finding;
+use gate_review::record::{ByteRange, ReviewRecord, ReviewStatus};
 use gate_specs::ReviewUnavailable;
 
 use crate::guard::GUARD_ROLE;
 use crate::record::{
-    ByteRange, CheckRecord, CriterionRecord, Finding, ItemStatus, Qualifier, QualifierKind, Reason,
-    ReasonKind, ReviewRecord, ReviewStatus, Verdict,
+    CheckRecord, CriterionRecord, ItemStatus, Qualifier, QualifierKind, Reason, ReasonKind, Verdict,
 };
 
 /// Everything the verdict is derived from.
@@ -288,11 +289,11 @@ impl Missing {
 
 /// The models an open breaker skipped for `specialists`, sorted, each once.
 fn breakers_open<'a>(
-    specialists: impl Iterator<Item = &'a crate::record::SpecialistRecord>,
+    specialists: impl Iterator<Item = &'a gate_review::record::SpecialistRecord>,
 ) -> Vec<String> {
     let models: std::collections::BTreeSet<&str> = specialists
         .flat_map(|s| s.attempts.iter())
-        .filter(|a| a.outcome == crate::record::AttemptOutcome::BreakerOpen)
+        .filter(|a| a.outcome == gate_review::record::AttemptOutcome::BreakerOpen)
         .map(|a| a.model.as_str())
         .collect();
     models.into_iter().map(str::to_owned).collect()
@@ -314,7 +315,7 @@ fn failed(what: &str, id: &str, reason: Option<&str>) -> String {
 }
 
 /// The doom-loop detector's conclusion as a verdict reason.
-pub(crate) fn doom_reason(d: &crate::retry::doom::DoomLoop) -> Reason {
+pub(crate) fn doom_reason(d: &crate::doom::DoomLoop) -> Reason {
     Reason::new(
         ReasonKind::DoomLoop,
         d.pattern.as_str(),
@@ -328,18 +329,18 @@ pub(crate) fn doom_reason(d: &crate::retry::doom::DoomLoop) -> Reason {
 /// is escalated to a human, the detector's reason first.
 pub(crate) fn escalate_on_doom(
     record: &mut crate::record::RunRecord,
-    failing: &[crate::retry::doom::FailingAttempt],
-    thresholds: crate::retry::doom::Thresholds,
+    failing: &[crate::doom::FailingAttempt],
+    thresholds: crate::doom::Thresholds,
 ) {
     if record.verdict != Verdict::Fail {
         return;
     }
     let mut failing = failing.to_vec();
-    failing.push(crate::retry::doom::FailingAttempt {
+    failing.push(crate::doom::FailingAttempt {
         attempt: record.attempt,
         failures: record.failures.iter().cloned().collect(),
     });
-    if let Some(d) = crate::retry::doom::detect(&failing, thresholds) {
+    if let Some(d) = crate::doom::detect(&failing, thresholds) {
         record.verdict = Verdict::Escalate;
         record.verdict_reasons.insert(0, doom_reason(&d));
         record.doom_loop = Some(d);
@@ -378,8 +379,10 @@ pub(crate) fn apply_override(
 
 #[cfg(test)]
 mod tests {
+    use gate_review::record::SpecialistRecord;
+
     use super::*;
-    use crate::record::{CheckKind, DecidedBy, SpecialistRecord};
+    use crate::record::{CheckKind, DecidedBy};
 
     fn check(status: ItemStatus) -> CheckRecord {
         CheckRecord {
@@ -600,7 +603,9 @@ mod tests {
     /// range (it is counted as not run).
     #[test]
     fn a_pass_never_rests_on_a_cut_in_silence() {
-        use crate::record::{ByteRange, verdict_line};
+        use gate_review::record::ByteRange;
+
+        use crate::record::verdict_line;
         let mut review = ran(&[
             ("quality", "ok"),
             ("security", "ok"),
@@ -657,7 +662,9 @@ mod tests {
     /// failed for another reason names none.
     #[test]
     fn an_open_breaker_that_kept_review_out_is_named() {
-        use crate::record::{AttemptOutcome, verdict_line};
+        use gate_review::record::AttemptOutcome;
+
+        use crate::record::verdict_line;
         let skipped_by = |review: &mut ReviewRecord, role: &str, models: &[&str]| {
             let s = review
                 .specialists
@@ -666,7 +673,7 @@ mod tests {
                 .unwrap();
             s.attempts = models
                 .iter()
-                .map(|m| crate::record::Attempt {
+                .map(|m| gate_review::record::Attempt {
                     model: (*m).to_owned(),
                     outcome: AttemptOutcome::BreakerOpen,
                     latency_ms: 0,

@@ -23,13 +23,13 @@ use gate_evidence::Snapshot;
 use gate_evidence::snapshot::EntryKind;
 use gate_harness::Requirement;
 use gate_harness::sandbox::Overlay;
+use gate_review::findings::{Finding, Lineage, finding_id};
 use gate_specs::{InputGlobs, Spec};
 
 use crate::errors::GateError;
-use crate::findings::finding_id;
 use crate::git::Git;
 use crate::guard::GUARD_ROLE;
-use crate::record::{Finding, Lineage, ProtectedState};
+use crate::record::ProtectedState;
 use crate::workspace_files::under;
 
 /// Who protects a path: the items whose `run` names it, or the spec's

@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn each_column_a_decision_reads_is_compared_with_the_signed_run() {
         let mut record = fixture::record();
-        record.failures = vec![crate::record::Failure {
+        record.failures = vec![crate::doom::Failure {
             item: "build".into(),
             fingerprint: "abc".into(),
         }];

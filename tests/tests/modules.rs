@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const CRATES: [&str; 4] = ["specs", "harness", "evidence", "gate"];
+const CRATES: [&str; 5] = ["specs", "harness", "evidence", "review", "gate"];
 
 /// A module's path inside its crate (`review::call`), empty for the root.
 type Module = Vec<String>;

@@ -31,6 +31,8 @@
 #[cfg(feature = "stores")]
 mod append;
 #[cfg(feature = "stores")]
+mod backends;
+#[cfg(feature = "stores")]
 mod derived;
 mod entries;
 #[cfg(feature = "stores")]
@@ -43,14 +45,14 @@ mod postgres;
 pub mod signed;
 #[cfg(feature = "stores")]
 mod sqlite;
-#[cfg(feature = "stores")]
-mod store;
 pub mod verify;
 
 #[cfg(test)]
 #[cfg(feature = "stores")]
 mod tests;
 
+#[cfg(feature = "stores")]
+pub use backends::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
 #[cfg(feature = "stores")]
 pub use derived::expected as expected_report_rows;
 pub use entries::{
@@ -71,8 +73,6 @@ pub use postgres::{PgLedger, SeriesPg};
 pub use signed::{Disagreement, Signed, Unvouched, diff, seal, vouch};
 #[cfg(feature = "stores")]
 pub use sqlite::{SeriesFile, SqliteLedger};
-#[cfg(feature = "stores")]
-pub use store::{CopyReport, Ledger, SeriesLock, SharedLedger, copy};
 pub use verify::{
     Judge, LoadError, Problem, ProblemKind, VerifyReport, verify, verify_tip, verify_with,
 };

@@ -28,12 +28,12 @@
 mod bundles;
 mod columns;
 mod errors;
-mod events;
 mod exec;
 mod handle;
 mod locks;
 mod report;
 mod series;
+mod side_tables;
 pub(super) mod tls;
 
 use std::fmt::Write as _;
@@ -63,17 +63,17 @@ use crate::merkle::{self, Hash};
 /// schema to version `i + 1`. A migration already applied never changes.
 pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_1_RUNS,
-    events::MIGRATION_2_EVENTS,
+    side_tables::MIGRATION_2_EVENTS,
     report::MIGRATION_3_FACTS,
     bundles::MIGRATION_4_BUNDLES,
     report::MIGRATION_5_ISOLATION,
-    events::MIGRATION_6_BASE_RESULTS,
-    events::MIGRATION_7_SIGNED_EVENTS,
-    events::MIGRATION_8_BREAKER_ERROR,
-    events::MIGRATION_9_DISMISSED_BY,
-    events::MIGRATION_10_OUTCOME_EVIDENCE,
-    events::MIGRATION_11_HARVEST_STATES,
-    events::MIGRATION_12_BREAKER_GENERATION,
+    side_tables::MIGRATION_6_BASE_RESULTS,
+    side_tables::MIGRATION_7_SIGNED_EVENTS,
+    side_tables::MIGRATION_8_BREAKER_ERROR,
+    side_tables::MIGRATION_9_DISMISSED_BY,
+    side_tables::MIGRATION_10_OUTCOME_EVIDENCE,
+    side_tables::MIGRATION_11_HARVEST_STATES,
+    side_tables::MIGRATION_12_BREAKER_GENERATION,
     MIGRATION_13_SERIES,
 ];
 

@@ -20,11 +20,11 @@ use rusqlite::{
 mod bundles;
 mod columns;
 mod errors;
-mod events;
 mod handle;
 mod queue;
 mod report;
 mod series;
+mod side_tables;
 
 pub use handle::SqliteLedger;
 pub use series::SeriesFile;
@@ -46,17 +46,17 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// migration already applied never changes.
 pub(super) const MIGRATIONS: &[&str] = &[
     MIGRATION_1_RUNS,
-    events::MIGRATION_2_EVENTS,
+    side_tables::MIGRATION_2_EVENTS,
     report::MIGRATION_3_FACTS,
     bundles::MIGRATION_4_BUNDLES,
     report::MIGRATION_5_ISOLATION,
-    events::MIGRATION_6_BASE_RESULTS,
-    events::MIGRATION_7_SIGNED_EVENTS,
-    events::MIGRATION_8_BREAKER_ERROR,
-    events::MIGRATION_9_DISMISSED_BY,
-    events::MIGRATION_10_OUTCOME_EVIDENCE,
-    events::MIGRATION_11_HARVEST_STATES,
-    events::MIGRATION_12_BREAKER_GENERATION,
+    side_tables::MIGRATION_6_BASE_RESULTS,
+    side_tables::MIGRATION_7_SIGNED_EVENTS,
+    side_tables::MIGRATION_8_BREAKER_ERROR,
+    side_tables::MIGRATION_9_DISMISSED_BY,
+    side_tables::MIGRATION_10_OUTCOME_EVIDENCE,
+    side_tables::MIGRATION_11_HARVEST_STATES,
+    side_tables::MIGRATION_12_BREAKER_GENERATION,
     MIGRATION_13_SERIES,
 ];
 

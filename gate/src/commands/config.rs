@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use gate_review::routing::{Origin, Routing};
 use gate_specs::{Locator, key_path};
 use serde_json::{Value, json};
 
@@ -12,7 +13,6 @@ use crate::config::{Context, Source, Verbosity, VerifySettings};
 use crate::environment::names;
 use crate::errors::GateError;
 use crate::output::settings::{self, Effective, Entry};
-use crate::routing::{Origin, Routing};
 use crate::{attest, exit, output, verify};
 
 /// Prints the effective configuration (JSON with `--format json`) and exits 0.
@@ -142,7 +142,7 @@ pub(crate) fn effective(
             "routing_url",
             // Without its query or credentials: a token may ride in them.
             routing_url.map_or(Value::Null, |u| {
-                Value::String(crate::routing::patch::display_url(&u))
+                Value::String(gate_review::routing::patch::display_url(&u))
             }),
             &routing_url_source,
         ),

@@ -15,6 +15,7 @@ use gate_evidence::keys::{PRIVATE_KEY_FILE, PUBLIC_KEY_FILE};
 use gate_evidence::ledger::{self, LoadError, Location, SCHEMA_VERSION};
 use gate_evidence::store::{BundleRef, BundleStore, StoreError, Target};
 use gate_evidence::{Ledger, LedgerRow, PublicKey, SigningKey};
+use gate_review::routing::{Api, ProviderDef, Routing, patch};
 use gate_specs::{SandboxMode, SandboxNetwork, Spec};
 use serde_json::json;
 
@@ -26,7 +27,6 @@ use crate::errors::GateError;
 use crate::exit;
 use crate::isolation::{self, Isolation};
 use crate::output;
-use crate::routing::{Api, ProviderDef, Routing, patch};
 
 mod check;
 mod probe;
@@ -247,7 +247,7 @@ async fn check_providers(
     offline: bool,
     checks: &mut Vec<Check>,
 ) {
-    let client = crate::provider::http_client(ENDPOINT_TIMEOUT).ok();
+    let client = gate_review::provider::http_client(ENDPOINT_TIMEOUT).ok();
     for (name, provider) in &routing.table.providers {
         let check = format!("provider.{name}");
         if provider.disabled {
@@ -329,7 +329,7 @@ fn models_request(
             let url = format!("{base}/v1/models?limit=1000");
             let mut req = client.get(&url).header(
                 "anthropic-version",
-                crate::provider::anthropic::ANTHROPIC_VERSION,
+                gate_review::provider::anthropic::ANTHROPIC_VERSION,
             );
             if let Some(key) = key {
                 req = req.header("x-api-key", key);

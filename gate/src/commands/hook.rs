@@ -361,7 +361,7 @@ pub(crate) async fn run_advisory(
     // the child reads (and refuses) the table itself.
     let named: Vec<String> = routing
         .as_deref()
-        .and_then(|p| crate::routing::Routing::load(p).ok())
+        .and_then(|p| gate_review::routing::Routing::load(p).ok())
         .map(|r| r.key_variables())
         .unwrap_or_default();
     if let (Some(path), Some("verify")) = (&routing, args.first().map(String::as_str)) {

@@ -21,10 +21,11 @@ pub(crate) mod schema;
 
 use std::path::Path;
 
+use gate_review::routing::Routing;
+
 use crate::cli::RoutingArgs;
 use crate::config::{Context, from_cwd};
 use crate::errors::GateError;
-use crate::routing::Routing;
 
 /// Loads the table the way `gate verify` would.
 pub(crate) fn routing_table(ctx: &Context, args: &RoutingArgs) -> Result<Routing, GateError> {

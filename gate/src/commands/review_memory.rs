@@ -12,15 +12,13 @@ use crate::commands::evidence;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
+use crate::memory::AGENT;
 use crate::output;
 use crate::output::text::shown;
 use crate::predicate::Predicate;
 use crate::record::{RunRecord, Verdict};
 
 pub(crate) use crate::predicate::OVERRIDE_PREDICATE_TYPE;
-
-/// `by` of a dismissal made from inside an agent's session.
-pub(crate) const AGENT: &str = "agent";
 
 /// A run from the ledger, its bundle verified.
 struct Loaded {
@@ -73,7 +71,7 @@ pub(crate) fn dismiss(
                 .record
                 .dropped_findings
                 .iter()
-                .filter(|f| f.lineage.by == Some(crate::record::FateBy::Dismissal)),
+                .filter(|f| f.lineage.by == Some(gate_review::findings::FateBy::Dismissal)),
         )
         .filter(|f| f.id.starts_with(finding))
         .collect();
@@ -124,13 +122,11 @@ pub(crate) fn dismiss(
         by: ctx.env.advisory().then(|| AGENT.to_owned()),
     };
     ledger.add_dismissal(&ledger::seal(&dismissal, &key))?;
-    let quiet = if f.role == crate::guard::GUARD_ROLE
-        && !crate::retry::memory::dismissable_by_gate(f)
-    {
+    let quiet = if f.role == crate::guard::GUARD_ROLE && !crate::memory::dismissable_by_gate(f) {
         "a critical finding the gate raised stays raised whatever is dismissed; `gate override` \
          lets a run past it"
             .to_owned()
-    } else if dismissal.by.is_some() && crate::retry::memory::serious(&f.severity) {
+    } else if dismissal.by.is_some() && crate::memory::serious(&f.severity) {
         "recorded as the agent's; a critical or warning finding stays raised, the dismissal \
          shown beside it"
             .to_owned()

@@ -2,17 +2,17 @@
 
 use std::fmt::Write;
 
+use gate_review::role::Role;
+use gate_review::routing::{ProviderDef, Routing, patch};
+use gate_review::rules::model::PASS_MARGIN;
+use gate_review::tier::Tier;
+
 use crate::cli::{RoutingCheckArgs, RoutingShowArgs};
 use crate::config::Context;
 use crate::environment::Environment;
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
-use crate::record::Tier;
-use crate::role::Role;
-use crate::routing::patch;
-use crate::routing::{ProviderDef, Routing};
-use crate::rules::model::PASS_MARGIN;
 
 /// `gate routing show`: the table in effect, `GATE_ROUTING_URL`'s patch
 /// applied (unless `--offline`), overridden rows marked.

@@ -6,6 +6,14 @@ use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
+use gate_review::review::call::{self, Clients};
+use gate_review::review::prompts::Prompts;
+use gate_review::review::rule_trial::{RuleResult, Tester};
+use gate_review::role::Role;
+use gate_review::routing::{ChainModel, Routing};
+use gate_review::rules::model::{Claim, PASS_MARGIN, Rule, Tested};
+use gate_review::rules::{RuleSet, RulesError, discover, write_back};
+use gate_review::tier::Tier;
 use gate_specs::Policy;
 use serde_json::{Value, json};
 
@@ -14,14 +22,6 @@ use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
-use crate::record::Tier;
-use crate::review::call::{self, Clients};
-use crate::review::prompts::Prompts;
-use crate::role::Role;
-use crate::routing::{ChainModel, Routing};
-use crate::rules::model::{Claim, PASS_MARGIN, Rule, Tested};
-use crate::rules::trial::{RuleResult, Tester};
-use crate::rules::{RuleSet, RulesError, discover, tested};
 
 /// Version of `gate rules --format json`.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -353,7 +353,7 @@ pub(crate) async fn test_report(
         prompts: &prompts,
         run_id: format!("rules-test-{}", uuid::Uuid::now_v7()),
     };
-    let results = crate::rules::trial::run(&tester, &selected).await;
+    let results = gate_review::review::rule_trial::run(&tester, &selected).await;
     let when = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut out = String::new();
     let (mut failed, mut untested) = (0, 0);
@@ -373,7 +373,7 @@ pub(crate) async fn test_report(
             hash: rule.hash(),
             when: when.clone(),
         };
-        tested::write_back(
+        write_back::write_back(
             &ctx.workspace.join(&rule.source),
             rule.index,
             &rule.id,
@@ -514,7 +514,7 @@ pub(crate) async fn qualify(
             prompts: &prompts,
             run_id: format!("rules-qualify-{}", uuid::Uuid::now_v7()),
         };
-        let results = crate::rules::trial::run(&tester, &rules).await;
+        let results = gate_review::review::rule_trial::run(&tester, &rules).await;
         let mut margins: BTreeMap<String, f64> = BTreeMap::new();
         for r in &results {
             if let Some(m) = r.margin() {
@@ -541,3 +541,6 @@ pub(crate) async fn qualify(
     }
     Ok((out, rules.len()))
 }
+
+#[cfg(test)]
+mod tests;

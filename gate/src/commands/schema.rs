@@ -3,6 +3,8 @@
 //! The same schemas are committed under `docs/schemas/`, and a test fails
 //! when the two differ.
 
+use gate_review::routing::RoutingTable;
+use gate_review::rules::model::RawFile;
 use schemars::generate::SchemaSettings;
 
 use crate::cli::SchemaName;
@@ -12,8 +14,6 @@ use crate::output;
 use crate::output::json::Document;
 use crate::output::lines::Line;
 use crate::predicate::Predicate;
-use crate::routing::RoutingTable;
-use crate::rules::model::RawFile;
 
 /// The schema as text: pretty JSON and a final newline.
 pub(crate) fn text(which: SchemaName) -> Result<String, GateError> {

@@ -3,7 +3,7 @@
 /// Why outcomes could not be harvested.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum HarvestError {
+pub(crate) enum HarvestError {
     /// The workspace is not in a git repository.
     #[error("cannot harvest outcomes: {0}")]
     NoRepository(String),

@@ -5,7 +5,9 @@
 //! the Markdown comment print it; the JSON and the bundle hold every one of
 //! them in full (`dropped_findings`, each finding's `lineage`).
 
-use crate::record::{Fate, FateBy, Finding, RunRecord};
+use gate_review::findings::{Fate, FateBy, Finding};
+
+use crate::record::RunRecord;
 
 /// Findings named in the line per group, at most.
 const NAMED: usize = 3;

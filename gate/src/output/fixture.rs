@@ -6,15 +6,17 @@
 //! dropped by the coordinator and below the confidence floor.
 
 use gate_harness::{Location, Output};
+use gate_review::findings::{FateBy, Finding, Lineage};
+use gate_review::record::{
+    Attempt, AttemptOutcome, Coverage, ReviewRecord, ReviewStatus, SpecialistRecord,
+};
+use gate_review::tier::Tier;
 
 use super::site::Site;
 use crate::record::{
-    CheckKind, CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, FateBy, Finding,
-    ItemStatus, Lineage, Reason, ReasonKind, ReviewRecord, ReviewStatus, RunRecord, SelfGuard,
-    SpecialistRecord, Tier, Verdict,
+    CheckKind, CheckRecord, CriterionRecord, DecidedBy, FORMAT_VERSION, ItemStatus, Reason,
+    ReasonKind, RunRecord, SelfGuard, Verdict,
 };
-use crate::review::Coverage;
-use crate::review::call::{Attempt, AttemptOutcome};
 
 fn check(id: &str, kind: CheckKind, status: ItemStatus) -> CheckRecord {
     CheckRecord {

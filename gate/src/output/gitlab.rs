@@ -86,9 +86,10 @@ fn description(p: &Problem) -> String {
 mod tests {
     use std::collections::HashSet;
 
+    use gate_review::findings::Finding;
+
     use super::*;
     use crate::output::fixture;
-    use crate::record::Finding;
 
     fn finding(id: &str, role: &str, file: &str, line: Option<u32>, title: &str) -> Finding {
         Finding {
@@ -100,7 +101,7 @@ mod tests {
             title: title.into(),
             detail: String::new(),
             confidence: 0.9,
-            lineage: crate::record::Lineage::raised(role, "warning"),
+            lineage: gate_review::findings::Lineage::raised(role, "warning"),
         }
     }
 

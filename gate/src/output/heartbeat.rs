@@ -10,12 +10,12 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use gate_review::review::watch::{Running, Watch};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::text::shown;
 use crate::config::{Context, Verbosity};
-use crate::review::watch::{Running, Watch};
 
 /// How often the spinner redraws.
 const SPIN: Duration = Duration::from_millis(120);

@@ -3,13 +3,12 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+use gate_review::record::{Attempt, AttemptOutcome, ReviewStatus, SpecialistRecord};
+
 use super::progress::duration;
 use super::style::Style;
 use super::text::{shown, shown_block};
-use crate::record::{
-    GuardStatus, ItemStatus, ReviewStatus, RunRecord, SpecialistRecord, verdict_line,
-};
-use crate::review::call::{Attempt, AttemptOutcome};
+use crate::record::{GuardStatus, ItemStatus, RunRecord, verdict_line};
 
 /// Lines of a failing item's output shown.
 const TAIL_LINES: usize = 12;
@@ -164,7 +163,7 @@ pub(crate) fn render_styled(record: &RunRecord, style: Style) -> String {
     let resolved = record
         .finding_fates
         .iter()
-        .filter(|f| f.disposition == crate::retry::memory::Disposition::Resolved)
+        .filter(|f| f.disposition == crate::memory::Disposition::Resolved)
         .count();
     if resolved > 0 {
         let _ = writeln!(out, "earlier findings: {resolved} resolved");

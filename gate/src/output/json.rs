@@ -4,12 +4,16 @@
 //! and the verdict its reasons as data (its fields are listed in
 //! `docs/output-formats.md`).
 
+use gate_review::findings::Finding;
+use gate_review::record::ReviewRecord;
+use gate_review::routing::patch::OverrideStatus;
+use gate_review::tier::Tier;
 use serde::Serialize;
 
+use crate::doom::DoomLoop;
 use crate::record::{
-    BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, DoomLoop, Finding,
-    ItemStatus, OverrideStatus, Qualifier, Reason, ReviewRecord, RunIsolation, RunRecord,
-    SelfGuard, Tier, Verdict, verdict_line,
+    BaseRunsRecord, BaseStatus, CheckRecord, CriterionRecord, DecidedBy, ItemStatus, Qualifier,
+    Reason, RunIsolation, RunRecord, SelfGuard, Verdict, verdict_line,
 };
 use gate_harness::{ItemKind, Location};
 
@@ -274,9 +278,11 @@ mod tests {
     /// Every key, at every depth, of a document with every optional part
     /// filled.
     fn full_document() -> Value {
-        use crate::record::{BudgetRecord, Qualifier, QualifierKind};
-        use crate::retry::doom::{DoomLoop, Pattern};
-        use crate::routing::patch::OverrideStatus;
+        use gate_review::record::BudgetRecord;
+        use gate_review::routing::patch::OverrideStatus;
+
+        use crate::doom::{DoomLoop, Pattern};
+        use crate::record::{Qualifier, QualifierKind};
         let mut record = fixture::record();
         record.qualifier = Some(Qualifier {
             kind: QualifierKind::UnderReviewed,

@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
 use gate_harness::{Event, ItemKind, ItemResult};
+use gate_review::events::{Event as ReviewEvent, Seat};
 use serde_json::Value;
 
 use super::json::{Document, FORMAT_VERSION};
@@ -18,7 +19,7 @@ use super::lines::{
 };
 use super::notes;
 use super::stream::{Observer, Waiting, WaitingOn};
-use crate::events::{PlannedEvent, RunEvent, SeatEvent};
+use crate::events::{PlannedEvent, RunEvent};
 use crate::record::DecidedBy;
 
 /// The planned items by id: what a start or a result names only by its id.
@@ -161,8 +162,12 @@ fn event_line<'a>(event: &'a RunEvent, planned: &'a Planned) -> EventLine<'a> {
                 EventLine::Notice(line)
             }
         }
-        RunEvent::SpecialistStarted(seat) => EventLine::SpecialistStarted(seat_line(seat)),
-        RunEvent::AttemptStarted(seat) => EventLine::AttemptStarted(seat_line(seat)),
+        RunEvent::Review(ReviewEvent::SpecialistStarted(seat)) => {
+            EventLine::SpecialistStarted(seat_line(seat))
+        }
+        RunEvent::Review(ReviewEvent::AttemptStarted(seat)) => {
+            EventLine::AttemptStarted(seat_line(seat))
+        }
         RunEvent::Harness(Event::Started { id }) => {
             let kind = planned.get(id).map_or(ItemKind::Check, |p| p.kind);
             let started = Started { id, kind };
@@ -186,11 +191,11 @@ fn event_line<'a>(event: &'a RunEvent, planned: &'a Planned) -> EventLine<'a> {
                 EventLine::CheckFinished(result)
             }
         }
-        RunEvent::ReviewStarted { tier, seats } => EventLine::ReviewStarted {
+        RunEvent::Review(ReviewEvent::Started { tier, seats }) => EventLine::ReviewStarted {
             tier: *tier,
             specialists: seats.iter().map(seat_line).collect(),
         },
-        RunEvent::SpecialistFinished { record, raised } => {
+        RunEvent::Review(ReviewEvent::SpecialistFinished { record, raised }) => {
             EventLine::SpecialistFinished(SpecialistLine {
                 role: &record.role,
                 model: &record.model,
@@ -213,7 +218,7 @@ fn event_line<'a>(event: &'a RunEvent, planned: &'a Planned) -> EventLine<'a> {
     }
 }
 
-fn seat_line(seat: &SeatEvent) -> SeatLine<'_> {
+fn seat_line(seat: &Seat) -> SeatLine<'_> {
     SeatLine {
         role: &seat.role,
         model: &seat.model,
@@ -383,7 +388,7 @@ mod tests {
     /// names each one in that event's row.
     #[test]
     fn every_event_and_field_is_documented() {
-        use crate::events::SeatEvent;
+        use gate_review::events::Seat;
         let page = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/output-formats.md"),
         )
@@ -395,7 +400,7 @@ mod tests {
             .skip(2)
             .take_while(|l| l.starts_with('|'))
             .collect();
-        let seat = |role: &str| SeatEvent {
+        let seat = |role: &str| Seat {
             role: role.into(),
             model: "m".into(),
         };
@@ -450,16 +455,16 @@ mod tests {
             RunEvent::Harness(Event::Finished(failed("build", ItemKind::Check))),
             RunEvent::Harness(Event::Ready { id: "db".into() }),
             RunEvent::Harness(Event::Stopped { id: "db".into() }),
-            RunEvent::ReviewStarted {
-                tier: crate::record::Tier::Full,
+            RunEvent::Review(ReviewEvent::Started {
+                tier: gate_review::tier::Tier::Full,
                 seats: vec![seat("quality")],
-            },
-            RunEvent::SpecialistStarted(seat("coordinator")),
-            RunEvent::AttemptStarted(seat("quality")),
-            RunEvent::SpecialistFinished {
+            }),
+            RunEvent::Review(ReviewEvent::SpecialistStarted(seat("coordinator"))),
+            RunEvent::Review(ReviewEvent::AttemptStarted(seat("quality"))),
+            RunEvent::Review(ReviewEvent::SpecialistFinished {
                 record: Box::new(fixture::specialist("quality", "ok", None)),
                 raised: 2,
-            },
+            }),
             RunEvent::ReviewSkipped {
                 reason: "offline".into(),
             },

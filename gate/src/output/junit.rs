@@ -11,11 +11,11 @@
 
 use std::fmt::Write;
 
+use gate_review::findings::Finding;
+use gate_review::record::{ByteRange, ReviewStatus, SpecialistRecord};
+
 use super::text::{shown, shown_block, xml_escape};
-use crate::record::{
-    ByteRange, CheckRecord, CriterionRecord, Finding, ItemStatus, ReviewStatus, RunRecord,
-    SpecialistRecord, Verdict, verdict_line,
-};
+use crate::record::{CheckRecord, CriterionRecord, ItemStatus, RunRecord, Verdict, verdict_line};
 
 /// The JUnit document of a run.
 pub(crate) fn render(record: &RunRecord) -> String {
@@ -590,7 +590,7 @@ mod tests {
     #[test]
     fn a_review_that_did_not_run_is_one_skipped_case() {
         let mut record = fixture::record();
-        record.review = crate::record::ReviewRecord::did_not_run("no provider configured");
+        record.review = gate_review::record::ReviewRecord::did_not_run("no provider configured");
         record.findings.clear();
         let xml = render(&record);
         assert!(xml.contains(

@@ -3,12 +3,13 @@
 //! the run's events; the `events` schema is generated from them.
 
 use gate_harness::{ItemKind, Location, Status};
+use gate_review::tier::Tier;
 use serde::Serialize;
 
 use super::json::Document;
 use crate::events::Note;
 use crate::plan::Decision;
-use crate::record::{DecidedBy, Tier};
+use crate::record::DecidedBy;
 
 /// One line: `{"format_version":1,"event":"…", …}`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]

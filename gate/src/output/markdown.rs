@@ -8,12 +8,13 @@
 use std::fmt::Write;
 use std::time::Duration;
 
+use gate_review::findings::Finding;
+use gate_review::record::ReviewStatus;
+
 use super::problems::{self, Level};
 use super::progress::duration;
 use super::text::{code_block, last_lines, md_inline, md_quoting, shown, shown_block};
-use crate::record::{
-    Finding, GuardStatus, ItemStatus, ReviewStatus, RunRecord, Verdict, verdict_line,
-};
+use crate::record::{GuardStatus, ItemStatus, RunRecord, Verdict, verdict_line};
 
 /// Lines of a failing item's output quoted.
 const TAIL_LINES: usize = 20;

@@ -132,7 +132,7 @@ fn items_and_findings(record: &RunRecord, site: &Site) -> Vec<Problem> {
     {
         out.push(criterion_problem(c, site));
     }
-    let mut findings: Vec<&crate::record::Finding> = record.findings.iter().collect();
+    let mut findings: Vec<&gate_review::findings::Finding> = record.findings.iter().collect();
     findings.sort_by_key(|f| Level::of_severity(&f.severity));
     for f in findings {
         out.push(Problem {

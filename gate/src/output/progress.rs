@@ -5,6 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use gate_harness::{Event, Status};
+use gate_review::events::Event as ReviewEvent;
 
 use super::stream::{Observer, Waiting, WaitingOn};
 use super::style::{Paint, Style};
@@ -78,7 +79,7 @@ impl Observer for Progress {
                 self.line(&style.paint(&shown(&notes::words(note)), Paint::Yellow));
             }
             RunEvent::Note(note) => self.line(&shown(&notes::words(note))),
-            RunEvent::AttemptStarted(seat) if self.verbose() => {
+            RunEvent::Review(ReviewEvent::AttemptStarted(seat)) if self.verbose() => {
                 self.line(&format!(
                     "  {} {} asks {}",
                     style.paint("…", Paint::Dim),
@@ -86,7 +87,7 @@ impl Observer for Progress {
                     shown(&seat.model)
                 ));
             }
-            RunEvent::SpecialistStarted(seat) if self.verbose() => {
+            RunEvent::Review(ReviewEvent::SpecialistStarted(seat)) if self.verbose() => {
                 self.line(&format!(
                     "  {} {} ({})",
                     style.paint("…", Paint::Dim),
@@ -128,7 +129,7 @@ impl Observer for Progress {
                     duration(r.duration)
                 ));
             }
-            RunEvent::ReviewStarted { tier, seats } => {
+            RunEvent::Review(ReviewEvent::Started { tier, seats }) => {
                 let roles: Vec<&str> = seats.iter().map(|s| s.role.as_str()).collect();
                 self.line(&format!(
                     "gate: review ({tier} tier): {}",
@@ -139,7 +140,7 @@ impl Observer for Progress {
                     }
                 ));
             }
-            RunEvent::SpecialistFinished { record, raised } => {
+            RunEvent::Review(ReviewEvent::SpecialistFinished { record, raised }) => {
                 let took = duration(Duration::from_millis(record.latency_ms));
                 if record.status == "ok" {
                     let noun = if *raised == 1 { "finding" } else { "findings" };

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use gate_review::events::Event as ReviewEvent;
 use tokio::task::JoinHandle;
 
 use crate::events::{EventSink, RunEvent};
@@ -64,24 +65,24 @@ impl Pending {
             RunEvent::Harness(gate_harness::Event::Finished(r)) => {
                 self.items.remove(&r.id);
             }
-            RunEvent::ReviewStarted { seats, .. } => {
+            RunEvent::Review(ReviewEvent::Started { seats, .. }) => {
                 for seat in seats {
                     self.reviewers
                         .insert(seat.role.clone(), (seat.model.clone(), now));
                 }
             }
-            RunEvent::SpecialistStarted(seat) => {
+            RunEvent::Review(ReviewEvent::SpecialistStarted(seat)) => {
                 self.reviewers
                     .insert(seat.role.clone(), (seat.model.clone(), now));
             }
             // Failing back: the same reviewer, since it started, now waits
             // on another model.
-            RunEvent::AttemptStarted(seat) => {
+            RunEvent::Review(ReviewEvent::AttemptStarted(seat)) => {
                 if let Some((model, _)) = self.reviewers.get_mut(&seat.role) {
                     model.clone_from(&seat.model);
                 }
             }
-            RunEvent::SpecialistFinished { record, .. } => {
+            RunEvent::Review(ReviewEvent::SpecialistFinished { record, .. }) => {
                 self.reviewers.remove(&record.role);
             }
             RunEvent::Verdict(_) | RunEvent::Failed { .. } => {
@@ -171,10 +172,10 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use gate_harness::{Event, ItemKind, ItemResult, Output, Status};
+    use gate_review::events::Seat;
+    use gate_review::tier::Tier;
 
     use super::*;
-    use crate::events::SeatEvent;
-    use crate::record::Tier;
 
     fn finished(id: &str) -> RunEvent {
         RunEvent::Harness(Event::Finished(ItemResult {
@@ -206,13 +207,13 @@ mod tests {
         );
         p.observe(&finished("lint"), t0 + s(11));
         p.observe(
-            &RunEvent::ReviewStarted {
+            &RunEvent::Review(ReviewEvent::Started {
                 tier: Tier::Light,
-                seats: vec![SeatEvent {
+                seats: vec![Seat {
                     role: "quality".into(),
                     model: "standard".into(),
                 }],
-            },
+            }),
             t0 + s(20),
         );
         assert_eq!(

@@ -5,6 +5,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use gate_review::text::is_invisible_format;
+
 /// Record text (a file name, an id, a finding's title, detail or path, a
 /// reason) as a person may be shown it, on one line: line feed, carriage
 /// return, ESC, every other C0 control, DEL and every C1 control
@@ -57,76 +59,6 @@ fn escaped(s: &str, block: bool) -> Cow<'_, str> {
 /// Characters [`shown`] escapes (tab among them; the callers keep it).
 fn hidden(c: char) -> bool {
     c.is_control() || is_invisible_format(c) || matches!(c, '\u{2028}' | '\u{2029}')
-}
-
-/// `s` without ANSI escape sequences (colour codes in captured output).
-pub(crate) fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek() {
-            // CSI: ESC [ parameters… final byte in @–~.
-            Some('[') => {
-                chars.next();
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            // OSC: ESC ] … BEL or ESC \.
-            Some(']') => {
-                chars.next();
-                while let Some(c) = chars.next() {
-                    if c == '\x07' || (c == '\x1b' && chars.peek() == Some(&'\\')) {
-                        if c == '\x1b' {
-                            chars.next();
-                        }
-                        break;
-                    }
-                }
-            }
-            // Any other escape: drop ESC and the next character.
-            Some(_) => {
-                chars.next();
-            }
-            None => {}
-        }
-    }
-    out
-}
-
-/// Text from a model made plain, before anything prints or keeps it: no
-/// terminal escape sequences, no control characters (line breaks and tabs
-/// become spaces, so it is one line that cannot start a line of its own in
-/// a log), no bidirectional or zero-width formatting characters (which can
-/// make a terminal show something other than what is there).
-pub(crate) fn plain(s: &str) -> String {
-    strip_ansi(s)
-        .chars()
-        .filter_map(|c| match c {
-            '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() || is_invisible_format(c) => None,
-            c => Some(c),
-        })
-        .collect()
-}
-
-/// Bidirectional controls and zero-width characters.
-fn is_invisible_format(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061C}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{FEFF}'
-    )
 }
 
 /// Escapes text for XML 1.0 content and attribute values; characters XML
@@ -227,20 +159,12 @@ mod tests {
     #[test]
     fn escapes() {
         assert_eq!(
-            strip_ansi("\x1b[31merror\x1b[0m: x\x1b]0;title\x07!"),
-            "error: x!"
-        );
-        assert_eq!(
             xml_escape("a<b & \"c\" 'd'\x1b\x00\tok"),
             "a&lt;b &amp; &quot;c&quot; &apos;d&apos;\u{FFFD}\u{FFFD}\tok"
         );
         assert_eq!(
             md_inline("*bold* [x](y) <b>@team | #1\nnext"),
             "\\*bold\\* \\[x\\](y) \\<b\\>\\@team \\| \\#1\\\\nnext"
-        );
-        assert_eq!(
-            plain("\x1b[31mred\x1b[0m\x07 bell\rCR\n::error::x\u{9b}2J\u{202e}rev\u{200b}\ttab"),
-            "red bell CR ::error::x2Jrev tab"
         );
         // (sentence, Markdown): quoted ids as code, the rest escaped.
         for (text, md) in [

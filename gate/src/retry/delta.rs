@@ -21,7 +21,7 @@ use crate::record::{ItemStatus, RunRecord};
 
 /// The earlier attempt a retry builds on.
 #[derive(Debug, Clone)]
-pub struct Previous {
+pub(crate) struct Previous {
     /// Its record, read from its verified bundle.
     pub record: RunRecord,
     /// sha256 of its bundle's bytes.
@@ -74,7 +74,7 @@ fn known(prev: &Previous) -> BTreeMap<&str, Known<'_>> {
 /// Decides, for every item of `plan`, whether this attempt runs it or
 /// carries it, against the workspace as `tree` holds it. `full` re-runs
 /// everything.
-pub fn apply(
+pub(crate) fn apply(
     plan: &mut Plan,
     spec: &Spec,
     tree: Tree<'_>,
@@ -154,7 +154,12 @@ fn fed_by(plan: &Plan, known: &BTreeMap<&str, Known<'_>>) -> BTreeMap<String, Ve
 /// they need and what depends on them as (c) and (d) say. Returns the ids
 /// to run now: those newly set to run, and the services they need up
 /// again (every service stopped when the items before had run).
-pub fn recheck(plan: &mut Plan, spec: &Spec, prev: &Previous, after: Tree<'_>) -> BTreeSet<String> {
+pub(crate) fn recheck(
+    plan: &mut Plan,
+    spec: &Spec,
+    prev: &Previous,
+    after: Tree<'_>,
+) -> BTreeSet<String> {
     let known = known(prev);
     let ran: BTreeSet<String> = plan
         .items

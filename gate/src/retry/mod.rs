@@ -1,10 +1,10 @@
-//! Retries: the attempt series of a spec, what a retry re-runs, finding
-//! memory across attempts, and the doom-loop detector.
+//! Retries: the attempt series of a spec and what a retry re-runs. Finding
+//! memory across attempts is [`crate::memory`], the doom-loop detector
+//! [`crate::doom`]: both pure, so the record can hold their values without
+//! importing a stage that reads it.
 //!
 //! # Layout
 //! - [`delta`]: which items a retry runs and which it carries forward.
-//! - [`memory`]: finding ids across attempts, resolutions, dismissals.
-//! - [`doom`]: failure fingerprints and the loop patterns.
 //! - [`series`]: which series a run belongs to (its key).
 //!
 //! The series is read from the ledger: a run after a failing (or
@@ -13,27 +13,25 @@
 //! the series': it holds for every series until `--new-series` or an
 //! override.
 
-pub mod delta;
-pub mod doom;
-pub mod memory;
-pub mod series;
+pub(crate) mod delta;
+pub(crate) mod series;
 
 use gate_evidence::ledger::{self, OverrideEntry, RunFilter, SeriesFilter};
 use gate_evidence::store::BundleStore;
 use gate_evidence::{Ledger, LedgerRow, PublicKey, bundle};
 
+use crate::doom::{self, DoomLoop, FailingAttempt, Failure};
 use crate::errors::GateError;
+use crate::memory::{self, Dismissed};
 use crate::predicate::Predicate;
 use crate::record::{RunRecord, Series, Verdict};
 use crate::retry::delta::Previous;
-use crate::retry::doom::{DoomLoop, FailingAttempt, Failure};
-use crate::retry::memory::Dismissed;
 use crate::row::RowExtra;
 use crate::vouch;
 
 /// What the ledger says about a spec's series, for the next attempt.
 #[derive(Debug, Clone, Default)]
-pub struct History {
+pub(crate) struct History {
     /// The series this attempt belongs to (`None`: the spec's own).
     pub series: Option<Series>,
     /// This attempt's number.
@@ -59,7 +57,7 @@ pub struct History {
 
 /// How many of a spec's newest runs, of any series, are looked through for
 /// the newest one on the run's base (whether the spec is escalated there).
-pub const ESCALATION_LOOKBACK: u32 = 200;
+pub(crate) const ESCALATION_LOOKBACK: u32 = 200;
 
 /// How many of the ledger's last rows a run looks through for rows of its
 /// series whose columns were edited away.
@@ -67,7 +65,7 @@ const MOVED_WINDOW: u64 = 2_000;
 
 /// Which series a run reads: its spec, its key and its base.
 #[derive(Debug, Clone, Copy)]
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     /// The spec's id.
     pub spec_id: &'a str,
     /// The series (`None`: the spec's own).
@@ -79,7 +77,7 @@ pub struct Scope<'a> {
 /// Reads the series of `scope` from `ledger`. `new_series` starts over.
 /// The previous attempt's bundle is fetched from `store` and verified
 /// against `trusted` before a retry carries anything from it.
-pub fn history(
+pub(crate) fn history(
     ledger: &Ledger,
     store: &BundleStore,
     scope: Scope<'_>,
@@ -108,7 +106,7 @@ pub fn history(
         .map(|d| Dismissed {
             id: d.finding_id,
             code_digest: d.code_digest,
-            by_agent: d.by.as_deref() == Some(crate::commands::review_memory::AGENT),
+            by_agent: d.by.as_deref() == Some(memory::AGENT),
             run_id: d.run_id,
             reason: d.reason,
         })
@@ -349,7 +347,7 @@ fn read_previous(
 
 /// The failures of a run for the doom-loop detector: every failed check and
 /// criterion (not skipped, not unverified) and every critical finding.
-pub fn failures(record: &RunRecord) -> Vec<Failure> {
+pub(crate) fn failures(record: &RunRecord) -> Vec<Failure> {
     use crate::record::ItemStatus;
     let tail = |text: &str| {
         let lines: Vec<&str> = text.lines().collect();

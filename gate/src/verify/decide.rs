@@ -2,13 +2,16 @@
 //! stand (remembered across attempts), the verdict, and the doom loop and
 //! override the verdict module weighs last.
 
+use gate_review::findings::{FateBy, Finding};
+use gate_review::review::ReviewOutput;
+use gate_review::review::coordinator::sort_worst_first;
+use gate_review::tier::TierDecision;
+
+use crate::doom::Thresholds;
 use crate::guard;
-use crate::record::{CheckRecord, CriterionRecord, FateBy, Finding, ItemStatus, RunRecord};
-use crate::retry::doom::Thresholds;
-use crate::retry::{self, memory};
-use crate::review::ReviewOutput;
-use crate::review::coordinator::sort_worst_first;
-use crate::tier::TierDecision;
+use crate::memory;
+use crate::record::{CheckRecord, CriterionRecord, ItemStatus, RunRecord};
+use crate::retry;
 use crate::{base_runs, verdict};
 
 use super::exercise::Exercised;

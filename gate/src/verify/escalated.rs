@@ -2,10 +2,10 @@
 //! nothing of its own: nothing of the workspace runs, and its record says
 //! why, every declared item skipped.
 
+use crate::doom::{self, Thresholds};
 use crate::errors::GateError;
 use crate::events::{Note, RunEvent};
 use crate::record::{Reason, ReasonKind, RunRecord, Verdict};
-use crate::retry::doom::{self, Thresholds};
 use crate::verdict::doom_reason;
 
 use super::records;

@@ -5,14 +5,16 @@
 use gate_specs::InputGlobs;
 use std::collections::{BTreeMap, HashSet};
 
+use gate_review::findings::Finding;
+use gate_review::review::design_rules::PageShots;
+use gate_review::rules::RuleSet;
+
 use crate::base_runs;
 use crate::errors::GateError;
 use crate::events::{Note, RunEvent};
 use crate::interrupt::Interrupt;
 use crate::pages;
-use crate::record::{Finding, PageRecord};
-use crate::rules::RuleSet;
-use crate::rules::design::PageShots;
+use crate::record::PageRecord;
 use crate::tested::Tested;
 use crate::{guard, verifiers};
 
@@ -355,7 +357,7 @@ fn tamper_findings(
             };
             let severity = if critical { "critical" } else { "warning" };
             Some(Finding {
-                id: crate::findings::finding_id(guard::GUARD_ROLE, path, &title),
+                id: gate_review::findings::finding_id(guard::GUARD_ROLE, path, &title),
                 severity: severity.to_owned(),
                 role: guard::GUARD_ROLE.to_owned(),
                 file: path.to_owned(),
@@ -363,7 +365,7 @@ fn tamper_findings(
                 title,
                 detail,
                 confidence: 1.0,
-                lineage: crate::record::Lineage::raised(guard::GUARD_ROLE, severity),
+                lineage: gate_review::findings::Lineage::raised(guard::GUARD_ROLE, severity),
             })
         })
         .collect()

@@ -25,15 +25,17 @@ mod survey;
 mod trust;
 
 use gate_evidence::store::BundleStore;
+use gate_review::record::millis;
+use gate_review::tier::TierDecision;
 use gate_specs::{InputGlobs, Spec};
 
+use crate::attest;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::{EventSink, Note, RunEvent};
 use crate::interrupt::Interrupt;
-use crate::record::{RunRecord, millis};
+use crate::record::RunRecord;
 use crate::retry::{self, History};
-use crate::{attest, tier};
 
 use setup::Setup;
 pub(crate) use setup::{load_prompts, never_env};
@@ -156,10 +158,10 @@ fn say_attempt(events: &EventSink, history: &History) {
 }
 
 /// The risk tier: tasks × criteria, lifted by sensitive paths.
-fn tier_of(spec: &Spec, changed: &[String]) -> Result<tier::TierDecision, GateError> {
+fn tier_of(spec: &Spec, changed: &[String]) -> Result<TierDecision, GateError> {
     let sensitive = InputGlobs::new(&spec.policy.sensitive_paths)
         .map_err(|e| GateError::Usage(e.to_string()))?;
-    Ok(tier::decide(
+    Ok(gate_review::tier::decide(
         spec.tasks.len(),
         spec.criteria_count(),
         &spec.policy,

@@ -6,15 +6,16 @@ use std::path::Path;
 use gate_evidence::Snapshot;
 use gate_harness::trace::Accesses;
 use gate_harness::{ItemKind, Status};
+use gate_review::record::ReviewRecord;
+use gate_review::review;
 use gate_specs::{InputGlobs, Spec};
 
 use crate::config::Context;
 use crate::observed::Observed;
 use crate::plan::{Decision, Plan};
 use crate::predicate::PlanEntry;
-use crate::record::{CheckRecord, CriterionRecord, DecidedBy, ItemStatus, ReviewRecord, RunRecord};
+use crate::record::{CheckRecord, CriterionRecord, DecidedBy, ItemStatus, RunRecord};
 use crate::retry::delta::Previous;
-use crate::review;
 
 /// Turns the plan, the harness results and (for carried items) the previous
 /// attempt into check and criterion records.
@@ -76,7 +77,7 @@ pub(super) fn records(
             })
         };
         let exit_code = result.and_then(|r| r.exit_code);
-        let duration_ms = result.map_or(0, |r| crate::record::millis(r.duration));
+        let duration_ms = result.map_or(0, |r| gate_review::record::millis(r.duration));
         let started_ms = harnessed.started_ms.get(&item.id).copied();
         let output = result.map(|r| r.output.clone()).unwrap_or_default();
         if item.kind == ItemKind::Criterion {
@@ -173,7 +174,7 @@ fn observed(
         .filter_map(|(id, r)| {
             let accesses = settled.get(id.as_str())?;
             let start = started_ms.get(id).copied().unwrap_or(0);
-            let end = start.saturating_add(crate::record::millis(r.duration));
+            let end = start.saturating_add(gate_review::record::millis(r.duration));
             Some((id.as_str(), accesses, (start, end)))
         })
         .collect();

@@ -1,5 +1,5 @@
 //! The review stage of a run: reads what reviewers see, decides what a
-//! retry can carry, and hands the rest to [`crate::review::run`].
+//! retry can carry, and hands the rest to [`gate_review::review::run`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -7,23 +7,25 @@ use std::time::Duration;
 use gate_evidence::Snapshot;
 use gate_harness::ItemResult;
 use gate_harness::secrets::Redactor;
+use gate_review::findings::Finding;
+use gate_review::review::breaker::{BreakerPolicy, Breakers};
+use gate_review::review::context::{self, Fence};
+use gate_review::review::prompts::Prompts;
+use gate_review::review::watch::Watch;
+use gate_review::review::{
+    self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput, design_rules, house_rules,
+};
+use gate_review::role::Role;
+use gate_review::routing::Routing;
+use gate_review::rules::RuleSet;
+use gate_review::tier::TierDecision;
 use gate_specs::{Decider, InputGlobs, Spec};
 
 use crate::config::{self, Context};
 use crate::errors::GateError;
 use crate::events::EventSink;
 use crate::plan::Plan;
-use crate::record::Finding;
 use crate::retry::delta::Previous;
-use crate::review::breaker::{BreakerPolicy, Breakers};
-use crate::review::context::{self, Fence};
-use crate::review::prompts::Prompts;
-use crate::review::watch::Watch;
-use crate::review::{self, CarriedReview, JudgedCriterion, ReviewInput, ReviewOutput};
-use crate::role::Role;
-use crate::routing::Routing;
-use crate::rules::{self, RuleSet};
-use crate::tier::TierDecision;
 use crate::{attest, output};
 
 /// Why an advisory run without a table of its own does not review.
@@ -48,7 +50,7 @@ pub(super) struct ReviewStage<'a> {
     pub rule_set: &'a RuleSet,
     pub events: &'a EventSink,
     /// Pages captured in this run whose check passed, with their screenshots.
-    pub pages: &'a [rules::design::PageShots],
+    pub pages: &'a [design_rules::PageShots],
     /// What no model is sent: the run's secret values and secret shapes.
     pub redactor: &'a Redactor,
     /// The run's signing key: it seals the breaker states this run writes
@@ -212,21 +214,21 @@ impl ReviewStage<'_> {
             .filter(|f| f.noise.is_none() && f.text.is_some())
             .map(|f| f.path.clone())
             .collect();
-        let asked = rules::ask::asked(self.rule_set, &shown);
+        let asked = house_rules::asked(self.rule_set, &shown);
         let rule_references = redacted(
             context::read_change(
                 &self.ctx.workspace,
-                &rules::ask::references(&asked),
+                &house_rules::references(&asked),
                 &self.tested.substitutes(),
             ),
             self.redactor,
         );
-        let page_asks: Vec<rules::design::PageAsk> = self
+        let page_asks: Vec<design_rules::PageAsk> = self
             .pages
             .iter()
             .filter_map(|page| {
-                let asked = rules::design::asked(self.rule_set, &page.files);
-                (!asked.is_empty()).then(|| rules::design::PageAsk {
+                let asked = design_rules::asked(self.rule_set, &page.files);
+                (!asked.is_empty()).then(|| design_rules::PageAsk {
                     page: page.clone(),
                     asked,
                 })
@@ -246,7 +248,8 @@ impl ReviewStage<'_> {
                 Breakers::in_memory(breaker_policy)
             }
         };
-        let watch = Watch::reporting_to(self.events.clone());
+        let review_events = self.events.review();
+        let watch = Watch::reporting_to(review_events.clone());
         // Heartbeat lines come from the event dispatcher; on a terminal, a
         // spinner line shows the same.
         let spinner = output::heartbeat::spinner(watch.clone(), self.ctx);
@@ -270,14 +273,14 @@ impl ReviewStage<'_> {
             earlier: &earlier,
             breakers: &breakers,
             watch: &watch,
-            events: self.events,
+            events: &review_events,
         })
         .await;
         spinner.stop().await;
         out.record.breakers_refused = breakers
             .refused()
             .into_iter()
-            .map(|(model, why)| crate::record::BreakerRefusal { model, why })
+            .map(|(model, why)| gate_review::record::BreakerRefusal { model, why })
             .collect();
         Ok(out)
     }

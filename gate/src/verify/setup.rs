@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use gate_evidence::SigningKey;
 use gate_evidence::store::BundleStore;
+use gate_review::review::prompts::Prompts;
+use gate_review::routing::Routing;
+use gate_review::routing::patch::{self, OverrideStatus};
 use gate_specs::Spec;
 
 use crate::config::Context;
@@ -13,9 +16,6 @@ use crate::errors::GateError;
 use crate::events::{EventSink, Note, RunEvent};
 use crate::git::{Git, Repository};
 use crate::isolation::{self, Isolation};
-use crate::review::prompts::Prompts;
-use crate::routing::Routing;
-use crate::routing::patch::{self, OverrideStatus};
 use crate::{attest, pages};
 
 use super::start::{LoadedSpec, Start, VerifyRequest};
@@ -161,7 +161,7 @@ pub(super) fn config_files<'a>(
     prompts: &'a Prompts,
 ) -> Vec<&'a Path> {
     let mut files: Vec<&Path> = vec![req.spec_path.as_path()];
-    if let crate::routing::Origin::File(p) = &routing.origin {
+    if let gate_review::routing::Origin::File(p) = &routing.origin {
         files.push(p);
     }
     files.extend(prompts.files());
@@ -198,8 +198,8 @@ pub(super) fn report_override(events: &EventSink, status: &OverrideStatus) {
 /// The prompts in effect: built in, or as the routing table's `[prompts]` names them.
 pub(crate) fn load_prompts(ctx: &Context, routing: &Routing) -> Result<Prompts, GateError> {
     let base = match &routing.origin {
-        crate::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
-        crate::routing::Origin::Builtin => None,
+        gate_review::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
+        gate_review::routing::Origin::Builtin => None,
     };
     Prompts::load(
         &routing.table.prompts,

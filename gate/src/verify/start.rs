@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gate_evidence::Digest;
+use gate_review::record::{ReviewRecord, millis};
+use gate_review::tier::Tier;
 use gate_specs::Spec;
 
 use crate::config;
 use crate::errors::GateError;
-use crate::record::{
-    FORMAT_VERSION, Reason, ReviewRecord, RunIsolation, RunRecord, SelfGuard, Tier, Verdict, millis,
-};
+use crate::record::{FORMAT_VERSION, Reason, RunIsolation, RunRecord, SelfGuard, Verdict};
 use crate::retry::History;
 
 /// What `gate verify` was asked to do, resolved.

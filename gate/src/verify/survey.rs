@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use gate_evidence::Snapshot;
+use gate_review::findings::Finding;
+use gate_review::rules::{self, RuleSet};
 use gate_specs::InputGlobs;
 
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::{Note, RunEvent};
-use crate::record::Finding;
-use crate::rules::{self, RuleSet};
 use crate::{change, coverage, verifiers};
 
 use super::setup::Setup;

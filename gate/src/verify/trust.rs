@@ -2,13 +2,14 @@
 //! inputs compared with it, before anything of the workspace runs; what an
 //! item later does to the repository's refs changes nothing.
 
+use gate_review::findings::Finding;
 use gate_specs::Spec;
 
 use crate::change;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::guard;
-use crate::record::{Finding, SelfGuard};
+use crate::record::SelfGuard;
 
 use super::setup::Setup;
 use super::start::VerifyRequest;

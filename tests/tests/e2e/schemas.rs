@@ -46,7 +46,7 @@ fix = "Name the module after what it holds"
         ("spec", root.join("examples/shop/gate.toml")),
         // What `gate init` writes.
         ("spec", root.join("gate/src/init/gate.toml")),
-        ("routing", root.join("gate/src/routing/default.toml")),
+        ("routing", root.join("review/src/routing/default.toml")),
         ("rules", env.path().join("docs/review/rules.toml")),
     ];
     for (schema, file) in &good {

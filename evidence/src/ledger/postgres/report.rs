@@ -449,7 +449,7 @@ impl PgLedger {
                             source: r.try_get(4)?,
                             recorded_at,
                             envelope: r.try_get(6)?,
-                            evidence: super::events::evidence_from(
+                            evidence: super::side_tables::evidence_from(
                                 r.try_get::<_, Option<String>>(8)?.as_deref(),
                             ),
                         }),

@@ -380,7 +380,7 @@ impl SqliteLedger {
                 source,
                 recorded_at: time(seq, &at)?,
                 envelope,
-                evidence: super::events::evidence_from(evidence.as_deref()),
+                evidence: super::side_tables::evidence_from(evidence.as_deref()),
             };
             let latest = Some((broken, outcome.recorded_at));
             match states.last_mut() {

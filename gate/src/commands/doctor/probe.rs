@@ -12,17 +12,17 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gate_review::provider::shape::Refused;
+use gate_review::provider::{
+    Block, ModelRequest, OpenAiProvider, Provider, ProviderError, Timeouts, WireShape,
+    unpooled_http_client,
+};
+use gate_review::routing::{Api, ChainModel, Routing};
 use serde_json::json;
 use tokio::time::Instant;
 
 use super::check::Check;
 use crate::environment::Environment;
-use crate::provider::shape::Refused;
-use crate::provider::{
-    Block, ModelRequest, OpenAiProvider, Provider, ProviderError, Timeouts, WireShape,
-    unpooled_http_client,
-};
-use crate::routing::{Api, ChainModel, Routing};
 
 /// The output-token limit of a probe request.
 const PROBE_TOKENS: u32 = 16;
@@ -283,9 +283,13 @@ async fn send(
                 .await
         }
         Api::Anthropic => {
-            crate::provider::AnthropicProvider::new(client.clone(), &step.provider.base_url, key)
-                .complete(&req)
-                .await
+            gate_review::provider::AnthropicProvider::new(
+                client.clone(),
+                &step.provider.base_url,
+                key,
+            )
+            .complete(&req)
+            .await
         }
     };
     match reply {
@@ -404,8 +408,9 @@ fn short(error: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use gate_review::provider::{ContentShape, StructuredOutput};
+
     use super::*;
-    use crate::provider::{ContentShape, StructuredOutput};
 
     #[test]
     fn each_refusal_changes_its_own_setting_once() {
