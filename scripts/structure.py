@@ -126,6 +126,13 @@ def knots(edges):
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
+    unknown = [a for a in argv if a.startswith("-") and a != "--check"]
+    if unknown:
+        print(f"unknown option {unknown[0]}; see --help", file=sys.stderr)
+        return 2
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
