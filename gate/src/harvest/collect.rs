@@ -9,6 +9,7 @@ use std::path::Path;
 use gate_evidence::ledger::{BlamedLine, OutcomeEvidence};
 
 use super::error::HarvestError;
+use super::git_blame;
 use super::history::{self, History, is_full_id};
 use super::input::{Options, Run};
 use super::label::evidence_commit;
@@ -498,7 +499,7 @@ async fn undoes(
         else {
             continue;
         };
-        for (line, commit) in szz::parse_porcelain(&out) {
+        for (line, commit) in git_blame::parse_porcelain(&out) {
             if landing.commits.contains(&commit) {
                 if !removed.contains(&(file, line)) {
                     return false;
