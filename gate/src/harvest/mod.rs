@@ -303,7 +303,7 @@ pub(crate) struct FixBlame {
 
 /// Runs the SZZ step, as a harvest does, on the fix commits `fixes`
 /// (revisions, each resolved to a commit first): one log pass for their
-/// patches, one blame per file per fix.
+/// patches, their lines blamed with one history walk ([`blame_walk`]).
 pub(crate) async fn blame_fixes(
     git: &Git,
     dir: &Path,
