@@ -321,6 +321,16 @@ impl Git {
     /// Runs `git ARGS` in `dir` (inside the work tree) and returns its
     /// stdout, or one line on why it failed.
     pub(crate) async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+        self.run_capped(dir, args, false).await
+    }
+
+    /// As [`Git::run`], but an output longer than the cap is an error, not
+    /// its head: for a pass whose every record must be read.
+    pub(crate) async fn run_whole(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+        self.run_capped(dir, args, true).await
+    }
+
+    async fn run_capped(&self, dir: &Path, args: &[&str], whole: bool) -> Result<Vec<u8>, String> {
         let located = self.located()?;
         let filters = self
             .filters
@@ -331,7 +341,15 @@ impl Git {
         argv.extend(HARDENING);
         argv.extend(filters.iter().map(String::as_str));
         argv.extend_from_slice(args);
-        self.call(dir, &argv, args).await
+        let out = self.call_output(dir, &argv, args).await?;
+        if whole && out.truncated {
+            return Err(format!(
+                "`git {}` wrote more than {} MiB",
+                args.join(" "),
+                OUTPUT_CAP >> 20
+            ));
+        }
+        Ok(out.stdout)
     }
 
     /// Creates the repository (`git init`) of the gate's own checkout at
@@ -394,6 +412,18 @@ impl Git {
     }
 
     async fn call(&self, dir: &Path, argv: &[&str], shown: &[&str]) -> Result<Vec<u8>, String> {
+        self.call_output(dir, argv, shown)
+            .await
+            .map(|out| out.stdout)
+    }
+
+    /// Runs `argv`: its output when it exited 0, else one line on why not.
+    async fn call_output(
+        &self,
+        dir: &Path,
+        argv: &[&str],
+        shown: &[&str],
+    ) -> Result<process::ProcessOutput, String> {
         let out = process::run_argv(argv, dir, TIMEOUT, OUTPUT_CAP, &self.launcher)
             .await
             .map_err(|e| e.to_string())?;
@@ -405,7 +435,7 @@ impl Git {
             let line = stderr.lines().next().unwrap_or("").trim();
             return Err(format!("`git {}` failed: {line}", shown.join(" ")));
         }
-        Ok(out.stdout)
+        Ok(out)
     }
 
     /// `HEAD`'s commit, as [`Git::resolve_commit`] gives it, resolved once
@@ -473,8 +503,10 @@ impl Git {
         let mut args = vec!["rev-parse", "--end-of-options"];
         args.extend(commits.iter().map(String::as_str));
         if let Ok(out) = self.run(dir, &args).await {
+            // Newer gits echo the `--end-of-options` marker itself.
             let ids: Vec<String> = String::from_utf8_lossy(&out)
                 .lines()
+                .filter(|l| *l != "--end-of-options")
                 .map(str::to_owned)
                 .collect();
             if ids.len() == revs.len()

@@ -1,7 +1,8 @@
 //! The git calls of a harvest, batched: one log pass over the branch, one
 //! patch pass over the part of it after the oldest fork point, one over
 //! the runs' own commits, a diff per change of several commits that did
-//! not land otherwise, and one blame per file per fix.
+//! not land otherwise, and the fixes' blame (one history walk for all of
+//! them, [`super::blame_walk`]).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -9,6 +10,7 @@ use std::path::Path;
 use gate_evidence::ledger::{BlamedLine, OutcomeEvidence};
 
 use super::error::HarvestError;
+use super::git_blame;
 use super::history::{self, History, is_full_id};
 use super::input::{Options, Run};
 use super::label::evidence_commit;
@@ -498,7 +500,7 @@ async fn undoes(
         else {
             continue;
         };
-        for (line, commit) in szz::parse_porcelain(&out) {
+        for (line, commit) in git_blame::parse_porcelain(&out) {
             if landing.commits.contains(&commit) {
                 if !removed.contains(&(file, line)) {
                     return false;
@@ -561,8 +563,8 @@ fn broken(
     }
 }
 
-/// Blames each fix's meaningful removed lines on its parent, one call per
-/// file (its ranges as `-L`), a few at once; only files some landed commit
+/// Blames each fix's meaningful removed lines on its parent, as
+/// `git blame -w` would ([`szz::blame`]); only files some landed commit
 /// touched are looked at. Fix index → the blamed lines that name a landed
 /// commit.
 async fn blame_fixes(

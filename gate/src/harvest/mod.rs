@@ -9,11 +9,15 @@
 //! removed lines ([`szz`]); pick each run's strongest label and record it
 //! unless a person's outcome or an as strong label stands ([`label`]).
 
+pub(crate) mod blame_walk;
 pub(crate) mod error;
+pub(crate) mod file_history;
+pub(crate) mod git_blame;
 pub(crate) mod history;
 pub(crate) mod input;
 pub(crate) mod label;
 pub(crate) mod landing;
+pub(crate) mod line_diff;
 pub(crate) mod patch;
 pub(crate) mod signals;
 pub(crate) mod szz;
@@ -299,7 +303,7 @@ pub(crate) struct FixBlame {
 
 /// Runs the SZZ step, as a harvest does, on the fix commits `fixes`
 /// (revisions, each resolved to a commit first): one log pass for their
-/// patches, one blame per file per fix.
+/// patches, their lines blamed with one history walk ([`blame_walk`]).
 pub(crate) async fn blame_fixes(
     git: &Git,
     dir: &Path,

@@ -11,10 +11,11 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use futures::StreamExt as _;
 use gate_evidence::ledger::BlamedLine;
 
+use super::blame_walk::{self, Lines};
 use super::error::HarvestError;
+use super::git_blame::line_ranges;
 use super::patch::{FileChange, Patch, squeezed};
 use crate::git::Git;
 
@@ -44,14 +45,7 @@ pub(crate) fn ranges(file: &FileChange) -> Vec<(u32, u32)> {
             lines.push(hunk.old_start + k as u32);
         }
     }
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    for line in lines {
-        match out.last_mut() {
-            Some((_, end)) if *end + 1 == line => *end = line,
-            _ => out.push((line, line)),
-        }
-    }
-    out
+    line_ranges(lines)
 }
 
 /// One blame call: a fix (by the caller's key), its parent, a file as the
@@ -86,43 +80,35 @@ pub(crate) fn calls(fix: usize, parent: &str, patch: &Patch) -> Vec<BlameCall> {
         .collect()
 }
 
-/// Runs the blame calls, `jobs` at a time (`git blame --porcelain -w` on
-/// the parent, the ranges as `-L`): fix key → every blamed line, sorted by
-/// file and line; fixes that blame nothing are left out.
+/// Blames the calls' lines as `git blame --porcelain -w <parent> -- <file>`
+/// on their ranges does, with one history walk for all of them
+/// ([`blame_walk`]): fix key → every blamed line, sorted by file and line;
+/// fixes that blame nothing are left out.
 pub(crate) async fn blame(
     git: &Git,
     dir: &Path,
     calls: Vec<BlameCall>,
     jobs: usize,
 ) -> Result<Vec<(usize, Vec<BlamedLine>)>, HarvestError> {
-    let results: Vec<Result<(usize, Vec<BlamedLine>), HarvestError>> = futures::stream::iter(calls)
-        .map(|call| async move {
-            let spans: Vec<String> = call
-                .ranges
-                .iter()
-                .map(|(a, b)| format!("-L{a},{b}"))
-                .collect();
-            let mut args = vec!["blame", "--porcelain", "-w", "--no-textconv"];
-            args.extend(spans.iter().map(String::as_str));
-            args.extend([call.parent.as_str(), "--", call.file.as_str()]);
-            let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
-            let lines = parse_porcelain(&out)
-                .into_iter()
-                .map(|(line, commit)| BlamedLine {
-                    file: call.file.clone(),
-                    line,
-                    commit,
-                })
-                .collect();
-            Ok((call.fix, lines))
+    let requests: Vec<Lines> = calls
+        .iter()
+        .map(|call| Lines {
+            commit: call.parent.clone(),
+            file: call.file.clone(),
+            numbers: call.ranges.iter().flat_map(|&(a, b)| a..=b).collect(),
         })
-        .buffer_unordered(jobs.max(1))
-        .collect()
-        .await;
+        .collect();
+    let found = blame_walk::blame(git, dir, &requests, jobs).await?;
     let mut by_fix: HashMap<usize, Vec<BlamedLine>> = HashMap::new();
-    for r in results {
-        let (x, lines) = r?;
-        by_fix.entry(x).or_default().extend(lines);
+    for (call, lines) in calls.into_iter().zip(found) {
+        by_fix
+            .entry(call.fix)
+            .or_default()
+            .extend(lines.into_iter().map(|(line, commit)| BlamedLine {
+                file: call.file.clone(),
+                line,
+                commit,
+            }));
     }
     let mut out: Vec<(usize, Vec<BlamedLine>)> =
         by_fix.into_iter().filter(|(_, l)| !l.is_empty()).collect();
@@ -131,33 +117,6 @@ pub(crate) async fn blame(
     }
     out.sort_by_key(|(x, _)| *x);
     Ok(out)
-}
-
-/// `git blame --porcelain` output → (line in the blamed revision, commit)
-/// for every line it covers.
-pub(crate) fn parse_porcelain(out: &[u8]) -> Vec<(u32, String)> {
-    let text = String::from_utf8_lossy(out);
-    let mut found = Vec::new();
-    for line in text.lines() {
-        // Content lines begin with a tab; every other line is git's.
-        if line.starts_with('\t') {
-            continue;
-        }
-        let mut parts = line.split(' ');
-        let (Some(id), Some(_orig), Some(fin)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        if !super::history::is_full_id(id) {
-            continue;
-        }
-        let Ok(fin) = fin.parse::<u32>() else {
-            continue;
-        };
-        found.push((fin, id.to_owned()));
-    }
-    found.sort();
-    found.dedup();
-    found
 }
 
 #[cfg(test)]
@@ -200,18 +159,5 @@ diff --git a/b.py b/b.py
         assert_eq!(ranges(&fix.files[0]), [(2, 2)]);
         assert!(ranges(&fix.files[1]).is_empty(), "a new file");
         assert!(ranges(&fix.files[2]).is_empty(), "only added lines");
-    }
-
-    #[test]
-    fn porcelain_reads_every_line() {
-        let a = "a".repeat(40);
-        let b = "b".repeat(40);
-        let out = format!(
-            "{a} 1 7 2\nauthor x\nsummary {b} 9 9 1\nfilename f\n\tline\n{a} 2 8\n\tline\n{b} 5 12 1\nfilename f\n\t{a} 1 1 1\n"
-        );
-        assert_eq!(
-            parse_porcelain(out.as_bytes()),
-            [(7, a.clone()), (8, a), (12, b)]
-        );
     }
 }
