@@ -8,7 +8,9 @@
 //!   run), `change` (what changed), `tier` (risk tier) and `verdict`.
 //! - `record` is the run as one value; `output` renders it, and renders
 //!   the `events` stages emit while a run goes.
-//! - `eval` is the false-pass scorecard (`gate report`, `gate metrics`).
+//! - The false-pass scorecard (`gate report`, `gate metrics`) is the
+//!   `gate-scorecard` crate; `commands::report` and `commands::metrics`
+//!   read the ledger into it and print its views.
 //! - `exit` holds the exit codes, `errors` the one map from error to code.
 //!
 //! The model review (providers, routing, reviewers, house rules) is the
@@ -35,7 +37,6 @@ pub(crate) mod coverage;
 pub mod doom;
 pub(crate) mod environment;
 pub(crate) mod errors;
-pub(crate) mod eval;
 pub(crate) mod events;
 pub(crate) mod exam;
 pub(crate) mod exit;
