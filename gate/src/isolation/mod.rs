@@ -27,15 +27,18 @@ use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 use crate::config::Source;
 use crate::environment::names;
 use crate::errors::GateError;
-use crate::identity::Lease;
 use crate::record::RunIsolation;
-use crate::tools::Tools;
 
+mod identity;
 pub(crate) mod lineage;
 mod scratch;
 mod shown;
 mod toolchain;
+mod tools;
 mod watcher;
+
+use identity::Lease;
+use tools::Tools;
 
 /// Environment variables every process gets when the host has them.
 const PASSED: [&str; 46] = [
@@ -567,7 +570,7 @@ impl Isolation {
                 GateError::Usage(format!(
                     "the gate runs as root, and what it runs for the workspace must not: \
                      cannot take a uid of the run's own under {}: {e}",
-                    crate::identity::LEASE_DIR
+                    identity::LEASE_DIR
                 ))
             })?);
         }
@@ -843,7 +846,7 @@ impl Isolation {
                 tools.network = Network::Private;
                 match &self.lease {
                     Some(lease) if self.git_as_run_uid(Some(top)) => {
-                        crate::identity::hand(root, lease.uid()).map_err(|e| {
+                        identity::hand(root, lease.uid()).map_err(|e| {
                             format!("cannot hand {} to the run's uid: {e}", root.display())
                         })?;
                     }
@@ -866,7 +869,7 @@ impl Isolation {
             return Ok(());
         };
         for path in paths {
-            crate::identity::hand(path, lease.uid())
+            identity::hand(path, lease.uid())
                 .map_err(|e| format!("cannot hand {} to the run's uid: {e}", path.display()))?;
         }
         Ok(())
@@ -891,7 +894,7 @@ impl Isolation {
                 scratch.join("tmp"),
                 scratch.join("home"),
             ] {
-                crate::identity::hand(&dir, lease.uid())
+                identity::hand(&dir, lease.uid())
                     .map_err(|e| format!("cannot hand {} to the run's uid: {e}", dir.display()))?;
             }
         }
@@ -1199,7 +1202,7 @@ fn build_sandbox(
 /// it lies beside the gate, else `setpriv`.
 fn dropper(tools: &Tools) -> Option<Dropper> {
     tools
-        .path(crate::tools::DROPPER)
+        .path(tools::DROPPER)
         .map(Dropper::Own)
         .or_else(|| tools.path("setpriv").map(Dropper::Setpriv))
 }
@@ -1225,7 +1228,7 @@ fn own_identity(
         .home
         .as_ref()
         .map_or_else(|| PathBuf::from("/"), |h| h.path.clone());
-    let accounts = crate::identity::accounts(scratch, uid, &home).map_err(why)?;
+    let accounts = identity::accounts(scratch, uid, &home).map_err(why)?;
     Ok(Identity {
         uid,
         gid: uid,
