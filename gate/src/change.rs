@@ -15,6 +15,8 @@ use crate::errors::GateError;
 use crate::git::{Git, TreeEntry, tree_entries};
 use crate::record::Verified;
 
+mod attributes;
+
 /// The commit `base` names, resolved before anything of the workspace
 /// runs: everything the run compares with the base uses this id, so what a
 /// check does to the repository's refs later changes nothing.
@@ -238,7 +240,7 @@ async fn commit_attributes(
     git: &Git,
     workspace: &Path,
     tree: &BTreeMap<String, TreeEntry>,
-) -> Result<crate::attributes::Attributes, String> {
+) -> Result<attributes::Attributes, String> {
     let mut files: Vec<(String, String)> = Vec::new();
     for (path, entry) in tree {
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
@@ -254,7 +256,7 @@ async fn commit_attributes(
             dir.clone(),
         )
     });
-    Ok(crate::attributes::Attributes::new(workspace, &files))
+    Ok(attributes::Attributes::new(workspace, &files))
 }
 
 /// Whether `file` and the tree's `entry` differ in content alone: both

@@ -5,10 +5,13 @@
 //!   passed on (in `Context::env`); `cli` parses the command line; `config`
 //!   resolves the two.
 //! - `verify` runs one gate run stage by stage, using `plan` (what to
-//!   run), `change` (what changed), `tier` (risk tier) and `verdict`.
+//!   run), `change` (what changed), `isolation` (the sandbox) and
+//!   `verdict`.
 //! - `record` is the run as one value; `output` renders it, and renders
 //!   the `events` stages emit while a run goes.
-//! - `eval` is the false-pass scorecard (`gate report`, `gate metrics`).
+//! - The false-pass scorecard (`gate report`, `gate metrics`) is the
+//!   `gate-scorecard` crate; `commands::report` and `commands::metrics`
+//!   read the ledger into it and print its views.
 //! - `exit` holds the exit codes, `errors` the one map from error to code.
 //!
 //! The model review (providers, routing, reviewers, house rules) is the
@@ -23,10 +26,8 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub(crate) mod attest;
-pub(crate) mod attributes;
 pub(crate) mod base_runs;
 pub(crate) mod build_output;
-pub(crate) mod caches;
 pub(crate) mod change;
 pub(crate) mod cli;
 pub(crate) mod commands;
@@ -35,14 +36,12 @@ pub(crate) mod coverage;
 pub mod doom;
 pub(crate) mod environment;
 pub(crate) mod errors;
-pub(crate) mod eval;
 pub(crate) mod events;
 pub(crate) mod exam;
 pub(crate) mod exit;
 pub(crate) mod git;
 pub(crate) mod guard;
 pub(crate) mod harvest;
-pub(crate) mod identity;
 pub(crate) mod init;
 pub(crate) mod interpreters;
 pub(crate) mod interrupt;
@@ -52,15 +51,12 @@ pub(crate) mod observed;
 pub(crate) mod output;
 pub(crate) mod pages;
 pub(crate) mod plan;
-pub(crate) mod planted;
 pub(crate) mod predicate;
 pub(crate) mod record;
 pub(crate) mod retry;
 pub(crate) mod row;
 pub(crate) mod startup_hooks;
 pub(crate) mod task_reports;
-pub(crate) mod tested;
-pub(crate) mod tools;
 pub(crate) mod verdict;
 pub(crate) mod verifiers;
 pub(crate) mod verify;

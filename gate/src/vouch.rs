@@ -13,10 +13,10 @@ use gate_evidence::{LedgerRow, PublicKey, bundle, dsse};
 use serde_json::Value;
 
 use crate::attest;
-use crate::eval::scorecard::Vouched;
 use crate::predicate::{OVERRIDE_PREDICATE_TYPE, PREDICATE_TYPE, Predicate};
 use crate::record::RunRecord;
 use crate::row::RowExtra;
+use gate_scorecard::scorecard::Vouched;
 
 /// The columns of a run's row a reader takes a decision from, as they
 /// would be written for `record`, beside the row as stored: every column

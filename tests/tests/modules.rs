@@ -11,7 +11,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const CRATES: [&str; 5] = ["specs", "harness", "evidence", "review", "gate"];
+const CRATES: [&str; 6] = [
+    "specs",
+    "harness",
+    "evidence",
+    "review",
+    "scorecard",
+    "gate",
+];
 
 /// A module's path inside its crate (`review::call`), empty for the root.
 type Module = Vec<String>;

@@ -5,9 +5,10 @@ use gate_evidence::ledger::ReportScope;
 use crate::cli::MetricsArgs;
 use crate::config::{self, Context};
 use crate::errors::GateError;
-use crate::eval::{Scorecard, prometheus};
 use crate::exit;
 use crate::output;
+use gate_scorecard::prometheus;
+use gate_scorecard::scorecard::Scorecard;
 
 /// `gate metrics [-o FILE]`: on stdout, or written atomically to FILE (what
 /// node_exporter's textfile collector needs: it must never read half a file).

@@ -7,9 +7,10 @@ use crate::cli::{ReportArgs, ShowFormat};
 use crate::commands::runs::parse_since;
 use crate::config::{self, Context, Verbosity};
 use crate::errors::GateError;
-use crate::eval::{Scorecard, html, json, text};
 use crate::exit;
 use crate::output;
+use gate_scorecard::scorecard::Scorecard;
+use gate_scorecard::{html, json, text};
 
 /// Writes a file whole or not at all, creating its folder when missing and
 /// following no symbolic link below the workspace (every component of a
@@ -74,7 +75,7 @@ pub(crate) fn vouched(
     ledger: &gate_evidence::Ledger,
     trusted: &[gate_evidence::PublicKey],
     scope: &ReportScope,
-) -> Result<crate::eval::scorecard::Vouched, GateError> {
+) -> Result<gate_scorecard::scorecard::Vouched, GateError> {
     let store = attest::bundle_store(ctx)?;
     let mut cache = crate::vouch_cache::VouchCache::open(ctx, trusted);
     let vouched = crate::vouch::for_report(ledger, &store, trusted, scope, cache.as_mut())?;

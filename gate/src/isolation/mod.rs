@@ -5,8 +5,11 @@
 //!
 //! Everything here is decided from values passed in (the process
 //! environment is read by `config` alone), so the rules are unit-tested as
-//! tables; [`Isolation::prepare`] is the one place that touches the machine
-//! (a scratch folder for the run, one probe of bubblewrap).
+//! tables: the sandbox's contents are `contents::sandbox` of one
+//! `contents::Policy`, or a typed `contents::Refusal`.
+//! [`Isolation::prepare`] is the one place that touches the machine around
+//! it (the tracer's start, the run's uid, a scratch folder for the run and
+//! what the host shows, the network's holder, one probe of bubblewrap).
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
@@ -18,7 +21,7 @@ use std::time::Duration;
 use gate_evidence::ledger::RunIdentity;
 use gate_harness::bpf::Watching;
 use gate_harness::netns::Holder;
-use gate_harness::sandbox::{Bind, Dropper, Hidden, Home, Identity, Network, Overlay};
+use gate_harness::sandbox::{Bind, Dropper, Hidden, Home, Network, Overlay};
 use gate_harness::seed::Private;
 use gate_harness::trace::Tracer;
 use gate_harness::{Launcher, Sandbox, process};
@@ -27,15 +30,20 @@ use gate_specs::{SandboxMode, SandboxNetwork, SandboxSection};
 use crate::config::Source;
 use crate::environment::names;
 use crate::errors::GateError;
-use crate::identity::Lease;
 use crate::record::RunIsolation;
-use crate::tools::Tools;
 
+mod contents;
+mod identity;
 pub(crate) mod lineage;
 mod scratch;
 mod shown;
 mod toolchain;
+mod tools;
 mod watcher;
+
+use contents::Refusal;
+use identity::Lease;
+use tools::Tools;
 
 /// Environment variables every process gets when the host has them.
 const PASSED: [&str; 46] = [
@@ -567,52 +575,37 @@ impl Isolation {
                 GateError::Usage(format!(
                     "the gate runs as root, and what it runs for the workspace must not: \
                      cannot take a uid of the run's own under {}: {e}",
-                    crate::identity::LEASE_DIR
+                    identity::LEASE_DIR
                 ))
             })?);
         }
-        let refuse = |start: Start, why: String| -> Result<Self, GateError> {
+        let refuse = |start: Start, refusal: Refusal| -> Result<Self, GateError> {
             if mode == SandboxMode::Required {
-                Err(GateError::Usage(format!(
-                    "the sandbox is required ([sandbox] mode or {}) but cannot run here: {why}",
-                    setup.floor.1
-                )))
+                Err(required(&setup, &refusal))
             } else {
-                Self::unisolated(&setup, start, Some(why))
+                Self::unisolated(&setup, start, Some(refusal.to_string()))
             }
         };
-        let Some(bwrap) = start.tools.path("bwrap") else {
-            return refuse(
-                start,
-                "bubblewrap (`bwrap`) is not installed outside the folders the workspace's \
-                 code can write; install it (Debian and Ubuntu: `apt-get install bubblewrap`) \
-                 to isolate what the gate runs"
-                    .to_owned(),
-            );
-        };
-        let dropper = dropper(&start.tools);
-        if start.lease.is_some() && dropper.is_none() {
-            return refuse(
-                start,
-                "neither the gate's own `gate-drop` (beside the gate's executable) nor \
-                 `setpriv` is installed (Debian and Ubuntu: `apt-get install util-linux`): \
-                 the gate runs as root and cannot drop the items to a uid of the run's own"
-                    .to_owned(),
-            );
-        }
         let scratch = scratch_folder()?;
         let candidates = hide_candidates(&setup, host_home.as_deref());
-        let (mut sandbox, cargo_home) =
-            build_sandbox(&setup, bwrap, &scratch, host_home.as_deref(), writable);
-        if let (Some(lease), Some(dropper)) = (&start.lease, dropper) {
-            sandbox.identity = Some(own_identity(
-                &sandbox,
-                scratch.path(),
-                lease.uid(),
-                dropper,
-            )?);
+        let (host, cargo_home) =
+            host_view(&setup, scratch.path(), host_home.as_deref(), &candidates);
+        let policy = contents::Policy {
+            bwrap: start.tools.path("bwrap"),
+            dropper: dropper(&start.tools),
+            run_uid: start.lease.as_ref().map(Lease::uid),
+            workspace: setup.workspace.to_path_buf(),
+            writable,
+            scratch: scratch.path().to_path_buf(),
+            host,
+        };
+        let mut sandbox = match contents::sandbox(policy) {
+            Ok(sandbox) => sandbox,
+            Err(refusal) => return refuse(start, refusal),
+        };
+        if let Some(identity) = &sandbox.identity {
+            own_identity(&sandbox, scratch.path(), identity.uid)?;
         }
-        sandbox.hidden = hidden(&candidates);
         sandbox.rebuild_hidden_parents();
         let env = environment(
             setup.host_env,
@@ -626,29 +619,19 @@ impl Isolation {
         let (holder, network_reason, probed) =
             network_and_probe(&mut sandbox, &setup, network, scratch.path(), &env, nsenter).await;
         if let Err(why) = probed {
-            return refuse(
-                start,
-                format!("bubblewrap cannot start a sandbox here: {why}"),
-            );
+            return refuse(start, Refusal::Probe(why));
         }
-        let network_reason = network_reason.map(|why| {
-            format!(
-                "the host's network instead of a private one ([sandbox] network = \"loopback\"): {why}"
-            )
-        });
-        if let Some(why) = &network_reason
+        let network_refusal = network_reason.map(Refusal::Network);
+        if let Some(refusal) = &network_refusal
             && mode == SandboxMode::Required
         {
-            return Err(GateError::Usage(format!(
-                "the sandbox is required ([sandbox] mode or {}) but cannot run here: {why}",
-                setup.floor.1
-            )));
+            return Err(required(&setup, refusal));
         }
         Ok(Self {
             record: RunIsolation {
                 kind: "bwrap".to_owned(),
                 network: network_of(holder.as_ref()).as_str().to_owned(),
-                reason: network_reason,
+                reason: network_refusal.map(|r| r.to_string()),
                 identity: Some(identity_record(start.lease.as_ref())),
                 tools: start.tools.found.clone(),
                 tracer: None,
@@ -843,7 +826,7 @@ impl Isolation {
                 tools.network = Network::Private;
                 match &self.lease {
                     Some(lease) if self.git_as_run_uid(Some(top)) => {
-                        crate::identity::hand(root, lease.uid()).map_err(|e| {
+                        identity::hand(root, lease.uid()).map_err(|e| {
                             format!("cannot hand {} to the run's uid: {e}", root.display())
                         })?;
                     }
@@ -866,7 +849,7 @@ impl Isolation {
             return Ok(());
         };
         for path in paths {
-            crate::identity::hand(path, lease.uid())
+            identity::hand(path, lease.uid())
                 .map_err(|e| format!("cannot hand {} to the run's uid: {e}", path.display()))?;
         }
         Ok(())
@@ -891,7 +874,7 @@ impl Isolation {
                 scratch.join("tmp"),
                 scratch.join("home"),
             ] {
-                crate::identity::hand(&dir, lease.uid())
+                identity::hand(&dir, lease.uid())
                     .map_err(|e| format!("cannot hand {} to the run's uid: {e}", dir.display()))?;
             }
         }
@@ -1145,73 +1128,58 @@ fn untrusted_roots(setup: &Setup<'_>, writable: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The run's sandbox, before its identity and hidden paths: what it
-/// shows of the host, and its private folders in `scratch`; and the
-/// `CARGO_HOME` items get when cargo's home lies outside the home.
-fn build_sandbox(
+/// What of the host the run's sandbox shows and hides, found on the
+/// machine (the empty user site made in `scratch`), and the `CARGO_HOME`
+/// items get when cargo's home lies outside the home.
+fn host_view(
     setup: &Setup<'_>,
-    bwrap: PathBuf,
-    scratch: &scratch::Scratch,
+    scratch: &Path,
     host_home: Option<&Path>,
-    writable: Vec<PathBuf>,
-) -> (Sandbox, Option<PathBuf>) {
+    candidates: &[PathBuf],
+) -> (contents::Host, Option<PathBuf>) {
     let readable = readable_paths(setup.section, host_home);
     let mut cargo_home = None;
     let home = host_home.map(|real| {
         let (mut binds, cargo) = toolchains(real, lookup(setup.host_env, "CARGO_HOME"));
         cargo_home = cargo;
-        binds.extend(closed_user_site(real, &binds, scratch.path()));
+        binds.extend(closed_user_site(real, &binds, scratch));
         binds.extend(shown::in_home(
             setup.host_env,
             &readable,
             real,
             setup.workspace,
         ));
-        Home {
-            path: real.to_path_buf(),
-            source: scratch.path().join("home"),
-            read_only: without_repeats(binds),
-        }
+        (real.to_path_buf(), without_repeats(binds))
     });
-    let sandbox = Sandbox {
-        bwrap,
+    let host = contents::Host {
+        home,
         shown: shown::outside_home(setup.host_env, &readable, host_home, setup.workspace),
         run_files: shown::run_files(),
-        workspace: setup.workspace.to_path_buf(),
-        workspace_at: None,
-        read_only: Vec::new(),
-        overlays: Vec::new(),
-        hidden: Vec::new(),
-        rebuilt: Vec::new(),
-        writable,
-        tmp: scratch.path().join("tmp"),
-        var_tmp: scratch.path().join("var-tmp"),
-        home,
-        network: Network::Host,
-        identity: None,
-        read_search: false,
-        inherited: Vec::new(),
+        hidden: hidden(candidates),
     };
-    (sandbox, cargo_home)
+    (host, cargo_home)
+}
+
+/// The error of a run whose sandbox is required but refused.
+fn required(setup: &Setup<'_>, refusal: &Refusal) -> GateError {
+    GateError::Usage(format!(
+        "the sandbox is required ([sandbox] mode or {}) but cannot run here: {refusal}",
+        setup.floor.1
+    ))
 }
 
 /// What drops the items to the run's uid: the gate's own `gate-drop` when
 /// it lies beside the gate, else `setpriv`.
 fn dropper(tools: &Tools) -> Option<Dropper> {
     tools
-        .path(crate::tools::DROPPER)
+        .path(tools::DROPPER)
         .map(Dropper::Own)
         .or_else(|| tools.path("setpriv").map(Dropper::Setpriv))
 }
 
-/// The identity the items of `sandbox` run as: the run's `uid`, with its
-/// private folders handed to it and accounts that name it.
-fn own_identity(
-    sandbox: &Sandbox,
-    scratch: &Path,
-    uid: u32,
-    dropper: Dropper,
-) -> Result<Identity, GateError> {
+/// Readies what the items of `sandbox` need to run as the run's `uid`:
+/// their private folders handed to it, and the accounts that name it.
+fn own_identity(sandbox: &Sandbox, scratch: &Path, uid: u32) -> Result<(), GateError> {
     let why = |e: std::io::Error| {
         GateError::Usage(format!(
             "cannot prepare the run's folders for its uid {uid}: {e}"
@@ -1225,13 +1193,7 @@ fn own_identity(
         .home
         .as_ref()
         .map_or_else(|| PathBuf::from("/"), |h| h.path.clone());
-    let accounts = crate::identity::accounts(scratch, uid, &home).map_err(why)?;
-    Ok(Identity {
-        uid,
-        gid: uid,
-        dropper,
-        accounts: Some(accounts),
-    })
+    identity::accounts(scratch, uid, &home).map_err(why)
 }
 
 /// Hands the run's private `/tmp`, `/var/tmp` and home to `uid`.

@@ -9,13 +9,13 @@ use gate_review::findings::Finding;
 use gate_review::review::design_rules::PageShots;
 use gate_review::rules::RuleSet;
 
+use super::tested::Tested;
 use crate::base_runs;
 use crate::errors::GateError;
 use crate::events::{Note, RunEvent};
 use crate::interrupt::Interrupt;
 use crate::pages;
 use crate::record::PageRecord;
-use crate::tested::Tested;
 use crate::{guard, verifiers};
 
 use super::harness::{self, Harnessed};

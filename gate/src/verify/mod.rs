@@ -8,13 +8,18 @@
 //! (`exercise`: the base's, then the change's, in `harness`) → tier →
 //! review (`review`) → decision (`decide`: records, memory, findings, the
 //! verdict with its doom loop and override from `crate::verdict`) → seal
-//! (`seal`: bundle and ledger row). `start` holds what each stage reads.
+//! (`seal`: bundle and ledger row). `start` holds what each stage reads;
+//! `tested` what the changed files held before the items ran, for review
+//! and the seal; `planted` the set-up's refusal of state git tracks;
+//! `caches` how `records` values the regenerable caches an item read.
 
+mod caches;
 mod decide;
 mod escalated;
 mod exercise;
 mod harness;
 mod planning;
+mod planted;
 mod records;
 mod review;
 mod seal;
@@ -22,6 +27,7 @@ mod setup;
 mod stage;
 mod start;
 mod survey;
+mod tested;
 mod trust;
 
 use gate_evidence::store::BundleStore;

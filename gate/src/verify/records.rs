@@ -165,7 +165,7 @@ fn observed(
         .filter_map(|(id, r)| {
             let mut accesses = r.observed.as_deref()?.clone();
             let command = commands.get(id.as_str()).copied().unwrap_or("");
-            crate::caches::settle(&mut accesses, command, workspace);
+            super::caches::settle(&mut accesses, command, workspace);
             Some((id.as_str(), accesses))
         })
         .collect();

@@ -58,7 +58,7 @@ pub(super) struct ReviewStage<'a> {
     pub key: &'a gate_evidence::SigningKey,
     /// What the items ran on, for the files they changed: read instead of
     /// the disk.
-    pub tested: &'a crate::tested::Tested,
+    pub tested: &'a super::tested::Tested,
     /// The base commit and the gate's git, when the run has a base: what
     /// changed in a large file is shown first.
     pub base: Option<(&'a crate::git::Git, &'a str)>,

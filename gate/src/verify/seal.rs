@@ -6,13 +6,13 @@ use std::time::Instant;
 use gate_evidence::Digest;
 use gate_review::record::millis;
 
+use super::tested::Tested;
 use crate::attest;
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::events::{Note, RunEvent};
 use crate::predicate::{PlanEntry, Predicate, PromptUsed, RoutingUsed, RulesUsed};
 use crate::record::RunRecord;
-use crate::tested::Tested;
 
 use super::planning::Planned;
 use super::records;

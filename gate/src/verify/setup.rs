@@ -105,7 +105,7 @@ pub(super) async fn load(
         .ok()
         .map(|r| r.work_tree().to_path_buf());
     let git = Git::new(isolation.tools(top.as_deref()), repository);
-    crate::planted::refuse_tracked(&git, &attest::record_paths(ctx, &store)).await?;
+    super::planted::refuse_tracked(&git, &attest::record_paths(ctx, &store)).await?;
     let spec_file =
         crate::change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
             .pop()

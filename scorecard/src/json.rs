@@ -9,7 +9,7 @@ use super::scorecard::{Group, OutcomeRate, Scorecard};
 use super::stats::Spread;
 
 /// The version of this document's shape.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 1;
 
 fn rate_with_interval(r: &OutcomeRate) -> (Value, Value, Value) {
     let i = r.interval();
@@ -61,7 +61,7 @@ fn spread<T: serde::Serialize + Copy>(s: &Spread<T>) -> Value {
 }
 
 /// The report as one JSON object.
-pub(crate) fn render(card: &Scorecard) -> Value {
+pub fn render(card: &Scorecard) -> Value {
     let t = &card.total;
     let fp = t.false_pass();
     let ff = t.false_fail();

@@ -4,11 +4,11 @@
 use std::cmp::Ordering;
 
 /// The normal quantile for a two-sided 95% interval.
-pub(crate) const Z95: f64 = 1.959_963_984_540_054;
+pub const Z95: f64 = 1.959_963_984_540_054;
 
 /// A 95% confidence interval for a proportion.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Interval {
+pub struct Interval {
     /// Lower bound, in [0, 1].
     pub low: f64,
     /// Upper bound, in [0, 1].
@@ -17,7 +17,7 @@ pub(crate) struct Interval {
 
 /// `hits ÷ n`, or `None` when `n` is 0 (a rate with nothing to count is
 /// unknown, not zero).
-pub(crate) fn ratio(hits: u64, n: u64) -> Option<f64> {
+pub fn ratio(hits: u64, n: u64) -> Option<f64> {
     (n > 0).then(|| hits as f64 / n as f64)
 }
 
@@ -25,7 +25,7 @@ pub(crate) fn ratio(hits: u64, n: u64) -> Option<f64> {
 ///
 /// Unlike the normal approximation it stays inside [0, 1] and is honest at
 /// 0 and n: 0 of 10 gives [0, 0.2775], 10 of 10 gives [0.7225, 1].
-pub(crate) fn wilson(hits: u64, n: u64) -> Option<Interval> {
+pub fn wilson(hits: u64, n: u64) -> Option<Interval> {
     if n == 0 {
         return None;
     }
@@ -54,7 +54,7 @@ pub(crate) fn wilson(hits: u64, n: u64) -> Option<Interval> {
 /// of the sorted values, so the answer is always an observed value; the
 /// median is `percentile(v, 50)` (the lower middle for an even count).
 /// `None` for no values. Reorders `values`.
-pub(crate) fn percentile<T: Copy>(
+pub fn percentile<T: Copy>(
     values: &mut [T],
     percent: u32,
     cmp: impl FnMut(&T, &T) -> Ordering,
@@ -72,7 +72,7 @@ pub(crate) fn percentile<T: Copy>(
 
 /// Median, 90th percentile and total of a set of values.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub(crate) struct Spread<T> {
+pub struct Spread<T> {
     /// The median (nearest rank), `None` with no values.
     pub median: Option<T>,
     /// The 90th percentile (nearest rank), `None` with no values.
@@ -84,7 +84,7 @@ pub(crate) struct Spread<T> {
 }
 
 /// The spread of costs.
-pub(crate) fn cost_spread(values: &mut [f64]) -> Spread<f64> {
+pub fn cost_spread(values: &mut [f64]) -> Spread<f64> {
     Spread {
         median: percentile(values, 50, f64::total_cmp),
         p90: percentile(values, 90, f64::total_cmp),
@@ -94,7 +94,7 @@ pub(crate) fn cost_spread(values: &mut [f64]) -> Spread<f64> {
 }
 
 /// The spread of token counts.
-pub(crate) fn count_spread(values: &mut [u64]) -> Spread<u64> {
+pub fn count_spread(values: &mut [u64]) -> Spread<u64> {
     Spread {
         median: percentile(values, 50, u64::cmp),
         p90: percentile(values, 90, u64::cmp),

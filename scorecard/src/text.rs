@@ -10,12 +10,12 @@ use super::scorecard::{Group, OutcomeRate, Scorecard};
 const MAX_ROWS: usize = 12;
 
 /// A share as a percentage, `—` when unknown.
-pub(crate) fn percent(rate: Option<f64>) -> String {
+pub fn percent(rate: Option<f64>) -> String {
     rate.map_or_else(|| "—".to_owned(), |r| format!("{:.1}%", r * 100.0))
 }
 
 /// An integer with thousands separators.
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -28,7 +28,7 @@ pub(crate) fn thousands(n: u64) -> String {
 }
 
 /// Dollars, with more places for small amounts.
-pub(crate) fn dollars(v: Option<f64>) -> String {
+pub fn dollars(v: Option<f64>) -> String {
     match v {
         None => "—".to_owned(),
         Some(v) if v.abs() < 1.0 => format!("${v:.4}"),
@@ -137,7 +137,7 @@ fn sources(out: &mut String, groups: &BTreeMap<String, Group>) {
 }
 
 /// The report as text.
-pub(crate) fn render(card: &Scorecard) -> String {
+pub fn render(card: &Scorecard) -> String {
     let t = &card.total;
     let mut out = String::new();
     let mut scope = Vec::new();
@@ -255,7 +255,7 @@ pub(crate) fn render(card: &Scorecard) -> String {
 }
 
 /// What the report left out for not being as the gate signed it, in words.
-pub(crate) fn left_out(card: &Scorecard) -> String {
+pub fn left_out(card: &Scorecard) -> String {
     let l = &card.left_out;
     format!(
         "not as the gate signed them, so in no figure: {} runs (a column edited, or no bundle \

@@ -369,15 +369,11 @@ fn walk(
     Ok(())
 }
 
-/// The `/etc/passwd` and `/etc/group` shown to the items: the host's, and
-/// a line for the run's uid, so tools that look their user up find one.
-pub(crate) fn accounts(
-    scratch: &Path,
-    uid: u32,
-    home: &Path,
-) -> std::io::Result<(PathBuf, PathBuf)> {
-    let passwd = scratch.join("passwd");
-    let group = scratch.join("group");
+/// Writes the `/etc/passwd` and `/etc/group` shown to the items (where
+/// `contents::account_files` says): the host's, and a line for the run's
+/// uid, so tools that look their user up find one.
+pub(crate) fn accounts(scratch: &Path, uid: u32, home: &Path) -> std::io::Result<()> {
+    let (passwd, group) = super::contents::account_files(scratch);
     let mut p = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
     let mut g = std::fs::read_to_string("/etc/group").unwrap_or_default();
     for text in [&mut p, &mut g] {
@@ -397,8 +393,7 @@ pub(crate) fn accounts(
     .concat();
     g += &["gate-run:x:", &uid.to_string(), ":\n"].concat();
     std::fs::write(&passwd, p)?;
-    std::fs::write(&group, g)?;
-    Ok((passwd, group))
+    std::fs::write(&group, g)
 }
 
 #[cfg(test)]

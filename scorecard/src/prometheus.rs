@@ -160,7 +160,7 @@ fn verdicts(g: &Group) -> [(&'static str, u64); 5] {
 }
 
 /// The scorecard as a Prometheus text exposition.
-pub(crate) fn render(card: &Scorecard) -> String {
+pub fn render(card: &Scorecard) -> String {
     let mut e = Exposition::default();
     runs(&mut e, card);
     usage(&mut e, card);

@@ -240,7 +240,7 @@ fn by_runs(groups: &BTreeMap<String, Group>) -> Vec<(&String, &Group)> {
 }
 
 /// The page.
-pub(crate) fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
+pub fn render(card_: &Scorecard, generated_at: DateTime<Utc>) -> String {
     let t = &card_.total;
     let axis = week_axis(&card_.by.week);
     let mut out = String::new();

@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use super::stats::{self, Interval, Spread};
 
 /// How many of the latest false passes the scorecard lists.
-pub(crate) const RECENT_FALSE_PASSES: usize = 20;
+pub const RECENT_FALSE_PASSES: usize = 20;
 
 /// What a run's decision was, as the scorecard counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,7 +64,7 @@ impl Class {
 
 /// What happened after a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Nothing recorded yet.
     #[default]
     Unknown,
@@ -76,7 +76,7 @@ pub(crate) enum Outcome {
 
 /// A run's outcome from its latest outcome and its latest override: the
 /// override reads as fine unless an outcome recorded after it says otherwise.
-pub(crate) fn effective_outcome(state: &OutcomeState) -> Outcome {
+pub fn effective_outcome(state: &OutcomeState) -> Outcome {
     let from = |broken: bool| {
         if broken {
             Outcome::Broken
@@ -94,7 +94,7 @@ pub(crate) fn effective_outcome(state: &OutcomeState) -> Outcome {
 
 /// Where the outcome a run counts with came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LabelSource {
+pub enum LabelSource {
     /// A person's `gate outcome`, whatever source they named.
     Person,
     /// An override, with no outcome after it.
@@ -122,7 +122,7 @@ impl LabelSource {
     }
 
     /// Its name in the report: `person`, `override`, or the harvested source.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Person => "person",
             Self::Override => "override",
@@ -155,7 +155,7 @@ struct RunState {
 
 /// Counts over a set of runs: the whole scope, or one group of a breakdown.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Group {
+pub struct Group {
     /// Runs.
     pub runs: u64,
     /// Verdict `pass`.
@@ -198,7 +198,7 @@ pub(crate) struct Group {
 
 /// A rate with its interval and what it was computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct OutcomeRate {
+pub struct OutcomeRate {
     /// Runs that count against the gate (broken approvals, fine failures).
     pub hits: u64,
     /// Runs with an outcome.
@@ -209,12 +209,12 @@ pub(crate) struct OutcomeRate {
 
 impl OutcomeRate {
     /// `hits ÷ with_outcome`, `None` without outcomes.
-    pub(crate) fn rate(&self) -> Option<f64> {
+    pub fn rate(&self) -> Option<f64> {
         stats::ratio(self.hits, self.with_outcome)
     }
 
     /// The Wilson 95% interval, `None` without outcomes.
-    pub(crate) fn interval(&self) -> Option<Interval> {
+    pub fn interval(&self) -> Option<Interval> {
         stats::wilson(self.hits, self.with_outcome)
     }
 }
@@ -257,7 +257,7 @@ impl Group {
     }
 
     /// Approved runs later broken, of those with an outcome.
-    pub(crate) fn false_pass(&self) -> OutcomeRate {
+    pub fn false_pass(&self) -> OutcomeRate {
         let with_outcome = self.approved_broken + self.approved_fine;
         OutcomeRate {
             hits: self.approved_broken,
@@ -267,7 +267,7 @@ impl Group {
     }
 
     /// Failed runs later found fine, of those with an outcome.
-    pub(crate) fn false_fail(&self) -> OutcomeRate {
+    pub fn false_fail(&self) -> OutcomeRate {
         let with_outcome = self.failed_broken + self.failed_fine;
         OutcomeRate {
             hits: self.failed_fine,
@@ -277,39 +277,39 @@ impl Group {
     }
 
     /// Overridden runs ÷ runs.
-    pub(crate) fn override_rate(&self) -> Option<f64> {
+    pub fn override_rate(&self) -> Option<f64> {
         stats::ratio(self.overridden, self.runs)
     }
 
     /// Escalated runs ÷ runs.
-    pub(crate) fn escalation_rate(&self) -> Option<f64> {
+    pub fn escalation_rate(&self) -> Option<f64> {
         stats::ratio(self.escalated, self.runs)
     }
 
     /// Runs whose review did not run ÷ runs.
-    pub(crate) fn did_not_run_rate(&self) -> Option<f64> {
+    pub fn did_not_run_rate(&self) -> Option<f64> {
         stats::ratio(self.did_not_run, self.runs)
     }
 
     /// Runs whose processes ran unisolated ÷ runs.
-    pub(crate) fn unisolated_rate(&self) -> Option<f64> {
+    pub fn unisolated_rate(&self) -> Option<f64> {
         stats::ratio(self.unisolated, self.runs)
     }
 
     /// Passed criteria with fail-to-pass evidence ÷ passed criteria.
-    pub(crate) fn fail_to_pass_share(&self) -> Option<f64> {
+    pub fn fail_to_pass_share(&self) -> Option<f64> {
         stats::ratio(self.fail_to_pass, self.criteria_passed)
     }
 
     /// Cached input tokens ÷ input tokens.
-    pub(crate) fn cached_input_share(&self) -> Option<f64> {
+    pub fn cached_input_share(&self) -> Option<f64> {
         stats::ratio(self.cached_input_tokens, self.input_tokens)
     }
 }
 
 /// What became of the findings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct FindingCounts {
+pub struct FindingCounts {
     /// Fixed in a later attempt.
     pub resolved: u64,
     /// Dismissed by a human.
@@ -326,19 +326,19 @@ pub(crate) struct FindingCounts {
 
 impl FindingCounts {
     /// resolved ÷ (resolved + dismissed).
-    pub(crate) fn acceptance_rate(&self) -> Option<f64> {
+    pub fn acceptance_rate(&self) -> Option<f64> {
         stats::ratio(self.resolved, self.resolved + self.dismissed)
     }
 
     /// (dismissed + duplicates) ÷ published.
-    pub(crate) fn noise_rate(&self) -> Option<f64> {
+    pub fn noise_rate(&self) -> Option<f64> {
         stats::ratio(self.dismissed + self.duplicates, self.published)
     }
 }
 
 /// One specialist seat's use: a role answered by a model.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct RoleUsage {
+pub struct RoleUsage {
     /// Runs by the seat's status (`ok`, `did_not_run`).
     pub statuses: BTreeMap<String, u64>,
     /// Input tokens.
@@ -353,7 +353,7 @@ pub(crate) struct RoleUsage {
 
 /// A run approved and later recorded broken.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FalsePass {
+pub struct FalsePass {
     /// The run.
     pub run_id: String,
     /// Its spec.
@@ -376,7 +376,7 @@ pub(crate) struct FalsePass {
 
 /// The breakdowns, each by its key.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Breakdowns {
+pub struct Breakdowns {
     /// By risk tier.
     pub tier: BTreeMap<String, Group>,
     /// By model (a run counts for every model it used).
@@ -399,7 +399,7 @@ pub(crate) struct Breakdowns {
 /// dismissals (which carry their own envelopes): decided against the
 /// bundles before it is built, since its streamed tables are columns.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Vouched {
+pub struct Vouched {
     /// Runs whose row is not as its bundle signed (a column edited, the
     /// bundle missing, altered or not verifying), by seq: left out of
     /// every figure.
@@ -415,7 +415,7 @@ pub(crate) struct Vouched {
 
 /// What the scorecard left out for not being as the gate signed it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct LeftOut {
+pub struct LeftOut {
     /// Runs in scope whose row disagrees with its bundle, or whose bundle
     /// is missing or does not verify.
     pub runs: u64,
@@ -451,14 +451,14 @@ impl LeftOut {
     }
 
     /// Nothing was left out.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.runs == 0 && self.outcomes == 0 && self.overrides == 0
     }
 }
 
 /// Everything `gate report` and `gate metrics` show.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Scorecard {
+pub struct Scorecard {
     /// The scope it covers.
     pub scope: ReportScope,
     /// All runs in scope.
@@ -494,7 +494,7 @@ pub(crate) struct Scorecard {
 impl Scorecard {
     /// Decided runs (approved or failed) still without an outcome, and
     /// how many runs were decided.
-    pub(crate) fn without_outcome(&self) -> (u64, u64) {
+    pub fn without_outcome(&self) -> (u64, u64) {
         let t = &self.total;
         (
             t.false_pass().unknown + t.false_fail().unknown,
@@ -504,7 +504,7 @@ impl Scorecard {
 }
 
 /// The ISO week of a day, as `2025-W09`.
-pub(crate) fn iso_week(day: NaiveDate) -> String {
+pub fn iso_week(day: NaiveDate) -> String {
     let w = day.iso_week();
     format!("{}-W{:02}", w.year(), w.week())
 }
@@ -737,7 +737,7 @@ impl WeeklyGroups {
 impl Scorecard {
     /// Builds the scorecard of the runs in `scope`, every outcome counted.
     #[cfg(test)]
-    pub(crate) fn build(
+    pub fn build(
         ledger: &Ledger,
         scope: &ReportScope,
         trusted: &[PublicKey],
@@ -750,7 +750,7 @@ impl Scorecard {
     /// outcome is weaker counts as one without an outcome. Only what
     /// `vouched` vouches for counts: its runs left out are in no figure,
     /// and only its overrides count.
-    pub(crate) fn build_with(
+    pub fn build_with(
         ledger: &Ledger,
         scope: &ReportScope,
         trusted: &[PublicKey],
@@ -1092,7 +1092,7 @@ impl Vouched {
     /// Every run and override taken as stored: for the scorecard's own
     /// tests, whose rows have no bundles.
     #[cfg(test)]
-    pub(crate) fn as_stored(ledger: &Ledger) -> Result<Self, LedgerError> {
+    pub fn as_stored(ledger: &Ledger) -> Result<Self, LedgerError> {
         let mut overrides = HashMap::new();
         for o in ledger.overrides(None)? {
             overrides.insert(o.run_id, o.recorded_at);
@@ -1120,7 +1120,7 @@ mod tests {
     fn trusted() -> Vec<PublicKey> {
         vec![test_key().public_key().clone()]
     }
-    use crate::eval::json::render;
+    use crate::json::render;
 
     fn at(day: u32, hour: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2025, 3, day, hour, 0, 0).unwrap()
