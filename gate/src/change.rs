@@ -165,7 +165,7 @@ pub(crate) async fn verified(
             snapshot.len()
         }
     };
-    let root_commits = root_commits(git, workspace, &commit).await;
+    let root_commits = git.root_commits(workspace, &commit).await;
     Verified {
         commit: Some(commit),
         branch: head.branch.clone(),
@@ -363,38 +363,6 @@ async fn excludes_file(
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".config")))?;
     Some(config.join("git/ignore")).filter(|f| f.is_file())
-}
-
-/// The root commits reachable from `commit`, sorted: the repository's
-/// identity (none when git cannot list them, a shallow clone among them).
-pub(crate) async fn root_commits(git: &Git, workspace: &Path, commit: &str) -> Vec<String> {
-    // A shallow clone's oldest commits look parentless without being roots.
-    let shallow = git
-        .run(workspace, &["rev-parse", "--is-shallow-repository"])
-        .await
-        .map(|out| out.starts_with(b"true"));
-    if shallow.unwrap_or(true) {
-        return Vec::new();
-    }
-    match git
-        .run(workspace, &["rev-list", "--max-parents=0", commit, "--"])
-        .await
-    {
-        Ok(out) => {
-            let mut roots: Vec<String> = String::from_utf8_lossy(&out)
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(str::to_owned)
-                .collect();
-            roots.sort();
-            roots
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "cannot list the repository's root commits");
-            Vec::new()
-        }
-    }
 }
 
 /// The workspace's files that differ from `commit`: gone, another kind,

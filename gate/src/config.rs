@@ -167,6 +167,11 @@ fn spec_ledger_url(spec: &Path) -> Result<Option<String>, String> {
     Ok(spec_string(spec, "ledger", "url")?.filter(|u| !u.trim().is_empty()))
 }
 
+/// The spec file's `[eval] fix_pattern`, read without validating the rest.
+pub(crate) fn configured_fix_pattern(spec: &Path) -> Result<Option<String>, String> {
+    spec_string(spec, "eval", "fix_pattern")
+}
+
 /// A string key of a spec file's section (`[ledger] url`, `[eval]
 /// fix_pattern`), read without validating the rest of the file: `None`
 /// when the file or the key is not there.

@@ -551,6 +551,38 @@ impl Git {
             .await
             .map(Some)
     }
+
+    /// The root commits reachable from `commit`, sorted: the repository's
+    /// identity (none when git cannot list them, a shallow clone among them).
+    pub(crate) async fn root_commits(&self, workspace: &Path, commit: &str) -> Vec<String> {
+        // A shallow clone's oldest commits look parentless without being roots.
+        let shallow = self
+            .run(workspace, &["rev-parse", "--is-shallow-repository"])
+            .await
+            .map(|out| out.starts_with(b"true"));
+        if shallow.unwrap_or(true) {
+            return Vec::new();
+        }
+        match self
+            .run(workspace, &["rev-list", "--max-parents=0", commit, "--"])
+            .await
+        {
+            Ok(out) => {
+                let mut roots: Vec<String> = String::from_utf8_lossy(&out)
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                roots.sort();
+                roots
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot list the repository's root commits");
+                Vec::new()
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ pub(crate) fn record(ctx: &Context, args: &OutcomeArgs) -> Result<u8, GateError>
 /// the branch's history, signs each label like a typed outcome, and records
 /// those that are new or stronger than the run's harvested one.
 pub(crate) async fn harvest(ctx: &Context, args: &HarvestArgs) -> Result<u8, GateError> {
-    let fix_pattern = harvest::configured_fix_pattern(&ctx.workspace.join("gate.toml"))
+    let fix_pattern = crate::config::configured_fix_pattern(&ctx.workspace.join("gate.toml"))
         .map_err(|e| GateError::Usage(format!("gate.toml: {e}")))?;
     let options = harvest::Options {
         branch: args.branch.clone(),

@@ -100,10 +100,7 @@ pub(crate) async fn harvest(
             branch: branch.clone(),
             reason,
         })?;
-    let roots: BTreeSet<String> = crate::change::root_commits(git, dir, &tip)
-        .await
-        .into_iter()
-        .collect();
+    let roots: BTreeSet<String> = git.root_commits(dir, &tip).await.into_iter().collect();
     let runs: Vec<Run> = runs
         .into_iter()
         .filter(|r| options.since.is_none_or(|s| r.started_at >= s))
@@ -359,11 +356,6 @@ pub(crate) async fn blame_fixes(
             commit,
         })
         .collect())
-}
-
-/// The spec file's `[eval] fix_pattern`, read without validating the rest.
-pub(crate) fn configured_fix_pattern(spec: &Path) -> Result<Option<String>, String> {
-    crate::config::spec_string(spec, "eval", "fix_pattern")
 }
 
 #[cfg(test)]
