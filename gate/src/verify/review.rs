@@ -239,10 +239,11 @@ impl ReviewStage<'_> {
         const BREAKERS_SEEN_FILE: &str = "breakers-seen.json";
         let breaker_policy = BreakerPolicy::with_cooldown(spec.policy.breaker_cooldown_s);
         let breakers = match attest::open_ledger(self.ctx) {
-            Ok(ledger) => Breakers::with_ledger(ledger, breaker_policy, self.key).remembering(
-                &self.ctx.workspace,
-                &self.ctx.state_dir.join(BREAKERS_SEEN_FILE),
-            ),
+            Ok(ledger) => Breakers::kept_in(LedgerBreakers(ledger), breaker_policy, self.key)
+                .remembering(
+                    &self.ctx.workspace,
+                    &self.ctx.state_dir.join(BREAKERS_SEEN_FILE),
+                ),
             Err(e) => {
                 tracing::warn!(error = %e, "circuit breakers kept for this run only");
                 Breakers::in_memory(breaker_policy)
@@ -417,4 +418,22 @@ pub(super) async fn review_or_skip(
         });
     }
     Ok(review)
+}
+
+/// The run's ledger as the review's breaker store: each model's state in
+/// one transaction of the ledger's, shared with every run on it.
+struct LedgerBreakers(gate_evidence::Ledger);
+
+impl gate_review::review::breaker::BreakerStore for LedgerBreakers {
+    fn update(
+        &mut self,
+        model: &str,
+        update: &mut dyn FnMut(
+            Option<gate_evidence::ledger::BreakerRecord>,
+        ) -> Option<gate_evidence::ledger::BreakerRecord>,
+    ) -> Result<(), String> {
+        self.0
+            .update_breaker(model, |current| (update(current), ()))
+            .map_err(|e| e.to_string())
+    }
 }

@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use gate_evidence::SigningKey;
 use gate_evidence::ledger::{self, BreakerRecord};
-use gate_evidence::{Ledger, SigningKey};
 
 /// The longest error a breaker keeps, in characters: a provider's message
 /// and its code, not a whole HTML error page.
@@ -284,13 +284,26 @@ fn fresh(key: &str, now: DateTime<Utc>) -> BreakerRecord {
     }
 }
 
-/// The breakers of a run: kept in the ledger when one is open (shared with
-/// every other run on it), else in memory for this run; plus the models an
+/// Where the breakers' states are kept between runs (the gate's ledger,
+/// shared with every other run on it): the review knows it only by this.
+pub trait BreakerStore: Send + 'static {
+    /// Reads model `model`'s record, lets `update` decide its next state,
+    /// and writes that, in one transaction no other runner interleaves
+    /// with; why not, when it could not.
+    fn update(
+        &mut self,
+        model: &str,
+        update: &mut dyn FnMut(Option<BreakerRecord>) -> Option<BreakerRecord>,
+    ) -> Result<(), String>;
+}
+
+/// The breakers of a run: kept in a [`BreakerStore`] when the gate has one
+/// (shared with every other run on it), else in memory for this run; plus the models an
 /// auth error marked misconfigured and the provider accounts (endpoint and
 /// key) whose quota or budget ran out, both in memory.
 pub struct Breakers {
-    ledger: Option<Arc<Mutex<Ledger>>>,
-    /// Signs what this run writes to the ledger and vouches for what it reads.
+    store: Option<Arc<Mutex<dyn BreakerStore>>>,
+    /// Signs what this run writes to the store and vouches for what it reads.
     key: Option<Arc<SigningKey>>,
     /// Models whose stored state was refused, and why.
     refused: Arc<Mutex<BTreeMap<String, String>>>,
@@ -313,7 +326,7 @@ impl Breakers {
     /// Breakers kept only for this run (no ledger).
     pub fn in_memory(policy: BreakerPolicy) -> Self {
         Self {
-            ledger: None,
+            store: None,
             key: None,
             refused: Arc::new(Mutex::new(BTreeMap::new())),
             seen: Arc::new(Mutex::new(BTreeMap::new())),
@@ -327,16 +340,16 @@ impl Breakers {
         }
     }
 
-    /// Breakers kept in `ledger`, their state signed by `key` and read
+    /// Breakers kept in `store`, their state signed by `key` and read
     /// only when `key` vouches for it.
-    pub fn with_ledger(ledger: Ledger, policy: BreakerPolicy, key: &SigningKey) -> Self {
-        // The key's own copy for the ledger's thread; a copy that fails
+    pub fn kept_in(store: impl BreakerStore, policy: BreakerPolicy, key: &SigningKey) -> Self {
+        // The key's own copy for the store's thread; a copy that fails
         // leaves every stored state refused (read as closed), never obeyed.
         let key = SigningKey::from_pkcs8_pem(&key.to_pkcs8_pem())
             .inspect_err(|e| tracing::warn!(error = %e, "the signing key could not be copied"))
             .ok();
         Self {
-            ledger: Some(Arc::new(Mutex::new(ledger))),
+            store: Some(Arc::new(Mutex::new(store))),
             key: key.map(Arc::new),
             ..Self::in_memory(policy)
         }
@@ -460,13 +473,13 @@ impl Breakers {
     }
 
     /// Runs `f` over model `key`'s record in one transaction and writes what
-    /// it returns. `None` when the ledger failed (logged).
+    /// it returns. `None` when the store failed (logged).
     async fn update<T, F>(&self, key: &str, f: F) -> Option<T>
     where
         T: Send + 'static,
         F: FnOnce(Option<BreakerRecord>) -> (Option<BreakerRecord>, T) + Send + 'static,
     {
-        let Some(ledger) = &self.ledger else {
+        let Some(store) = &self.store else {
             let mut memory = lock(&self.memory);
             let (next, out) = f(memory.get(key).cloned());
             if let Some(next) = next {
@@ -474,29 +487,34 @@ impl Breakers {
             }
             return Some(out);
         };
-        let ledger = Arc::clone(ledger);
+        let store = Arc::clone(store);
         let (signer, refused) = (self.key.clone(), Arc::clone(&self.refused));
         let seen = Arc::clone(&self.seen);
         let key = key.to_owned();
-        // SQLite blocks (a busy ledger waits for its lock): off the runtime.
+        // A store may block (a busy SQLite ledger waits for its lock): off
+        // the runtime.
         let done = tokio::task::spawn_blocking(move || {
-            let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-            ledger.update_breaker(&key, |current| {
-                let current = current
-                    .and_then(|rec| vouched(&rec, signer.as_deref(), &refused))
-                    .and_then(|rec| current_only(rec, &seen, &refused));
-                let newest = lock(&seen).get(&key).copied().unwrap_or(0);
-                let (next, out) = f(current);
-                let next = match (next, signer.as_deref()) {
-                    (Some(mut rec), Some(signer)) => {
-                        rec.generation = newest.saturating_add(1);
-                        lock(&seen).insert(key.clone(), rec.generation);
-                        Some(ledger::seal(&rec, signer))
+            let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+            let (mut f, mut out) = (Some(f), None);
+            store
+                .update(&key, &mut |current| {
+                    let f = f.take()?;
+                    let current = current
+                        .and_then(|rec| vouched(&rec, signer.as_deref(), &refused))
+                        .and_then(|rec| current_only(rec, &seen, &refused));
+                    let newest = lock(&seen).get(&key).copied().unwrap_or(0);
+                    let (next, done) = f(current);
+                    out = Some(done);
+                    match (next, signer.as_deref()) {
+                        (Some(mut rec), Some(signer)) => {
+                            rec.generation = newest.saturating_add(1);
+                            lock(&seen).insert(key.clone(), rec.generation);
+                            Some(ledger::seal(&rec, signer))
+                        }
+                        (next, _) => next,
                     }
-                    (next, _) => next,
-                };
-                (next, out)
-            })
+                })
+                .and_then(|()| out.ok_or_else(|| "the store did not run the update".to_owned()))
         })
         .await;
         self.keep_seen();
@@ -585,7 +603,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use gate_evidence::Ledger;
+
     use super::*;
+
+    /// A ledger as the store, as the gate keeps the breakers in its own.
+    struct Kept(Ledger);
+
+    impl BreakerStore for Kept {
+        fn update(
+            &mut self,
+            model: &str,
+            update: &mut dyn FnMut(Option<BreakerRecord>) -> Option<BreakerRecord>,
+        ) -> Result<(), String> {
+            self.0
+                .update_breaker(model, |current| (update(current), ()))
+                .map_err(|e| e.to_string())
+        }
+    }
 
     fn at(s: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + s, 0).unwrap()
@@ -886,8 +921,8 @@ mod tests {
         let policy = BreakerPolicy::with_cooldown(120);
         let mut tasks = Vec::new();
         for i in 0..8 {
-            let breakers = Arc::new(Breakers::with_ledger(
-                Ledger::open(&path).unwrap(),
+            let breakers = Arc::new(Breakers::kept_in(
+                Kept(Ledger::open(&path).unwrap()),
                 policy,
                 &key(),
             ));
@@ -915,7 +950,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let policy = BreakerPolicy::with_cooldown(120);
-        let first = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
+        let first = Breakers::kept_in(Kept(Ledger::open(&path).unwrap()), policy, &key());
         let until = Utc::now() + chrono::Duration::seconds(60);
         for _ in 0..3 {
             assert_eq!(first.admit("p/m", "run-1", until).await, Admission::Call);
@@ -934,7 +969,7 @@ mod tests {
         assert!(first.is_open("p/m").await);
         drop(first);
 
-        let second = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
+        let second = Breakers::kept_in(Kept(Ledger::open(&path).unwrap()), policy, &key());
         assert!(second.is_open("p/m").await);
         // A later run that skips the model says what opened its breaker.
         match second.admit("p/m", "run-2", until).await {
@@ -992,7 +1027,7 @@ mod tests {
             let mut seed = Ledger::open(&path).unwrap();
             seed.update_breaker("p/m", |_| (Some(stored), ())).unwrap();
             let policy = BreakerPolicy::with_cooldown(120);
-            let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key());
+            let breakers = Breakers::kept_in(Kept(Ledger::open(&path).unwrap()), policy, &key());
             let until = now + chrono::Duration::seconds(60);
             let admitted = breakers.admit("p/m", "run-1", until).await;
             assert_eq!(
@@ -1043,7 +1078,7 @@ mod tests {
             }
             let mut seed = Ledger::open(&path).unwrap();
             seed.update_breaker("p/m", |_| (Some(stored), ())).unwrap();
-            let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key())
+            let breakers = Breakers::kept_in(Kept(Ledger::open(&path).unwrap()), policy, &key())
                 .remembering(dir.path(), &seen);
             let admitted = breakers.admit("p/m", "run-1", until).await;
             assert_eq!(
@@ -1076,7 +1111,7 @@ mod tests {
         );
         seed.update_breaker("p/m", |_| (Some(closed_7), ()))
             .unwrap();
-        let breakers = Breakers::with_ledger(Ledger::open(&path).unwrap(), policy, &key())
+        let breakers = Breakers::kept_in(Kept(Ledger::open(&path).unwrap()), policy, &key())
             .remembering(dir.path(), &seen);
         assert_eq!(breakers.admit("p/m", "run-1", until).await, Admission::Call);
         seed.update_breaker("p/m", |_| (Some(open_at(3)), ()))
