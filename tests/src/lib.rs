@@ -11,6 +11,7 @@
 
 pub mod agents;
 pub mod chromium;
+pub mod house_rules;
 pub mod local_model;
 pub mod model_server;
 pub mod peers;
