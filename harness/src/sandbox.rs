@@ -983,11 +983,10 @@ impl Launcher {
     #[must_use]
     pub fn with_private(&self, private: &Private, after: &[Private]) -> Self {
         let mut out = self.clone();
-        let owner = match &self.how {
-            How::As(uid, gid) => Some((*uid, *gid)),
-            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| (i.uid, i.gid)),
-            How::Direct | How::Joined(_) => return out,
-        };
+        if matches!(self.how, How::Direct | How::Joined(_)) {
+            return out;
+        }
+        let owner = self.owner();
         match &mut out.how {
             How::Sandboxed(sandbox) => {
                 sandbox.tmp.clone_from(&private.tmp);
@@ -1076,9 +1075,14 @@ impl Launcher {
 
     /// The uid processes run as when it is not the gate's.
     pub fn uid(&self) -> Option<u32> {
+        self.owner().map(|(uid, _)| uid)
+    }
+
+    /// The uid and gid processes run as when they are not the gate's.
+    fn owner(&self) -> Option<(u32, u32)> {
         match &self.how {
-            How::As(uid, _) => Some(*uid),
-            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| i.uid),
+            How::As(uid, gid) => Some((*uid, *gid)),
+            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| (i.uid, i.gid)),
             How::Direct | How::Joined(_) => None,
         }
     }
@@ -1102,12 +1106,7 @@ impl Launcher {
                 (dir, Path::new("/tmp").join(name))
             }
         };
-        let owner = match &self.how {
-            How::As(uid, gid) => Some((*uid, *gid)),
-            How::Sandboxed(sandbox) => sandbox.identity.as_ref().map(|i| (i.uid, i.gid)),
-            How::Direct | How::Joined(_) => None,
-        };
-        if let Some((uid, gid)) = owner {
+        if let Some((uid, gid)) = self.owner() {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
         }
         Ok((dir, inside))
