@@ -300,6 +300,18 @@ pub(crate) struct Git {
     prefixes: Arc<std::sync::Mutex<Vec<(PathBuf, String)>>>,
 }
 
+/// The history walk (`gate-history`) runs git as every other git call of
+/// the gate's: sandboxed, with the repository's filters neutralised.
+impl gate_history::RunGit for Git {
+    async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+        Git::run(self, dir, args).await
+    }
+
+    async fn run_whole(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+        Git::run_whole(self, dir, args).await
+    }
+}
+
 impl Git {
     /// Git calls on `repository` started through `launcher` (whose
     /// environment should be [`environment`]).

@@ -2,7 +2,7 @@
 //! patch pass over the part of it after the oldest fork point, one over
 //! the runs' own commits, a diff per change of several commits that did
 //! not land otherwise, and the fixes' blame (one history walk for all of
-//! them, [`super::blame_walk`]).
+//! them, `gate_history::szz::blame`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -10,16 +10,16 @@ use std::path::Path;
 use gate_evidence::ledger::{BlamedLine, OutcomeEvidence};
 
 use super::error::HarvestError;
-use super::git_blame;
-use super::history::{self, History, is_full_id};
 use super::input::{Options, Run};
 use super::label::evidence_commit;
 use super::label::{self, Label, Source};
 use super::landing::{Change, Changes, Landing};
-use super::patch::{self, DIFF_OPTIONS, Patch, PatchId, squeezed};
 use super::signals;
-use super::szz;
 use crate::git::Git;
+use gate_history::commits::{self, History, is_full_id};
+use gate_history::git_blame;
+use gate_history::patch::{self, DIFF_OPTIONS, Patch, PatchId, squeezed};
+use gate_history::szz;
 
 /// What the passes read.
 #[derive(Debug, Default)]
@@ -41,13 +41,13 @@ pub(crate) async fn collect(
     tip: &str,
     runs: &[Run],
 ) -> Result<Collected, HarvestError> {
-    let delimiter = history::delimiter();
-    let format = history::log_format(&delimiter);
+    let delimiter = commits::delimiter();
+    let format = commits::log_format(&delimiter);
     let out = git
         .run(dir, &["log", "--topo-order", &format, tip, "--"])
         .await
         .map_err(HarvestError::Git)?;
-    let history = History::new(history::parse_log(&out, &delimiter));
+    let history = History::new(commits::parse_log(&out, &delimiter));
     let mut changes = own_changes(git, dir, tip, runs, &history).await?;
     // From the oldest point any run may have landed after.
     let oldest = changes
@@ -117,7 +117,7 @@ async fn own_changes(
     if off.is_empty() {
         return Ok(changes);
     }
-    let delimiter = history::delimiter();
+    let delimiter = commits::delimiter();
     let format = format!("--format={delimiter}%H%x00%P%x00%T");
     let not_tip = format!("^{tip}");
     let mut args = vec!["log", "-p", "--ignore-missing", &format];
@@ -444,7 +444,7 @@ async fn undoes(
     git: &Git,
     dir: &Path,
     collected: &Collected,
-    revert: &history::Commit,
+    revert: &commits::Commit,
     landing: Option<&Landing>,
 ) -> bool {
     let (Some(landing), Some(patch), Some(parent)) = (
@@ -544,7 +544,7 @@ fn broken(
     confidence: u8,
     landings: &[Option<Landing>],
     k: usize,
-    commit: &history::Commit,
+    commit: &commits::Commit,
     how: &str,
 ) -> Label {
     let landing = landings[k].as_ref();

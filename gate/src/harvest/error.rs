@@ -28,6 +28,9 @@ pub(crate) enum HarvestError {
     /// A git call failed.
     #[error("cannot harvest outcomes: {0}")]
     Git(String),
+    /// Blaming a fix's lines failed.
+    #[error("cannot harvest outcomes: {0}")]
+    Blame(#[from] gate_history::BlameError),
     /// A fix to blame does not name a commit.
     #[error("{0}")]
     NoCommit(String),

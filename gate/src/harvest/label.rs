@@ -5,7 +5,7 @@ use gate_evidence::ledger::{
     EvidenceCommit, HARVESTED_SOURCE_PREFIX, OutcomeEntry, OutcomeEvidence,
 };
 
-use super::history::Commit;
+use gate_history::commits::Commit;
 
 /// Where a harvested label came from, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

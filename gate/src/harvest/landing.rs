@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use super::history::History;
-use super::patch::PatchId;
+use gate_history::commits::History;
+use gate_history::patch::PatchId;
 
 /// How a change landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,8 +150,8 @@ fn landed(history: &History, mut at: Vec<usize>, by: LandedBy) -> Landing {
 mod tests {
     use chrono::{TimeZone as _, Utc};
 
-    use super::super::history::Commit;
     use super::*;
+    use gate_history::commits::Commit;
 
     fn id(c: char) -> String {
         c.to_string().repeat(40)

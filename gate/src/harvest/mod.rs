@@ -2,25 +2,19 @@
 //! decision, so the false-pass rate needs nobody to label runs.
 //!
 //! The stages, in order: find the branch and refuse a shallow clone; read
-//! the branch's history in one pass ([`history`]) and the patches of the
-//! commits that may matter in another ([`patch`]); read the runs' own
-//! commits in a third; find where each run landed ([`landing`]); read what
-//! later commits say about landed ones ([`signals`]), blame the fixes'
-//! removed lines ([`szz`]); pick each run's strongest label and record it
+//! the branch's history in one pass ([`gate_history::commits`]) and the
+//! patches of the commits that may matter in another
+//! ([`gate_history::patch`]); read the runs' own commits in a third; find
+//! where each run landed ([`landing`]); read what later commits say about
+//! landed ones ([`signals`]), blame the fixes' removed lines
+//! ([`gate_history::szz`]); pick each run's strongest label and record it
 //! unless a person's outcome or an as strong label stands ([`label`]).
 
-pub(crate) mod blame_walk;
 pub(crate) mod error;
-pub(crate) mod file_history;
-pub(crate) mod git_blame;
-pub(crate) mod history;
 pub(crate) mod input;
 pub(crate) mod label;
 pub(crate) mod landing;
-pub(crate) mod line_diff;
-pub(crate) mod patch;
 pub(crate) mod signals;
-pub(crate) mod szz;
 
 mod collect;
 
@@ -31,11 +25,12 @@ use chrono::{DateTime, Utc};
 use gate_evidence::ledger::{OutcomeEvidence, Survival};
 
 pub(crate) use self::error::HarvestError;
-use self::history::History;
 pub(crate) use self::input::{Options, Run};
 use self::label::{Fate, Label, Source};
 use self::landing::{Changes, Index, Landing};
 use crate::git::Git;
+use gate_history::commits::{self, History};
+use gate_history::{patch, szz};
 
 /// One label found.
 #[derive(Debug, Clone)]
@@ -300,7 +295,7 @@ pub(crate) struct FixBlame {
 
 /// Runs the SZZ step, as a harvest does, on the fix commits `fixes`
 /// (revisions, each resolved to a commit first): one log pass for their
-/// patches, their lines blamed with one history walk ([`blame_walk`]).
+/// patches, their lines blamed with one history walk (`gate_history::szz::blame`).
 pub(crate) async fn blame_fixes(
     git: &Git,
     dir: &Path,
@@ -314,7 +309,7 @@ pub(crate) async fn blame_fixes(
         .resolve_commits(dir, fixes)
         .await
         .map_err(HarvestError::NoCommit)?;
-    let delimiter = history::delimiter();
+    let delimiter = commits::delimiter();
     let format = format!("--format={delimiter}%H%x00%P");
     let mut args = vec!["log", "--no-walk=unsorted", "-p", &format];
     args.extend(patch::DIFF_OPTIONS);
@@ -325,11 +320,11 @@ pub(crate) async fn blame_fixes(
     for record in String::from_utf8_lossy(&out).split(delimiter.as_str()) {
         let (head, rest) = record.split_once('\n').unwrap_or((record, ""));
         let (id, parents) = head.split_once('\0').unwrap_or((head, ""));
-        if history::is_full_id(id) {
+        if commits::is_full_id(id) {
             let parent = parents
                 .split_whitespace()
                 .next()
-                .filter(|p| history::is_full_id(p));
+                .filter(|p| commits::is_full_id(p));
             found.insert(
                 id.to_owned(),
                 (parent.map(str::to_owned), patch::parse(rest)),

@@ -1,11 +1,11 @@
 //! The commit graph behind the fixes and what each commit did to the files
 //! being blamed, from one `git log --raw` pass: what the shared blame walk
-//! ([`super::blame_walk`]) follows from a fix's parent back to where each
+//! ([`crate::blame_walk`]) follows from a fix's parent back to where each
 //! line came from.
 
 use std::collections::{HashMap, HashSet};
 
-use super::history::is_full_id;
+use crate::commits::is_full_id;
 
 /// The options of the raw pass: every commit's changes against its first
 /// parent (a merge's too), path by path, without rename detection, in an

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 /// One hunk, lines without their `-`/`+`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Hunk {
+pub struct Hunk {
     /// Where the removed lines began in the old file (1-based).
     pub old_start: u32,
     /// The lines removed, in order.
@@ -21,7 +21,7 @@ pub(crate) struct Hunk {
 
 /// One file's change.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct FileChange {
+pub struct FileChange {
     /// Its path before (`None` when created).
     pub old: Option<String>,
     /// Its path after (`None` when deleted).
@@ -34,23 +34,23 @@ pub(crate) struct FileChange {
 
 /// A commit's (or a change's) patch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Patch {
+pub struct Patch {
     /// The files it changes.
     pub files: Vec<FileChange>,
 }
 
 /// A patch id.
-pub(crate) type PatchId = [u8; 32];
+pub type PatchId = [u8; 32];
 
 impl Patch {
     /// Its id; `None` for a patch that changes no line (a mode change, an
     /// empty commit).
-    pub(crate) fn id(&self) -> Option<PatchId> {
+    pub fn id(&self) -> Option<PatchId> {
         self.digest(false)
     }
 
     /// The id of its exact inverse (what `git revert` of it would have).
-    pub(crate) fn inverse_id(&self) -> Option<PatchId> {
+    pub fn inverse_id(&self) -> Option<PatchId> {
         self.digest(true)
     }
 
@@ -107,7 +107,7 @@ fn file_digest(f: &FileChange, inverse: bool) -> [u8; 32] {
 }
 
 /// `line` without any whitespace.
-pub(crate) fn squeezed(line: &str) -> String {
+pub fn squeezed(line: &str) -> String {
     line.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
@@ -115,7 +115,7 @@ pub(crate) fn squeezed(line: &str) -> String {
 /// whatever the repository configures (so a fix that renames a file blames
 /// the lines it changed, not every line of the old name), nothing of the
 /// repository's diff drivers, no colour.
-pub(crate) const DIFF_OPTIONS: [&str; 6] = [
+pub const DIFF_OPTIONS: [&str; 6] = [
     "-U0",
     "--find-renames",
     "--no-ext-diff",
@@ -126,19 +126,19 @@ pub(crate) const DIFF_OPTIONS: [&str; 6] = [
 
 /// Parses a log pass of `--format=<delimiter>%H` records with their
 /// patches: commit id → patch.
-pub(crate) fn parse_log(out: &[u8], delimiter: &str) -> HashMap<String, Patch> {
+pub fn parse_log(out: &[u8], delimiter: &str) -> HashMap<String, Patch> {
     let text = String::from_utf8_lossy(out);
     text.split(delimiter)
         .filter_map(|record| {
             let (id, rest) = record.split_once('\n').unwrap_or((record, ""));
             let id = id.trim();
-            super::history::is_full_id(id).then(|| (id.to_owned(), parse(rest)))
+            crate::commits::is_full_id(id).then(|| (id.to_owned(), parse(rest)))
         })
         .collect()
 }
 
 /// Parses one patch (`diff --git` sections, without context).
-pub(crate) fn parse(text: &str) -> Patch {
+pub fn parse(text: &str) -> Patch {
     let mut patch = Patch::default();
     let mut file: Option<FileChange> = None;
     let mut hunk: Option<Hunk> = None;

@@ -3,29 +3,29 @@
 
 use std::path::Path;
 
-use super::error::HarvestError;
-use super::history::is_full_id;
-use crate::git::Git;
+use crate::commits::is_full_id;
+use crate::error::BlameError;
+use crate::git::RunGit;
 
 /// `git blame --porcelain -w` of `ranges` (inclusive, as `-L`) of `file` at
 /// `commit`: (line, commit) for every line they cover, sorted.
-pub(crate) async fn blame_ranges(
-    git: &Git,
+pub async fn blame_ranges(
+    git: &impl RunGit,
     dir: &Path,
     commit: &str,
     file: &str,
     ranges: &[(u32, u32)],
-) -> Result<Vec<(u32, String)>, HarvestError> {
+) -> Result<Vec<(u32, String)>, BlameError> {
     let spans: Vec<String> = ranges.iter().map(|(a, b)| format!("-L{a},{b}")).collect();
     let mut args = vec!["blame", "--porcelain", "-w", "--no-textconv"];
     args.extend(spans.iter().map(String::as_str));
     args.extend([commit, "--", file]);
-    let out = git.run(dir, &args).await.map_err(HarvestError::Git)?;
+    let out = git.run(dir, &args).await.map_err(BlameError::Git)?;
     Ok(parse_porcelain(&out))
 }
 
 /// Sorted, distinct lines → inclusive ranges of consecutive ones.
-pub(crate) fn line_ranges(lines: impl IntoIterator<Item = u32>) -> Vec<(u32, u32)> {
+pub fn line_ranges(lines: impl IntoIterator<Item = u32>) -> Vec<(u32, u32)> {
     let mut out: Vec<(u32, u32)> = Vec::new();
     for line in lines {
         match out.last_mut() {
@@ -38,7 +38,7 @@ pub(crate) fn line_ranges(lines: impl IntoIterator<Item = u32>) -> Vec<(u32, u32
 
 /// `git blame --porcelain` output → (line in the blamed revision, commit)
 /// for every line it covers.
-pub(crate) fn parse_porcelain(out: &[u8]) -> Vec<(u32, String)> {
+pub fn parse_porcelain(out: &[u8]) -> Vec<(u32, String)> {
     let text = String::from_utf8_lossy(out);
     let mut found = Vec::new();
     for line in text.lines() {

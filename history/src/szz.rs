@@ -13,17 +13,17 @@ use std::path::Path;
 
 use gate_evidence::ledger::BlamedLine;
 
-use super::blame_walk::{self, Lines};
-use super::error::HarvestError;
-use super::git_blame::line_ranges;
-use super::patch::{FileChange, Patch, squeezed};
-use crate::git::Git;
+use crate::blame_walk::{self, Lines};
+use crate::error::BlameError;
+use crate::git::RunGit;
+use crate::git_blame::line_ranges;
+use crate::patch::{FileChange, Patch, squeezed};
 
 /// Comment markers a line may begin with and still say nothing.
 const COMMENT_MARKERS: [&str; 6] = ["//", "#", "/*", "'''", "\"\"\"", "*"];
 
 /// Whether a removed line is noise SZZ must not blame: blank or a comment.
-pub(crate) fn useless(line: &str) -> bool {
+pub fn useless(line: &str) -> bool {
     let t = line.trim();
     t.is_empty() || COMMENT_MARKERS.iter().any(|m| t.starts_with(m))
 }
@@ -31,7 +31,7 @@ pub(crate) fn useless(line: &str) -> bool {
 /// The old file's lines to blame for one file of a fix, as inclusive
 /// ranges (for `-L`): its removed lines that are neither noise nor a
 /// whitespace-only change. Empty for a created file or one only added to.
-pub(crate) fn ranges(file: &FileChange) -> Vec<(u32, u32)> {
+pub fn ranges(file: &FileChange) -> Vec<(u32, u32)> {
     if file.old.is_none() {
         return Vec::new();
     }
@@ -51,7 +51,7 @@ pub(crate) fn ranges(file: &FileChange) -> Vec<(u32, u32)> {
 /// One blame call: a fix (by the caller's key), its parent, a file as the
 /// parent names it, and the line ranges to blame.
 #[derive(Debug, Clone)]
-pub(crate) struct BlameCall {
+pub struct BlameCall {
     /// The caller's key for the fix.
     pub fix: usize,
     /// The fix's first parent (a full id).
@@ -63,7 +63,7 @@ pub(crate) struct BlameCall {
 }
 
 /// The blame calls a fix's patch needs: one per file with lines to blame.
-pub(crate) fn calls(fix: usize, parent: &str, patch: &Patch) -> Vec<BlameCall> {
+pub fn calls(fix: usize, parent: &str, patch: &Patch) -> Vec<BlameCall> {
     patch
         .files
         .iter()
@@ -82,14 +82,14 @@ pub(crate) fn calls(fix: usize, parent: &str, patch: &Patch) -> Vec<BlameCall> {
 
 /// Blames the calls' lines as `git blame --porcelain -w <parent> -- <file>`
 /// on their ranges does, with one history walk for all of them
-/// ([`blame_walk`]): fix key → every blamed line, sorted by file and line;
+/// (the crate's blame walk): fix key → every blamed line, sorted by file and line;
 /// fixes that blame nothing are left out.
-pub(crate) async fn blame(
-    git: &Git,
+pub async fn blame(
+    git: &impl RunGit,
     dir: &Path,
     calls: Vec<BlameCall>,
     jobs: usize,
-) -> Result<Vec<(usize, Vec<BlamedLine>)>, HarvestError> {
+) -> Result<Vec<(usize, Vec<BlamedLine>)>, BlameError> {
     let requests: Vec<Lines> = calls
         .iter()
         .map(|call| Lines {
@@ -121,8 +121,8 @@ pub(crate) async fn blame(
 
 #[cfg(test)]
 mod tests {
-    use super::super::patch::parse;
     use super::*;
+    use crate::patch::parse;
 
     #[test]
     fn only_meaningful_removed_lines_are_blamed() {

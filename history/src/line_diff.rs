@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::history::is_full_id;
+use crate::commits::is_full_id;
 
 /// The options of the line-diff pass: the diff `git blame -w` computes
 /// between a commit and its parent (no context, whitespace ignored, every

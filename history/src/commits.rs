@@ -13,7 +13,7 @@ use chrono::{DateTime, TimeZone as _, Utc};
 
 /// One commit of the branch (or of a run's own history).
 #[derive(Debug, Clone)]
-pub(crate) struct Commit {
+pub struct Commit {
     /// Its full id.
     pub id: String,
     /// Its parents, first parent first.
@@ -28,14 +28,14 @@ pub(crate) struct Commit {
 
 impl Commit {
     /// The message's first line.
-    pub(crate) fn summary(&self) -> &str {
+    pub fn summary(&self) -> &str {
         self.message.lines().next().unwrap_or("").trim()
     }
 }
 
 /// The branch, newest first, with what the harvester asks of it.
 #[derive(Debug, Default)]
-pub(crate) struct History {
+pub struct History {
     /// Every commit reachable from the branch, in `--topo-order`: a commit
     /// comes before all of its parents.
     pub commits: Vec<Commit>,
@@ -59,7 +59,7 @@ pub(crate) struct History {
 
 impl History {
     /// The history of `commits` (newest first, parents after children).
-    pub(crate) fn new(commits: Vec<Commit>) -> Self {
+    pub fn new(commits: Vec<Commit>) -> Self {
         let index: HashMap<String, usize> = commits
             .iter()
             .enumerate()
@@ -126,7 +126,7 @@ impl History {
 
     /// When the commit at `i` reached the branch (see `arrived`): the time
     /// windows are measured in, which a commit's own date cannot move back.
-    pub(crate) fn arrival(&self, i: usize) -> DateTime<Utc> {
+    pub fn arrival(&self, i: usize) -> DateTime<Utc> {
         let at = self.landed_at.get(i).copied().unwrap_or(i);
         self.arrived
             .get(at)
@@ -136,13 +136,13 @@ impl History {
     }
 
     /// The commit with this id.
-    pub(crate) fn get(&self, id: &str) -> Option<&Commit> {
+    pub fn get(&self, id: &str) -> Option<&Commit> {
         self.index.get(id).map(|&i| &self.commits[i])
     }
 
     /// The one commit whose id begins with `prefix` (at least 7 hex
     /// digits), if exactly one does.
-    pub(crate) fn resolve(&self, prefix: &str) -> Option<&str> {
+    pub fn resolve(&self, prefix: &str) -> Option<&str> {
         let prefix = prefix.to_ascii_lowercase();
         if prefix.len() < 7 || !is_hex(&prefix) {
             return None;
@@ -159,17 +159,17 @@ impl History {
 }
 
 /// Whether `text` is non-empty lowercase or uppercase hex.
-pub(crate) fn is_hex(text: &str) -> bool {
+pub fn is_hex(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Whether `text` is a full commit id (40 or 64 hex digits).
-pub(crate) fn is_full_id(text: &str) -> bool {
+pub fn is_full_id(text: &str) -> bool {
     matches!(text.len(), 40 | 64) && is_hex(text)
 }
 
 /// A delimiter no commit message can be made to contain: drawn at random.
-pub(crate) fn delimiter() -> String {
+pub fn delimiter() -> String {
     let mut raw = [0u8; 16];
     // Without randomness, a fixed marker still splits honest history.
     if getrandom::fill(&mut raw).is_err() {
@@ -179,13 +179,13 @@ pub(crate) fn delimiter() -> String {
 }
 
 /// The `--format` of the commit pass for `delimiter`.
-pub(crate) fn log_format(delimiter: &str) -> String {
+pub fn log_format(delimiter: &str) -> String {
     format!("--format={delimiter}%H%x00%P%x00%T%x00%ct%x00%B")
 }
 
 /// Parses the commit pass: records that do not read (a forged one among
 /// them) are dropped.
-pub(crate) fn parse_log(out: &[u8], delimiter: &str) -> Vec<Commit> {
+pub fn parse_log(out: &[u8], delimiter: &str) -> Vec<Commit> {
     let text = String::from_utf8_lossy(out);
     text.split(delimiter)
         .filter(|r| !r.is_empty())

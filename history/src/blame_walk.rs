@@ -26,12 +26,12 @@ use std::path::Path;
 
 use futures::StreamExt as _;
 
-use super::error::HarvestError;
-use super::file_history::{self, FileHistory};
-use super::git_blame;
-use super::history;
-use super::line_diff::{self, LineDiffs, Origin};
-use crate::git::Git;
+use crate::commits;
+use crate::error::BlameError;
+use crate::file_history::{self, FileHistory};
+use crate::git::RunGit;
+use crate::git_blame;
+use crate::line_diff::{self, LineDiffs, Origin};
 
 /// How many of a file's commits the first round of line diffs asks ahead
 /// of its waiting lines.
@@ -73,21 +73,21 @@ struct Track {
 /// Blames every request's lines as `git blame --porcelain -w <commit> --
 /// <file>` would: for each request in order, (line, commit) sorted by line.
 pub(crate) async fn blame(
-    git: &Git,
+    git: &impl RunGit,
     dir: &Path,
     requests: &[Lines],
     jobs: usize,
-) -> Result<Vec<Vec<(u32, String)>>, HarvestError> {
+) -> Result<Vec<Vec<(u32, String)>>, BlameError> {
     Ok(blame_counted(git, dir, requests, jobs).await?.0)
 }
 
 /// [`blame`], and how many diffs the walk followed lines through itself.
 async fn blame_counted(
-    git: &Git,
+    git: &impl RunGit,
     dir: &Path,
     requests: &[Lines],
     jobs: usize,
-) -> Result<(Vec<Vec<(u32, String)>>, usize), HarvestError> {
+) -> Result<(Vec<Vec<(u32, String)>>, usize), BlameError> {
     let mut found: Vec<Vec<(u32, String)>> = vec![Vec::new(); requests.len()];
     let starts: Vec<Parked> = requests
         .iter()
@@ -113,7 +113,7 @@ async fn blame_counted(
             (starts, 0)
         }
     };
-    let blamed: Vec<Result<Vec<(Track, String)>, HarvestError>> =
+    let blamed: Vec<Result<Vec<(Track, String)>, BlameError>> =
         futures::stream::iter(left)
             .map(|(commit, file, tracks)| async move {
                 git_blame(git, dir, &commit, &file, tracks).await
@@ -137,7 +137,7 @@ async fn blame_counted(
 /// followed lines through; an error when a pass could not be read
 /// (nothing is then blamed).
 async fn walk(
-    git: &Git,
+    git: &impl RunGit,
     dir: &Path,
     starts: &[Parked],
     jobs: usize,
@@ -156,7 +156,7 @@ async fn walk(
     let mut tips: Vec<&str> = walkable.iter().map(|(c, _, _)| c.as_str()).collect();
     tips.sort_unstable();
     tips.dedup();
-    let delimiter = history::delimiter();
+    let delimiter = commits::delimiter();
     let (configured, raw) = tokio::join!(
         blame_configured(git, dir),
         raw_pass(git, dir, &tips, &delimiter)
@@ -374,7 +374,7 @@ fn modified(graph: &FileHistory, k: usize, path: &str) -> bool {
 
 /// The raw pass over every commit behind `tips`.
 async fn raw_pass(
-    git: &Git,
+    git: &impl RunGit,
     dir: &Path,
     tips: &[&str],
     delimiter: &str,
@@ -397,7 +397,7 @@ type Group = Vec<(usize, Vec<String>)>;
 /// fails or does not read adds nothing: the walk hands the lines waiting
 /// on it to `git blame`.
 async fn line_diffs(
-    git: &Git,
+    git: &impl RunGit,
     dir: &Path,
     graph: &FileHistory,
     needed: BTreeMap<usize, Vec<String>>,
@@ -472,7 +472,7 @@ async fn line_diffs(
 /// would not: an ignored-revisions file (blame's other settings change how
 /// it prints, not what it names), or a diff driver's `algorithm` (which
 /// `git log -p` honours and blame does not).
-async fn blame_configured(git: &Git, dir: &Path) -> Result<bool, String> {
+async fn blame_configured(git: &impl RunGit, dir: &Path) -> Result<bool, String> {
     let out = git.run_whole(dir, &["config", "--null", "--list"]).await?;
     Ok(out
         .split(|b| *b == 0)
@@ -496,12 +496,12 @@ fn quoted(path: &str) -> bool {
 
 /// `git blame --porcelain -w` of the tracked lines of `file` at `commit`.
 async fn git_blame(
-    git: &Git,
+    git: &impl RunGit,
     dir: &Path,
     commit: &str,
     file: &str,
     tracks: Vec<Track>,
-) -> Result<Vec<(Track, String)>, HarvestError> {
+) -> Result<Vec<(Track, String)>, BlameError> {
     let lines: BTreeSet<u32> = tracks.iter().map(|t| t.now).collect();
     let blamed: HashMap<u32, String> =
         git_blame::blame_ranges(git, dir, commit, file, &git_blame::line_ranges(lines))
@@ -516,10 +516,8 @@ async fn git_blame(
 
 #[cfg(test)]
 mod tests {
-    use gate_harness::Launcher;
-
     use super::*;
-    use crate::git::{Repository, environment};
+    use crate::git::host::HostGit;
 
     /// Histories whose every line, at every commit, the walk must blame as
     /// `git blame -w` does; each a shell script run in a fresh repository
@@ -609,7 +607,7 @@ mod tests {
                 .unwrap()
                 .success();
             assert!(ok, "{name}: the script failed");
-            let git = host_git(&ws);
+            let git = HostGit;
             // Every line of every regular file at every commit.
             let commits = git.run(&ws, &["rev-list", "--all"]).await.unwrap();
             let mut requests = Vec::new();
@@ -649,14 +647,5 @@ mod tests {
             }
         }
         assert!(walked_somewhere > 0, "the walk followed no line itself");
-    }
-
-    /// Git calls on the repository at `ws`, unsandboxed, with the host's
-    /// `PATH`.
-    fn host_git(ws: &Path) -> Git {
-        let path = crate::environment::Environment::capture()
-            .path()
-            .map(ToOwned::to_owned);
-        Git::new(Launcher::new(environment(path, None)), Repository::find(ws))
     }
 }
