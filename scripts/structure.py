@@ -8,10 +8,16 @@ Read from the sources as text, as tests/tests/modules.rs reads them: test
 code (`tests.rs` files, and the item after each `#[cfg(test)]`) and
 comments are left out; a production line is one with code on it.
 
-Usage: scripts/structure.py [--check] [CRATE_SRC]   (default gate/src)
-  --check  exit 1 when a figure is over its bound: more than 40 top-level
-           modules, 26,000 production lines, a knot of more than 5, or
-           more than one `pub mod` in lib.rs.
+Usage: scripts/structure.py [--check | --check-size] [CRATE_SRC]
+                                                   (default gate/src)
+  --check       exit 1 when a lasting bound is crossed: a knot of more than
+                5 top-level modules, or more than one `pub mod` in lib.rs
+                (the test suite runs this).
+  --check-size  as --check, and also past 40 top-level modules or 26,000
+                production lines: the bounds the model side's move out of
+                the gate crate was held to. Capabilities that land later go
+                into modules (or crates) of their own, so these two figures
+                may grow; the knot and the one `pub mod` may not.
 """
 
 import os
@@ -129,12 +135,14 @@ def main(argv):
     if "-h" in argv or "--help" in argv:
         print(__doc__.strip())
         return 0
-    unknown = [a for a in argv if a.startswith("-") and a != "--check"]
+    flags = ("--check", "--check-size")
+    unknown = [a for a in argv if a.startswith("-") and a not in flags]
     if unknown:
         print(f"unknown option {unknown[0]}; see --help", file=sys.stderr)
         return 2
-    check = "--check" in argv
-    args = [a for a in argv if a != "--check"]
+    size = "--check-size" in argv
+    check = size or "--check" in argv
+    args = [a for a in argv if a not in flags]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     src = os.path.join(repo, args[0] if args else "gate/src")
     mods = top_level(src)
@@ -169,9 +177,9 @@ def main(argv):
     if not check:
         return 0
     over = []
-    if len(mods) > MAX_MODULES:
+    if size and len(mods) > MAX_MODULES:
         over.append(f"{len(mods)} top-level modules (at most {MAX_MODULES})")
-    if lines > MAX_LINES:
+    if size and lines > MAX_LINES:
         over.append(f"{lines} production lines (at most {MAX_LINES})")
     if len(largest) > MAX_KNOT:
         over.append(f"a knot of {len(largest)} (at most {MAX_KNOT})")
