@@ -1,0 +1,373 @@
+//! `gate mutants`: mutation-scored acceptance criteria.
+//!
+//! The mutants are the `gate-mutants` crate's (the change's own lines,
+//! parsed per language); this module runs them. The criteria run once on
+//! the workspace, traced as `gate verify` traces them (`runs`), so each
+//! one's reads say which changed files it depends on (`scope`); each
+//! mutant is then written into a copy of the workspace of its own
+//! (`copy`), shown where the workspace is, and only the criteria that read
+//! its file run against it, with the checks they run after, through the
+//! same harness and sandbox. `lines` reads the changed lines, `report` is
+//! the document and its text.
+
+mod copy;
+mod lines;
+pub(crate) mod report;
+mod runs;
+mod scope;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use gate_evidence::{Snapshot, WalkOptions};
+use gate_harness::{Action, ItemKind, ItemResult, Status as ItemStatus};
+use gate_mutants::score::{self, Outcome};
+use gate_mutants::{Language, Mutant, Status};
+use gate_specs::{InputGlobs, Spec};
+
+use crate::cli::{MutantsArgs, ShowFormat};
+use crate::config::Context;
+use crate::errors::GateError;
+use crate::git::{Git, Repository};
+use crate::interrupt::Interrupt;
+use crate::isolation::{self, Isolation};
+use crate::{attest, change, exit, output, plan};
+use report::{Document, MutantRecord, Survivor};
+
+/// What scoring a change's criteria by its mutants needs.
+pub(crate) struct Inputs<'a> {
+    /// The run's context.
+    pub ctx: &'a Context,
+    /// The spec.
+    pub spec: &'a Spec,
+    /// The run's isolation.
+    pub isolation: &'a Isolation,
+    /// The gate's own git.
+    pub git: &'a Git,
+    /// The workspace's files now.
+    pub snapshot: &'a Snapshot,
+    /// The commit the change is measured from (the merge-base).
+    pub base_commit: &'a str,
+    /// The changed files, workspace-relative.
+    pub changed: &'a [String],
+    /// Only this task's criteria and files.
+    pub task: Option<&'a str>,
+    /// At most this many mutants run.
+    pub max: Option<usize>,
+    /// Each criterion's time limit against a mutant.
+    pub timeout: Option<Duration>,
+    /// Stops the runs.
+    pub interrupt: &'a Interrupt,
+    /// The criteria's results on the workspace, when they already ran
+    /// traced (`gate verify`): not run again.
+    pub unmutated: Option<&'a HashMap<String, ItemResult>>,
+}
+
+/// `gate mutants`: prepares what a run prepares, scores, prints.
+pub(crate) async fn command(ctx: &Context, args: &MutantsArgs) -> Result<u8, GateError> {
+    let spec_path = ctx.spec_path(args.spec.as_deref())?;
+    let spec = crate::verify::load_spec(&spec_path)?.spec;
+    if let Some(task) = &args.task
+        && !spec.tasks.iter().any(|t| t.id == *task)
+    {
+        return Err(GateError::Usage(format!("the spec has no task `{task}`")));
+    }
+    let base = args
+        .base
+        .clone()
+        .or_else(|| spec.spec.base.clone())
+        .ok_or_else(|| {
+            GateError::Usage(
+                "gate mutants mutates the lines a change wrote: pass --base REV or set \
+                 [spec] base"
+                    .to_owned(),
+            )
+        })?;
+    let (isolation, git) = prepare(ctx, &spec, &spec_path, args).await?;
+    let commit = change::resolve_base(&git, &ctx.workspace, &base).await?;
+    let snapshot = Snapshot::take(
+        &ctx.workspace,
+        &WalkOptions {
+            state_dir: ctx.state_inside_workspace(),
+            own_files: Vec::new(),
+            force_include: plan::forced_inputs(&spec),
+        },
+    )?;
+    let changed = change::with_base(&git, &ctx.workspace, &snapshot, &base, &commit).await?;
+    let merge_base = change::merge_base(&git, &ctx.workspace, &base, &commit).await?;
+    let interrupt = Interrupt::listen();
+    let doc = score(Inputs {
+        ctx,
+        spec: &spec,
+        isolation: &isolation,
+        git: &git,
+        snapshot: &snapshot,
+        base_commit: &merge_base,
+        changed: &changed,
+        task: args.task.as_deref(),
+        max: args.max,
+        timeout: args.timeout_s.map(Duration::from_secs),
+        interrupt: &interrupt,
+        unmutated: None,
+    })
+    .await?;
+    let text = match args.format {
+        ShowFormat::Human => report::text(&doc),
+        ShowFormat::Json => {
+            let mut json =
+                serde_json::to_string_pretty(&doc).map_err(GateError::encode("mutants"))?;
+            json.push('\n');
+            json
+        }
+    };
+    output::stdout(&text).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
+}
+
+/// The run's isolation and the gate's git, prepared as `gate verify`
+/// prepares them.
+async fn prepare(
+    ctx: &Context,
+    spec: &Spec,
+    spec_path: &std::path::Path,
+    args: &MutantsArgs,
+) -> Result<(Isolation, Git), GateError> {
+    attest::refuse_linked_state(ctx)?;
+    let spec_dir = spec_path.parent().unwrap_or(&ctx.workspace);
+    let routing = gate_review::routing::Routing::resolve(None, spec_dir)?;
+    let store = attest::bundle_store(ctx)?;
+    std::fs::create_dir_all(&ctx.state_dir).map_err(|e| GateError::Workspace {
+        path: ctx.state_dir.clone(),
+        reason: format!("cannot create the state directory: {e}"),
+    })?;
+    let floor = crate::config::sandbox_floor(args.sandbox, &ctx.env)?;
+    let mut isolation = Isolation::prepare(isolation::Setup {
+        floor,
+        section: &spec.sandbox,
+        workspace: &ctx.workspace,
+        secret_paths: attest::secret_paths(ctx, &store),
+        never_env: crate::verify::never_env(ctx, spec, &routing, &store),
+        host_env: ctx.env.pairs(),
+    })
+    .await?;
+    isolation.hand_over_workspace(&ctx.workspace)?;
+    let repository = Repository::find(&ctx.workspace);
+    let top = repository
+        .as_ref()
+        .ok()
+        .map(|r| r.work_tree().to_path_buf());
+    let git = Git::new(isolation.tools(top.as_deref()), repository);
+    Ok((isolation, git))
+}
+
+/// The criteria (and task tests run as commands) scored: every one, or
+/// the task's.
+fn scored_items(spec: &Spec, plan: &plan::Plan, task: Option<&str>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for t in spec
+        .tasks
+        .iter()
+        .filter(|t| task.is_none_or(|id| t.id == id))
+    {
+        for c in t.criteria.iter().filter(|c| c.run.is_some()) {
+            out.insert(c.id.clone(), t.id.clone());
+        }
+        let tests = format!("{}.tests", t.id);
+        let runs = plan.items.iter().any(|i| {
+            i.id == tests
+                && i.kind == ItemKind::TaskTests
+                && i.work
+                    .as_ref()
+                    .is_some_and(|w| matches!(w.action, Action::Command { .. }))
+        });
+        if runs {
+            out.insert(tests, t.id.clone());
+        }
+    }
+    out
+}
+
+/// The changed files mutants are made of, with their text: a language the
+/// engine parses, not a test or a generated file, not the spec, under the
+/// task's `paths` when one is named.
+fn mutable_files(inputs: &Inputs<'_>) -> Vec<(String, String)> {
+    let task_paths = inputs.task.and_then(|id| {
+        let task = inputs.spec.tasks.iter().find(|t| t.id == id)?;
+        InputGlobs::new(&task.paths).ok()
+    });
+    inputs
+        .changed
+        .iter()
+        .filter(|f| Language::of(f).is_some())
+        .filter(|f| task_paths.as_ref().is_none_or(|p| p.is_match(f)))
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(inputs.ctx.workspace.join(f)).ok()?;
+            gate_mutants::language::never_mutated(f, &text)
+                .is_none()
+                .then(|| (f.clone(), text))
+        })
+        .collect()
+}
+
+/// Makes the mutants of the change's own lines, runs each against the
+/// criteria that read its file, and scores the criteria and tasks.
+pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
+    let plan = plan::first_attempt(inputs.spec, inputs.snapshot);
+    let scored = scored_items(inputs.spec, &plan, inputs.task);
+    let files = mutable_files(&inputs);
+    let lines = lines::changed(
+        inputs.git,
+        &inputs.ctx.workspace,
+        inputs.base_commit,
+        &files,
+    )
+    .await
+    .map_err(|reason| GateError::Base {
+        base: inputs.base_commit.to_owned(),
+        reason,
+    })?;
+    let mut made: Vec<(Mutant, &str)> = Vec::new();
+    for (file, text) in &files {
+        let (Some(lang), Some(changed)) = (Language::of(file), lines.get(file)) else {
+            continue;
+        };
+        match gate_mutants::generate(file, lang, text, changed) {
+            Ok(found) => made.extend(found.into_iter().map(|m| (m, text.as_str()))),
+            Err(e) => tracing::warn!(error = %e, "no mutants of {file}"),
+        }
+    }
+    let runner = runs::Runner {
+        plan: &plan,
+        isolation: inputs.isolation,
+        workspace: &inputs.ctx.workspace,
+        output_cap: usize::try_from(inputs.spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
+        interrupt: inputs.interrupt,
+        timeout: inputs.timeout,
+    };
+    let ids: BTreeSet<String> = scored.keys().cloned().collect();
+    let ran_now;
+    let unmutated = match inputs.unmutated {
+        Some(results) => results,
+        None if made.iter().any(|(m, _)| m.set_apart.is_none()) => {
+            output::stderr(&format!(
+                "gate: running {} criteria on the change, traced",
+                ids.len()
+            ));
+            ran_now = runner.on_workspace(&ids).await?;
+            &ran_now
+        }
+        None => {
+            ran_now = HashMap::new();
+            &ran_now
+        }
+    };
+    if let Some(failing) = ids.iter().find(|id| {
+        unmutated
+            .get(*id)
+            .is_some_and(|r| r.status != ItemStatus::Passed)
+    }) {
+        return Err(GateError::Unavailable(format!(
+            "criterion `{failing}` does not pass on the change itself: mutants score \
+             criteria that pass"
+        )));
+    }
+    let scope = scope::Scope::of(inputs.spec, &plan, &ids, unmutated);
+    let runnable = made.iter().filter(|(m, _)| m.set_apart.is_none()).count();
+    let limit = inputs.max.unwrap_or(usize::MAX);
+    let mut records = Vec::new();
+    let mut outcomes = Vec::new();
+    let (mut run, mut left_out) = (0usize, 0usize);
+    for (mutant, text) in &made {
+        let mut record = MutantRecord {
+            file: mutant.file.clone(),
+            line: mutant.line,
+            operator: mutant.operator,
+            original: mutant.original.clone(),
+            replacement: mutant.replacement.clone(),
+            status: Status::NotRun,
+            killed_by: Vec::new(),
+            ran: Vec::new(),
+            why: None,
+        };
+        if let Some(apart) = &mutant.set_apart {
+            record.status = apart.status;
+            record.why = Some(apart.why.clone());
+            records.push(record);
+            continue;
+        }
+        if run >= limit {
+            left_out += 1;
+            continue;
+        }
+        run += 1;
+        let criteria = scope.criteria_for(&mutant.file);
+        if criteria.is_empty() {
+            record.why = Some("no criterion read its file".to_owned());
+            records.push(record);
+            continue;
+        }
+        let outcome = runner
+            .on_mutant(&criteria, &mutant.file, &mutant.apply(text))
+            .await?;
+        output::stderr(&format!(
+            "gate: mutant {run}/{} {}: {}",
+            runnable.min(limit),
+            mutant.describe(),
+            outcome.status.as_str()
+        ));
+        record.status = outcome.status;
+        record.killed_by = outcome.killed_by.iter().cloned().collect();
+        record.ran = outcome.ran.iter().cloned().collect();
+        if outcome.status == Status::Unviable {
+            record.why =
+                Some("a check the criteria run after failed: it does not build".to_owned());
+        }
+        records.push(record);
+        outcomes.push(outcome);
+    }
+    Ok(document(
+        &inputs, &scored, &scope, files, records, &outcomes, left_out,
+    ))
+}
+
+/// The document: the mutants, the tallies (every scored criterion and task
+/// named, at zero when no mutant reached it), the survivors as findings.
+fn document(
+    inputs: &Inputs<'_>,
+    scored: &BTreeMap<String, String>,
+    scope: &scope::Scope,
+    files: Vec<(String, String)>,
+    mutants: Vec<MutantRecord>,
+    outcomes: &[Outcome],
+    left_out: usize,
+) -> Document {
+    let mut criteria = score::by_criterion(outcomes);
+    let mut tasks = score::by_group(outcomes, |id| scored.get(id).map(String::as_str));
+    for (id, task) in scored {
+        criteria.entry(id.clone()).or_default();
+        tasks.entry(task.clone()).or_default();
+    }
+    let findings = mutants
+        .iter()
+        .filter(|m| m.status == Status::Survived)
+        .map(Survivor::of)
+        .collect();
+    let mut tools: BTreeMap<String, String> = gate_mutants::language::GRAMMARS
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    tools.insert("gate".to_owned(), env!("CARGO_PKG_VERSION").to_owned());
+    Document {
+        format_version: report::FORMAT_VERSION,
+        base_commit: inputs.base_commit.to_owned(),
+        files: files.into_iter().map(|(f, _)| f).collect(),
+        total: score::overall(outcomes),
+        mutants,
+        left_out,
+        criteria,
+        tasks,
+        untraced: scope.untraced(),
+        findings,
+        tools,
+    }
+}

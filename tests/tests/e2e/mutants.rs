@@ -1,0 +1,237 @@
+//! `gate mutants`: mutants of the change's own lines, each run only against
+//! the criteria whose traced reads include its file. Each workspace is a
+//! git repository the test makes: the base holds the spec, the criteria
+//! and a file of another task's; the change adds `is_adult` (an adult is
+//! 18 or older). A weak criterion checks 30 only, a boundary one 18 and
+//! 17; an unrelated one checks the other task's file. Every criterion logs
+//! each of its runs into a folder outside the workspace
+//! (`[sandbox] writable`), so the test counts real executions.
+
+use gate_tests::{TestEnv, peers};
+use serde_json::Value;
+
+/// A workspace at its base commit with the change on top, uncommitted.
+struct Workspace {
+    env: TestEnv,
+    logs: tempfile::TempDir,
+}
+
+/// One language's version of the scenario: the files of the base, the
+/// file the change writes, and the criteria's commands.
+struct Scenario {
+    /// (path, text) committed in the base.
+    base: Vec<(&'static str, String)>,
+    /// The rules file as the base has it, and as the change leaves it.
+    rules: (&'static str, &'static str, &'static str),
+    /// Each criterion's command: weak, boundary, unrelated.
+    runs: [String; 3],
+    /// A check every criterion runs after (a build), when the language has one.
+    build: Option<&'static str>,
+}
+
+impl Workspace {
+    fn new(s: &Scenario) -> Self {
+        let env = TestEnv::new();
+        let logs = tempfile::tempdir().unwrap();
+        let log = logs.path().display().to_string();
+        let logged = |id: &str, run: &str| format!("echo {id} >> {log}/runs && {run}");
+        let after = if s.build.is_some() {
+            "after = [\"build\"]\n"
+        } else {
+            ""
+        };
+        let build = s.build.map_or_else(String::new, |b| {
+            format!("[[check]]\nid = \"build\"\nrun = \"{b}\"\n\n")
+        });
+        let criterion = |id: &str, run: &str| {
+            format!(
+                "[[task.criterion]]\nid = \"{id}\"\ntext = \"{id} holds\"\nrun = '''{}'''\n{after}\n",
+                logged(id, run)
+            )
+        };
+        env.write(
+            "gate.toml",
+            &format!(
+                "[spec]\nid = \"ages\"\n\n{build}\
+                 [[task]]\nid = \"rules\"\npaths = [\"{rules}\"]\n\n{}{}\
+                 [[task]]\nid = \"greeting\"\npaths = [\"src/greet*\"]\n\n{}\
+                 [sandbox]\nwritable = [\"{log}\"]\n",
+                criterion("weak", &s.runs[0]),
+                criterion("boundary", &s.runs[1]),
+                criterion("unrelated", &s.runs[2]),
+                rules = s.rules.0,
+            ),
+        );
+        env.write(
+            ".gitignore",
+            ".gate/\ntarget/\nnode_modules/\n__pycache__/\n",
+        );
+        for (path, text) in &s.base {
+            env.write(path, text);
+        }
+        env.write(s.rules.0, s.rules.1);
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["add", "."]);
+        env.git(&["commit", "-q", "-m", "base"]);
+        env.write(s.rules.0, s.rules.2);
+        Self { env, logs }
+    }
+
+    /// How many times each criterion ran.
+    fn runs(&self, id: &str) -> usize {
+        std::fs::read_to_string(self.logs.path().join("runs"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == id)
+            .count()
+    }
+}
+
+/// The "done when" of mutation scoring, for one language: the boundary
+/// mutant at the changed line is killed by `boundary` and survived by
+/// `weak`, which counts it; `unrelated` runs for no mutant; nothing
+/// outside the change is mutated; the survivors are findings.
+fn the_boundary_criterion_kills_what_the_weak_one_misses(s: &Scenario, boundary: (&str, &str)) {
+    let ws = Workspace::new(s);
+    let out = ws
+        .env
+        .gate(&["mutants", "--base", "main", "--format", "json"])
+        .timeout(std::time::Duration::from_secs(600))
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let errors = peers::schema_errors("mutants", std::slice::from_ref(&doc));
+    assert!(errors.is_empty(), "{errors:?}");
+    let mutants = doc["mutants"].as_array().unwrap();
+    let changed_line = s
+        .rules
+        .2
+        .lines()
+        .position(|l| l.contains(boundary.0))
+        .unwrap()
+        + 1;
+    let m = mutants
+        .iter()
+        .find(|m| m["original"] == boundary.0 && m["replacement"] == boundary.1)
+        .unwrap_or_else(|| panic!("no `{}`→`{}` mutant: {doc:#}", boundary.0, boundary.1));
+    assert_eq!(m["file"], s.rules.0);
+    assert_eq!(m["line"], changed_line, "{m:#}");
+    assert_eq!(m["status"], "killed", "{m:#}");
+    assert_eq!(m["killed_by"], serde_json::json!(["boundary"]), "{m:#}");
+    assert!(
+        m["ran"].as_array().unwrap().contains(&Value::from("weak")),
+        "{m:#}"
+    );
+    // Only the change's own lines of the change's files.
+    let base_lines = s.rules.1.lines().count();
+    for m in mutants {
+        assert_eq!(m["file"], s.rules.0, "{m:#}");
+        assert!(
+            m["line"].as_u64().unwrap() > base_lines as u64,
+            "a line the base had was mutated: {m:#}"
+        );
+    }
+    // The weak criterion counts the boundary mutant against it.
+    let weak = &doc["criteria"]["weak"];
+    assert!(weak["survived"].as_u64().unwrap() >= 1, "{doc:#}");
+    assert!(weak["score"].as_f64().unwrap() < 1.0, "{doc:#}");
+    assert!(
+        doc["criteria"]["boundary"]["killed"].as_u64().unwrap() > weak["killed"].as_u64().unwrap(),
+        "{doc:#}"
+    );
+    // The unrelated criterion read no mutated file: it ran once, traced,
+    // on the change itself, and against no mutant.
+    assert_eq!(doc["criteria"]["unrelated"]["killed"], 0);
+    assert_eq!(doc["criteria"]["unrelated"]["survived"], 0);
+    assert!(doc["criteria"]["unrelated"]["score"].is_null());
+    assert_eq!(ws.runs("unrelated"), 1);
+    let run_against = mutants
+        .iter()
+        .filter(|m| !m["ran"].as_array().unwrap().is_empty())
+        .count();
+    assert_eq!(ws.runs("boundary"), 1 + run_against, "{doc:#}");
+    assert!(doc["untraced"].as_object().unwrap().is_empty(), "{doc:#}");
+    // Each survivor is a finding naming the criteria that read the line.
+    let survivors = mutants.iter().filter(|m| m["status"] == "survived").count();
+    assert_eq!(doc["findings"].as_array().unwrap().len(), survivors);
+    for f in doc["findings"].as_array().unwrap() {
+        assert!(
+            f["title"]
+                .as_str()
+                .unwrap()
+                .starts_with("no criterion notices when `"),
+            "{f:#}"
+        );
+        assert!(
+            f["criteria"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("weak"))
+        );
+    }
+    // The text says the same.
+    let text = ws
+        .env
+        .gate(&["mutants", "--base", "main"])
+        .timeout(std::time::Duration::from_secs(600))
+        .run();
+    text.assert_exit(0);
+    text.stdout_has("criterion weak: ");
+    if survivors > 0 {
+        text.stdout_has("warning: no criterion notices when `");
+    }
+}
+
+#[test]
+fn python_mutants_are_scored_by_the_criteria_that_read_them() {
+    let check = |body: &str| {
+        format!("import sys\nsys.path.insert(0, '.')\nfrom src.rules import is_adult\n{body}\n")
+    };
+    let scenario = Scenario {
+        base: vec![
+            ("checks/weak.py", check("assert is_adult(30)")),
+            (
+                "checks/boundary.py",
+                check("assert is_adult(18)\nassert not is_adult(17)"),
+            ),
+            (
+                "checks/greet.py",
+                "import sys\nsys.path.insert(0, '.')\nfrom src.greet import greet\nassert greet('a') == 'hi a'\n"
+                    .to_owned(),
+            ),
+            ("src/greet.py", "def greet(n):\n    return 'hi ' + n\n".to_owned()),
+        ],
+        rules: (
+            "src/rules.py",
+            "def older(a, b):\n    return a + 1 > b\n",
+            "def older(a, b):\n    return a + 1 > b\n\n\ndef is_adult(age):\n    return age >= 18\n",
+        ),
+        runs: [
+            "python3 checks/weak.py".to_owned(),
+            "python3 checks/boundary.py".to_owned(),
+            "python3 checks/greet.py".to_owned(),
+        ],
+        build: None,
+    };
+    the_boundary_criterion_kills_what_the_weak_one_misses(
+        &scenario,
+        ("return age >= 18", "return age > 18"),
+    );
+}
+
+#[test]
+fn gate_mutants_needs_a_base() {
+    let env = TestEnv::new();
+    env.write(
+        "gate.toml",
+        "[spec]\nid = \"x\"\n[[task]]\nid = \"t\"\npaths = [\"src/**\"]\n",
+    );
+    env.git(&["init", "-q", "-b", "main"]);
+    let out = env.gate(&["mutants"]).run();
+    out.assert_exit(2);
+    out.stderr_has("--base");
+    env.gate(&["mutants", "--base", "main", "--task", "nope"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("no task `nope`");
+}
