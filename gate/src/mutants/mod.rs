@@ -243,6 +243,7 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         output_cap: usize::try_from(inputs.spec.policy.output_cap_bytes).unwrap_or(usize::MAX),
         interrupt: inputs.interrupt,
         timeout: inputs.timeout,
+        not_copied: not_copied(inputs.ctx),
     };
     let ids: BTreeSet<String> = scored.keys().cloned().collect();
     let ran_now;
@@ -328,6 +329,17 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
     Ok(document(
         &inputs, &scored, &scope, files, records, &outcomes, left_out,
     ))
+}
+
+/// What a mutant's copy leaves out: the repository and the gate's state.
+fn not_copied(ctx: &Context) -> Vec<std::path::PathBuf> {
+    let mut out = vec![std::path::PathBuf::from(".git")];
+    if let Some(state) = ctx.state_inside_workspace()
+        && let Ok(rel) = state.strip_prefix(&ctx.workspace)
+    {
+        out.push(rel.to_path_buf());
+    }
+    out
 }
 
 /// The document: the mutants, the tallies (every scored criterion and task

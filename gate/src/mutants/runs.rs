@@ -30,6 +30,9 @@ pub(super) struct Runner<'a> {
     pub interrupt: &'a Interrupt,
     /// Each criterion's time limit against a mutant, when the command set one.
     pub timeout: Option<Duration>,
+    /// Workspace-relative paths a mutant's copy leaves out: `.git` and the
+    /// gate's state directory (its key and ledger are no item's to read).
+    pub not_copied: Vec<std::path::PathBuf>,
 }
 
 /// `ids` and every item they run after, transitively.
@@ -130,7 +133,12 @@ impl Runner<'_> {
                 GateError::Unavailable(format!("cannot make a mutant's folder: {e}"))
             })?;
         }
-        super::copy::workspace(self.workspace, &root, &[Path::new(".git")], file, text)
+        let skip: Vec<&Path> = self
+            .not_copied
+            .iter()
+            .map(std::path::PathBuf::as_path)
+            .collect();
+        super::copy::workspace(self.workspace, &root, &skip, file, text)
             .map_err(GateError::Unavailable)?;
         let launcher = self
             .isolation

@@ -25,8 +25,10 @@ struct Scenario {
     rules: (&'static str, &'static str, &'static str),
     /// Each criterion's command: weak, boundary, unrelated.
     runs: [String; 3],
-    /// A check every criterion runs after (a build), when the language has one.
-    build: Option<&'static str>,
+    /// Host folders the criteria read besides the toolchains (a compiler).
+    readable: Vec<String>,
+    /// The paths of the unrelated task.
+    other_paths: &'static str,
 }
 
 impl Workspace {
@@ -35,31 +37,26 @@ impl Workspace {
         let logs = tempfile::tempdir().unwrap();
         let log = logs.path().display().to_string();
         let logged = |id: &str, run: &str| format!("echo {id} >> {log}/runs && {run}");
-        let after = if s.build.is_some() {
-            "after = [\"build\"]\n"
-        } else {
-            ""
-        };
-        let build = s.build.map_or_else(String::new, |b| {
-            format!("[[check]]\nid = \"build\"\nrun = \"{b}\"\n\n")
-        });
         let criterion = |id: &str, run: &str| {
             format!(
-                "[[task.criterion]]\nid = \"{id}\"\ntext = \"{id} holds\"\nrun = '''{}'''\n{after}\n",
+                "[[task.criterion]]\nid = \"{id}\"\ntext = \"{id} holds\"\nrun = '''{}'''\n\n",
                 logged(id, run)
             )
         };
+        let readable: Vec<String> = s.readable.iter().map(|r| format!("{r:?}")).collect();
         env.write(
             "gate.toml",
             &format!(
-                "[spec]\nid = \"ages\"\n\n{build}\
+                "[spec]\nid = \"ages\"\n\n\
                  [[task]]\nid = \"rules\"\npaths = [\"{rules}\"]\n\n{}{}\
-                 [[task]]\nid = \"greeting\"\npaths = [\"src/greet*\"]\n\n{}\
-                 [sandbox]\nwritable = [\"{log}\"]\n",
+                 [[task]]\nid = \"greeting\"\npaths = [\"{other}\"]\n\n{}\
+                 [sandbox]\nwritable = [\"{log}\"]\nreadable = [{readable}]\n",
                 criterion("weak", &s.runs[0]),
                 criterion("boundary", &s.runs[1]),
                 criterion("unrelated", &s.runs[2]),
                 rules = s.rules.0,
+                other = s.other_paths,
+                readable = readable.join(", "),
             ),
         );
         env.write(
@@ -169,7 +166,13 @@ fn the_boundary_criterion_kills_what_the_weak_one_misses(s: &Scenario, boundary:
                 .contains(&Value::from("weak"))
         );
     }
-    // The text says the same.
+    // The text says the same (once: a second run costs what the first did).
+    if s.rules.0 == "src/rules.py" {
+        text_says_the_same(&ws, survivors);
+    }
+}
+
+fn text_says_the_same(ws: &Workspace, survivors: usize) {
     let text = ws
         .env
         .gate(&["mutants", "--base", "main"])
@@ -211,11 +214,127 @@ fn python_mutants_are_scored_by_the_criteria_that_read_them() {
             "python3 checks/boundary.py".to_owned(),
             "python3 checks/greet.py".to_owned(),
         ],
-        build: None,
+        readable: Vec::new(),
+        other_paths: "src/greet.py",
     };
     the_boundary_criterion_kills_what_the_weak_one_misses(
         &scenario,
         ("return age >= 18", "return age > 18"),
+    );
+}
+
+/// Real cargo: two packages, each criterion an integration test; the
+/// unrelated one builds only the other package, a workspace of its own
+/// (cargo probes every member's `src/lib.rs` of the workspace it loads,
+/// which is a read). Each mutant's copy keeps the build, so only the
+/// mutated package is compiled again.
+#[test]
+fn rust_mutants_are_scored_by_the_criteria_that_read_them() {
+    let manifest = |name: &str| {
+        format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
+    };
+    let test = |body: &str| format!("#[test]\nfn holds() {{\n    {body}\n}}\n");
+    let scenario = Scenario {
+        base: vec![
+            (
+                "Cargo.toml",
+                "[workspace]\nmembers = [\"rules\"]\nexclude = [\"greet\"]\nresolver = \"2\"\n"
+                    .to_owned(),
+            ),
+            ("rules/Cargo.toml", manifest("rules")),
+            ("rules/tests/weak.rs", test("assert!(rules::is_adult(30));")),
+            (
+                "rules/tests/boundary.rs",
+                test("assert!(rules::is_adult(18));\n    assert!(!rules::is_adult(17));"),
+            ),
+            ("greet/Cargo.toml", manifest("greet") + "\n[workspace]\n"),
+            (
+                "greet/src/lib.rs",
+                "pub fn greet(n: &str) -> String {\n    format!(\"hi {n}\")\n}\n".to_owned(),
+            ),
+            (
+                "greet/tests/greet.rs",
+                test("assert_eq!(greet::greet(\"a\"), \"hi a\");"),
+            ),
+        ],
+        rules: (
+            "rules/src/lib.rs",
+            "pub fn older(a: u32, b: u32) -> bool {\n    a + 1 > b\n}\n",
+            "pub fn older(a: u32, b: u32) -> bool {\n    a + 1 > b\n}\n\n\
+             pub fn is_adult(age: u32) -> bool {\n    age >= 18\n}\n",
+        ),
+        runs: [
+            "cargo test --offline -q -p rules --test weak".to_owned(),
+            "cargo test --offline -q -p rules --test boundary".to_owned(),
+            "cd greet && cargo test --offline -q --test greet".to_owned(),
+        ],
+        readable: Vec::new(),
+        other_paths: "greet/**",
+    };
+    the_boundary_criterion_kills_what_the_weak_one_misses(&scenario, ("age >= 18", "age > 18"));
+}
+
+/// Real TypeScript: each criterion compiles the file it tests with `tsc`
+/// and runs the result on Node.js.
+#[test]
+fn typescript_mutants_are_scored_by_the_criteria_that_read_them() {
+    let tsc = peers::tsc();
+    let package = tsc
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let check = |out: &str, body: &str| {
+        format!(
+            "const {{ isAdult }} = require(\"../{out}/rules.js\");\nconst assert = require(\"assert\");\n{body}\n"
+        )
+    };
+    let compile = |out: &str, file: &str, then: &str| {
+        format!(
+            "node {} --outDir {out} --module commonjs --target es2020 --strict {file} && node {then}",
+            tsc.display()
+        )
+    };
+    let scenario = Scenario {
+        base: vec![
+            ("checks/weak.js", check("out-weak", "assert(isAdult(30));")),
+            (
+                "checks/boundary.js",
+                check(
+                    "out-boundary",
+                    "assert(isAdult(18));\nassert(!isAdult(17));",
+                ),
+            ),
+            (
+                "checks/greet.js",
+                "const { greet } = require(\"../out-greet/greet.js\");\n\
+                 require(\"assert\").strictEqual(greet(\"a\"), \"hi a\");\n"
+                    .to_owned(),
+            ),
+            (
+                "src/greet.ts",
+                "export function greet(n: string): string {\n  return \"hi \" + n;\n}\n".to_owned(),
+            ),
+        ],
+        rules: (
+            "src/rules.ts",
+            "export function older(a: number, b: number): boolean {\n  return a + 1 > b;\n}\n",
+            "export function older(a: number, b: number): boolean {\n  return a + 1 > b;\n}\n\n\
+             export function isAdult(age: number): boolean {\n  return age >= 18;\n}\n",
+        ),
+        runs: [
+            compile("out-weak", "src/rules.ts", "checks/weak.js"),
+            compile("out-boundary", "src/rules.ts", "checks/boundary.js"),
+            compile("out-greet", "src/greet.ts", "checks/greet.js"),
+        ],
+        readable: vec![package],
+        other_paths: "src/greet.ts",
+    };
+    the_boundary_criterion_kills_what_the_weak_one_misses(
+        &scenario,
+        ("return age >= 18;", "return age > 18;"),
     );
 }
 
