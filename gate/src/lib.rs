@@ -209,7 +209,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         | Command::Man { .. }
         | Command::Schema { .. } => Ok(exit::USAGE),
         Command::Doctor(args) => commands::doctor::doctor(ctx, &args).await,
-        Command::Mutants(args) => mutants::command(ctx, &args).await,
+        Command::Mutants(args) => Box::pin(commands::mutants::command(ctx, &args)).await,
         Command::Init => init::run(ctx),
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,

@@ -12,16 +12,20 @@
 //! - [`mutant`]: one mutant, its one-line diff, applying it, and what a
 //!   run made of it ([`mutant::Status`]).
 //! - [`score`]: per-criterion and per-group tallies and scores.
+//! - [`report`]: the record of a scoring (a document with a JSON Schema)
+//!   and its readable text.
 //! - [`errors`]: what can go wrong.
 //!
 //! The crate runs nothing and reads no file: the caller hands it text and
 //! changed lines, runs each mutant, and hands the results back to score.
+//! It depends on no crate of the gate's.
 
 pub mod diff;
 pub mod errors;
 pub mod language;
 pub mod mutant;
 pub mod operators;
+pub mod report;
 pub mod score;
 
 pub use errors::MutantsError;

@@ -1,38 +1,37 @@
-//! `gate mutants`: mutation-scored acceptance criteria.
+//! Mutation-scored acceptance criteria: what `gate mutants` and `gate
+//! verify` under `[policy] mutants` run.
 //!
-//! The mutants are the `gate-mutants` crate's (the change's own lines,
-//! parsed per language); this module runs them. The criteria run once on
+//! The mutants, their scores and their record are the `gate-mutants`
+//! crate's (the change's own lines, parsed per language); this module runs
+//! them. The criteria run once on
 //! the workspace, traced as `gate verify` traces them (`runs`), so each
 //! one's reads say which changed files it depends on (`scope`); each
 //! mutant is then written into a copy of the workspace of its own
 //! (`copy`), shown where the workspace is, and only the criteria that read
 //! its file run against it, with the checks they run after, through the
-//! same harness and sandbox. `lines` reads the changed lines, `report` is
-//! the document and its text.
+//! same harness and sandbox. `lines` reads the changed lines.
 
 mod copy;
 mod lines;
-pub(crate) mod report;
 mod runs;
 mod scope;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use gate_evidence::{Snapshot, WalkOptions};
+use gate_evidence::Snapshot;
 use gate_harness::{Action, ItemKind, ItemResult, Status as ItemStatus};
+use gate_mutants::report::{self, Document, MutantRecord, Survivor};
 use gate_mutants::score::{self, Outcome};
 use gate_mutants::{Language, Mutant, Status};
 use gate_specs::{InputGlobs, Spec};
 
-use crate::cli::{MutantsArgs, ShowFormat};
 use crate::config::Context;
 use crate::errors::GateError;
-use crate::git::{Git, Repository};
+use crate::git::Git;
 use crate::interrupt::Interrupt;
-use crate::isolation::{self, Isolation};
-use crate::{attest, change, exit, output, plan};
-use report::{Document, MutantRecord, Survivor};
+use crate::isolation::Isolation;
+use crate::{output, plan};
 
 /// What scoring a change's criteria by its mutants needs.
 pub(crate) struct Inputs<'a> {
@@ -61,103 +60,6 @@ pub(crate) struct Inputs<'a> {
     /// The criteria's results on the workspace, when they already ran
     /// traced (`gate verify`): not run again.
     pub unmutated: Option<&'a HashMap<String, ItemResult>>,
-}
-
-/// `gate mutants`: prepares what a run prepares, scores, prints.
-pub(crate) async fn command(ctx: &Context, args: &MutantsArgs) -> Result<u8, GateError> {
-    let spec_path = ctx.spec_path(args.spec.as_deref())?;
-    let spec = crate::verify::load_spec(&spec_path)?.spec;
-    if let Some(task) = &args.task
-        && !spec.tasks.iter().any(|t| t.id == *task)
-    {
-        return Err(GateError::Usage(format!("the spec has no task `{task}`")));
-    }
-    let base = args
-        .base
-        .clone()
-        .or_else(|| spec.spec.base.clone())
-        .ok_or_else(|| {
-            GateError::Usage(
-                "gate mutants mutates the lines a change wrote: pass --base REV or set \
-                 [spec] base"
-                    .to_owned(),
-            )
-        })?;
-    let (isolation, git) = prepare(ctx, &spec, &spec_path, args).await?;
-    let commit = change::resolve_base(&git, &ctx.workspace, &base).await?;
-    let snapshot = Snapshot::take(
-        &ctx.workspace,
-        &WalkOptions {
-            state_dir: ctx.state_inside_workspace(),
-            own_files: Vec::new(),
-            force_include: plan::forced_inputs(&spec),
-        },
-    )?;
-    let changed = change::with_base(&git, &ctx.workspace, &snapshot, &base, &commit).await?;
-    let merge_base = change::merge_base(&git, &ctx.workspace, &base, &commit).await?;
-    let interrupt = Interrupt::listen();
-    let doc = score(Inputs {
-        ctx,
-        spec: &spec,
-        isolation: &isolation,
-        git: &git,
-        snapshot: &snapshot,
-        base_commit: &merge_base,
-        changed: &changed,
-        task: args.task.as_deref(),
-        max: args.max,
-        timeout: args.timeout_s.map(Duration::from_secs),
-        interrupt: &interrupt,
-        unmutated: None,
-    })
-    .await?;
-    let text = match args.format {
-        ShowFormat::Human => report::text(&doc),
-        ShowFormat::Json => {
-            let mut json =
-                serde_json::to_string_pretty(&doc).map_err(GateError::encode("mutants"))?;
-            json.push('\n');
-            json
-        }
-    };
-    output::stdout(&text).map_err(GateError::stdout)?;
-    Ok(exit::PASS)
-}
-
-/// The run's isolation and the gate's git, prepared as `gate verify`
-/// prepares them.
-async fn prepare(
-    ctx: &Context,
-    spec: &Spec,
-    spec_path: &std::path::Path,
-    args: &MutantsArgs,
-) -> Result<(Isolation, Git), GateError> {
-    attest::refuse_linked_state(ctx)?;
-    let spec_dir = spec_path.parent().unwrap_or(&ctx.workspace);
-    let routing = gate_review::routing::Routing::resolve(None, spec_dir)?;
-    let store = attest::bundle_store(ctx)?;
-    std::fs::create_dir_all(&ctx.state_dir).map_err(|e| GateError::Workspace {
-        path: ctx.state_dir.clone(),
-        reason: format!("cannot create the state directory: {e}"),
-    })?;
-    let floor = crate::config::sandbox_floor(args.sandbox, &ctx.env)?;
-    let mut isolation = Isolation::prepare(isolation::Setup {
-        floor,
-        section: &spec.sandbox,
-        workspace: &ctx.workspace,
-        secret_paths: attest::secret_paths(ctx, &store),
-        never_env: crate::verify::never_env(ctx, spec, &routing, &store),
-        host_env: ctx.env.pairs(),
-    })
-    .await?;
-    isolation.hand_over_workspace(&ctx.workspace)?;
-    let repository = Repository::find(&ctx.workspace);
-    let top = repository
-        .as_ref()
-        .ok()
-        .map(|r| r.work_tree().to_path_buf());
-    let git = Git::new(isolation.tools(top.as_deref()), repository);
-    Ok((isolation, git))
 }
 
 /// The criteria (and task tests run as commands) scored: every one, or
@@ -246,22 +148,21 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         not_copied: not_copied(inputs.ctx),
     };
     let ids: BTreeSet<String> = scored.keys().cloned().collect();
-    let ran_now;
-    let unmutated = match inputs.unmutated {
-        Some(results) => results,
-        None if made.iter().any(|(m, _)| m.set_apart.is_none()) => {
-            output::stderr(&format!(
-                "gate: running {} criteria on the change, traced",
-                ids.len()
-            ));
-            ran_now = runner.on_workspace(&ids).await?;
-            &ran_now
-        }
-        None => {
-            ran_now = HashMap::new();
-            &ran_now
-        }
-    };
+    // What the criteria read on the change itself: the run's results where
+    // they ran in it (a retry carries some), the rest run now, traced.
+    let mut unmutated: HashMap<String, ItemResult> = inputs.unmutated.cloned().unwrap_or_default();
+    let missing: BTreeSet<String> = ids
+        .iter()
+        .filter(|id| !unmutated.contains_key(*id))
+        .cloned()
+        .collect();
+    if !missing.is_empty() && made.iter().any(|(m, _)| m.set_apart.is_none()) {
+        output::stderr(&format!(
+            "gate: running {} criteria on the change, traced",
+            missing.len()
+        ));
+        unmutated.extend(runner.on_workspace(&missing).await?);
+    }
     if let Some(failing) = ids.iter().find(|id| {
         unmutated
             .get(*id)
@@ -272,7 +173,7 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
              criteria that pass"
         )));
     }
-    let scope = scope::Scope::of(inputs.spec, &plan, &ids, unmutated);
+    let scope = scope::Scope::of(inputs.spec, &plan, &ids, &unmutated);
     let runnable = made.iter().filter(|(m, _)| m.set_apart.is_none()).count();
     let limit = inputs.max.unwrap_or(usize::MAX);
     let mut records = Vec::new();

@@ -29,6 +29,8 @@ struct Scenario {
     readable: Vec<String>,
     /// The paths of the unrelated task.
     other_paths: &'static str,
+    /// What the spec's `[policy]` table holds.
+    policy: &'static str,
 }
 
 impl Workspace {
@@ -50,6 +52,7 @@ impl Workspace {
                 "[spec]\nid = \"ages\"\n\n\
                  [[task]]\nid = \"rules\"\npaths = [\"{rules}\"]\n\n{}{}\
                  [[task]]\nid = \"greeting\"\npaths = [\"{other}\"]\n\n{}\
+                 [policy]\n{policy}\n\n\
                  [sandbox]\nwritable = [\"{log}\"]\nreadable = [{readable}]\n",
                 criterion("weak", &s.runs[0]),
                 criterion("boundary", &s.runs[1]),
@@ -57,6 +60,7 @@ impl Workspace {
                 rules = s.rules.0,
                 other = s.other_paths,
                 readable = readable.join(", "),
+                policy = s.policy,
             ),
         );
         env.write(
@@ -185,12 +189,12 @@ fn text_says_the_same(ws: &Workspace, survivors: usize) {
     }
 }
 
-#[test]
-fn python_mutants_are_scored_by_the_criteria_that_read_them() {
+/// The Python workspace; `boundary` is the boundary criterion's command.
+fn python(boundary: &str, policy: &'static str) -> Scenario {
     let check = |body: &str| {
         format!("import sys\nsys.path.insert(0, '.')\nfrom src.rules import is_adult\n{body}\n")
     };
-    let scenario = Scenario {
+    Scenario {
         base: vec![
             ("checks/weak.py", check("assert is_adult(30)")),
             (
@@ -211,16 +215,82 @@ fn python_mutants_are_scored_by_the_criteria_that_read_them() {
         ),
         runs: [
             "python3 checks/weak.py".to_owned(),
-            "python3 checks/boundary.py".to_owned(),
+            boundary.to_owned(),
             "python3 checks/greet.py".to_owned(),
         ],
         readable: Vec::new(),
         other_paths: "src/greet.py",
-    };
+        policy,
+    }
+}
+
+#[test]
+fn python_mutants_are_scored_by_the_criteria_that_read_them() {
     the_boundary_criterion_kills_what_the_weak_one_misses(
-        &scenario,
+        &python("python3 checks/boundary.py", ""),
         ("return age >= 18", "return age > 18"),
     );
+}
+
+/// `[policy] mutants` in `gate verify`: after the criteria pass, the
+/// mutants run against them (reusing the run's traces); the scoring is in
+/// the JSON and the signed bundle; a score below `min_score` with
+/// `on_below = "fail"` fails the run, its survivors warnings at their lines.
+#[test]
+fn the_policy_fails_a_run_whose_criteria_score_below_it() {
+    const POLICY: &str = "mutants = { min_score = 0.9, on_below = \"fail\" }";
+    let verify = |ws: &Workspace| {
+        ws.env
+            .gate(&["verify", "--base", "main", "--offline", "--format", "json"])
+            .timeout(std::time::Duration::from_secs(300))
+            .run()
+    };
+    // Both criteria: every mutant is killed, the run passes.
+    let strong = Workspace::new(&python("python3 checks/boundary.py", POLICY));
+    let out = verify(&strong);
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(
+        doc["mutants"]["total"]["score"], 1.0,
+        "{:#}",
+        doc["mutants"]
+    );
+    assert_eq!(strong.runs("unrelated"), 1, "the run's traces are reused");
+    let shown = strong.env.shown(doc["run_id"].as_str().unwrap());
+    assert_eq!(
+        shown["run"]["mutants"], doc["mutants"],
+        "the bundle keeps it"
+    );
+    assert!(
+        shown["run"]["mutants"]["tools"]["tree-sitter-python"].is_string(),
+        "{:#}",
+        shown["run"]["mutants"]
+    );
+
+    // The "boundary" criterion only checks 30 too: the score falls below.
+    let weak = Workspace::new(&python("python3 checks/weak.py", POLICY));
+    let out = verify(&weak);
+    out.assert_exit(1);
+    let doc = out.json();
+    let score = doc["mutants"]["total"]["score"].as_f64().unwrap();
+    assert!(score < 0.9, "{:#}", doc["mutants"]);
+    let findings = gate_tests::findings(&doc);
+    assert!(
+        findings.iter().any(|f| f["severity"] == "critical"
+            && f["title"].as_str().unwrap().contains("mutants.min_score")),
+        "{findings:#?}"
+    );
+    assert!(
+        findings.iter().any(|f| f["severity"] == "warning"
+            && f["file"] == "src/rules.py"
+            && f["line"] == 6
+            && f["title"].as_str().unwrap().starts_with(
+                "no criterion notices when `return age >= 18` becomes `return age > 18`"
+            )),
+        "{findings:#?}"
+    );
+    let errors = peers::schema_errors("verify", std::slice::from_ref(&doc));
+    assert!(errors.is_empty(), "{errors:?}");
 }
 
 /// Real cargo: two packages, each criterion an integration test; the
@@ -270,6 +340,7 @@ fn rust_mutants_are_scored_by_the_criteria_that_read_them() {
         ],
         readable: Vec::new(),
         other_paths: "greet/**",
+        policy: "",
     };
     the_boundary_criterion_kills_what_the_weak_one_misses(&scenario, ("age >= 18", "age > 18"));
 }
@@ -331,6 +402,7 @@ fn typescript_mutants_are_scored_by_the_criteria_that_read_them() {
         ],
         readable: vec![package],
         other_paths: "src/greet.ts",
+        policy: "",
     };
     the_boundary_criterion_kills_what_the_weak_one_misses(
         &scenario,

@@ -1,19 +1,21 @@
-//! `gate mutants`' document (its JSON, with a published schema) and its
-//! readable text; the survivors are findings in both.
+//! The record of a scoring: each mutant and what became of it, the
+//! tallies, the survivors as findings (the document `gate mutants --format
+//! json` prints and a run's bundle keeps), and its readable text.
 
 use std::collections::BTreeMap;
 
-use gate_mutants::Status;
-use gate_mutants::score::Tally;
 use serde::{Deserialize, Serialize};
 
+use crate::mutant::{Operator, Status};
+use crate::score::Tally;
+
 /// The version of this document's shape.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 1;
 
 /// What `gate mutants` found: each mutant of the change's own lines, what
 /// the criteria that read its file made of it, and the scores.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub(crate) struct Document {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Document {
     /// The version of this shape.
     pub format_version: u32,
     /// The commit the change was measured from (the merge-base of the base and `HEAD`).
@@ -41,14 +43,14 @@ pub(crate) struct Document {
 }
 
 /// One mutant and what became of it.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub(crate) struct MutantRecord {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MutantRecord {
     /// Workspace-relative.
     pub file: String,
     /// 1-based line of the edit.
     pub line: u32,
     /// What kind of edit.
-    pub operator: gate_mutants::Operator,
+    pub operator: Operator,
     /// The line as the change wrote it (trimmed).
     pub original: String,
     /// The line as the mutant has it (trimmed).
@@ -65,8 +67,8 @@ pub(crate) struct MutantRecord {
 }
 
 /// A mutant no criterion noticed.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub(crate) struct Survivor {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Survivor {
     /// Always `warning`.
     pub severity: String,
     /// "no criterion notices when `…` becomes `…` at file:line".
@@ -81,7 +83,7 @@ pub(crate) struct Survivor {
 
 impl Survivor {
     /// The finding for a surviving mutant.
-    pub(crate) fn of(m: &MutantRecord) -> Self {
+    pub fn of(m: &MutantRecord) -> Self {
         Self {
             severity: "warning".to_owned(),
             title: format!(
@@ -96,7 +98,7 @@ impl Survivor {
 }
 
 /// The readable text: the totals, each criterion's score, the survivors.
-pub(crate) fn text(doc: &Document) -> String {
+pub fn text(doc: &Document) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let count = |s: Status| doc.mutants.iter().filter(|m| m.status == s).count();
@@ -142,7 +144,7 @@ pub(crate) fn text(doc: &Document) -> String {
 }
 
 /// A tally as text: "2/3 killed (67%)", or "nothing scored".
-pub(crate) fn shown(t: &Tally) -> String {
+pub fn shown(t: &Tally) -> String {
     match t.score {
         Some(score) => format!(
             "{}/{} killed ({:.0}%)",
