@@ -157,6 +157,10 @@ pub(crate) struct MutantsArgs {
     /// Each criterion's time limit against a mutant, in seconds (default: its own).
     #[arg(long, value_name = "S")]
     pub timeout_s: Option<u64>,
+    /// Run every criterion against every mutant, whatever it read (what
+    /// scoping is measured against).
+    #[arg(long)]
+    pub unscoped: bool,
     /// How to print the result on stdout (default: human).
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
     pub format: ShowFormat,

@@ -59,6 +59,7 @@ pub(crate) async fn command(ctx: &Context, args: &MutantsArgs) -> Result<u8, Gat
         task: args.task.as_deref(),
         max: args.max,
         timeout: args.timeout_s.map(Duration::from_secs),
+        unscoped: args.unscoped,
         interrupt: &interrupt,
         unmutated: None,
     })

@@ -55,6 +55,8 @@ pub(crate) struct Inputs<'a> {
     pub max: Option<usize>,
     /// Each criterion's time limit against a mutant.
     pub timeout: Option<Duration>,
+    /// Every criterion runs against every mutant, whatever it read.
+    pub unscoped: bool,
     /// Stops the runs.
     pub interrupt: &'a Interrupt,
     /// The criteria's results on the workspace, when they already ran
@@ -202,7 +204,11 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
             continue;
         }
         run += 1;
-        let criteria = scope.criteria_for(&mutant.file);
+        let criteria = if inputs.unscoped {
+            ids.clone()
+        } else {
+            scope.criteria_for(&mutant.file)
+        };
         if criteria.is_empty() {
             record.why = Some("no criterion read its file".to_owned());
             records.push(record);
@@ -211,6 +217,12 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         let outcome = runner
             .on_mutant(&criteria, &mutant.file, &mutant.apply(text))
             .await?;
+        if outcome.status == Status::NotRun {
+            return Err(GateError::Unavailable(format!(
+                "the criteria did not run against {}: the run was interrupted",
+                mutant.describe()
+            )));
+        }
         output::stderr(&format!(
             "gate: mutant {run}/{} {}: {}",
             runnable.min(limit),

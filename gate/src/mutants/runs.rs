@@ -165,7 +165,8 @@ impl Runner<'_> {
 
 /// What a mutant's results say: unviable when a check the criteria run
 /// after failed (it does not build), killed when a criterion failed on
-/// its own exit, timeout when one ran out of time, else survived.
+/// its own exit, timeout when one ran out of time, not run when one did
+/// not run at all (the run was interrupted), else survived.
 pub(super) fn outcome(ids: &BTreeSet<String>, results: &[ItemResult]) -> Outcome {
     let failed: Vec<&ItemResult> = results
         .iter()
@@ -180,12 +181,18 @@ pub(super) fn outcome(ids: &BTreeSet<String>, results: &[ItemResult]) -> Outcome
         .map(|r| r.id.clone())
         .collect();
     let timed_out = criteria().any(|r| r.exit_code.is_none());
+    let passed = results
+        .iter()
+        .filter(|r| ids.contains(&r.id) && r.status == Status::Passed)
+        .count();
     let status = if check_failed {
         MutantStatus::Unviable
     } else if !killed_by.is_empty() {
         MutantStatus::Killed
     } else if timed_out {
         MutantStatus::Timeout
+    } else if passed < ids.len() {
+        MutantStatus::NotRun
     } else {
         MutantStatus::Survived
     };
@@ -193,5 +200,65 @@ pub(super) fn outcome(ids: &BTreeSet<String>, results: &[ItemResult]) -> Outcome
         status,
         ran: ids.clone(),
         killed_by,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(id: &str, kind: ItemKind, status: Status, exit_code: Option<i32>) -> ItemResult {
+        ItemResult {
+            id: id.to_owned(),
+            kind,
+            status,
+            exit_code,
+            duration: Duration::ZERO,
+            reason: None,
+            output: gate_harness::Output::default(),
+            locations: Vec::new(),
+            spec_error: None,
+            observed: None,
+        }
+    }
+
+    #[test]
+    fn a_mutants_status_from_its_criteria_and_checks() {
+        use ItemKind::{Check, Criterion};
+        let ids: BTreeSet<String> = ["weak", "boundary"].map(str::to_owned).into();
+        let pass = |id| result(id, Criterion, Status::Passed, Some(0));
+        let fail = |id| result(id, Criterion, Status::Failed, Some(1));
+        let cases = [
+            (vec![pass("weak"), fail("boundary")], MutantStatus::Killed),
+            (vec![pass("weak"), pass("boundary")], MutantStatus::Survived),
+            (
+                vec![
+                    pass("weak"),
+                    result("boundary", Criterion, Status::Failed, None),
+                ],
+                MutantStatus::Timeout,
+            ),
+            (
+                vec![
+                    result("build", Check, Status::Failed, Some(101)),
+                    result("weak", Criterion, Status::Skipped, None),
+                ],
+                MutantStatus::Unviable,
+            ),
+            (
+                vec![
+                    pass("weak"),
+                    result("boundary", Criterion, Status::Skipped, None),
+                ],
+                MutantStatus::NotRun,
+            ),
+        ];
+        for (results, want) in cases {
+            let got = outcome(&ids, &results);
+            assert_eq!(got.status, want, "{results:?}");
+            if want == MutantStatus::Killed {
+                assert_eq!(got.killed_by, BTreeSet::from(["boundary".to_owned()]));
+            }
+        }
     }
 }

@@ -78,6 +78,7 @@ pub(super) async fn score(
         task: None,
         max: policy.max.map(|m| m as usize),
         timeout: None,
+        unscoped: false,
         interrupt,
         unmutated: Some(results),
     })
