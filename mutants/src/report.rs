@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::mutant::{Operator, Status};
+use crate::mutant::{Mutant, Operator, Status};
 use crate::score::Tally;
 
 /// The version of this document's shape.
@@ -64,6 +64,24 @@ pub struct MutantRecord {
     /// Why it was set apart or not run, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+}
+
+impl MutantRecord {
+    /// A mutant's record before anything ran: set apart with why, or not
+    /// run (yet).
+    pub fn of(m: &Mutant) -> Self {
+        Self {
+            file: m.file.clone(),
+            line: m.line,
+            operator: m.operator,
+            original: m.original.clone(),
+            replacement: m.replacement.clone(),
+            status: m.set_apart.as_ref().map_or(Status::NotRun, |a| a.status),
+            killed_by: Vec::new(),
+            ran: Vec::new(),
+            why: m.set_apart.as_ref().map(|a| a.why.clone()),
+        }
+    }
 }
 
 /// A mutant no criterion noticed.

@@ -113,6 +113,24 @@ fn mutable_files(inputs: &Inputs<'_>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The mutants of each file's changed lines, with the file's text.
+fn make<'a>(
+    files: &'a [(String, String)],
+    lines: &gate_mutants::diff::ChangedLines,
+) -> Vec<(Mutant, &'a str)> {
+    let mut made = Vec::new();
+    for (file, text) in files {
+        let (Some(lang), Some(changed)) = (Language::of(file), lines.get(file)) else {
+            continue;
+        };
+        match gate_mutants::generate(file, lang, text, changed) {
+            Ok(found) => made.extend(found.into_iter().map(|m| (m, text.as_str()))),
+            Err(e) => tracing::warn!(error = %e, "no mutants of {file}"),
+        }
+    }
+    made
+}
+
 /// Makes the mutants of the change's own lines, runs each against the
 /// criteria that read its file, and scores the criteria and tasks.
 pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
@@ -130,16 +148,7 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         base: inputs.base_commit.to_owned(),
         reason,
     })?;
-    let mut made: Vec<(Mutant, &str)> = Vec::new();
-    for (file, text) in &files {
-        let (Some(lang), Some(changed)) = (Language::of(file), lines.get(file)) else {
-            continue;
-        };
-        match gate_mutants::generate(file, lang, text, changed) {
-            Ok(found) => made.extend(found.into_iter().map(|m| (m, text.as_str()))),
-            Err(e) => tracing::warn!(error = %e, "no mutants of {file}"),
-        }
-    }
+    let made = make(&files, &lines);
     let runner = runs::Runner {
         plan: &plan,
         isolation: inputs.isolation,
@@ -182,20 +191,8 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
     let mut outcomes = Vec::new();
     let (mut run, mut left_out) = (0usize, 0usize);
     for (mutant, text) in &made {
-        let mut record = MutantRecord {
-            file: mutant.file.clone(),
-            line: mutant.line,
-            operator: mutant.operator,
-            original: mutant.original.clone(),
-            replacement: mutant.replacement.clone(),
-            status: Status::NotRun,
-            killed_by: Vec::new(),
-            ran: Vec::new(),
-            why: None,
-        };
-        if let Some(apart) = &mutant.set_apart {
-            record.status = apart.status;
-            record.why = Some(apart.why.clone());
+        let mut record = MutantRecord::of(mutant);
+        if mutant.set_apart.is_some() {
             records.push(record);
             continue;
         }
