@@ -34,7 +34,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "fetching boltons $BOLTONS, pytest $PYTEST and mutmut $MUTMUT from PyPI" >&2
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q "pytest==$PYTEST" "mutmut==$MUTMUT"
+"$work/venv/bin/pip" install -q "pytest==$PYTEST" "mutmut[patch]==$MUTMUT"
 "$work/venv/bin/pip" download -q --no-deps --no-binary :all: -d "$work" "boltons==$BOLTONS"
 tar -xzf "$work/boltons-$BOLTONS.tar.gz" --no-same-owner -C "$work"
 ws=$work/ws
@@ -90,7 +90,8 @@ echo "unscoped…" >&2
 unscoped=$(run_gate "$work/unscoped.json" --unscoped)
 
 # mutmut on the same changed lines, its runner the one test module that
-# covers them; as many mutants as the gate ran, at most.
+# covers them. It has no bound on how many mutants it runs: it runs all of
+# them, and the ratio is per mutant.
 echo "mutmut…" >&2
 start=$(now)
 (
@@ -102,14 +103,22 @@ start=$(now)
 )
 end=$(now)
 mutmut=$(echo "$end - $start" | bc)
-mutmut_count=$(cd "$ws" && "$work/venv/bin/mutmut" results 2>/dev/null | grep -c '^mutmut apply' || true)
+# Its verdicts, from its cache: killed and survived mutants.
+mutmut_counts=$(python3 - "$ws/.mutmut-cache" <<'PY'
+import sqlite3, sys
+rows = dict(sqlite3.connect(sys.argv[1]).execute(
+    "select status, count(*) from Mutant group by status").fetchall())
+print(rows.get("ok_killed", 0), rows.get("bad_survived", 0), sum(rows.values()))
+PY
+)
 
 python3 - "$work/scoped.json" "$work/unscoped.json" "$scoped" "$unscoped" "$mutmut" \
-  "${mutmut_count:-0}" "$TARGET" <<'PY'
+  "$mutmut_counts" "$TARGET" <<'PY'
 import json, sys
 scoped, unscoped = (json.load(open(p)) for p in sys.argv[1:3])
 t_scoped, t_unscoped, t_mutmut = (float(x) for x in sys.argv[3:6])
-mutmut_survivors, target = int(sys.argv[6]), float(sys.argv[7])
+mm_killed, mm_survived, mm_all = (int(x) for x in sys.argv[6].split())
+target = float(sys.argv[7])
 key = lambda m: (m["file"], m["line"], m["replacement"])
 verdicts = lambda doc: {key(m): m["status"] for m in doc["mutants"]}
 a, b = verdicts(scoped), verdicts(unscoped)
@@ -118,9 +127,13 @@ run = sum(1 for m in scoped["mutants"] if m["ran"])
 print(f"mutants run: {run} of {len(scoped['mutants'])} made ({scoped['left_out']} left out by MAX)")
 print(f"criterion runs against mutants: scoped {ran(scoped)}, unscoped {ran(unscoped)}")
 print(f"score: scoped {scoped['total']['score']}, unscoped {unscoped['total']['score']}")
-print(f"wall time: scoped {t_scoped:.1f} s, unscoped {t_unscoped:.1f} s, mutmut {t_mutmut:.1f} s "
-      f"({mutmut_survivors} survivors reported)")
-print(f"unscoped / scoped: {t_unscoped / t_scoped:.1f}x   mutmut / scoped: {t_mutmut / t_scoped:.2f}x")
+print(f"wall time: scoped {t_scoped:.1f} s, unscoped {t_unscoped:.1f} s for {run} mutants; "
+      f"mutmut {t_mutmut:.1f} s for {mm_all} ({mm_killed} killed, {mm_survived} survived)")
+per = lambda t, n: t / max(n, 1)
+print(f"per mutant: scoped {per(t_scoped, run):.2f} s, unscoped {per(t_unscoped, run):.2f} s, "
+      f"mutmut {per(t_mutmut, mm_all):.2f} s")
+print(f"unscoped / scoped: {t_unscoped / t_scoped:.1f}x   "
+      f"scoped / mutmut, per mutant: {per(t_scoped, run) / per(t_mutmut, mm_all):.1f}x")
 differ = [k for k in a if a[k] != b.get(k)]
 for k in differ:
     print(f"verdicts differ at {k[0]}:{k[1]} `{k[2]}`: scoped {a[k]}, unscoped {b.get(k)}")

@@ -232,6 +232,41 @@ fn python_mutants_are_scored_by_the_criteria_that_read_them() {
     );
 }
 
+/// Without a tracer nothing says what a criterion read: each runs against
+/// every mutant of its own task's files, and the report names it, so the
+/// unrelated criterion (another task's file) still runs for no mutant.
+#[test]
+fn an_untraced_criterion_runs_for_every_mutant_of_its_tasks_files() {
+    let ws = Workspace::new(&python("python3 checks/boundary.py", ""));
+    let out = ws
+        .env
+        .gate(&["mutants", "--base", "main", "--format", "json"])
+        .trace("off")
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    let untraced = doc["untraced"].as_object().unwrap();
+    for id in ["weak", "boundary", "unrelated"] {
+        assert!(untraced.contains_key(id), "{id}: {doc:#}");
+    }
+    let mutants = doc["mutants"].as_array().unwrap();
+    let run: Vec<&Value> = mutants
+        .iter()
+        .filter(|m| m["status"] != "equivalent")
+        .collect();
+    assert!(!run.is_empty());
+    for m in run {
+        assert_eq!(m["ran"], serde_json::json!(["boundary", "weak"]), "{m:#}");
+    }
+    assert_eq!(ws.runs("unrelated"), 1);
+    let text = ws
+        .env
+        .gate(&["mutants", "--base", "main"])
+        .trace("off")
+        .run();
+    text.stdout_has("criterion weak ran against every mutant of its task's files: ");
+}
+
 /// `[policy] mutants` in `gate verify`: after the criteria pass, the
 /// mutants run against them (reusing the run's traces); the scoring is in
 /// the JSON and the signed bundle; a score below `min_score` with
