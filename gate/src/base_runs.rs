@@ -24,7 +24,7 @@
 //! run is tried again next time.
 
 mod cache;
-mod folder;
+pub(crate) mod folder;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;

@@ -64,10 +64,23 @@ pub(crate) async fn with_base(
     base: &str,
     commit: &str,
 ) -> Result<Vec<String>, GateError> {
-    let failed = |reason: String| GateError::Base {
-        base: base.to_owned(),
-        reason,
-    };
+    let merge_base = merge_base(git, workspace, base, commit).await?;
+    differs_from(git, workspace, snapshot, &merge_base)
+        .await
+        .map_err(|reason| GateError::Base {
+            base: base.to_owned(),
+            reason,
+        })
+}
+
+/// The merge-base of `commit` (what `base` resolved to) and `HEAD`: the
+/// commit a change is measured from.
+pub(crate) async fn merge_base(
+    git: &Git,
+    workspace: &Path,
+    base: &str,
+    commit: &str,
+) -> Result<String, GateError> {
     let merge_base = match git.run(workspace, &["merge-base", commit, "HEAD"]).await {
         Ok(found) => found,
         Err(failed) => {
@@ -83,10 +96,7 @@ pub(crate) async fn with_base(
             });
         }
     };
-    let merge_base = String::from_utf8_lossy(&merge_base).trim().to_owned();
-    differs_from(git, workspace, snapshot, &merge_base)
-        .await
-        .map_err(failed)
+    Ok(String::from_utf8_lossy(&merge_base).trim().to_owned())
 }
 
 /// The variables a CI names a detached checkout's branch by, in order.

@@ -107,6 +107,10 @@ pub(crate) enum Command {
     Metrics(MetricsArgs),
     /// Check what a run here would use, spending no tokens and changing nothing.
     Doctor(DoctorArgs),
+    /// Score the acceptance criteria by the wrong versions of the change's
+    /// own lines they notice (mutants), each run only against the criteria
+    /// that read its file.
+    Mutants(MutantsArgs),
     /// Print a shell's completion script (bash, zsh, fish, powershell).
     Completions {
         /// The shell.
@@ -133,6 +137,36 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+/// `gate mutants`.
+#[derive(Debug, Args)]
+pub(crate) struct MutantsArgs {
+    /// The spec (default: gate.toml in the workspace).
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+    /// Git revision the change is measured from (default: the spec's `base`).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Only this task: its criteria, and mutants of the changed files under its `paths`.
+    #[arg(long, value_name = "TASK")]
+    pub task: Option<String>,
+    /// Run at most this many mutants (the first ones, in file and line order).
+    #[arg(long, value_name = "N")]
+    pub max: Option<usize>,
+    /// Each criterion's time limit against a mutant, in seconds (default: its own).
+    #[arg(long, value_name = "S")]
+    pub timeout_s: Option<u64>,
+    /// Run every criterion against every mutant, whatever it read (what
+    /// scoping is measured against).
+    #[arg(long)]
+    pub unscoped: bool,
+    /// How to print the result on stdout (default: human).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub format: ShowFormat,
+    /// The least isolation the runs get, as `gate verify --sandbox`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
 }
 
 /// `gate doctor`.
@@ -171,6 +205,8 @@ pub(crate) enum SchemaName {
     Events,
     /// The predicate of a run's signed bundle.
     Predicate,
+    /// `gate mutants --format json`'s document.
+    Mutants,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

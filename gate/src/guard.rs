@@ -10,7 +10,7 @@ use gate_review::findings::Finding;
 use gate_review::routing::{Routing, RoutingTable};
 use gate_review::rules::discover::is_rules_file;
 use gate_review::rules::model::{self as rules_model, Rule};
-use gate_specs::{Criterion, Policy, ReviewUnavailable, Spec};
+use gate_specs::{Criterion, OnBelow, Policy, ReviewUnavailable, Spec};
 
 use crate::git::Git;
 
@@ -248,6 +248,35 @@ fn compare_sandbox(base: &Spec, now: &Spec) -> Vec<(String, String)> {
     out
 }
 
+/// Loosenings of `[policy] mutants` (a lowered `min_score` is among the
+/// lowered shares): turned off, a failure made a warning, fewer mutants.
+fn compare_mutants(b: &Policy, n: &Policy) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(was) = &b.mutants {
+        match &n.mutants {
+            None => out.push((
+                "The change turns off mutation scoring ([policy] mutants)".to_owned(),
+                format!("min_score {} at the base, nothing now.", was.min_score),
+            )),
+            Some(now) => {
+                if was.on_below == OnBelow::Fail && now.on_below == OnBelow::Warn {
+                    out.push((
+                        "The change only warns below [policy] mutants.min_score".to_owned(),
+                        "on_below = \"fail\" at the base, \"warn\" now.".to_owned(),
+                    ));
+                }
+                if now.max.unwrap_or(u32::MAX) < was.max.unwrap_or(u32::MAX) {
+                    out.push((
+                        "The change runs fewer mutants ([policy] mutants.max)".to_owned(),
+                        format!("{:?} at the base, {:?} now.", was.max, now.max),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut lowered = |key: &str, was: f64, now: f64| {
@@ -261,6 +290,9 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
     lowered("judge_threshold", b.judge_threshold, n.judge_threshold);
     lowered("rule_threshold", b.rule_threshold, n.rule_threshold);
     lowered("min_coverage", b.min_coverage, n.min_coverage);
+    if let (Some(was), Some(now)) = (&b.mutants, &n.mutants) {
+        lowered("mutants.min_score", was.min_score, now.min_score);
+    }
     // Raising these loosens: fewer findings kept, smaller panels, longer loops.
     lowered(
         "confidence_floor (raised)",
@@ -327,6 +359,7 @@ fn compare_policy(b: &Policy, n: &Policy) -> Vec<(String, String)> {
             ),
         ));
     }
+    out.extend(compare_mutants(b, n));
     if !b.coordinator_may_drop_critical && n.coordinator_may_drop_critical {
         out.push((
             "The change lets the coordinator drop corroborated critical findings".to_owned(),
@@ -683,6 +716,7 @@ after = ["build"]
 builtin_secrets = true
 on_review_unavailable = { full = "incomplete", light = "fail" }
 expect_default = "fail-to-pass"
+mutants = { min_score = 0.8, on_below = "fail" }
 "#;
 
     #[test]
@@ -748,6 +782,21 @@ expect_default = "fail-to-pass"
                 "builtin_secrets = true",
                 "base_runs = \"never\"",
                 "The change runs less on the base ([policy] base_runs)",
+            ),
+            (
+                "mutants = { min_score = 0.8, on_below = \"fail\" }",
+                "",
+                "The change turns off mutation scoring ([policy] mutants)",
+            ),
+            (
+                "mutants = { min_score = 0.8, on_below = \"fail\" }",
+                "mutants = { min_score = 0.5, on_below = \"fail\" }",
+                "The change lowers [policy] mutants.min_score",
+            ),
+            (
+                "mutants = { min_score = 0.8, on_below = \"fail\" }",
+                "mutants = { min_score = 0.8 }",
+                "The change only warns below [policy] mutants.min_score",
             ),
             (
                 "builtin_secrets = true",

@@ -47,6 +47,7 @@ pub(crate) mod interpreters;
 pub(crate) mod interrupt;
 pub(crate) mod isolation;
 pub(crate) mod memory;
+pub(crate) mod mutants;
 pub(crate) mod observed;
 pub(crate) mod output;
 pub(crate) mod pages;
@@ -208,6 +209,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         | Command::Man { .. }
         | Command::Schema { .. } => Ok(exit::USAGE),
         Command::Doctor(args) => commands::doctor::doctor(ctx, &args).await,
+        Command::Mutants(args) => Box::pin(commands::mutants::command(ctx, &args)).await,
         Command::Init => init::run(ctx),
         Command::Verify(args) => verify_command(ctx, &args).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,

@@ -639,6 +639,11 @@ pub struct RunRecord {
     /// How the run treated base runs (none without a criterion that asks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_runs: Option<BaseRunsRecord>,
+    /// The criteria's mutation scoring, when `[policy] mutants` asked for
+    /// it and they passed: each mutant of the change's own lines, what the
+    /// criteria that read its file made of it, the scores, the tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutants: Option<Box<gate_mutants::report::Document>>,
     /// The decision.
     pub verdict: Verdict,
     /// Why, strongest first: each names what it is about.

@@ -39,8 +39,9 @@ pub use graph::{CheckGraph, GraphCycle, NodeKind, TaskGraph};
 pub use locate::{Locator, Position, Seg};
 pub use model::{
     BaseRuns, BuiltinExclude, BuiltinExcludeByCheck, Check, Criterion, Decider, EvalSection,
-    Expect, LedgerSection, OnReviewUnavailable, Page, Policy, ReviewUnavailable, SandboxMode,
-    SandboxNetwork, SandboxSection, Spec, SpecMeta, Starts, Task, TaskTests,
+    Expect, LedgerSection, MutantsPolicy, OnBelow, OnReviewUnavailable, Page, Policy,
+    ReviewUnavailable, SandboxMode, SandboxNetwork, SandboxSection, Spec, SpecMeta, Starts, Task,
+    TaskTests,
 };
 pub use parse::from_toml_str;
 pub use source::{TEXT_MAX_BYTES, read_bounded, read_text_bounded, text_of, within};

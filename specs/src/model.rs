@@ -580,6 +580,57 @@ pub struct Policy {
     pub expect_default: Expect,
     /// Which criteria run on the base.
     pub base_runs: BaseRuns,
+    /// Mutation scoring of the criteria, run by `gate verify` after they
+    /// pass; off when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutants: Option<MutantsPolicy>,
+}
+
+/// `[policy] mutants`: mutants of the change's own lines, each run against
+/// the criteria that read its file, and what a low score means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct MutantsPolicy {
+    /// The least share of scored mutants the criteria must kill, 0 to 1.
+    pub min_score: f64,
+    /// What a score below `min_score` does.
+    pub on_below: OnBelow,
+    /// At most this many mutants run (the first, in file and line order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<u32>,
+}
+
+impl Default for MutantsPolicy {
+    fn default() -> Self {
+        Self {
+            min_score: 0.0,
+            on_below: OnBelow::Warn,
+            max: None,
+        }
+    }
+}
+
+/// What a mutation score below `[policy] mutants.min_score` does.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum OnBelow {
+    /// A warning finding; the verdict stands.
+    #[default]
+    Warn,
+    /// A critical finding: the run fails.
+    Fail,
+}
+
+impl OnBelow {
+    /// The name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Warn => "warn",
+            Self::Fail => "fail",
+        }
+    }
 }
 
 impl Policy {
@@ -649,6 +700,7 @@ impl Default for Policy {
             no_progress_attempts: 4,
             expect_default: Expect::Any,
             base_runs: BaseRuns::Expected,
+            mutants: None,
         }
     }
 }

@@ -412,6 +412,10 @@ impl Validator {
         ] {
             self.share(&join(&here, key), key, value);
         }
+        if let Some(mutants) = &policy.mutants {
+            let at = join(&join(&here, "mutants"), "min_score");
+            self.share(&at, "mutants.min_score", mutants.min_score);
+        }
         for (trivial, light, t, l) in [
             (
                 "trivial_max_tasks",

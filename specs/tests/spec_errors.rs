@@ -461,6 +461,15 @@ fn cases() -> Vec<Case> {
             ],
         ),
         toml(
+            "a mutation score out of range",
+            "[spec]\nid = \"s\"\n[policy]\nmutants = { min_score = 1.5 }\n",
+            vec![(
+                4,
+                25,
+                range("mutants.min_score", "must be between 0 and 1, not 1.5"),
+            )],
+        ),
+        toml(
             "policy bounds inverted",
             "[spec]\nid = \"s\"\n[policy]\ntrivial_max_tasks = 5\nlight_max_criteria = 3\n",
             vec![

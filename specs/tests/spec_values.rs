@@ -243,6 +243,7 @@ judge_threshold = 1
 min_coverage = 0.25
 max_attempts = 1
 output_cap_bytes = 1024
+mutants = { min_score = 0.75, on_below = "fail", max = 40 }
 
 [policy.role_timeout_s]
 quality = 600
@@ -266,7 +267,16 @@ url = "postgres://gate@db/gate"
         p.role_timeout_s,
         BTreeMap::from([("coordinator".to_owned(), 30), ("quality".to_owned(), 600)])
     );
+    let mutants = p.mutants.as_ref().unwrap();
+    assert_eq!(
+        (mutants.min_score, mutants.on_below, mutants.max),
+        (0.75, gate_specs::OnBelow::Fail, Some(40))
+    );
     assert_eq!(p.trivial_max_criteria, 5, "unset keys keep their default");
+    assert!(
+        gate_specs::Policy::default().mutants.is_none(),
+        "mutation scoring is off unless set"
+    );
     assert_eq!(spec.ledger.url.as_deref(), Some("postgres://gate@db/gate"));
 }
 

@@ -262,6 +262,21 @@ pub fn taplo() -> PathBuf {
     )
 }
 
+/// TypeScript's compiler, `tsc` (`GATE_TEST_TSC`: the `typescript`
+/// package's `bin/tsc`, run on Node.js).
+pub fn tsc() -> PathBuf {
+    std::env::var_os("GATE_TEST_TSC").map_or_else(
+        || {
+            panic!(
+                "GATE_TEST_TSC is not set: run `scripts/peer-npm.sh target/peer-npm` from the \
+                 repository root and export GATE_TEST_TSC=$PWD/target/peer-npm/node_modules/\
+                 typescript/bin/tsc (scripts/test does both)"
+            )
+        },
+        PathBuf::from,
+    )
+}
+
 /// Lints the TOML file `file` against the published schema `name` with
 /// taplo, as an editor does: `Err` with its report when it does not conform.
 pub fn taplo_lint(name: &str, file: &Path) -> Result<(), String> {

@@ -33,7 +33,7 @@ impl Drop for BaseFolder {
 }
 
 /// Removes a base folder, making what was left read-only writable first.
-pub(super) fn remove(path: &Path) {
+pub(crate) fn remove(path: &Path) {
     if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
         return;
     }

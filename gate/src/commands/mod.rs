@@ -11,6 +11,7 @@ pub(crate) mod ledger;
 pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod metrics;
+pub(crate) mod mutants;
 pub(crate) mod outcome;
 pub(crate) mod report;
 pub(crate) mod review_memory;

@@ -26,6 +26,7 @@ pub(crate) fn text(which: SchemaName) -> Result<String, GateError> {
         SchemaName::Verify => generator.into_root_schema_for::<Document<'static>>(),
         SchemaName::Events => generator.into_root_schema_for::<Line<'static>>(),
         SchemaName::Predicate => generator.into_root_schema_for::<Predicate>(),
+        SchemaName::Mutants => generator.into_root_schema_for::<gate_mutants::report::Document>(),
     };
     let mut text = serde_json::to_string_pretty(&schema).map_err(GateError::encode("schema"))?;
     text.push('\n');

@@ -180,6 +180,7 @@ pub(crate) fn record() -> RunRecord {
             toolchain: None,
         },
         base_runs: None,
+        mutants: None,
         verdict: Verdict::Fail,
         verdict_reasons: vec![
             Reason::new(

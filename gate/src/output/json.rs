@@ -51,6 +51,9 @@ pub(crate) struct Document<'a> {
     verified: &'a Option<crate::record::Verified>,
     isolation: &'a RunIsolation,
     base_runs: &'a Option<BaseRunsRecord>,
+    /// The criteria's mutation scoring (`[policy] mutants`), when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mutants: Option<&'a gate_mutants::report::Document>,
     self_guard: &'a SelfGuard,
     verdict_reasons: &'a [Reason],
     checks: Vec<CheckEntry<'a>>,
@@ -132,6 +135,7 @@ impl<'a> Document<'a> {
             verified: &record.verified,
             isolation: &record.isolation,
             base_runs: &record.base_runs,
+            mutants: record.mutants.as_deref(),
             self_guard: &record.self_guard,
             verdict_reasons: &record.verdict_reasons,
             checks: record.checks.iter().map(check).collect(),

@@ -74,6 +74,9 @@ pub(super) fn decide(
     own.extend(exercised.tampered);
     own.extend(survey.findings.iter().cloned());
     own.extend(base_findings);
+    if let (Some(policy), Some(scored)) = (&spec.policy.mutants, &exercised.mutants) {
+        own.extend(super::mutation::findings(policy, scored, &setup.spec_file));
+    }
     let (own, own_quiet) = memory::quiet_gate_findings(own, &history.dismissed, &file_digest);
     findings.extend(own);
     sort_worst_first(&mut findings);
@@ -96,6 +99,7 @@ pub(super) fn decide(
     record.base_commit.clone_from(&trust.base_commit);
     record.isolation = setup.isolation.record();
     record.base_runs = exercised.base_results.record;
+    record.mutants = exercised.mutants.and_then(Result::ok);
     record
         .protected_reference
         .clone_from(&survey.protection.reference);

@@ -37,6 +37,9 @@ pub(super) struct Exercised {
     pub page_records: Vec<PageRecord>,
     /// Pages whose check passed, with their screenshots, for review.
     pub page_shots: Vec<PageShots>,
+    /// The criteria's mutation scoring (`[policy] mutants`), when it ran
+    /// (`Err` with why it could not).
+    pub mutants: Option<Result<Box<gate_mutants::report::Document>, String>>,
 }
 
 /// The paths each criterion read on the series' previous attempt, by
@@ -175,6 +178,7 @@ pub(super) async fn exercise(
         tested,
         page_records,
         page_shots,
+        mutants: None,
     })
 }
 

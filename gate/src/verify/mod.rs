@@ -5,7 +5,8 @@
 //! self-guard) → series (here: the lock and the history; `escalated` when
 //! the series decides nothing) → survey (`survey`: fingerprint, change,
 //! house rules, verifiers, glob coverage) → plan (`planning`) → runs
-//! (`exercise`: the base's, then the change's, in `harness`) → tier →
+//! (`exercise`: the base's, then the change's, in `harness`) → mutation
+//! scoring under `[policy] mutants` (`mutation`) → tier →
 //! review (`review`) → decision (`decide`: records, memory, findings, the
 //! verdict with its doom loop and override from `crate::verdict`) → seal
 //! (`seal`: bundle and ledger row). `start` holds what each stage reads;
@@ -18,6 +19,7 @@ mod decide;
 mod escalated;
 mod exercise;
 mod harness;
+mod mutation;
 mod planning;
 mod planted;
 mod records;
@@ -101,6 +103,11 @@ pub(crate) async fn run_with(
     let mut planned = planning::plan(&run, &survey);
     let mut exercised =
         exercise::exercise(&run, &survey, &mut planned, launcher, &interrupt).await?;
+    // Boxed: the scoring's future is large, and only some runs await it.
+    exercised.mutants = Box::pin(mutation::score(
+        &run, &survey, &planned, &exercised, &interrupt,
+    ))
+    .await;
     let tier = tier_of(&setup.spec, &survey.changed)?;
     let review =
         review::review_or_skip(&run, &survey, &planned, &exercised, &tier, &interrupt).await?;

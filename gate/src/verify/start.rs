@@ -112,6 +112,7 @@ impl Start {
             verified: None,
             isolation: RunIsolation::default(),
             base_runs: None,
+            mutants: None,
             verdict,
             verdict_reasons: reasons,
             qualifier: None,

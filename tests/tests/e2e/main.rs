@@ -26,6 +26,7 @@ mod hostile;
 mod interrupt;
 mod local_server;
 mod mcp;
+mod mutants;
 mod outputs;
 mod pages;
 mod private_folders;

@@ -1,0 +1,149 @@
+//! Which grammar parses a file, and which files are never mutated.
+
+/// A language the engine mutates, each parsed by its tree-sitter grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Language {
+    /// Python (`.py`).
+    Python,
+    /// Rust (`.rs`).
+    Rust,
+    /// TypeScript (`.ts`, `.mts`, `.cts`).
+    TypeScript,
+    /// JavaScript and TSX (`.js`, `.mjs`, `.cjs`, `.jsx`, `.tsx`), read by
+    /// the TSX grammar, which parses JavaScript and JSX too.
+    JavaScript,
+    /// Go (`.go`).
+    Go,
+}
+
+impl Language {
+    /// The language of a file, by its extension; `None` for one the engine
+    /// does not mutate.
+    pub fn of(path: &str) -> Option<Self> {
+        let ext = path.rsplit_once('.')?.1;
+        Some(match ext {
+            "py" => Self::Python,
+            "rs" => Self::Rust,
+            "ts" | "mts" | "cts" => Self::TypeScript,
+            "js" | "mjs" | "cjs" | "jsx" | "tsx" => Self::JavaScript,
+            "go" => Self::Go,
+            _ => return None,
+        })
+    }
+
+    /// Its name, as messages and the report say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Python => "python",
+            Self::Rust => "rust",
+            Self::TypeScript => "typescript",
+            Self::JavaScript => "javascript",
+            Self::Go => "go",
+        }
+    }
+
+    /// Its tree-sitter grammar.
+    pub(crate) fn grammar(self) -> tree_sitter::Language {
+        match self {
+            Self::Python => tree_sitter_python::LANGUAGE.into(),
+            Self::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Self::JavaScript => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Self::Go => tree_sitter_go::LANGUAGE.into(),
+        }
+    }
+}
+
+/// The version of each grammar crate built in, and of tree-sitter itself:
+/// what a record of the mutants names as the tools that made them.
+pub const GRAMMARS: [(&str, &str); 5] = [
+    ("tree-sitter", "0.25"),
+    ("tree-sitter-python", "0.23"),
+    ("tree-sitter-rust", "0.24"),
+    ("tree-sitter-typescript", "0.23"),
+    ("tree-sitter-go", "0.25"),
+];
+
+/// Why a file is never mutated, when it is not: a test (it is what notices
+/// a mutant, not what is mutated) or a generated file (no one wrote its
+/// lines). `text` is the file's content; its first lines are read for the
+/// markers code generators write.
+pub fn never_mutated(path: &str, text: &str) -> Option<&'static str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let folders = path.split('/').rev().skip(1);
+    let test_folder = folders
+        .into_iter()
+        .any(|f| matches!(f, "test" | "tests" | "__tests__" | "testdata" | "spec"));
+    let stem = name.split('.').next().unwrap_or(name);
+    let test_name = stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || name == "conftest.py"
+        || name.contains(".test.")
+        || name.contains(".spec.");
+    if test_folder || test_name {
+        return Some("a test file");
+    }
+    let generated = text.lines().take(5).any(|l| {
+        l.contains("@generated") || l.contains("DO NOT EDIT") || l.contains("Code generated")
+    });
+    generated.then_some("a generated file")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_by_extension() {
+        let cases = [
+            ("src/rules.py", Some(Language::Python)),
+            ("src/lib.rs", Some(Language::Rust)),
+            ("src/rules.ts", Some(Language::TypeScript)),
+            ("web/app.tsx", Some(Language::JavaScript)),
+            ("web/app.mjs", Some(Language::JavaScript)),
+            ("rules.go", Some(Language::Go)),
+            ("README.md", None),
+            ("Makefile", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(Language::of(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn every_grammar_loads_into_the_parser() {
+        for lang in [
+            Language::Python,
+            Language::Rust,
+            Language::TypeScript,
+            Language::JavaScript,
+            Language::Go,
+        ] {
+            let mut parser = tree_sitter::Parser::new();
+            assert!(parser.set_language(&lang.grammar()).is_ok(), "{lang:?}");
+        }
+    }
+
+    #[test]
+    fn tests_and_generated_files_are_never_mutated() {
+        let cases = [
+            ("src/rules.py", "x = 1\n", None),
+            ("tests/test_rules.py", "", Some("a test file")),
+            ("src/test_rules.py", "", Some("a test file")),
+            ("pkg/rules_test.go", "", Some("a test file")),
+            ("src/rules.test.ts", "", Some("a test file")),
+            ("src/rules.spec.js", "", Some("a test file")),
+            ("conftest.py", "", Some("a test file")),
+            ("src/latest.py", "x = 1\n", None),
+            (
+                "gen/api.go",
+                "// Code generated by protoc. DO NOT EDIT.\n",
+                Some("a generated file"),
+            ),
+            ("src/schema.rs", "// @generated\n", Some("a generated file")),
+        ];
+        for (path, text, want) in cases {
+            assert_eq!(never_mutated(path, text), want, "{path}");
+        }
+    }
+}
