@@ -12,6 +12,7 @@ pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod metrics;
 pub(crate) mod outcome;
+pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod review_memory;
 pub(crate) mod routing;

@@ -690,6 +690,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 sent: budget.sent(),
             }),
             breakers_refused: Vec::new(),
+            request: None,
         },
         findings,
         dropped: answers.dropped,

@@ -1,0 +1,257 @@
+//! One replay: the candidate loaded, the selected runs' kept requests read
+//! from the bundle store and reviewed again, the result scored and sealed
+//! into a signed bundle of its own. No check or criterion runs, nothing of
+//! the workspace is read, and no run's record, outcome or finding memory
+//! changes.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gate_evidence::store::{BundleRef, BundleStore, Target};
+use gate_evidence::{PublicKey, Statement, Subject, bundle};
+use gate_review::events::EventSink;
+use gate_review::record::millis;
+use gate_review::replay::request::KeptRequest;
+use gate_review::replay::score::{self, Case, Label, Reviewed};
+use gate_review::replay::{self, Candidate};
+use gate_review::review::breaker::{BreakerPolicy, Breakers};
+use gate_review::review::prompts::{Prompt, Prompts};
+use gate_review::routing::Routing;
+
+use super::keep;
+use super::report::{
+    FORMAT_VERSION, PromptDigest, REPLAY_PREDICATE_TYPE, ReplayReport, ReplayedRun, Routed,
+    SkippedRun,
+};
+use super::select;
+use crate::attest;
+use crate::cli::{ReplayCandidate, ReplaySelection};
+use crate::config::{self, Context, from_cwd};
+use crate::errors::GateError;
+use crate::output;
+use crate::record::RunRecord;
+
+/// The candidate's routing table and prompts: `--routing` (required), its
+/// `[prompts]`, and each `<key>.md` in `--prompts` over them.
+pub(crate) fn candidate(
+    ctx: &Context,
+    c: &ReplayCandidate,
+) -> Result<(Routing, Prompts), GateError> {
+    let Some(routing) = &c.routing else {
+        return Err(GateError::Usage(
+            "gate replay needs --routing FILE: the candidate routing table".to_owned(),
+        ));
+    };
+    let routing = Routing::resolve(Some(&from_cwd(routing)), &ctx.workspace)?;
+    let base = match &routing.origin {
+        gate_review::routing::Origin::File(p) => p.parent().map(Path::to_path_buf),
+        gate_review::routing::Origin::Builtin => None,
+    }
+    .unwrap_or_else(|| ctx.workspace.clone());
+    let mut overrides = routing.table.prompts.clone();
+    if let Some(dir) = &c.prompts {
+        let dir = from_cwd(dir);
+        if !dir.is_dir() {
+            return Err(GateError::Usage(format!(
+                "--prompts {}: not a folder",
+                dir.display()
+            )));
+        }
+        for prompt in Prompt::all() {
+            let file = dir.join(format!("{}.md", prompt.key()));
+            if file.is_file() {
+                overrides.insert(prompt.key().to_owned(), file.display().to_string());
+            }
+        }
+    }
+    let prompts = Prompts::load(&overrides, &base).map_err(|e| GateError::Usage(e.to_string()))?;
+    Ok((routing, prompts))
+}
+
+/// The table and prompts as a report names them.
+pub(crate) fn digests(routing: &Routing, prompts: &Prompts) -> (Routed, Vec<PromptDigest>) {
+    (
+        Routed {
+            origin: routing.origin.to_string(),
+            blake3: routing.digest().to_hex(),
+        },
+        prompts
+            .digests()
+            .into_iter()
+            .map(|(prompt, digest, _)| PromptDigest {
+                prompt,
+                blake3: digest.to_hex(),
+            })
+            .collect(),
+    )
+}
+
+/// A run ready to replay.
+struct Prepared {
+    record: RunRecord,
+    request: KeptRequest,
+    bytes: Vec<u8>,
+}
+
+/// The run `row` records and its kept request, or why it cannot be replayed.
+fn prepare(
+    row: &gate_evidence::LedgerRow,
+    store: &BundleStore,
+    trusted: &[PublicKey],
+) -> Result<Prepared, String> {
+    let record = crate::vouch::row_run(row, store, trusted)
+        .map_err(|e| format!("its bundle cannot be used: {e}"))?;
+    let (request, bytes) =
+        keep::read(store, record.review.request.as_ref()).map_err(|e| e.to_string())?;
+    Ok(Prepared {
+        record,
+        request,
+        bytes,
+    })
+}
+
+/// Runs a replay of `selection` with `candidate`: its report (not yet
+/// sealed) and the subjects its bundle names (each run's kept request).
+pub(crate) async fn execute(
+    ctx: &Context,
+    selection: &ReplaySelection,
+    candidate_args: &ReplayCandidate,
+    minimum: u64,
+    plan_sha256: Option<String>,
+) -> Result<(ReplayReport, Vec<Subject>), GateError> {
+    let started = Instant::now();
+    let started_at = chrono::Utc::now();
+    let (routing, prompts) = candidate(ctx, candidate_args)?;
+    let keys = config::provider_keys(&routing, &ctx.env);
+    if keys.is_empty() {
+        return Err(GateError::Usage(
+            "the candidate routing table configures no provider whose key is set".to_owned(),
+        ));
+    }
+    let defaults = gate_specs::Policy::default();
+    let clients = gate_review::review::call::clients(
+        &routing,
+        &keys,
+        Duration::from_secs(defaults.connect_timeout_s),
+    )
+    .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
+    // A replay's failures are its own: the shared breakers are neither read nor moved.
+    let breakers = Breakers::in_memory(BreakerPolicy::with_cooldown(defaults.breaker_cooldown_s));
+    let ledger = attest::open_existing_ledger(ctx)?;
+    let store = attest::bundle_store(ctx)?;
+    let trusted = attest::trusted_keys(ctx, &[])?;
+    let outcomes = select::latest_outcomes(&ledger)?;
+    let rows = select::rows(&ledger, selection, &outcomes)?;
+    drop(ledger);
+    let replay_id = format!("replay-{}", uuid::Uuid::now_v7());
+    let with = Candidate {
+        routing: &routing,
+        prompts: &prompts,
+        clients: &clients,
+        breakers: &breakers,
+    };
+    let (mut cases, mut runs, mut skipped, mut subjects) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, row) in rows.iter().enumerate() {
+        let run_id = row.entry.run_id.clone();
+        let prepared = match tokio::task::block_in_place(|| prepare(row, &store, &trusted)) {
+            Ok(p) => p,
+            Err(why) => {
+                skipped.push(SkippedRun { run_id, why });
+                continue;
+            }
+        };
+        output::stderr(&format!(
+            "replay: run {run_id} ({} of {})",
+            i + 1,
+            rows.len()
+        ));
+        let rebuilt = prepared.request.rebuild();
+        let out = replay::review(&rebuilt, &with, &replay_id, &EventSink::discard()).await;
+        let label = outcomes.get(&run_id).map(select::label);
+        let case = Case {
+            run_id: run_id.clone(),
+            label: label.clone(),
+            changed: prepared.request.changed_paths(),
+            tier: prepared.request.tier.as_str().to_owned(),
+            tasks: prepared.request.task_count(),
+            baseline: Reviewed::of(&prepared.record.review, &prepared.record.findings),
+            candidate: Reviewed::of(&out.record, &out.findings),
+        };
+        runs.push(ReplayedRun {
+            run_id: run_id.clone(),
+            spec_id: prepared.record.spec_id.clone(),
+            tier: case.tier.clone(),
+            outcome: label.as_ref().map(|l| match l {
+                Label::Broken { .. } => "broken".to_owned(),
+                Label::Fine => "fine".to_owned(),
+            }),
+            broken_files: match &label {
+                Some(Label::Broken { files }) => files.clone(),
+                _ => Vec::new(),
+            },
+            bundle_sha256: row.envelope_sha256.clone(),
+            request_sha256: bundle::digest(&prepared.bytes),
+            baseline: case.figures(|c| &c.baseline),
+            candidate: case.figures(|c| &c.candidate),
+        });
+        subjects.push(Subject::from_bytes(
+            format!("request/{run_id}"),
+            &prepared.bytes,
+        ));
+        cases.push(case);
+    }
+    let (overall, strata) = score::score(&cases, minimum);
+    let (routed, prompt_digests) = digests(&routing, &prompts);
+    let report = ReplayReport {
+        format_version: FORMAT_VERSION,
+        replay_id,
+        started_at: started_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        elapsed_ms: millis(started.elapsed()),
+        routing: routed,
+        prompts: prompt_digests,
+        selection: selection.clone(),
+        minimum_sample: minimum,
+        plan_sha256,
+        runs,
+        skipped,
+        baseline: overall.baseline,
+        candidate: overall.candidate,
+        agreement: overall.agreement,
+        strata,
+        targets: Vec::new(),
+        bundle: None,
+    };
+    Ok((report, subjects))
+}
+
+/// Signs `report` (its `bundle` unset) into the replay's bundle, puts it in
+/// the bundle store (into the ledger's kept bundles when that is the
+/// store) and sets `bundle` to where it went.
+pub(crate) fn seal(
+    ctx: &Context,
+    subjects: Vec<Subject>,
+    report: &mut ReplayReport,
+) -> Result<(), GateError> {
+    report.bundle = None;
+    let store = attest::bundle_store(ctx)?;
+    let (key, _) = attest::signing_key(ctx)?;
+    let predicate = serde_json::to_value(&*report).map_err(GateError::encode("replay"))?;
+    let envelope = bundle::seal(
+        &Statement::new(subjects, REPLAY_PREDICATE_TYPE, predicate),
+        &key,
+    );
+    attest::refuse_linked_state(ctx)?;
+    let at = tokio::task::block_in_place(|| -> Result<BundleRef, GateError> {
+        let at = store.put(&report.replay_id, &envelope)?;
+        if matches!(store.target(), Target::Ledger) {
+            attest::open_ledger(ctx)?.put_bundle(&envelope)?;
+        }
+        Ok(at)
+    })?;
+    report.bundle = Some(match &at {
+        BundleRef::File(path) => attest::display_path(ctx, path),
+        other => other.to_string(),
+    });
+    Ok(())
+}
