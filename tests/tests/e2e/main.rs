@@ -29,6 +29,7 @@ mod mcp;
 mod outputs;
 mod pages;
 mod private_folders;
+mod replay;
 mod resilience;
 mod retry;
 mod review;
