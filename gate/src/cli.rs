@@ -174,6 +174,10 @@ pub(crate) enum SchemaName {
     Events,
     /// The predicate of a run's signed bundle.
     Predicate,
+    /// `gate replay --format json`'s document (and its bundle's predicate).
+    Replay,
+    /// The predicate of a signed replay plan (`gate replay plan`).
+    ReplayPlan,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

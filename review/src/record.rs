@@ -55,7 +55,7 @@ pub struct ReviewRecord {
     pub request: Option<RequestKept>,
 }
 
-/// The kept review request of a run (see [`crate::replay::request`]),
+/// The kept review request of a run (what `gate replay` rebuilds from),
 /// named by its digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestKept {

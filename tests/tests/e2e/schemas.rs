@@ -9,7 +9,16 @@ use gate_tests::{TestEnv, peers};
 #[test]
 fn gate_schema_prints_the_published_schemas() {
     let env = TestEnv::new();
-    for name in ["spec", "routing", "rules", "verify", "events", "predicate"] {
+    for name in [
+        "spec",
+        "routing",
+        "rules",
+        "verify",
+        "events",
+        "predicate",
+        "replay",
+        "replay-plan",
+    ] {
         let out = env.gate(&["schema", name]).run();
         out.assert_exit(0);
         let published = std::fs::read_to_string(peers::published_schema(name)).unwrap();
