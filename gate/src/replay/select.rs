@@ -8,7 +8,7 @@ use gate_evidence::ledger::{OutcomeEntry, RunFilter, SeriesFilter};
 use gate_review::replay::score::Label;
 
 use crate::cli::ReplaySelection;
-use crate::commands::runs::parse_since;
+use crate::config::parse_date;
 use crate::errors::GateError;
 
 /// The selection with its flags checked: a seed is drawn when `--sample`
@@ -28,8 +28,11 @@ pub(crate) fn settled(mut selection: ReplaySelection) -> Result<ReplaySelection,
             "--tier {t:?}: one of trivial, light, full"
         )));
     }
-    for date in [&selection.since, &selection.until].into_iter().flatten() {
-        parse_since(date)?;
+    if let Some(date) = &selection.since {
+        parse_date("--since", date)?;
+    }
+    if let Some(date) = &selection.until {
+        parse_date("--until", date)?;
     }
     if selection.sample.is_some() && selection.seed.is_none() {
         let mut bytes = [0u8; 8];
@@ -50,10 +53,18 @@ pub(crate) fn rows(
         spec_id: selection.spec.clone(),
         series: selection.series.clone().map(SeriesFilter::Key),
         verdict: selection.verdict.clone(),
-        since: selection.since.as_deref().map(parse_since).transpose()?,
+        since: selection
+            .since
+            .as_deref()
+            .map(|t| parse_date("--since", t))
+            .transpose()?,
         limit: None,
     };
-    let until = selection.until.as_deref().map(parse_since).transpose()?;
+    let until = selection
+        .until
+        .as_deref()
+        .map(|t| parse_date("--until", t))
+        .transpose()?;
     let mut rows: Vec<LedgerRow> = ledger
         .list(&filter)?
         .into_iter()

@@ -3,8 +3,8 @@
 //! replayed from their kept requests with a candidate model that answers
 //! differently, the result scored and sealed.
 
-use gate_tests::{TestEnv, peers};
 use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
+use gate_tests::{TestEnv, peers};
 use serde_json::{Value, json};
 
 /// In the broken run's file: what the candidate recognises.
@@ -149,7 +149,10 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
         .run();
     out.assert_exit(0);
     let doc = out.json();
-    assert_eq!(peers::schema_errors("replay", &[doc.clone()]), Vec::<String>::new());
+    assert_eq!(
+        peers::schema_errors("replay", &[doc.clone()]),
+        Vec::<String>::new()
+    );
 
     assert_eq!(doc["candidate"]["recall"]["caught"], 1, "{doc}");
     assert_eq!(doc["candidate"]["recall"]["of"], 1);
