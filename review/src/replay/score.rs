@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::findings::{Finding, lines_overlap};
 use crate::record::{AttemptOutcome, ReviewRecord};
+use crate::role::Role;
 
 /// What became of a run later, as harvested or recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,10 +45,16 @@ pub struct Reviewed {
 }
 
 impl Reviewed {
-    /// The figures of a review's record and the findings that stood.
+    /// The figures of a review's record and the findings that stood; only
+    /// the reviewers' findings count (a run's record also holds the gate's
+    /// own, which no model raised).
     pub fn of(record: &ReviewRecord, findings: &[Finding]) -> Self {
         let mut out = Self {
-            findings: findings.to_vec(),
+            findings: findings
+                .iter()
+                .filter(|f| f.role.parse::<Role>().is_ok())
+                .cloned()
+                .collect(),
             ..Self::default()
         };
         for s in &record.specialists {

@@ -78,8 +78,18 @@ fn outcome(env: &TestEnv, run: &str, what: &str) {
         .assert_exit(0);
 }
 
-#[test]
-fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
+/// A workspace with four recorded runs, reviewed by the baseline model:
+/// one with the backdoor labelled broken, two fine, and one fine whose
+/// request was not kept.
+struct Recorded {
+    server: ModelServer,
+    env: TestEnv,
+    broken: String,
+    fine: [String; 2],
+    unkept: String,
+}
+
+fn recorded() -> Recorded {
     let server = server();
     let env = TestEnv::new();
     env.write("gate.toml", SPEC);
@@ -120,6 +130,24 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
     }
     outcome(&env, &unkept, "--fine");
 
+    Recorded {
+        server,
+        env,
+        broken,
+        fine,
+        unkept,
+    }
+}
+
+#[test]
+fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
+    let Recorded {
+        server,
+        env,
+        broken,
+        fine,
+        unkept,
+    } = recorded();
     // The request is kept beside the bundles, named in the signed record by digest.
     let shown = env.shown(&broken);
     let kept = &shown["run"]["review"]["request"];
@@ -158,6 +186,8 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
     assert_eq!(doc["candidate"]["recall"]["of"], 1);
     assert_eq!(doc["baseline"]["recall"]["caught"], 0);
     assert_eq!(doc["baseline"]["recall"]["of"], 1);
+    // The gate's own findings are not the baseline review's.
+    assert_eq!(doc["baseline"]["findings_per_run"], 0.0);
     assert_eq!(
         doc["candidate"]["recall"]["low"].as_f64().map(|l| l > 0.2),
         Some(true)
@@ -212,4 +242,93 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
         .assert_exit(0)
         .stdout_has("signature: ok")
         .stdout_has("replay");
+}
+
+#[test]
+fn a_plan_fixed_in_advance_says_which_targets_were_met() {
+    let Recorded {
+        env,
+        server: _server,
+        ..
+    } = recorded();
+    let plan = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "plan",
+            "--routing",
+            "candidate.toml",
+            "--labelled",
+            "--sample",
+            "10",
+            "--target",
+            "recall >= 1",
+            "--target",
+            "cost_ratio <= 0.01",
+            "-o",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        env.gate(&args).run()
+    };
+    plan("plan.dsse.json", &[])
+        .assert_exit(0)
+        .stdout_has("sha256");
+    // A plan is never rewritten.
+    plan("plan.dsse.json", &[])
+        .assert_exit(2)
+        .stderr_has("never rewritten");
+    plan("bad.dsse.json", &["--target", "precision >= 1"])
+        .assert_exit(2)
+        .stderr_has("unknown figure");
+    let signed = gate_tests::statement_of(&env.path().join("plan.dsse.json"));
+    let seed = signed["predicate"]["selection"]["seed"].as_u64().unwrap();
+
+    let out = env
+        .gate(&["replay", "run", "plan.dsse.json", "--format", "json"])
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(
+        peers::schema_errors("replay", &[doc.clone()]),
+        Vec::<String>::new()
+    );
+    assert_eq!(doc["selection"]["seed"], seed);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 3, "{doc}");
+    assert_eq!(doc["plan_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        doc["targets"],
+        json!([
+            {"target": "recall >= 1", "value": 1.0, "met": true},
+            {"target": "cost_ratio <= 0.01", "value": doc["targets"][1]["value"], "met": false}
+        ])
+    );
+    assert!(doc["targets"][1]["value"].as_f64().unwrap() > 0.01);
+
+    // A candidate changed since the plan is refused: that is a new plan.
+    let table = env
+        .read("candidate.toml")
+        .replace("output = 2.0", "output = 3.0");
+    env.write("candidate.toml", &table);
+    env.gate(&["replay", "run", "plan.dsse.json"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("changed since plan");
+    plan("plan-2.dsse.json", &[]).assert_exit(0);
+    let kept = std::fs::read_dir(env.path().join(".gate/bundles"))
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with("replay-plan-")
+        })
+        .count();
+    assert_eq!(kept, 2);
+
+    // A plan edited after it was signed does not verify.
+    let mut bytes = std::fs::read(env.path().join("plan-2.dsse.json")).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    std::fs::write(env.path().join("plan-2.dsse.json"), bytes).unwrap();
+    env.gate(&["replay", "run", "plan-2.dsse.json"])
+        .run()
+        .assert_exit(1);
 }
