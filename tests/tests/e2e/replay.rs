@@ -178,7 +178,7 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
     out.assert_exit(0);
     let doc = out.json();
     assert_eq!(
-        peers::schema_errors("replay", &[doc.clone()]),
+        peers::schema_errors("replay", std::slice::from_ref(&doc)),
         Vec::<String>::new()
     );
 
@@ -289,7 +289,7 @@ fn a_plan_fixed_in_advance_says_which_targets_were_met() {
     out.assert_exit(0);
     let doc = out.json();
     assert_eq!(
-        peers::schema_errors("replay", &[doc.clone()]),
+        peers::schema_errors("replay", std::slice::from_ref(&doc)),
         Vec::<String>::new()
     );
     assert_eq!(doc["selection"]["seed"], seed);
