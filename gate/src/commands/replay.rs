@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use gate_review::replay::score::{Rate, Side};
+use gate_scorecard::replays::{Rate, Side};
 
 use crate::cli::{ReplayArgs, ReplayCommand, ShowFormat};
 use crate::config::Context;

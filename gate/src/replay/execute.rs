@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use gate_evidence::ledger::ReplayEntry;
 use gate_evidence::store::{BundleRef, BundleStore, Target};
 use gate_evidence::{PublicKey, Statement, Subject, bundle};
 use gate_review::events::EventSink;
@@ -17,6 +18,7 @@ use gate_review::replay::{self, Candidate};
 use gate_review::review::breaker::{BreakerPolicy, Breakers};
 use gate_review::review::prompts::{Prompt, Prompts};
 use gate_review::routing::Routing;
+use gate_scorecard::replays::ReplaySummary;
 
 use super::keep;
 use super::report::{
@@ -227,7 +229,8 @@ pub(crate) async fn execute(
 
 /// Signs `report` (its `bundle` unset) into the replay's bundle, puts it in
 /// the bundle store (into the ledger's kept bundles when that is the
-/// store) and sets `bundle` to where it went.
+/// store), sets `bundle` to where it went, and records the replay and its
+/// scores' summary in the ledger (no run row: outside the chain).
 pub(crate) fn seal(
     ctx: &Context,
     subjects: Vec<Subject>,
@@ -253,5 +256,27 @@ pub(crate) fn seal(
         BundleRef::File(path) => attest::display_path(ctx, path),
         other => other.to_string(),
     });
-    Ok(())
+    let summary = ReplaySummary {
+        runs: report.runs.len() as u64,
+        skipped: report.skipped.len() as u64,
+        baseline: report.baseline.clone(),
+        candidate: report.candidate.clone(),
+        agreement: report.agreement,
+        strata: report.strata.clone(),
+        plan_sha256: report.plan_sha256.clone(),
+    };
+    let entry = ReplayEntry {
+        replay_id: report.replay_id.clone(),
+        recorded_at: chrono::Utc::now(),
+        routing: report.routing.origin.clone(),
+        routing_blake3: report.routing.blake3.clone(),
+        bundle_path: at.to_string(),
+        envelope_sha256: bundle::digest(&envelope),
+        summary: serde_json::to_value(&summary).map_err(GateError::encode("replay summary"))?,
+    };
+    tokio::task::block_in_place(|| {
+        attest::open_ledger(ctx)?
+            .add_replay(&entry)
+            .map_err(GateError::from)
+    })
 }

@@ -1,7 +1,7 @@
 //! A replay's report: the `--format json` document and, without where its
 //! bundle went, the predicate of the replay's own signed bundle.
 
-use gate_review::replay::score::{Rate, RunFigures, Side, Stratum};
+use gate_scorecard::replays::{Rate, RunFigures, Side, Stratum};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ReplaySelection;

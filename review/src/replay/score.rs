@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use gate_scorecard::replays::{Failures, Rate, RunFigures, Scored, Side, Stratum, Tokens};
 use gate_scorecard::stats;
-use serde::{Deserialize, Serialize};
 
 use crate::findings::{Finding, lines_overlap};
 use crate::record::{AttemptOutcome, ReviewRecord};
@@ -64,7 +64,7 @@ impl Reviewed {
             out.output_tokens += s.output_tokens.unwrap_or(0);
             out.latency_ms = out.latency_ms.max(s.latency_ms);
             for a in &s.attempts {
-                out.failures.count(a.outcome, a.error.as_deref());
+                count_failure(&mut out.failures, a.outcome, a.error.as_deref());
             }
         }
         out
@@ -82,44 +82,20 @@ impl Reviewed {
     }
 }
 
-/// Attempts that failed, by kind.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct Failures {
-    /// Attempts cut at their deadline or timed out.
-    pub timeouts: u64,
-    /// Attempts the provider refused (a fatal error: auth, quota, an unsupported request).
-    pub refusals: u64,
-    /// Models skipped because their circuit breaker was open.
-    pub breaker_skips: u64,
-    /// Other failures: invalid replies after their repair, retryable
-    /// errors, requests over the budget.
-    pub other: u64,
-}
-
-impl Failures {
-    fn count(&mut self, outcome: AttemptOutcome, error: Option<&str>) {
-        let timed_out = error.is_some_and(|e| {
-            let e = e.to_lowercase();
-            e.contains("timed out") || e.contains("timeout") || e.contains("deadline")
-        });
-        match outcome {
-            AttemptOutcome::Ok => {}
-            AttemptOutcome::BreakerOpen => self.breaker_skips += 1,
-            _ if timed_out => self.timeouts += 1,
-            AttemptOutcome::Fatal => self.refusals += 1,
-            AttemptOutcome::Retryable | AttemptOutcome::Malformed | AttemptOutcome::OverBudget => {
-                self.other += 1;
-            }
+/// Counts one attempt's failure, by kind.
+fn count_failure(f: &mut Failures, outcome: AttemptOutcome, error: Option<&str>) {
+    let timed_out = error.is_some_and(|e| {
+        let e = e.to_lowercase();
+        e.contains("timed out") || e.contains("timeout") || e.contains("deadline")
+    });
+    match outcome {
+        AttemptOutcome::Ok => {}
+        AttemptOutcome::BreakerOpen => f.breaker_skips += 1,
+        _ if timed_out => f.timeouts += 1,
+        AttemptOutcome::Fatal => f.refusals += 1,
+        AttemptOutcome::Retryable | AttemptOutcome::Malformed | AttemptOutcome::OverBudget => {
+            f.other += 1;
         }
-    }
-
-    fn add(&mut self, o: Self) {
-        self.timeouts += o.timeouts;
-        self.refusals += o.refusals;
-        self.breaker_skips += o.breaker_skips;
-        self.other += o.other;
     }
 }
 
@@ -140,150 +116,6 @@ pub struct Case {
     pub baseline: Reviewed,
     /// The candidate's review of the same request.
     pub candidate: Reviewed,
-}
-
-/// A proportion with its 95% Wilson interval; `rate`, `low` and `high` are
-/// `null` with nothing to count, or below the minimum sample.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Rate {
-    /// Runs (or findings) that counted.
-    pub hits: u64,
-    /// Out of.
-    pub of: u64,
-    /// `hits ÷ of`.
-    pub rate: Option<f64>,
-    /// The interval's lower bound.
-    pub low: Option<f64>,
-    /// The interval's upper bound.
-    pub high: Option<f64>,
-    /// True when `of` is under the minimum sample: no rate is given.
-    pub below_minimum: bool,
-}
-
-impl Rate {
-    fn of(hits: u64, of: u64, minimum: u64) -> Self {
-        let below = of < minimum;
-        let interval = (!below).then(|| stats::wilson(hits, of)).flatten();
-        Self {
-            hits,
-            of,
-            rate: (!below).then(|| stats::ratio(hits, of)).flatten(),
-            low: interval.map(|i| i.low),
-            high: interval.map(|i| i.high),
-            below_minimum: below,
-        }
-    }
-}
-
-/// Recall: broken runs on which a critical or warning named a file the fix
-/// or revert touched.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Recall {
-    /// Broken runs caught.
-    pub caught: u64,
-    /// Broken runs.
-    pub of: u64,
-    /// `caught ÷ of`.
-    pub rate: Option<f64>,
-    /// Lower bound.
-    pub low: Option<f64>,
-    /// Upper bound.
-    pub high: Option<f64>,
-    /// True when `of` is under the minimum sample.
-    pub below_minimum: bool,
-}
-
-impl From<Rate> for Recall {
-    fn from(r: Rate) -> Self {
-        Self {
-            caught: r.hits,
-            of: r.of,
-            rate: r.rate,
-            low: r.low,
-            high: r.high,
-            below_minimum: r.below_minimum,
-        }
-    }
-}
-
-/// Input and output tokens.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct Tokens {
-    /// Input tokens, cached included.
-    pub input: u64,
-    /// Cached input tokens.
-    pub cached_input: u64,
-    /// Output tokens.
-    pub output: u64,
-}
-
-/// One side's figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Side {
-    /// Recall on runs labelled broken.
-    pub recall: Recall,
-    /// Runs labelled fine on which a critical was raised.
-    pub noise: Rate,
-    /// Findings that stood, per run.
-    pub findings_per_run: Option<f64>,
-    /// US dollars, all runs.
-    pub cost_usd: f64,
-    /// Tokens, all runs.
-    pub tokens: Tokens,
-    /// The slowest reviewer's wall time, summed over runs.
-    pub latency_ms: u64,
-    /// Failed attempts by kind.
-    pub failures: Failures,
-}
-
-/// Both sides over one set of runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Scored {
-    /// Runs replayed.
-    pub runs: u64,
-    /// The recorded review.
-    pub baseline: Side,
-    /// The candidate.
-    pub candidate: Side,
-    /// Findings both raised (same file, overlapping line) out of the
-    /// distinct findings either raised.
-    pub agreement: Rate,
-}
-
-/// One stratum: a dimension's value and the runs in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Stratum {
-    /// `tier`, `language`, `tasks` or `area`.
-    pub by: String,
-    /// The value (`light`, `py`, `2-4`, `src`).
-    pub value: String,
-    /// Its figures; rates below the minimum sample are left out.
-    #[serde(flatten)]
-    pub scored: Scored,
-}
-
-/// One run's figures on one side, for the report's list of runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunFigures {
-    /// Findings that stood.
-    pub findings: u64,
-    /// Of those, criticals.
-    pub critical: u64,
-    /// Of those, warnings.
-    pub warning: u64,
-    /// On a run labelled broken: whether a critical or warning named a file
-    /// the fix touched (any changed file when none is named); else `null`.
-    pub caught: Option<bool>,
-    /// US dollars.
-    pub cost_usd: f64,
-    /// Tokens.
-    pub tokens: Tokens,
-    /// The slowest reviewer's wall time.
-    pub latency_ms: u64,
-    /// Failed attempts by kind.
-    pub failures: Failures,
 }
 
 impl Case {
@@ -586,14 +418,15 @@ mod tests {
     #[test]
     fn failures_are_told_apart() {
         let mut f = Failures::default();
-        f.count(AttemptOutcome::BreakerOpen, None);
-        f.count(
+        count_failure(&mut f, AttemptOutcome::BreakerOpen, None);
+        count_failure(
+            &mut f,
             AttemptOutcome::Retryable,
             Some("request timed out after 30s"),
         );
-        f.count(AttemptOutcome::Fatal, Some("401 unauthorised"));
-        f.count(AttemptOutcome::Malformed, None);
-        f.count(AttemptOutcome::Ok, None);
+        count_failure(&mut f, AttemptOutcome::Fatal, Some("401 unauthorised"));
+        count_failure(&mut f, AttemptOutcome::Malformed, None);
+        count_failure(&mut f, AttemptOutcome::Ok, None);
         assert_eq!(
             f,
             Failures {

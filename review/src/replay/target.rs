@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::score::Side;
+use gate_scorecard::replays::Side;
 
 /// A figure a target names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -235,6 +235,25 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
     let listed = env.gate(&["runs", "--format", "json"]).run();
     assert_eq!(listed.json()["runs"].as_array().unwrap().len(), 4);
 
+    // The report shows the newest replay of each candidate table, per stratum.
+    let report = env.gate(&["report", "--format", "json"]).run();
+    report.assert_exit(0);
+    let replays = &report.json()["replays"];
+    assert_eq!(replays.as_array().unwrap().len(), 1, "{replays}");
+    assert_eq!(replays[0]["replay_id"], doc["replay_id"]);
+    assert_eq!(replays[0]["candidate"]["recall"]["caught"], 1);
+    assert_eq!(replays[0]["strata"], doc["strata"]);
+    env.gate(&["report", "--html", "report.html"])
+        .run()
+        .assert_exit(0);
+    let page = env.read("report.html");
+    assert!(page.contains(r#"<section id="replays">"#), "{page}");
+    assert!(page.contains("tier = trivial"), "{page}");
+    env.gate(&["report"])
+        .run()
+        .assert_exit(0)
+        .stdout_has("replays (the newest per candidate routing table)");
+
     // The replay is a signed bundle of its own.
     let bundle = doc["bundle"].as_str().unwrap();
     env.gate(&["evidence", "verify", bundle])
