@@ -1686,7 +1686,8 @@ mod tests {
  "cached_input_share": 0.0,
  "by": {"tier": {"light": {"runs": 0, "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0},
                            "fail_to_pass_share": 0.0}},
-        "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}, "source": {}}}"#,
+        "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}, "source": {}},
+ "replays": []}"#,
         )
         .unwrap();
         let dir = tempfile::tempdir().unwrap();
