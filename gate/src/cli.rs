@@ -405,6 +405,9 @@ pub(crate) struct ReplayArgs {
     /// What reviews them again.
     #[command(flatten)]
     pub candidate: ReplayCandidate,
+    /// What it may spend, how many runs at once.
+    #[command(flatten)]
+    pub limits: ReplayLimits,
     /// Runs a stratum needs before it is given a rate.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub min_sample: u64,
@@ -432,6 +435,9 @@ pub(crate) struct ReplayPlanArgs {
     /// What reviews them again.
     #[command(flatten)]
     pub candidate: ReplayCandidate,
+    /// What it may spend, how many runs at once.
+    #[command(flatten)]
+    pub limits: ReplayLimits,
     /// Runs a stratum needs before it is given a rate.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub min_sample: u64,
@@ -498,6 +504,21 @@ pub(crate) struct ReplaySelection {
     /// The seed `--sample` draws with (default: a fresh one, reported).
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
+}
+
+/// What a replay may spend, and how many runs it reviews at once.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Args, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub(crate) struct ReplayLimits {
+    /// US dollars the candidate may spend: a run whose estimated cost would
+    /// pass what is left is not started (listed as skipped).
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Runs reviewed at once (each provider's `concurrency` still holds
+    /// across them).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub jobs: usize,
 }
 
 /// What a replay reviews with.

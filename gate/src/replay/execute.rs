@@ -17,6 +17,7 @@ use gate_review::replay::score::{self, Case, Label, Reviewed};
 use gate_review::replay::{self, Candidate};
 use gate_review::review::breaker::{BreakerPolicy, Breakers};
 use gate_review::review::prompts::{Prompt, Prompts};
+use gate_review::review::slots::Slots;
 use gate_review::routing::Routing;
 use gate_scorecard::replays::ReplaySummary;
 
@@ -112,12 +113,86 @@ fn prepare(
     })
 }
 
+/// What a replay may spend and how many runs it reviews at once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// US dollars the candidate may spend; a run whose estimate would pass
+    /// it is not started.
+    pub budget: Option<f64>,
+    /// Runs reviewed at once.
+    pub jobs: usize,
+}
+
+/// What the candidate has spent and has reserved for runs in flight.
+#[derive(Debug, Default)]
+struct Spend {
+    spent: f64,
+    reserved: f64,
+}
+
+/// A run replayed: its row, what it was rebuilt from, the candidate's review.
+struct Replayed<'a> {
+    row: &'a gate_evidence::LedgerRow,
+    prepared: Prepared,
+    out: gate_review::review::ReviewOutput,
+}
+
+/// Reviews each prepared run with `with`, `limits.jobs` at a time, each
+/// started only when its estimate fits what is left of the budget; the
+/// results in the order given.
+async fn review_all<'a>(
+    ready: Vec<(&'a gate_evidence::LedgerRow, Prepared)>,
+    with: &Candidate<'_>,
+    replay_id: &str,
+    limits: Limits,
+) -> Vec<Result<Replayed<'a>, SkippedRun>> {
+    use futures::StreamExt as _;
+    let spend = std::sync::Mutex::new(Spend::default());
+    let total = ready.len();
+    let mut done: Vec<(usize, Result<Replayed<'a>, SkippedRun>)> =
+        futures::stream::iter(ready.into_iter().enumerate().map(|(i, (row, prepared))| {
+            let spend = &spend;
+            async move {
+                let rebuilt = prepared.request.rebuild();
+                let estimate = replay::estimated_usd(&rebuilt, with);
+                if let Some(limit) = limits.budget {
+                    let mut s = spend.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if s.spent + s.reserved + estimate > limit {
+                        let why = format!(
+                            "--budget {limit}: its estimate, about ${estimate:.4}, would pass                              what is left (${:.4} spent, ${:.4} held by runs in flight)",
+                            s.spent, s.reserved
+                        );
+                        return (i, Err(SkippedRun { run_id: row.entry.run_id.clone(), why }));
+                    }
+                    s.reserved += estimate;
+                }
+                output::stderr(&format!(
+                    "replay: run {} ({} of {total})",
+                    row.entry.run_id,
+                    i + 1
+                ));
+                let out = replay::review(&rebuilt, with, replay_id, &EventSink::discard()).await;
+                let cost = Reviewed::of(&out.record, &out.findings).cost_usd;
+                let mut s = spend.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                s.reserved -= estimate.min(s.reserved);
+                s.spent += cost;
+                (i, Ok(Replayed { row, prepared, out }))
+            }
+        }))
+        .buffer_unordered(limits.jobs.max(1))
+        .collect()
+        .await;
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Runs a replay of `selection` with `candidate`: its report (not yet
 /// sealed) and the subjects its bundle names (each run's kept request).
 pub(crate) async fn execute(
     ctx: &Context,
     selection: &ReplaySelection,
     candidate_args: &ReplayCandidate,
+    limits: Limits,
     minimum: u64,
     plan_sha256: Option<String>,
 ) -> Result<(ReplayReport, Vec<Subject>), GateError> {
@@ -139,6 +214,7 @@ pub(crate) async fn execute(
     .map_err(|e| GateError::Usage(format!("cannot set up the model client: {e}")))?;
     // A replay's failures are its own: the shared breakers are neither read nor moved.
     let breakers = Breakers::in_memory(BreakerPolicy::with_cooldown(defaults.breaker_cooldown_s));
+    let slots = Slots::new(&routing);
     let ledger = attest::open_existing_ledger(ctx)?;
     let store = attest::bundle_store(ctx)?;
     let trusted = attest::trusted_keys(ctx, &[])?;
@@ -151,25 +227,28 @@ pub(crate) async fn execute(
         prompts: &prompts,
         clients: &clients,
         breakers: &breakers,
+        slots: &slots,
     };
-    let (mut cases, mut runs, mut skipped, mut subjects) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (i, row) in rows.iter().enumerate() {
-        let run_id = row.entry.run_id.clone();
-        let prepared = match tokio::task::block_in_place(|| prepare(row, &store, &trusted)) {
-            Ok(p) => p,
-            Err(why) => {
-                skipped.push(SkippedRun { run_id, why });
+    let (mut ready, mut skipped) = (Vec::new(), Vec::new());
+    for row in &rows {
+        match tokio::task::block_in_place(|| prepare(row, &store, &trusted)) {
+            Ok(p) => ready.push((row, p)),
+            Err(why) => skipped.push(SkippedRun {
+                run_id: row.entry.run_id.clone(),
+                why,
+            }),
+        }
+    }
+    let (mut cases, mut runs, mut subjects) = (Vec::new(), Vec::new(), Vec::new());
+    for replayed in review_all(ready, &with, &replay_id, limits).await {
+        let Replayed { row, prepared, out } = match replayed {
+            Ok(r) => r,
+            Err(skip) => {
+                skipped.push(skip);
                 continue;
             }
         };
-        output::stderr(&format!(
-            "replay: run {run_id} ({} of {})",
-            i + 1,
-            rows.len()
-        ));
-        let rebuilt = prepared.request.rebuild();
-        let out = replay::review(&rebuilt, &with, &replay_id, &EventSink::discard()).await;
+        let run_id = row.entry.run_id.clone();
         let label = outcomes.get(&run_id).map(select::label);
         let case = Case {
             run_id: run_id.clone(),
@@ -214,6 +293,7 @@ pub(crate) async fn execute(
         prompts: prompt_digests,
         selection: selection.clone(),
         minimum_sample: minimum,
+        budget_usd: limits.budget,
         plan_sha256,
         runs,
         skipped,

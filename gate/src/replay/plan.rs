@@ -16,7 +16,7 @@ use super::execute::{self, candidate, digests};
 use super::report::{PromptDigest, ReplayReport, Routed, TargetResult};
 use super::select;
 use crate::attest;
-use crate::cli::{ReplayCandidate, ReplayPlanArgs, ReplaySelection};
+use crate::cli::{ReplayCandidate, ReplayLimits, ReplayPlanArgs, ReplaySelection};
 use crate::config::{Context, from_cwd};
 use crate::errors::GateError;
 
@@ -36,6 +36,8 @@ pub(crate) struct ReplayPlan {
     pub routing: Routed,
     /// The candidate's prompts as planned.
     pub prompts: Vec<PromptDigest>,
+    /// What it may spend, how many runs at once.
+    pub limits: ReplayLimits,
     /// Runs a stratum needs before it is given a rate.
     pub minimum_sample: u64,
     /// The targets, as written.
@@ -45,6 +47,7 @@ pub(crate) struct ReplayPlan {
 /// `gate replay plan`: writes the signed plan to `args.output` (never over
 /// a file there) and keeps a copy in the bundle store; returns its sha256.
 pub(crate) fn write(ctx: &Context, args: &ReplayPlanArgs) -> Result<String, GateError> {
+    crate::commands::replay::limits(args.limits)?;
     for t in &args.targets {
         Target::parse(t).map_err(|e| GateError::Usage(e.to_string()))?;
     }
@@ -61,6 +64,7 @@ pub(crate) fn write(ctx: &Context, args: &ReplayPlanArgs) -> Result<String, Gate
         candidate: absolute,
         routing: routed,
         prompts: prompt_digests,
+        limits: args.limits,
         minimum_sample: args.min_sample,
         targets: args.targets.clone(),
     };
@@ -128,6 +132,7 @@ pub(crate) async fn run(
         ctx,
         &plan.selection,
         &plan.candidate,
+        crate::commands::replay::limits(plan.limits)?,
         plan.minimum_sample,
         Some(opened.sha256.clone()),
     )

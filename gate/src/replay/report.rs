@@ -32,6 +32,9 @@ pub(crate) struct ReplayReport {
     pub selection: ReplaySelection,
     /// Runs a stratum needs before it is given a rate.
     pub minimum_sample: u64,
+    /// `--budget`: US dollars the candidate could spend, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
     /// The signed plan this replay executed (its sha256), when it ran one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_sha256: Option<String>,

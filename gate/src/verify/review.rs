@@ -275,6 +275,7 @@ impl ReviewStage<'_> {
             carried: &carried,
             earlier: &earlier,
             breakers: &breakers,
+            slots: None,
             watch: &watch,
             events: &review_events,
         };

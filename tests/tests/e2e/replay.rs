@@ -5,6 +5,8 @@
 
 use gate_tests::model_server::{Matcher, ModelServer, Reply, routes_to};
 use gate_tests::{TestEnv, peers};
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 /// In the broken run's file: what the candidate recognises.
@@ -30,6 +32,10 @@ fn answer(findings: &Value) -> Reply {
 fn server() -> ModelServer {
     let server = ModelServer::start();
     server
+        .script(
+            Matcher::any().model("slow-model"),
+            vec![answer(&json!([])).after(Duration::from_millis(500))],
+        )
         .script(
             Matcher::any()
                 .model("candidate-model")
@@ -350,4 +356,68 @@ fn a_plan_fixed_in_advance_says_which_targets_were_met() {
     env.gate(&["replay", "run", "plan-2.dsse.json"])
         .run()
         .assert_exit(1);
+}
+
+#[test]
+fn a_replay_keeps_to_its_budget_and_to_each_providers_concurrency() {
+    let Recorded { server, env, .. } = recorded();
+    // A budget too small for any run: nothing is sent, every run says why.
+    let before = server.requests().len();
+    let out = env
+        .gate(&[
+            "replay",
+            "--routing",
+            "candidate.toml",
+            "--budget",
+            "0",
+            "--format",
+            "json",
+        ])
+        .run();
+    out.assert_exit(0);
+    let doc = out.json();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 0, "{doc}");
+    assert_eq!(doc["budget_usd"], 0.0);
+    let budget: Vec<&Value> = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["why"].as_str().unwrap().starts_with("--budget 0"))
+        .collect();
+    assert_eq!(budget.len(), 3, "{doc}");
+    assert_eq!(server.requests().len(), before);
+
+    // Runs are reviewed at once, up to --jobs, but never more at a
+    // provider than its concurrency.
+    let slow = routing(&server, "slow-model");
+    env.write("slow.toml", &slow);
+    env.write(
+        "slow-one.toml",
+        &slow.replace("api = \"openai\"\n", "api = \"openai\"\nconcurrency = 1\n"),
+    );
+    for (table, most) in [("slow.toml", 3), ("slow-one.toml", 1)] {
+        let server_before = server.max_in_flight();
+        assert!(server_before <= 3);
+        let out = env
+            .gate(&[
+                "replay",
+                "--routing",
+                table,
+                "--jobs",
+                "3",
+                "--format",
+                "json",
+            ])
+            .run();
+        out.assert_exit(0);
+        let doc = out.json();
+        assert_eq!(doc["runs"].as_array().unwrap().len(), 3, "{doc}");
+        if most == 1 {
+            // Three one-request runs one after another: at least 3 × 500 ms.
+            assert!(doc["elapsed_ms"].as_u64().unwrap() >= 1500, "{doc}");
+        } else {
+            assert_eq!(server.max_in_flight(), 3);
+            assert!(doc["elapsed_ms"].as_u64().unwrap() < 1500, "{doc}");
+        }
+    }
 }
