@@ -137,32 +137,59 @@ struct Replayed<'a> {
     out: gate_review::review::ReviewOutput,
 }
 
-/// Reviews each prepared run with `with`, `limits.jobs` at a time, each
-/// started only when its estimate fits what is left of the budget; the
-/// results in the order given.
+/// Where prepared runs read their bundles and requests from, shared with
+/// the blocking threads that read them.
+struct Sources {
+    store: BundleStore,
+    trusted: Vec<PublicKey>,
+}
+
+/// Prepares and reviews each run with `with`, `limits.jobs` at a time (a
+/// run's bundle and request are read on a blocking thread while earlier
+/// runs' calls are in flight), each started only when its estimate fits
+/// what is left of the budget; the results in the order of `rows`.
 async fn review_all<'a>(
-    ready: Vec<(&'a gate_evidence::LedgerRow, Prepared)>,
+    rows: &'a [gate_evidence::LedgerRow],
+    sources: &std::sync::Arc<Sources>,
     with: &Candidate<'_>,
     replay_id: &str,
     limits: Limits,
 ) -> Vec<Result<Replayed<'a>, SkippedRun>> {
     use futures::StreamExt as _;
     let spend = std::sync::Mutex::new(Spend::default());
-    let total = ready.len();
+    let total = rows.len();
     let mut done: Vec<(usize, Result<Replayed<'a>, SkippedRun>)> =
-        futures::stream::iter(ready.into_iter().enumerate().map(|(i, (row, prepared))| {
+        futures::stream::iter(rows.iter().enumerate().map(|(i, row)| {
             let spend = &spend;
+            let sources = std::sync::Arc::clone(sources);
             async move {
+                let skipped = |why: String| SkippedRun {
+                    run_id: row.entry.run_id.clone(),
+                    why,
+                };
+                let owned = row.clone();
+                let prepared = tokio::task::spawn_blocking(move || {
+                    prepare(&owned, &sources.store, &sources.trusted)
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("reading it stopped: {e}")));
+                let prepared = match prepared {
+                    Ok(p) => p,
+                    Err(why) => return (i, Err(skipped(why))),
+                };
                 let rebuilt = prepared.request.rebuild();
                 let estimate = replay::estimated_usd(&rebuilt, with);
                 if let Some(limit) = limits.budget {
-                    let mut s = spend.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut s = spend
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     if s.spent + s.reserved + estimate > limit {
                         let why = format!(
-                            "--budget {limit}: its estimate, about ${estimate:.4}, would pass                              what is left (${:.4} spent, ${:.4} held by runs in flight)",
+                            "--budget {limit}: its estimate, about ${estimate:.4}, would pass \
+                             what is left (${:.4} spent, ${:.4} held by runs in flight)",
                             s.spent, s.reserved
                         );
-                        return (i, Err(SkippedRun { run_id: row.entry.run_id.clone(), why }));
+                        return (i, Err(skipped(why)));
                     }
                     s.reserved += estimate;
                 }
@@ -173,7 +200,9 @@ async fn review_all<'a>(
                 ));
                 let out = replay::review(&rebuilt, with, replay_id, &EventSink::discard()).await;
                 let cost = Reviewed::of(&out.record, &out.findings).cost_usd;
-                let mut s = spend.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut s = spend
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 s.reserved -= estimate.min(s.reserved);
                 s.spent += cost;
                 (i, Ok(Replayed { row, prepared, out }))
@@ -229,18 +258,10 @@ pub(crate) async fn execute(
         breakers: &breakers,
         slots: &slots,
     };
-    let (mut ready, mut skipped) = (Vec::new(), Vec::new());
-    for row in &rows {
-        match tokio::task::block_in_place(|| prepare(row, &store, &trusted)) {
-            Ok(p) => ready.push((row, p)),
-            Err(why) => skipped.push(SkippedRun {
-                run_id: row.entry.run_id.clone(),
-                why,
-            }),
-        }
-    }
+    let mut skipped = Vec::new();
+    let sources = std::sync::Arc::new(Sources { store, trusted });
     let (mut cases, mut runs, mut subjects) = (Vec::new(), Vec::new(), Vec::new());
-    for replayed in review_all(ready, &with, &replay_id, limits).await {
+    for replayed in review_all(&rows, &sources, &with, &replay_id, limits).await {
         let Replayed { row, prepared, out } = match replayed {
             Ok(r) => r,
             Err(skip) => {
