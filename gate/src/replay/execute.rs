@@ -158,21 +158,30 @@ async fn review_all<'a>(
     use futures::StreamExt as _;
     let spend = std::sync::Mutex::new(Spend::default());
     let total = rows.len();
-    let mut done: Vec<(usize, Result<Replayed<'a>, SkippedRun>)> =
-        futures::stream::iter(rows.iter().enumerate().map(|(i, row)| {
-            let spend = &spend;
+    // Bundles and requests are read ahead of the calls (twice as many runs
+    // as are reviewed at once), so a freed slot never waits on a read.
+    let ready = futures::stream::iter(rows.iter().enumerate())
+        .map(|(i, row)| {
             let sources = std::sync::Arc::clone(sources);
+            let owned = row.clone();
             async move {
-                let skipped = |why: String| SkippedRun {
-                    run_id: row.entry.run_id.clone(),
-                    why,
-                };
-                let owned = row.clone();
                 let prepared = tokio::task::spawn_blocking(move || {
                     prepare(&owned, &sources.store, &sources.trusted)
                 })
                 .await
                 .unwrap_or_else(|e| Err(format!("reading it stopped: {e}")));
+                (i, row, prepared)
+            }
+        })
+        .buffered(limits.jobs.max(1) * 2);
+    let mut done: Vec<(usize, Result<Replayed<'a>, SkippedRun>)> = ready
+        .map(|(i, row, prepared)| {
+            let spend = &spend;
+            async move {
+                let skipped = |why: String| SkippedRun {
+                    run_id: row.entry.run_id.clone(),
+                    why,
+                };
                 let prepared = match prepared {
                     Ok(p) => p,
                     Err(why) => return (i, Err(skipped(why))),
@@ -207,7 +216,7 @@ async fn review_all<'a>(
                 s.spent += cost;
                 (i, Ok(Replayed { row, prepared, out }))
             }
-        }))
+        })
         .buffer_unordered(limits.jobs.max(1))
         .collect()
         .await;
