@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use gate_scorecard::replays::{Rate, Side};
 
-use crate::cli::{ReplayArgs, ReplayCommand, ReplayLimits, ShowFormat};
+use crate::cli::{ReplayArgs, ReplayCommand, ShowFormat};
 use crate::config::Context;
 use crate::errors::GateError;
 use crate::exit;
@@ -36,7 +36,7 @@ pub(crate) async fn replay(ctx: &Context, args: &ReplayArgs) -> Result<u8, GateE
                 ctx,
                 &selection,
                 &args.candidate,
-                limits(args.limits)?,
+                execute::Limits::checked(args.limits)?,
                 args.min_sample,
                 None,
             )
@@ -51,22 +51,6 @@ pub(crate) async fn replay(ctx: &Context, args: &ReplayArgs) -> Result<u8, GateE
     };
     output::stdout(&text).map_err(GateError::stdout)?;
     Ok(exit::PASS)
-}
-
-/// `--budget` and `--jobs` checked.
-pub(crate) fn limits(l: ReplayLimits) -> Result<execute::Limits, GateError> {
-    if l.budget.is_some_and(|b| !(b.is_finite() && b >= 0.0)) {
-        return Err(GateError::Usage(
-            "--budget: give US dollars, 0 or more".to_owned(),
-        ));
-    }
-    if l.jobs == 0 {
-        return Err(GateError::Usage("--jobs: give 1 or more".to_owned()));
-    }
-    Ok(execute::Limits {
-        budget: l.budget,
-        jobs: l.jobs,
-    })
 }
 
 fn rate(r: &Rate) -> String {

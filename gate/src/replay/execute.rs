@@ -28,7 +28,7 @@ use super::report::{
 };
 use super::select;
 use crate::attest;
-use crate::cli::{ReplayCandidate, ReplaySelection};
+use crate::cli::{ReplayCandidate, ReplayLimits, ReplaySelection};
 use crate::config::{self, Context, from_cwd};
 use crate::errors::GateError;
 use crate::output;
@@ -121,6 +121,24 @@ pub(crate) struct Limits {
     pub budget: Option<f64>,
     /// Runs reviewed at once.
     pub jobs: usize,
+}
+
+impl Limits {
+    /// `--budget` and `--jobs` checked.
+    pub(crate) fn checked(l: ReplayLimits) -> Result<Self, GateError> {
+        if l.budget.is_some_and(|b| !(b.is_finite() && b >= 0.0)) {
+            return Err(GateError::Usage(
+                "--budget: give US dollars, 0 or more".to_owned(),
+            ));
+        }
+        if l.jobs == 0 {
+            return Err(GateError::Usage("--jobs: give 1 or more".to_owned()));
+        }
+        Ok(Self {
+            budget: l.budget,
+            jobs: l.jobs,
+        })
+    }
 }
 
 /// What the candidate has spent and has reserved for runs in flight.

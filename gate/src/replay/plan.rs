@@ -47,7 +47,7 @@ pub(crate) struct ReplayPlan {
 /// `gate replay plan`: writes the signed plan to `args.output` (never over
 /// a file there) and keeps a copy in the bundle store; returns its sha256.
 pub(crate) fn write(ctx: &Context, args: &ReplayPlanArgs) -> Result<String, GateError> {
-    crate::commands::replay::limits(args.limits)?;
+    execute::Limits::checked(args.limits)?;
     for t in &args.targets {
         Target::parse(t).map_err(|e| GateError::Usage(e.to_string()))?;
     }
@@ -132,7 +132,7 @@ pub(crate) async fn run(
         ctx,
         &plan.selection,
         &plan.candidate,
-        crate::commands::replay::limits(plan.limits)?,
+        execute::Limits::checked(plan.limits)?,
         plan.minimum_sample,
         Some(opened.sha256.clone()),
     )
