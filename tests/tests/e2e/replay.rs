@@ -386,6 +386,20 @@ fn a_replay_keeps_to_its_budget_and_to_each_providers_concurrency() {
         .collect();
     assert_eq!(budget.len(), 3, "{doc}");
     assert_eq!(server.requests().len(), before);
+    env.gate(&["replay", "--routing", "candidate.toml", "--budget", "0"])
+        .run()
+        .assert_exit(0)
+        .stdout_has("of 0 runs with")
+        .stdout_has("skipped")
+        .stdout_has("--budget 0: its estimate");
+    env.gate(&["replay", "--routing", "candidate.toml", "--budget=-1"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("--budget");
+    env.gate(&["replay", "--labelled"])
+        .run()
+        .assert_exit(2)
+        .stderr_has("--routing");
 
     // Runs are reviewed at once, up to --jobs, but never more at a
     // provider than its concurrency.
