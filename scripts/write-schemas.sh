@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -q -p gate
-for name in spec routing rules verify events predicate mutants; do
+for name in spec routing rules verify events predicate mutants replay replay-plan; do
     target/debug/gate schema "$name" > "docs/schemas/$name.schema.json"
 done

@@ -242,6 +242,109 @@ impl BundleStore {
     }
 }
 
+/// The folder (of a directory store) and the key prefix (below a bucket's)
+/// that kept review requests go in.
+pub const REQUESTS: &str = "requests";
+
+/// The file name suffix of a kept review request.
+pub const REQUEST_SUFFIX: &str = ".request.json";
+
+impl BundleStore {
+    /// Keeps `bytes`, a run's review request as sent, beside the bundles
+    /// and named by their sha256: `<dir>/requests/<sha256>.request.json`,
+    /// `s3://bucket/prefix/requests/<sha256>.request.json`, or in the ledger
+    /// (`ledger:sha256:<hex>`, in its table of kept bundles). Put-if-absent
+    /// like a bundle; durable when this returns.
+    pub fn put_request(&self, bytes: &[u8]) -> Result<BundleRef, StoreError> {
+        let sha = bundle::digest(bytes);
+        let name = format!("{sha}{REQUEST_SUFFIX}");
+        match &self.target {
+            Target::Dir(dir) => {
+                let path = dir.join(REQUESTS).join(&name);
+                let anchor = self.anchor.as_deref().unwrap_or(dir);
+                match crate::place::create_file(anchor, &path, bytes) {
+                    Ok(()) => Ok(BundleRef::File(path)),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let there = read_file(&path)?;
+                        if there == bytes {
+                            Ok(BundleRef::File(path))
+                        } else {
+                            Err(StoreError::Exists {
+                                at: path.display().to_string(),
+                            })
+                        }
+                    }
+                    Err(e) => Err(StoreError::Unavailable {
+                        at: path.display().to_string(),
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+            Target::S3 { bucket, prefix } => {
+                let key = if prefix.is_empty() {
+                    format!("{REQUESTS}/{name}")
+                } else {
+                    format!("{prefix}/{REQUESTS}/{name}")
+                };
+                let at = BundleRef::Object {
+                    bucket: bucket.clone(),
+                    key,
+                };
+                self.objects.put_if_absent(&at, bytes)?;
+                Ok(at)
+            }
+            Target::Ledger => {
+                let at = BundleRef::Ledger { sha256: sha };
+                let unavailable = |reason: String| StoreError::Unavailable {
+                    at: at.to_string(),
+                    reason,
+                };
+                let source = self
+                    .ledger
+                    .as_ref()
+                    .ok_or_else(|| unavailable("no ledger to keep it in".to_owned()))?;
+                Ledger::open(source.location.clone())
+                    .and_then(|mut ledger| ledger.put_bundle(bytes))
+                    .map_err(|e| unavailable(e.to_string()))?;
+                Ok(at)
+            }
+        }
+    }
+
+    /// Removes the review requests a directory store kept that were last
+    /// written before `before`, and returns how many; a bucket or the
+    /// ledger is left as it is (a bucket's lifecycle rule keeps its own).
+    pub fn sweep_requests(&self, before: std::time::SystemTime) -> Result<usize, StoreError> {
+        let Target::Dir(dir) = &self.target else {
+            return Ok(0);
+        };
+        let folder = dir.join(REQUESTS);
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => {
+                return Err(StoreError::Unavailable {
+                    at: folder.display().to_string(),
+                    reason: e.to_string(),
+                });
+            }
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let is_request = name.to_str().is_some_and(|n| n.ends_with(REQUEST_SUFFIX));
+            // Only plain files of ours: a link or a folder planted here is left alone.
+            let old = entry
+                .metadata()
+                .is_ok_and(|m| m.file_type().is_file() && m.modified().is_ok_and(|t| t < before));
+            if is_request && old && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
 /// [`StoreError::Tampered`] when `bytes` do not hash to the sha256 `at`'s name records.
 pub fn check_named(at: &BundleRef, bytes: &[u8]) -> Result<(), StoreError> {
     match at.named_sha256() {
@@ -307,6 +410,37 @@ fn read_file(path: &Path) -> Result<Vec<u8>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_is_kept_once_by_its_digest_and_swept_when_old() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = BundleStore::dir(tmp.path().join("bundles"));
+        let at = store.put_request(b"{\"a\":1}").unwrap();
+        let BundleRef::File(path) = &at else {
+            panic!("{at:?}")
+        };
+        let sha = bundle::digest(b"{\"a\":1}");
+        assert_eq!(
+            path,
+            &tmp.path()
+                .join("bundles/requests")
+                .join(format!("{sha}{REQUEST_SUFFIX}"))
+        );
+        // The same bytes again are the same request; it reads back as kept.
+        assert_eq!(store.put_request(b"{\"a\":1}").unwrap(), at);
+        assert_eq!(store.fetch(&at).unwrap(), b"{\"a\":1}");
+        // Other bytes under that name are refused, never replaced.
+        std::fs::write(path, b"edited").unwrap();
+        assert!(matches!(
+            store.put_request(b"{\"a\":1}"),
+            Err(StoreError::Exists { .. })
+        ));
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        assert_eq!(store.sweep_requests(past).unwrap(), 0);
+        let future = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        assert_eq!(store.sweep_requests(future).unwrap(), 1);
+        assert!(matches!(store.fetch(&at), Err(StoreError::Missing { .. })));
+    }
 
     #[test]
     fn refs_and_targets_parse_and_print() {

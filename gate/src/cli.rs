@@ -105,6 +105,9 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// The scorecard as Prometheus text, for a textfile collector or a scrape.
     Metrics(MetricsArgs),
+    /// Review recorded runs again with a candidate routing table or prompts,
+    /// from what their reviewers were sent, scored against their outcomes.
+    Replay(Box<ReplayArgs>),
     /// Check what a run here would use, spending no tokens and changing nothing.
     Doctor(DoctorArgs),
     /// Score the acceptance criteria by the wrong versions of the change's
@@ -207,6 +210,10 @@ pub(crate) enum SchemaName {
     Predicate,
     /// `gate mutants --format json`'s document.
     Mutants,
+    /// `gate replay --format json`'s document (and its bundle's predicate).
+    Replay,
+    /// The predicate of a signed replay plan (`gate replay plan`).
+    ReplayPlan,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -415,6 +422,161 @@ pub(crate) struct HarvestArgs {
     /// One line per label, or one JSON object.
     #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
     pub format: ShowFormat,
+}
+
+/// `gate replay`.
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    subcommand_value_name = "COMMAND"
+)]
+pub(crate) struct ReplayArgs {
+    /// Pre-register a replay, or run a pre-registered one.
+    #[command(subcommand)]
+    pub command: Option<ReplayCommand>,
+    /// Which recorded runs.
+    #[command(flatten)]
+    pub selection: ReplaySelection,
+    /// What reviews them again.
+    #[command(flatten)]
+    pub candidate: ReplayCandidate,
+    /// What it may spend, how many runs at once.
+    #[command(flatten)]
+    pub limits: ReplayLimits,
+    /// Runs a stratum needs before it is given a rate.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_sample: u64,
+    /// Human text or one JSON document.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// `gate replay plan | run`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReplayCommand {
+    /// Write a signed plan (selection, seed, minimum sample, targets) before
+    /// any request is sent.
+    Plan(Box<ReplayPlanArgs>),
+    /// Execute a signed plan and say which of its targets were met.
+    Run(ReplayRunArgs),
+}
+
+/// `gate replay plan`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayPlanArgs {
+    /// Which recorded runs.
+    #[command(flatten)]
+    pub selection: ReplaySelection,
+    /// What reviews them again.
+    #[command(flatten)]
+    pub candidate: ReplayCandidate,
+    /// What it may spend, how many runs at once.
+    #[command(flatten)]
+    pub limits: ReplayLimits,
+    /// Runs a stratum needs before it is given a rate.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_sample: u64,
+    /// A target the candidate must meet, `FIGURE OP VALUE`: `recall >= 0.8`,
+    /// `noise <= 0.1`, `cost_usd <= 2.5`, `recall_gain >= 0.1` (candidate
+    /// minus baseline), `cost_ratio <= 0.5`; repeatable.
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Where to write the plan.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// `gate replay run`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayRunArgs {
+    /// The plan `gate replay plan` wrote.
+    pub plan: PathBuf,
+    /// A public key to trust for the plan; repeatable. Default: the state directory's.
+    #[arg(long = "key", value_name = "PUB")]
+    pub keys: Vec<PathBuf>,
+    /// Human text or one JSON document.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
+    pub format: ShowFormat,
+}
+
+/// The recorded runs a replay selects.
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    Args,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+pub(crate) struct ReplaySelection {
+    /// Only this spec id.
+    #[arg(long, value_name = "ID")]
+    pub spec: Option<String>,
+    /// Only this series key (`pr:42`, `branch:main`…).
+    #[arg(long, value_name = "KEY")]
+    pub series: Option<String>,
+    /// Only runs started on or after this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only runs started before this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Only this tier (trivial, light, full).
+    #[arg(long, value_name = "T")]
+    pub tier: Option<String>,
+    /// Only this verdict (pass, fail, escalate, incomplete).
+    #[arg(long, value_name = "V")]
+    pub verdict: Option<String>,
+    /// Only runs with a recorded outcome (broken or fine).
+    #[arg(long)]
+    pub labelled: bool,
+    /// At most N runs, drawn at random with the seed.
+    #[arg(long, value_name = "N")]
+    pub sample: Option<u32>,
+    /// The seed `--sample` draws with (default: a fresh one, reported).
+    #[arg(long, value_name = "SEED")]
+    pub seed: Option<u64>,
+}
+
+/// What a replay may spend, and how many runs it reviews at once.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Args, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub(crate) struct ReplayLimits {
+    /// US dollars the candidate may spend: a run whose estimated cost would
+    /// pass what is left is not started (listed as skipped).
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Runs reviewed at once (each provider's `concurrency` still holds
+    /// across them).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub jobs: usize,
+}
+
+/// What a replay reviews with.
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    Args,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+pub(crate) struct ReplayCandidate {
+    /// The candidate routing table.
+    #[arg(long, value_name = "FILE")]
+    pub routing: Option<PathBuf>,
+    /// A folder of prompts (`security.md`, `quality.md`… by prompt key),
+    /// each replacing that prompt.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
 }
 
 /// `gate report`.

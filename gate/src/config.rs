@@ -685,9 +685,45 @@ pub(crate) fn axe_core(workspace: &Path, env: &Environment) -> Result<PathBuf, S
     }
 }
 
+/// Parses a date flag (`--since`, `--until`): a date (`2026-11-30`,
+/// midnight UTC) or an RFC 3339 time.
+pub(crate) fn parse_date(
+    flag: &str,
+    text: &str,
+) -> Result<chrono::DateTime<chrono::Utc>, GateError> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| {
+            GateError::Usage(format!(
+                "{flag} {text:?}: give a date (2026-11-30) or an RFC 3339 time"
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn date_forms() {
+        assert_eq!(
+            parse_date("--since", "2026-11-30").unwrap().to_rfc3339(),
+            "2026-11-30T00:00:00+00:00"
+        );
+        assert_eq!(
+            parse_date("--since", "2026-11-30T10:00:00+02:00")
+                .unwrap()
+                .to_rfc3339(),
+            "2026-11-30T08:00:00+00:00"
+        );
+        let err = parse_date("--until", "last tuesday").unwrap_err();
+        assert!(err.to_string().contains("--until"), "{err}");
+    }
 
     /// The base runs' build cache is never in the workspace: with the state
     /// directory in it, the cache goes to the user's cache folder.

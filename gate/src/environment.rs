@@ -22,6 +22,8 @@ pub(crate) mod names {
     /// Where bundles go: `s3://bucket/prefix` or a directory (default
     /// `bundles/` in the state directory).
     pub(crate) const BUNDLE_STORE: &str = "GATE_BUNDLE_STORE";
+    /// Days a run's kept review request is kept in a directory store.
+    pub(crate) const REQUEST_RETENTION_DAYS: &str = "GATE_REQUEST_RETENTION_DAYS";
     /// Where a routing patch is fetched from at start-up.
     pub(crate) const ROUTING_URL: &str = "GATE_ROUTING_URL";
     /// `gate verify`'s stdout format (`--format` wins).
@@ -153,6 +155,11 @@ impl Environment {
     /// `GATE_BUNDLE_STORE`: where bundles go.
     pub(crate) fn bundle_store(&self) -> Option<String> {
         self.non_blank(names::BUNDLE_STORE)
+    }
+
+    /// `GATE_REQUEST_RETENTION_DAYS` as written (the replay glue parses it).
+    pub(crate) fn request_retention_days(&self) -> Option<String> {
+        self.non_blank(names::REQUEST_RETENTION_DAYS)
     }
 
     /// `GATE_ROUTING_URL`: where a routing patch is fetched from.

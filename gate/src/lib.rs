@@ -54,6 +54,7 @@ pub(crate) mod pages;
 pub(crate) mod plan;
 pub(crate) mod predicate;
 pub(crate) mod record;
+pub(crate) mod replay;
 pub(crate) mod retry;
 pub(crate) mod row;
 pub(crate) mod startup_hooks;
@@ -268,6 +269,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Mcp => commands::mcp::serve(ctx).await,
         Command::Report(args) => commands::report::report(ctx, &args),
         Command::Metrics(args) => commands::metrics::metrics(ctx, &args),
+        Command::Replay(args) => Box::pin(commands::replay::replay(ctx, &args)).await,
     }
 }
 

@@ -511,6 +511,7 @@ mod tests {
             specialists: statuses.iter().map(|(r, s)| specialist(r, s)).collect(),
             budget: None,
             breakers_refused: Vec::new(),
+            request: None,
         }
     }
 

@@ -16,6 +16,8 @@
 //!   [`record`]: the rest of what the review fills of a run's record.
 //! - [`events`]: what a review reports while it goes; [`text`]: model text
 //!   made plain.
+//! - [`replay`]: a review's request kept as sent, reviewed again by a
+//!   candidate routing table, and scored against outcomes.
 //!
 //! It reads no environment variable: API keys come in through the values
 //! its caller passes ([`review::call::clients`] and
@@ -29,6 +31,7 @@ pub mod events;
 pub mod findings;
 pub mod provider;
 pub mod record;
+pub mod replay;
 pub mod review;
 pub mod role;
 pub mod routing;

@@ -48,6 +48,25 @@ pub struct ReviewRecord {
     /// for (unsigned, or edited since it was signed): read as closed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breakers_refused: Vec<BreakerRefusal>,
+    /// Where the request the reviewers were sent is kept, for a replay
+    /// (absent when no reviewer was asked, and in records made before
+    /// requests were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestKept>,
+}
+
+/// The kept review request of a run (what `gate replay` rebuilds from),
+/// named by its digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RequestKept {
+    /// Lowercase hex sha256 of the kept bytes.
+    pub sha256: String,
+    /// Where they were put: a file, an object URL or `ledger:sha256:<hex>`;
+    /// `null` when they could not be.
+    pub at: Option<String>,
+    /// Why they were not kept, when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_kept: Option<String>,
 }
 
 impl ReviewRecord {
@@ -77,6 +96,7 @@ impl ReviewRecord {
             specialists: Vec::new(),
             budget: None,
             breakers_refused: Vec::new(),
+            request: None,
         }
     }
 }

@@ -104,5 +104,6 @@ pub fn render(card: &Scorecard) -> Value {
             "week": breakdown(&card.by.week, true),
             "source": sources(&card.by.source),
         },
+        "replays": serde_json::to_value(&card.replays).unwrap_or_default(),
     })
 }

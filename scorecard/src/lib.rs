@@ -15,6 +15,7 @@
 pub mod html;
 pub mod json;
 pub mod prometheus;
+pub mod replays;
 pub mod scorecard;
 pub mod stats;
 mod svg;

@@ -489,6 +489,9 @@ pub struct Scorecard {
     pub not_integrated: u64,
     /// What was left out for not being as signed.
     pub left_out: LeftOut,
+    /// The newest replay of each candidate routing table (`gate replay`),
+    /// whatever the scope.
+    pub replays: Vec<crate::replays::ReplaySeen>,
 }
 
 impl Scorecard {
@@ -882,6 +885,7 @@ impl Scorecard {
             min_confidence,
             not_integrated,
             left_out,
+            replays: crate::replays::latest_per_routing(&ledger.replays()?),
         })
     }
 }
@@ -1682,7 +1686,8 @@ mod tests {
  "cached_input_share": 0.0,
  "by": {"tier": {"light": {"runs": 0, "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0},
                            "fail_to_pass_share": 0.0}},
-        "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}, "source": {}}}"#,
+        "model": {}, "role": {}, "spec": {}, "agent": {}, "week": {}, "source": {}},
+ "replays": []}"#,
         )
         .unwrap();
         let dir = tempfile::tempdir().unwrap();

@@ -251,7 +251,49 @@ pub fn render(card: &Scorecard) -> String {
     breakdown(&mut out, "spec", &card.by.spec, false);
     breakdown(&mut out, "agent", &card.by.agent, false);
     breakdown(&mut out, "week", &card.by.week, true);
+    replays(&mut out, &card.replays);
     out
+}
+
+/// A replay's recall or noise: `1/1 = 100% [21%, 100%]`, or why there is no rate.
+pub fn replay_rate(r: &crate::replays::Rate) -> String {
+    match (r.rate, r.low, r.high) {
+        _ if r.below_minimum => format!("{}/{} (below the minimum sample)", r.hits, r.of),
+        (Some(rate), Some(low), Some(high)) => format!(
+            "{}/{} = {} [{}, {}]",
+            r.hits,
+            r.of,
+            percent(Some(rate)),
+            percent(Some(low)),
+            percent(Some(high))
+        ),
+        _ => format!("{}/{}", r.hits, r.of),
+    }
+}
+
+/// The newest replay of each candidate routing table.
+fn replays(out: &mut String, replays: &[crate::replays::ReplaySeen]) {
+    if replays.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nreplays (the newest per candidate routing table)");
+    for r in replays {
+        let s = &r.summary;
+        let _ = writeln!(
+            out,
+            "  {} {} ({} runs, {} skipped, {})",
+            r.recorded_at, r.routing, s.runs, s.skipped, r.replay_id
+        );
+        for (name, side) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
+            let _ = writeln!(
+                out,
+                "    {name:<9} recall {}  noise {}  {}",
+                replay_rate(&side.recall.into()),
+                replay_rate(&side.noise),
+                dollars(Some(side.cost_usd)),
+            );
+        }
+    }
 }
 
 /// What the report left out for not being as the gate signed it, in words.

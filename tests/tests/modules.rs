@@ -12,13 +12,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const CRATES: [&str; 7] = [
+const CRATES: [&str; 8] = [
     "specs",
     "harness",
     "evidence",
     "history",
     "review",
     "scorecard",
+    "mutants",
     "gate",
 ];
 

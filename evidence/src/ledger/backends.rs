@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::entries::{
-    BaseResult, BreakerRecord, Dismissal, LedgerRow, OutcomeEntry, OverrideEntry, RowStamp,
-    RunEntry, RunFilter,
+    BaseResult, BreakerRecord, Dismissal, LedgerRow, OutcomeEntry, OverrideEntry, ReplayEntry,
+    RowStamp, RunEntry, RunFilter,
 };
 use super::error::LedgerError;
 use super::facts::{DismissalRef, OutcomeState, ReportScope, RoleFacts, RunFacts};
@@ -342,6 +342,16 @@ impl Ledger {
         each!(self, l => l.outcome_states())
     }
 
+    /// Records a replay whose bundle is durable (no row of the chain).
+    pub fn add_replay(&mut self, r: &ReplayEntry) -> Result<(), LedgerError> {
+        each!(self, l => l.add_replay(r))
+    }
+
+    /// Every replay, newest first.
+    pub fn replays(&self) -> Result<Vec<ReplayEntry>, LedgerError> {
+        each!(self, l => l.replays())
+    }
+
     /// Every dismissal, with the seq of the run that raised the finding,
     /// oldest first.
     pub fn dismissal_refs(&self) -> Result<Vec<DismissalRef>, LedgerError> {
@@ -451,6 +461,8 @@ pub struct CopyReport {
     pub breakers: usize,
     /// Bundles kept in the ledger.
     pub bundles: usize,
+    /// Replays.
+    pub replays: usize,
     /// The tree head both ledgers now have.
     pub root_hex: String,
 }
@@ -515,6 +527,10 @@ pub fn copy(from: &Ledger, to: &mut Ledger) -> Result<CopyReport, LedgerError> {
         let model = b.model.clone();
         to.update_breaker(&model, |_| (Some(b), ()))?;
         report.breakers += 1;
+    }
+    for r in from.replays()? {
+        to.add_replay(&r)?;
+        report.replays += 1;
     }
     // The copy is checked, page by page, against what was read.
     let mut after = 0;

@@ -336,3 +336,25 @@ pub(crate) fn parse_hash(text: &str) -> Option<Hash> {
     hex::decode_to_slice(text, &mut out).ok()?;
     Some(out)
 }
+
+/// A replay of recorded reviews (`gate replay`): its signed bundle and a
+/// summary of its scores for the report. It is no run: it has no seq and
+/// is not in the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayEntry {
+    /// The replay's id.
+    pub replay_id: String,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+    /// The candidate routing table's origin (its file).
+    pub routing: String,
+    /// blake3 of the candidate table as applied.
+    pub routing_blake3: String,
+    /// Where its bundle is (as a run's `bundle_path`).
+    pub bundle_path: String,
+    /// sha256 of the bundle's bytes.
+    pub envelope_sha256: String,
+    /// The scores, as the replay's report has them (runs, skipped,
+    /// baseline, candidate, agreement, strata), JSON.
+    pub summary: serde_json::Value,
+}

@@ -58,7 +58,7 @@ pub use derived::expected as expected_report_rows;
 pub use entries::{
     BUNDLE_IN_LEDGER, BaseResult, BlamedLine, BreakerRecord, Dismissal, EvidenceCommit,
     HARVESTED_SOURCE_PREFIX, LedgerRow, NOT_INTEGRATED, OutcomeEntry, OutcomeEvidence,
-    OverrideEntry, RowStamp, RunEntry, RunFilter, SeriesFilter, Survival,
+    OverrideEntry, ReplayEntry, RowStamp, RunEntry, RunFilter, SeriesFilter, Survival,
 };
 #[cfg(feature = "stores")]
 pub use error::LedgerError;

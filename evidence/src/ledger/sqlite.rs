@@ -22,6 +22,7 @@ mod columns;
 mod errors;
 mod handle;
 mod queue;
+mod replays;
 mod report;
 mod series;
 mod side_tables;
@@ -58,6 +59,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     side_tables::MIGRATION_11_HARVEST_STATES,
     side_tables::MIGRATION_12_BREAKER_GENERATION,
     MIGRATION_13_SERIES,
+    replays::MIGRATION_14_REPLAYS,
 ];
 
 /// The schema version this store writes: one per migration (the ledger's

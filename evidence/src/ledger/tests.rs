@@ -108,7 +108,32 @@ both_stores!(
     report_facts_count_fail_to_pass_evidence,
     a_rows_stamp_changes_with_any_column,
     report_rows_are_stamped_against_what_the_row_derives,
+    replays_read_back_newest_first,
 );
+
+fn replays_read_back_newest_first(store: &Store) {
+    let mut ledger = store.open();
+    assert!(ledger.replays().unwrap().is_empty());
+    let replay = |id: &str, day: u32| crate::ledger::ReplayEntry {
+        replay_id: id.into(),
+        recorded_at: Utc.with_ymd_and_hms(2025, 3, day, 10, 0, 0).unwrap(),
+        routing: "/w/candidate.toml".into(),
+        routing_blake3: "b".repeat(64),
+        bundle_path: format!("bundles/{id}.dsse.json"),
+        envelope_sha256: "e".repeat(64),
+        summary: serde_json::json!({"runs": day, "candidate": {"cost_usd": 0.5}}),
+    };
+    ledger.add_replay(&replay("replay-a", 1)).unwrap();
+    ledger.add_replay(&replay("replay-b", 2)).unwrap();
+    // A replay is recorded once.
+    assert!(ledger.add_replay(&replay("replay-a", 3)).is_err());
+    assert_eq!(
+        ledger.replays().unwrap(),
+        [replay("replay-b", 2), replay("replay-a", 1)]
+    );
+    // It is no run: the chain is as it was.
+    assert!(ledger.is_empty().unwrap());
+}
 
 fn entry(run_id: &str, spec: &str, verdict: &str, day: u32) -> RunEntry {
     RunEntry {
@@ -522,7 +547,7 @@ fn rows_from_before_series_keys_are_the_specs_own_series(store: &Store) {
         .unwrap()
         + 1;
     store.execute(&format!(
-        "DROP INDEX runs_by_series; ALTER TABLE runs DROP COLUMN series; \
+        "DROP INDEX runs_by_series; ALTER TABLE runs DROP COLUMN series; DROP TABLE replays; \
          DELETE FROM schema_version WHERE version >= {added}"
     ));
     let mut ledger = store.open();
@@ -1260,7 +1285,7 @@ fn migration_3_backfills_what_append_writes(store: &Store) {
          ALTER TABLE dismissals DROP COLUMN envelope; ALTER TABLE breakers DROP COLUMN seal; \
          ALTER TABLE breakers DROP COLUMN last_error; ALTER TABLE dismissals DROP COLUMN by_name; \
          ALTER TABLE outcomes DROP COLUMN evidence; DROP TABLE harvest_states; \
-         ALTER TABLE breakers DROP COLUMN generation; \
+         ALTER TABLE breakers DROP COLUMN generation; DROP TABLE replays; \
          DELETE FROM schema_version WHERE version > 2;",
     );
     let l = store.open();

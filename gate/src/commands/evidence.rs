@@ -18,6 +18,8 @@ use crate::output::style::Style;
 use crate::output::text::shown;
 use crate::plan::Decision;
 use crate::predicate::{PREDICATE_TYPE, Predicate};
+use crate::replay::report::{REPLAY_PREDICATE_TYPE, ReplayReport};
+use serde::Deserialize as _;
 
 /// A bundle found by file or by run id.
 pub(crate) struct Located {
@@ -72,9 +74,14 @@ pub(crate) fn locate(ctx: &Context, target: &str) -> Result<Located, GateError> 
 /// statement's shape, and (through the ledger) that its bytes are the ones
 /// recorded.
 pub(crate) fn open(found: &Located, keys: &[PublicKey]) -> Result<OpenedBundle, GateError> {
+    open_of(found, keys, &[PREDICATE_TYPE])
+}
+
+/// [`open`], for a bundle of any of the `kinds` of predicate.
+fn open_of(found: &Located, keys: &[PublicKey], kinds: &[&str]) -> Result<OpenedBundle, GateError> {
     let opened = bundle::open(&found.bytes, keys)
         .map_err(|e| GateError::BadEvidence(format!("{} does not verify: {e}", found.at)))?;
-    if opened.statement.predicate_type != PREDICATE_TYPE {
+    if !kinds.contains(&opened.statement.predicate_type.as_str()) {
         return Err(GateError::BadEvidence(format!(
             "{} is signed, but it is not a gate run (predicateType {})",
             found.at, opened.statement.predicate_type
@@ -100,7 +107,10 @@ pub(crate) fn verify(
 ) -> Result<u8, GateError> {
     let found = locate(ctx, target)?;
     let trusted = attest::trusted_keys(ctx, keys)?;
-    let opened = open(&found, &trusted)?;
+    let opened = open_of(&found, &trusted, &[PREDICATE_TYPE, REPLAY_PREDICATE_TYPE])?;
+    if opened.statement.predicate_type == REPLAY_PREDICATE_TYPE {
+        return verify_replay(&found, &opened);
+    }
     let run = read_run(&found, &opened)?;
     let mut out = String::new();
     let _ = writeln!(out, "bundle {}", shown(&found.at));
@@ -145,6 +155,36 @@ pub(crate) fn verify(
     }
     output::stdout(&out).map_err(GateError::stdout)?;
     Ok(code)
+}
+
+/// `gate evidence verify` of a replay's bundle: its signature, and the
+/// replay it signed.
+fn verify_replay(found: &Located, opened: &OpenedBundle) -> Result<u8, GateError> {
+    let report = ReplayReport::deserialize(&opened.statement.predicate).map_err(|e| {
+        GateError::BadEvidence(format!(
+            "{} verifies, but its replay does not parse: {e}",
+            found.at
+        ))
+    })?;
+    let mut out = String::new();
+    let _ = writeln!(out, "bundle {}", shown(&found.at));
+    let _ = writeln!(out, "  signature: ok (key {})", opened.keyid);
+    let _ = writeln!(
+        out,
+        "  replay {} of {} runs ({} skipped) with {}",
+        shown(&report.replay_id),
+        report.runs.len(),
+        report.skipped.len(),
+        shown(&report.routing.origin)
+    );
+    let _ = writeln!(out, "  sha256 {}", opened.sha256);
+    let _ = writeln!(
+        out,
+        "  subjects: {} kept requests",
+        opened.statement.subject.len()
+    );
+    output::stdout(&out).map_err(GateError::stdout)?;
+    Ok(exit::PASS)
 }
 
 /// The gate run a verified bundle holds.

@@ -383,8 +383,8 @@ pub(crate) fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
     let mut target = Ledger::open(&to)?;
     let report = ledger::copy(&source, &mut target)?;
     let out = format!(
-        "copied {} runs, {} outcomes, {} dismissals, {} overrides, {} circuit breakers \
-         and {} bundles kept in the ledger\n\
+        "copied {} runs, {} outcomes, {} dismissals, {} overrides, {} circuit breakers, \
+         {} bundles kept in the ledger and {} replays\n\
          from {from}\n\
          to   {to}\n\
          both ledgers have {} rows and tree head {}\n",
@@ -394,6 +394,7 @@ pub(crate) fn migrate(from: &str, to: &str) -> Result<u8, GateError> {
         report.overrides,
         report.breakers,
         report.bundles,
+        report.replays,
         report.runs,
         report.root_hex,
     );

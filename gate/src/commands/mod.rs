@@ -13,6 +13,7 @@ pub(crate) mod mcp;
 pub(crate) mod metrics;
 pub(crate) mod mutants;
 pub(crate) mod outcome;
+pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod review_memory;
 pub(crate) mod routing;

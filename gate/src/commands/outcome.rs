@@ -87,7 +87,7 @@ pub(crate) async fn harvest(ctx: &Context, args: &HarvestArgs) -> Result<u8, Gat
         since: args
             .since
             .as_deref()
-            .map(crate::commands::runs::parse_since)
+            .map(|t| crate::config::parse_date("--since", t))
             .transpose()?,
         fix_pattern: harvest::signals::fix_pattern(fix_pattern.as_deref())
             .map_err(harvest::HarvestError::FixPattern)?,

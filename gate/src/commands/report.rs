@@ -4,7 +4,6 @@ use gate_evidence::ledger::ReportScope;
 
 use crate::attest;
 use crate::cli::{ReportArgs, ShowFormat};
-use crate::commands::runs::parse_since;
 use crate::config::{self, Context, Verbosity};
 use crate::errors::GateError;
 use crate::exit;
@@ -100,7 +99,11 @@ pub(crate) fn report_keys(ctx: &Context) -> Vec<gate_evidence::PublicKey> {
 pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> {
     let scope = ReportScope {
         spec_id: args.spec.clone(),
-        since: args.since.as_deref().map(parse_since).transpose()?,
+        since: args
+            .since
+            .as_deref()
+            .map(|t| crate::config::parse_date("--since", t))
+            .transpose()?,
     };
     let (ledger, none_yet) = existing_or_empty(ctx)?;
     if let (Some(why), ShowFormat::Human, None) = (&none_yet, args.format, &args.html) {

@@ -8,27 +8,11 @@ use serde_json::{Value, json};
 
 use crate::attest;
 use crate::cli::{RunsArgs, ShowFormat};
-use crate::config::Context;
+use crate::config::{Context, parse_date};
 use crate::errors::GateError;
 use crate::exit;
 use crate::output;
 use crate::output::text::shown;
-
-/// Parses `--since`: a date (`2026-11-30`, midnight UTC) or an RFC 3339 time.
-pub(crate) fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>, GateError> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
-        return Ok(t.with_timezone(&chrono::Utc));
-    }
-    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
-        .ok_or_else(|| {
-            GateError::Usage(format!(
-                "--since {text:?}: give a date (2026-11-30) or an RFC 3339 time"
-            ))
-        })
-}
 
 /// `gate runs`.
 pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
@@ -43,7 +27,11 @@ pub(crate) fn list(ctx: &Context, args: &RunsArgs) -> Result<u8, GateError> {
         spec_id: args.spec.clone(),
         series: args.series.clone().map(SeriesFilter::Key),
         verdict: args.verdict.clone(),
-        since: args.since.as_deref().map(parse_since).transpose()?,
+        since: args
+            .since
+            .as_deref()
+            .map(|t| parse_date("--since", t))
+            .transpose()?,
         limit: args.limit,
     };
     // Listing never creates a ledger: with none, there are no runs yet.
@@ -141,24 +129,4 @@ fn json_row(row: &LedgerRow) -> Value {
         fields.insert("branch".to_owned(), json!(branch));
     }
     value
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_forms() {
-        assert_eq!(
-            parse_since("2026-11-30").unwrap().to_rfc3339(),
-            "2026-11-30T00:00:00+00:00"
-        );
-        assert_eq!(
-            parse_since("2026-11-30T10:00:00+02:00")
-                .unwrap()
-                .to_rfc3339(),
-            "2026-11-30T08:00:00+00:00"
-        );
-        assert!(parse_since("last tuesday").is_err());
-    }
 }

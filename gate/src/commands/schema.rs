@@ -14,6 +14,8 @@ use crate::output;
 use crate::output::json::Document;
 use crate::output::lines::Line;
 use crate::predicate::Predicate;
+use crate::replay::plan::ReplayPlan;
+use crate::replay::report::ReplayReport;
 
 /// The schema as text: pretty JSON and a final newline.
 pub(crate) fn text(which: SchemaName) -> Result<String, GateError> {
@@ -27,6 +29,8 @@ pub(crate) fn text(which: SchemaName) -> Result<String, GateError> {
         SchemaName::Events => generator.into_root_schema_for::<Line<'static>>(),
         SchemaName::Predicate => generator.into_root_schema_for::<Predicate>(),
         SchemaName::Mutants => generator.into_root_schema_for::<gate_mutants::report::Document>(),
+        SchemaName::Replay => generator.into_root_schema_for::<ReplayReport>(),
+        SchemaName::ReplayPlan => generator.into_root_schema_for::<ReplayPlan>(),
     };
     let mut text = serde_json::to_string_pretty(&schema).map_err(GateError::encode("schema"))?;
     text.push('\n');

@@ -236,6 +236,7 @@ pub(crate) fn record() -> RunRecord {
             ],
             budget: None,
             breakers_refused: Vec::new(),
+            request: None,
         },
         findings: vec![
             finding(

@@ -53,6 +53,8 @@ pub(super) struct ReviewStage<'a> {
     pub pages: &'a [design_rules::PageShots],
     /// What no model is sent: the run's secret values and secret shapes.
     pub redactor: &'a Redactor,
+    /// Where the bundle goes, and the review request beside it.
+    pub store: &'a gate_evidence::store::BundleStore,
     /// The run's signing key: it seals the breaker states this run writes
     /// and vouches for those it reads.
     pub key: &'a gate_evidence::SigningKey,
@@ -254,7 +256,7 @@ impl ReviewStage<'_> {
         // Heartbeat lines come from the event dispatcher; on a terminal, a
         // spinner line shows the same.
         let spinner = output::heartbeat::spinner(watch.clone(), self.ctx);
-        let mut out = review::run(&ReviewInput {
+        let input = ReviewInput {
             run_id: self.run_id,
             spec,
             tier: self.tier,
@@ -273,10 +275,13 @@ impl ReviewStage<'_> {
             carried: &carried,
             earlier: &earlier,
             breakers: &breakers,
+            slots: None,
             watch: &watch,
             events: &review_events,
-        })
-        .await;
+        };
+        let kept = self.keep(&input);
+        let mut out = review::run(&input).await;
+        out.record.request = Some(kept);
         spinner.stop().await;
         out.record.breakers_refused = breakers
             .refused()
@@ -284,6 +289,12 @@ impl ReviewStage<'_> {
             .map(|(model, why)| gate_review::record::BreakerRefusal { model, why })
             .collect();
         Ok(out)
+    }
+
+    /// What `input` sends, kept before anything is asked, for later replays.
+    fn keep(&self, input: &ReviewInput<'_>) -> gate_review::record::RequestKept {
+        let request = gate_review::replay::request::KeptRequest::capture(input);
+        tokio::task::block_in_place(|| crate::replay::keep::keep(self.ctx, self.store, &request))
     }
 
     /// What the previous attempt's review offers this one: each role's
@@ -405,6 +416,7 @@ pub(super) async fn review_or_skip(
             pages: &exercised.page_shots,
             redactor: &planned.redactor,
             key: &setup.key,
+            store: &setup.store,
             base: trust.base_commit.as_deref().map(|c| (&setup.git, c)),
         };
         tokio::select! {

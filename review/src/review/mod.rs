@@ -145,6 +145,9 @@ pub struct ReviewInput<'a> {
     pub earlier: &'a [Finding],
     /// The models' circuit breakers.
     pub breakers: &'a Breakers,
+    /// Each provider's `concurrency`, shared with reviews running at the
+    /// same time (a replay's runs); `None`: this review's own.
+    pub slots: Option<&'a Slots>,
     /// Where the calls report their progress.
     pub watch: &'a Watch,
     /// Where progress goes.
@@ -642,6 +645,16 @@ struct Answers {
     pages: Vec<(usize, Vec<answer::RuleAnswer>)>,
 }
 
+/// The input tokens the review of `input` would send at most, as its
+/// pre-flight estimates them (every request with its one repair, the
+/// coordinator's allowance), before any further part is left out.
+pub fn estimated_input_tokens_of(input: &ReviewInput<'_>) -> u64 {
+    let tier = input.tier.tier;
+    let shared = shared_context(input);
+    let mut requests = build_requests(input, &seats(input, tier), &shared);
+    preflight(input, &mut requests, &shared, tier).0
+}
+
 /// Runs the review: the requests and the budget built, the panel asked
 /// concurrently, its answers collected, then coordinated.
 pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
@@ -652,13 +665,15 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
     let mut requests = build_requests(input, &seats(input, tier), &shared);
     let (estimate, refused) = preflight(input, &mut requests, &shared, tier);
     let budget = Budget::new(policy.max_input_tokens);
-    let slots = Slots::new(input.routing);
+    // A semaphore per limited provider: cheap to make and leave unused.
+    let own_slots = Slots::new(input.routing);
+    let slots = input.slots.unwrap_or(&own_slots);
     let results = ask_panel(
         input,
         &requests,
         refused.as_deref(),
         &budget,
-        &slots,
+        slots,
         review_deadline,
     )
     .await;
@@ -671,7 +686,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
         &shared,
         refused.is_none(),
         &budget,
-        &slots,
+        slots,
         review_deadline,
     )
     .await;
@@ -690,6 +705,7 @@ pub async fn run(input: &ReviewInput<'_>) -> ReviewOutput {
                 sent: budget.sent(),
             }),
             breakers_refused: Vec::new(),
+            request: None,
         },
         findings,
         dropped: answers.dropped,

@@ -105,6 +105,7 @@ async fn the_rules_reviewer_asks_once_and_scores_compliance() {
         breakers: &crate::review::breaker::Breakers::in_memory(
             crate::review::breaker::BreakerPolicy::with_cooldown(120),
         ),
+        slots: None,
         watch: &crate::review::watch::Watch::default(),
         events: &crate::events::EventSink::discard(),
     })

@@ -30,6 +30,7 @@ mod mutants;
 mod outputs;
 mod pages;
 mod private_folders;
+mod replay;
 mod resilience;
 mod retry;
 mod review;

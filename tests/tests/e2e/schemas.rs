@@ -17,6 +17,8 @@ fn gate_schema_prints_the_published_schemas() {
         "events",
         "predicate",
         "mutants",
+        "replay",
+        "replay-plan",
     ] {
         let out = env.gate(&["schema", name]).run();
         out.assert_exit(0);
