@@ -212,7 +212,7 @@ async fn dispatch(ctx: &Context, command: Command) -> Result<u8, GateError> {
         Command::Doctor(args) => commands::doctor::doctor(ctx, &args).await,
         Command::Mutants(args) => Box::pin(commands::mutants::command(ctx, &args)).await,
         Command::Init => init::run(ctx),
-        Command::Verify(args) => verify_command(ctx, &args).await,
+        Command::Verify(args) => Box::pin(verify_command(ctx, &args)).await,
         Command::Routing(RoutingCommand::Show(args)) => commands::routing::show(ctx, &args).await,
         Command::Routing(RoutingCommand::Check(args)) => commands::routing::check(ctx, &args).await,
         Command::Keys(KeysCommand::Generate) => commands::keys::generate(ctx),
