@@ -179,18 +179,8 @@ impl BundleStore {
                 sha256: bundle::digest(envelope),
             }),
             Target::S3 { bucket, prefix } => {
-                let sha = bundle::digest(envelope);
-                let key = if prefix.is_empty() {
-                    format!("{sha}{SUFFIX}")
-                } else {
-                    format!("{prefix}/{sha}{SUFFIX}")
-                };
-                let at = BundleRef::Object {
-                    bucket: bucket.clone(),
-                    key,
-                };
-                self.objects.put_if_absent(&at, envelope)?;
-                Ok(at)
+                let name = format!("{}{SUFFIX}", bundle::digest(envelope));
+                self.put_object(bucket, prefix, &name, envelope)
             }
         }
     }
@@ -281,17 +271,7 @@ impl BundleStore {
                 }
             }
             Target::S3 { bucket, prefix } => {
-                let key = if prefix.is_empty() {
-                    format!("{REQUESTS}/{name}")
-                } else {
-                    format!("{prefix}/{REQUESTS}/{name}")
-                };
-                let at = BundleRef::Object {
-                    bucket: bucket.clone(),
-                    key,
-                };
-                self.objects.put_if_absent(&at, bytes)?;
-                Ok(at)
+                self.put_object(bucket, prefix, &format!("{REQUESTS}/{name}"), bytes)
             }
             Target::Ledger => {
                 let at = BundleRef::Ledger { sha256: sha };
@@ -309,6 +289,27 @@ impl BundleStore {
                 Ok(at)
             }
         }
+    }
+
+    /// Puts `bytes` as `<prefix>/<name>` in `bucket`, unless they are there.
+    fn put_object(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<BundleRef, StoreError> {
+        let key = if prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let at = BundleRef::Object {
+            bucket: bucket.to_owned(),
+            key,
+        };
+        self.objects.put_if_absent(&at, bytes)?;
+        Ok(at)
     }
 
     /// Removes the review requests a directory store kept that were last

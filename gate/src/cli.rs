@@ -435,18 +435,9 @@ pub(crate) struct ReplayArgs {
     /// Pre-register a replay, or run a pre-registered one.
     #[command(subcommand)]
     pub command: Option<ReplayCommand>,
-    /// Which recorded runs.
+    /// Which runs, what reviews them, within what limits.
     #[command(flatten)]
-    pub selection: ReplaySelection,
-    /// What reviews them again.
-    #[command(flatten)]
-    pub candidate: ReplayCandidate,
-    /// What it may spend, how many runs at once.
-    #[command(flatten)]
-    pub limits: ReplayLimits,
-    /// Runs a stratum needs before it is given a rate.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub min_sample: u64,
+    pub replay: ReplayFlags,
     /// Human text or one JSON document.
     #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
     pub format: ShowFormat,
@@ -465,18 +456,9 @@ pub(crate) enum ReplayCommand {
 /// `gate replay plan`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplayPlanArgs {
-    /// Which recorded runs.
+    /// Which runs, what reviews them, within what limits.
     #[command(flatten)]
-    pub selection: ReplaySelection,
-    /// What reviews them again.
-    #[command(flatten)]
-    pub candidate: ReplayCandidate,
-    /// What it may spend, how many runs at once.
-    #[command(flatten)]
-    pub limits: ReplayLimits,
-    /// Runs a stratum needs before it is given a rate.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub min_sample: u64,
+    pub replay: ReplayFlags,
     /// A target the candidate must meet, `FIGURE OP VALUE`: `recall >= 0.8`,
     /// `noise <= 0.1`, `cost_usd <= 2.5`, `recall_gain >= 0.1` (candidate
     /// minus baseline), `cost_ratio <= 0.5`; repeatable.
@@ -498,6 +480,24 @@ pub(crate) struct ReplayRunArgs {
     /// Human text or one JSON document.
     #[arg(long, value_enum, default_value_t = ShowFormat::Human)]
     pub format: ShowFormat,
+}
+
+/// What a replay runs: the runs, the candidate, the limits and the
+/// minimum sample.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ReplayFlags {
+    /// Which recorded runs.
+    #[command(flatten)]
+    pub selection: ReplaySelection,
+    /// What reviews them again.
+    #[command(flatten)]
+    pub candidate: ReplayCandidate,
+    /// What it may spend, how many runs at once.
+    #[command(flatten)]
+    pub limits: ReplayLimits,
+    /// Runs a stratum needs before it is given a rate.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_sample: u64,
 }
 
 /// The recorded runs a replay selects.

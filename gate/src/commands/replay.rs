@@ -31,13 +31,14 @@ pub(crate) async fn replay(ctx: &Context, args: &ReplayArgs) -> Result<u8, GateE
         }
         Some(ReplayCommand::Run(r)) => (plan::run(ctx, &r.plan, &r.keys).await?, r.format),
         None => {
-            let selection = select::settled(args.selection.clone())?;
+            let flags = &args.replay;
+            let selection = select::settled(flags.selection.clone())?;
             let (mut report, subjects) = execute::execute(
                 ctx,
                 &selection,
-                &args.candidate,
-                execute::Limits::checked(args.limits)?,
-                args.min_sample,
+                &flags.candidate,
+                execute::Limits::checked(flags.limits)?,
+                flags.min_sample,
                 None,
             )
             .await?;

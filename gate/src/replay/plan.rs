@@ -47,14 +47,14 @@ pub(crate) struct ReplayPlan {
 /// `gate replay plan`: writes the signed plan to `args.output` (never over
 /// a file there) and keeps a copy in the bundle store; returns its sha256.
 pub(crate) fn write(ctx: &Context, args: &ReplayPlanArgs) -> Result<String, GateError> {
-    execute::Limits::checked(args.limits)?;
+    execute::Limits::checked(args.replay.limits)?;
     for t in &args.targets {
         Target::parse(t).map_err(|e| GateError::Usage(e.to_string()))?;
     }
-    let selection = select::settled(args.selection.clone())?;
+    let selection = select::settled(args.replay.selection.clone())?;
     let absolute = ReplayCandidate {
-        routing: args.candidate.routing.as_deref().map(from_cwd),
-        prompts: args.candidate.prompts.as_deref().map(from_cwd),
+        routing: args.replay.candidate.routing.as_deref().map(from_cwd),
+        prompts: args.replay.candidate.prompts.as_deref().map(from_cwd),
     };
     let (routing, prompts) = candidate(ctx, &absolute)?;
     let (routed, prompt_digests) = digests(&routing, &prompts);
@@ -64,8 +64,8 @@ pub(crate) fn write(ctx: &Context, args: &ReplayPlanArgs) -> Result<String, Gate
         candidate: absolute,
         routing: routed,
         prompts: prompt_digests,
-        limits: args.limits,
-        minimum_sample: args.min_sample,
+        limits: args.replay.limits,
+        minimum_sample: args.replay.min_sample,
         targets: args.targets.clone(),
     };
     let (key, _) = attest::signing_key(ctx)?;

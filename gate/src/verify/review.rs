@@ -293,7 +293,16 @@ impl ReviewStage<'_> {
 
     /// What `input` sends, kept before anything is asked, for later replays.
     fn keep(&self, input: &ReviewInput<'_>) -> gate_review::record::RequestKept {
-        let request = gate_review::replay::request::KeptRequest::capture(input);
+        let mut request = gate_review::replay::request::KeptRequest::capture(input);
+        // The files are scrubbed already; the commands the spec keeps are
+        // scrubbed as the record's are.
+        for task in &mut request.spec.tasks {
+            let commands = task.criteria.iter_mut().filter_map(|c| c.run.as_mut());
+            let tests = task.tests.as_mut().and_then(|t| t.run.as_mut());
+            for run in commands.chain(tests) {
+                *run = self.redactor.redact(run);
+            }
+        }
         tokio::task::block_in_place(|| crate::replay::keep::keep(self.ctx, self.store, &request))
     }
 

@@ -3,8 +3,6 @@
 //! criteria and their files, the tier, the spec's tasks and policy), in a
 //! form a later replay rebuilds the review from alone.
 
-use std::collections::BTreeMap;
-
 use gate_specs::Spec;
 use serde::{Deserialize, Serialize};
 
@@ -228,16 +226,6 @@ pub struct Rebuilt {
 /// sha256 (lowercase hex) of kept bytes: the name they are stored under.
 pub fn digest(bytes: &[u8]) -> String {
     gate_evidence::bundle::digest(bytes)
-}
-
-/// Files per class, for a summary line.
-pub fn classes(request: &KeptRequest) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
-    for f in &request.change {
-        *out.entry(format!("{:?}", f.class).to_lowercase())
-            .or_insert(0) += 1;
-    }
-    out
 }
 
 #[cfg(test)]
