@@ -461,6 +461,26 @@ mod tests {
         assert!(row_disagreements(&row, &record).is_empty());
     }
 
+    /// A run whose costs have no short decimal form reads back from its
+    /// bundle's JSON as the row recorded it: JSON numbers are parsed to the
+    /// float they were written from, or the run would read as edited.
+    #[test]
+    fn costs_read_back_from_the_bundle_as_the_row_has_them() {
+        let mut record = fixture::record();
+        for (s, cost) in record
+            .review
+            .specialists
+            .iter_mut()
+            .zip([0.001_959_000_000_000_000_2, 9.299_999_999_999_999e-6])
+        {
+            s.cost_usd = Some(cost);
+        }
+        let row = row_for(&record);
+        let signed: RunRecord =
+            serde_json::from_slice(&serde_json::to_vec(&record).unwrap()).unwrap();
+        assert_eq!(row_disagreements(&row, &signed), Vec::new());
+    }
+
     /// An override kept in a bundle store, signed by `key`: the row as
     /// `gate override` writes it.
     fn override_in(
