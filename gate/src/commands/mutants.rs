@@ -60,6 +60,7 @@ pub(crate) async fn command(ctx: &Context, args: &MutantsArgs) -> Result<u8, Gat
         max: args.max,
         timeout: args.timeout_s.map(Duration::from_secs),
         unscoped: args.unscoped,
+        progress: &|line| output::stderr(&format!("gate: {line}")),
         interrupt: &interrupt,
         unmutated: None,
     })

@@ -81,6 +81,8 @@ pub(super) async fn score(
         unscoped: false,
         interrupt,
         unmutated: Some(results),
+        // A run's own progress is its events'; the scoring's is logged (-v).
+        progress: &|line| tracing::info!("mutants: {line}"),
     })
     .await;
     Some(scored.map(Box::new).map_err(|e| e.to_string()))
