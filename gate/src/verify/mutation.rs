@@ -100,9 +100,15 @@ pub(super) fn findings(
         OnBelow::Warn => "warning",
         OnBelow::Fail => "critical",
     };
+    // An id reads a title's words, not its code or numbers: the place and
+    // the whole title tell one survivor from another.
     let finding =
         |severity: &str, file: &str, line: Option<u32>, title: String, detail: String| Finding {
-            id: finding_id(GUARD_ROLE, file, &title),
+            id: finding_id(
+                GUARD_ROLE,
+                &format!("{file}:{}:{title}", line.unwrap_or(0)),
+                &title,
+            ),
             severity: severity.to_owned(),
             role: GUARD_ROLE.to_owned(),
             file: file.to_owned(),

@@ -332,6 +332,14 @@ fn the_policy_fails_a_run_whose_criteria_score_below_it() {
             )),
         "{findings:#?}"
     );
+    // Each survivor is a finding of its own (a person dismisses one at a time).
+    let survivors: Vec<&str> = findings
+        .iter()
+        .filter(|f| f["file"] == "src/rules.py")
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    let distinct: std::collections::BTreeSet<&&str> = survivors.iter().collect();
+    assert_eq!(distinct.len(), survivors.len(), "{findings:#?}");
     let errors = peers::schema_errors("verify", std::slice::from_ref(&doc));
     assert!(errors.is_empty(), "{errors:?}");
 }
