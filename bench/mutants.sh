@@ -80,14 +80,14 @@ run_gate() {
   local start end
   start=$(now)
   "$gate" --workspace "$ws" mutants --base main --max "$MAX" --format json "$@" \
-    > "$out" 2> "$out.log"
+    > "$out" 2> "$out.log" || { tail -5 "$out.log" >&2; return 1; }
   end=$(now)
   echo "$end - $start" | bc
 }
 echo "scoped…" >&2
-scoped=$(run_gate "$work/scoped.json")
+scoped=$(run_gate "$work/scoped.json") || exit 1
 echo "unscoped…" >&2
-unscoped=$(run_gate "$work/unscoped.json" --unscoped)
+unscoped=$(run_gate "$work/unscoped.json" --unscoped) || exit 1
 
 # mutmut on the same changed lines, its runner the one test module that
 # covers them. It has no bound on how many mutants it runs: it runs all of
@@ -124,7 +124,8 @@ verdicts = lambda doc: {key(m): m["status"] for m in doc["mutants"]}
 a, b = verdicts(scoped), verdicts(unscoped)
 ran = lambda doc: sum(len(m["ran"]) for m in doc["mutants"])
 run = sum(1 for m in scoped["mutants"] if m["ran"])
-print(f"mutants run: {run} of {len(scoped['mutants'])} made ({scoped['left_out']} left out by MAX)")
+made = len(scoped["mutants"]) + scoped["left_out"]
+print(f"mutants run: {run} of {made} made ({scoped['left_out']} left out by MAX)")
 print(f"criterion runs against mutants: scoped {ran(scoped)}, unscoped {ran(unscoped)}")
 print(f"score: scoped {scoped['total']['score']}, unscoped {unscoped['total']['score']}")
 print(f"wall time: scoped {t_scoped:.1f} s, unscoped {t_unscoped:.1f} s for {run} mutants; "

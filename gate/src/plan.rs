@@ -72,6 +72,17 @@ pub(crate) struct Plan {
     pub items: Vec<PlannedItem>,
 }
 
+impl Plan {
+    /// What each item the harness runs names in its `after`, by item id.
+    pub(crate) fn after(&self) -> std::collections::HashMap<&str, &[String]> {
+        self.items
+            .iter()
+            .filter_map(|i| i.work.as_ref())
+            .map(|w| (w.id.as_str(), w.after.as_slice()))
+            .collect()
+    }
+}
+
 /// Globs of every item's `inputs` and every task's test report: hashed even
 /// when `.gitignore` ignores them (a report under an ignored `reports/` is
 /// still its `tests` item's evidence) — `None` when there are none. A task's

@@ -1,26 +1,32 @@
-//! The base's folder: made outside the workspace for one base run, and
-//! removed with everything in it, whatever was left read-only.
+//! The base's folder: made outside the workspace for one base run (or one
+//! mutant's copy of the workspace), and removed with everything in it,
+//! whatever was left read-only.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The base's folder, removed when dropped, even where what ran there left
 /// read-only folders behind (a Go module cache, a build's output).
-pub(super) struct BaseFolder(PathBuf);
+pub(crate) struct BaseFolder(PathBuf);
 
 impl BaseFolder {
     pub(super) fn new() -> Result<Self, String> {
+        Self::named("gate-base-")
+    }
+
+    /// A folder whose name starts with `prefix`.
+    pub(crate) fn named(prefix: &str) -> Result<Self, String> {
         let path = tempfile::Builder::new()
-            .prefix("gate-base-")
+            .prefix(prefix)
             .tempdir()
             .map(tempfile::TempDir::keep)
-            .map_err(|e| format!("cannot create the base's folder: {e}"))?;
+            .map_err(|e| format!("cannot create the folder {prefix}…: {e}"))?;
         // A second signal ends the gate with no destructor run.
         crate::interrupt::remove_on_exit(&path, remove);
         Ok(Self(path))
     }
 
-    pub(super) fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -33,7 +39,7 @@ impl Drop for BaseFolder {
 }
 
 /// Removes a base folder, making what was left read-only writable first.
-pub(crate) fn remove(path: &Path) {
+pub(super) fn remove(path: &Path) {
     if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
         return;
     }

@@ -10,9 +10,9 @@ use gate_specs::Spec;
 use crate::cli::{MutantsArgs, ShowFormat};
 use crate::config::Context;
 use crate::errors::GateError;
-use crate::git::{Git, Repository};
+use crate::git::Git;
 use crate::interrupt::Interrupt;
-use crate::isolation::{self, Isolation};
+use crate::isolation::Isolation;
 use crate::{attest, change, exit, mutants, output, plan};
 
 /// `gate mutants`: prepares what a run prepares, scores, prints.
@@ -60,6 +60,7 @@ pub(crate) async fn command(ctx: &Context, args: &MutantsArgs) -> Result<u8, Gat
         max: args.max,
         timeout: args.timeout_s.map(Duration::from_secs),
         unscoped: args.unscoped,
+        progress: &|line| output::stderr(&format!("gate: {line}")),
         interrupt: &interrupt,
         unmutated: None,
     })
@@ -94,21 +95,5 @@ async fn prepare(
         reason: format!("cannot create the state directory: {e}"),
     })?;
     let floor = crate::config::sandbox_floor(args.sandbox, &ctx.env)?;
-    let mut isolation = Isolation::prepare(isolation::Setup {
-        floor,
-        section: &spec.sandbox,
-        workspace: &ctx.workspace,
-        secret_paths: attest::secret_paths(ctx, &store),
-        never_env: crate::verify::never_env(ctx, spec, &routing, &store),
-        host_env: ctx.env.pairs(),
-    })
-    .await?;
-    isolation.hand_over_workspace(&ctx.workspace)?;
-    let repository = Repository::find(&ctx.workspace);
-    let top = repository
-        .as_ref()
-        .ok()
-        .map(|r| r.work_tree().to_path_buf());
-    let git = Git::new(isolation.tools(top.as_deref()), repository);
-    Ok((isolation, git))
+    crate::verify::isolate(ctx, spec, (&routing, &store), floor).await
 }

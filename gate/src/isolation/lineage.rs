@@ -16,12 +16,7 @@ pub(crate) fn new_items(
     runs: impl Fn(&str) -> bool,
     made: impl Fn(&str) -> bool,
 ) -> Vec<(String, Vec<String>)> {
-    let after: HashMap<&str, &[String]> = plan
-        .items
-        .iter()
-        .filter_map(|i| i.work.as_ref())
-        .map(|w| (w.id.as_str(), w.after.as_slice()))
-        .collect();
+    let after = plan.after();
     let new: Vec<&str> = plan
         .items
         .iter()

@@ -1,5 +1,5 @@
 //! A mutant's own copy of the workspace, in a folder of the gate's outside
-//! it, removed with everything in it.
+//! it (a base run's kind of folder, removed with everything in it).
 //!
 //! Every file is copied (`copy_file_range`, a clone where the file system
 //! shares blocks), links as links, each with its modification time kept:
@@ -7,33 +7,7 @@
 //! is reused, and only what the mutated file feeds is rebuilt, since the
 //! mutated file alone is newer than what was built from it.
 
-use std::path::{Path, PathBuf};
-
-/// A folder of the gate's for one mutant, removed when dropped.
-pub(super) struct Folder(PathBuf);
-
-impl Folder {
-    pub(super) fn new() -> Result<Self, String> {
-        let path = tempfile::Builder::new()
-            .prefix("gate-mutant-")
-            .tempdir()
-            .map(tempfile::TempDir::keep)
-            .map_err(|e| format!("cannot create a mutant's folder: {e}"))?;
-        crate::interrupt::remove_on_exit(&path, crate::base_runs::folder::remove);
-        Ok(Self(path))
-    }
-
-    pub(super) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        crate::interrupt::forget_on_exit(&self.0);
-        crate::base_runs::folder::remove(&self.0);
-    }
-}
+use std::path::Path;
 
 /// Copies `from` into `to` (which must not exist), leaving out the
 /// top-level paths `skip`, then writes `text` as `file`
@@ -110,7 +84,7 @@ mod tests {
             .unwrap()
             .set_times(std::fs::FileTimes::new().set_modified(old))
             .unwrap();
-        let folder = Folder::new().unwrap();
+        let folder = crate::base_runs::folder::BaseFolder::named("gate-mutant-").unwrap();
         let to = folder.path().join("tree");
         workspace(
             from.path(),

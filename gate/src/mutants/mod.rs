@@ -31,7 +31,7 @@ use crate::errors::GateError;
 use crate::git::Git;
 use crate::interrupt::Interrupt;
 use crate::isolation::Isolation;
-use crate::{output, plan};
+use crate::plan;
 
 /// What scoring a change's criteria by its mutants needs.
 pub(crate) struct Inputs<'a> {
@@ -62,6 +62,8 @@ pub(crate) struct Inputs<'a> {
     /// The criteria's results on the workspace, when they already ran
     /// traced (`gate verify`): not run again.
     pub unmutated: Option<&'a HashMap<String, ItemResult>>,
+    /// Where progress goes (one line each: what runs, each mutant's fate).
+    pub progress: &'a (dyn Fn(&str) + Sync),
 }
 
 /// The criteria (and task tests run as commands) scored: every one, or
@@ -168,8 +170,8 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         .cloned()
         .collect();
     if !missing.is_empty() && made.iter().any(|(m, _)| m.set_apart.is_none()) {
-        output::stderr(&format!(
-            "gate: running {} criteria on the change, traced",
+        (inputs.progress)(&format!(
+            "running {} criteria on the change, traced",
             missing.len()
         ));
         unmutated.extend(runner.on_workspace(&missing).await?);
@@ -220,8 +222,8 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
                 mutant.describe()
             )));
         }
-        output::stderr(&format!(
-            "gate: mutant {run}/{} {}: {}",
+        (inputs.progress)(&format!(
+            "mutant {run}/{} {}: {}",
             runnable.min(limit),
             mutant.describe(),
             outcome.status.as_str()

@@ -37,12 +37,7 @@ pub(super) struct Runner<'a> {
 
 /// `ids` and every item they run after, transitively.
 pub(super) fn with_after(plan: &Plan, ids: &BTreeSet<String>) -> BTreeSet<String> {
-    let after: HashMap<&str, &[String]> = plan
-        .items
-        .iter()
-        .filter_map(|i| i.work.as_ref())
-        .map(|w| (w.id.as_str(), w.after.as_slice()))
-        .collect();
+    let after = plan.after();
     let mut out = BTreeSet::new();
     let mut todo: Vec<&str> = ids.iter().map(String::as_str).collect();
     while let Some(id) = todo.pop() {
@@ -126,7 +121,8 @@ impl Runner<'_> {
         file: &str,
         text: &str,
     ) -> Result<Outcome, GateError> {
-        let folder = super::copy::Folder::new().map_err(GateError::Unavailable)?;
+        let folder = crate::base_runs::folder::BaseFolder::named("gate-mutant-")
+            .map_err(GateError::Unavailable)?;
         let root = folder.path().join("tree");
         for sub in ["tmp", "home"] {
             std::fs::create_dir(folder.path().join(sub)).map_err(|e| {

@@ -46,7 +46,7 @@ use crate::record::RunRecord;
 use crate::retry::{self, History};
 
 use setup::Setup;
-pub(crate) use setup::{load_prompts, never_env};
+pub(crate) use setup::{isolate, load_prompts, never_env};
 use stage::Stage;
 use start::Start;
 pub(crate) use start::{VerifyRequest, load_spec};

@@ -81,6 +81,8 @@ pub(super) async fn score(
         unscoped: false,
         interrupt,
         unmutated: Some(results),
+        // A run's own progress is its events'; the scoring's is logged (-v).
+        progress: &|line| tracing::info!("mutants: {line}"),
     })
     .await;
     Some(scored.map(Box::new).map_err(|e| e.to_string()))
@@ -98,9 +100,15 @@ pub(super) fn findings(
         OnBelow::Warn => "warning",
         OnBelow::Fail => "critical",
     };
+    // An id reads a title's words, not its code or numbers: the place and
+    // the whole title tell one survivor from another.
     let finding =
         |severity: &str, file: &str, line: Option<u32>, title: String, detail: String| Finding {
-            id: finding_id(GUARD_ROLE, file, &title),
+            id: finding_id(
+                GUARD_ROLE,
+                &format!("{file}:{}:{title}", line.unwrap_or(0)),
+                &title,
+            ),
             severity: severity.to_owned(),
             role: GUARD_ROLE.to_owned(),
             file: file.to_owned(),

@@ -89,22 +89,7 @@ pub(super) async fn load(
         path: ctx.state_dir.clone(),
         reason: format!("cannot create the state directory: {e}"),
     })?;
-    let mut isolation = Isolation::prepare(isolation::Setup {
-        floor: req.sandbox.clone(),
-        section: &spec.sandbox,
-        workspace: &ctx.workspace,
-        secret_paths: attest::secret_paths(ctx, &store),
-        never_env: never_env(ctx, &spec, &routing, &store),
-        host_env: ctx.env.pairs(),
-    })
-    .await?;
-    isolation.hand_over_workspace(&ctx.workspace)?;
-    let repository = Repository::find(&ctx.workspace);
-    let top = repository
-        .as_ref()
-        .ok()
-        .map(|r| r.work_tree().to_path_buf());
-    let git = Git::new(isolation.tools(top.as_deref()), repository);
+    let (isolation, git) = isolate(ctx, &spec, (&routing, &store), req.sandbox.clone()).await?;
     super::planted::refuse_tracked(&git, &attest::record_paths(ctx, &store)).await?;
     let spec_file =
         crate::change::relative_to(&ctx.workspace, std::slice::from_ref(&req.spec_path))
@@ -124,6 +109,33 @@ pub(super) async fn load(
         isolation,
         git,
     })
+}
+
+/// The run's isolation for `spec` under the operator's `floor`, the
+/// workspace handed over to it, and the gate's own git running through it.
+pub(crate) async fn isolate(
+    ctx: &Context,
+    spec: &Spec,
+    (routing, store): (&Routing, &BundleStore),
+    floor: (gate_specs::SandboxMode, crate::config::Source),
+) -> Result<(Isolation, Git), GateError> {
+    let mut isolation = Isolation::prepare(isolation::Setup {
+        floor,
+        section: &spec.sandbox,
+        workspace: &ctx.workspace,
+        secret_paths: attest::secret_paths(ctx, store),
+        never_env: never_env(ctx, spec, routing, store),
+        host_env: ctx.env.pairs(),
+    })
+    .await?;
+    isolation.hand_over_workspace(&ctx.workspace)?;
+    let repository = Repository::find(&ctx.workspace);
+    let top = repository
+        .as_ref()
+        .ok()
+        .map(|r| r.work_tree().to_path_buf());
+    let git = Git::new(isolation.tools(top.as_deref()), repository);
+    Ok((isolation, git))
 }
 
 /// Variables no process of the run may see, even when `[sandbox] pass_env`
