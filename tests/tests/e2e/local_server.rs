@@ -358,6 +358,33 @@ fn a_real_llama_cpp_python_server_reviews_with_the_documented_settings() {
         );
     }
 
+    // That run replayed against the same server from its kept request alone
+    // (the workspace's change gone): every request taken, usage counted,
+    // and the replay a signed bundle of its own.
+    std::fs::remove_file(env.path().join("src/orders.py")).unwrap();
+    let out = env
+        .gate(&["replay", "--routing", "routing.toml", "--format", "json"])
+        .timeout(Duration::from_secs(600))
+        .run();
+    out.assert_exit(0);
+    let replay = out.json();
+    let runs = replay["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{replay}");
+    assert!(
+        replay["candidate"]["tokens"]["input"]
+            .as_u64()
+            .is_some_and(|t| t > 0),
+        "{replay}"
+    );
+    assert_eq!(
+        replay["candidate"]["failures"]["refusals"], 0,
+        "a request was refused: {replay}"
+    );
+    env.gate(&["evidence", "verify", replay["bundle"].as_str().unwrap()])
+        .run()
+        .assert_exit(0)
+        .stdout_has("signature: ok");
+
     // Streamed with no limit, three requests at once: the server cuts a
     // stream when another request waits, and the gate says it was cut.
     // Whether the requests overlap is the server's timing: two tries.
