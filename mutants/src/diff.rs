@@ -1,44 +1,43 @@
-//! The lines a change added or modified, from `git diff -U0`'s hunks.
+//! The lines a change added or modified in a file, from the file's text at
+//! the base and now.
+//!
+//! The two texts are compared here, not read from `git diff`: a diff
+//! through the repository's index misses what its flags hide (a path
+//! marked assume-unchanged or skip-worktree shows no change), and git
+//! quotes names it must escape; neither may keep a changed line from
+//! being mutated.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Lines (1-based) that a change added or modified, by file path as the
-/// diff names it (without git's `b/` prefix).
+use similar::{Algorithm, DiffOp, TextDiff};
+
+/// Lines (1-based) that a change added or modified, by workspace-relative
+/// file path.
 pub type ChangedLines = BTreeMap<String, BTreeSet<u32>>;
 
-/// Reads the added and modified lines out of a unified diff made with no
-/// context (`git diff -U0`): each hunk `@@ -a,b +c,d @@` names lines
-/// `c..c+d` of the new file. A deleted file (`+++ /dev/null`) has none;
-/// a hunk that only removes lines (`d` = 0) adds none.
-pub fn changed_lines(diff: &str) -> ChangedLines {
-    let mut out = ChangedLines::new();
-    let mut file: Option<String> = None;
-    for line in diff.lines() {
-        if let Some(path) = line.strip_prefix("+++ ") {
-            file = path.strip_prefix("b/").map(unquoted);
-            continue;
-        }
-        let Some(file) = &file else { continue };
-        let Some((_, new)) = line.strip_prefix("@@ -").and_then(|l| l.split_once(" +")) else {
-            continue;
+/// The lines of `now` (1-based) that are not lines of `base` kept in
+/// place: inserted, or replacing others (a line diff, Myers' algorithm, as
+/// `git diff` makes by default). Lines only removed add none.
+pub fn changed_between(base: &str, now: &str) -> BTreeSet<u32> {
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .diff_lines(base, now);
+    let mut out = BTreeSet::new();
+    for op in diff.ops() {
+        let (start, len) = match *op {
+            DiffOp::Insert {
+                new_index, new_len, ..
+            }
+            | DiffOp::Replace {
+                new_index, new_len, ..
+            } => (new_index, new_len),
+            DiffOp::Equal { .. } | DiffOp::Delete { .. } => continue,
         };
-        let range = new.split(' ').next().unwrap_or_default();
-        let (first, count) = range.split_once(',').unwrap_or((range, "1"));
-        let (Ok(first), Ok(count)) = (first.parse::<u32>(), count.parse::<u32>()) else {
-            continue;
-        };
-        out.entry(file.clone())
-            .or_default()
-            .extend(first..first.saturating_add(count));
+        let first = u32::try_from(start).unwrap_or(u32::MAX).saturating_add(1);
+        let count = u32::try_from(len).unwrap_or(u32::MAX);
+        out.extend(first..first.saturating_add(count));
     }
     out
-}
-
-/// A path as git writes it: a name with a tab or a newline ends in a tab
-/// (`+++ b/a b\t`); a quoted name is left out (`core.quotePath` off keeps
-/// most names unquoted, and a name git must quote is mutated by no one).
-fn unquoted(path: &str) -> String {
-    path.trim_end_matches('\t').to_owned()
 }
 
 /// Every line of a text: what a file the base did not have adds.
@@ -52,29 +51,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hunks_name_the_added_and_modified_lines_of_each_file() {
-        let diff = "diff --git a/src/rules.py b/src/rules.py\n\
-            index 1..2 100644\n\
-            --- a/src/rules.py\n\
-            +++ b/src/rules.py\n\
-            @@ -5,0 +6,2 @@ def other():\n\
-            +def is_adult(age):\n\
-            +    return age >= 18\n\
-            @@ -10 +12 @@\n\
-            -x = 1\n\
-            +x = 2\n\
-            @@ -20,3 +21,0 @@\n\
-            diff --git a/gone.py b/gone.py\n\
-            --- a/gone.py\n\
-            +++ /dev/null\n\
-            @@ -1,2 +0,0 @@\n";
-        let lines = changed_lines(diff);
-        assert_eq!(
-            lines.get("src/rules.py").unwrap(),
-            &BTreeSet::from([6, 7, 12]),
-            "a removal-only hunk adds nothing"
+    fn inserted_and_replaced_lines_are_changed_and_removed_ones_not() {
+        let base = "a\nb\nc\nd\ne\nf\n";
+        // b replaced, a line inserted after d, f removed.
+        let now = "a\nB\nc\nd\nnew\ne\n";
+        assert_eq!(changed_between(base, now), BTreeSet::from([2, 5]));
+        assert!(changed_between(base, base).is_empty());
+        assert!(
+            changed_between(base, "a\nb\nc\n").is_empty(),
+            "only removed"
         );
-        assert!(!lines.contains_key("gone.py"), "{lines:?}");
+        // A last line that gained its newline is the same line.
+        assert!(changed_between("a\nb", "a\nb\n").len() <= 1);
+        assert_eq!(changed_between("", "x\ny\n"), BTreeSet::from([1, 2]));
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! The change's own lines: what `git diff -U0` against the merge-base
-//! says each changed file added or modified (every line of a file the
-//! base did not have).
+//! The change's own lines: each changed file's text now compared with its
+//! text at the merge-base (every line of a file the base did not have).
+//! The base's text is read from the commit's tree, never through the
+//! index, so no flag the repository's index holds hides a changed line.
 
 use std::path::Path;
 
-use gate_mutants::diff::{ChangedLines, all_lines, changed_lines};
+use gate_mutants::diff::{ChangedLines, all_lines, changed_between};
 
 use crate::git::Git;
 
@@ -16,39 +17,23 @@ pub(super) async fn changed(
     commit: &str,
     files: &[(String, String)],
 ) -> Result<ChangedLines, String> {
-    if files.is_empty() {
-        return Ok(ChangedLines::new());
-    }
-    let literal: Vec<String> = files
-        .iter()
-        .map(|(f, _)| format!(":(literal){f}"))
-        .collect();
-    let mut args = vec![
-        "diff",
-        "-U0",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--no-renames",
-        commit,
-        "--",
-    ];
-    args.extend(literal.iter().map(String::as_str));
-    let out = git.run_whole(workspace, &args).await?;
-    let mut lines = changed_lines(&String::from_utf8_lossy(&out));
-    // A file git does not track yet is in no diff: when the base has no
-    // such file either, all of it is the change's.
+    let mut lines = ChangedLines::new();
     for (file, text) in files {
-        if lines.contains_key(file) {
-            continue;
-        }
         let object = format!("{commit}:{file}");
-        if git
+        let in_base = git
             .run(workspace, &["cat-file", "-e", &object])
             .await
-            .is_err()
-        {
-            lines.insert(file.clone(), all_lines(text));
+            .is_ok();
+        let changed = if in_base {
+            let base = git
+                .run_whole(workspace, &["cat-file", "blob", &object])
+                .await?;
+            changed_between(&String::from_utf8_lossy(&base), text)
+        } else {
+            all_lines(text)
+        };
+        if !changed.is_empty() {
+            lines.insert(file.clone(), changed);
         }
     }
     Ok(lines)

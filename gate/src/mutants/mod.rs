@@ -107,7 +107,7 @@ fn mutable_files(inputs: &Inputs<'_>) -> Vec<(String, String)> {
         .filter(|f| Language::of(f).is_some())
         .filter(|f| task_paths.as_ref().is_none_or(|p| p.is_match(f)))
         .filter_map(|f| {
-            let text = std::fs::read_to_string(inputs.ctx.workspace.join(f)).ok()?;
+            let text = copy::read_regular(&inputs.ctx.workspace, f)?;
             gate_mutants::language::never_mutated(f, &text)
                 .is_none()
                 .then(|| (f.clone(), text))
