@@ -36,6 +36,11 @@ pub struct Document {
     /// Criteria run against every mutant of their task's files because
     /// no complete trace says what they read, with why.
     pub untraced: BTreeMap<String, String>,
+    /// The change's other files, with why no mutant was made of them (no
+    /// grammar for the language, a test or generated file, a link, does
+    /// not parse): their lines are proven by no mutant.
+    #[serde(default)]
+    pub not_mutated: BTreeMap<String, String>,
     /// One warning per surviving mutant.
     pub findings: Vec<Survivor>,
     /// The tools that made and parsed the mutants, with their versions.
@@ -149,6 +154,9 @@ pub fn text(doc: &Document) -> String {
             out,
             "  criterion {id} ran against every mutant of its task's files: {why}"
         );
+    }
+    for (file, why) in &doc.not_mutated {
+        let _ = writeln!(out, "  not mutated: {file} ({why})");
     }
     for f in &doc.findings {
         let _ = writeln!(

@@ -95,30 +95,46 @@ fn scored_items(spec: &Spec, plan: &plan::Plan, task: Option<&str>) -> BTreeMap<
 
 /// The changed files mutants are made of, with their text: a language the
 /// engine parses, not a test or a generated file, not the spec, under the
-/// task's `paths` when one is named.
-fn mutable_files(inputs: &Inputs<'_>) -> Vec<(String, String)> {
+/// task's `paths` when one is named; and the other changed files (under
+/// the task's `paths`) with why none is made of them.
+fn mutable_files(inputs: &Inputs<'_>) -> (Vec<(String, String)>, BTreeMap<String, String>) {
     let task_paths = inputs.task.and_then(|id| {
         let task = inputs.spec.tasks.iter().find(|t| t.id == id)?;
         InputGlobs::new(&task.paths).ok()
     });
-    inputs
+    let mut files = Vec::new();
+    let mut not_mutated = BTreeMap::new();
+    for f in inputs
         .changed
         .iter()
-        .filter(|f| Language::of(f).is_some())
         .filter(|f| task_paths.as_ref().is_none_or(|p| p.is_match(f)))
-        .filter_map(|f| {
-            let text = copy::read_regular(&inputs.ctx.workspace, f)?;
-            gate_mutants::language::never_mutated(f, &text)
-                .is_none()
-                .then(|| (f.clone(), text))
-        })
-        .collect()
+    {
+        let why = if Language::of(f).is_none() {
+            NO_GRAMMAR.to_owned()
+        } else if let Some(text) = copy::read_regular(&inputs.ctx.workspace, f) {
+            if let Some(why) = gate_mutants::language::never_mutated(f, &text) {
+                why.to_owned()
+            } else {
+                files.push((f.clone(), text));
+                continue;
+            }
+        } else {
+            "a link, gone, or not a regular UTF-8 file".to_owned()
+        };
+        not_mutated.insert(f.clone(), why);
+    }
+    (files, not_mutated)
 }
 
-/// The mutants of each file's changed lines, with the file's text.
+/// Why a changed file in no language the engine parses has no mutant.
+pub(crate) const NO_GRAMMAR: &str = "no grammar for its language";
+
+/// The mutants of each file's changed lines, with the file's text; a file
+/// that does not parse goes to `not_mutated` with why.
 fn make<'a>(
     files: &'a [(String, String)],
     lines: &gate_mutants::diff::ChangedLines,
+    not_mutated: &mut BTreeMap<String, String>,
 ) -> Vec<(Mutant, &'a str)> {
     let mut made = Vec::new();
     for (file, text) in files {
@@ -127,7 +143,9 @@ fn make<'a>(
         };
         match gate_mutants::generate(file, lang, text, changed) {
             Ok(found) => made.extend(found.into_iter().map(|m| (m, text.as_str()))),
-            Err(e) => tracing::warn!(error = %e, "no mutants of {file}"),
+            Err(e) => {
+                not_mutated.insert(file.clone(), format!("does not parse: {e}"));
+            }
         }
     }
     made
@@ -138,7 +156,7 @@ fn make<'a>(
 pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
     let plan = plan::first_attempt(inputs.spec, inputs.snapshot);
     let scored = scored_items(inputs.spec, &plan, inputs.task);
-    let files = mutable_files(&inputs);
+    let (files, mut not_mutated) = mutable_files(&inputs);
     let lines = lines::changed(
         inputs.git,
         &inputs.ctx.workspace,
@@ -150,7 +168,7 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         base: inputs.base_commit.to_owned(),
         reason,
     })?;
-    let made = make(&files, &lines);
+    let made = make(&files, &lines, &mut not_mutated);
     let runner = runs::Runner {
         plan: &plan,
         isolation: inputs.isolation,
@@ -238,9 +256,11 @@ pub(crate) async fn score(inputs: Inputs<'_>) -> Result<Document, GateError> {
         records.push(record);
         outcomes.push(outcome);
     }
-    Ok(document(
+    let mut doc = document(
         &inputs, &scored, &scope, files, records, &outcomes, left_out,
-    ))
+    );
+    doc.not_mutated = not_mutated;
+    Ok(doc)
 }
 
 /// What a mutant's copy leaves out: the repository and the gate's state.
@@ -291,6 +311,7 @@ fn document(
         criteria,
         tasks,
         untraced: scope.untraced(),
+        not_mutated: BTreeMap::new(),
         findings,
         tools,
     }

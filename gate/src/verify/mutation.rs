@@ -148,6 +148,44 @@ pub(super) fn findings(
             )
         })
         .collect();
+    // Nothing scored, though the change has code: nothing proves its
+    // criteria, and that is said, never passed over (a change that marks
+    // its files generated, or whose mutants all fail to build, lands here).
+    let unproven: Vec<String> = doc
+        .not_mutated
+        .iter()
+        .filter(|(_, why)| *why != crate::mutants::NO_GRAMMAR)
+        .map(|(f, why)| format!("{f} ({why})"))
+        .collect();
+    if doc.total.score.is_none() && (!doc.files.is_empty() || !unproven.is_empty()) {
+        let severity = if policy.min_score > 0.0 {
+            severity
+        } else {
+            "warning"
+        };
+        out.push(finding(
+            severity,
+            spec_file,
+            None,
+            "no mutant of the change was scored: nothing proves its criteria would catch a \
+             wrong version of its lines"
+                .to_owned(),
+            format!(
+                "Mutated: {}. Changed code no mutant was made of: {}. `gate mutants --base \
+                 REV` shows each mutant's status.",
+                if doc.files.is_empty() {
+                    "none".to_owned()
+                } else {
+                    doc.files.join(", ")
+                },
+                if unproven.is_empty() {
+                    "none".to_owned()
+                } else {
+                    unproven.join(", ")
+                }
+            ),
+        ));
+    }
     if let Some(score) = doc.total.score
         && score < policy.min_score
     {
@@ -169,4 +207,78 @@ pub(super) fn findings(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document with nothing scored: `files` mutated (every mutant set
+    /// apart or unrun), `not_mutated` the change's other files.
+    fn unscored(files: &[&str], not_mutated: &[(&str, &str)]) -> gate_mutants::report::Document {
+        serde_json::from_value(serde_json::json!({
+            "format_version": 1,
+            "base_commit": "0".repeat(40),
+            "files": files,
+            "mutants": [],
+            "left_out": 0,
+            "criteria": {},
+            "tasks": {},
+            "total": {"killed": 0, "survived": 0, "score": null},
+            "untraced": {},
+            "not_mutated": not_mutated.iter().copied().collect::<std::collections::BTreeMap<_, _>>(),
+            "findings": [],
+            "tools": {},
+        }))
+        .unwrap()
+    }
+
+    /// Nothing scored on a change with code is said, at the policy's
+    /// severity when it asks for a score; a change with no code in any
+    /// language the engine parses owes none.
+    #[test]
+    fn a_change_whose_code_no_mutant_scored_is_said() {
+        let fail = MutantsPolicy {
+            min_score: 0.8,
+            on_below: OnBelow::Fail,
+            max: None,
+        };
+        let any = MutantsPolicy {
+            min_score: 0.0,
+            ..fail.clone()
+        };
+        let generated = [("src/rules.py", "a generated file")];
+        let docs_only = [("README.md", crate::mutants::NO_GRAMMAR)];
+        // (policy, files mutated, files not mutated, the finding's severity)
+        type Case<'a> = (
+            &'a MutantsPolicy,
+            &'a [&'a str],
+            &'a [(&'a str, &'a str)],
+            Option<&'a str>,
+        );
+        let cases: [Case<'_>; 5] = [
+            (&fail, &[], &generated, Some("critical")),
+            (&fail, &["src/rules.py"], &[], Some("critical")),
+            (&any, &[], &generated, Some("warning")),
+            (&fail, &[], &docs_only, None),
+            (&fail, &[], &[], None),
+        ];
+        for (policy, files, not_mutated, want) in cases {
+            let found = findings(
+                policy,
+                &Ok(Box::new(unscored(files, not_mutated))),
+                "gate.toml",
+            );
+            let got: Vec<&str> = found
+                .iter()
+                .filter(|f| f.title.starts_with("no mutant of the change was scored"))
+                .map(|f| f.severity.as_str())
+                .collect();
+            assert_eq!(
+                got,
+                want.into_iter().collect::<Vec<_>>(),
+                "{files:?} {not_mutated:?}"
+            );
+        }
+    }
 }
