@@ -82,7 +82,7 @@ pub fn render(card: &Scorecard) -> Value {
         "not_integrated": card.not_integrated,
         "min_confidence": f64::from(card.min_confidence) / 100.0,
         "left_out": {"runs": card.left_out.runs, "outcomes": card.left_out.outcomes,
-                     "overrides": card.left_out.overrides},
+                     "overrides": card.left_out.overrides, "replays": card.left_out.replays},
         "override_rate": t.override_rate(),
         "escalation_rate": t.escalation_rate(),
         "did_not_run_rate": t.did_not_run_rate(),

@@ -424,6 +424,10 @@ pub struct LeftOut {
     /// Overrides whose own bundle is missing, does not verify, or disagrees
     /// with the row.
     pub overrides: u64,
+    /// Replays whose row disagrees with their signed bundle, or whose
+    /// bundle is missing or does not verify (counted by `gate report`,
+    /// which alone reads replays' bundles).
+    pub replays: u64,
 }
 
 impl LeftOut {
@@ -438,6 +442,7 @@ impl LeftOut {
                 .map(|(_, n)| *n)
                 .sum(),
             overrides: vouched.overrides_left_out,
+            replays: 0,
         };
         if !out.is_empty() {
             tracing::warn!(
@@ -452,7 +457,7 @@ impl LeftOut {
 
     /// Nothing was left out.
     pub fn is_empty(&self) -> bool {
-        self.runs == 0 && self.outcomes == 0 && self.overrides == 0
+        self.runs == 0 && self.outcomes == 0 && self.overrides == 0 && self.replays == 0
     }
 }
 
@@ -490,7 +495,8 @@ pub struct Scorecard {
     /// What was left out for not being as signed.
     pub left_out: LeftOut,
     /// The newest replay of each candidate routing table (`gate replay`),
-    /// whatever the scope.
+    /// whatever the scope, of those whose row is what their signed bundle
+    /// holds: empty as built, filled by `gate report` once vouched for.
     pub replays: Vec<crate::replays::ReplaySeen>,
 }
 
@@ -885,7 +891,9 @@ impl Scorecard {
             min_confidence,
             not_integrated,
             left_out,
-            replays: crate::replays::latest_per_routing(&ledger.replays()?),
+            // Shown only once vouched for against their bundles, which
+            // only the gate reads (`gate report` fills them).
+            replays: Vec::new(),
         })
     }
 }
@@ -1678,7 +1686,7 @@ mod tests {
  "false_pass": {"rate": 0.0, "low": 0.0, "high": 0.0, "broken": 0, "with_outcome": 0, "unknown": 0},
  "false_fail": {"rate": 0.0, "low": 0.0, "high": 0.0, "fine": 0, "with_outcome": 0, "unknown": 0},
  "without_outcome": {"share": 0.0, "runs": 0, "decided": 0}, "not_integrated": 0, "min_confidence": 0.0,
- "left_out": {"runs": 0, "outcomes": 0, "overrides": 0},
+ "left_out": {"runs": 0, "outcomes": 0, "overrides": 0, "replays": 0},
  "override_rate": 0.0, "escalation_rate": 0.0, "did_not_run_rate": 0.0, "unisolated_rate": 0.0,
  "fail_to_pass": {"share": 0.0, "evidenced": 0, "passed": 0},
  "findings": {"acceptance_rate": 0.0, "noise_rate": 0.0, "resolved": 0, "dismissed": 0, "superseded": 0, "open": 0},

@@ -302,10 +302,12 @@ pub fn left_out(card: &Scorecard) -> String {
     format!(
         "not as the gate signed them, so in no figure: {} runs (a column edited, or no bundle \
          that verifies), {} outcomes (unsigned or edited), {} overrides (no bundle that \
-         verifies, or edited); `gate ledger verify` names each",
+         verifies, or edited), {} replays (no bundle that verifies, or edited); `gate ledger \
+         verify` names each run, outcome and override",
         thousands(l.runs),
         thousands(l.outcomes),
-        thousands(l.overrides)
+        thousands(l.overrides),
+        thousands(l.replays)
     )
 }
 

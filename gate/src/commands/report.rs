@@ -116,13 +116,22 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
     let started = std::time::Instant::now();
     let trusted = report_keys(ctx);
     let vouched = vouched(ctx, &ledger.ledger, &trusted, &scope)?;
-    let card = Scorecard::build_with(
+    let mut card = Scorecard::build_with(
         &ledger.ledger,
         &scope,
         &trusted,
         crate::cli::hundredths(args.min_confidence),
         &vouched,
     )?;
+    // A replay is shown only as its signed bundle has it, as a run is.
+    let store = attest::bundle_store(ctx)?;
+    let (replays, unvouched) =
+        crate::replay::vouched::vouched(ledger.ledger.replays()?, &store, &trusted);
+    for (id, why) in &unvouched {
+        tracing::warn!(replay = %id, %why, "a replay not as the gate signed it is left out");
+    }
+    card.replays = gate_scorecard::replays::latest_per_routing(&replays);
+    card.left_out.replays = unvouched.len() as u64;
     tracing::info!(
         runs = card.total.runs,
         elapsed_ms = started.elapsed().as_millis(),

@@ -384,15 +384,7 @@ pub(crate) fn seal(
         BundleRef::File(path) => attest::display_path(ctx, path),
         other => other.to_string(),
     });
-    let summary = ReplaySummary {
-        runs: report.runs.len() as u64,
-        skipped: report.skipped.len() as u64,
-        baseline: report.baseline.clone(),
-        candidate: report.candidate.clone(),
-        agreement: report.agreement,
-        strata: report.strata.clone(),
-        plan_sha256: report.plan_sha256.clone(),
-    };
+    let summary = summary_of(report);
     let entry = ReplayEntry {
         replay_id: report.replay_id.clone(),
         recorded_at: chrono::Utc::now(),
@@ -407,4 +399,17 @@ pub(crate) fn seal(
             .add_replay(&entry)
             .map_err(GateError::from)
     })
+}
+
+/// The scores of `report` a ledger row keeps for `gate report`.
+pub(crate) fn summary_of(report: &ReplayReport) -> ReplaySummary {
+    ReplaySummary {
+        runs: report.runs.len() as u64,
+        skipped: report.skipped.len() as u64,
+        baseline: report.baseline.clone(),
+        candidate: report.candidate.clone(),
+        agreement: report.agreement,
+        strata: report.strata.clone(),
+        plan_sha256: report.plan_sha256.clone(),
+    }
 }

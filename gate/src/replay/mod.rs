@@ -8,3 +8,4 @@ pub(crate) mod keep;
 pub(crate) mod plan;
 pub(crate) mod report;
 pub(crate) mod select;
+pub(crate) mod vouched;

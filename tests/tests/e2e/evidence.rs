@@ -264,7 +264,7 @@ fn the_tamper_matrix_on_bundles() {
 }
 
 /// Runs SQL on the ledger with Python's sqlite3 (an independent writer).
-fn sql(env: &TestEnv, statements: &str) {
+pub(crate) fn sql(env: &TestEnv, statements: &str) {
     let script = format!(
         "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nc.executescript({statements:?})\nc.commit()\n"
     );
@@ -490,7 +490,7 @@ fn an_edited_override_or_series_row_is_named_and_an_edited_outcome_moves_no_rate
     assert_eq!(before["false_pass"]["rate"], 1.0);
     assert_eq!(
         before["left_out"],
-        json!({"runs": 0, "outcomes": 0, "overrides": 0})
+        json!({"runs": 0, "outcomes": 0, "overrides": 0, "replays": 0})
     );
 
     // The latest outcome edited to say fine: it does not vouch, the one
@@ -546,7 +546,7 @@ fn an_edited_override_or_series_row_is_named_and_an_edited_outcome_moves_no_rate
     assert_eq!(edited["false_pass"], before["false_pass"]);
     assert_eq!(
         edited["left_out"],
-        json!({"runs": 1, "outcomes": 1, "overrides": 1})
+        json!({"runs": 1, "outcomes": 1, "overrides": 1, "replays": 0})
     );
     assert_eq!(edited["runs"], 2);
     let text = env.gate(&["report"]).run();
@@ -589,7 +589,7 @@ fn the_report_checks_a_rows_bundle_once_and_still_leaves_out_a_row_edited_since(
     env.write("src/a.txt", "alpha 2\n");
     verify_expecting(&env, 1);
     let report = || report_json(&env);
-    let none = json!({"runs": 0, "outcomes": 0, "overrides": 0});
+    let none = json!({"runs": 0, "outcomes": 0, "overrides": 0, "replays": 0});
     assert_eq!(report()["left_out"], none);
     let cache = env.path().join(".gate/report-cache");
     assert!(cache.is_file(), "the report keeps what it vouched for");

@@ -267,6 +267,18 @@ fn a_candidate_that_finds_the_backdoor_is_scored_against_the_outcomes() {
         .assert_exit(0)
         .stdout_has("replays (the newest per candidate routing table)");
 
+    // A replay's row edited behind the gate's back (its baseline made to
+    // look better) is shown no more, and the report says one was left out.
+    crate::evidence::sql(
+        &env,
+        "UPDATE replays SET summary = json_set(summary, '$.baseline.recall.caught', 1);",
+    );
+    let edited = env.gate(&["report", "--format", "json"]).run();
+    edited.assert_exit(0);
+    let edited = edited.json();
+    assert_eq!(edited["replays"], json!([]), "{edited}");
+    assert_eq!(edited["left_out"]["replays"], 1, "{edited}");
+
     // The replay is a signed bundle of its own.
     let bundle = doc["bundle"].as_str().unwrap();
     env.gate(&["evidence", "verify", bundle])
