@@ -255,14 +255,7 @@ impl BundleStore {
                 match crate::place::create_file(anchor, &path, bytes) {
                     Ok(()) => Ok(BundleRef::File(path)),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let there = read_file(&path)?;
-                        if there == bytes {
-                            Ok(BundleRef::File(path))
-                        } else {
-                            Err(StoreError::Exists {
-                                at: path.display().to_string(),
-                            })
-                        }
+                        already_there(path, bytes)
                     }
                     Err(e) => Err(StoreError::Unavailable {
                         at: path.display().to_string(),
@@ -373,16 +366,7 @@ fn put_file(
 ) -> Result<BundleRef, StoreError> {
     match bundle::write(dir, anchor, run_id, envelope) {
         Ok(stored) => Ok(BundleRef::File(stored.path)),
-        Err(BundleError::Exists { path }) => {
-            let there = read_file(&path)?;
-            if there == envelope {
-                Ok(BundleRef::File(path))
-            } else {
-                Err(StoreError::Exists {
-                    at: path.display().to_string(),
-                })
-            }
-        }
+        Err(BundleError::Exists { path }) => already_there(path, envelope),
         Err(BundleError::InvalidRunId(run)) => Err(StoreError::Invalid(format!(
             "run id {run:?} cannot name a bundle file"
         ))),
@@ -390,6 +374,18 @@ fn put_file(
             at: dir.display().to_string(),
             reason: e.to_string(),
         }),
+    }
+}
+
+/// A put that found `path` taken: done when it holds exactly `bytes` (the
+/// same put again), else refused, since nothing kept is overwritten.
+fn already_there(path: PathBuf, bytes: &[u8]) -> Result<BundleRef, StoreError> {
+    if read_file(&path)? == bytes {
+        Ok(BundleRef::File(path))
+    } else {
+        Err(StoreError::Exists {
+            at: path.display().to_string(),
+        })
     }
 }
 

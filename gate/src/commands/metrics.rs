@@ -19,7 +19,8 @@ pub(crate) fn metrics(ctx: &Context, args: &MetricsArgs) -> Result<u8, GateError
     }
     let trusted = super::report::report_keys(ctx);
     let scope = ReportScope::default();
-    let vouched = super::report::vouched(ctx, &ledger.ledger, &trusted, &scope)?;
+    let store = crate::attest::bundle_store(ctx)?;
+    let vouched = super::report::vouched(ctx, &ledger.ledger, &store, &trusted, &scope)?;
     let card = Scorecard::build_with(
         &ledger.ledger,
         &scope,

@@ -72,12 +72,12 @@ pub(crate) struct Readable {
 pub(crate) fn vouched(
     ctx: &Context,
     ledger: &gate_evidence::Ledger,
+    store: &gate_evidence::store::BundleStore,
     trusted: &[gate_evidence::PublicKey],
     scope: &ReportScope,
 ) -> Result<gate_scorecard::scorecard::Vouched, GateError> {
-    let store = attest::bundle_store(ctx)?;
     let mut cache = crate::vouch_cache::VouchCache::open(ctx, trusted);
-    let vouched = crate::vouch::for_report(ledger, &store, trusted, scope, cache.as_mut())?;
+    let vouched = crate::vouch::for_report(ledger, store, trusted, scope, cache.as_mut())?;
     if let Some(cache) = &cache {
         tracing::debug!(rows = cache.len(), "rows vouched for, kept");
         cache.save();
@@ -115,7 +115,8 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
     }
     let started = std::time::Instant::now();
     let trusted = report_keys(ctx);
-    let vouched = vouched(ctx, &ledger.ledger, &trusted, &scope)?;
+    let store = attest::bundle_store(ctx)?;
+    let vouched = vouched(ctx, &ledger.ledger, &store, &trusted, &scope)?;
     let mut card = Scorecard::build_with(
         &ledger.ledger,
         &scope,
@@ -124,7 +125,6 @@ pub(crate) fn report(ctx: &Context, args: &ReportArgs) -> Result<u8, GateError> 
         &vouched,
     )?;
     // A replay is shown only as its signed bundle has it, as a run is.
-    let store = attest::bundle_store(ctx)?;
     let (replays, unvouched) =
         crate::replay::vouched::vouched(ledger.ledger.replays()?, &store, &trusted);
     for (id, why) in &unvouched {

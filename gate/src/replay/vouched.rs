@@ -8,17 +8,26 @@ use gate_evidence::{PublicKey, bundle};
 use super::execute::summary_of;
 use super::report::{REPLAY_PREDICATE_TYPE, ReplayReport};
 
-/// The entries whose bundle is where the row says, has the row's digest,
-/// is signed under `trusted`, and holds the row's replay, table and
-/// scores; and, for each one left out, its id and why.
+/// Newest first, the newest replay of each candidate table whose bundle is
+/// where the row says, has the row's digest, is signed under `trusted`,
+/// and holds the row's replay, table and scores; and, for each one read
+/// and left out, its id and why. Only a replay that could be shown is
+/// read: none older than its table's newest that vouches.
 pub(crate) fn vouched(
-    entries: Vec<ReplayEntry>,
+    mut entries: Vec<ReplayEntry>,
     store: &BundleStore,
     trusted: &[PublicKey],
 ) -> (Vec<ReplayEntry>, Vec<(String, String)>) {
-    let mut kept = Vec::new();
+    entries.sort_by_key(|e| std::cmp::Reverse(e.recorded_at));
+    let mut kept: Vec<ReplayEntry> = Vec::new();
     let mut left_out = Vec::new();
     for entry in entries {
+        if kept
+            .iter()
+            .any(|k| k.routing_blake3 == entry.routing_blake3)
+        {
+            continue;
+        }
         match check(&entry, store, trusted) {
             Ok(()) => kept.push(entry),
             Err(why) => left_out.push((entry.replay_id.clone(), why)),
